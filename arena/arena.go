@@ -1,0 +1,232 @@
+package arena
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/dtype"
+	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/ir"
+)
+
+// Slot is a tensor's place in the arena.
+type Slot struct {
+	Offset int64
+	Size   int64 // true byte length; the slot may be padded past it
+}
+
+// Layout maps tensor IDs to slots. A negative Size marks a tensor that has
+// no slot (a weight, or a tensor the plan left out).
+type Layout struct {
+	Slots     []Slot
+	Bytes     int64
+	Alignment int64
+}
+
+// Arena is the contract every device's arena implements.
+type Arena interface {
+	Offset(id ir.TensorID) int64
+	Has(id ir.TensorID) bool
+	Size() int64
+	WriteF32(id ir.TensorID, dt ir.DType, v []float32) error
+	ReadF32(id ir.TensorID, dt ir.DType, n int) ([]float32, error)
+	ReadBytes(off, n int64) ([]byte, error)
+	WriteBytes(off int64, b []byte) error
+}
+
+// Host is an arena in host memory.
+type Host struct {
+	layout *Layout
+	buf    *device.HostBuffer
+}
+
+var _ Arena = (*Host)(nil)
+
+// NewHost allocates an arena of l.Bytes bytes aligned to l.Alignment.
+func NewHost(l *Layout) (*Host, error) {
+	for i, s := range l.Slots {
+		if s.Size >= 0 && (s.Offset < 0 || s.Offset > l.Bytes-s.Size) {
+			return nil, fmt.Errorf("arena: slot of tensor %d [%d,+%d) outside the arena of %d bytes", i, s.Offset, s.Size, l.Bytes)
+		}
+	}
+	buf, err := device.NewHostBuffer(l.Bytes, max(l.Alignment, 8))
+	if err != nil {
+		return nil, fmt.Errorf("arena: %w", err)
+	}
+	return &Host{layout: l, buf: buf}, nil
+}
+
+// Has reports whether the tensor has a slot.
+func (h *Host) Has(id ir.TensorID) bool {
+	return id >= 0 && int(id) < len(h.layout.Slots) && h.layout.Slots[id].Size >= 0
+}
+
+// Offset is the tensor's byte offset, or -1 when it has no slot.
+func (h *Host) Offset(id ir.TensorID) int64 {
+	if !h.Has(id) {
+		return -1
+	}
+	return h.layout.Slots[id].Offset
+}
+
+// Size is the arena's length in bytes.
+func (h *Host) Size() int64 { return h.buf.Size() }
+
+// Bytes is the whole arena.
+func (h *Host) Bytes() []byte { return h.buf.Bytes() }
+
+// Slot returns the bytes of a tensor's slot (its true size), or nil when
+// the tensor has no slot. The slice's capacity ends with the slot.
+func (h *Host) Slot(id ir.TensorID) []byte {
+	if !h.Has(id) {
+		return nil
+	}
+	s := h.layout.Slots[id]
+	return h.buf.Bytes()[s.Offset : s.Offset+s.Size : s.Offset+s.Size]
+}
+
+// ErrNoSlot is returned for a tensor that has no slot in the arena.
+var ErrNoSlot = errors.New("arena: tensor has no slot")
+
+// WriteF32 converts v to dt and writes it at the start of the tensor's slot.
+// Values that do not fit the slot are dropped (the write is clamped) and
+// reported as an error.
+func (h *Host) WriteF32(id ir.TensorID, dt ir.DType, v []float32) error {
+	slot := h.Slot(id)
+	if slot == nil {
+		return ErrNoSlot
+	}
+	size := dt.Size()
+	if size == 0 {
+		return fmt.Errorf("arena: cannot write type %s", dt)
+	}
+	n := min(len(v), len(slot)/size)
+	if err := EncodeF32(slot[:n*size], dt, v[:n]); err != nil {
+		return err
+	}
+	if n < len(v) {
+		return fmt.Errorf("arena: %d values do not fit the %d-byte slot of tensor %d; wrote %d", len(v), len(slot), id, n)
+	}
+	return nil
+}
+
+// ReadF32 reads n values of type dt from the tensor's slot as float32. A
+// read past the slot is clamped and reported as an error.
+func (h *Host) ReadF32(id ir.TensorID, dt ir.DType, n int) ([]float32, error) {
+	slot := h.Slot(id)
+	if slot == nil {
+		return nil, ErrNoSlot
+	}
+	size := dt.Size()
+	if size == 0 {
+		return nil, fmt.Errorf("arena: cannot read type %s", dt)
+	}
+	m := min(n, len(slot)/size)
+	out := make([]float32, m)
+	if err := DecodeF32(out, dt, slot[:m*size]); err != nil {
+		return nil, err
+	}
+	if m < n {
+		return out, fmt.Errorf("arena: tensor %d holds %d values, not %d", id, m, n)
+	}
+	return out, nil
+}
+
+// ReadBytes copies n bytes at off out of the arena.
+func (h *Host) ReadBytes(off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 || off > h.Size()-n {
+		return nil, fmt.Errorf("arena: read of %d bytes at %d outside the arena of %d", n, off, h.Size())
+	}
+	return append([]byte(nil), h.buf.Bytes()[off:off+n]...), nil
+}
+
+// WriteBytes copies b into the arena at off.
+func (h *Host) WriteBytes(off int64, b []byte) error {
+	if off < 0 || off > h.Size()-int64(len(b)) {
+		return fmt.Errorf("arena: write of %d bytes at %d outside the arena of %d", len(b), off, h.Size())
+	}
+	copy(h.buf.Bytes()[off:], b)
+	return nil
+}
+
+// EncodeF32 converts src into dst, which holds len(src) elements of dt.
+func EncodeF32(dst []byte, dt ir.DType, src []float32) error {
+	switch dt {
+	case ir.Float32:
+		copy(raw.F32(dst), src)
+	case ir.Float16:
+		dtype.F16sFromF32s(raw.U16(dst), src)
+	case ir.BFloat16:
+		dtype.BF16sFromF32s(raw.U16(dst), src)
+	case ir.Float64:
+		d := raw.F64(dst)
+		for i, v := range src {
+			d[i] = float64(v)
+		}
+	case ir.Int64:
+		d := raw.I64(dst)
+		for i, v := range src {
+			d[i] = int64(v)
+		}
+	case ir.Int32:
+		d := raw.I32(dst)
+		for i, v := range src {
+			d[i] = int32(v)
+		}
+	case ir.Int8:
+		for i, v := range src {
+			dst[i] = byte(int8(v))
+		}
+	case ir.Uint8:
+		for i, v := range src {
+			dst[i] = uint8(v)
+		}
+	case ir.Bool:
+		for i, v := range src {
+			dst[i] = 0
+			if v != 0 {
+				dst[i] = 1
+			}
+		}
+	default:
+		return fmt.Errorf("arena: no float32 conversion to %s", dt)
+	}
+	return nil
+}
+
+// DecodeF32 converts src, holding len(dst) elements of dt, into dst.
+func DecodeF32(dst []float32, dt ir.DType, src []byte) error {
+	switch dt {
+	case ir.Float32:
+		copy(dst, raw.F32(src))
+	case ir.Float16:
+		dtype.F32sFromF16s(dst, raw.U16(src))
+	case ir.BFloat16:
+		dtype.F32sFromBF16s(dst, raw.U16(src))
+	case ir.Float64:
+		for i, v := range raw.F64(src)[:len(dst)] {
+			dst[i] = float32(v)
+		}
+	case ir.Int64:
+		for i, v := range raw.I64(src)[:len(dst)] {
+			dst[i] = float32(v)
+		}
+	case ir.Int32:
+		for i, v := range raw.I32(src)[:len(dst)] {
+			dst[i] = float32(v)
+		}
+	case ir.Int8:
+		for i := range dst {
+			dst[i] = float32(int8(src[i]))
+		}
+	case ir.Uint8, ir.Bool:
+		for i := range dst {
+			dst[i] = float32(src[i])
+		}
+	default:
+		return fmt.Errorf("arena: no float32 conversion from %s", dt)
+	}
+	return nil
+}
+

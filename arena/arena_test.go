@@ -1,0 +1,105 @@
+package arena
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/berth-ml/berth/dtype"
+	"github.com/berth-ml/berth/ir"
+)
+
+func newTestArena(t *testing.T) *Host {
+	t.Helper()
+	l := &Layout{Slots: []Slot{{0, 16}, {64, 8}, {-1, -1}, {128, 64}}, Bytes: 192, Alignment: 64}
+	h, err := NewHost(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestTypedRoundTrip(t *testing.T) {
+	h := newTestArena(t)
+	v := []float32{1.5, -2.25, 3, 0.1}
+	for _, tc := range []struct {
+		dt   ir.DType
+		want func(float32) float32
+	}{
+		{ir.Float32, func(x float32) float32 { return x }},
+		{ir.Float16, func(x float32) float32 { return dtype.F32FromF16(dtype.F16FromF32(x)) }},
+		{ir.BFloat16, func(x float32) float32 { return dtype.F32FromBF16(dtype.BF16FromF32(x)) }},
+		{ir.Float64, func(x float32) float32 { return x }},
+		{ir.Int32, func(x float32) float32 { return float32(int32(x)) }},
+	} {
+		if err := h.WriteF32(3, tc.dt, v); err != nil {
+			t.Fatalf("%s: %v", tc.dt, err)
+		}
+		got, err := h.ReadF32(3, tc.dt, len(v))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.dt, err)
+		}
+		for i := range v {
+			if got[i] != tc.want(v[i]) {
+				t.Errorf("%s: value %d read back as %v, want %v", tc.dt, i, got[i], tc.want(v[i]))
+			}
+		}
+	}
+}
+
+func TestWritesClampToSlot(t *testing.T) {
+	h := newTestArena(t)
+	if err := h.WriteF32(1, ir.Float32, []float32{9, 9, 9, 9, 9}); err == nil {
+		t.Error("oversized write reported no error")
+	}
+	for i, b := range h.Bytes() {
+		if (i < 64 || i >= 72) && b != 0 {
+			t.Fatalf("byte %d = %d after a clamped write to [64,72)", i, b)
+		}
+	}
+	if v, _ := h.ReadF32(1, ir.Float32, 2); v[0] != 9 || v[1] != 9 {
+		t.Errorf("slot holds %v after the clamped write", v)
+	}
+	if _, err := h.ReadF32(1, ir.Float32, 3); err == nil {
+		t.Error("read past the slot reported no error")
+	}
+	if err := h.WriteF32(2, ir.Float32, []float32{1}); err != ErrNoSlot {
+		t.Errorf("write to a slotless tensor: %v", err)
+	}
+	if h.Has(2) || h.Has(7) || h.Offset(2) != -1 {
+		t.Error("slotless tensors reported as present")
+	}
+}
+
+func TestRawBounds(t *testing.T) {
+	h := newTestArena(t)
+	for _, tc := range []struct{ off, n int64 }{{-1, 1}, {190, 3}, {0, 193}, {5, -1}} {
+		if _, err := h.ReadBytes(tc.off, tc.n); err == nil {
+			t.Errorf("ReadBytes(%d, %d) succeeded", tc.off, tc.n)
+		}
+	}
+	if err := h.WriteBytes(191, []byte{1, 2}); err == nil {
+		t.Error("WriteBytes past the end succeeded")
+	}
+	if err := h.WriteBytes(10, []byte{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := h.ReadBytes(10, 2)
+	if b[0] != 1 || b[1] != 2 {
+		t.Errorf("read back %v", b)
+	}
+}
+
+func TestNewHostRejectsBadLayout(t *testing.T) {
+	if _, err := NewHost(&Layout{Slots: []Slot{{60, 8}}, Bytes: 64, Alignment: 64}); err == nil {
+		t.Error("slot past the arena accepted")
+	}
+}
+
+func ExampleHost() {
+	layout := &Layout{Slots: []Slot{{Offset: 0, Size: 8}}, Bytes: 64, Alignment: 64}
+	a, _ := NewHost(layout)
+	_ = a.WriteF32(0, ir.Float16, []float32{1, 0.1, 3, 4})
+	v, _ := a.ReadF32(0, ir.Float16, 4)
+	fmt.Println(v)
+	// Output: [1 0.099975586 3 4]
+}
