@@ -1,8 +1,8 @@
 module github.com/berth-ml/berth
 
-go 1.26.0
+go 1.26
 
 require (
-	golang.org/x/sys v0.50.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
+	golang.org/x/sys v0.47.0
+	google.golang.org/protobuf v1.36.12
 )

@@ -14,11 +14,35 @@ type Type struct {
 type inferFunc func(g *Graph, n *Node) ([]Type, error)
 
 // inferers maps operator types of the default domain to their shape rules.
+// The infer_*.go files fill it in their init functions.
 var inferers = map[string]inferFunc{}
 
-// Infer returns the type and shape of each output of n. Inputs whose values
-// decide an output shape (Reshape's shape, Slice's starts, …) must be
-// constants by the time Infer runs.
+// register adds the shape rule f for each of the operators ops.
+func register(f inferFunc, ops ...string) {
+	for _, op := range ops {
+		inferers[op] = f
+	}
+}
+
+// LatestOpset is the opset version assumed for a graph that records none
+// (a graph built by hand rather than imported).
+const LatestOpset = 17
+
+// opset returns the default-domain opset of g, LatestOpset when unknown.
+func opset(g *Graph) int64 {
+	if v := g.Opset(); v > 0 {
+		return v
+	}
+	return LatestOpset
+}
+
+// Infer returns the type and shape of each output of n, one entry per
+// output the operator defines for this node (for Split, one per output of
+// the node). Inputs whose values decide an output shape (Reshape's shape,
+// Slice's starts, …) must be constants by the time Infer runs.
+//
+// Errors begin with the operator type ("Reshape: cannot reshape [2,3] into
+// [4,-1]"); callers add the node's name.
 func Infer(g *Graph, n *Node) ([]Type, error) {
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return nil, fmt.Errorf("operator %s of domain %q is not supported", n.Op, n.Domain)
@@ -27,7 +51,21 @@ func Infer(g *Graph, n *Node) ([]Type, error) {
 	if !ok {
 		return nil, fmt.Errorf("operator %s is not supported", n.Op)
 	}
-	return f(g, n)
+	types, err := f(g, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.Op, err)
+	}
+	for i, out := range n.Outputs {
+		if out != NoTensor && i >= len(types) {
+			return nil, fmt.Errorf("%s: the node asks for output %d, the operator has %d", n.Op, i, len(types))
+		}
+	}
+	for i := range types {
+		if err := types[i].Shape.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: output %d: %w", n.Op, i, err)
+		}
+	}
+	return types, nil
 }
 
 // Supported reports whether berth knows the operator (default domain).

@@ -86,7 +86,7 @@ func Verify(g *Graph) error {
 func checkInferred(g *Graph, n *Node) error {
 	got, err := Infer(g, n)
 	if err != nil {
-		return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
+		return fmt.Errorf("node %q: %w", n.Name, err)
 	}
 	for i, out := range n.Outputs {
 		if out == NoTensor || i >= len(got) {

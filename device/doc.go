@@ -1,0 +1,9 @@
+// Package device holds the memory buffers that berth computes on and reads
+// weights from: aligned host memory, read-only memory-mapped files (the
+// "DISK" region that weights are read from in place), and, later, device
+// memory of accelerators.
+//
+// MapFile maps a file read-only. On Unix systems the bytes are the kernel's
+// page cache, shared by every process that maps the same file and never
+// copied onto the Go heap; elsewhere the file is read into memory once.
+package device

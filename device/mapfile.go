@@ -1,0 +1,76 @@
+package device
+
+import (
+	"fmt"
+	"math"
+	"os"
+)
+
+// MappedFile is a file mapped read-only into memory.
+//
+// The bytes returned by Bytes stay valid until Close; reading them after
+// Close faults (on Unix the pages are unmapped). Writing to them is never
+// allowed: the mapping is read-only and a write faults.
+type MappedFile struct {
+	path   string
+	data   []byte
+	unmap  func([]byte) error // nil when data is ordinary heap memory
+	closed bool
+}
+
+// MapFile maps the file at path read-only. An empty file is not mapped:
+// its Bytes is an empty, non-nil slice.
+func MapFile(path string) (*MappedFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("map %s: not a regular file", path)
+	}
+	size := fi.Size()
+	if size < 0 || uint64(size) > math.MaxInt {
+		return nil, fmt.Errorf("map %s: file of %d bytes is too large to map", path, size)
+	}
+	m := &MappedFile{path: path}
+	if size == 0 {
+		m.data = []byte{}
+		return m, nil
+	}
+	data, unmap, err := mapFile(f, int(size))
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", path, err)
+	}
+	m.data, m.unmap = data, unmap
+	return m, nil
+}
+
+// Path is the path the file was mapped from.
+func (m *MappedFile) Path() string { return m.path }
+
+// Bytes returns the file's contents. It is nil after Close.
+func (m *MappedFile) Bytes() []byte { return m.data }
+
+// Size is the file's length in bytes (0 after Close).
+func (m *MappedFile) Size() int64 { return int64(len(m.data)) }
+
+// Close releases the mapping. It is safe to call more than once.
+func (m *MappedFile) Close() error {
+	if m == nil || m.closed {
+		return nil
+	}
+	m.closed = true
+	data, unmap := m.data, m.unmap
+	m.data, m.unmap = nil, nil
+	if unmap != nil {
+		if err := unmap(data); err != nil {
+			return fmt.Errorf("unmap %s: %w", m.path, err)
+		}
+	}
+	return nil
+}

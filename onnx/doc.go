@@ -1,0 +1,39 @@
+// Package onnx imports ONNX models into berth's intermediate representation.
+//
+// Import maps the model file read-only and converts its main graph into an
+// ir.Graph:
+//
+//   - Initializers become constant tensors. Their raw_data bytes are not
+//     copied: the importer walks the protobuf wire format, records where
+//     each initializer's raw_data lies in the mapped file, decodes the rest
+//     of the model without those bytes, and points Tensor.Data at the
+//     mapped windows. (Such windows have the alignment the file gives
+//     them, which may be less than the element size.) Values stored in
+//     typed fields (float_data, int64_data, …) are decoded into fresh
+//     slices, after their counts are checked against the declared shape.
+//   - External data (data_location EXTERNAL) is read from files in the
+//     model's folder only: absolute paths and paths that leave the folder,
+//     also through symbolic links, are refused. Each data file is mapped
+//     once and the tensors are windows into it.
+//   - Graph inputs that are also initializers are constants, not inputs.
+//     Every other input must have a fully static shape.
+//   - Constant nodes become constant tensors and produce no node.
+//   - Nodes are sorted topologically (file order is kept where it is
+//     already valid). Node output tensors have no type yet: package passes
+//     infers them. An empty output name marks an omitted optional output
+//     and is recorded as ir.NoTensor at its position, as an empty input
+//     name is.
+//   - Unnamed nodes are named OpType_index (index in the file).
+//
+// Opsets 7 to 17 of the default domain are accepted; operators of other
+// domains, subgraph attributes (control flow), sparse tensors, and string
+// or complex tensors are refused with an error naming the node or tensor.
+// Every size the file declares is checked against the bytes present before
+// anything is allocated, and malformed input is an error, never a panic.
+//
+// The protobuf code lives in internal/onnxpb and is generated from ONNX's
+// onnx.proto with protoc (libprotoc 3.21) and protoc-gen-go v1.36.12:
+//
+//	go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+//	cd onnx/internal/onnxpb && go generate
+package onnx

@@ -1,0 +1,205 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/onnx/internal/onnxpb"
+)
+
+// graph converts the model's main graph.
+func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[string]int64) (*ir.Graph, error) {
+	g := &ir.Graph{Name: gp.GetName(), Opsets: opsets}
+	im.g = g
+	im.ids = make(map[string]ir.TensorID)
+
+	if sp := gp.GetSparseInitializer(); len(sp) > 0 {
+		return nil, fmt.Errorf("sparse initializer %q is not supported", sp[0].GetValues().GetName())
+	}
+	for i, tp := range gp.GetInitializer() {
+		name := tp.GetName()
+		if name == "" {
+			return nil, fmt.Errorf("initializer %d has no name", i)
+		}
+		if _, dup := im.ids[name]; dup {
+			return nil, fmt.Errorf("initializer %q is defined twice", name)
+		}
+		t, err := im.tensor(fmt.Sprintf("initializer %q", name), tp, tensorData{raw: windows[i]})
+		if err != nil {
+			return nil, err
+		}
+		im.ids[name] = g.AddTensor(t)
+	}
+
+	for _, vi := range gp.GetInput() {
+		name := vi.GetName()
+		if name == "" {
+			return nil, fmt.Errorf("a graph input has no name")
+		}
+		if id, ok := im.ids[name]; ok {
+			if g.Tensors[id].Producer == -1 && g.Tensors[id].IsConst() {
+				continue // an initializer listed as input (IR version < 4): a constant
+			}
+			return nil, fmt.Errorf("graph input %q is declared twice", name)
+		}
+		t, err := inputTensor(vi)
+		if err != nil {
+			return nil, err
+		}
+		id := g.AddTensor(t)
+		im.ids[name] = id
+		g.Inputs = append(g.Inputs, id)
+	}
+
+	if err := im.nodes(gp.GetNode()); err != nil {
+		return nil, err
+	}
+
+	for _, vi := range gp.GetOutput() {
+		name := vi.GetName()
+		id, ok := im.ids[name]
+		if !ok {
+			return nil, fmt.Errorf("graph output %q is not produced by any node, initializer or input", name)
+		}
+		g.Outputs = append(g.Outputs, id)
+	}
+	if len(g.Outputs) == 0 {
+		return nil, fmt.Errorf("the graph has no outputs")
+	}
+	return g, nil
+}
+
+// inputTensor converts a graph input declaration. Its type must be a tensor
+// with a fully static shape.
+func inputTensor(vi *onnxpb.ValueInfoProto) (ir.Tensor, error) {
+	name := vi.GetName()
+	tt := vi.GetType().GetTensorType()
+	if tt == nil {
+		return ir.Tensor{}, fmt.Errorf("graph input %q is not a tensor (sequences, maps and optionals are not supported)", name)
+	}
+	dt, err := dtypeOf(tt.GetElemType())
+	if err != nil {
+		return ir.Tensor{}, fmt.Errorf("graph input %q: %w", name, err)
+	}
+	sp := tt.GetShape()
+	if sp == nil {
+		return ir.Tensor{}, fmt.Errorf("graph input %q has no shape; berth needs static input shapes", name)
+	}
+	shape := make(ir.Shape, len(sp.GetDim()))
+	for i, d := range sp.GetDim() {
+		switch v := d.GetValue().(type) {
+		case *onnxpb.TensorShapeProto_Dimension_DimValue:
+			if v.DimValue < 0 {
+				return ir.Tensor{}, fmt.Errorf("graph input %q: dimension %d is negative (%d)", name, i, v.DimValue)
+			}
+			shape[i] = v.DimValue
+		case *onnxpb.TensorShapeProto_Dimension_DimParam:
+			return ir.Tensor{}, fmt.Errorf("graph input %q: dimension %d is symbolic (%q); berth needs static input shapes (export the model with fixed sizes)", name, i, v.DimParam)
+		default:
+			return ir.Tensor{}, fmt.Errorf("graph input %q: dimension %d has no size; berth needs static input shapes", name, i)
+		}
+	}
+	if err := shape.Validate(); err != nil {
+		return ir.Tensor{}, fmt.Errorf("graph input %q: %w", name, err)
+	}
+	return ir.Tensor{Name: name, DType: dt, Shape: shape, Producer: -1}, nil
+}
+
+// nodes converts the graph's nodes: Constant nodes become constant tensors,
+// every other node an ir node; the nodes are then sorted topologically.
+func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
+	g := im.g
+	type pending struct {
+		node   ir.Node
+		inputs []string
+	}
+	var nodes []pending
+	for k, np := range nps {
+		op := np.GetOpType()
+		if op == "" {
+			return fmt.Errorf("node %d has no operator type", k)
+		}
+		name := np.GetName()
+		if name == "" {
+			name = fmt.Sprintf("%s_%d", op, k)
+		}
+		domain := normDomain(np.GetDomain())
+		if domain != "" {
+			return fmt.Errorf("node %q: operator %s of domain %q is not supported", name, op, np.GetDomain())
+		}
+		attrs, err := im.attrs(name, op, np.GetAttribute())
+		if err != nil {
+			return err
+		}
+		if op == "Constant" {
+			if err := im.constant(name, np, attrs); err != nil {
+				return err
+			}
+			continue
+		}
+		n := ir.Node{Name: name, Op: op, Attrs: attrs}
+		for _, out := range np.GetOutput() {
+			if out == "" {
+				// An omitted optional output.
+				n.Outputs = append(n.Outputs, ir.NoTensor)
+				continue
+			}
+			if err := im.checkNew(name, op, out); err != nil {
+				return err
+			}
+			id := g.AddTensor(ir.Tensor{Name: out, Producer: -1})
+			im.ids[out] = id
+			n.Outputs = append(n.Outputs, id)
+		}
+		nodes = append(nodes, pending{node: n, inputs: np.GetInput()})
+	}
+
+	// Resolve inputs now that every output is known: files are not always
+	// sorted.
+	list := make([]ir.Node, len(nodes))
+	for i := range nodes {
+		n := &nodes[i].node
+		for _, in := range nodes[i].inputs {
+			if in == "" {
+				n.Inputs = append(n.Inputs, ir.NoTensor)
+				continue
+			}
+			id, ok := im.ids[in]
+			if !ok {
+				return fmt.Errorf("node %q (%s): input %q is not produced by any node, initializer or graph input", n.Name, n.Op, in)
+			}
+			n.Inputs = append(n.Inputs, id)
+		}
+		list[i] = *n
+	}
+	sorted, err := topoSort(g, list)
+	if err != nil {
+		return err
+	}
+	g.Nodes = sorted
+	for i := range g.Nodes {
+		for _, out := range g.Nodes[i].Outputs {
+			if out != ir.NoTensor {
+				g.Tensors[out].Producer = i
+			}
+		}
+	}
+	return nil
+}
+
+// checkNew reports an error if a tensor called name already exists.
+func (im *importer) checkNew(node, op, name string) error {
+	id, ok := im.ids[name]
+	if !ok {
+		return nil
+	}
+	t := &im.g.Tensors[id]
+	what := "node output"
+	switch {
+	case t.IsConst():
+		what = "constant"
+	case t.DType.Valid():
+		what = "graph input"
+	}
+	return fmt.Errorf("node %q (%s): output %q is already defined as a %s", node, op, name, what)
+}

@@ -1,0 +1,194 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/onnx/internal/onnxpb"
+)
+
+// The opset versions of the default ONNX domain that berth imports.
+const (
+	MinOpset = 7
+	MaxOpset = 17
+)
+
+// ErrNotONNX is wrapped by the error for a file that is not a readable ONNX
+// model: empty, truncated, not a protobuf, or a protobuf without a graph.
+var ErrNotONNX = errors.New("not an ONNX model")
+
+// Model is an imported ONNX model.
+//
+// The Data of its initializers are windows into the memory-mapped model
+// file (and external data files); they stay valid until Close.
+type Model struct {
+	// Graph is the model's main graph. Node output tensors have no type
+	// yet (DType Undefined, nil Shape): package passes infers them.
+	Graph *ir.Graph
+
+	IRVersion       int64
+	ProducerName    string
+	ProducerVersion string
+	Domain          string
+	ModelVersion    int64
+	DocString       string
+	// Opsets maps each imported operator set domain to its version; the
+	// default ONNX domain ("ai.onnx") is recorded as "".
+	Opsets map[string]int64
+	// Metadata holds the model's metadata_props.
+	Metadata map[string]string
+
+	files []*device.MappedFile
+}
+
+// Close unmaps the model's files. The graph's constant Data must not be
+// used afterwards. Close is safe to call more than once.
+func (m *Model) Close() error {
+	var first error
+	for _, f := range m.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.files = nil
+	return first
+}
+
+// Import maps the ONNX model file at path read-only and imports it. The
+// initializers' bytes are used in place, not copied. External data files
+// are looked up in the model's folder.
+func Import(path string) (*Model, error) {
+	f, err := device.MapFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file", path)
+		}
+		return nil, err
+	}
+	m, err := importModel(path, f.Bytes(), filepath.Dir(path))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m.files = append([]*device.MappedFile{f}, m.files...)
+	return m, nil
+}
+
+// ImportBytes imports a serialized ONNX model held in memory. The
+// initializers' Data alias b, which must stay unchanged while the model is
+// in use. dir is the folder that external data paths are relative to; with
+// dir "" a model with external data is refused.
+func ImportBytes(b []byte, dir string) (*Model, error) {
+	return importModel("onnx", b, dir)
+}
+
+// importer holds the state of one import.
+type importer struct {
+	file     []byte                        // the serialized model; raw_data windows point into it
+	dir      string                        // the model's folder, for external data
+	realDir  string                        // dir with symbolic links resolved, once needed
+	extFiles map[string]*device.MappedFile // by resolved path
+	files    []*device.MappedFile          // external data files, in mapping order
+
+	g   *ir.Graph
+	ids map[string]ir.TensorID // tensor name → ID
+}
+
+func importModel(name string, b []byte, dir string) (*Model, error) {
+	im := &importer{file: b, dir: dir}
+	m, err := im.model()
+	if err != nil {
+		for _, f := range im.files {
+			f.Close()
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	m.files = im.files
+	return m, nil
+}
+
+func notONNX(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNotONNX, fmt.Sprintf(format, args...))
+}
+
+func (im *importer) model() (*Model, error) {
+	if len(im.file) == 0 {
+		return nil, notONNX("empty file")
+	}
+	stripped, windows, err := stripRawData(im.file)
+	if err != nil {
+		return nil, notONNX("%v", err)
+	}
+	var mp onnxpb.ModelProto
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(stripped, &mp); err != nil {
+		return nil, notONNX("%v", err)
+	}
+	if mp.GetIrVersion() <= 0 {
+		return nil, notONNX("no IR version")
+	}
+	gp := mp.GetGraph()
+	if gp == nil {
+		return nil, notONNX("no graph")
+	}
+	if len(windows) != len(gp.GetInitializer()) {
+		return nil, notONNX("found %d initializers in the wire format, %d after decoding", len(windows), len(gp.GetInitializer()))
+	}
+	opsets, err := opsetsOf(mp.GetOpsetImport())
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{
+		IRVersion:       mp.GetIrVersion(),
+		ProducerName:    mp.GetProducerName(),
+		ProducerVersion: mp.GetProducerVersion(),
+		Domain:          mp.GetDomain(),
+		ModelVersion:    mp.GetModelVersion(),
+		DocString:       mp.GetDocString(),
+		Opsets:          opsets,
+	}
+	if props := mp.GetMetadataProps(); len(props) > 0 {
+		m.Metadata = make(map[string]string, len(props))
+		for _, kv := range props {
+			m.Metadata[kv.GetKey()] = kv.GetValue()
+		}
+	}
+	g, err := im.graph(gp, windows, opsets)
+	if err != nil {
+		return nil, err
+	}
+	m.Graph = g
+	return m, nil
+}
+
+// opsetsOf checks the imported operator sets.
+func opsetsOf(imports []*onnxpb.OperatorSetIdProto) (map[string]int64, error) {
+	opsets := make(map[string]int64, len(imports))
+	for _, os := range imports {
+		domain, v := normDomain(os.GetDomain()), os.GetVersion()
+		if old, ok := opsets[domain]; ok && old != v {
+			return nil, fmt.Errorf("opset of domain %q imported twice (versions %d and %d)", os.GetDomain(), old, v)
+		}
+		if domain == "" && (v < MinOpset || v > MaxOpset) {
+			return nil, fmt.Errorf("opset %d of the default domain (ai.onnx) is not supported; berth imports opsets %d to %d", v, MinOpset, MaxOpset)
+		}
+		opsets[domain] = v
+	}
+	if _, ok := opsets[""]; !ok {
+		return nil, fmt.Errorf("the model imports no opset of the default domain (ai.onnx)")
+	}
+	return opsets, nil
+}
+
+// normDomain maps both spellings of the default domain to "".
+func normDomain(d string) string {
+	if d == "ai.onnx" {
+		return ""
+	}
+	return d
+}

@@ -1,0 +1,23 @@
+// Package passes transforms an imported graph into the form that the
+// planner and the backends expect.
+//
+// Prepare runs, in order:
+//
+//   - Fold: shape inference for every node (ir.Infer), recording each
+//     output's type and shape, and constant folding. Shape nodes always
+//     fold (their value depends only on a static shape); the view
+//     operators Reshape, Flatten, Squeeze, Unsqueeze and Identity fold on a
+//     constant input by sharing its bytes; any other node whose inputs are
+//     all constant folds through an Evaluator, which the CPU backend
+//     provides, as long as its outputs total at most MaxFoldBytes.
+//   - EliminateDeadCode: drops folded nodes and nodes that no graph output
+//     depends on, and compacts the tensor table to what remains in use.
+//   - MaterializeOutputs: makes every graph output a distinct tensor
+//     written by a node, inserting an Identity where an output is a
+//     constant, a graph input or listed twice.
+//   - ir.Verify.
+//
+// PyTorch exports compute reshape targets at run time from the input's
+// shape (Shape → Gather → Unsqueeze → Concat → Reshape); with static input
+// shapes Fold turns every such chain into a constant.
+package passes

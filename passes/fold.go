@@ -1,0 +1,134 @@
+package passes
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/ir"
+)
+
+// viewOps are the operators whose output has the bytes of their first
+// input unchanged.
+var viewOps = map[string]bool{
+	"Reshape":   true,
+	"Flatten":   true,
+	"Squeeze":   true,
+	"Unsqueeze": true,
+	"Identity":  true,
+}
+
+// Fold visits the nodes in order, sets the type and shape of every output
+// from ir.Infer, and folds what can be folded (see the package
+// documentation). A folded output gets its Data; its node stays in the
+// list until EliminateDeadCode removes it.
+func Fold(g *ir.Graph, eval Evaluator) error {
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		types, err := ir.Infer(g, n)
+		if err != nil {
+			return fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		for j, out := range n.Outputs {
+			if out == ir.NoTensor {
+				continue
+			}
+			t := &g.Tensors[out]
+			t.DType, t.Shape = types[j].DType, types[j].Shape
+		}
+		if err := foldNode(g, n, eval); err != nil {
+			return fmt.Errorf("node %q (%s): constant folding: %w", n.Name, n.Op, err)
+		}
+	}
+	return nil
+}
+
+// foldNode folds n if it can.
+func foldNode(g *ir.Graph, n *ir.Node, eval Evaluator) error {
+	if n.Op == "Shape" {
+		x := g.Tensor(n.Inputs[0])
+		s, e := ir.ShapeSlice(n, x.Shape.Rank())
+		g.Tensor(n.Outputs[0]).Data = ir.Int64Bytes(x.Shape[s:e])
+		return nil
+	}
+	inputs := 0
+	for _, in := range n.Inputs {
+		if in == ir.NoTensor {
+			continue
+		}
+		if !g.Tensors[in].IsConst() {
+			return nil
+		}
+		inputs++
+	}
+	if inputs == 0 {
+		return nil
+	}
+	if viewOps[n.Op] {
+		g.Tensor(n.Outputs[0]).Data = g.Tensor(n.Inputs[0]).Data
+		return nil
+	}
+	var total int64
+	for _, out := range n.Outputs {
+		if out != ir.NoTensor {
+			total += g.Tensors[out].Bytes()
+		}
+	}
+	if eval == nil || total > MaxFoldBytes {
+		return nil
+	}
+	restore := alignInputs(g, n)
+	err := eval(g, n)
+	restore()
+	if err != nil {
+		for _, out := range n.Outputs {
+			if out != ir.NoTensor {
+				g.Tensors[out].Data = nil
+			}
+		}
+		if errors.Is(err, ErrNoFold) {
+			return nil
+		}
+		return err
+	}
+	for _, out := range n.Outputs {
+		if out == ir.NoTensor {
+			continue
+		}
+		t := &g.Tensors[out]
+		if want := t.Bytes(); t.Data == nil || int64(len(t.Data)) != want {
+			return fmt.Errorf("the evaluator left output %q with %d bytes, want %d", t.Name, len(t.Data), want)
+		}
+	}
+	return nil
+}
+
+// alignInputs gives every constant input of n whose bytes are not aligned
+// to its element size (weights in a mapped file often are not) an aligned
+// copy for the duration of an evaluation, so that evaluators can view
+// inputs as typed slices. The returned function puts the original bytes
+// back; the graph keeps its zero-copy windows.
+func alignInputs(g *ir.Graph, n *ir.Node) (restore func()) {
+	type saved struct {
+		id   ir.TensorID
+		data []byte
+	}
+	var swapped []saved
+	for _, in := range n.Inputs {
+		if in == ir.NoTensor {
+			continue
+		}
+		t := &g.Tensors[in]
+		if size := t.DType.Size(); size > 1 && !raw.Aligned(t.Data, uintptr(size)) {
+			swapped = append(swapped, saved{in, t.Data})
+			// Go allocates a slice whose length is a multiple of the element
+			// size (at most 8) aligned to that size.
+			t.Data = append(make([]byte, 0, len(t.Data)), t.Data...)
+		}
+	}
+	return func() {
+		for _, s := range swapped {
+			g.Tensors[s.id].Data = s.data
+		}
+	}
+}
