@@ -229,4 +229,3 @@ func DecodeF32(dst []float32, dt ir.DType, src []byte) error {
 	}
 	return nil
 }
-

@@ -1,0 +1,111 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// benchKernel runs a prepared node b.N times and reports GFLOP/s.
+func benchKernel(b *testing.B, g *ir.Graph, n *ir.Node, threads int, flops float64) {
+	p := prepare(b, g, n)
+	w := NewWorkers(threads)
+	defer w.Close()
+	p.k.Run(w, p.in, p.out, p.scratch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p.k.Run(w, p.in, p.out, p.scratch)
+	}
+	if flops > 0 {
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	}
+}
+
+func threadCounts() []int {
+	if n := runtime.GOMAXPROCS(0); n > 1 {
+		return []int{1, n}
+	}
+	return []int{1}
+}
+
+// BenchmarkSGEMM multiplies two square run-time matrices (both packed on
+// every run) and one by a constant, prepacked B.
+func BenchmarkSGEMM(b *testing.B) {
+	for _, size := range []int64{256, 1024} {
+		for _, constB := range []bool{false, true} {
+			for _, th := range threadCounts() {
+				b.Run(fmt.Sprintf("%d/constB=%v/threads=%d", size, constB, th), func(b *testing.B) {
+					g, n := matmulNode(size, size, size, constB)
+					benchKernel(b, g, n, th, 2*float64(size*size*size))
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkConv covers the three convolution paths on ResNet/MobileNet
+// sized layers.
+func BenchmarkConv(b *testing.B) {
+	cases := []struct {
+		name                         string
+		c, h, m, k, stride, pad, grp int64
+	}{
+		{"3x3 64→64 56²", 64, 56, 64, 3, 1, 1, 1},
+		{"3x3 256→256 14²", 256, 14, 256, 3, 1, 1, 1},
+		{"1x1 256→64 56²", 256, 56, 64, 1, 1, 0, 1},
+		{"7x7s2 3→64 224²", 3, 224, 64, 7, 2, 3, 1},
+		{"depthwise 3x3 144 56²", 144, 56, 144, 3, 1, 1, 144},
+	}
+	for _, c := range cases {
+		for _, th := range threadCounts() {
+			b.Run(fmt.Sprintf("%s/threads=%d", c.name, th), func(b *testing.B) {
+				g, n := convNode(1, c.c, c.h, c.h, c.m, c.k, c.stride, c.pad, c.grp, true)
+				y := g.Tensor(n.Outputs[0]).Shape
+				flops := 2 * float64(y.Elements()) * float64(c.c/c.grp*c.k*c.k)
+				benchKernel(b, g, n, th, flops)
+			})
+		}
+	}
+}
+
+// BenchmarkAdd measures the same-shape and broadcast elementwise paths
+// (GB/s counts the bytes read and written).
+func BenchmarkAdd(b *testing.B) {
+	cases := []struct {
+		name string
+		a, c []int64
+	}{
+		{"same 1M", []int64{1 << 20}, []int64{1 << 20}},
+		{"scalar 1M", []int64{1 << 20}, []int64{}},
+		{"row bias 1024x1024", []int64{1024, 1024}, []int64{1024}},
+		{"channel bias 64x128²", []int64{64, 128, 128}, []int64{64, 1, 1}},
+	}
+	for _, c := range cases {
+		for _, th := range threadCounts() {
+			b.Run(fmt.Sprintf("%s/threads=%d", c.name, th), func(b *testing.B) {
+				tg := newTGraph(17)
+				ys := bcastShape(b, c.a, c.c)
+				n := tg.node("Add", nil, []ir.TensorID{tg.input("a", ir.Float32, c.a...), tg.input("c", ir.Float32, c.c...)}, out{ir.Float32, ys})
+				b.SetBytes(3 * 4 * elems(ys))
+				benchKernel(b, tg.g, n, th, 0)
+			})
+		}
+	}
+}
+
+// BenchmarkFor is the fixed cost of one parallel loop.
+func BenchmarkFor(b *testing.B) {
+	for _, th := range threadCounts() {
+		b.Run(fmt.Sprintf("threads=%d", th), func(b *testing.B) {
+			w := NewWorkers(th)
+			defer w.Close()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				w.For(64, nopRanger{}, nil, nil, nil)
+			}
+		})
+	}
+}

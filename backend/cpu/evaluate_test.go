@@ -1,0 +1,98 @@
+package cpu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+func TestEvaluate(t *testing.T) {
+	tg := newTGraph(17)
+	a := tg.constant("a", ir.Float32, f32Bytes([]float32{1, 2, 3, 4, 5, 6}), 2, 3)
+	b := tg.constant("b", ir.Float32, f32Bytes([]float32{10, 20, 30}), 3)
+	add := tg.node("Add", nil, []ir.TensorID{a, b}, out{ir.Float32, []int64{2, 3}})
+	if err := Evaluate(tg.g, add); err != nil {
+		t.Fatal(err)
+	}
+	y := tg.g.Tensor(add.Outputs[0])
+	if !y.IsConst() || !aligned(y.Data, alignment) {
+		t.Fatalf("output not set or not aligned")
+	}
+	near(t, "Add", asF32(y.Data), []float64{11, 22, 33, 14, 25, 36}, 0, 0)
+
+	// Evaluate chains: the folded output feeds the next node.
+	tr := tg.node("Transpose", nil, []ir.TensorID{add.Outputs[0]}, out{ir.Float32, []int64{3, 2}})
+	if err := Evaluate(tg.g, tr); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "Transpose", asF32(tg.g.Tensor(tr.Outputs[0]).Data), []float64{11, 14, 22, 25, 33, 36}, 0, 0)
+
+	// Unaligned constant bytes are fine.
+	raw := make([]byte, 4*3+1)
+	copy(raw[1:], f32Bytes([]float32{-1, 0, 2}))
+	u := tg.constant("u", ir.Float32, raw[1:], 3)
+	relu := tg.node("Relu", nil, []ir.TensorID{u}, out{ir.Float32, []int64{3}})
+	if err := Evaluate(tg.g, relu); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "Relu", asF32(tg.g.Tensor(relu.Outputs[0]).Data), []float64{0, 0, 2}, 0, 0)
+
+	// A zero-sized result is still a known constant.
+	e := tg.constant("e", ir.Float32, []byte{}, 0)
+	neg := tg.node("Neg", nil, []ir.TensorID{e}, out{ir.Float32, []int64{0}})
+	if err := Evaluate(tg.g, neg); err != nil || !tg.g.Tensor(neg.Outputs[0]).IsConst() {
+		t.Fatalf("empty Evaluate: err %v, const %v", err, tg.g.Tensor(neg.Outputs[0]).IsConst())
+	}
+
+	// Shape and Size need no input values.
+	x0 := tg.input("x0", ir.Float32, 4, 5)
+	shape := tg.node("Shape", nil, []ir.TensorID{x0}, out{ir.Int64, []int64{2}})
+	size := tg.node("Size", nil, []ir.TensorID{x0}, out{ir.Int64, []int64{}})
+	for _, n := range []*ir.Node{shape, size} {
+		if err := Evaluate(tg.g, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := asI64(tg.g.Tensor(shape.Outputs[0]).Data); got[0] != 4 || got[1] != 5 {
+		t.Errorf("Shape = %v", got)
+	}
+	if got := asI64(tg.g.Tensor(size.Outputs[0]).Data); got[0] != 20 {
+		t.Errorf("Size = %v", got)
+	}
+
+	// A run-time input is refused, by name.
+	x := tg.input("x", ir.Float32, 3)
+	bad := tg.node("Relu", nil, []ir.TensorID{x}, out{ir.Float32, []int64{3}})
+	if err := Evaluate(tg.g, bad); err == nil || !strings.Contains(err.Error(), `"x"`) {
+		t.Fatalf("Evaluate with a run-time input: %v", err)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	tg := newTGraph(17)
+	x := tg.input("x", ir.Float32, 3)
+	cases := []*ir.Node{
+		tg.node("NoSuchOp", nil, []ir.TensorID{x}, out{ir.Float32, []int64{3}}),
+		tg.node("Add", nil, []ir.TensorID{x}, out{ir.Float32, []int64{3}}),
+		tg.node("Add", nil, []ir.TensorID{x, tg.input("y", ir.Int64, 3)}, out{ir.Float32, []int64{3}}),
+		tg.node("Erf", nil, []ir.TensorID{tg.input("i", ir.Int32, 3)}, out{ir.Int32, []int64{3}}),
+		tg.node("Relu", nil, []ir.TensorID{x}, out{ir.Float32, []int64{4}}),
+		tg.node("Add", nil, []ir.TensorID{x, tg.input("z", ir.Float32, 4)}, out{ir.Float32, []int64{4}}),
+		tg.node("Slice", nil, []ir.TensorID{x, tg.input("s", ir.Int64, 1), tg.input("e", ir.Int64, 1)}, out{ir.Float32, []int64{1}}),
+	}
+	for _, n := range cases {
+		_, _, err := Build(tg.g, n)
+		if err == nil {
+			t.Errorf("%s: Build succeeded", n.Op)
+			continue
+		}
+		if !strings.Contains(err.Error(), n.Name) {
+			t.Errorf("%s: error %q does not name the node", n.Op, err)
+		}
+	}
+	n := &ir.Node{Name: "custom", Op: "Relu", Domain: "com.example", Inputs: []ir.TensorID{x}, Outputs: []ir.TensorID{x}}
+	if _, _, err := Build(tg.g, n); err == nil {
+		t.Errorf("Build accepted a foreign domain")
+	}
+}

@@ -1,0 +1,326 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// Kernel runs one compiled node. in[i]/out[i] are exactly the bytes of the
+// node's i-th input/output tensor (len == bytes of its static type); in[i] is
+// nil for an omitted optional input. scratch has the length Build returned.
+// Buffers are at least 64-byte aligned (weights at least 8-byte aligned), so
+// raw.F32 etc. are safe. A kernel may be run by several sessions at once
+// (each with its own buffers and Workers), so Run must not mutate the kernel.
+type Kernel interface {
+	Run(w *Workers, in, out [][]byte, scratch []byte)
+}
+
+// alignment is that of the buffers Evaluate allocates (and of arena slots).
+const alignment = 64
+
+// buildFunc compiles one node; see Build.
+type buildFunc func(c *bctx) (Kernel, int64, error)
+
+// builders maps ONNX operator types to their compilers.
+var builders = map[string]buildFunc{
+	// Elementwise, one input.
+	"Relu": buildUnary, "LeakyRelu": buildUnary, "Sigmoid": buildUnary,
+	"HardSigmoid": buildUnary, "HardSwish": buildUnary, "Tanh": buildUnary,
+	"Erf": buildUnary, "Exp": buildUnary, "Log": buildUnary, "Sqrt": buildUnary,
+	"Neg": buildUnary, "Abs": buildUnary, "Reciprocal": buildUnary,
+	"Floor": buildUnary, "Ceil": buildUnary, "Round": buildUnary,
+	"Sin": buildUnary, "Cos": buildUnary, "Tan": buildUnary, "Asin": buildUnary,
+	"Acos": buildUnary, "Atan": buildUnary, "Sinh": buildUnary,
+	"Cosh": buildUnary, "Asinh": buildUnary, "Acosh": buildUnary,
+	"Atanh": buildUnary, "Softplus": buildUnary, "Softsign": buildUnary,
+	"Elu": buildUnary, "Selu": buildUnary, "ThresholdedRelu": buildUnary,
+	"Shrink": buildUnary, "Sign": buildUnary, "Not": buildUnary,
+	"Clip": buildClip, "IsNaN": buildIsX, "IsInf": buildIsX, "Cast": buildCast,
+	// Elementwise with broadcasting.
+	"Add": buildBinary, "Sub": buildBinary, "Mul": buildBinary,
+	"Div": buildBinary, "Max": buildBinary, "Min": buildBinary,
+	"Sum": buildBinary, "Mean": buildBinary, "Equal": buildBinary,
+	"Less": buildBinary, "Greater": buildBinary, "LessOrEqual": buildBinary,
+	"GreaterOrEqual": buildBinary, "And": buildBinary, "Or": buildBinary,
+	"Xor": buildBinary,
+	"Pow": buildPow, "Where": buildWhere, "PRelu": buildPRelu, "Mod": buildMod,
+	// Linear algebra and convolution.
+	"MatMul": buildMatMul, "Gemm": buildGemm, "Conv": buildConv,
+	"ConvTranspose": buildConvTranspose,
+	// Pooling, normalisation, reductions.
+	"MaxPool": buildPool, "AveragePool": buildPool,
+	"GlobalAveragePool": buildGlobalPool, "GlobalMaxPool": buildGlobalPool,
+	"BatchNormalization": buildBatchNorm, "LayerNormalization": buildLayerNorm,
+	"InstanceNormalization": buildInstanceNorm, "Softmax": buildSoftmax,
+	"LogSoftmax": buildSoftmax,
+	"ReduceMean": buildReduce, "ReduceSum": buildReduce,
+	"ReduceMax": buildReduce, "ReduceMin": buildReduce,
+	"ReduceProd": buildReduce, "ReduceL1": buildReduce, "ReduceL2": buildReduce,
+	"ReduceSumSquare": buildReduce, "ReduceLogSum": buildReduce,
+	"ReduceLogSumExp": buildReduce, "CumSum": buildCumSum,
+	"ArgMax": buildArg, "ArgMin": buildArg,
+	// Data movement.
+	"Identity": buildView, "Reshape": buildView, "Flatten": buildView,
+	"Squeeze": buildView, "Unsqueeze": buildView, "Dropout": buildView,
+	"Transpose": buildTranspose, "Concat": buildConcat, "Split": buildSplit,
+	"Slice": buildSlice, "Gather": buildGather, "Expand": buildExpand,
+	"Pad": buildPad, "Tile": buildTile, "Resize": buildResize, "Upsample": buildResize, "DepthToSpace": buildDepthToSpace,
+	"SpaceToDepth": buildSpaceToDepth, "Trilu": buildTrilu,
+	// Shape-like values.
+	"Shape": buildShape, "Size": buildSize,
+	"ConstantOfShape": buildConstantOfShape, "Constant": buildConstant,
+	"Range": buildRange,
+}
+
+// Supported reports whether the CPU backend has a kernel for the operator
+// (for some dtypes; Build has the final word).
+func Supported(op string) bool { _, ok := builders[op]; return ok }
+
+// Build compiles node n of g (types and shapes of all inputs and outputs are
+// already inferred: g.Tensor(id).DType/.Shape; constant inputs have .Data)
+// into a kernel, returning the scratch bytes it needs per run. Unsupported
+// op/dtype combinations return an error naming the node, op and dtype.
+func Build(g *ir.Graph, n *ir.Node) (k Kernel, scratch int64, err error) {
+	if n.Domain != "" && n.Domain != "ai.onnx" {
+		return nil, 0, fmt.Errorf("node %q: operator %s of domain %q is not supported by the CPU backend", n.Name, n.Op, n.Domain)
+	}
+	f, ok := builders[n.Op]
+	if !ok {
+		return nil, 0, fmt.Errorf("node %q: operator %s is not supported by the CPU backend", n.Name, n.Op)
+	}
+	c := &bctx{g: g, n: n, opset: g.Opset()}
+	if c.opset == 0 {
+		c.opset = 17
+	}
+	for _, ids := range [][]ir.TensorID{n.Inputs, n.Outputs} {
+		for _, id := range ids {
+			if id == ir.NoTensor {
+				continue
+			}
+			if id < 0 || int(id) >= len(g.Tensors) {
+				return nil, 0, c.errorf("tensor id %d out of range", id)
+			}
+			t := g.Tensor(id)
+			if !t.DType.Valid() {
+				return nil, 0, c.errorf("tensor %q has no valid type", t.Name)
+			}
+			if err := t.Shape.Validate(); err != nil {
+				return nil, 0, c.errorf("tensor %q: %v", t.Name, err)
+			}
+			if t.IsConst() && int64(len(t.Data)) != t.Bytes() {
+				return nil, 0, c.errorf("constant %q holds %d bytes, want %d", t.Name, len(t.Data), t.Bytes())
+			}
+		}
+	}
+	if len(n.Outputs) == 0 || n.Outputs[0] == ir.NoTensor {
+		return nil, 0, c.errorf("node has no output")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			k, scratch, err = nil, 0, c.errorf("internal error while compiling: %v", p)
+		}
+	}()
+	k, scratch, err = f(c)
+	if err == nil && scratch < 0 {
+		return nil, 0, c.errorf("internal error: negative scratch size")
+	}
+	return k, scratch, err
+}
+
+// shapeOnly lists the operators whose result depends only on the static
+// shape of their input, never on its values.
+var shapeOnly = map[string]bool{"Shape": true, "Size": true}
+
+// Evaluate runs node n whose inputs are all constants and sets Data on each
+// of its outputs (fresh 64-byte-aligned buffers). Used for constant folding.
+// Shape and Size, which read no input values, also accept a non-constant
+// input.
+func Evaluate(g *ir.Graph, n *ir.Node) (err error) {
+	in := make([][]byte, len(n.Inputs))
+	for i, id := range n.Inputs {
+		if id == ir.NoTensor {
+			continue
+		}
+		if id < 0 || int(id) >= len(g.Tensors) {
+			return fmt.Errorf("node %q (%s): input id %d out of range", n.Name, n.Op, id)
+		}
+		t := g.Tensor(id)
+		if !t.IsConst() {
+			if shapeOnly[n.Op] && n.Domain == "" {
+				continue
+			}
+			return fmt.Errorf("node %q (%s): input %q is not a constant", n.Name, n.Op, t.Name)
+		}
+		in[i] = t.Data
+		if !aligned(t.Data, alignment) {
+			in[i] = alignedBytes(int64(len(t.Data)))
+			copy(in[i], t.Data)
+		}
+	}
+	k, scratch, err := Build(g, n)
+	if err != nil {
+		return err
+	}
+	out := make([][]byte, len(n.Outputs))
+	for i, id := range n.Outputs {
+		if id != ir.NoTensor {
+			out[i] = alignedBytes(g.Tensor(id).Bytes())
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("node %q (%s): internal error while evaluating: %v", n.Name, n.Op, p)
+		}
+	}()
+	w := NewWorkers(1)
+	k.Run(w, in, out, alignedBytes(scratch))
+	for i, id := range n.Outputs {
+		if id != ir.NoTensor {
+			g.Tensor(id).Data = out[i]
+		}
+	}
+	return nil
+}
+
+// bctx is what a builder sees of its node.
+type bctx struct {
+	g     *ir.Graph
+	n     *ir.Node
+	opset int64
+}
+
+// in returns the i-th input tensor, or nil when it is absent.
+func (c *bctx) in(i int) *ir.Tensor {
+	id := c.n.Input(i)
+	if id == ir.NoTensor {
+		return nil
+	}
+	return c.g.Tensor(id)
+}
+
+// out returns the i-th output tensor, or nil when it is absent.
+func (c *bctx) out(i int) *ir.Tensor {
+	if i >= len(c.n.Outputs) || c.n.Outputs[i] == ir.NoTensor {
+		return nil
+	}
+	return c.g.Tensor(c.n.Outputs[i])
+}
+
+func (c *bctx) attrs() ir.Attrs { return c.n.Attrs }
+
+func (c *bctx) errorf(format string, a ...any) error {
+	return fmt.Errorf("node %q (%s): %s", c.n.Name, c.n.Op, fmt.Sprintf(format, a...))
+}
+
+// unsupported reports an unsupported element type.
+func (c *bctx) unsupported(dt ir.DType) error {
+	return c.errorf("dtype %s is not supported by the CPU backend", dt)
+}
+
+// need checks that inputs [0, k) are present.
+func (c *bctx) need(k int) error {
+	for i := 0; i < k; i++ {
+		if c.in(i) == nil {
+			return c.errorf("input %d is missing", i)
+		}
+	}
+	return nil
+}
+
+// constInts reads an optional constant integer input.
+func (c *bctx) constInts(i int) ([]int64, error) {
+	t := c.in(i)
+	if t == nil {
+		return nil, nil
+	}
+	if !t.IsConst() {
+		return nil, c.errorf("input %d (%q) must be a constant", i, t.Name)
+	}
+	v, err := t.Int64s()
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return v, nil
+}
+
+// constF32 decodes a constant float32 tensor into a fresh slice, whatever
+// the alignment of its bytes.
+func constF32(t *ir.Tensor) []float32 {
+	v := make([]float32, len(t.Data)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+	}
+	return v
+}
+
+// ints converts a shape to ints.
+func ints(s ir.Shape) []int {
+	v := make([]int, len(s))
+	for i, d := range s {
+		v[i] = int(d)
+	}
+	return v
+}
+
+func prod(s []int) int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+// view reinterprets b as a slice of T without copying. Callers guarantee
+// the alignment (see Kernel).
+func view[T any](b []byte) []T {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	if len(b) < size {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size)
+}
+
+// f32s views b as float32 values.
+func f32s(b []byte) []float32 { return view[float32](b) }
+
+// alignedBytes returns n zero bytes starting at a multiple of alignment; the
+// result is never nil, so a zero-sized constant still counts as known.
+func alignedBytes(n int64) []byte {
+	b := make([]byte, n+alignment)
+	off := int((alignment - uintptr(unsafe.Pointer(unsafe.SliceData(b)))%alignment) % alignment)
+	return b[off : off+int(n) : off+int(n)]
+}
+
+// aligned reports whether b starts at a multiple of a bytes.
+func aligned(b []byte, a uintptr) bool {
+	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%a == 0
+}
+
+// sameStart reports whether two non-empty buffers start at the same address.
+func sameStart(a, b []byte) bool {
+	return len(a) > 0 && len(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// copyDistinct copies src into dst unless they already are the same bytes.
+func copyDistinct(dst, src []byte) {
+	if !sameStart(dst, src) {
+		copy(dst, src)
+	}
+}
+
+// outAt returns out[i], or nil when the output is absent.
+func outAt(out [][]byte, i int) []byte {
+	if i < len(out) {
+		return out[i]
+	}
+	return nil
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+func ceilDiv(n, m int) int { return (n + m - 1) / m }

@@ -1,0 +1,532 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// viewKernel is an op that keeps the bytes and changes only the shape
+// (Reshape, Flatten, Squeeze, Unsqueeze, Identity, inference Dropout). The
+// planner usually aliases its output to its input; then it does nothing.
+type viewKernel struct {
+	mask bool // Dropout's optional mask output, all true
+}
+
+func buildView(c *bctx) (Kernel, int64, error) {
+	if err := c.need(1); err != nil {
+		return nil, 0, err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != y.DType || x.Shape.Elements() != y.Shape.Elements() {
+		return nil, 0, c.errorf("output %s%v does not hold the input %s%v", y.DType, y.Shape, x.DType, x.Shape)
+	}
+	k := &viewKernel{}
+	if c.n.Op == "Dropout" {
+		if t := c.in(2); t != nil {
+			v, err := c.constInts(2)
+			if err != nil {
+				return nil, 0, err
+			}
+			if len(v) > 0 && v[0] != 0 {
+				return nil, 0, c.errorf("training mode is not supported")
+			}
+		}
+		if m := c.out(1); m != nil {
+			if m.DType != ir.Bool || m.Shape.Elements() != x.Shape.Elements() {
+				return nil, 0, c.errorf("mask output %s%v must be bool %v", m.DType, m.Shape, x.Shape)
+			}
+			k.mask = true
+		}
+	}
+	return k, 0, nil
+}
+
+func (k *viewKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	copyDistinct(out[0], in[0])
+	if k.mask {
+		if m := outAt(out, 1); m != nil {
+			fill(m, 1)
+		}
+	}
+}
+
+// strided copies a strided view of a source into a contiguous output, row
+// by row: Transpose, Slice and Expand are all of this form.
+type strided struct {
+	esize int
+	dims  []int // outer output dims
+	str   []int // source element stride of each outer dim (may be 0 or negative)
+	inner int   // elements per row
+	istep int   // source stride along a row
+	base  int   // source element of output element 0
+	rows  int
+	total int
+}
+
+// newStrided merges what it can of an output shape whose element at index
+// (i0, i1, …) is the source element base + Σ ik·str[k].
+func newStrided(esize int, shape, str []int, base int) (*strided, error) {
+	s := &strided{esize: esize, base: base, total: prod(shape)}
+	var d, st []int
+	for i, n := range shape {
+		if n == 1 {
+			continue
+		}
+		if k := len(d); k > 0 && st[k-1] == str[i]*n {
+			d[k-1] *= n
+			st[k-1] = str[i]
+			continue
+		}
+		d, st = append(d, n), append(st, str[i])
+	}
+	if len(d) > maxDims {
+		return nil, fmt.Errorf("copy of rank %d is too deep", len(d))
+	}
+	s.inner, s.istep = 1, 1
+	if k := len(d); k > 0 {
+		s.inner, s.istep = d[k-1], st[k-1]
+		d, st = d[:k-1], st[:k-1]
+	}
+	s.dims, s.str = d, st
+	s.rows = prod(d)
+	if s.total == 0 {
+		s.rows = 0
+	}
+	return s, nil
+}
+
+func (s *strided) run(w *Workers, in, out [][]byte) {
+	w.forArgs(s.rows, w.parts(s.total), s, args{}, in, out, nil)
+}
+
+func (s *strided) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
+	var idx [maxDims]int
+	off := s.base
+	r := lo
+	for i := len(s.dims) - 1; i >= 0; i-- {
+		idx[i] = r % s.dims[i]
+		r /= s.dims[i]
+		off += idx[i] * s.str[i]
+	}
+	src, dst := in[0], out[0]
+	es := s.esize
+	for row := lo; row < hi; row++ {
+		d := dst[row*s.inner*es : (row+1)*s.inner*es]
+		switch {
+		case s.istep == 1:
+			copy(d, src[off*es:(off+s.inner)*es])
+		default:
+			switch es {
+			case 1:
+				gatherRow(d, src, off, s.istep)
+			case 2:
+				gatherRow(view[uint16](d), view[uint16](src), off, s.istep)
+			case 4:
+				gatherRow(view[uint32](d), view[uint32](src), off, s.istep)
+			case 8:
+				gatherRow(view[uint64](d), view[uint64](src), off, s.istep)
+			}
+		}
+		for i := len(s.dims) - 1; i >= 0; i-- {
+			idx[i]++
+			off += s.str[i]
+			if idx[i] < s.dims[i] {
+				break
+			}
+			off -= idx[i] * s.str[i]
+			idx[i] = 0
+		}
+	}
+}
+
+// gatherRow copies src[off], src[off+step], … into d (step may be 0).
+func gatherRow[T any](d, src []T, off, step int) {
+	if step == 0 {
+		fill(d, src[off])
+		return
+	}
+	for i := range d {
+		d[i] = src[off]
+		off += step
+	}
+}
+
+// stridedKernel runs one strided copy.
+type stridedKernel struct{ s *strided }
+
+func (k *stridedKernel) Run(w *Workers, in, out [][]byte, scratch []byte) { k.s.run(w, in, out) }
+
+// rowStrides returns the row-major element strides of a shape.
+func rowStrides(shape []int) []int {
+	st := make([]int, len(shape))
+	acc := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		st[i] = acc
+		acc *= shape[i]
+	}
+	return st
+}
+
+func buildTranspose(c *bctx) (Kernel, int64, error) {
+	if err := c.need(1); err != nil {
+		return nil, 0, err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != y.DType {
+		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
+	}
+	r := x.Shape.Rank()
+	perm := c.attrs().Ints("perm", nil)
+	if perm == nil {
+		perm = make([]int64, r)
+		for i := range perm {
+			perm[i] = int64(r - 1 - i)
+		}
+	}
+	if len(perm) != r {
+		return nil, 0, c.errorf("perm %v does not fit rank %d", perm, r)
+	}
+	xs := ints(x.Shape)
+	xst := rowStrides(xs)
+	shape, str := make([]int, r), make([]int, r)
+	seen := make([]bool, r)
+	for i, p := range perm {
+		if p < 0 || int(p) >= r || seen[p] {
+			return nil, 0, c.errorf("perm %v is not a permutation", perm)
+		}
+		seen[p] = true
+		shape[i], str[i] = xs[p], xst[p]
+	}
+	if !ir.Shape(toShape(shape)).Equal(y.Shape) {
+		return nil, 0, c.errorf("output %v, the permutation gives %v", y.Shape, shape)
+	}
+	s, err := newStrided(x.DType.Size(), shape, str, 0)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	return &stridedKernel{s}, 0, nil
+}
+
+func toShape(v []int) ir.Shape {
+	s := make(ir.Shape, len(v))
+	for i, d := range v {
+		s[i] = int64(d)
+	}
+	return s
+}
+
+func buildExpand(c *bctx) (Kernel, int64, error) {
+	if err := c.need(1); err != nil {
+		return nil, 0, err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != y.DType {
+		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
+	}
+	ys, xs := ints(y.Shape), ints(x.Shape)
+	if len(xs) > len(ys) {
+		return nil, 0, c.errorf("input %v does not broadcast to output %v", x.Shape, y.Shape)
+	}
+	xst := rowStrides(xs)
+	str := make([]int, len(ys))
+	for i := range ys {
+		j := i - (len(ys) - len(xs))
+		if j < 0 {
+			continue
+		}
+		switch xs[j] {
+		case ys[i]:
+			str[i] = xst[j]
+		case 1:
+		default:
+			return nil, 0, c.errorf("input %v does not broadcast to output %v", x.Shape, y.Shape)
+		}
+	}
+	s, err := newStrided(x.DType.Size(), ys, str, 0)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	return &stridedKernel{s}, 0, nil
+}
+
+func buildSlice(c *bctx) (Kernel, int64, error) {
+	if err := c.need(1); err != nil {
+		return nil, 0, err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != y.DType {
+		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
+	}
+	var starts, ends, axes, steps []int64
+	if c.in(1) != nil || c.opset >= 10 {
+		var err error
+		for i, dst := range []*[]int64{&starts, &ends, &axes, &steps} {
+			if *dst, err = c.constInts(1 + i); err != nil {
+				return nil, 0, err
+			}
+		}
+	} else {
+		at := c.attrs()
+		starts, ends, axes = at.Ints("starts", nil), at.Ints("ends", nil), at.Ints("axes", nil)
+	}
+	if len(starts) != len(ends) {
+		return nil, 0, c.errorf("%d starts but %d ends", len(starts), len(ends))
+	}
+	r := x.Shape.Rank()
+	if axes == nil {
+		axes = make([]int64, len(starts))
+		for i := range axes {
+			axes[i] = int64(i)
+		}
+	}
+	if steps == nil {
+		steps = make([]int64, len(starts))
+		for i := range steps {
+			steps[i] = 1
+		}
+	}
+	if len(axes) != len(starts) || len(steps) != len(starts) {
+		return nil, 0, c.errorf("starts, ends, axes and steps differ in length")
+	}
+	xs := ints(x.Shape)
+	xst := rowStrides(xs)
+	shape, str := append([]int(nil), xs...), append([]int(nil), xst...)
+	base := 0
+	seen := make([]bool, r)
+	for i, a := range axes {
+		ax, err := ir.NormAxis(a, r)
+		if err != nil {
+			return nil, 0, c.errorf("axes: %v", err)
+		}
+		if seen[ax] {
+			return nil, 0, c.errorf("axis %d sliced twice", ax)
+		}
+		seen[ax] = true
+		start, count, err := sliceRange(starts[i], ends[i], steps[i], int64(xs[ax]))
+		if err != nil {
+			return nil, 0, c.errorf("%v", err)
+		}
+		shape[ax] = int(count)
+		str[ax] = xst[ax] * int(steps[i])
+		if count > 0 {
+			base += int(start) * xst[ax]
+		}
+	}
+	if !toShape(shape).Equal(y.Shape) {
+		return nil, 0, c.errorf("output %v, the slice gives %v", y.Shape, shape)
+	}
+	s, err := newStrided(x.DType.Size(), shape, str, base)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	return &stridedKernel{s}, 0, nil
+}
+
+// sliceRange resolves one axis of Slice as ONNX does: negative indices count
+// from the end, then starts and ends are clamped (to [0, d] for positive
+// steps, [-1, d-1] for negative ones). It returns the first index and the
+// number of elements.
+func sliceRange(start, end, step, d int64) (first, count int64, err error) {
+	if step == 0 {
+		return 0, 0, fmt.Errorf("slice step is 0")
+	}
+	if start < 0 {
+		start += d
+	}
+	if end < 0 {
+		end += d
+	}
+	if step > 0 {
+		start, end = clamp(start, 0, d), clamp(end, 0, d)
+		if end > start {
+			count = (end - start + step - 1) / step
+		}
+	} else {
+		start, end = clamp(start, 0, d-1), clamp(end, -1, d-1)
+		if start > end {
+			count = (start - end - step - 1) / -step
+		}
+	}
+	return start, count, nil
+}
+
+func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
+
+// concatKernel copies each input's blocks into place along the axis; an
+// input the planner already placed inside the output is skipped.
+type concatKernel struct {
+	outer int
+	blk   []int // bytes per outer index of each input
+	row   int   // bytes per outer index of the output
+}
+
+func buildConcat(c *bctx) (Kernel, int64, error) {
+	y := c.out(0)
+	n := len(c.n.Inputs)
+	if err := c.need(n); err != nil {
+		return nil, 0, err
+	}
+	if n == 0 {
+		return nil, 0, c.errorf("has no input")
+	}
+	r := y.Shape.Rank()
+	axis, err := ir.NormAxis(c.attrs().Int("axis", 0), r)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	ys := ints(y.Shape)
+	es := y.DType.Size()
+	inner := prod(ys[axis+1:]) * es
+	k := &concatKernel{outer: prod(ys[:axis]), row: ys[axis] * inner}
+	sum := 0
+	for i := 0; i < n; i++ {
+		t := c.in(i)
+		if t.DType != y.DType || t.Shape.Rank() != r {
+			return nil, 0, c.errorf("input %q %s%v does not match output %s%v", t.Name, t.DType, t.Shape, y.DType, y.Shape)
+		}
+		for j := range r {
+			if j != axis && t.Shape[j] != y.Shape[j] {
+				return nil, 0, c.errorf("input %q %v does not match output %v off axis %d", t.Name, t.Shape, y.Shape, axis)
+			}
+		}
+		sum += int(t.Shape[axis])
+		k.blk = append(k.blk, int(t.Shape[axis])*inner)
+	}
+	if sum != ys[axis] {
+		return nil, 0, c.errorf("inputs add up to %d along axis %d, output has %d", sum, axis, ys[axis])
+	}
+	return k, 0, nil
+}
+
+func (k *concatKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	y := out[0]
+	for o := 0; o < k.outer; o++ {
+		at := o * k.row
+		for i, b := range k.blk {
+			if b > 0 {
+				copyDistinct(y[at:at+b], in[i][o*b:(o+1)*b])
+			}
+			at += b
+		}
+	}
+}
+
+// splitKernel is Concat backwards: the output shapes give the split.
+type splitKernel struct {
+	outer int
+	blk   []int
+	row   int
+}
+
+func buildSplit(c *bctx) (Kernel, int64, error) {
+	if err := c.need(1); err != nil {
+		return nil, 0, err
+	}
+	x := c.in(0)
+	r := x.Shape.Rank()
+	axis, err := ir.NormAxis(c.attrs().Int("axis", 0), r)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	xs := ints(x.Shape)
+	inner := prod(xs[axis+1:]) * x.DType.Size()
+	k := &splitKernel{outer: prod(xs[:axis]), row: xs[axis] * inner}
+	sum := 0
+	for i := range c.n.Outputs {
+		t := c.out(i)
+		if t == nil {
+			return nil, 0, c.errorf("output %d is missing", i)
+		}
+		if t.DType != x.DType || t.Shape.Rank() != r {
+			return nil, 0, c.errorf("output %q %s%v does not match input %s%v", t.Name, t.DType, t.Shape, x.DType, x.Shape)
+		}
+		sum += int(t.Shape[axis])
+		k.blk = append(k.blk, int(t.Shape[axis])*inner)
+	}
+	if sum != xs[axis] {
+		return nil, 0, c.errorf("outputs add up to %d along axis %d, input has %d", sum, axis, xs[axis])
+	}
+	return k, 0, nil
+}
+
+func (k *splitKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	x := in[0]
+	for o := 0; o < k.outer; o++ {
+		at := o * k.row
+		for i, b := range k.blk {
+			if b > 0 {
+				copyDistinct(out[i][o*b:(o+1)*b], x[at:at+b])
+			}
+			at += b
+		}
+	}
+}
+
+// gatherKernel picks slices of data along an axis by index. Negative
+// indices count from the end; an index still out of range yields zeros.
+type gatherKernel struct {
+	outer, dim, n int // outer blocks, size of the axis, number of indices
+	blk           int // bytes of one slice
+	idx64         bool
+}
+
+func buildGather(c *bctx) (Kernel, int64, error) {
+	if err := c.need(2); err != nil {
+		return nil, 0, err
+	}
+	x, ix, y := c.in(0), c.in(1), c.out(0)
+	if ix.DType != ir.Int64 && ix.DType != ir.Int32 {
+		return nil, 0, c.errorf("indices of type %s are not supported by the CPU backend", ix.DType)
+	}
+	if y.DType != x.DType {
+		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
+	}
+	r := x.Shape.Rank()
+	if r == 0 {
+		return nil, 0, c.errorf("data must have rank 1 or more")
+	}
+	axis, err := ir.NormAxis(c.attrs().Int("axis", 0), r)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	xs := ints(x.Shape)
+	k := &gatherKernel{outer: prod(xs[:axis]), dim: xs[axis], n: int(ix.Shape.Elements()),
+		blk: prod(xs[axis+1:]) * x.DType.Size(), idx64: ix.DType == ir.Int64}
+	if want := int64(k.outer * k.n * k.blk); want != y.Bytes() {
+		return nil, 0, c.errorf("output %v does not match data %v gathered by %v", y.Shape, x.Shape, ix.Shape)
+	}
+	return k, 0, nil
+}
+
+func (k *gatherKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	x, y := in[0], out[0]
+	var i64 []int64
+	var i32 []int32
+	if k.idx64 {
+		i64 = view[int64](in[1])
+	} else {
+		i32 = view[int32](in[1])
+	}
+	b := k.blk
+	for o := 0; o < k.outer; o++ {
+		for p := 0; p < k.n; p++ {
+			var i int64
+			if k.idx64 {
+				i = i64[p]
+			} else {
+				i = int64(i32[p])
+			}
+			if i < 0 {
+				i += int64(k.dim)
+			}
+			d := y[(o*k.n+p)*b : (o*k.n+p+1)*b]
+			if i < 0 || i >= int64(k.dim) {
+				clear(d)
+				continue
+			}
+			s := (o*k.dim + int(i)) * b
+			copy(d, x[s:s+b])
+		}
+	}
+}

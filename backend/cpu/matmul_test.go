@@ -1,0 +1,197 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// refMatMul is numpy.matmul in float64.
+func refMatMul(tb testing.TB, a []float32, as []int64, b []float32, bs []int64) ([]float64, []int64) {
+	as2, bs2 := append([]int64(nil), as...), append([]int64(nil), bs...)
+	if len(as2) == 1 {
+		as2 = []int64{1, as2[0]}
+	}
+	if len(bs2) == 1 {
+		bs2 = []int64{bs2[0], 1}
+	}
+	m, k := as2[len(as2)-2], as2[len(as2)-1]
+	n := bs2[len(bs2)-1]
+	batch := bcastShape(tb, as2[:len(as2)-2], bs2[:len(bs2)-2])
+	nb := elems(batch)
+	out := make([]float64, nb*m*n)
+	for bi := int64(0); bi < nb; bi++ {
+		idx := unravel(bi, batch)
+		ao := bcastIndex(idx, as2[:len(as2)-2]) * m * k
+		bo := bcastIndex(idx, bs2[:len(bs2)-2]) * k * n
+		for i := int64(0); i < m; i++ {
+			for j := int64(0); j < n; j++ {
+				var s float64
+				for l := int64(0); l < k; l++ {
+					s += float64(a[ao+i*k+l]) * float64(b[bo+l*n+j])
+				}
+				out[bi*m*n+i*n+j] = s
+			}
+		}
+	}
+	shape := append([]int64(nil), batch...)
+	if len(as) > 1 {
+		shape = append(shape, m)
+	}
+	if len(bs) > 1 {
+		shape = append(shape, n)
+	}
+	return out, shape
+}
+
+func TestMatMul(t *testing.T) {
+	cases := []struct {
+		a, b []int64
+	}{
+		{[]int64{3, 5}, []int64{5, 7}},
+		{[]int64{1, 1}, []int64{1, 1}},
+		{[]int64{17, 33}, []int64{33, 19}},
+		{[]int64{70, 300}, []int64{300, 45}}, // several k slices
+		{[]int64{5}, []int64{5, 3}},
+		{[]int64{2, 5}, []int64{5}},
+		{[]int64{5}, []int64{5}},
+		{[]int64{2, 3, 4, 5}, []int64{5, 6}},
+		{[]int64{2, 1, 4, 5}, []int64{3, 5, 6}},
+		{[]int64{4, 5}, []int64{2, 5, 6}},
+		{[]int64{3, 4, 5}, []int64{1, 5, 6}},
+		{[]int64{2, 12, 9, 16}, []int64{2, 12, 16, 9}},
+		{[]int64{3, 0}, []int64{0, 4}},
+		{[]int64{3}, []int64{2, 3, 1}},
+	}
+	for _, c := range cases {
+		for _, constB := range []bool{false, true} {
+			for _, threads := range []int{1, 3} {
+				name := fmt.Sprintf("%v×%v/constB=%v/threads=%d", c.a, c.b, constB, threads)
+				t.Run(name, func(t *testing.T) {
+					a, b := randF32(int(elems(c.a))), randF32(int(elems(c.b)))
+					want, shape := refMatMul(t, a, c.a, b, c.b)
+					tg := newTGraph(17)
+					ai := tg.input("a", ir.Float32, c.a...)
+					var bi ir.TensorID
+					var feeds [][]byte
+					feeds = append(feeds, f32Bytes(a))
+					if constB {
+						bi = tg.constant("b", ir.Float32, f32Bytes(b), c.b...)
+					} else {
+						bi = tg.input("b", ir.Float32, c.b...)
+						feeds = append(feeds, f32Bytes(b))
+					}
+					n := tg.node("MatMul", nil, []ir.TensorID{ai, bi}, out{ir.Float32, shape})
+					got := exec(t, tg.g, n, threads, feeds...)
+					near(t, "Y", asF32(got[0]), want, 1e-5, 1e-5)
+				})
+			}
+		}
+	}
+}
+
+func TestMatMulConstA(t *testing.T) {
+	tg := newTGraph(17)
+	a := randF32(6 * 4)
+	ai := tg.constant("a", ir.Float32, f32Bytes(a), 6, 4)
+	bi := tg.input("b", ir.Float32, 4, 9)
+	b := randF32(36)
+	n := tg.node("MatMul", nil, []ir.TensorID{ai, bi}, out{ir.Float32, []int64{6, 9}})
+	want, _ := refMatMul(t, a, []int64{6, 4}, b, []int64{4, 9})
+	near(t, "Y", asF32(exec(t, tg.g, n, 2, f32Bytes(b))[0]), want, 1e-5, 1e-5)
+}
+
+func TestGemm(t *testing.T) {
+	const m, k, n = 13, 21, 11
+	cShapes := [][]int64{nil, {n}, {1, n}, {m, 1}, {m, n}, {}, {1}, {1, 1}}
+	for _, transA := range []int64{0, 1} {
+		for _, transB := range []int64{0, 1} {
+			for ci, cs := range cShapes {
+				for _, constC := range []bool{false, true} {
+					for _, constAB := range []bool{false, true} {
+						name := fmt.Sprintf("tA=%d/tB=%d/C=%v/constC=%v/constAB=%v", transA, transB, cs, constC, constAB)
+						t.Run(name, func(t *testing.T) {
+							alpha, beta := float32(0.7), float32(1)
+							if ci%2 == 0 {
+								beta = -1.5
+							}
+							as, bs := []int64{m, k}, []int64{k, n}
+							if transA == 1 {
+								as = []int64{k, m}
+							}
+							if transB == 1 {
+								bs = []int64{n, k}
+							}
+							a, b := randF32(int(elems(as))), randF32(int(elems(bs)))
+							tg := newTGraph(13)
+							var feeds [][]byte
+							var ai, bi ir.TensorID
+							if constAB {
+								ai = tg.constant("a", ir.Float32, f32Bytes(a), as...)
+								bi = tg.constant("b", ir.Float32, f32Bytes(b), bs...)
+							} else {
+								ai, bi = tg.input("a", ir.Float32, as...), tg.input("b", ir.Float32, bs...)
+								feeds = append(feeds, f32Bytes(a), f32Bytes(b))
+							}
+							ins := []ir.TensorID{ai, bi}
+							var cv []float32
+							if cs != nil {
+								cv = randF32(int(elems(cs)))
+								if constC {
+									ins = append(ins, tg.constant("c", ir.Float32, f32Bytes(cv), cs...))
+								} else {
+									ins = append(ins, tg.input("c", ir.Float32, cs...))
+									feeds = append(feeds, f32Bytes(cv))
+								}
+							}
+							node := tg.node("Gemm", ir.Attrs{
+								"transA": {Kind: ir.AttrInt, Int: transA},
+								"transB": {Kind: ir.AttrInt, Int: transB},
+								"alpha":  {Kind: ir.AttrFloat, Float: alpha},
+								"beta":   {Kind: ir.AttrFloat, Float: beta},
+							}, ins, out{ir.Float32, []int64{m, n}})
+							want := make([]float64, m*n)
+							for i := 0; i < m; i++ {
+								for j := 0; j < n; j++ {
+									var s float64
+									for l := 0; l < k; l++ {
+										av := a[i*k+l]
+										if transA == 1 {
+											av = a[l*m+i]
+										}
+										bv := b[l*n+j]
+										if transB == 1 {
+											bv = b[j*k+l]
+										}
+										s += float64(av) * float64(bv)
+									}
+									s *= float64(alpha)
+									if cs != nil {
+										s += float64(beta) * float64(cv[bcastIndex([]int64{int64(i), int64(j)}, cs)])
+									}
+									want[i*n+j] = s
+								}
+							}
+							near(t, "Y", asF32(exec(t, tg.g, node, 2, feeds...)[0]), want, 1e-5, 1e-5)
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGemmTiles checks that every tile shape covers C for a range of sizes.
+func TestGemmTiles(t *testing.T) {
+	for _, m := range []int{1, 3, 4, 5, 64, 65, 200} {
+		for _, n := range []int{1, 7, 8, 9, 100, 257, 1000} {
+			for _, th := range []int{1, 2, 16} {
+				mt, nt := gemmTiles(m, n, th)
+				if mt < 1 || nt < 1 {
+					t.Fatalf("gemmTiles(%d,%d,%d) = %d,%d", m, n, th, mt, nt)
+				}
+			}
+		}
+	}
+}

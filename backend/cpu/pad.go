@@ -1,0 +1,213 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/berth-ml/berth/dtype"
+	"github.com/berth-ml/berth/ir"
+)
+
+// padKernel is Pad in constant, reflect or edge mode. For every output
+// index along every dimension it knows the input index it reads, or -1 for
+// the constant; negative pads crop.
+type padKernel struct {
+	esize   int
+	maps    [][]int32 // per dim: input index of each output index, or -1
+	ins     []int     // input strides (elements)
+	dims    []int     // output dims
+	rows    int       // output rows (all dims but the last)
+	inner   int       // output row length
+	value   uint64    // constant bits (little-endian, esize bytes)
+	valueIn bool      // the constant comes from input 2 at run time
+}
+
+func buildPad(c *bctx) (Kernel, int64, error) {
+	if err := c.need(1); err != nil {
+		return nil, 0, err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != y.DType || x.Shape.Rank() != y.Shape.Rank() {
+		return nil, 0, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
+	}
+	r := x.Shape.Rank()
+	at := c.attrs()
+	var pads []int64
+	if c.in(1) != nil {
+		var err error
+		if pads, err = c.constInts(1); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		pads = at.Ints("pads", nil)
+	}
+	if c.in(3) != nil {
+		return nil, 0, c.errorf("the axes input is not supported")
+	}
+	if pads == nil {
+		pads = make([]int64, 2*r)
+	}
+	if len(pads) != 2*r {
+		return nil, 0, c.errorf("pads %v must have %d values", pads, 2*r)
+	}
+	mode := at.String("mode", "constant")
+	k := &padKernel{esize: x.DType.Size(), dims: ints(y.Shape), ins: rowStrides(ints(x.Shape))}
+	for i := 0; i < r; i++ {
+		n := int(x.Shape[i])
+		pb, pe := int(pads[i]), int(pads[r+i])
+		o := n + pb + pe
+		if o != int(y.Shape[i]) {
+			return nil, 0, c.errorf("output %v, the pads %v give %d along axis %d", y.Shape, pads, o, i)
+		}
+		if mode != "constant" && n == 0 && o > 0 {
+			return nil, 0, c.errorf("mode %s cannot pad an empty axis", mode)
+		}
+		m := make([]int32, o)
+		for j := range m {
+			s := j - pb
+			if s < 0 || s >= n {
+				switch mode {
+				case "constant":
+					s = -1
+				case "edge":
+					s = max(0, min(s, n-1))
+				case "reflect":
+					s = reflect(s, n)
+				default:
+					return nil, 0, c.errorf("mode %q is not supported", mode)
+				}
+			}
+			m[j] = int32(s)
+		}
+		k.maps = append(k.maps, m)
+	}
+	if r == 0 {
+		k.inner, k.rows = 1, 1
+	} else {
+		k.inner = k.dims[r-1]
+		k.rows = prod(k.dims[:r-1])
+	}
+	if y.Shape.Elements() == 0 {
+		k.rows = 0
+	}
+	if t := c.in(2); t != nil && t.Shape.Elements() > 0 {
+		if t.DType != x.DType {
+			return nil, 0, c.errorf("constant_value is %s, want %s", t.DType, x.DType)
+		}
+		k.valueIn = true
+	} else if !x.DType.Valid() {
+		return nil, 0, c.unsupported(x.DType)
+	} else {
+		k.value = encodeFloat(float64(at.Float("value", 0)), x.DType)
+	}
+	return k, 0, nil
+}
+
+// reflect mirrors an out-of-range index into [0, n) without repeating the
+// edge, as numpy's reflect mode does.
+func reflect(s, n int) int {
+	if n == 1 {
+		return 0
+	}
+	period := 2 * (n - 1)
+	s %= period
+	if s < 0 {
+		s += period
+	}
+	if s >= n {
+		s = period - s
+	}
+	return s
+}
+
+// encodeFloat returns the little-endian bits of v as a value of type dt.
+func encodeFloat(v float64, dt ir.DType) uint64 {
+	switch dt {
+	case ir.Float32:
+		return uint64(math.Float32bits(float32(v)))
+	case ir.Float64:
+		return math.Float64bits(v)
+	case ir.Float16:
+		return uint64(dtype.F16FromF32(float32(v)))
+	case ir.BFloat16:
+		return uint64(dtype.BF16FromF32(float32(v)))
+	case ir.Bool:
+		return uint64(b2u(v != 0))
+	case ir.Uint64:
+		return uint64(v)
+	}
+	return uint64(int64(v)) // two's complement, truncated to the size
+}
+
+func (k *padKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	v := k.value
+	if k.valueIn {
+		var b [8]byte
+		copy(b[:], in[2][:k.esize])
+		v = binary.LittleEndian.Uint64(b[:])
+	}
+	w.forArgs(k.rows, w.parts(k.rows*k.inner), k, args{int64(v)}, in, out, nil)
+}
+
+func (k *padKernel) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
+	switch k.esize {
+	case 1:
+		padRows(k, in[0], out[0], uint8(a[0]), lo, hi)
+	case 2:
+		padRows(k, view[uint16](in[0]), view[uint16](out[0]), uint16(a[0]), lo, hi)
+	case 4:
+		padRows(k, view[uint32](in[0]), view[uint32](out[0]), uint32(a[0]), lo, hi)
+	case 8:
+		padRows(k, view[uint64](in[0]), view[uint64](out[0]), uint64(a[0]), lo, hi)
+	}
+}
+
+func padRows[T any](k *padKernel, x, y []T, v T, lo, hi int) {
+	r := len(k.dims)
+	var idx [64]int
+	if r > len(idx) {
+		return
+	}
+	rem := lo
+	for i := r - 2; i >= 0; i-- {
+		idx[i] = rem % k.dims[i]
+		rem /= k.dims[i]
+	}
+	var last []int32
+	if r > 0 {
+		last = k.maps[r-1]
+	}
+	for row := lo; row < hi; row++ {
+		d := y[row*k.inner : (row+1)*k.inner]
+		base, inside := 0, true
+		for i := 0; i < r-1; i++ {
+			s := k.maps[i][idx[i]]
+			if s < 0 {
+				inside = false
+				break
+			}
+			base += int(s) * k.ins[i]
+		}
+		switch {
+		case !inside:
+			fill(d, v)
+		case r == 0:
+			d[0] = x[0]
+		default:
+			for j, s := range last[:len(d)] {
+				if s < 0 {
+					d[j] = v
+				} else {
+					d[j] = x[base+int(s)]
+				}
+			}
+		}
+		for i := r - 2; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < k.dims[i] {
+				break
+			}
+			idx[i] = 0
+		}
+	}
+}

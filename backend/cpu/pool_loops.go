@@ -1,0 +1,118 @@
+package cpu
+
+import "math"
+
+// Pooling loops over one channel plane.
+
+func maxPlanes[T number](k *poolKernel, y []T, ind []int64, x []T, lo, hi int) {
+	for p := lo; p < hi; p++ {
+		var ic []int64
+		if ind != nil {
+			ic = ind[p*k.outSp:][:k.outSp]
+		}
+		maxPlane(k, y[p*k.outSp:][:k.outSp], ic, x[p*k.inSp:][:k.inSp], int64(p*k.inSp))
+	}
+}
+
+// maxPlane max-pools one channel plane; a NaN in a window wins, and a
+// window with no element inside the input yields the type's lowest value
+// (-MaxFloat32 for float32).
+func maxPlane[T number](k *poolKernel, y []T, ind []int64, x []T, base int64) {
+	H, W := k.in[1], k.in[2]
+	lowest := lowestOf[T]()
+	i := 0
+	for od := 0; od < k.out[0]; od++ {
+		for oh := 0; oh < k.out[1]; oh++ {
+			for ow := 0; ow < k.out[2]; ow++ {
+				best, at := lowest, -1
+				for td := k.tlo[0][od]; td < k.thi[0][od]; td++ {
+					id := od*k.stride[0] - k.pad[0] + int(td)*k.dil[0]
+					for th := k.tlo[1][oh]; th < k.thi[1][oh]; th++ {
+						ih := oh*k.stride[1] - k.pad[1] + int(th)*k.dil[1]
+						row := x[(id*H+ih)*W:][:W]
+						for tw := k.tlo[2][ow]; tw < k.thi[2][ow]; tw++ {
+							iw := ow*k.stride[2] - k.pad[2] + int(tw)*k.dil[2]
+							if v := row[iw]; v > best || (v != v && best == best) || at < 0 {
+								best, at = v, (id*H+ih)*W+iw
+							}
+						}
+					}
+				}
+				y[i] = best
+				if ind != nil {
+					ind[i] = base + int64(max(at, 0))
+					if k.colMajor && at >= 0 {
+						iw, ih, id := at%W, at/W%H, at/(W*H)
+						ind[i] = base + int64((iw*H+ih)*k.in[0]+id)
+					}
+				}
+				i++
+			}
+		}
+	}
+}
+
+// lowestOf is the most negative finite value of T.
+func lowestOf[T number]() T {
+	var z T
+	var v any
+	switch any(z).(type) {
+	case float32:
+		v = float32(-math.MaxFloat32)
+	case int8:
+		v = int8(math.MinInt8)
+	default:
+		return z
+	}
+	return v.(T)
+}
+
+func (k *poolKernel) avgPlane(y, x []float32) {
+	H, W := k.in[1], k.in[2]
+	i := 0
+	for od := 0; od < k.out[0]; od++ {
+		for oh := 0; oh < k.out[1]; oh++ {
+			for ow := 0; ow < k.out[2]; ow++ {
+				var sum float64
+				for td := k.tlo[0][od]; td < k.thi[0][od]; td++ {
+					id := od*k.stride[0] - k.pad[0] + int(td)*k.dil[0]
+					for th := k.tlo[1][oh]; th < k.thi[1][oh]; th++ {
+						ih := oh*k.stride[1] - k.pad[1] + int(th)*k.dil[1]
+						row := x[(id*H+ih)*W:][:W]
+						for tw := k.tlo[2][ow]; tw < k.thi[2][ow]; tw++ {
+							sum += float64(row[ow*k.stride[2]-k.pad[2]+int(tw)*k.dil[2]])
+						}
+					}
+				}
+				var n int32
+				if k.includePad {
+					n = k.padCount[0][od] * k.padCount[1][oh] * k.padCount[2][ow]
+				} else {
+					n = (k.thi[0][od] - k.tlo[0][od]) * (k.thi[1][oh] - k.tlo[1][oh]) * (k.thi[2][ow] - k.tlo[2][ow])
+				}
+				if n > 0 {
+					y[i] = float32(sum / float64(n))
+				} else {
+					y[i] = 0
+				}
+				i++
+			}
+		}
+	}
+}
+
+// sum64 adds float32 values in float64.
+func sum64(x []float32) float64 {
+	var s0, s1, s2, s3 float64
+	for len(x) >= 4 {
+		s0 += float64(x[0])
+		s1 += float64(x[1])
+		s2 += float64(x[2])
+		s3 += float64(x[3])
+		x = x[4:]
+	}
+	for _, v := range x {
+		s0 += float64(v)
+	}
+	return (s0 + s1) + (s2 + s3)
+}

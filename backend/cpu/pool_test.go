@@ -1,0 +1,196 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+type poolCase struct {
+	name             string
+	x                []int64
+	kern, strides    []int64
+	dil              []int64 // nil: no attribute
+	pads             []int64 // nil: none
+	autoPad          string
+	ceil, includePad bool
+}
+
+// poolOut is the output size, with PyTorch's rule for ceil mode.
+func poolOut(in, k, s, d, pb, pe int64, ceil bool) int64 {
+	num := in + pb + pe - ((k-1)*d + 1)
+	o := num/s + 1
+	if ceil && num%s != 0 {
+		o++
+		if (o-1)*s >= in+pb {
+			o--
+		}
+	}
+	return o
+}
+
+func TestPool(t *testing.T) {
+	cases := []poolCase{
+		{name: "2x2 s2", x: ints64(2, 3, 8, 8), kern: ints64(2, 2), strides: ints64(2, 2)},
+		{name: "3x3 s2 p1", x: ints64(1, 4, 9, 10), kern: ints64(3, 3), strides: ints64(2, 2), pads: ints64(1, 1, 1, 1)},
+		{name: "3x3 s2 p1 include pad", x: ints64(1, 4, 9, 10), kern: ints64(3, 3), strides: ints64(2, 2), pads: ints64(1, 1, 1, 1), includePad: true},
+		{name: "ceil", x: ints64(1, 2, 7, 8), kern: ints64(3, 3), strides: ints64(2, 2), ceil: true},
+		{name: "ceil pads include", x: ints64(1, 2, 10, 9), kern: ints64(3, 2), strides: ints64(3, 2), pads: ints64(1, 0, 1, 1), ceil: true, includePad: true},
+		{name: "ceil pads exclude", x: ints64(1, 2, 10, 9), kern: ints64(3, 2), strides: ints64(3, 2), pads: ints64(1, 0, 1, 1), ceil: true},
+		{name: "ceil drops last window", x: ints64(1, 2, 11, 9), kern: ints64(3, 2), strides: ints64(3, 2), pads: ints64(1, 0, 1, 1), ceil: true},
+		{name: "ceil past pad include", x: ints64(1, 2, 8, 8), kern: ints64(3, 3), strides: ints64(2, 2), pads: ints64(1, 1, 1, 1), ceil: true, includePad: true},
+		{name: "ceil past pad exclude", x: ints64(1, 2, 8, 8), kern: ints64(3, 3), strides: ints64(2, 2), pads: ints64(1, 1, 1, 1), ceil: true},
+		{name: "asymmetric pads", x: ints64(1, 1, 6, 7), kern: ints64(2, 3), strides: ints64(1, 1), pads: ints64(0, 2, 1, 0)},
+		{name: "SAME_UPPER", x: ints64(1, 2, 7, 7), kern: ints64(3, 3), strides: ints64(2, 2), autoPad: "SAME_UPPER"},
+		{name: "SAME_LOWER", x: ints64(1, 2, 6, 7), kern: ints64(2, 2), strides: ints64(2, 2), autoPad: "SAME_LOWER", includePad: true},
+		{name: "1-D", x: ints64(2, 3, 11), kern: ints64(3), strides: ints64(2), pads: ints64(1, 1)},
+		{name: "3-D", x: ints64(1, 2, 5, 6, 5), kern: ints64(2, 3, 2), strides: ints64(2, 1, 2), pads: ints64(0, 1, 1, 1, 1, 0)},
+		{name: "dilated", x: ints64(1, 2, 10, 10), kern: ints64(2, 3), strides: ints64(1, 2), dil: ints64(2, 2), pads: ints64(1, 1, 1, 1)},
+		{name: "dilated ceil", x: ints64(1, 1, 9, 9), kern: ints64(2, 2), strides: ints64(2, 2), dil: ints64(2, 1), ceil: true},
+	}
+	for _, op := range []string{"MaxPool", "AveragePool"} {
+		for _, c := range cases {
+			if op == "AveragePool" && c.dil != nil {
+				continue
+			}
+			t.Run(op+"/"+c.name, func(t *testing.T) { testPool(t, op, c) })
+		}
+	}
+}
+
+func testPool(t *testing.T, op string, c poolCase) {
+	r := len(c.kern)
+	dil := c.dil
+	if dil == nil {
+		dil = make([]int64, r)
+		for i := range dil {
+			dil[i] = 1
+		}
+	}
+	pads := make([]int64, 2*r)
+	copy(pads, c.pads)
+	ys := ints64(c.x[0], c.x[1])
+	for i := 0; i < r; i++ {
+		in, k, s := c.x[2+i], c.kern[i], c.strides[i]
+		switch c.autoPad {
+		case "SAME_UPPER", "SAME_LOWER":
+			o := (in + s - 1) / s
+			total := max(0, (o-1)*s+(k-1)*dil[i]+1-in)
+			pads[i], pads[r+i] = total/2, total-total/2
+			if c.autoPad == "SAME_LOWER" {
+				pads[i], pads[r+i] = pads[r+i], pads[i]
+			}
+		}
+		ys = append(ys, poolOut(in, k, s, dil[i], pads[i], pads[r+i], c.ceil))
+	}
+	x := randF32(int(elems(c.x)))
+	want := make([]float64, elems(ys))
+	wantIdx := make([]int64, len(want))
+	xst := strides(c.x)
+	kvol := elems(c.kern)
+	for o := range want {
+		idx := unravel(int64(o), ys)
+		best, arg, sum, cnt, padCnt := math.Inf(-1), int64(-1), 0.0, 0, 0
+		for kk := int64(0); kk < kvol; kk++ {
+			kidx := unravel(kk, c.kern)
+			off := idx[0]*xst[0] + idx[1]*xst[1]
+			inside, inPad := true, true
+			for d := 0; d < r; d++ {
+				p := idx[2+d]*c.strides[d] - pads[d] + kidx[d]*dil[d]
+				if p < 0 || p >= c.x[2+d] {
+					inside = false
+				}
+				if p >= c.x[2+d]+pads[r+d] {
+					inPad = false
+				}
+				off += p * xst[2+d]
+			}
+			if inPad {
+				padCnt++
+			}
+			if !inside {
+				continue
+			}
+			v := float64(x[off])
+			if v > best {
+				best, arg = v, off
+			}
+			sum += v
+			cnt++
+		}
+		if op == "MaxPool" {
+			want[o], wantIdx[o] = best, arg
+		} else if c.includePad {
+			want[o] = sum / float64(padCnt)
+		} else {
+			want[o] = sum / float64(cnt)
+		}
+	}
+	attrs := ir.Attrs{
+		"kernel_shape": {Kind: ir.AttrInts, Ints: c.kern},
+		"strides":      {Kind: ir.AttrInts, Ints: c.strides},
+	}
+	if c.ceil {
+		attrs["ceil_mode"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
+	}
+	if c.includePad {
+		attrs["count_include_pad"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
+	}
+	if c.dil != nil {
+		attrs["dilations"] = ir.Attr{Kind: ir.AttrInts, Ints: c.dil}
+	}
+	if c.autoPad != "" {
+		attrs["auto_pad"] = ir.Attr{Kind: ir.AttrString, String: c.autoPad}
+	} else if c.pads != nil {
+		attrs["pads"] = ir.Attr{Kind: ir.AttrInts, Ints: c.pads}
+	}
+	tg := newTGraph(12)
+	outs := []out{{ir.Float32, ys}}
+	if op == "MaxPool" {
+		outs = append(outs, out{ir.Int64, ys})
+	}
+	n := tg.node(op, attrs, []ir.TensorID{tg.input("x", ir.Float32, c.x...)}, outs...)
+	for _, threads := range []int{1, 3} {
+		got := exec(t, tg.g, n, threads, f32Bytes(x))
+		near(t, "Y", asF32(got[0]), want, 1e-6, 1e-7)
+		if op == "MaxPool" {
+			gi := asI64(got[1])
+			for i := range gi {
+				if gi[i] != wantIdx[i] {
+					t.Fatalf("Indices[%d] = %d, want %d", i, gi[i], wantIdx[i])
+				}
+			}
+		}
+	}
+}
+
+func TestGlobalPool(t *testing.T) {
+	for _, shape := range [][]int64{{2, 3, 5, 5}, {1, 4, 7}, {2, 2, 1, 1}} {
+		for _, op := range []string{"GlobalAveragePool", "GlobalMaxPool"} {
+			x := randF32(int(elems(shape)))
+			ys := append([]int64(nil), shape...)
+			for i := 2; i < len(ys); i++ {
+				ys[i] = 1
+			}
+			sp := int(elems(shape[2:]))
+			want := make([]float64, elems(ys))
+			for p := range want {
+				m, s := math.Inf(-1), 0.0
+				for _, v := range x[p*sp : (p+1)*sp] {
+					m = math.Max(m, float64(v))
+					s += float64(v)
+				}
+				if op == "GlobalMaxPool" {
+					want[p] = m
+				} else {
+					want[p] = s / float64(sp)
+				}
+			}
+			tg := newTGraph(13)
+			n := tg.node(op, nil, []ir.TensorID{tg.input("x", ir.Float32, shape...)}, out{ir.Float32, ys})
+			near(t, fmt.Sprint(op, shape), asF32(exec(t, tg.g, n, 2, f32Bytes(x))[0]), want, 1e-6, 1e-7)
+		}
+	}
+}

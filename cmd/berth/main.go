@@ -1,0 +1,83 @@
+// Command berth loads, plans, runs and benchmarks machine-learning models.
+//
+//	berth run   [MODEL] [--input NAME=PATH | --input PATH]... [--output-dir DIR] [--device cpu|cuda] [--json]
+//	berth plan  MODEL [--json] [--svg FILE] [--device cpu|cuda]
+//	berth bench MODEL [--input ...] [--iters N] [--warmup N] [--threads N] [--device ...] [--json]
+//	berth info  MODEL
+//
+// Without MODEL, run uses the small Fashion-MNIST classifier embedded in the
+// binary. Errors are printed as one line on stderr with a non-zero exit.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+const usage = `berth — compile a model into one planned arena and run it
+
+usage:
+  berth run   [MODEL] [--input NAME=PATH | --input PATH]... [--output-dir DIR] [--device cpu|cuda] [--threads N] [--json]
+  berth plan  MODEL [--json] [--svg FILE] [--device cpu|cuda]
+  berth bench MODEL [--input ...] [--iters N] [--warmup N] [--threads N] [--device cpu|cuda] [--json]
+  berth info  MODEL [--json]
+
+MODEL is an ONNX file. Inputs are .npy files or ONNX TensorProto .pb files;
+--input PATH without a name binds the graph inputs in order. Without MODEL,
+run uses the Fashion-MNIST classifier embedded in the binary.
+`
+
+// usageError marks mistakes in the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A panic is a bug in berth; still report it as one line.
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "berth: internal error: %v\n", r)
+			code = 3
+		}
+	}()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(args[1:], stdout)
+	case "plan":
+		err = cmdPlan(args[1:], stdout)
+	case "bench":
+		err = cmdBench(args[1:], stdout, stderr)
+	case "info":
+		err = cmdInfo(args[1:], stdout)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		err = usageError{fmt.Sprintf("unknown command %q (want run, plan, bench or info)", args[0])}
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "berth %s: %s\n", args[0], oneLine(err.Error()))
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,244 @@
+package berth
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/berth-ml/berth/arena"
+	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
+)
+
+// Device names where a model runs.
+type Device string
+
+// The devices.
+const (
+	CPU  Device = "cpu"
+	CUDA Device = "cuda"
+)
+
+// ErrNoDevice is returned when the requested device is not available.
+var ErrNoDevice = errors.New("device not available")
+
+// Options tune compilation. The zero value is a sensible default.
+type Options struct {
+	// Threads is the number of threads each session's kernels use;
+	// 0 means GOMAXPROCS.
+	Threads int
+	// MemoryLimit bounds what one session needs: its activation arena
+	// plus the weights copied into host memory. Compile fails, before
+	// allocating anything, when the plan exceeds it. 0 means the
+	// machine's physical memory; a negative value means no limit.
+	MemoryLimit int64
+}
+
+// ErrMemoryLimit is returned when a compiled model would not fit the
+// memory limit.
+var ErrMemoryLimit = errors.New("memory limit exceeded")
+
+// Alignment of every slot in a CPU arena, in bytes.
+const Alignment = 64
+
+// Executable is a compiled model: kernels bound to a verified memory plan
+// and a read-only weight region shared by all its sessions.
+type Executable struct {
+	model   *Model
+	g       *ir.Graph
+	device  Device
+	threads int
+
+	kernels []cpu.Kernel
+	problem *plan.Problem
+	index   []int // ir.TensorID → problem tensor (-1: constant)
+	scratch []int // node → problem tensor of its scratch (-1: none)
+	plan    *plan.Plan
+	layout  *arena.Layout // slots by ir.TensorID
+
+	weights     [][]byte // ir.TensorID → aligned constant bytes
+	weightBytes int64    // constant bytes the kernels read
+	packedBytes int64    // of which copied into the packed region
+	packed      *device.HostBuffer
+	planTime    time.Duration
+}
+
+// Compile prepares m to run on dev.
+func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
+	switch dev {
+	case CPU, "":
+	case CUDA:
+		return nil, fmt.Errorf("compile for cuda: %w: this build of berth has no CUDA backend yet", ErrNoDevice)
+	default:
+		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
+	}
+	g := m.graph
+	e := &Executable{model: m, g: g, device: CPU, threads: opts.Threads}
+	if e.threads <= 0 {
+		e.threads = runtime.GOMAXPROCS(0)
+	}
+	scratch := make([]int64, len(g.Nodes))
+	e.kernels = make([]cpu.Kernel, len(g.Nodes))
+	for i := range g.Nodes {
+		k, s, err := cpu.Build(g, &g.Nodes[i])
+		if err != nil {
+			return nil, err
+		}
+		e.kernels[i], scratch[i] = k, s
+	}
+	p, index, err := plan.FromGraph(g, scratch)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	start := time.Now()
+	pl, err := plan.Build(p, plan.Options{Alignment: Alignment})
+	e.planTime = time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if err := plan.Verify(p, pl); err != nil {
+		return nil, fmt.Errorf("plan failed verification: %w", err)
+	}
+	if err := checkLimit(opts.MemoryLimit, pl.ArenaBytes, g); err != nil {
+		return nil, err
+	}
+	e.problem, e.index, e.plan = p, index, pl
+	e.layout = &arena.Layout{Slots: make([]arena.Slot, len(g.Tensors)), Bytes: pl.ArenaBytes, Alignment: Alignment}
+	for id := range g.Tensors {
+		e.layout.Slots[id] = arena.Slot{Offset: -1, Size: -1}
+		if j := index[id]; j >= 0 {
+			e.layout.Slots[id] = arena.Slot{Offset: pl.Offsets[j], Size: p.Tensors[j].Size}
+		}
+	}
+	e.scratch = scratchTensors(p, index, g, scratch)
+	if err := e.placeWeights(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkLimit refuses plans whose arena plus weights exceed the limit.
+func checkLimit(limit, arenaBytes int64, g *ir.Graph) error {
+	if limit == 0 {
+		limit = device.HostMemory()
+	}
+	if limit <= 0 {
+		return nil
+	}
+	if w := g.WeightBytes(); arenaBytes > limit-min(w, limit) {
+		return fmt.Errorf("compile: %w: the activation arena needs %d bytes and the weights %d, the limit is %d", ErrMemoryLimit, arenaBytes, w, limit)
+	}
+	return nil
+}
+
+// scratchTensors finds, for each node with scratch, the problem tensor
+// FromGraph added for it: the one output of the node's step that is not an
+// ir tensor.
+func scratchTensors(p *plan.Problem, index []int, g *ir.Graph, scratch []int64) []int {
+	isIR := make([]bool, len(p.Tensors))
+	for _, j := range index {
+		if j >= 0 {
+			isIR[j] = true
+		}
+	}
+	out := make([]int, len(g.Nodes))
+	for i := range out {
+		out[i] = -1
+		if scratch[i] <= 0 {
+			continue
+		}
+		for _, t := range p.Steps[i].Outputs {
+			if !isIR[t] {
+				out[i] = t
+			}
+		}
+	}
+	return out
+}
+
+// placeWeights gives every constant a kernel reads an aligned home: the
+// mapped file itself where it is already aligned, else one packed copy.
+func (e *Executable) placeWeights() error {
+	g := e.g
+	used := make([]bool, len(g.Tensors))
+	for i := range g.Nodes {
+		for _, in := range g.Nodes[i].Inputs {
+			if in != ir.NoTensor && g.Tensor(in).IsConst() {
+				used[in] = true
+			}
+		}
+	}
+	var need int64
+	for id, u := range used {
+		if !u {
+			continue
+		}
+		d := g.Tensors[id].Data
+		e.weightBytes += int64(len(d))
+		if !raw.Aligned(d, Alignment) {
+			need += roundUp(int64(len(d)), Alignment)
+		}
+	}
+	e.weights = make([][]byte, len(g.Tensors))
+	if need > 0 {
+		buf, err := device.NewHostBuffer(need, Alignment)
+		if err != nil {
+			return fmt.Errorf("weights: %w", err)
+		}
+		e.packed = buf
+	}
+	var off int64
+	for id, u := range used {
+		if !u {
+			continue
+		}
+		d := g.Tensors[id].Data
+		if raw.Aligned(d, Alignment) {
+			e.weights[id] = d
+			continue
+		}
+		dst := e.packed.Bytes()[off : off+int64(len(d)) : off+int64(len(d))]
+		copy(dst, d)
+		e.weights[id] = dst
+		off += roundUp(int64(len(d)), Alignment)
+		e.packedBytes += int64(len(d))
+	}
+	return nil
+}
+
+func roundUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// Device is where the executable runs.
+func (e *Executable) Device() Device { return e.device }
+
+// Model is the model the executable was compiled from.
+func (e *Executable) Model() *Model { return e.model }
+
+// Inputs describes the graph inputs in order.
+func (e *Executable) Inputs() []TensorInfo { return e.model.Inputs() }
+
+// Outputs describes the graph outputs in order.
+func (e *Executable) Outputs() []TensorInfo { return e.model.Outputs() }
+
+// ArenaBytes is the size of each session's activation arena.
+func (e *Executable) ArenaBytes() int64 { return e.plan.ArenaBytes }
+
+// WeightBytes is the size of the constants the kernels read.
+func (e *Executable) WeightBytes() int64 { return e.weightBytes }
+
+// PackedWeightBytes is how much of the weights had to be copied into an
+// aligned region because the file did not hold them aligned.
+func (e *Executable) PackedWeightBytes() int64 { return e.packedBytes }
+
+// Plan returns the memory plan and the problem it solves (read-only).
+func (e *Executable) Plan() (*plan.Problem, *plan.Plan) { return e.problem, e.plan }
+
+// PlanTime is how long building the memory plan took.
+func (e *Executable) PlanTime() time.Duration { return e.planTime }
+
+// Layout is the arena layout by tensor ID.
+func (e *Executable) Layout() *arena.Layout { return e.layout }

@@ -1,0 +1,140 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// viewOps are the operators whose output, when it has as many bytes as its
+// input, is the input's bytes read another way.
+var viewOps = map[string]bool{
+	"Reshape":   true,
+	"Flatten":   true,
+	"Squeeze":   true,
+	"Unsqueeze": true,
+	"Identity":  true,
+}
+
+// FromGraph builds the Problem of g, one step per node in g's node order.
+//
+// Every tensor that is not a constant and is a graph input or the output of
+// a node becomes a Tensor; constants (Data != nil) are left out, as are the
+// steps' references to them. When scratch is not nil it has one entry per
+// node, and scratch[i] > 0 gives node i a scratch tensor of that many bytes:
+// working memory that node i writes and no one else reads, live during its
+// step only. The output of a Reshape, Flatten, Squeeze, Unsqueeze or
+// Identity node whose first input is an activation of the same byte size
+// becomes a view of that input.
+//
+// FromGraph also returns, for every tensor of g, its index in the Problem,
+// or -1 for a constant (or a tensor no one writes or reads).
+func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
+	if scratch != nil && len(scratch) != len(g.Nodes) {
+		return nil, nil, fmt.Errorf("plan: %d scratch sizes for %d nodes", len(scratch), len(g.Nodes))
+	}
+	p := &Problem{}
+	index := make([]int, len(g.Tensors))
+	for i := range index {
+		index[i] = -1
+	}
+	add := func(id ir.TensorID) (int, error) {
+		t := &g.Tensors[id]
+		size := t.Bytes()
+		if size < 0 {
+			return 0, fmt.Errorf("plan: tensor %q has a negative size", t.Name)
+		}
+		index[id] = len(p.Tensors)
+		p.Tensors = append(p.Tensors, Tensor{Name: t.Name, Size: size, Alias: -1})
+		return index[id], nil
+	}
+	valid := func(id ir.TensorID) bool { return id >= 0 && int(id) < len(g.Tensors) }
+
+	for _, id := range g.Inputs {
+		if !valid(id) {
+			return nil, nil, fmt.Errorf("plan: graph input %d out of range", id)
+		}
+		if g.Tensors[id].IsConst() || index[id] >= 0 {
+			continue
+		}
+		k, err := add(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.Inputs = append(p.Inputs, k)
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		st := Step{Name: n.Name, Op: n.Op}
+		for _, id := range n.Inputs {
+			if id == ir.NoTensor {
+				continue
+			}
+			if !valid(id) {
+				return nil, nil, fmt.Errorf("plan: node %q (%s): input %d out of range", n.Name, n.Op, id)
+			}
+			if g.Tensors[id].IsConst() {
+				continue
+			}
+			if index[id] < 0 {
+				return nil, nil, fmt.Errorf("plan: node %q (%s) reads %q, which no earlier node writes", n.Name, n.Op, g.Tensors[id].Name)
+			}
+			st.Inputs = append(st.Inputs, index[id])
+		}
+		for _, id := range n.Outputs {
+			if id == ir.NoTensor {
+				continue
+			}
+			if !valid(id) {
+				return nil, nil, fmt.Errorf("plan: node %q (%s): output %d out of range", n.Name, n.Op, id)
+			}
+			if g.Tensors[id].IsConst() {
+				continue
+			}
+			if index[id] >= 0 {
+				return nil, nil, fmt.Errorf("plan: node %q (%s) writes %q, which is already written", n.Name, n.Op, g.Tensors[id].Name)
+			}
+			k, err := add(id)
+			if err != nil {
+				return nil, nil, err
+			}
+			st.Outputs = append(st.Outputs, k)
+		}
+		if in := n.Input(0); isView(n) && len(st.Outputs) == 1 && in != ir.NoTensor && index[in] >= 0 {
+			if out := &p.Tensors[st.Outputs[0]]; out.Size == p.Tensors[index[in]].Size {
+				out.Alias = index[in]
+			}
+		}
+		if scratch != nil && scratch[i] > 0 {
+			st.Outputs = append(st.Outputs, len(p.Tensors))
+			p.Tensors = append(p.Tensors, Tensor{Name: scratchName(n, i), Size: scratch[i], Alias: -1})
+		}
+		p.Steps = append(p.Steps, st)
+	}
+	for _, id := range g.Outputs {
+		if !valid(id) {
+			return nil, nil, fmt.Errorf("plan: graph output %d out of range", id)
+		}
+		if g.Tensors[id].IsConst() {
+			continue
+		}
+		if index[id] < 0 {
+			return nil, nil, fmt.Errorf("plan: graph output %q is never written", g.Tensors[id].Name)
+		}
+		p.Outputs = append(p.Outputs, index[id])
+	}
+	return p, index, nil
+}
+
+// isView reports whether n is one of the operators that may alias.
+func isView(n *ir.Node) bool {
+	return viewOps[n.Op] && (n.Domain == "" || n.Domain == "ai.onnx") && len(n.Outputs) == 1
+}
+
+// scratchName names the scratch tensor of node i.
+func scratchName(n *ir.Node, i int) string {
+	if n.Name != "" {
+		return n.Name + "/scratch"
+	}
+	return fmt.Sprintf("%s#%d/scratch", n.Op, i)
+}

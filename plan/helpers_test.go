@@ -1,0 +1,144 @@
+package plan_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/berth-ml/berth/plan"
+)
+
+// builder assembles problems for tests, one step at a time in file order.
+type builder struct{ p plan.Problem }
+
+func (b *builder) tensor(size int64) int {
+	id := len(b.p.Tensors)
+	b.p.Tensors = append(b.p.Tensors, plan.Tensor{Name: fmt.Sprintf("t%d", id), Size: size, Alias: -1})
+	return id
+}
+
+// input adds a graph input.
+func (b *builder) input(size int64) int {
+	id := b.tensor(size)
+	b.p.Inputs = append(b.p.Inputs, id)
+	return id
+}
+
+// step adds a step that reads ins and writes one new tensor per size.
+func (b *builder) step(op string, ins []int, sizes ...int64) []int {
+	var outs []int
+	for _, s := range sizes {
+		outs = append(outs, b.tensor(s))
+	}
+	b.p.Steps = append(b.p.Steps, plan.Step{Name: fmt.Sprintf("s%d", len(b.p.Steps)), Op: op, Inputs: ins, Outputs: outs})
+	return outs
+}
+
+// op adds a step with one output.
+func (b *builder) op(op string, size int64, ins ...int) int { return b.step(op, ins, size)[0] }
+
+// view adds a step that views size bytes of in at offset off.
+func (b *builder) view(in int, size, off int64) int {
+	id := b.op("Reshape", size, in)
+	b.p.Tensors[id].Alias, b.p.Tensors[id].AliasOffset = in, off
+	return id
+}
+
+func (b *builder) output(ids ...int) { b.p.Outputs = append(b.p.Outputs, ids...) }
+
+// randomSize spreads sizes over six orders of magnitude, with a few zeros
+// and many sizes that are not multiples of any alignment.
+func randomSize(rng *rand.Rand) int64 {
+	switch rng.IntN(20) {
+	case 0:
+		return 0
+	case 1, 2, 3:
+		return 1 + rng.Int64N(100)
+	default:
+		return 1 + rng.Int64N(int64(1)<<(6+rng.IntN(15)))
+	}
+}
+
+// randomProblem is a random DAG of about steps steps: several graph inputs
+// and outputs, steps of one to three inputs and one or two outputs, scratch
+// tensors nobody reads, whole views and slices, and views of views.
+func randomProblem(rng *rand.Rand, steps int) *plan.Problem {
+	b := &builder{}
+	for range 1 + rng.IntN(3) {
+		b.input(randomSize(rng))
+	}
+	pick := func() int { // mostly recent tensors, sometimes any
+		n := len(b.p.Tensors)
+		if rng.IntN(4) == 0 {
+			return rng.IntN(n)
+		}
+		return max(0, n-1-rng.IntN(6))
+	}
+	for range steps {
+		switch rng.IntN(8) {
+		case 0: // a whole view
+			in := pick()
+			b.view(in, b.p.Tensors[in].Size, 0)
+		case 1: // a slice
+			in := pick()
+			size := b.p.Tensors[in].Size
+			off := rng.Int64N(size + 1)
+			b.view(in, rng.Int64N(size-off+1), off)
+		default:
+			var ins []int
+			for range 1 + rng.IntN(3) {
+				ins = append(ins, pick())
+			}
+			sizes := []int64{randomSize(rng)}
+			if rng.IntN(4) == 0 {
+				sizes = append(sizes, randomSize(rng)) // a second output, or scratch
+			}
+			b.step("Op", ins, sizes...)
+		}
+	}
+	for range 1 + rng.IntN(3) {
+		b.output(pick())
+	}
+	return &b.p
+}
+
+// randomOrder is a random topological order of p's steps.
+func randomOrder(rng *rand.Rand, p *plan.Problem) []int {
+	writer := make([]int, len(p.Tensors))
+	for i := range writer {
+		writer[i] = -1
+	}
+	for s, st := range p.Steps {
+		for _, id := range st.Outputs {
+			writer[id] = s
+		}
+	}
+	waiting := make([]int, len(p.Steps))   // unfinished steps each step waits for
+	readers := make([][]int, len(p.Steps)) // steps waiting for each step
+	for s, st := range p.Steps {
+		for _, id := range st.Inputs {
+			if w := writer[id]; w >= 0 {
+				waiting[s]++
+				readers[w] = append(readers[w], s)
+			}
+		}
+	}
+	var ready, order []int
+	for s := range p.Steps {
+		if waiting[s] == 0 {
+			ready = append(ready, s)
+		}
+	}
+	for len(ready) > 0 {
+		i := rng.IntN(len(ready))
+		s := ready[i]
+		ready[i] = ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		order = append(order, s)
+		for _, r := range readers[s] {
+			if waiting[r]--; waiting[r] == 0 {
+				ready = append(ready, r)
+			}
+		}
+	}
+	return order
+}

@@ -1,0 +1,183 @@
+package plan
+
+import "fmt"
+
+// Tensor is one activation the planner gives bytes to.
+//
+// Alias must be set to -1 for a tensor with a slot of its own: the zero value
+// 0 makes the tensor a view of tensor 0.
+type Tensor struct {
+	Name string
+	// Size is the true byte length. The slot is Size rounded up to the
+	// alignment; the true size is what a view must fit in.
+	Size int64
+	// Alias is -1 for a root, a tensor that owns a slot, or the index of
+	// the tensor whose bytes this one views.
+	Alias int
+	// AliasOffset is the byte offset of a view inside the aliased tensor
+	// (0 for reshape-like views).
+	AliasOffset int64
+}
+
+// IsView reports whether t views the bytes of another tensor.
+func (t *Tensor) IsView() bool { return t.Alias >= 0 }
+
+// Step is one operator application: it reads its inputs and writes its
+// outputs, all indices into Problem.Tensors.
+type Step struct {
+	Name, Op string
+	Inputs   []int
+	Outputs  []int
+}
+
+// Problem is what the planner packs: steps in the order the model file gave
+// them and the activation tensors they read and write.
+type Problem struct {
+	Tensors []Tensor
+	Steps   []Step
+	Inputs  []int // graph inputs: live from before the first step
+	Outputs []int // graph outputs: live until after the last step
+}
+
+// maxTotalBytes bounds the sum of all tensor sizes, so that no sum of slots,
+// rounded up to any alignment up to maxAlignment, can overflow an int64.
+const (
+	maxTotalBytes = 1 << 60
+	maxAlignment  = 1 << 30
+)
+
+// check reports the first way in which p is not a well-formed problem:
+// indices out of range, a tensor written twice or never, a view that does
+// not fit inside the tensor it aliases, or a cycle of views.
+func (p *Problem) check() error {
+	n := len(p.Tensors)
+	var total int64
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		if t.Size < 0 {
+			return fmt.Errorf("tensor %q has negative size %d", t.Name, t.Size)
+		}
+		if t.Size > maxTotalBytes-total {
+			return fmt.Errorf("tensors hold more than %d bytes in all", int64(maxTotalBytes))
+		}
+		total += t.Size
+		if t.Alias == -1 {
+			continue
+		}
+		if t.Alias < -1 || t.Alias >= n || t.Alias == i {
+			return fmt.Errorf("tensor %q: alias %d is not another tensor", t.Name, t.Alias)
+		}
+		base := &p.Tensors[t.Alias]
+		if t.AliasOffset < 0 || t.AliasOffset > base.Size || t.Size > base.Size-t.AliasOffset {
+			return fmt.Errorf("view %q (%d bytes at offset %d) does not fit in %q (%d bytes)",
+				t.Name, t.Size, t.AliasOffset, base.Name, base.Size)
+		}
+	}
+	if err := p.checkAliasCycles(); err != nil {
+		return err
+	}
+
+	written := make([]bool, n)
+	for _, id := range p.Inputs {
+		if id < 0 || id >= n {
+			return fmt.Errorf("graph input %d out of range", id)
+		}
+		if p.Tensors[id].IsView() {
+			return fmt.Errorf("graph input %q is a view", p.Tensors[id].Name)
+		}
+		written[id] = true
+	}
+	for s := range p.Steps {
+		st := &p.Steps[s]
+		for _, id := range st.Inputs {
+			if id < 0 || id >= n {
+				return fmt.Errorf("step %s: input %d out of range", p.stepName(s), id)
+			}
+		}
+		for _, id := range st.Outputs {
+			if id < 0 || id >= n {
+				return fmt.Errorf("step %s: output %d out of range", p.stepName(s), id)
+			}
+			if written[id] {
+				return fmt.Errorf("step %s: tensor %q is written twice", p.stepName(s), p.Tensors[id].Name)
+			}
+			written[id] = true
+		}
+	}
+	for _, id := range p.Outputs {
+		if id < 0 || id >= n {
+			return fmt.Errorf("graph output %d out of range", id)
+		}
+	}
+	for i := range p.Tensors {
+		if !written[i] {
+			return fmt.Errorf("tensor %q is neither a graph input nor written by a step", p.Tensors[i].Name)
+		}
+	}
+	return nil
+}
+
+// checkAliasCycles rejects views that, following Alias, come back to
+// themselves.
+func (p *Problem) checkAliasCycles() error {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]uint8, len(p.Tensors))
+	for i := range p.Tensors {
+		j := i
+		for state[j] == unseen && p.Tensors[j].IsView() {
+			state[j] = onPath
+			j = p.Tensors[j].Alias
+		}
+		if state[j] == onPath {
+			return fmt.Errorf("tensor %q is a view of itself through a cycle of aliases", p.Tensors[j].Name)
+		}
+		for j = i; state[j] == onPath; j = p.Tensors[j].Alias {
+			state[j] = done
+		}
+		state[j] = done
+	}
+	return nil
+}
+
+// checkOrder reports whether order is a schedule of p: every step exactly
+// once, and every step after the writers of what it reads.
+func (p *Problem) checkOrder(order []int) error {
+	if len(order) != len(p.Steps) {
+		return fmt.Errorf("%d steps listed, the problem has %d", len(order), len(p.Steps))
+	}
+	scheduled := make([]bool, len(p.Steps))
+	written := make([]bool, len(p.Tensors))
+	for _, id := range p.Inputs {
+		written[id] = true
+	}
+	for _, s := range order {
+		if s < 0 || s >= len(p.Steps) || scheduled[s] {
+			return fmt.Errorf("step %d out of range or listed twice", s)
+		}
+		scheduled[s] = true
+		for _, id := range p.Steps[s].Inputs {
+			if !written[id] {
+				return fmt.Errorf("step %s reads %q before it is written", p.stepName(s), p.Tensors[id].Name)
+			}
+		}
+		for _, id := range p.Steps[s].Outputs {
+			written[id] = true
+		}
+	}
+	return nil
+}
+
+// stepName names step s for messages.
+func (p *Problem) stepName(s int) string {
+	if name := p.Steps[s].Name; name != "" {
+		return fmt.Sprintf("%q", name)
+	}
+	return fmt.Sprintf("#%d (%s)", s, p.Steps[s].Op)
+}
+
+// alignUp rounds n up to a multiple of a.
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }

@@ -1,0 +1,199 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Verify proves that pl is a sound plan for p, independently of Build:
+//
+//   - Order lists every step once, and every step reads only graph inputs
+//     and tensors written by earlier steps; every tensor is written once;
+//   - every view sits at its parent's offset plus its AliasOffset and lies
+//     inside the true bytes of its root;
+//   - every root's slot (its size rounded up to Alignment) starts at a
+//     multiple of Alignment and ends within ArenaBytes;
+//   - no two slots share a byte while both are live;
+//   - LoadBytes is the LOAD of the schedule and ArenaBytes is not below it.
+//
+// Lifetimes are those Build documents: a slot is live from the first write
+// of its root or any view of it (step 0 for graph inputs) to the last read
+// of any of them (the last step for graph outputs).
+func Verify(p *Problem, pl *Plan) error {
+	if err := verify(p, pl); err != nil {
+		return fmt.Errorf("plan: verify: %w", err)
+	}
+	return nil
+}
+
+func verify(p *Problem, pl *Plan) error {
+	n := len(p.Tensors)
+	if pl == nil || p == nil {
+		return fmt.Errorf("no plan or no problem")
+	}
+	if len(pl.Offsets) != n {
+		return fmt.Errorf("%d offsets for %d tensors", len(pl.Offsets), n)
+	}
+	align := pl.Alignment
+	if align <= 0 {
+		return fmt.Errorf("alignment %d is not positive", align)
+	}
+	if pl.ArenaBytes < 0 || pl.ArenaBytes%align != 0 {
+		return fmt.Errorf("arena of %d bytes is not a multiple of the alignment %d", pl.ArenaBytes, align)
+	}
+	name := func(id int) string { return p.Tensors[id].Name }
+
+	// Replay the schedule: each tensor's first write and last read.
+	if len(pl.Order) != len(p.Steps) {
+		return fmt.Errorf("schedule has %d steps, the problem %d", len(pl.Order), len(p.Steps))
+	}
+	ran := make([]bool, len(p.Steps))
+	first := make([]int, n)
+	last := make([]int, n)
+	written := make([]bool, n)
+	for _, id := range p.Inputs {
+		if id < 0 || id >= n {
+			return fmt.Errorf("graph input %d out of range", id)
+		}
+		written[id] = true
+	}
+	for t, s := range pl.Order {
+		if s < 0 || s >= len(p.Steps) || ran[s] {
+			return fmt.Errorf("schedule position %d: step %d out of range or run twice", t, s)
+		}
+		ran[s] = true
+		st := &p.Steps[s]
+		for _, id := range st.Inputs {
+			if id < 0 || id >= n {
+				return fmt.Errorf("step %s reads tensor %d, out of range", p.stepName(s), id)
+			}
+			if !written[id] {
+				return fmt.Errorf("step %s (position %d) reads %q before any step writes it", p.stepName(s), t, name(id))
+			}
+			last[id] = t
+		}
+		for _, id := range st.Outputs {
+			if id < 0 || id >= n {
+				return fmt.Errorf("step %s writes tensor %d, out of range", p.stepName(s), id)
+			}
+			if written[id] {
+				return fmt.Errorf("step %s writes %q, which is already written", p.stepName(s), name(id))
+			}
+			written[id] = true
+			first[id], last[id] = t, t
+		}
+	}
+	final := max(len(pl.Order), 1) - 1
+	for _, id := range p.Outputs {
+		if id < 0 || id >= n {
+			return fmt.Errorf("graph output %d out of range", id)
+		}
+		last[id] = final
+	}
+	for id := range p.Tensors {
+		if !written[id] {
+			return fmt.Errorf("tensor %q is never written", name(id))
+		}
+		if p.Tensors[id].Size < 0 {
+			return fmt.Errorf("tensor %q has negative size", name(id))
+		}
+	}
+
+	// Views: find each root by walking the aliases (at most n links).
+	root := make([]int, n)
+	for id := range p.Tensors {
+		r := id
+		for links := 0; p.Tensors[r].Alias >= 0; links++ {
+			if links == n || p.Tensors[r].Alias >= n {
+				return fmt.Errorf("tensor %q: aliases lead nowhere or in a circle", name(id))
+			}
+			r = p.Tensors[r].Alias
+		}
+		root[id] = r
+	}
+	for id := range p.Tensors {
+		t := &p.Tensors[id]
+		if t.Alias < 0 {
+			continue
+		}
+		if want := pl.Offsets[t.Alias] + t.AliasOffset; pl.Offsets[id] != want {
+			return fmt.Errorf("view %q is at %d, not at %q's offset plus %d (%d)", t.Name, pl.Offsets[id], name(t.Alias), t.AliasOffset, want)
+		}
+		r := root[id]
+		lo, hi := pl.Offsets[r], pl.Offsets[r]+p.Tensors[r].Size
+		if pl.Offsets[id] < lo || pl.Offsets[id] > hi || t.Size > hi-pl.Offsets[id] {
+			return fmt.Errorf("view %q [%d, +%d) is not inside its root %q [%d, %d)", t.Name, pl.Offsets[id], t.Size, name(r), lo, hi)
+		}
+		first[r] = min(first[r], first[id])
+		last[r] = max(last[r], last[id])
+	}
+
+	// Roots: aligned slots inside the arena.
+	var roots []int
+	for id := range p.Tensors {
+		if root[id] != id {
+			continue
+		}
+		off, size := pl.Offsets[id], p.Tensors[id].Size
+		if off < 0 || off%align != 0 {
+			return fmt.Errorf("tensor %q is at %d, not a non-negative multiple of %d", name(id), off, align)
+		}
+		if off > pl.ArenaBytes || size > pl.ArenaBytes-off || alignUp(size, align) > pl.ArenaBytes-off {
+			return fmt.Errorf("tensor %q [%d, +%d) ends beyond the arena of %d bytes", name(id), off, size, pl.ArenaBytes)
+		}
+		if size > 0 {
+			roots = append(roots, id)
+		}
+	}
+
+	// Sweep the steps. live holds the slots live now, sorted by offset and
+	// disjoint so far, so a new slot meets one of them exactly when it
+	// meets its neighbour below or above.
+	slot := func(id int) (int64, int64) {
+		return pl.Offsets[id], pl.Offsets[id] + alignUp(p.Tensors[id].Size, align)
+	}
+	born := make([][]int, final+1)
+	dies := make([][]int, final+1)
+	for _, id := range roots {
+		born[first[id]] = append(born[first[id]], id)
+		dies[last[id]] = append(dies[last[id]], id)
+	}
+	var live []int
+	var load, bytes int64
+	at := func(off int64) (int, bool) {
+		return slices.BinarySearchFunc(live, off, func(id int, off int64) int { return cmp.Compare(pl.Offsets[id], off) })
+	}
+	for t := 0; t <= final; t++ {
+		for _, id := range born[t] {
+			lo, hi := slot(id)
+			i, _ := at(lo)
+			for _, j := range []int{i - 1, i} {
+				if j < 0 || j >= len(live) {
+					continue
+				}
+				if jlo, jhi := slot(live[j]); jlo < hi && lo < jhi {
+					return fmt.Errorf("tensors %q [%d, %d) and %q [%d, %d) overlap, both live at schedule position %d",
+						name(live[j]), jlo, jhi, name(id), lo, hi, t)
+				}
+			}
+			live = slices.Insert(live, i, id)
+			bytes += hi - lo
+		}
+		load = max(load, bytes)
+		for _, id := range dies[t] {
+			lo, hi := slot(id)
+			i, _ := at(lo)
+			live = slices.Delete(live, i, i+1)
+			bytes -= hi - lo
+		}
+	}
+
+	if pl.LoadBytes != load {
+		return fmt.Errorf("LoadBytes is %d, the schedule's LOAD is %d", pl.LoadBytes, load)
+	}
+	if pl.ArenaBytes < load {
+		return fmt.Errorf("arena of %d bytes is below LOAD, %d bytes", pl.ArenaBytes, load)
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package berth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/berth-ml/berth/arena"
+	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/ir"
+)
+
+// step is one kernel bound to its session's buffers.
+type step struct {
+	kernel  cpu.Kernel
+	in, out [][]byte
+	scratch []byte
+}
+
+// Session owns one activation arena and runs the executable in it.
+type Session struct {
+	exe     *Executable
+	arena   *arena.Host
+	workers *cpu.Workers
+	steps   []step
+	inputs  [][]byte // graph input slots
+	outputs []Tensor // graph outputs, viewing the arena
+	mu      sync.Mutex
+	closed  bool
+}
+
+// ErrBusy is returned by Run when the session is already running; use one
+// session per goroutine.
+var ErrBusy = errors.New("session is already running")
+
+// ErrClosed is returned by Run on a closed session.
+var ErrClosed = errors.New("session is closed")
+
+// NewSession allocates an arena and binds every kernel to its slots.
+func (e *Executable) NewSession() (*Session, error) {
+	a, err := arena.NewHost(e.layout)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{exe: e, arena: a}
+	slot := func(id ir.TensorID) []byte {
+		if id == ir.NoTensor {
+			return nil
+		}
+		if e.g.Tensor(id).IsConst() {
+			return e.weights[id]
+		}
+		return a.Slot(id)
+	}
+	g := e.g
+	s.steps = make([]step, 0, len(e.plan.Order))
+	for _, i := range e.plan.Order {
+		n := &g.Nodes[i]
+		st := step{kernel: e.kernels[i], in: make([][]byte, len(n.Inputs)), out: make([][]byte, len(n.Outputs))}
+		for j, id := range n.Inputs {
+			st.in[j] = slot(id)
+		}
+		for j, id := range n.Outputs {
+			st.out[j] = slot(id)
+		}
+		if t := e.scratch[i]; t >= 0 {
+			off, size := e.plan.Offsets[t], e.problem.Tensors[t].Size
+			st.scratch = a.Bytes()[off : off+size : off+size]
+		}
+		s.steps = append(s.steps, st)
+	}
+	s.inputs = make([][]byte, len(g.Inputs))
+	for i, id := range g.Inputs {
+		s.inputs[i] = a.Slot(id)
+	}
+	s.outputs = make([]Tensor, len(g.Outputs))
+	for i, id := range g.Outputs {
+		t := g.Tensor(id)
+		s.outputs[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape.Clone(), Data: a.Slot(id)}
+	}
+	s.workers = cpu.NewWorkers(e.threads)
+	return s, nil
+}
+
+// Arena exposes the session's arena (for tools and tests).
+func (s *Session) Arena() arena.Arena { return s.arena }
+
+// Close stops the session's workers. The outputs of its last run become
+// invalid.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.workers.Close()
+	}
+	return nil
+}
+
+// Run feeds the inputs, runs every kernel in plan order and returns the
+// outputs. Inputs bind to the graph inputs by name when every one is named,
+// otherwise by position. The returned tensors view the session's arena:
+// they are valid until the next Run or Close (Clone them to keep them).
+// Cancelling ctx stops the run between two kernels. Run allocates nothing.
+func (s *Session) Run(ctx context.Context, inputs ...Tensor) ([]Tensor, error) {
+	if !s.mu.TryLock() {
+		return nil, ErrBusy
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if err := s.bind(inputs); err != nil {
+		return nil, err
+	}
+	for i := range s.steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		st := &s.steps[i]
+		st.kernel.Run(s.workers, st.in, st.out, st.scratch)
+	}
+	return s.outputs, nil
+}
+
+// bind checks the inputs against the graph's and copies them into their
+// slots.
+func (s *Session) bind(inputs []Tensor) error {
+	g := s.exe.g
+	if len(inputs) != len(g.Inputs) {
+		return s.countError(inputs)
+	}
+	named := true
+	for i := range inputs {
+		named = named && inputs[i].Name != ""
+	}
+	for i, id := range g.Inputs {
+		want := g.Tensor(id)
+		k := i
+		if named {
+			k = -1
+			for j := range inputs {
+				if inputs[j].Name == want.Name {
+					k = j
+					break
+				}
+			}
+			if k < 0 {
+				return s.countError(inputs)
+			}
+		}
+		in := &inputs[k]
+		if in.DType != want.DType || !want.Shape.Equal(in.Shape) {
+			return fmt.Errorf("input %q: expected %s%v, got %s%v", want.Name, want.DType, want.Shape, in.DType, ir.Shape(in.Shape))
+		}
+		if int64(len(in.Data)) != want.Bytes() {
+			return fmt.Errorf("input %q: expected %d bytes of data for %s%v, got %d", want.Name, want.Bytes(), want.DType, want.Shape, len(in.Data))
+		}
+		copy(s.inputs[i], in.Data)
+	}
+	return nil
+}
+
+// countError names the inputs that are missing or not expected.
+func (s *Session) countError(inputs []Tensor) error {
+	g := s.exe.g
+	var missing, extra []string
+	for _, id := range g.Inputs {
+		name := g.Tensor(id).Name
+		found := false
+		for _, in := range inputs {
+			found = found || in.Name == name
+		}
+		if !found {
+			missing = append(missing, name)
+		}
+	}
+	for _, in := range inputs {
+		found := false
+		for _, id := range g.Inputs {
+			found = found || g.Tensor(id).Name == in.Name
+		}
+		if !found && in.Name != "" {
+			extra = append(extra, in.Name)
+		}
+	}
+	switch {
+	case len(missing) > 0 && len(inputs) < len(g.Inputs):
+		return fmt.Errorf("missing input(s) %q: the model takes %d, got %d", missing, len(g.Inputs), len(inputs))
+	case len(extra) > 0:
+		return fmt.Errorf("unexpected input(s) %q; the model's inputs are %q", extra, inputNames(g))
+	case len(missing) > 0:
+		return fmt.Errorf("missing input(s) %q", missing)
+	}
+	return fmt.Errorf("the model takes %d input(s) %q, got %d", len(g.Inputs), inputNames(g), len(inputs))
+}
+
+func inputNames(g *ir.Graph) []string {
+	names := make([]string, len(g.Inputs))
+	for i, id := range g.Inputs {
+		names[i] = g.Tensor(id).Name
+	}
+	return names
+}
