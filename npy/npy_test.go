@@ -3,6 +3,7 @@ package npy
 import (
 	"bytes"
 	"fmt"
+	"github.com/berth-ml/berth/internal/testenv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestRoundTrip(t *testing.T) {
 func TestReadNumPyFiles(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/models/*/input_*.npy")
 	if len(files) == 0 {
-		t.Skip("no fixtures; run scripts/gen_fixtures.py")
+		testenv.Require(t, "../testdata/models/resnet/input_0.npy", "run scripts/gen_fixtures.py")
 	}
 	for _, f := range files {
 		a, err := ReadFile(f)

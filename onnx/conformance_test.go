@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"github.com/berth-ml/berth/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,9 +26,10 @@ const conformanceDir = "/usr/share/libonnx-testdata/data"
 // shape with the reference output. Models that use unsupported operators
 // or features are skipped.
 func TestConformanceShapes(t *testing.T) {
+	testenv.Require(t, conformanceDir, testenv.InstallConformance)
 	sets, _ := filepath.Glob(filepath.Join(conformanceDir, "*", "*", "test_data_set_0"))
 	if len(sets) == 0 {
-		t.Skip("no ONNX conformance data (Debian package libonnx-testdata)")
+		t.Fatalf("no conformance cases under %s", conformanceDir)
 	}
 	compared := 0
 	for _, set := range sets {
