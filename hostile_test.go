@@ -2,7 +2,10 @@ package berth_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -83,4 +86,32 @@ func TestHostileInputs(t *testing.T) {
 			t.Logf("%v", err)
 		})
 	}
+}
+
+// TestTruncatedModelFile truncates the model file after compiling: the
+// weights read in place from the mapping are gone, and Run must say so
+// with an error instead of crashing the process with SIGBUS.
+func TestTruncatedModelFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.onnx")
+	if err := os.WriteFile(path, onnxtest.MappedWeightModel(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe := compile(t, path)
+	if exe.PackedWeightBytes() != 0 {
+		t.Fatal("the table was copied; the test needs it read from the mapping")
+	}
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := berth.NewTensor("ids", []int64{4}, []int64{0, 1000, 2000, 4095})
+	_, err = s.Run(context.Background(), ids)
+	if !errors.Is(err, berth.ErrKernel) {
+		t.Fatalf("Run on a truncated file: %v, want ErrKernel", err)
+	}
+	t.Log(err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/berth-ml/berth/arena"
@@ -103,7 +104,7 @@ func (s *Session) Close() error {
 // otherwise by position. The returned tensors view the session's arena:
 // they are valid until the next Run or Close (Clone them to keep them).
 // Cancelling ctx stops the run between two kernels. Run allocates nothing.
-func (s *Session) Run(ctx context.Context, inputs ...Tensor) ([]Tensor, error) {
+func (s *Session) Run(ctx context.Context, inputs ...Tensor) (outs []Tensor, err error) {
 	if !s.mu.TryLock() {
 		return nil, ErrBusy
 	}
@@ -114,14 +115,41 @@ func (s *Session) Run(ctx context.Context, inputs ...Tensor) ([]Tensor, error) {
 	if err := s.bind(inputs); err != nil {
 		return nil, err
 	}
-	for i := range s.steps {
+	// A fault while reading the mapped model file (it was truncated or
+	// rewritten under us) or a failing kernel becomes an error, not a
+	// crash of the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	s.workers.Begin()
+	defer s.workers.End()
+	step := -1
+	defer func() {
+		if r := recover(); r != nil {
+			outs, err = nil, s.stepError(step, r)
+		}
+	}()
+	for step = range s.steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		st := &s.steps[i]
+		st := &s.steps[step]
 		st.kernel.Run(s.workers, st.in, st.out, st.scratch)
 	}
 	return s.outputs, nil
+}
+
+// ErrKernel is returned when a kernel fails during Run: a memory fault on
+// the mapped model file or an internal error.
+var ErrKernel = errors.New("kernel failed")
+
+func (s *Session) stepError(step int, r any) error {
+	if step < 0 || step >= len(s.steps) {
+		return fmt.Errorf("%w: %v", ErrKernel, r)
+	}
+	n := &s.exe.g.Nodes[s.exe.plan.Order[step]]
+	if _, fault := r.(interface{ Addr() uintptr }); fault {
+		return fmt.Errorf("%w: node %q (%s): %v (was the model file truncated or rewritten while in use?)", ErrKernel, n.Name, n.Op, r)
+	}
+	return fmt.Errorf("%w: node %q (%s): %v", ErrKernel, n.Name, n.Op, r)
 }
 
 // bind checks the inputs against the graph's and copies them into their

@@ -2,7 +2,10 @@ package cpu
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Ranger is the parallel body of a kernel: it processes items [lo, hi).
@@ -42,14 +45,36 @@ func (t *task) run() {
 // Workers is a persistent pool of goroutines that run the parallel parts of
 // kernels. A session owns one Workers; it serves one caller at a time, and a
 // parallel body must not call For on the pool that runs it.
+//
+// Hand-off is by atomics: the caller writes a helper's task into its slot
+// and bumps the slot's sequence number; the helper, which spins for a short
+// while after each task before it parks, sees the new number and runs the
+// task. The caller spins until every helper has finished. Kernels follow
+// each other within microseconds, so helpers rarely park during a run: no
+// goroutine switch, and none of the runtime's wait records that parking on
+// a channel costs.
 type Workers struct {
-	n      int
-	tasks  []chan task   // one channel per helper goroutine
-	done   chan struct{} // one signal per finished task
-	panics []any         // per helper: the value of a panic in its last task
-	once   sync.Once
-	closed bool
+	n       int
+	slots   []*slot
+	pending atomic.Int32 // helpers still running their share of the loop
+	panics  []any        // per helper: the value of a panic in its last task
+	quit    atomic.Bool
+	busy    atomic.Bool // between Begin and End: helpers never park
+	once    sync.Once
+	closed  bool
 }
+
+// slot is one helper's mailbox.
+type slot struct {
+	seq      atomic.Uint64 // bumped by the caller when t holds new work
+	sleeping atomic.Bool   // the helper is parked (or about to) on wake
+	wake     chan struct{} // capacity 1: a token that unparks the helper
+	t        task
+	_        [64]byte // keep neighbouring slots off one cache line
+}
+
+// spinFor is how long a helper keeps polling for work before it parks.
+const spinFor = 100 * time.Microsecond
 
 // NewWorkers starts a pool of n threads of work: the calling goroutine plus
 // n-1 helpers. n <= 0 means runtime.GOMAXPROCS(0). With n == 1 every loop
@@ -60,11 +85,10 @@ func NewWorkers(n int) *Workers {
 	}
 	w := &Workers{n: n}
 	if n > 1 {
-		w.tasks = make([]chan task, n-1)
+		w.slots = make([]*slot, n-1)
 		w.panics = make([]any, n-1)
-		w.done = make(chan struct{}, n-1)
-		for i := range w.tasks {
-			w.tasks[i] = make(chan task, 1)
+		for i := range w.slots {
+			w.slots[i] = &slot{wake: make(chan struct{}, 1)}
 			go w.helper(i)
 		}
 	}
@@ -72,9 +96,83 @@ func NewWorkers(n int) *Workers {
 }
 
 func (w *Workers) helper(i int) {
-	for t := range w.tasks[i] {
-		w.runTask(i, &t)
-		w.done <- struct{}{}
+	// Kernels read weights from the mapped model file; a fault there
+	// becomes a panic, re-raised on the caller, instead of a crash.
+	debug.SetPanicOnFault(true)
+	s := w.slots[i]
+	var seen uint64
+	for {
+		seq, ok := w.await(s, seen)
+		if !ok {
+			return
+		}
+		seen = seq
+		w.runTask(i, &s.t)
+		w.pending.Add(-1)
+	}
+}
+
+// await waits until s holds work newer than seen and returns its sequence
+// number, or false once the pool is closed. It spins for spinFor, then
+// parks on the slot's wake channel.
+func (w *Workers) await(s *slot, seen uint64) (uint64, bool) {
+	deadline := time.Now().Add(spinFor)
+	for spins := 1; ; spins++ {
+		if v := s.seq.Load(); v != seen {
+			return v, true
+		}
+		if w.quit.Load() {
+			return 0, false
+		}
+		if spins%64 != 0 {
+			continue
+		}
+		runtime.Gosched()
+		if w.busy.Load() {
+			deadline = time.Now().Add(spinFor)
+			continue
+		}
+		if time.Now().Before(deadline) {
+			continue
+		}
+		s.sleeping.Store(true)
+		if v := s.seq.Load(); v != seen || w.quit.Load() {
+			s.sleeping.Store(false)
+			continue
+		}
+		<-s.wake
+		s.sleeping.Store(false)
+		deadline = time.Now().Add(spinFor)
+	}
+}
+
+// Begin tells the pool that a run of kernels starts: until End, helpers
+// keep polling for work instead of parking between kernels, so that the
+// hand-offs of a run cost no goroutine switch. End lets them park again
+// once they have been idle for a while.
+func (w *Workers) Begin() {
+	if w != nil {
+		w.busy.Store(true)
+	}
+}
+
+// End marks the end of a run of kernels (see Begin).
+func (w *Workers) End() {
+	if w != nil {
+		w.busy.Store(false)
+	}
+}
+
+// give hands t to helper i.
+func (w *Workers) give(i int, t task) {
+	s := w.slots[i]
+	s.t = t
+	s.seq.Add(1)
+	if s.sleeping.Load() {
+		select {
+		case s.wake <- struct{}{}:
+		default: // a token is already waiting
+		}
 	}
 }
 
@@ -97,8 +195,12 @@ func (w *Workers) Close() {
 	}
 	w.once.Do(func() {
 		w.closed = true
-		for _, c := range w.tasks {
-			close(c)
+		w.quit.Store(true)
+		for _, s := range w.slots {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
 		}
 	})
 }
@@ -156,15 +258,18 @@ func (w *Workers) split(n, parts int, t task) {
 		t.run()
 		return
 	}
+	w.pending.Store(int32(parts - 1))
 	for i := 1; i < parts; i++ {
 		s := t
 		s.lo, s.hi = i*n/parts, (i+1)*n/parts
-		w.tasks[i-1] <- s
+		w.give(i-1, s)
 	}
 	t.lo, t.hi = 0, n/parts
 	p := w.runInline(&t)
-	for i := 1; i < parts; i++ {
-		<-w.done
+	for spins := 1; w.pending.Load() != 0; spins++ {
+		if spins%64 == 0 {
+			runtime.Gosched()
+		}
 	}
 	for i := 0; i < parts-1; i++ {
 		if w.panics[i] != nil {

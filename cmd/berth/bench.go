@@ -78,11 +78,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	// Settle the heap so a collection triggered by loading and compiling
-	// does not land inside the timed runs, then refill the runtime's
-	// per-thread caches that a collection empties.
-	runtime.GC()
-	if _, err := s.Run(ctx, inputs...); err != nil {
+	if err := settle(ctx, s, inputs); err != nil {
 		return err
 	}
 	times := make([]float64, *iters)
@@ -116,6 +112,30 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  allocs/run %.1f   peak RSS %.1f MB   arena %s   weights %s\n", res.AllocsPerRun, res.PeakRSSMB, humanBytes(res.ActivationBytes), humanBytes(res.WeightBytes))
 	if synthetic && len(inputs) > 0 {
 		fmt.Fprintln(stderr, "bench: no --input given; using synthetic inputs (floats in [-1,1), integers 0, bools false)")
+	}
+	return nil
+}
+
+// settle brings the process to a steady state before timing: it collects
+// the garbage of loading and compiling, so that no collection lands inside
+// the timed runs, then runs until a batch of runs allocates nothing — the
+// Go runtime fills its per-thread caches (goroutine wait records, threads)
+// during the first runs of a new session. It gives up after a bounded
+// number of runs; whatever still allocates is then counted.
+func settle(ctx context.Context, s *berth.Session, inputs []berth.Tensor) error {
+	runtime.GC()
+	var before, after runtime.MemStats
+	for batch := 0; batch < 20; batch++ {
+		runtime.ReadMemStats(&before)
+		for i := 0; i < 10; i++ {
+			if _, err := s.Run(ctx, inputs...); err != nil {
+				return err
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if after.Mallocs == before.Mallocs {
+			return nil
+		}
 	}
 	return nil
 }

@@ -236,3 +236,38 @@ func Write(dir string) ([]Case, error) {
 	}
 	return cases, firstErr
 }
+
+// MappedWeightModel returns a model, y = Gather(table, ids) with ids an
+// int64[4] input, whose 256 KiB table lies 64-byte aligned in the file, so
+// a runtime reads it in place from the mapping rather than from a copy.
+func MappedWeightModel() []byte {
+	table := f32("table", []int64{4096, 16}, 4096*16)
+	for pad := 0; pad < 64; pad++ {
+		g := &onnxpb.GraphProto{
+			Name:        proto.String("g"),
+			Node:        []*onnxpb.NodeProto{node("Gather", []string{"table", "ids"}, []string{"y"})},
+			Input:       []*onnxpb.ValueInfoProto{vi("ids", onnxpb.TensorProto_INT64, 4)},
+			Output:      []*onnxpb.ValueInfoProto{{Name: proto.String("y")}},
+			Initializer: []*onnxpb.TensorProto{table},
+		}
+		m := model(13, "", g)
+		m.DocString = proto.String(string(make([]byte, pad)))
+		b, err := proto.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		if off := bytesIndex(b, table.RawData[4:64]) - 4; off >= 0 && off%64 == 0 {
+			return b
+		}
+	}
+	panic("onnxtest: no padding aligns the table")
+}
+
+func bytesIndex(b, sub []byte) int {
+	for i := 0; i+len(sub) <= len(b); i++ {
+		if string(b[i:i+len(sub)]) == string(sub) {
+			return i
+		}
+	}
+	return -1
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/dtype"
 	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
 	"github.com/berth-ml/berth/passes"
@@ -18,7 +19,7 @@ import (
 
 // conformanceDir holds ONNX's conformance data (Debian package
 // libonnx-testdata).
-const conformanceDir = "/usr/share/libonnx-testdata/data"
+const conformanceDir = testenv.ConformanceDir
 
 // parallelEval evaluates a node through Build and Run on three workers, so
 // that folding exercises the parallel paths.
@@ -68,9 +69,10 @@ func aligned(b []byte) []byte {
 // reference. Tests the importer or shape inference cannot take are
 // skipped.
 func TestConformance(t *testing.T) {
+	testenv.Require(t, conformanceDir, testenv.InstallConformance)
 	sets, _ := filepath.Glob(filepath.Join(conformanceDir, "*", "*", "test_data_set_0"))
 	if len(sets) == 0 {
-		t.Skip("no ONNX conformance data (Debian package libonnx-testdata)")
+		t.Fatalf("no conformance cases under %s", conformanceDir)
 	}
 	w := cpu.NewWorkers(3)
 	defer w.Close()

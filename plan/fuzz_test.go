@@ -1,0 +1,89 @@
+package plan_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/berth-ml/berth/plan"
+)
+
+// decodeProblem turns arbitrary bytes into a problem, valid or not: each
+// record adds a graph input, a step, a view or an output, with sizes and
+// indices taken from the bytes.
+func decodeProblem(b []byte) *plan.Problem {
+	p := &plan.Problem{}
+	next := func() int {
+		if len(b) == 0 {
+			return 0
+		}
+		v := int(b[0])
+		b = b[1:]
+		return v
+	}
+	size := func() int64 { return int64(next())<<int(next()%12) - 16 } // sometimes negative
+	pick := func() int {
+		if len(p.Tensors) == 0 {
+			return next() - 1 // an index that may not exist
+		}
+		return next() % (len(p.Tensors) + 1) // sometimes one past the end
+	}
+	for len(b) > 0 {
+		switch next() % 5 {
+		case 0:
+			p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
+			p.Inputs = append(p.Inputs, len(p.Tensors)-1)
+		case 1, 2:
+			var st plan.Step
+			for range 1 + next()%3 {
+				st.Inputs = append(st.Inputs, pick())
+			}
+			for range 1 + next()%2 {
+				p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
+				st.Outputs = append(st.Outputs, len(p.Tensors)-1)
+			}
+			p.Steps = append(p.Steps, st)
+		case 3:
+			in := pick()
+			p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: in, AliasOffset: int64(next()) - 8})
+			p.Steps = append(p.Steps, plan.Step{Op: "Reshape", Inputs: []int{in}, Outputs: []int{len(p.Tensors) - 1}})
+		case 4:
+			p.Outputs = append(p.Outputs, pick())
+		}
+	}
+	return p
+}
+
+// FuzzBuild plans arbitrary problems: Build either refuses one with an
+// error or returns a plan that Verify accepts and that is at least LOAD.
+func FuzzBuild(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 8 {
+		b := make([]byte, 64)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{0, 10, 1, 1, 0, 0, 20, 3, 1, 4, 0, 4, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// A hang is a failure too: past the deadline the process dies and
+		// the fuzzer keeps the input.
+		watchdog := time.AfterFunc(10*time.Second, func() { panic("FuzzBuild: one input ran for 10 s") })
+		defer watchdog.Stop()
+		if len(b) > 4096 {
+			return // large graphs are the benchmarks' business
+		}
+		p := decodeProblem(b)
+		pl, err := plan.Build(p, plan.Options{})
+		if err != nil {
+			return
+		}
+		if err := plan.Verify(p, pl); err != nil {
+			t.Fatalf("Build's plan fails verification: %v", err)
+		}
+		if pl.ArenaBytes < pl.LoadBytes {
+			t.Fatalf("arena %d below LOAD %d", pl.ArenaBytes, pl.LoadBytes)
+		}
+	})
+}
