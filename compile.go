@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-ml/berth/arena"
 	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
@@ -72,7 +73,10 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	switch dev {
 	case CPU, "":
 	case CUDA:
-		return nil, fmt.Errorf("compile for cuda: %w: this build of berth has no CUDA backend yet", ErrNoDevice)
+		if err := driver.Load(); err != nil {
+			return nil, fmt.Errorf("compile for cuda: %w: %v", ErrNoDevice, err)
+		}
+		return nil, fmt.Errorf("compile for cuda: %w: the CUDA backend does not compile models yet", ErrNoDevice)
 	default:
 		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 	}

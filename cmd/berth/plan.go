@@ -86,15 +86,9 @@ func cmdPlan(args []string, stdout io.Writer) error {
 		if err := pl.Report(p).WriteText(stdout); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "\n%s: %d steps, %d tensors, plan built in %.2f ms (%s)\n", path, sum.Nodes, sum.Tensors, sum.PlanMS, sum.Heuristic)
-		fmt.Fprintf(stdout, "  activation arena   %12d bytes\n", sum.ActivationBytes)
-		fmt.Fprintf(stdout, "  LOAD (this order)  %12d bytes\n", sum.LowerBoundBytes)
-		fmt.Fprintf(stdout, "  LOAD (file order, no aliasing) %d bytes\n", sum.FileOrderLowerBoundBytes)
-		fmt.Fprintf(stdout, "  naive (sum of all) %12d bytes\n", sum.NaiveBytes)
-		fmt.Fprintf(stdout, "  weights            %12d bytes\n", sum.WeightBytes)
-		fmt.Fprintf(stdout, "  verified           %v\n", sum.Verified)
+		fmt.Fprintf(stdout, "\nweights %d B, plan built in %.2f ms, verified %v\n", sum.WeightBytes, sum.PlanMS, sum.Verified)
 		if *svg != "" {
-			fmt.Fprintf(stdout, "  picture            %s\n", *svg)
+			fmt.Fprintf(stdout, "picture written to %s\n", *svg)
 		}
 	}
 	if verr != nil {
