@@ -1,6 +1,3 @@
-// Package testenv decides what tests do when optional test data is absent:
-// skip with a line saying how to get it, or, when BERTH_REQUIRE_TESTDATA=1
-// (as in CI), fail.
 package testenv
 
 import (
