@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/berth-ml/berth/arena"
@@ -37,6 +38,14 @@ type Options struct {
 	// allocating anything, when the plan exceeds it. 0 means the
 	// machine's physical memory; a negative value means no limit.
 	MemoryLimit int64
+	// FileOrder runs the nodes in the model file's order instead of the
+	// schedule, among several, whose arena is smallest.
+	FileOrder bool
+	// NoInPlace gives every node's outputs bytes apart from its inputs,
+	// even where an elementwise node could overwrite an input that dies
+	// with it. With FileOrder, it gives the plan of a runtime without
+	// memory-aware passes, to compare results and sizes with.
+	NoInPlace bool
 }
 
 // ErrMemoryLimit is returned when a compiled model would not fit the
@@ -99,7 +108,7 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	start := time.Now()
-	pl, err := plan.Build(p, plan.Options{Alignment: Alignment})
+	pl, err := plan.Build(p, plan.Options{Alignment: Alignment, FileOrder: opts.FileOrder, NoInPlace: opts.NoInPlace})
 	e.planTime = time.Since(start)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
@@ -107,7 +116,7 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	if err := plan.Verify(p, pl); err != nil {
 		return nil, fmt.Errorf("plan failed verification: %w", err)
 	}
-	if err := checkLimit(opts.MemoryLimit, pl.ArenaBytes, g); err != nil {
+	if err := checkLimit(opts.MemoryLimit, p, pl, g); err != nil {
 		return nil, err
 	}
 	e.problem, e.index, e.plan = p, index, pl
@@ -125,18 +134,36 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	return e, nil
 }
 
-// checkLimit refuses plans whose arena plus weights exceed the limit.
-func checkLimit(limit, arenaBytes int64, g *ir.Graph) error {
+// checkLimit refuses plans whose arena plus weights exceed the limit. The
+// error names the step at which the most bytes are live and the largest
+// tensors live there, which is where the model would have to give.
+func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph) error {
 	if limit == 0 {
 		limit = device.HostMemory()
 	}
 	if limit <= 0 {
 		return nil
 	}
-	if w := g.WeightBytes(); arenaBytes > limit-min(w, limit) {
-		return fmt.Errorf("compile: %w: the activation arena needs %d bytes and the weights %d, the limit is %d", ErrMemoryLimit, arenaBytes, w, limit)
+	w := g.WeightBytes()
+	if pl.ArenaBytes <= limit-min(w, limit) {
+		return nil
 	}
-	return nil
+	peak := ""
+	if pl.PeakStep >= 0 && pl.PeakStep < len(pl.Order) {
+		st := &p.Steps[pl.Order[pl.PeakStep]]
+		const shown = 4
+		var live []string
+		for _, id := range pl.PeakTensors[:min(shown, len(pl.PeakTensors))] {
+			live = append(live, fmt.Sprintf("%q (%d bytes)", p.Tensors[id].Name, p.Tensors[id].Size))
+		}
+		if more := len(pl.PeakTensors) - shown; more > 0 {
+			live = append(live, fmt.Sprintf("and %d more", more))
+		}
+		peak = fmt.Sprintf("; the peak, %d bytes, is at node %q (%s), where %s are live",
+			pl.LoadBytes, st.Name, st.Op, strings.Join(live, ", "))
+	}
+	return fmt.Errorf("compile: %w: the activation arena needs %d bytes and the weights %d, the limit is %d%s",
+		ErrMemoryLimit, pl.ArenaBytes, w, limit, peak)
 }
 
 // scratchTensors finds, for each node with scratch, the problem tensor

@@ -20,10 +20,32 @@
 // root's slot is reserved from the first step that writes the root or one of
 // its views (step 0 for graph inputs) to the last step that reads it or one
 // of its views (the last step for graph outputs). A step's inputs and
-// outputs are live at that step together, so an output never shares bytes
-// with an input of its own step. Whether an output may instead take over the
-// slot of an input that dies at its step (in-place execution) is decided by
-// one predicate, inPlace, which so far allows nothing.
+// outputs are live at that step together, so an output shares no bytes with
+// an input of its own step, except in place.
+//
+// # In place
+//
+// An elementwise or normalising operator (Relu, Add, Mul, Where, Softmax,
+// LayerNormalization, BatchNormalization …) may write its first output over
+// an input that dies at its step: same element type and byte size, an input
+// that owns its bytes or views all of them (as does any other input of the
+// step in the same bytes), and that no later step reads and no graph input
+// or output shares. One predicate, inPlace, states the rule;
+// the operators it lists are those whose CPU kernels are correct when the
+// output is exactly an input, which a test in the root package checks one
+// by one. The output then lives in the input's slot, which lives on as long
+// as the output does (Plan.InPlace records each takeover).
+//
+// # Schedules
+//
+// Unless Options fixes the order, Build tries several schedules: the
+// file's own order; a depth-first post-order from the graph outputs, which
+// finishes one branch before it starts the next; and a greedy list schedule
+// that runs next the ready step that adds the fewest live bytes. It places
+// them in order of LOAD and keeps the one with the smallest arena, the
+// file's order on ties (Plan.Schedule names the winner). FileOrderLoadBytes
+// stays LOAD of the file order with nothing shared, the baseline a runtime
+// without these passes would need.
 //
 // LOAD is the largest number of slot bytes live at any one step. No arena
 // for the schedule can be smaller, so every plan reports it as its lower
@@ -57,7 +79,14 @@
 // that made it: it replays the schedule to prove that every read follows its
 // write, checks that every view lies inside its root and every slot inside
 // the arena, and sweeps the steps with the live slots kept sorted by offset
-// to prove that no two of them share a byte.
+// to prove that no two of them share a byte, but for an output that takes
+// over exactly the slot of an input under the in-place rule, whose
+// schedule-dependent part (the input dies there, no graph input or output
+// shares it) it establishes from its own replay.
+//
+// Plan.PeakStep and PeakTensors say where LOAD is reached and what is live
+// there; the root package names them when a model does not fit a memory
+// limit.
 //
 // Plan.Report and WriteSVG show a plan to people: a table of every tensor's
 // offset and lifetime, and a picture of the arena over time.

@@ -9,8 +9,8 @@ import (
 )
 
 // A three-step chain: each step reads the tensor the step before it wrote,
-// so two tensors at a time are live and the arena holds the largest
-// neighbouring pair.
+// so two tensors at a time are live, except that the Relu writes its output
+// over its input, which dies there.
 func Example() {
 	p := &plan.Problem{
 		Tensors: []plan.Tensor{
@@ -39,11 +39,11 @@ func Example() {
 		fmt.Printf("%s at %d, steps %d-%d\n", t.Name, pl.Offsets[i], pl.Start[i], pl.End[i])
 	}
 	// Output:
-	// arena 8064 lower bound 8064 naive 10112
+	// arena 5056 lower bound 5056 naive 10112
 	// x at 4032, steps 0-0
-	// h at 0, steps 0-1
-	// a at 4032, steps 1-2
-	// y at 0, steps 2-2
+	// h at 0, steps 0-2
+	// a at 0, steps 1-2
+	// y at 4032, steps 2-2
 }
 
 // A report lists every tensor's berth: the steps it is in use, its offset
@@ -73,7 +73,7 @@ func ExampleReport_WriteText() {
 	}
 	// Output:
 	// arena                  5056 B  placed by size, +0.0% over the lower bound
-	// lower bound            5056 B  LOAD of the schedule
+	// lower bound            5056 B  LOAD of the file schedule
 	// file order             8064 B  LOAD of the file order, nothing shared
 	// naive                 10112 B  every tensor in a slot of its own
 	// 3 steps, 4 tensors, alignment 64

@@ -38,8 +38,15 @@ func decodeProblem(b []byte) *plan.Problem {
 			for range 1 + next()%3 {
 				st.Inputs = append(st.Inputs, pick())
 			}
-			for range 1 + next()%2 {
-				p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
+			// Some steps may run in place: their first output has the
+			// size of their first input.
+			st.Op = []string{"", "Relu", "Add"}[next()%3]
+			for k := range 1 + next()%2 {
+				sz := size()
+				if in := st.Inputs[0]; k == 0 && st.Op != "" && in >= 0 && in < len(p.Tensors) {
+					sz = p.Tensors[in].Size
+				}
+				p.Tensors = append(p.Tensors, plan.Tensor{Size: sz, Alias: -1})
 				st.Outputs = append(st.Outputs, len(p.Tensors)-1)
 			}
 			p.Steps = append(p.Steps, st)

@@ -45,7 +45,7 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 			return 0, fmt.Errorf("plan: tensor %q has a negative size", t.Name)
 		}
 		index[id] = len(p.Tensors)
-		p.Tensors = append(p.Tensors, Tensor{Name: t.Name, Size: size, Alias: -1})
+		p.Tensors = append(p.Tensors, Tensor{Name: t.Name, Size: size, Alias: -1, DType: t.DType})
 		return index[id], nil
 	}
 	valid := func(id ir.TensorID) bool { return id >= 0 && int(id) < len(g.Tensors) }
@@ -65,7 +65,7 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 	}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		st := Step{Name: n.Name, Op: n.Op}
+		st := Step{Name: n.Name, Op: n.Op, Domain: n.Domain}
 		for _, id := range n.Inputs {
 			if id == ir.NoTensor {
 				continue

@@ -88,11 +88,14 @@ func randomProblem(rng *rand.Rand, steps int) *plan.Problem {
 			for range 1 + rng.IntN(3) {
 				ins = append(ins, pick())
 			}
-			sizes := []int64{randomSize(rng)}
+			op, sizes := "Op", []int64{randomSize(rng)}
+			if rng.IntN(3) == 0 { // one that may run in place
+				op, sizes[0] = []string{"Relu", "Add", "Softmax"}[rng.IntN(3)], b.p.Tensors[ins[0]].Size
+			}
 			if rng.IntN(4) == 0 {
 				sizes = append(sizes, randomSize(rng)) // a second output, or scratch
 			}
-			b.step("Op", ins, sizes...)
+			b.step(op, ins, sizes...)
 		}
 	}
 	for range 1 + rng.IntN(3) {

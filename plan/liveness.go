@@ -1,5 +1,10 @@
 package plan
 
+import (
+	"cmp"
+	"slices"
+)
+
 // liveness is what a schedule makes of a problem: which slot every tensor
 // lives in and during which steps.
 type liveness struct {
@@ -17,16 +22,86 @@ type liveness struct {
 	start, end []int
 }
 
-// inPlace reports whether step s may write its output out over the bytes of
-// its input in, which no later step reads (analyze has checked that). It is
-// the one rule for in-place execution, and must allow only an out that fits
-// in in's bytes and a kernel that reads each element of in before it writes
-// the same element of out.
+// inPlaceOps are the operators whose CPU kernels are correct when their
+// first output occupies exactly the bytes of one of their inputs: each
+// element of the output is computed from the elements at the same position
+// of the inputs (and from values read before any output is written), and
+// is written only after those are read. TestInPlaceKernels in the root
+// package runs every one of them in place and out of place and compares
+// the bytes.
+var inPlaceOps = map[string]bool{
+	// Unary elementwise.
+	"Relu": true, "LeakyRelu": true, "Sigmoid": true, "HardSigmoid": true,
+	"HardSwish": true, "Tanh": true, "Erf": true, "Exp": true, "Log": true,
+	"Sqrt": true, "Neg": true, "Abs": true, "Reciprocal": true, "Clip": true,
+	"Softplus": true, "Elu": true, "Selu": true, "Sin": true, "Cos": true,
+	"Floor": true, "Ceil": true, "Round": true, "Sign": true,
+	// Binary elementwise, with broadcasting.
+	"Add": true, "Sub": true, "Mul": true, "Div": true, "Pow": true,
+	"Max": true, "Min": true, "Where": true,
+	// Normalising: each row or channel is read whole before it is written.
+	"Softmax": true, "LogSoftmax": true, "LayerNormalization": true,
+	"BatchNormalization": true,
+}
+
+// inPlace is the one rule for in-place execution. Step s may write its
+// output out into the slot of its input in when
 //
-// It allows nothing yet: every output gets bytes apart from all of its
-// step's inputs. Verify rejects plans in which an output overlaps an input of
-// its step, and must learn the same rule when this one allows anything.
-func inPlace(p *Problem, s, in, out int) bool { return false }
+//  1. s is an ONNX operator listed in inPlaceOps, and out is s's first
+//     output (a normalisation's other outputs, mean and deviation, are
+//     written before the rows are read);
+//  2. in and out have the same element type and the same, non-zero,
+//     byte size;
+//  3. in owns its bytes, or views the whole of them: every link of its
+//     aliases is at offset 0 and of in's size, so out lands exactly on an
+//     input of the kernel; and any other input of s that views the same
+//     bytes views all of them too (a slice of in, read after out has
+//     overwritten part of it, would read the wrong values);
+//  4. in dies at s: no later step reads in or anything sharing its slot,
+//     and neither in nor anything sharing its slot is a graph input or a
+//     graph output.
+//
+// inPlace checks 1 to 3 from the problem alone; 4 depends on the schedule,
+// and analyze (which decides) and Verify (which checks) each establish it
+// on their own.
+func inPlace(p *Problem, s, in, out int) bool {
+	st := &p.Steps[s]
+	if !inPlaceOps[st.Op] || (st.Domain != "" && st.Domain != "ai.onnx") {
+		return false
+	}
+	if len(st.Outputs) == 0 || st.Outputs[0] != out {
+		return false
+	}
+	ti, to := &p.Tensors[in], &p.Tensors[out]
+	if ti.Size == 0 || ti.Size != to.Size || ti.DType != to.DType {
+		return false
+	}
+	r, whole := wholeRoot(p, in)
+	if !whole {
+		return false
+	}
+	for _, j := range st.Inputs {
+		if rj, wj := wholeRoot(p, j); rj == r && (!wj || p.Tensors[j].Size != ti.Size) {
+			return false
+		}
+	}
+	return true
+}
+
+// wholeRoot follows id's aliases to the tensor that owns its bytes, and
+// reports whether id views all of them: every link at offset 0 and of the
+// same size.
+func wholeRoot(p *Problem, id int) (root int, whole bool) {
+	whole = true
+	for p.Tensors[id].Alias >= 0 {
+		t := &p.Tensors[id]
+		if t.AliasOffset != 0 || p.Tensors[t.Alias].Size != t.Size {
+			whole = false
+		}
+		id = t.Alias
+	}
+	return id, whole
+}
 
 // analyze computes the liveness of p under order. With views false, every
 // tensor is a root with a slot of its own, as if nothing aliased anything.
@@ -70,11 +145,14 @@ func analyze(p *Problem, order []int, views bool, share func(p *Problem, s, in, 
 	}
 
 	// In place: an output that starts a slot of its own may take over the
-	// slot of an input whose last use is this step, unless a graph output
-	// lives there or another output of the step took it already. The merged
-	// slot lives on as long as the output does.
+	// slot of an input whose last use is this step, unless a graph input or
+	// output lives there or another output of the step took it already. The
+	// merged slot lives on as long as the output does.
 	kept := make([]bool, n)
 	for _, id := range p.Outputs {
+		kept[lv.root[id]] = true
+	}
+	for _, id := range p.Inputs {
 		kept[lv.root[id]] = true
 	}
 	takenAt := make([]int, n)
@@ -161,4 +239,32 @@ func (lv *liveness) load(p *Problem, align int64) int64 {
 		peak = max(peak, live)
 	}
 	return peak
+}
+
+// peak returns the first schedule position at which LOAD is reached and the
+// roots live there, largest first.
+func (lv *liveness) peak(p *Problem, align int64) (int, []int) {
+	delta := make([]int64, lv.steps+1)
+	for i, r := range lv.root {
+		if r == i {
+			a := alignUp(p.Tensors[i].Size, align)
+			delta[lv.start[i]] += a
+			delta[lv.end[i]+1] -= a
+		}
+	}
+	at, best := 0, int64(-1)
+	var live int64
+	for t, d := range delta[:lv.steps] {
+		if live += d; live > best {
+			at, best = t, live
+		}
+	}
+	var roots []int
+	for i, r := range lv.root {
+		if r == i && p.Tensors[i].Size > 0 && lv.start[i] <= at && at <= lv.end[i] {
+			roots = append(roots, i)
+		}
+	}
+	slices.SortStableFunc(roots, func(a, b int) int { return cmp.Compare(p.Tensors[b].Size, p.Tensors[a].Size) })
+	return at, roots
 }

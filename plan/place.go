@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -67,20 +68,20 @@ func byStart(a, b *rect) int {
 	return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end), cmp.Compare(b.size, a.size))
 }
 
-// maxWork bounds the runs of bytes that place looks at before it stops
-// trying further heuristics: about a second's work. Only graphs in which
-// thousands of tensors are live at once, each with a hole beside it, get
-// near it.
+// maxWork bounds the work of placement (runs of bytes merged, times the
+// depth of the merge's heap) before it stops trying further heuristics and
+// schedules: about a second's work. Only graphs in which thousands of
+// tensors are live at once, each with a hole beside it, get near it.
 const maxWork = 100_000_000
 
 // place packs rs with each heuristic in turn, stopping early at load, the
-// lower bound, or once it has done maxWork, and returns the smallest packing
-// found.
-func place(rs []rect, steps int, load int64) (off []int64, arena int64, winner string, tried []Attempt) {
+// lower bound, or once the work it has done, added to the work done before
+// (*work), exceeds maxWork; it returns the smallest packing found. The
+// first heuristic always runs.
+func place(rs []rect, steps int, load int64, work *int) (off []int64, arena int64, winner string, tried []Attempt) {
 	x := newTimeIndex(steps)
 	order := make([]int32, len(rs))
 	arena = -1
-	work := 0
 	for _, h := range heuristics {
 		for i := range order {
 			order[i] = int32(i)
@@ -89,12 +90,12 @@ func place(rs []rect, steps int, load int64) (off []int64, arena int64, winner s
 			return cmp.Or(h.order(&rs[a], &rs[b]), cmp.Compare(a, b))
 		})
 		o, top, w := pack(rs, order, x, h.twoSided, load)
-		work += w
+		*work += w
 		tried = append(tried, Attempt{Heuristic: h.name, ArenaBytes: top})
 		if arena < 0 || top < arena {
 			off, arena, winner = o, top, h.name
 		}
-		if arena <= load || work > maxWork {
+		if arena <= load || *work > maxWork {
 			break
 		}
 	}
@@ -112,7 +113,7 @@ func pack(rs []rect, order []int32, x *timeIndex, twoSided bool, ceiling int64) 
 		r := &rs[id]
 		lists = x.meeting(lists[:0], r.start, r.end)
 		spans = merge(spans[:0], lists)
-		work += len(spans)
+		work += (len(spans) + len(lists)) * bits.Len(uint(len(lists))) // a heap merge's cost
 		off[id] = fit(spans, r, twoSided, ceiling)
 		top = max(top, off[id]+r.size)
 		x.insert(span{off[id], off[id] + r.size, r.end, r.end}, r.start, r.end)

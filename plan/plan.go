@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -14,9 +15,14 @@ type Options struct {
 	// Alignment is the byte alignment of every slot; 0 means
 	// DefaultAlignment. The CUDA backend wants 256.
 	Alignment int64
-	// Order is the schedule, step indices in execution order; nil means the
-	// problem's own step order.
+	// Order is the schedule, step indices in execution order; nil lets
+	// Build choose among several (see FileOrder).
 	Order []int
+	// FileOrder keeps the problem's own step order instead of trying the
+	// memory-aware schedules.
+	FileOrder bool
+	// NoInPlace gives every output bytes apart from its step's inputs.
+	NoInPlace bool
 }
 
 // Plan gives every tensor of a Problem its offset in the arena.
@@ -28,6 +34,11 @@ type Plan struct {
 	// LoadBytes is LOAD, the lower bound of the schedule used: the most
 	// slot bytes live at any one step.
 	LoadBytes int64
+	// PeakStep is the position in Order of the first step at which LOAD is
+	// reached, and PeakTensors the slots live there (each a root, with the
+	// tensors sharing it), largest first.
+	PeakStep    int
+	PeakTensors []int
 	// FileOrderLoadBytes is LOAD of the problem's step order with nothing
 	// aliased: every tensor, views included, in a slot of its own.
 	FileOrderLoadBytes int64
@@ -36,13 +47,29 @@ type Plan struct {
 	NaiveBytes int64
 	Alignment  int64
 
+	// InPlace gives, per tensor, the input of its step whose slot it took
+	// over in place, or -1.
+	InPlace []int
+
 	// Start and End bound, in positions of Order, when each tensor is in
 	// use: for a root, all the steps its slot is reserved (its views' uses
 	// included); for a view, from its write to its last read.
 	Start, End []int
 
+	Schedule  string    // the schedule that won: "file", "depth-first", "least memory" or "given"
 	Heuristic string    // the placement that won
-	Attempts  []Attempt // every placement tried, in order
+	Attempts  []Attempt // every placement tried for the winning schedule, in order
+	// Schedules are the schedules considered, each with its LOAD and the
+	// arena placed for it (0 when it was not placed: its LOAD alone ruled
+	// it out, or planning had run out of time).
+	Schedules []ScheduleAttempt
+}
+
+// ScheduleAttempt is what one schedule reached.
+type ScheduleAttempt struct {
+	Schedule   string `json:"schedule"`
+	LoadBytes  int64  `json:"load_bytes"`
+	ArenaBytes int64  `json:"arena_bytes"`
 }
 
 // Attempt is the arena one placement heuristic reached.
@@ -51,9 +78,12 @@ type Attempt struct {
 	ArenaBytes int64  `json:"arena_bytes"`
 }
 
-// Build plans p: it checks the problem and the schedule, works out every
-// tensor's lifetime, and places the roots so that the arena is as small as
-// the heuristics can make it, never below LoadBytes.
+// Build plans p: it checks the problem, takes the schedule opts gives or
+// else tries several (see the package documentation), works out every
+// tensor's lifetime with the outputs that run in place, and places the
+// roots so that the arena is as small as the heuristics can make it, never
+// below LoadBytes. Of the schedules it keeps the one with the smallest
+// arena, the file's order on ties.
 func Build(p *Problem, opts Options) (*Plan, error) {
 	align := opts.Alignment
 	if align == 0 {
@@ -65,49 +95,106 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	fileOrder := make([]int, len(p.Steps))
-	for i := range fileOrder {
-		fileOrder[i] = i
-	}
-	if err := p.checkOrder(fileOrder); err != nil {
+	files := fileOrder(p, align)
+	if err := p.checkOrder(files); err != nil {
 		return nil, fmt.Errorf("plan: file order: %w", err)
 	}
-	order := fileOrder
-	if opts.Order != nil {
-		order = slices.Clone(opts.Order)
+	share := inPlace
+	if opts.NoInPlace {
+		share = nil
+	}
+
+	// The candidate schedules, each with its liveness and LOAD.
+	type candidate struct {
+		name  string
+		order []int
+		lv    *liveness
+		load  int64
+	}
+	var cands []candidate
+	switch {
+	case opts.Order != nil:
+		order := slices.Clone(opts.Order)
 		if err := p.checkOrder(order); err != nil {
 			return nil, fmt.Errorf("plan: schedule: %w", err)
 		}
+		cands = append(cands, candidate{name: "given", order: order})
+	case opts.FileOrder:
+		cands = append(cands, candidate{name: "file", order: files})
+	default:
+		for _, sc := range schedules {
+			order := files
+			if sc.name != "file" {
+				order = sc.order(p, align)
+				if p.checkOrder(order) != nil {
+					continue // cannot happen; the file order stands
+				}
+			}
+			if slices.ContainsFunc(cands, func(c candidate) bool { return slices.Equal(c.order, order) }) {
+				continue
+			}
+			cands = append(cands, candidate{name: sc.name, order: order})
+		}
 	}
+	for i := range cands {
+		cands[i].lv = analyze(p, cands[i].order, true, share)
+		cands[i].load = cands[i].lv.load(p, align)
+	}
+	// Place the schedules in order of LOAD, the file's first among equals,
+	// until no schedule left can beat the smallest arena so far, or the
+	// placements have used up their work (see maxWork).
+	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.load, b.load) })
 
-	lv := analyze(p, order, true, inPlace)
 	pl := &Plan{
-		Order:              order,
 		Offsets:            make([]int64, len(p.Tensors)),
-		LoadBytes:          lv.load(p, align),
-		FileOrderLoadBytes: analyze(p, fileOrder, false, nil).load(p, align),
+		FileOrderLoadBytes: analyze(p, files, false, nil).load(p, align),
 		Alignment:          align,
-		Start:              lv.start,
-		End:                lv.end,
+		ArenaBytes:         -1,
 	}
 	for i := range p.Tensors {
 		pl.NaiveBytes += alignUp(p.Tensors[i].Size, align)
 	}
-
-	var rs []rect
-	var owner []int // the tensor of each rectangle
-	for i, r := range lv.root {
-		if r == i && p.Tensors[i].Size > 0 {
-			rs = append(rs, rect{lv.start[i], lv.end[i], alignUp(p.Tensors[i].Size, align)})
-			owner = append(owner, i)
+	var best *candidate
+	var bestOff []int64
+	work := 0 // runs of bytes looked at, shared by all schedules (see maxWork)
+	var owner []int
+	for i := range cands {
+		c := &cands[i]
+		if best != nil && (c.load > pl.ArenaBytes || c.load == pl.ArenaBytes && c.name != "file" || work > maxWork) {
+			pl.Schedules = append(pl.Schedules, ScheduleAttempt{c.name, c.load, 0})
+			continue
+		}
+		var rs []rect
+		var own []int // the tensor of each rectangle
+		for i, r := range c.lv.root {
+			if r == i && p.Tensors[i].Size > 0 {
+				rs = append(rs, rect{c.lv.start[i], c.lv.end[i], alignUp(p.Tensors[i].Size, align)})
+				own = append(own, i)
+			}
+		}
+		off, arena, winner, tried := place(rs, c.lv.steps, c.load, &work)
+		pl.Schedules = append(pl.Schedules, ScheduleAttempt{c.name, c.load, arena})
+		better := best == nil || arena < pl.ArenaBytes ||
+			(arena == pl.ArenaBytes && c.name == "file")
+		if better {
+			best, bestOff, owner = c, off, own
+			pl.ArenaBytes, pl.Heuristic, pl.Attempts = arena, winner, tried
 		}
 	}
-	off, arena, winner, tried := place(rs, lv.steps, pl.LoadBytes)
-	pl.ArenaBytes, pl.Heuristic, pl.Attempts = arena, winner, tried
+	pl.Order, pl.Schedule, pl.LoadBytes = best.order, best.name, best.load
+	pl.Start, pl.End = best.lv.start, best.lv.end
 	for k, i := range owner {
-		pl.Offsets[i] = off[k]
+		pl.Offsets[i] = bestOff[k]
 	}
-	pl.placeViews(p, lv.parent)
+	pl.PeakStep, pl.PeakTensors = best.lv.peak(p, align)
+	pl.InPlace = make([]int, len(p.Tensors))
+	for i, par := range best.lv.parent {
+		pl.InPlace[i] = -1
+		if !p.Tensors[i].IsView() && par >= 0 {
+			pl.InPlace[i] = par
+		}
+	}
+	pl.placeViews(p, best.lv.parent)
 	return pl, nil
 }
 

@@ -1,6 +1,10 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/berth-ml/berth/ir"
+)
 
 // Tensor is one activation the planner gives bytes to.
 //
@@ -17,6 +21,9 @@ type Tensor struct {
 	// AliasOffset is the byte offset of a view inside the aliased tensor
 	// (0 for reshape-like views).
 	AliasOffset int64
+	// DType is the element type (ir.Undefined when unknown). In-place
+	// execution only hands an input's bytes to an output of the same type.
+	DType ir.DType
 }
 
 // IsView reports whether t views the bytes of another tensor.
@@ -26,8 +33,11 @@ func (t *Tensor) IsView() bool { return t.Alias >= 0 }
 // outputs, all indices into Problem.Tensors.
 type Step struct {
 	Name, Op string
-	Inputs   []int
-	Outputs  []int
+	// Domain is the operator set of Op: "" (or "ai.onnx") for ONNX's own
+	// operators, which are the only ones that may run in place.
+	Domain  string
+	Inputs  []int
+	Outputs []int
 }
 
 // Problem is what the planner packs: steps in the order the model file gave

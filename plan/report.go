@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -9,15 +10,17 @@ import (
 // Report is a plan in a form meant for people and for JSON. Its byte counts
 // carry the names the command line's `berth plan --json` uses.
 type Report struct {
-	Steps                    int            `json:"steps"`
-	ActivationBytes          int64          `json:"activation_bytes"`
-	LowerBoundBytes          int64          `json:"lower_bound_bytes"`
-	FileOrderLowerBoundBytes int64          `json:"file_order_lower_bound_bytes"`
-	NaiveBytes               int64          `json:"naive_bytes"`
-	Alignment                int64          `json:"alignment"`
-	Heuristic                string         `json:"heuristic"`
-	Attempts                 []Attempt      `json:"attempts"`
-	Tensors                  []TensorReport `json:"tensors"`
+	Steps                    int               `json:"steps"`
+	ActivationBytes          int64             `json:"activation_bytes"`
+	LowerBoundBytes          int64             `json:"lower_bound_bytes"`
+	FileOrderLowerBoundBytes int64             `json:"file_order_lower_bound_bytes"`
+	NaiveBytes               int64             `json:"naive_bytes"`
+	Alignment                int64             `json:"alignment"`
+	Schedule                 string            `json:"schedule"`
+	Schedules                []ScheduleAttempt `json:"schedules"`
+	Heuristic                string            `json:"heuristic"`
+	Attempts                 []Attempt         `json:"attempts"`
+	Tensors                  []TensorReport    `json:"tensors"`
 }
 
 // TensorReport is one tensor's berth.
@@ -29,6 +32,9 @@ type TensorReport struct {
 	Start  int    `json:"start"`           // first step (position in the schedule) it is in use
 	End    int    `json:"end"`             // last step it is in use
 	Alias  string `json:"alias,omitempty"` // for a view, the tensor it views
+	// InPlaceOf is, for an output written over an input of its step, that
+	// input.
+	InPlaceOf string `json:"in_place_of,omitempty"`
 }
 
 // Report describes pl, a plan of p made by Build, tensor by tensor in the
@@ -41,6 +47,8 @@ func (pl *Plan) Report(p *Problem) Report {
 		FileOrderLowerBoundBytes: pl.FileOrderLoadBytes,
 		NaiveBytes:               pl.NaiveBytes,
 		Alignment:                pl.Alignment,
+		Schedule:                 pl.Schedule,
+		Schedules:                pl.Schedules,
 		Heuristic:                pl.Heuristic,
 		Attempts:                 pl.Attempts,
 		Tensors:                  make([]TensorReport, len(p.Tensors)),
@@ -63,6 +71,9 @@ func (pl *Plan) Report(p *Problem) Report {
 		if t.IsView() {
 			tr.Alias = p.Tensors[t.Alias].Name
 		}
+		if i < len(pl.InPlace) && pl.InPlace[i] >= 0 {
+			tr.InPlaceOf = p.Tensors[pl.InPlace[i]].Name
+		}
 		r.Tensors[i] = tr
 	}
 	return r
@@ -75,12 +86,12 @@ func (r Report) WriteText(w io.Writer) error {
 		over = fmt.Sprintf(", %+.1f%% over the lower bound", 100*float64(r.ActivationBytes-r.LowerBoundBytes)/float64(r.LowerBoundBytes))
 	}
 	_, err := fmt.Fprintf(w, "%-12s %14d B  placed by %s%s\n"+
-		"%-12s %14d B  LOAD of the schedule\n"+
+		"%-12s %14d B  LOAD of the %s schedule\n"+
 		"%-12s %14d B  LOAD of the file order, nothing shared\n"+
 		"%-12s %14d B  every tensor in a slot of its own\n"+
 		"%d steps, %d tensors, alignment %d\n\n",
 		"arena", r.ActivationBytes, r.Heuristic, over,
-		"lower bound", r.LowerBoundBytes,
+		"lower bound", r.LowerBoundBytes, cmp.Or(r.Schedule, "given"),
 		"file order", r.FileOrderLowerBoundBytes,
 		"naive", r.NaiveBytes,
 		r.Steps, len(r.Tensors), r.Alignment)
@@ -93,6 +104,9 @@ func (r Report) WriteText(w io.Writer) error {
 		name := t.Name
 		if t.Alias != "" {
 			name += " (view of " + t.Alias + ")"
+		}
+		if t.InPlaceOf != "" {
+			name += " (in place of " + t.InPlaceOf + ")"
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\n", t.Start, t.End, t.Offset, t.Size, t.Op, name)
 	}

@@ -14,7 +14,11 @@ import (
 //     inside the true bytes of its root;
 //   - every root's slot (its size rounded up to Alignment) starts at a
 //     multiple of Alignment and ends within ArenaBytes;
-//   - no two slots share a byte while both are live;
+//   - no two slots share a byte while both are live, except that the
+//     first output of a step may take over exactly the slot of an input
+//     under the rule of in-place execution (see Build): the input's slot
+//     dies at that step, holds no graph input or output, and the step,
+//     the two tensors' types and sizes allow it;
 //   - LoadBytes is the LOAD of the schedule and ArenaBytes is not below it.
 //
 // Lifetimes are those Build documents: a slot is live from the first write
@@ -147,9 +151,32 @@ func verify(p *Problem, pl *Plan) error {
 		}
 	}
 
+	// An output may share the slot of an input of its step under the rule
+	// of inPlace; the schedule's part of the rule is checked here.
+	boundary := make([]bool, n) // the root is a graph input or output
+	for _, id := range p.Inputs {
+		boundary[root[id]] = true
+	}
+	for _, id := range p.Outputs {
+		boundary[root[id]] = true
+	}
+	takesOver := func(t, out, r int) bool {
+		s := pl.Order[t]
+		if last[r] != t || boundary[r] || first[out] != t || alignUp(p.Tensors[out].Size, align) != alignUp(p.Tensors[r].Size, align) {
+			return false
+		}
+		for _, in := range p.Steps[s].Inputs {
+			if root[in] == r && pl.Offsets[in] == pl.Offsets[out] && inPlace(p, s, in, out) {
+				return true
+			}
+		}
+		return false
+	}
+
 	// Sweep the steps. live holds the slots live now, sorted by offset and
 	// disjoint so far, so a new slot meets one of them exactly when it
-	// meets its neighbour below or above.
+	// meets its neighbour below or above. A slot taken over in place leaves
+	// live as its new owner enters.
 	slot := func(id int) (int64, int64) {
 		return pl.Offsets[id], pl.Offsets[id] + alignUp(p.Tensors[id].Size, align)
 	}
@@ -159,6 +186,7 @@ func verify(p *Problem, pl *Plan) error {
 		born[first[id]] = append(born[first[id]], id)
 		dies[last[id]] = append(dies[last[id]], id)
 	}
+	handed := make([]bool, n) // the root's slot was taken over in place
 	var live []int
 	var load, bytes int64
 	at := func(off int64) (int, bool) {
@@ -168,6 +196,11 @@ func verify(p *Problem, pl *Plan) error {
 		for _, id := range born[t] {
 			lo, hi := slot(id)
 			i, _ := at(lo)
+			if i < len(live) && pl.Offsets[live[i]] == lo && takesOver(t, id, live[i]) {
+				handed[live[i]] = true
+				live[i] = id
+				continue
+			}
 			for _, j := range []int{i - 1, i} {
 				if j < 0 || j >= len(live) {
 					continue
@@ -182,6 +215,9 @@ func verify(p *Problem, pl *Plan) error {
 		}
 		load = max(load, bytes)
 		for _, id := range dies[t] {
+			if handed[id] {
+				continue
+			}
 			lo, hi := slot(id)
 			i, _ := at(lo)
 			live = slices.Delete(live, i, i+1)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
 )
 
@@ -93,7 +94,9 @@ func TestVerifyAgreesWithPairwiseCheck(t *testing.T) {
 	for seed := range uint64(1000) {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		p := randomProblem(rng, 1+rng.IntN(40))
-		pl, err := plan.Build(p, plan.Options{})
+		// The pairwise check knows nothing of in-place execution, which
+		// TestVerifyInPlace covers.
+		pl, err := plan.Build(p, plan.Options{NoInPlace: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,8 +247,11 @@ func TestBuildCorners(t *testing.T) {
 		a2 := b.op("Op", 64, a1)
 		b2 := b.op("Op", 64, b1)
 		b.output(b.op("Add", 64, a2, b2))
-		file := check(t, &b.p, plan.Options{})
+		file := check(t, &b.p, plan.Options{FileOrder: true})
 		better := check(t, &b.p, plan.Options{Order: []int{0, 2, 1, 3, 4}})
+		if chosen := check(t, &b.p, plan.Options{}); chosen.LoadBytes > better.LoadBytes || chosen.Schedule == "file" {
+			t.Fatalf("Build chose the %s schedule, LOAD %d; the depth-first one has %d", chosen.Schedule, chosen.LoadBytes, better.LoadBytes)
+		}
 		if !slices.Equal(better.Order, []int{0, 2, 1, 3, 4}) || better.LoadBytes >= file.LoadBytes {
 			t.Fatalf("LOAD %d with the schedule, %d in file order", better.LoadBytes, file.LoadBytes)
 		}
@@ -253,4 +259,98 @@ func TestBuildCorners(t *testing.T) {
 			t.Fatalf("file-order LOAD depends on the schedule: %d, %d", better.FileOrderLoadBytes, file.FileOrderLoadBytes)
 		}
 	})
+}
+
+// Verify accepts an output over its input exactly where the in-place rule
+// allows it, and Build takes over exactly there.
+func TestVerifyInPlace(t *testing.T) {
+	// x → Conv → a → op → b → MatMul → y, with a and b of 256 bytes.
+	base := func() *plan.Problem {
+		return &plan.Problem{
+			Tensors: []plan.Tensor{
+				{Name: "x", Size: 64, Alias: -1},
+				{Name: "a", Size: 256, Alias: -1},
+				{Name: "b", Size: 256, Alias: -1},
+				{Name: "y", Size: 64, Alias: -1},
+			},
+			Steps: []plan.Step{
+				{Name: "conv", Op: "Conv", Inputs: []int{0}, Outputs: []int{1}},
+				{Name: "op", Op: "Relu", Inputs: []int{1}, Outputs: []int{2}},
+				{Name: "fc", Op: "MatMul", Inputs: []int{2}, Outputs: []int{3}},
+			},
+			Inputs:  []int{0},
+			Outputs: []int{3},
+		}
+	}
+	const a, b = 1, 2
+	tests := []struct {
+		name   string
+		change func(p *plan.Problem)
+		in     int // the tensor b may land on
+		ok     bool
+	}{
+		{"elementwise", func(p *plan.Problem) {}, a, true},
+		{"binary", func(p *plan.Problem) { p.Steps[1].Op, p.Steps[1].Inputs = "Add", []int{0, 1} }, a, true},
+		{"softmax", func(p *plan.Problem) { p.Steps[1].Op = "Softmax" }, a, true},
+		{"whole view", func(p *plan.Problem) {
+			p.Tensors = append(p.Tensors, plan.Tensor{Name: "v", Size: 256, Alias: a})
+			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "reshape", Op: "Reshape", Inputs: []int{a}, Outputs: []int{4}})
+			p.Steps[2].Inputs = []int{4}
+		}, 4, true},
+		{"not elementwise", func(p *plan.Problem) { p.Steps[1].Op = "Transpose" }, a, false},
+		{"another domain", func(p *plan.Problem) { p.Steps[1].Domain = "com.example" }, a, false},
+		{"another type", func(p *plan.Problem) { p.Tensors[b].DType = ir.Float16 }, a, false},
+		{"another size", func(p *plan.Problem) { p.Tensors[b].Size = 200 }, a, false},
+		{"read later", func(p *plan.Problem) { p.Steps[2].Inputs = []int{b, a} }, a, false},
+		{"graph output", func(p *plan.Problem) { p.Outputs = append(p.Outputs, a) }, a, false},
+		{"graph input", func(p *plan.Problem) {
+			p.Tensors[0].Size = 256
+			p.Steps[1].Inputs = []int{0, 1}
+			p.Steps[1].Op = "Add"
+		}, 0, false},
+		{"second output", func(p *plan.Problem) {
+			p.Tensors = append(p.Tensors, plan.Tensor{Name: "m", Size: 64, Alias: -1})
+			p.Steps[1].Outputs = []int{4, b}
+		}, a, false},
+		{"a slice of it read too", func(p *plan.Problem) {
+			p.Tensors = append(p.Tensors, plan.Tensor{Name: "v", Size: 64, Alias: a})
+			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "slice", Op: "Slice", Inputs: []int{a}, Outputs: []int{4}})
+			p.Steps[2].Op, p.Steps[2].Inputs = "Add", []int{a, 4}
+		}, a, false},
+		{"part of a view", func(p *plan.Problem) {
+			p.Tensors[a].Size = 512
+			p.Tensors = append(p.Tensors, plan.Tensor{Name: "v", Size: 256, Alias: a})
+			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "slice", Op: "Slice", Inputs: []int{a}, Outputs: []int{4}})
+			p.Steps[2].Inputs = []int{4}
+		}, 4, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := base()
+			tt.change(p)
+			pl := check(t, p, plan.Options{})
+			if shared := pl.Offsets[b] == pl.Offsets[tt.in]; shared != tt.ok {
+				t.Fatalf("Build put b at %d and its input at %d; want in place %v", pl.Offsets[b], pl.Offsets[tt.in], tt.ok)
+			}
+			if tt.ok {
+				if got := pl.Report(p).Tensors[b].InPlaceOf; got != p.Tensors[tt.in].Name {
+					t.Fatalf("the report says b is in place of %q, want %q", got, p.Tensors[tt.in].Name)
+				}
+				return
+			}
+			if pl.InPlace[b] == tt.in {
+				t.Fatalf("InPlace[b] = %d, its input", pl.InPlace[b])
+			}
+			// Put b on its input by hand: Verify must refuse.
+			pl, err := plan.Build(p, plan.Options{NoInPlace: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl.Offsets[b] = pl.Offsets[tt.in]
+			err = plan.Verify(p, pl)
+			if err == nil || !strings.Contains(err.Error(), "overlap") || !strings.Contains(err.Error(), `"b"`) {
+				t.Fatalf("Verify = %v, want b's overlap refused", err)
+			}
+		})
+	}
 }
