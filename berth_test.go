@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/berth-ml/berth"
+	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/internal/demo"
 	"github.com/berth-ml/berth/npy"
 )
@@ -328,7 +329,12 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 	}
 }
 
-func TestCompileCUDAWithoutBackend(t *testing.T) {
+// TestCompileCUDAWithoutGPU: where there is no CUDA, compiling for it is
+// an ErrNoDevice error, not a crash.
+func TestCompileCUDAWithoutGPU(t *testing.T) {
+	if _, err := cuda.Device(); err == nil {
+		t.Skip("a CUDA device is present")
+	}
 	m, err := berth.LoadBytes(demo.Model(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -336,5 +342,39 @@ func TestCompileCUDAWithoutBackend(t *testing.T) {
 	defer m.Close()
 	if _, err := berth.Compile(m, berth.CUDA, berth.Options{}); !errors.Is(err, berth.ErrNoDevice) {
 		t.Errorf("Compile for cuda: %v, want ErrNoDevice", err)
+	}
+}
+
+// TestCUDAMatchesPyTorch runs every fixture through Compile(CUDA) and the
+// public Session API and compares with PyTorch's outputs. It skips where
+// there is no CUDA device.
+func TestCUDAMatchesPyTorch(t *testing.T) {
+	if _, err := cuda.Device(); err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	for _, f := range loadFixtures(t) {
+		t.Run(f.name, func(t *testing.T) {
+			m, err := berth.Load(f.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			exe, err := berth.Compile(m, berth.CUDA, berth.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := exe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for range 2 { // the second run replays what the first set up
+				outs, err := s.Run(context.Background(), f.inputs...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkOutputs(t, f.name, outs, f.outputs)
+			}
+		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/berth-ml/berth/arena"
 	"github.com/berth-ml/berth/backend/cpu"
-	"github.com/berth-ml/berth/backend/cuda/driver"
+	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
@@ -63,6 +63,7 @@ type Executable struct {
 	device  Device
 	threads int
 
+	cuda    *cuda.Executable // set when compiled for CUDA
 	kernels []cpu.Kernel
 	problem *plan.Problem
 	index   []int // ir.TensorID → problem tensor (-1: constant)
@@ -82,10 +83,12 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	switch dev {
 	case CPU, "":
 	case CUDA:
-		if err := driver.Load(); err != nil {
-			return nil, fmt.Errorf("compile for cuda: %w: %v", ErrNoDevice, err)
+		ce, err := compileCUDA(m, opts)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("compile for cuda: %w: the CUDA backend does not compile models yet", ErrNoDevice)
+		p, pl := ce.Plan()
+		return &Executable{model: m, g: m.graph, device: CUDA, cuda: ce, problem: p, plan: pl, weightBytes: ce.WeightBytes()}, nil
 	default:
 		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 	}

@@ -25,8 +25,9 @@ type Session struct {
 	arena   *arena.Host
 	workers *cpu.Workers
 	steps   []step
-	inputs  [][]byte // graph input slots
-	outputs []Tensor // graph outputs, viewing the arena
+	inputs  [][]byte     // graph input slots
+	outputs []Tensor     // graph outputs, viewing the arena
+	cuda    *cudaSession // set for a CUDA executable
 	mu      sync.Mutex
 	closed  bool
 }
@@ -40,6 +41,13 @@ var ErrClosed = errors.New("session is closed")
 
 // NewSession allocates an arena and binds every kernel to its slots.
 func (e *Executable) NewSession() (*Session, error) {
+	if e.cuda != nil {
+		cs, err := newCUDASession(e.g, e.cuda)
+		if err != nil {
+			return nil, err
+		}
+		return &Session{exe: e, cuda: cs, inputs: cs.inputs}, nil
+	}
 	a, err := arena.NewHost(e.layout)
 	if err != nil {
 		return nil, err
@@ -85,7 +93,13 @@ func (e *Executable) NewSession() (*Session, error) {
 }
 
 // Arena exposes the session's arena (for tools and tests).
-func (s *Session) Arena() arena.Arena { return s.arena }
+// It is nil for a CUDA session, whose arena lives on the device.
+func (s *Session) Arena() arena.Arena {
+	if s.arena == nil {
+		return nil
+	}
+	return s.arena
+}
 
 // Close stops the session's workers. The outputs of its last run become
 // invalid.
@@ -94,6 +108,9 @@ func (s *Session) Close() error {
 	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
+		if s.cuda != nil {
+			return s.cuda.close()
+		}
 		s.workers.Close()
 	}
 	return nil
@@ -114,6 +131,9 @@ func (s *Session) Run(ctx context.Context, inputs ...Tensor) (outs []Tensor, err
 	}
 	if err := s.bind(inputs); err != nil {
 		return nil, err
+	}
+	if s.cuda != nil {
+		return s.cuda.run()
 	}
 	// A fault while reading the mapped model file (it was truncated or
 	// rewritten under us) or a failing kernel becomes an error, not a

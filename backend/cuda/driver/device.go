@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -24,7 +25,7 @@ type Device struct {
 
 	dev    int32
 	ctx    uintptr
-	work   chan func()
+	work   chan job
 	closed bool
 }
 
@@ -48,7 +49,7 @@ func Open(ordinal int) (*Device, error) {
 	if ordinal < 0 || ordinal >= n {
 		return nil, fmt.Errorf("%w: no CUDA device %d (%d found)", ErrUnavailable, ordinal, n)
 	}
-	d := &Device{Ordinal: ordinal, work: make(chan func())}
+	d := &Device{Ordinal: ordinal, work: make(chan job)}
 	ready := make(chan error)
 	go d.own(ready)
 	if err := <-ready; err != nil {
@@ -67,8 +68,8 @@ func (d *Device) own(ready chan<- error) {
 	if err != nil {
 		return
 	}
-	for fn := range d.work {
-		fn()
+	for j := range d.work {
+		j.done <- run(j.fn)
 	}
 	callRaw(lib.cuDevicePrimaryCtxRelease, uintptr(d.dev))
 }
@@ -109,22 +110,38 @@ func (d *Device) setup() error {
 // ErrClosed is returned by Do on a closed device.
 var ErrClosed = errors.New("CUDA device is closed")
 
+// job is one call of Do: the function and where its result goes.
+type job struct {
+	fn   func() error
+	done chan error
+}
+
+// doneChans recycles the result channels of Do, so that a call allocates
+// nothing.
+var doneChans = sync.Pool{New: func() any { return make(chan error, 1) }}
+
 // Do runs fn on the device's owner thread, where the context is current,
-// and returns its error. A panic in fn is returned as an error.
+// and returns its error. A panic in fn is returned as an error. Do itself
+// allocates nothing.
 func (d *Device) Do(fn func() error) error {
 	if d.closed {
 		return ErrClosed
 	}
-	done := make(chan error, 1)
-	d.work <- func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("CUDA call panicked: %v", r)
-			}
-		}()
-		done <- fn()
-	}
-	return <-done
+	done := doneChans.Get().(chan error)
+	d.work <- job{fn, done}
+	err := <-done
+	doneChans.Put(done)
+	return err
+}
+
+// run calls fn, turning a panic into an error.
+func run(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("CUDA call panicked: %v", r)
+		}
+	}()
+	return fn()
 }
 
 // Close stops the owner goroutine and releases the primary context. Memory

@@ -58,6 +58,8 @@ var lib struct {
 var (
 	loadOnce sync.Once
 	loadErr  error
+	// handle is libcuda.so.1 once Load succeeded (for optional symbols).
+	handle uintptr
 )
 
 // Load opens libcuda.so.1 and initialises the driver. It is safe to call
@@ -111,6 +113,7 @@ func load() error {
 	if r := callRaw(lib.cuInit, 0); r != 0 {
 		return fmt.Errorf("%w: cuInit: %v", ErrUnavailable, Result(r))
 	}
+	handle = h
 	return nil
 }
 

@@ -1,0 +1,1065 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// argKind says where the value of a kernel argument comes from.
+type argKind uint8
+
+const (
+	argWords   argKind = iota // literal words (scalars, Geo, parameter structs)
+	argTensor                 // the device address of an ir tensor, plus off bytes
+	argScratch                // the node's planned scratch, plus off bytes
+	argExtra                  // a constant made at compile time, uploaded with the weights
+)
+
+// arg is one kernel argument before the plan gives tensors their addresses.
+type arg struct {
+	kind  argKind
+	id    ir.TensorID // argTensor: the tensor; argExtra: the index of the constant
+	off   int64       // byte offset added to the address
+	words []uint64
+}
+
+// launch is one kernel launch of a node.
+type launch struct {
+	node         int
+	module       *source
+	kernel       string
+	grid, block  [3]uint32
+	shared       uint32
+	args         []arg
+	elideIfAlias bool // a copy from args[0] to args[1]: nothing to do when they are the same bytes
+}
+
+// bctx is what a builder sees of its node, and where it leaves its launches.
+type bctx struct {
+	g      *ir.Graph
+	n      *ir.Node
+	node   int
+	opset  int64
+	sms    int
+	extras *[][]byte // compile-time constants of the whole executable
+
+	launches []launch
+	scratch  int64
+}
+
+type buildFunc func(c *bctx) error
+
+var builders map[string]buildFunc
+
+func init() {
+	builders = map[string]buildFunc{
+		"Relu": buildUnary, "LeakyRelu": buildUnary, "Sigmoid": buildUnary,
+		"HardSigmoid": buildUnary, "HardSwish": buildUnary, "Tanh": buildUnary,
+		"Erf": buildUnary, "Exp": buildUnary, "Log": buildUnary, "Sqrt": buildUnary,
+		"Neg": buildUnary, "Abs": buildUnary, "Reciprocal": buildUnary,
+		"Floor": buildUnary, "Ceil": buildUnary, "Sin": buildUnary, "Cos": buildUnary,
+		"Softplus": buildUnary, "Elu": buildUnary,
+		"Clip": buildClip, "Cast": buildCast,
+		"Add": buildBinary, "Sub": buildBinary, "Mul": buildBinary, "Div": buildBinary,
+		"Pow": buildBinary, "Max": buildBinary, "Min": buildBinary,
+		"Equal": buildBinary, "Less": buildBinary, "Greater": buildBinary,
+		"LessOrEqual": buildBinary, "GreaterOrEqual": buildBinary,
+		"Where":    buildWhere,
+		"Identity": buildView, "Reshape": buildView, "Flatten": buildView,
+		"Squeeze": buildView, "Unsqueeze": buildView, "Dropout": buildView,
+		"Transpose": buildTranspose, "Slice": buildSlice, "Expand": buildExpand,
+		"Concat": buildConcat, "Split": buildSplit, "Gather": buildGather,
+		"MatMul": buildMatMul, "Gemm": buildGemm, "Conv": buildConv,
+		"BatchNormalization": buildBatchNorm, "LayerNormalization": buildLayerNorm,
+		"Softmax": buildSoftmax, "LogSoftmax": buildSoftmax,
+		"MaxPool": buildPool, "AveragePool": buildPool, "GlobalAveragePool": buildGlobalAveragePool,
+		"ReduceMean": buildReduce, "ReduceSum": buildReduce,
+	}
+}
+
+// Supported reports whether the CUDA backend has kernels for the operator
+// (for some dtypes; Compile has the final word).
+func Supported(op string) bool { _, ok := builders[op]; return ok }
+
+// buildNode compiles node i of g into its launches and scratch size.
+func buildNode(g *ir.Graph, i int, sms int, extras *[][]byte) (c *bctx, err error) {
+	n := &g.Nodes[i]
+	c = &bctx{g: g, n: n, node: i, opset: g.Opset(), sms: sms, extras: extras}
+	if c.opset == 0 {
+		c.opset = 17
+	}
+	if n.Domain != "" && n.Domain != "ai.onnx" {
+		return nil, c.errorf("operator domain %q is not supported by the CUDA backend", n.Domain)
+	}
+	f, ok := builders[n.Op]
+	if !ok {
+		return nil, c.errorf("operator %s is not supported by the CUDA backend", n.Op)
+	}
+	for _, ids := range [][]ir.TensorID{n.Inputs, n.Outputs} {
+		for _, id := range ids {
+			if id == ir.NoTensor {
+				continue
+			}
+			if id < 0 || int(id) >= len(g.Tensors) {
+				return nil, c.errorf("tensor id %d out of range", id)
+			}
+			t := g.Tensor(id)
+			if !t.DType.Valid() {
+				return nil, c.errorf("tensor %q has no valid type", t.Name)
+			}
+			if err := t.Shape.Validate(); err != nil {
+				return nil, c.errorf("tensor %q: %v", t.Name, err)
+			}
+			if t.IsConst() && int64(len(t.Data)) != t.Bytes() {
+				return nil, c.errorf("constant %q holds %d bytes, want %d", t.Name, len(t.Data), t.Bytes())
+			}
+		}
+	}
+	if len(n.Outputs) == 0 || n.Outputs[0] == ir.NoTensor {
+		return nil, c.errorf("node has no output")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, c.errorf("internal error while compiling for CUDA: %v", p)
+		}
+	}()
+	if err := f(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *bctx) errorf(format string, a ...any) error {
+	return fmt.Errorf("node %q (%s): %s", c.n.Name, c.n.Op, fmt.Sprintf(format, a...))
+}
+
+func (c *bctx) unsupported(dt ir.DType) error {
+	return c.errorf("dtype %s is not supported by the CUDA backend", dt)
+}
+
+func (c *bctx) in(i int) *ir.Tensor {
+	id := c.n.Input(i)
+	if id == ir.NoTensor {
+		return nil
+	}
+	return c.g.Tensor(id)
+}
+
+func (c *bctx) out(i int) *ir.Tensor {
+	if i >= len(c.n.Outputs) || c.n.Outputs[i] == ir.NoTensor {
+		return nil
+	}
+	return c.g.Tensor(c.n.Outputs[i])
+}
+
+func (c *bctx) need(k int) error {
+	for i := range k {
+		if c.in(i) == nil {
+			return c.errorf("input %d is missing", i)
+		}
+	}
+	return nil
+}
+
+// Arguments.
+
+func (c *bctx) inArg(i int) arg  { return arg{kind: argTensor, id: c.n.Input(i)} }
+func (c *bctx) outArg(i int) arg { return arg{kind: argTensor, id: c.n.Outputs[i]} }
+
+// optIn is the address of input i, or a null pointer when it is absent.
+func (c *bctx) optIn(i int) arg {
+	if c.in(i) == nil {
+		return null()
+	}
+	return c.inArg(i)
+}
+
+func (c *bctx) optOut(i int) arg {
+	if c.out(i) == nil {
+		return null()
+	}
+	return c.outArg(i)
+}
+
+func (c *bctx) extra(b []byte) arg {
+	*c.extras = append(*c.extras, b)
+	return arg{kind: argExtra, id: ir.TensorID(len(*c.extras) - 1)}
+}
+
+func null() arg            { return arg{words: []uint64{0}} }
+func i64(v int64) arg      { return arg{words: []uint64{uint64(v)}} }
+func i32(v int32) arg      { return arg{words: []uint64{uint64(uint32(v))}} }
+func f32(v float32) arg    { return arg{words: []uint64{uint64(math.Float32bits(v))}} }
+func words(w []uint64) arg { return arg{words: w} }
+func at(a arg, off int64) arg {
+	a.off += off
+	return a
+}
+
+// Launch shapes.
+
+const threads = 256
+
+// grid1D covers n elements with grid-stride loops.
+func (c *bctx) grid1D(n int64) [3]uint32 {
+	b := (n + threads - 1) / threads
+	b = min(b, int64(max(c.sms, 1))*32, 1<<30)
+	return [3]uint32{uint32(max(b, 1)), 1, 1}
+}
+
+// elementwise adds a launch of a grid-stride kernel over n elements.
+func (c *bctx) elementwise(m *source, kernel string, n int64, args ...arg) {
+	if n <= 0 {
+		return
+	}
+	c.launches = append(c.launches, launch{node: c.node, module: m, kernel: kernel, grid: c.grid1D(n), block: [3]uint32{threads, 1, 1}, args: args})
+}
+
+// rowwise adds a launch with one block per row.
+func (c *bctx) rowwise(m *source, kernel string, rows int64, args ...arg) {
+	if rows <= 0 {
+		return
+	}
+	b := min(rows, 1<<20)
+	c.launches = append(c.launches, launch{node: c.node, module: m, kernel: kernel, grid: [3]uint32{uint32(b), 1, 1}, block: [3]uint32{threads, 1, 1}, args: args})
+}
+
+// copyBytes adds a device copy of n bytes.
+func (c *bctx) copyBytes(src, dst arg, n int64) {
+	if n <= 0 {
+		return
+	}
+	c.elementwise(eltwise, "copy_bytes", (n+3)/4, src, dst, i64(n))
+	c.launches[len(c.launches)-1].elideIfAlias = true
+}
+
+// Geo: an iteration space and its strides (see common in source.go).
+
+type geo struct {
+	shape []int64
+	st    [][]int64
+}
+
+// contiguous returns the row-major element strides of shape.
+func contiguous(shape []int64) []int64 {
+	s := make([]int64, len(shape))
+	acc := int64(1)
+	for d := len(shape) - 1; d >= 0; d-- {
+		s[d] = acc
+		acc *= shape[d]
+	}
+	return s
+}
+
+// broadcastStrides returns the strides of a tensor of shape in read as
+// shape out (numpy broadcasting; in is aligned to the right).
+func broadcastStrides(in, out []int64) []int64 {
+	s := make([]int64, len(out))
+	cs := contiguous(in)
+	off := len(out) - len(in)
+	for d := range out {
+		if k := d - off; k >= 0 && in[k] != 1 {
+			s[d] = cs[k]
+		}
+	}
+	return s
+}
+
+// encode collapses the space (dropping size-1 axes, merging axes that every
+// stride set walks as one) and writes it as the words of a Geo.
+func (g geo) encode() ([]uint64, error) {
+	var shape []int64
+	st := make([][]int64, len(g.st))
+	n := int64(1)
+	for d, s := range g.shape {
+		n *= s
+		if s == 1 {
+			continue
+		}
+		if len(shape) > 0 {
+			merge := true
+			for k := range g.st {
+				if st[k][len(st[k])-1] != g.st[k][d]*s {
+					merge = false
+				}
+			}
+			if merge {
+				shape[len(shape)-1] *= s
+				for k := range g.st {
+					st[k][len(st[k])-1] = g.st[k][d]
+				}
+				continue
+			}
+		}
+		shape = append(shape, s)
+		for k := range g.st {
+			st[k] = append(st[k], g.st[k][d])
+		}
+	}
+	if len(shape) > maxRank {
+		return nil, fmt.Errorf("an iteration space of rank %d (after merging axes) is more than the CUDA kernels' %d", len(shape), maxRank)
+	}
+	w := make([]uint64, 2+maxRank+4*maxRank)
+	w[0], w[1] = uint64(len(shape)), uint64(n)
+	for d, s := range shape {
+		w[2+d] = uint64(s)
+		for k := range st {
+			w[2+maxRank+k*maxRank+d] = uint64(st[k][d])
+		}
+	}
+	return w, nil
+}
+
+func prod(s []int64) int64 {
+	n := int64(1)
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+// Builders.
+
+var unaryKernels = map[string]string{
+	"Relu": "u_relu", "LeakyRelu": "u_leakyrelu", "Sigmoid": "u_sigmoid",
+	"HardSigmoid": "u_hardsigmoid", "HardSwish": "u_hardswish", "Tanh": "u_tanh",
+	"Erf": "u_erf", "Exp": "u_exp", "Log": "u_log", "Sqrt": "u_sqrt", "Neg": "u_neg",
+	"Abs": "u_abs", "Reciprocal": "u_reciprocal", "Floor": "u_floor", "Ceil": "u_ceil",
+	"Sin": "u_sin", "Cos": "u_cos", "Softplus": "u_softplus", "Elu": "u_elu",
+}
+
+func buildUnary(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != ir.Float32 || y.DType != ir.Float32 {
+		return c.unsupported(x.DType)
+	}
+	var a, b float32
+	at := c.n.Attrs
+	switch c.n.Op {
+	case "LeakyRelu":
+		a = at.Float("alpha", 0.01)
+	case "HardSigmoid":
+		a, b = at.Float("alpha", 0.2), at.Float("beta", 0.5)
+	case "Elu":
+		a = at.Float("alpha", 1)
+	}
+	c.elementwise(eltwise, unaryKernels[c.n.Op], y.Shape.Elements(), c.inArg(0), c.outArg(0), i64(y.Shape.Elements()), f32(a), f32(b))
+	return nil
+}
+
+func buildClip(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != ir.Float32 || y.DType != ir.Float32 {
+		return c.unsupported(x.DType)
+	}
+	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
+	if c.opset < 11 {
+		lo, hi = c.n.Attrs.Float("min", lo), c.n.Attrs.Float("max", hi)
+	}
+	bound := [2]arg{null(), null()}
+	for i := 1; i <= 2; i++ {
+		t := c.in(i)
+		if t == nil {
+			continue
+		}
+		if t.DType != ir.Float32 || t.Shape.Elements() != 1 {
+			return c.errorf("bound %q must be a float32 scalar, not %s%v", t.Name, t.DType, t.Shape)
+		}
+		if t.IsConst() {
+			v := math.Float32frombits(uint32(t.Data[0]) | uint32(t.Data[1])<<8 | uint32(t.Data[2])<<16 | uint32(t.Data[3])<<24)
+			if i == 1 {
+				lo = v
+			} else {
+				hi = v
+			}
+			continue
+		}
+		bound[i-1] = c.inArg(i)
+	}
+	n := y.Shape.Elements()
+	c.elementwise(eltwise, "u_clip", n, c.inArg(0), c.outArg(0), i64(n), f32(lo), f32(hi), bound[0], bound[1])
+	return nil
+}
+
+var castNames = map[ir.DType]string{ir.Float32: "f32", ir.Int64: "i64", ir.Int32: "i32", ir.Bool: "bool"}
+
+func buildCast(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	n := y.Shape.Elements()
+	if x.DType == y.DType {
+		c.copyBytes(c.inArg(0), c.outArg(0), y.Bytes())
+		return nil
+	}
+	from, ok1 := castNames[x.DType]
+	to, ok2 := castNames[y.DType]
+	if !ok1 || !ok2 {
+		return c.errorf("cast from %s to %s is not supported by the CUDA backend", x.DType, y.DType)
+	}
+	c.elementwise(eltwise, "cast_"+from+"_"+to, n, c.inArg(0), c.outArg(0), i64(n))
+	return nil
+}
+
+var binaryNames = map[string]string{
+	"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Max": "max", "Min": "min",
+	"Equal": "equal", "Less": "less", "Greater": "greater", "LessOrEqual": "lessorequal",
+	"GreaterOrEqual": "greaterorequal",
+}
+
+func buildBinary(c *bctx) error {
+	if len(c.n.Inputs) != 2 {
+		return c.errorf("takes %d inputs; the CUDA backend handles two", len(c.n.Inputs))
+	}
+	if err := c.need(2); err != nil {
+		return err
+	}
+	a, b, y := c.in(0), c.in(1), c.out(0)
+	if a.DType != b.DType {
+		return c.errorf("inputs of types %s and %s are not supported by the CUDA backend", a.DType, b.DType)
+	}
+	op := binaryNames[c.n.Op]
+	var dt string
+	switch a.DType {
+	case ir.Float32:
+		dt = "f32"
+	case ir.Int64:
+		dt = "i64"
+	case ir.Int32:
+		dt = "i32"
+	case ir.Bool:
+		if op == "equal" {
+			dt = "bool"
+		}
+	}
+	if dt == "" || (op == "pow" && dt != "f32") {
+		return c.unsupported(a.DType)
+	}
+	out := []int64(y.Shape)
+	gw, err := binaryGeo(a.Shape, b.Shape, out)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	c.elementwise(eltwise, "b_"+op+"_"+dt, y.Shape.Elements(), c.inArg(0), c.inArg(1), c.outArg(0), words(gw))
+	return nil
+}
+
+// binaryGeo is the Geo of a broadcasting binary operator: rank 0 (a flat
+// loop) when neither input broadcasts.
+func binaryGeo(a, b ir.Shape, out []int64) ([]uint64, error) {
+	if a.Equal(out) && b.Equal(out) {
+		w := make([]uint64, 2+maxRank+4*maxRank)
+		w[1] = uint64(prod(out))
+		return w, nil
+	}
+	return geo{shape: out, st: [][]int64{broadcastStrides(a, out), broadcastStrides(b, out)}}.encode()
+}
+
+func buildWhere(c *bctx) error {
+	if err := c.need(3); err != nil {
+		return err
+	}
+	cond, x, yv, z := c.in(0), c.in(1), c.in(2), c.out(0)
+	if cond.DType != ir.Bool || x.DType != yv.DType {
+		return c.errorf("types %s, %s, %s are not supported by the CUDA backend", cond.DType, x.DType, yv.DType)
+	}
+	size := x.DType.Size()
+	if size != 1 && size != 4 && size != 8 {
+		return c.unsupported(x.DType)
+	}
+	out := []int64(z.Shape)
+	gw, err := geo{shape: out, st: [][]int64{broadcastStrides(cond.Shape, out), broadcastStrides(x.Shape, out), broadcastStrides(yv.Shape, out)}}.encode()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	c.elementwise(eltwise, fmt.Sprintf("where_%d", size), z.Shape.Elements(), c.inArg(0), c.inArg(1), c.inArg(2), c.outArg(0), words(gw))
+	return nil
+}
+
+// buildView copies the input's bytes to the output, which the plan usually
+// places at the same address: then the launch is dropped.
+func buildView(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	if c.n.Op == "Dropout" && c.out(1) != nil {
+		return c.errorf("the mask output is not supported by the CUDA backend")
+	}
+	x, y := c.in(0), c.out(0)
+	if x.Bytes() != y.Bytes() {
+		return c.errorf("input %v and output %v differ in size", x.Shape, y.Shape)
+	}
+	c.copyBytes(c.inArg(0), c.outArg(0), y.Bytes())
+	return nil
+}
+
+// stridedCopy adds a copy of the elements of g (strides st[0] in src,
+// st[1] in dst) of the given element size.
+func (c *bctx) stridedCopy(src, dst arg, size int, g geo) error {
+	if prod(g.shape) == 0 {
+		return nil
+	}
+	switch size {
+	case 1, 2, 4, 8:
+	default:
+		return c.errorf("elements of %d bytes are not supported by the CUDA backend", size)
+	}
+	gw, err := g.encode()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	c.elementwise(layout, fmt.Sprintf("strided_%d", size), prod(g.shape), src, dst, words(gw))
+	return nil
+}
+
+func buildTranspose(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	perm, err := ir.ResolvePerm(c.n, x.Shape.Rank())
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	xs := contiguous(x.Shape)
+	src := make([]int64, len(perm))
+	for d, p := range perm {
+		src[d] = xs[p]
+	}
+	return c.stridedCopy(c.inArg(0), c.outArg(0), x.DType.Size(), geo{shape: y.Shape, st: [][]int64{src, contiguous(y.Shape)}})
+}
+
+func buildSlice(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	p, err := ir.ResolveSlice(c.g, c.n)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	xs := contiguous(x.Shape)
+	src := make([]int64, len(xs))
+	var base int64
+	for d := range xs {
+		src[d] = xs[d] * p.Step[d]
+		base += p.Start[d] * xs[d]
+	}
+	size := x.DType.Size()
+	return c.stridedCopy(at(c.inArg(0), base*int64(size)), c.outArg(0), size, geo{shape: y.Shape, st: [][]int64{src, contiguous(y.Shape)}})
+}
+
+func buildExpand(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	return c.stridedCopy(c.inArg(0), c.outArg(0), x.DType.Size(), geo{shape: y.Shape, st: [][]int64{broadcastStrides(x.Shape, y.Shape), contiguous(y.Shape)}})
+}
+
+func buildConcat(c *bctx) error {
+	y := c.out(0)
+	axis, err := ir.NormAxis(c.n.Attrs.Int("axis", 0), y.Shape.Rank())
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	ys := contiguous(y.Shape)
+	size := y.DType.Size()
+	var pos int64
+	for i := range c.n.Inputs {
+		x := c.in(i)
+		if x == nil {
+			continue
+		}
+		if err := c.stridedCopy(c.inArg(i), at(c.outArg(0), pos*ys[axis]*int64(size)), size, geo{shape: x.Shape, st: [][]int64{contiguous(x.Shape), ys}}); err != nil {
+			return err
+		}
+		pos += x.Shape[axis]
+	}
+	return nil
+}
+
+func buildSplit(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x := c.in(0)
+	axis, split, err := ir.ResolveSplit(c.g, c.n)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	xs := contiguous(x.Shape)
+	size := x.DType.Size()
+	var pos int64
+	for i := range c.n.Outputs {
+		y := c.out(i)
+		if y != nil {
+			if err := c.stridedCopy(at(c.inArg(0), pos*xs[axis]*int64(size)), c.outArg(i), size, geo{shape: y.Shape, st: [][]int64{xs, contiguous(y.Shape)}}); err != nil {
+				return err
+			}
+		}
+		pos += split[i]
+	}
+	return nil
+}
+
+func buildGather(c *bctx) error {
+	if err := c.need(2); err != nil {
+		return err
+	}
+	x, ind, y := c.in(0), c.in(1), c.out(0)
+	axis, err := ir.NormAxis(c.n.Attrs.Int("axis", 0), x.Shape.Rank())
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	var is string
+	switch ind.DType {
+	case ir.Int64:
+		is = "i64"
+	case ir.Int32:
+		is = "i32"
+	default:
+		return c.errorf("indices of type %s are not supported by the CUDA backend", ind.DType)
+	}
+	size := x.DType.Size()
+	switch size {
+	case 1, 2, 4, 8:
+	default:
+		return c.unsupported(x.DType)
+	}
+	outer, dim, inner := prod(x.Shape[:axis]), x.Shape[axis], prod(x.Shape[axis+1:])
+	nidx := ind.Shape.Elements()
+	if dim == 0 && y.Shape.Elements() > 0 {
+		return c.errorf("gathers from an empty axis")
+	}
+	c.elementwise(layout, fmt.Sprintf("gather_%d_%s", size, is), y.Shape.Elements(), c.inArg(0), c.inArg(1), c.outArg(0), i64(outer), i64(dim), i64(nidx), i64(inner))
+	return nil
+}
+
+// gemmCall describes one (batched) gemm launch.
+type gemmCall struct {
+	a, b, c, d  arg
+	m, n, k     int64
+	sam, sak    int64
+	sbk, sbn    int64
+	sdm, sdn    int64
+	alpha, beta float32
+	batch       geo // over the batch axes; strides into A, B, C, D
+}
+
+func (c *bctx) gemm(g gemmCall) error {
+	if g.m == 0 || g.n == 0 {
+		return nil
+	}
+	nb := prod(g.batch.shape)
+	if nb == 0 {
+		return nil
+	}
+	if nb > 65535 {
+		return c.errorf("a batch of %d matrices is more than the CUDA kernel's 65535", nb)
+	}
+	for len(g.batch.st) < 4 {
+		g.batch.st = append(g.batch.st, make([]int64, len(g.batch.shape)))
+	}
+	gw, err := g.batch.encode()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	grid := [3]uint32{uint32((g.n + 63) / 64), uint32((g.m + 63) / 64), uint32(nb)}
+	if (g.m+63)/64 > 65535 {
+		return c.errorf("%d rows are more than the CUDA kernel handles", g.m)
+	}
+	c.launches = append(c.launches, launch{node: c.node, module: gemmModule, kernel: "gemm", grid: grid, block: [3]uint32{256, 1, 1},
+		args: []arg{g.a, g.b, g.c, g.d, i64(g.m), i64(g.n), i64(g.k), i64(g.sam), i64(g.sak), i64(g.sbk), i64(g.sbn), i64(g.sdm), i64(g.sdn), f32(g.alpha), f32(g.beta), words(gw)}})
+	return nil
+}
+
+func buildMatMul(c *bctx) error {
+	if err := c.need(2); err != nil {
+		return err
+	}
+	a, b, y := c.in(0), c.in(1), c.out(0)
+	if a.DType != ir.Float32 || b.DType != ir.Float32 {
+		return c.unsupported(a.DType)
+	}
+	as, bs := []int64(a.Shape), []int64(b.Shape)
+	if len(as) == 0 || len(bs) == 0 {
+		return c.errorf("scalar operands are not allowed")
+	}
+	if len(as) == 1 {
+		as = []int64{1, as[0]}
+	}
+	if len(bs) == 1 {
+		bs = []int64{bs[0], 1}
+	}
+	m, k, n := as[len(as)-2], as[len(as)-1], bs[len(bs)-1]
+	if bs[len(bs)-2] != k {
+		return c.errorf("inner dimensions %v and %v differ", a.Shape, b.Shape)
+	}
+	ab, bb := as[:len(as)-2], bs[:len(bs)-2]
+	rank := max(len(ab), len(bb))
+	batch := make([]int64, rank)
+	for d := range batch {
+		da, db := int64(1), int64(1)
+		if k := d - (rank - len(ab)); k >= 0 {
+			da = ab[k]
+		}
+		if k := d - (rank - len(bb)); k >= 0 {
+			db = bb[k]
+		}
+		if da != db && da != 1 && db != 1 {
+			return c.errorf("batch dimensions %v and %v do not broadcast", a.Shape, b.Shape)
+		}
+		batch[d] = max(da, db)
+	}
+	if prod(batch)*m*n != y.Shape.Elements() {
+		return c.errorf("output %v does not match inputs %v and %v", y.Shape, a.Shape, b.Shape)
+	}
+	sa, sb := broadcastStrides(ab, batch), broadcastStrides(bb, batch)
+	sc := contiguous(batch)
+	for d := range batch {
+		sa[d] *= m * k
+		sb[d] *= k * n
+		sc[d] *= m * n
+	}
+	return c.gemm(gemmCall{a: c.inArg(0), b: c.inArg(1), c: c.outArg(0), d: null(), m: m, n: n, k: k,
+		sam: k, sak: 1, sbk: n, sbn: 1, alpha: 1, batch: geo{shape: batch, st: [][]int64{sa, sb, sc}}})
+}
+
+func buildGemm(c *bctx) error {
+	if err := c.need(2); err != nil {
+		return err
+	}
+	a, b, y := c.in(0), c.in(1), c.out(0)
+	if a.DType != ir.Float32 || b.DType != ir.Float32 || a.Shape.Rank() != 2 || b.Shape.Rank() != 2 {
+		return c.errorf("operands %s%v and %s%v are not supported by the CUDA backend", a.DType, a.Shape, b.DType, b.Shape)
+	}
+	at := c.n.Attrs
+	ta, tb := at.Int("transA", 0) != 0, at.Int("transB", 0) != 0
+	g := gemmCall{a: c.inArg(0), b: c.inArg(1), c: c.outArg(0), d: null(), alpha: at.Float("alpha", 1), beta: at.Float("beta", 1)}
+	g.m, g.k, g.sam, g.sak = a.Shape[0], a.Shape[1], a.Shape[1], 1
+	if ta {
+		g.m, g.k, g.sam, g.sak = a.Shape[1], a.Shape[0], 1, a.Shape[1]
+	}
+	g.n, g.sbk, g.sbn = b.Shape[1], b.Shape[1], 1
+	if tb {
+		g.n, g.sbk, g.sbn = b.Shape[0], 1, b.Shape[1]
+	}
+	kb := b.Shape[0]
+	if tb {
+		kb = b.Shape[1]
+	}
+	if kb != g.k {
+		return c.errorf("inner dimensions of %v and %v differ", a.Shape, b.Shape)
+	}
+	if d := c.in(2); d != nil && g.beta != 0 {
+		if d.DType != ir.Float32 || d.Shape.Rank() > 2 {
+			return c.errorf("C %s%v is not supported by the CUDA backend", d.DType, d.Shape)
+		}
+		st := broadcastStrides(d.Shape, []int64{g.m, g.n})
+		g.d, g.sdm, g.sdn = c.inArg(2), st[0], st[1]
+	}
+	if y.Shape.Elements() != g.m*g.n {
+		return c.errorf("output %v is not %d×%d", y.Shape, g.m, g.n)
+	}
+	return c.gemm(g)
+}
+
+func buildConv(c *bctx) error {
+	if err := c.need(2); err != nil {
+		return err
+	}
+	x, w, y := c.in(0), c.in(1), c.out(0)
+	if x.DType != ir.Float32 || w.DType != ir.Float32 {
+		return c.unsupported(x.DType)
+	}
+	r := x.Shape.Rank()
+	if r != 3 && r != 4 {
+		return c.errorf("convolutions over %d spatial axes are not supported by the CUDA backend", r-2)
+	}
+	win, err := ir.SpatialWindow(c.g, c.n)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	group := c.n.Attrs.Int("group", 1)
+	N, C, OC := x.Shape[0], x.Shape[1], w.Shape[0]
+	// Two spatial axes: a one-axis convolution has H = OH = KH = 1.
+	H, W, OH, OW := int64(1), x.Shape[r-1], int64(1), y.Shape[r-1]
+	KH, KW, SH, SW, PH, PW, DH, DW := int64(1), win.Kernel[r-3], int64(1), win.Strides[r-3], int64(0), win.Pads[r-3], int64(1), win.Dilations[r-3]
+	if r == 4 {
+		H, OH = x.Shape[2], y.Shape[2]
+		KH, SH, PH, DH = win.Kernel[0], win.Strides[0], win.Pads[0], win.Dilations[0]
+		KW, SW, PW, DW = win.Kernel[1], win.Strides[1], win.Pads[1], win.Dilations[1]
+	}
+	if group <= 0 || C%group != 0 || OC%group != 0 || w.Shape[1] != C/group {
+		return c.errorf("group %d does not fit input %v and weights %v", group, x.Shape, w.Shape)
+	}
+	bias := c.optIn(2)
+	if group == C && w.Shape[1] == 1 && group > 1 {
+		p := []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),
+			uint64(SH), uint64(SW), uint64(PH), uint64(PW), uint64(DH), uint64(DW), uint64(OC / C)}
+		c.elementwise(convModule, "depthwise", y.Shape.Elements(), c.inArg(0), c.inArg(1), bias, c.outArg(0), words(p))
+		return nil
+	}
+	cig, cog := C/group, OC/group
+	kk := KH * KW
+	ohw := OH * OW
+	src := c.inArg(0)
+	direct := kk == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0 && OH == H && OW == W
+	if !direct {
+		c.scratch = N * C * kk * ohw * 4
+		p := []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),
+			uint64(SH), uint64(SW), uint64(PH), uint64(PW), uint64(DH), uint64(DW), 1}
+		c.elementwise(convModule, "im2col", N*C*kk*ohw, c.inArg(0), arg{kind: argScratch}, words(p))
+		src = arg{kind: argScratch}
+	}
+	g := gemmCall{a: c.inArg(1), b: src, c: c.outArg(0), d: bias, m: cog, n: ohw, k: cig * kk,
+		sam: cig * kk, sak: 1, sbk: ohw, sbn: 1, sdm: 1, sdn: 0, alpha: 1, beta: 1,
+		batch: geo{shape: []int64{N, group}, st: [][]int64{{0, cog * cig * kk}, {C * kk * ohw, cig * kk * ohw}, {OC * ohw, cog * ohw}, {0, cog}}}}
+	return c.gemm(g)
+}
+
+func buildBatchNorm(c *bctx) error {
+	if err := c.need(5); err != nil {
+		return err
+	}
+	if c.n.Attrs.Int("training_mode", 0) != 0 || c.out(1) != nil || c.out(2) != nil {
+		return c.errorf("training mode is not supported by the CUDA backend")
+	}
+	x := c.in(0)
+	if x.DType != ir.Float32 || x.Shape.Rank() < 2 {
+		return c.unsupported(x.DType)
+	}
+	C := x.Shape[1]
+	var p [4][]float64
+	for i := range p {
+		t := c.in(i + 1)
+		if !t.IsConst() || t.Shape.Elements() != C {
+			return c.errorf("input %d (%q) must be a constant of %d values on the CUDA backend", i+1, t.Name, C)
+		}
+		v, err := t.Float64s()
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		p[i] = v
+	}
+	eps := float64(c.n.Attrs.Float("epsilon", 1e-5))
+	a, b := make([]byte, 4*C), make([]byte, 4*C)
+	for i := range C {
+		s := p[0][i] / math.Sqrt(p[3][i]+eps)
+		putF32(a[4*i:], float32(s))
+		putF32(b[4*i:], float32(p[1][i]-p[2][i]*s))
+	}
+	n := x.Shape.Elements()
+	c.elementwise(norm, "channel_affine", n, c.inArg(0), c.extra(a), c.extra(b), c.outArg(0), i64(n), i64(C), i64(prod(x.Shape[2:])))
+	return nil
+}
+
+func putF32(b []byte, v float32) {
+	u := math.Float32bits(v)
+	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+}
+
+func buildLayerNorm(c *bctx) error {
+	if err := c.need(2); err != nil {
+		return err
+	}
+	x, s := c.in(0), c.in(1)
+	if x.DType != ir.Float32 || s.DType != ir.Float32 {
+		return c.unsupported(x.DType)
+	}
+	axis, err := ir.NormAxis(c.n.Attrs.Int("axis", -1), x.Shape.Rank())
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	rows, dim := prod(x.Shape[:axis]), prod(x.Shape[axis:])
+	if s.Shape.Elements() != dim {
+		return c.errorf("scale %v must have %d elements on the CUDA backend", s.Shape, dim)
+	}
+	if b := c.in(2); b != nil && (b.DType != ir.Float32 || b.Shape.Elements() != dim) {
+		return c.errorf("bias %v must have %d elements on the CUDA backend", b.Shape, dim)
+	}
+	for i := 1; i <= 2; i++ {
+		if t := c.out(i); t != nil && (t.DType != ir.Float32 || t.Shape.Elements() != rows) {
+			return c.errorf("output %d %s%v is not supported by the CUDA backend", i, t.DType, t.Shape)
+		}
+	}
+	eps := c.n.Attrs.Float("epsilon", 1e-5)
+	c.rowwise(norm, "layernorm", rows, c.inArg(0), c.inArg(1), c.optIn(2), c.outArg(0), c.optOut(1), c.optOut(2), i64(rows), i64(dim), f32(eps))
+	return nil
+}
+
+func buildSoftmax(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x := c.in(0)
+	if x.DType != ir.Float32 {
+		return c.unsupported(x.DType)
+	}
+	r := x.Shape.Rank()
+	def := int64(-1)
+	if c.opset < 13 {
+		def = 1
+	}
+	axis := 0
+	if r > 0 {
+		var err error
+		if axis, err = ir.NormAxis(c.n.Attrs.Int("axis", def), r); err != nil {
+			return c.errorf("%v", err)
+		}
+	}
+	outer, dim, inner := prod(x.Shape[:axis]), prod(x.Shape[axis:]), int64(1)
+	if c.opset >= 13 && r > 0 {
+		dim, inner = x.Shape[axis], prod(x.Shape[axis+1:])
+	}
+	var log int32
+	if c.n.Op == "LogSoftmax" {
+		log = 1
+	}
+	c.rowwise(norm, "softmax", outer*inner, c.inArg(0), c.outArg(0), i64(outer*inner), i64(dim), i64(inner), i32(log))
+	return nil
+}
+
+func buildReduce(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != ir.Float32 || y.DType != ir.Float32 {
+		return c.unsupported(x.DType)
+	}
+	axes := c.n.Attrs.Ints("axes", nil)
+	if c.in(1) != nil {
+		t := c.in(1)
+		if !t.IsConst() {
+			return c.errorf("axes must be a constant")
+		}
+		v, err := t.Int64s()
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		axes = v
+	}
+	r := x.Shape.Rank()
+	reduced := make([]bool, r)
+	if len(axes) == 0 {
+		if c.n.Attrs.Int("noop_with_empty_axes", 0) != 0 {
+			c.copyBytes(c.inArg(0), c.outArg(0), y.Bytes())
+			return nil
+		}
+		for i := range reduced {
+			reduced[i] = true
+		}
+	}
+	for _, a := range axes {
+		i, err := ir.NormAxis(a, r)
+		if err != nil {
+			return c.errorf("axes: %v", err)
+		}
+		reduced[i] = true
+	}
+	// The reduced axes (size-1 axes aside) must be one run [lo, hi).
+	lo, hi := -1, -1
+	for i, red := range reduced {
+		if !red || x.Shape[i] == 1 {
+			continue
+		}
+		if lo < 0 {
+			lo = i
+		} else if hi != i {
+			for j := hi; j < i; j++ {
+				if x.Shape[j] != 1 {
+					return c.errorf("reducing axes %v that are not adjacent is not supported by the CUDA backend", axes)
+				}
+			}
+		}
+		hi = i + 1
+	}
+	if lo < 0 {
+		c.copyBytes(c.inArg(0), c.outArg(0), y.Bytes())
+		return nil
+	}
+	outer, dim, inner := prod(x.Shape[:lo]), prod(x.Shape[lo:hi]), prod(x.Shape[hi:])
+	scale := float32(1)
+	if c.n.Op == "ReduceMean" {
+		scale = float32(1 / float64(dim))
+	}
+	c.rowwise(norm, "reduce_sum", outer*inner, c.inArg(0), c.outArg(0), i64(outer*inner), i64(dim), i64(inner), f32(scale))
+	return nil
+}
+
+func buildGlobalAveragePool(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x := c.in(0)
+	if x.DType != ir.Float32 || x.Shape.Rank() < 2 {
+		return c.unsupported(x.DType)
+	}
+	rows, dim := prod(x.Shape[:2]), prod(x.Shape[2:])
+	c.rowwise(norm, "reduce_sum", rows, c.inArg(0), c.outArg(0), i64(rows), i64(dim), i64(1), f32(float32(1/float64(max(dim, 1)))))
+	return nil
+}
+
+func buildPool(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != ir.Float32 {
+		return c.unsupported(x.DType)
+	}
+	if c.out(1) != nil {
+		return c.errorf("the indices output is not supported by the CUDA backend")
+	}
+	r := x.Shape.Rank()
+	if r != 3 && r != 4 {
+		return c.errorf("pooling over %d spatial axes is not supported by the CUDA backend", r-2)
+	}
+	win, err := ir.SpatialWindow(c.g, c.n)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	s := len(win.Kernel)
+	p := make([]uint64, 17)
+	set := func(vals ...int64) {
+		for i, v := range vals {
+			p[i] = uint64(v)
+		}
+	}
+	isMax, incl := int64(0), c.n.Attrs.Int("count_include_pad", 0)
+	if c.n.Op == "MaxPool" {
+		isMax = 1
+	}
+	if r == 4 {
+		set(x.Shape[0]*x.Shape[1], x.Shape[2], x.Shape[3], y.Shape[2], y.Shape[3], win.Kernel[0], win.Kernel[1], win.Strides[0], win.Strides[1],
+			win.Pads[0], win.Pads[1], win.Pads[s], win.Pads[s+1], win.Dilations[0], win.Dilations[1], isMax, incl)
+	} else {
+		set(x.Shape[0]*x.Shape[1], 1, x.Shape[2], 1, y.Shape[2], 1, win.Kernel[0], 1, win.Strides[0],
+			0, win.Pads[0], 0, win.Pads[s], 1, win.Dilations[0], isMax, incl)
+	}
+	c.elementwise(pool, "pool2d", y.Shape.Elements(), c.inArg(0), c.outArg(0), words(p))
+	return nil
+}
+
+// Check reports whether every node of g has CUDA kernels, without touching
+// a device: the first node that has none is the error.
+func Check(g *ir.Graph) error {
+	var extras [][]byte
+	for i := range g.Nodes {
+		if _, err := buildNode(g, i, 1, &extras); err != nil {
+			return err
+		}
+	}
+	return nil
+}

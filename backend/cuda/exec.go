@@ -1,0 +1,559 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/berth-ml/berth/backend/cuda/driver"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
+)
+
+// Alignment of every slot in a device arena and of every constant in the
+// weight region, in bytes.
+const Alignment = 256
+
+// Options tune Compile. The zero value is a sensible default.
+type Options struct {
+	// CacheDir keeps compiled kernels between processes; "" means
+	// os.UserCacheDir()/berth/cuda.
+	CacheDir string
+	// NoDiskCache compiles every kernel module afresh in each process.
+	NoDiskCache bool
+	// NoGraphs launches the kernels one by one in every run instead of
+	// replaying a CUDA graph captured when the session is made.
+	NoGraphs bool
+}
+
+// region says which device buffer an address lies in.
+type region uint8
+
+const (
+	inArena region = iota
+	inWeights
+	inWords
+)
+
+// boundArg is an argument with its address resolved to a region and offset.
+type boundArg struct {
+	region region
+	off    int64
+	words  []uint64
+}
+
+// step is one launch ready to bind to a session's arena.
+type step struct {
+	node        int
+	fn          driver.Function
+	grid, block [3]uint32
+	shared      uint32
+	args        []boundArg
+}
+
+// Executable is a graph compiled for the GPU: kernels, their launch
+// parameters in plan order, a verified memory plan and the weights in
+// device memory, shared by all its sessions.
+type Executable struct {
+	dev     *driver.Device
+	g       *ir.Graph
+	problem *plan.Problem
+	plan    *plan.Plan
+	index   []int // ir.TensorID → problem tensor (-1: constant)
+	steps   []step
+
+	weights     driver.Ptr
+	weightBytes int64
+
+	inputs  []int64  // arena offset of each graph input (-1: none)
+	outputs []output // where each graph output is read from
+
+	noGraphs bool
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// output is a graph output: an arena slot, or a constant known on the host.
+type output struct {
+	off   int64
+	bytes int64
+	data  []byte // a constant output
+}
+
+// Compile compiles g (shape-inferred and folded, constants with Data) for
+// CUDA device 0. Unsupported operators or types are errors naming the node;
+// without CUDA the error wraps driver.ErrUnavailable.
+func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
+	d, err := Device()
+	if err != nil {
+		return nil, err
+	}
+	var extras [][]byte
+	built := make([]*bctx, len(g.Nodes))
+	scratch := make([]int64, len(g.Nodes))
+	for i := range g.Nodes {
+		c, err := buildNode(g, i, d.SMs, &extras)
+		if err != nil {
+			return nil, err
+		}
+		built[i], scratch[i] = c, c.scratch
+	}
+	p, index, err := plan.FromGraph(g, scratch)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	// The kernels take their operands as __restrict__ pointers, so no
+	// output may share bytes with an input: no in-place placement here.
+	pl, err := plan.Build(p, plan.Options{Alignment: Alignment, NoInPlace: true})
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if err := plan.Verify(p, pl); err != nil {
+		return nil, fmt.Errorf("plan failed verification: %w", err)
+	}
+	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs}
+	scratchOf := scratchTensors(p, index, scratch)
+
+	// The weight region: every constant a launch reads, then the extras.
+	constOff := make(map[ir.TensorID]int64)
+	extraOff := make([]int64, len(extras))
+	var wsize int64
+	for _, c := range built {
+		for _, l := range c.launches {
+			for _, a := range l.args {
+				if a.kind == argTensor && g.Tensor(a.id).IsConst() {
+					if _, ok := constOff[a.id]; !ok {
+						constOff[a.id] = wsize
+						wsize += alignUp(int64(len(g.Tensor(a.id).Data)), Alignment)
+					}
+				}
+			}
+		}
+	}
+	for i, b := range extras {
+		extraOff[i] = wsize
+		wsize += alignUp(int64(len(b)), Alignment)
+	}
+	e.weightBytes = wsize
+
+	// Bind every launch's arguments to regions, in plan order.
+	cacheDir := opts.CacheDir
+	if cacheDir == "" {
+		cacheDir = defaultCacheDir()
+	}
+	if opts.NoDiskCache {
+		cacheDir = ""
+	}
+	for _, i := range pl.Order {
+		for _, l := range built[i].launches {
+			st := step{node: i, grid: l.grid, block: l.block, shared: l.shared, args: make([]boundArg, len(l.args))}
+			for j, a := range l.args {
+				switch a.kind {
+				case argWords:
+					st.args[j] = boundArg{region: inWords, words: a.words}
+				case argTensor:
+					if g.Tensor(a.id).IsConst() {
+						st.args[j] = boundArg{region: inWeights, off: constOff[a.id] + a.off}
+					} else {
+						st.args[j] = boundArg{region: inArena, off: pl.Offsets[index[a.id]] + a.off}
+					}
+				case argScratch:
+					t := scratchOf[i]
+					if t < 0 {
+						return nil, fmt.Errorf("node %q (%s): internal error: no scratch planned", g.Nodes[i].Name, g.Nodes[i].Op)
+					}
+					st.args[j] = boundArg{region: inArena, off: pl.Offsets[t] + a.off}
+				case argExtra:
+					st.args[j] = boundArg{region: inWeights, off: extraOff[a.id] + a.off}
+				}
+			}
+			if l.elideIfAlias && st.args[0].region == st.args[1].region && st.args[0].region != inWords && st.args[0].off == st.args[1].off {
+				continue
+			}
+			f, err := function(d, l.module, l.kernel, cacheDir)
+			if err != nil {
+				return nil, fmt.Errorf("node %q (%s): %w", g.Nodes[i].Name, g.Nodes[i].Op, err)
+			}
+			st.fn = f
+			e.steps = append(e.steps, st)
+		}
+	}
+
+	// Graph inputs and outputs.
+	e.inputs = make([]int64, len(g.Inputs))
+	for k, id := range g.Inputs {
+		e.inputs[k] = -1
+		if j := index[id]; j >= 0 {
+			e.inputs[k] = pl.Offsets[j]
+		}
+	}
+	e.outputs = make([]output, len(g.Outputs))
+	for k, id := range g.Outputs {
+		t := g.Tensor(id)
+		if t.IsConst() {
+			e.outputs[k] = output{off: -1, bytes: int64(len(t.Data)), data: t.Data}
+			continue
+		}
+		e.outputs[k] = output{off: pl.Offsets[index[id]], bytes: t.Bytes()}
+	}
+
+	// Upload the weights, one allocation for all.
+	err = d.Do(func() error {
+		w, err := driver.Alloc(wsize)
+		if err != nil {
+			return fmt.Errorf("allocating %d bytes of weights: %w", wsize, err)
+		}
+		for id, off := range constOff {
+			if err := driver.CopyToDevice(w+driver.Ptr(off), g.Tensor(id).Data); err != nil {
+				driver.Free(w)
+				return fmt.Errorf("uploading weights: %w", err)
+			}
+		}
+		for i, b := range extras {
+			if err := driver.CopyToDevice(w+driver.Ptr(extraOff[i]), b); err != nil {
+				driver.Free(w)
+				return fmt.Errorf("uploading weights: %w", err)
+			}
+		}
+		e.weights = w
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// scratchTensors finds, for each node with scratch, the problem tensor
+// FromGraph added for it: the output of its step that is no ir tensor.
+func scratchTensors(p *plan.Problem, index []int, scratch []int64) []int {
+	isIR := make([]bool, len(p.Tensors))
+	for _, j := range index {
+		if j >= 0 {
+			isIR[j] = true
+		}
+	}
+	out := make([]int, len(scratch))
+	for i := range out {
+		out[i] = -1
+		if scratch[i] <= 0 {
+			continue
+		}
+		for _, t := range p.Steps[i].Outputs {
+			if !isIR[t] {
+				out[i] = t
+			}
+		}
+	}
+	return out
+}
+
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// ArenaBytes is the size of each session's device arena: the plan's.
+func (e *Executable) ArenaBytes() int64 { return e.plan.ArenaBytes }
+
+// WeightBytes is the size of the device weight region.
+func (e *Executable) WeightBytes() int64 { return e.weightBytes }
+
+// Launches is the number of kernel launches of one run.
+func (e *Executable) Launches() int { return len(e.steps) }
+
+// Plan returns the memory plan and the problem it solves (read-only).
+func (e *Executable) Plan() (*plan.Problem, *plan.Plan) { return e.problem, e.plan }
+
+// DeviceName names the GPU.
+func (e *Executable) DeviceName() string { return e.dev.Name }
+
+// Close frees the weights. Sessions must be closed before.
+func (e *Executable) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	w := e.weights
+	e.weights = 0
+	return e.dev.Do(func() error { return driver.Free(w) })
+}
+
+// Session owns one device arena and runs the executable in it.
+type Session struct {
+	exe    *Executable
+	arena  driver.Ptr
+	bytes  int64
+	stream driver.Stream
+	graph  driver.Graph       // the captured launches; 0: launch one by one
+	stage  []byte             // page-locked staging for the inputs and outputs
+	inAt   []int64            // offset of each input in stage
+	outAt  []int64            // offset of each output in stage
+	params [][]unsafe.Pointer // per step, one pointer to each argument's value
+	values []uint64           // the device addresses the params point to
+	run    func() error
+	in     [][]byte
+	out    [][]byte
+	mu     sync.Mutex
+	closed bool
+}
+
+// ErrBusy is returned by Run when the session is already running.
+var ErrBusy = errors.New("session is already running")
+
+// ErrClosed is returned by Run on a closed session.
+var ErrClosed = errors.New("session is closed")
+
+// NewSession allocates a device arena of exactly the plan's size and a
+// stream, binds every launch to the arena and, unless Options.NoGraphs,
+// captures all the launches of a run into one CUDA graph.
+func (e *Executable) NewSession() (*Session, error) {
+	s := &Session{exe: e, bytes: e.plan.ArenaBytes}
+	err := e.dev.Do(func() error {
+		a, err := driver.Alloc(s.bytes)
+		if err != nil {
+			return fmt.Errorf("allocating the %d-byte arena: %w", s.bytes, err)
+		}
+		st, err := driver.NewStream()
+		if err != nil {
+			driver.Free(a)
+			return fmt.Errorf("creating a stream: %w", err)
+		}
+		var n int64
+		s.inAt = make([]int64, len(e.inputs))
+		for i, id := range e.g.Inputs {
+			s.inAt[i] = n
+			n += alignUp(e.g.Tensor(id).Bytes(), 64)
+		}
+		s.outAt = make([]int64, len(e.outputs))
+		for i, o := range e.outputs {
+			s.outAt[i] = n
+			n += alignUp(o.bytes, 64)
+		}
+		stage, err := driver.AllocHost(n)
+		if err != nil {
+			st.Destroy()
+			driver.Free(a)
+			return fmt.Errorf("allocating %d bytes of pinned staging: %w", n, err)
+		}
+		s.arena, s.stream, s.stage = a, st, stage
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	npointers := 0
+	for _, st := range e.steps {
+		for _, a := range st.args {
+			if a.region != inWords {
+				npointers++
+			}
+		}
+	}
+	s.values = make([]uint64, npointers)
+	s.params = make([][]unsafe.Pointer, len(e.steps))
+	k := 0
+	for i, st := range e.steps {
+		ps := make([]unsafe.Pointer, len(st.args))
+		for j, a := range st.args {
+			switch a.region {
+			case inWords:
+				ps[j] = unsafe.Pointer(&a.words[0])
+			case inArena:
+				s.values[k] = uint64(s.arena) + uint64(a.off)
+				ps[j] = unsafe.Pointer(&s.values[k])
+				k++
+			case inWeights:
+				s.values[k] = uint64(e.weights) + uint64(a.off)
+				ps[j] = unsafe.Pointer(&s.values[k])
+				k++
+			}
+		}
+		s.params[i] = ps
+	}
+	s.run = s.launchAll
+	if !e.noGraphs {
+		// Where capture fails the session launches one by one, and a
+		// real launch error shows in Run.
+		e.dev.Do(func() error {
+			g, err := s.stream.Capture(s.queue)
+			if err == nil {
+				s.graph = g
+			}
+			return nil
+		})
+	}
+	return s, nil
+}
+
+// Graphed reports whether the session replays a captured CUDA graph.
+func (s *Session) Graphed() bool { return s.graph != 0 }
+
+// ArenaBytes is the size of the session's device arena.
+func (s *Session) ArenaBytes() int64 { return s.bytes }
+
+// Run copies the inputs (raw bytes of each graph input, in graph order)
+// through pinned staging into their slots, launches every kernel in plan
+// order on the session's stream (one graph launch when captured) and
+// copies each graph output into outputs (raw bytes, in graph order). The
+// stream is synchronised once per run.
+func (s *Session) Run(inputs, outputs [][]byte) error {
+	if !s.mu.TryLock() {
+		return ErrBusy
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	e := s.exe
+	if len(inputs) != len(e.inputs) {
+		return fmt.Errorf("%d inputs, the graph takes %d", len(inputs), len(e.inputs))
+	}
+	if len(outputs) != len(e.outputs) {
+		return fmt.Errorf("%d outputs, the graph has %d", len(outputs), len(e.outputs))
+	}
+	for i, id := range e.g.Inputs {
+		if want := e.g.Tensor(id).Bytes(); int64(len(inputs[i])) != want {
+			return fmt.Errorf("input %q: %d bytes, want %d", e.g.Tensor(id).Name, len(inputs[i]), want)
+		}
+	}
+	for i, o := range e.outputs {
+		if int64(len(outputs[i])) != o.bytes {
+			return fmt.Errorf("output %q: %d bytes, want %d", e.g.Tensor(e.g.Outputs[i]).Name, len(outputs[i]), o.bytes)
+		}
+	}
+	s.in, s.out = inputs, outputs
+	err := e.dev.Do(s.run)
+	s.in, s.out = nil, nil
+	return err
+}
+
+// launchAll runs on the device's owner thread: it stages the inputs, runs
+// the graph (or queues the copies and kernels one by one), waits once and
+// hands the outputs over.
+func (s *Session) launchAll() error {
+	e := s.exe
+	for i, in := range s.in {
+		copy(s.stage[s.inAt[i]:], in)
+	}
+	if s.graph != 0 {
+		if err := s.graph.Launch(s.stream); err != nil {
+			return fmt.Errorf("launching the graph: %w", err)
+		}
+	} else if err := s.queue(); err != nil {
+		return err
+	}
+	if err := s.stream.Synchronize(); err != nil {
+		return err
+	}
+	for i, o := range e.outputs {
+		if o.data != nil {
+			copy(s.out[i], o.data)
+		} else {
+			copy(s.out[i], s.stage[s.outAt[i]:s.outAt[i]+o.bytes])
+		}
+	}
+	return nil
+}
+
+// queue queues one run on the session's stream: the inputs from staging
+// into their slots, every kernel in plan order, the outputs into staging.
+func (s *Session) queue() error {
+	e := s.exe
+	for i, off := range e.inputs {
+		if off >= 0 {
+			n := e.g.Tensor(e.g.Inputs[i]).Bytes()
+			if err := s.stream.CopyToDeviceAsync(s.arena+driver.Ptr(off), s.stage[s.inAt[i]:s.inAt[i]+n]); err != nil {
+				return fmt.Errorf("copying input %d: %w", i, err)
+			}
+		}
+	}
+	if err := s.launchKernels(); err != nil {
+		return err
+	}
+	for i, o := range e.outputs {
+		if o.data == nil {
+			if err := s.stream.CopyFromDeviceAsync(s.stage[s.outAt[i]:s.outAt[i]+o.bytes], s.arena+driver.Ptr(o.off)); err != nil {
+				return fmt.Errorf("copying output %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// launchKernels queues every kernel of a run on the session's stream.
+func (s *Session) launchKernels() error {
+	e := s.exe
+	for i := range e.steps {
+		st := &e.steps[i]
+		if err := st.fn.Launch(st.grid, st.block, st.shared, uintptr(s.stream), s.params[i]); err != nil {
+			n := &e.g.Nodes[st.node]
+			return fmt.Errorf("node %q (%s): launch: %w", n.Name, n.Op, err)
+		}
+	}
+	return nil
+}
+
+// KernelTime runs the kernels alone (no input or output copies), iters
+// times back to back on the session's stream, and returns the mean time
+// of one run: the device's share of Run. A graphed session replays a graph
+// of the kernels alone, captured for the measurement. The arena holds
+// whatever the last run left.
+func (s *Session) KernelTime(iters int) (time.Duration, error) {
+	if !s.mu.TryLock() {
+		return 0, ErrBusy
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	var d time.Duration
+	err := s.exe.dev.Do(func() error {
+		once := s.launchKernels
+		if s.graph != 0 {
+			g, err := s.stream.Capture(s.launchKernels)
+			if err != nil {
+				return err
+			}
+			defer g.Destroy()
+			once = func() error { return g.Launch(s.stream) }
+		}
+		for range 3 {
+			if err := once(); err != nil {
+				return err
+			}
+		}
+		if err := s.stream.Synchronize(); err != nil {
+			return err
+		}
+		start := time.Now()
+		for range iters {
+			if err := once(); err != nil {
+				return err
+			}
+		}
+		if err := s.stream.Synchronize(); err != nil {
+			return err
+		}
+		d = time.Since(start) / time.Duration(max(iters, 1))
+		return nil
+	})
+	return d, err
+}
+
+// Close frees the session's arena.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	a, st, g, stage := s.arena, s.stream, s.graph, s.stage
+	s.arena, s.stream, s.graph, s.stage = 0, 0, 0, nil
+	return s.exe.dev.Do(func() error {
+		return errors.Join(g.Destroy(), st.Synchronize(), st.Destroy(), driver.Free(a), driver.FreeHost(stage))
+	})
+}

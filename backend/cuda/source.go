@@ -1,0 +1,461 @@
+package cuda
+
+// The CUDA C sources of the kernels, one module per family of operators.
+// Every module starts with common, which defines Geo: the shape of an
+// iteration space of rank ≤ maxRank and up to four sets of element strides
+// into it (0 for a broadcast axis). Kernels walk their elements with
+// grid-stride loops, so any grid size is correct.
+
+// maxRank is the largest rank a Geo describes.
+const maxRank = 6
+
+const common = `
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+struct Geo { i64 rank, n; i64 shape[6]; i64 st[4][6]; };
+// offsets computes the element offsets of linear index i for the first k
+// stride sets.
+template <int K> __device__ __forceinline__ void offsets(const Geo& g, i64 i, i64* o) {
+	#pragma unroll
+	for (int k = 0; k < K; k++) o[k] = 0;
+	for (int d = (int)g.rank - 1; d >= 0; d--) {
+		i64 s = g.shape[d];
+		i64 q = i % s;
+		i /= s;
+		#pragma unroll
+		for (int k = 0; k < K; k++) o[k] += q * g.st[k][d];
+	}
+}
+#define NEG_INF __int_as_float(0xff800000)
+#define LOOP(i, n) for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)blockDim.x * gridDim.x)
+`
+
+// eltwiseSource holds unary, binary, Where, Cast and plain copies.
+const eltwiseSource = common + `
+#define UNARY(name, expr) \
+extern "C" __global__ void name(const float* __restrict__ x, float* __restrict__ y, i64 n, float a, float b) { \
+	LOOP(i, n) { float v = x[i]; y[i] = (expr); } }
+UNARY(u_relu, fmaxf(v, 0.f))
+UNARY(u_leakyrelu, v >= 0.f ? v : a * v)
+UNARY(u_sigmoid, 1.f / (1.f + expf(-v)))
+UNARY(u_hardsigmoid, fminf(fmaxf(a * v + b, 0.f), 1.f))
+UNARY(u_hardswish, v * fminf(fmaxf(v / 6.f + 0.5f, 0.f), 1.f))
+UNARY(u_tanh, tanhf(v))
+UNARY(u_erf, erff(v))
+UNARY(u_exp, expf(v))
+UNARY(u_log, logf(v))
+UNARY(u_sqrt, sqrtf(v))
+UNARY(u_neg, -v)
+UNARY(u_abs, fabsf(v))
+UNARY(u_reciprocal, 1.f / v)
+UNARY(u_floor, floorf(v))
+UNARY(u_ceil, ceilf(v))
+UNARY(u_sin, sinf(v))
+UNARY(u_cos, cosf(v))
+UNARY(u_softplus, v > 20.f ? v : log1pf(expf(v)))
+UNARY(u_elu, v >= 0.f ? v : a * (expf(v) - 1.f))
+
+extern "C" __global__ void u_clip(const float* __restrict__ x, float* __restrict__ y, i64 n, float lo, float hi, const float* plo, const float* phi) {
+	if (plo) lo = *plo;
+	if (phi) hi = *phi;
+	LOOP(i, n) { float v = x[i]; v = v < lo ? lo : v; y[i] = v > hi ? hi : v; }
+}
+
+template <typename T, typename O, int OP> __device__ __forceinline__ O binop(T a, T b) {
+	if (OP == 0) return a + b;
+	if (OP == 1) return a - b;
+	if (OP == 2) return a * b;
+	if (OP == 3) return a / b;
+	if (OP == 4) return (O)powf((float)a, (float)b);
+	if (OP == 5) return a > b ? a : b;
+	if (OP == 6) return a < b ? a : b;
+	if (OP == 7) return (O)(a == b);
+	if (OP == 8) return (O)(a < b);
+	if (OP == 9) return (O)(a > b);
+	if (OP == 10) return (O)(a <= b);
+	if (OP == 11) return (O)(a >= b);
+	return 0;
+}
+template <typename T, typename O, int OP> __device__ void binary(const T* __restrict__ a, const T* __restrict__ b, O* __restrict__ c, const Geo& g) {
+	if (g.rank == 0) {
+		LOOP(i, g.n) c[i] = binop<T, O, OP>(a[i], b[i]);
+		return;
+	}
+	LOOP(i, g.n) {
+		i64 o[2];
+		offsets<2>(g, i, o);
+		c[i] = binop<T, O, OP>(a[o[0]], b[o[1]]);
+	}
+}
+#define BINARY(name, T, O, OP) \
+extern "C" __global__ void name(const T* a, const T* b, O* c, Geo g) { binary<T, O, OP>(a, b, c, g); }
+BINARY(b_add_f32, float, float, 0)
+BINARY(b_sub_f32, float, float, 1)
+BINARY(b_mul_f32, float, float, 2)
+BINARY(b_div_f32, float, float, 3)
+BINARY(b_pow_f32, float, float, 4)
+BINARY(b_max_f32, float, float, 5)
+BINARY(b_min_f32, float, float, 6)
+BINARY(b_equal_f32, float, u8, 7)
+BINARY(b_less_f32, float, u8, 8)
+BINARY(b_greater_f32, float, u8, 9)
+BINARY(b_lessorequal_f32, float, u8, 10)
+BINARY(b_greaterorequal_f32, float, u8, 11)
+BINARY(b_add_i64, i64, i64, 0)
+BINARY(b_sub_i64, i64, i64, 1)
+BINARY(b_mul_i64, i64, i64, 2)
+BINARY(b_div_i64, i64, i64, 3)
+BINARY(b_max_i64, i64, i64, 5)
+BINARY(b_min_i64, i64, i64, 6)
+BINARY(b_equal_i64, i64, u8, 7)
+BINARY(b_less_i64, i64, u8, 8)
+BINARY(b_greater_i64, i64, u8, 9)
+BINARY(b_lessorequal_i64, i64, u8, 10)
+BINARY(b_greaterorequal_i64, i64, u8, 11)
+BINARY(b_add_i32, int, int, 0)
+BINARY(b_sub_i32, int, int, 1)
+BINARY(b_mul_i32, int, int, 2)
+BINARY(b_div_i32, int, int, 3)
+BINARY(b_max_i32, int, int, 5)
+BINARY(b_min_i32, int, int, 6)
+BINARY(b_equal_i32, int, u8, 7)
+BINARY(b_less_i32, int, u8, 8)
+BINARY(b_greater_i32, int, u8, 9)
+BINARY(b_lessorequal_i32, int, u8, 10)
+BINARY(b_greaterorequal_i32, int, u8, 11)
+BINARY(b_equal_bool, u8, u8, 7)
+
+template <typename T> __device__ void where(const u8* __restrict__ c, const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ z, const Geo& g) {
+	LOOP(i, g.n) {
+		i64 o[3];
+		offsets<3>(g, i, o);
+		z[i] = c[o[0]] ? x[o[1]] : y[o[2]];
+	}
+}
+extern "C" __global__ void where_4(const u8* c, const u32* x, const u32* y, u32* z, Geo g) { where<u32>(c, x, y, z, g); }
+extern "C" __global__ void where_8(const u8* c, const u64* x, const u64* y, u64* z, Geo g) { where<u64>(c, x, y, z, g); }
+extern "C" __global__ void where_1(const u8* c, const u8* x, const u8* y, u8* z, Geo g) { where<u8>(c, x, y, z, g); }
+
+template <typename F, typename T> __device__ __forceinline__ T convert(F v) { return (T)v; }
+#define CAST(name, F, T) \
+extern "C" __global__ void name(const F* __restrict__ x, T* __restrict__ y, i64 n) { LOOP(i, n) y[i] = (T)x[i]; }
+#define CASTBOOL(name, F) \
+extern "C" __global__ void name(const F* __restrict__ x, u8* __restrict__ y, i64 n) { LOOP(i, n) y[i] = x[i] != (F)0; }
+CAST(cast_f32_i64, float, i64)
+CAST(cast_f32_i32, float, int)
+CAST(cast_i64_f32, i64, float)
+CAST(cast_i64_i32, i64, int)
+CAST(cast_i32_f32, int, float)
+CAST(cast_i32_i64, int, i64)
+CAST(cast_bool_f32, u8, float)
+CAST(cast_bool_i64, u8, i64)
+CAST(cast_bool_i32, u8, int)
+CASTBOOL(cast_f32_bool, float)
+CASTBOOL(cast_i64_bool, i64)
+CASTBOOL(cast_i32_bool, int)
+
+// copy_bytes copies n bytes, a word at a time where both ends allow.
+extern "C" __global__ void copy_bytes(const u8* __restrict__ x, u8* __restrict__ y, i64 n) {
+	if ((((u64)x | (u64)y | (u64)n) & 3) == 0) {
+		const u32* a = (const u32*)x;
+		u32* b = (u32*)y;
+		LOOP(i, n / 4) b[i] = a[i];
+		return;
+	}
+	LOOP(i, n) y[i] = x[i];
+}
+`
+
+// layoutSource holds the strided copies (Transpose, Slice, Expand, Concat,
+// Split) and Gather.
+const layoutSource = common + `
+// strided_N copies the elements of a Geo from src (strides st[0]) to dst
+// (strides st[1]).
+template <typename T> __device__ void strided(const T* __restrict__ x, T* __restrict__ y, const Geo& g) {
+	LOOP(i, g.n) {
+		i64 o[2];
+		offsets<2>(g, i, o);
+		y[o[1]] = x[o[0]];
+	}
+}
+extern "C" __global__ void strided_1(const u8* x, u8* y, Geo g) { strided<u8>(x, y, g); }
+extern "C" __global__ void strided_2(const u16* x, u16* y, Geo g) { strided<u16>(x, y, g); }
+extern "C" __global__ void strided_4(const u32* x, u32* y, Geo g) { strided<u32>(x, y, g); }
+extern "C" __global__ void strided_8(const u64* x, u64* y, Geo g) { strided<u64>(x, y, g); }
+
+// gather: y[o][j][k] = x[o][idx[j]][k], out-of-range indices clamped.
+template <typename T, typename I> __device__ void gather(const T* __restrict__ x, const I* __restrict__ idx, T* __restrict__ y, i64 outer, i64 dim, i64 nidx, i64 inner) {
+	i64 n = outer * nidx * inner;
+	LOOP(i, n) {
+		i64 k = i % inner;
+		i64 j = (i / inner) % nidx;
+		i64 o = i / (inner * nidx);
+		i64 v = (i64)idx[j];
+		if (v < 0) v += dim;
+		v = v < 0 ? 0 : (v >= dim ? dim - 1 : v);
+		y[i] = x[(o * dim + v) * inner + k];
+	}
+}
+#define GATHER(T, S, I, IS) \
+extern "C" __global__ void gather_##S##_##IS(const T* x, const I* idx, T* y, i64 outer, i64 dim, i64 nidx, i64 inner) { gather<T, I>(x, idx, y, outer, dim, nidx, inner); }
+GATHER(u8, 1, i64, i64)
+GATHER(u16, 2, i64, i64)
+GATHER(u32, 4, i64, i64)
+GATHER(u64, 8, i64, i64)
+GATHER(u8, 1, int, i32)
+GATHER(u16, 2, int, i32)
+GATHER(u32, 4, int, i32)
+GATHER(u64, 8, int, i32)
+`
+
+// gemmSource holds the tiled SGEMM used by MatMul, Gemm and Conv.
+//
+// gemm computes, for every batch z (blockIdx.z, decoded by the Geo with
+// strides st[0] into A, st[1] into B, st[2] into C and st[3] into the
+// addend), C[m,n] = alpha·Σk A[m·sam + k·sak]·B[k·sbk + n·sbn] + beta·D[m·sdm
+// + n·sdn], C contiguous with row length N. Tiles of 64×64 outputs, 256
+// threads with 4×4 outputs each, K in steps of 16 through shared memory.
+const gemmSource = common + `
+#define BM 64
+#define BN 64
+#define BK 16
+extern "C" __global__ void __launch_bounds__(256) gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, const float* __restrict__ D,
+		i64 M, i64 N, i64 K, i64 sam, i64 sak, i64 sbk, i64 sbn, i64 sdm, i64 sdn, float alpha, float beta, Geo g) {
+	__shared__ float As[BK][BM + 4];
+	__shared__ float Bs[BK][BN + 4];
+	i64 o[4] = {0, 0, 0, 0};
+	if (g.rank > 0) offsets<4>(g, blockIdx.z, o);
+	A += o[0]; B += o[1]; C += o[2];
+	if (D) D += o[3];
+	const int t = threadIdx.x, tx = t % 16, ty = t / 16;
+	const i64 m0 = (i64)blockIdx.y * BM, n0 = (i64)blockIdx.x * BN;
+	float acc[4][4];
+	#pragma unroll
+	for (int i = 0; i < 4; i++)
+		#pragma unroll
+		for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
+	for (i64 k0 = 0; k0 < K; k0 += BK) {
+		#pragma unroll
+		for (int r = 0; r < 4; r++) {
+			int l = t + 256 * r, mm, kk;
+			if (sak == 1) { kk = l % BK; mm = l / BK; } else { mm = l % BM; kk = l / BM; }
+			i64 m = m0 + mm, k = k0 + kk;
+			As[kk][mm] = (m < M && k < K) ? A[m * sam + k * sak] : 0.f;
+			int nn;
+			if (sbn == 1) { nn = l % BN; kk = l / BN; } else { kk = l % BK; nn = l / BK; }
+			i64 n = n0 + nn;
+			k = k0 + kk;
+			Bs[kk][nn] = (n < N && k < K) ? B[k * sbk + n * sbn] : 0.f;
+		}
+		__syncthreads();
+		#pragma unroll
+		for (int kk = 0; kk < BK; kk++) {
+			float a[4], b[4];
+			#pragma unroll
+			for (int i = 0; i < 4; i++) a[i] = As[kk][ty + 16 * i];
+			#pragma unroll
+			for (int j = 0; j < 4; j++) b[j] = Bs[kk][tx + 16 * j];
+			#pragma unroll
+			for (int i = 0; i < 4; i++)
+				#pragma unroll
+				for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+		}
+		__syncthreads();
+	}
+	#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		i64 m = m0 + ty + 16 * i;
+		if (m >= M) continue;
+		#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			i64 n = n0 + tx + 16 * j;
+			if (n >= N) continue;
+			float v = alpha * acc[i][j];
+			if (D) v += beta * D[m * sdm + n * sdn];
+			C[m * N + n] = v;
+		}
+	}
+}
+`
+
+// convSource holds im2col and the direct depthwise convolution, both for
+// two spatial axes (one-axis convolutions run with H = 1).
+const convSource = common + `
+struct Conv { i64 N, C, H, W, OC, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, mult; };
+// im2col writes, for every image, the (C·KH·KW) × (OH·OW) matrix of input
+// patches (zeros in the padding).
+extern "C" __global__ void im2col(const float* __restrict__ x, float* __restrict__ col, Conv p) {
+	i64 ohw = p.OH * p.OW, rows = p.C * p.KH * p.KW;
+	i64 n = p.N * rows * ohw;
+	LOOP(i, n) {
+		i64 q = i % ohw, r = (i / ohw) % rows, b = i / (ohw * rows);
+		i64 ow = q % p.OW, oh = q / p.OW;
+		i64 kw = r % p.KW, kh = (r / p.KW) % p.KH, c = r / (p.KW * p.KH);
+		i64 h = oh * p.SH - p.PH + kh * p.DH, w = ow * p.SW - p.PW + kw * p.DW;
+		float v = 0.f;
+		if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.C + c) * p.H + h) * p.W + w];
+		col[i] = v;
+	}
+}
+// depthwise: group == C, OC = C·mult, one thread per output.
+extern "C" __global__ void depthwise(const float* __restrict__ x, const float* __restrict__ wt, const float* __restrict__ bias, float* __restrict__ y, Conv p) {
+	i64 n = p.N * p.OC * p.OH * p.OW;
+	LOOP(i, n) {
+		i64 ow = i % p.OW, oh = (i / p.OW) % p.OH, oc = (i / (p.OW * p.OH)) % p.OC, b = i / (p.OW * p.OH * p.OC);
+		i64 c = oc / p.mult;
+		const float* xp = x + (b * p.C + c) * p.H * p.W;
+		const float* wp = wt + oc * p.KH * p.KW;
+		float acc = bias ? bias[oc] : 0.f;
+		for (i64 kh = 0; kh < p.KH; kh++) {
+			i64 h = oh * p.SH - p.PH + kh * p.DH;
+			if (h < 0 || h >= p.H) continue;
+			for (i64 kw = 0; kw < p.KW; kw++) {
+				i64 w = ow * p.SW - p.PW + kw * p.DW;
+				if (w < 0 || w >= p.W) continue;
+				acc += xp[h * p.W + w] * wp[kh * p.KW + kw];
+			}
+		}
+		y[i] = acc;
+	}
+}
+`
+
+// normSource holds row-wise reductions: Softmax, LayerNormalization,
+// ReduceMean/ReduceSum (and GlobalAveragePool through them), and the
+// per-channel affine map of BatchNormalization.
+//
+// A "row" is dim elements dim apart by inner: element j of row r = (o, k)
+// is at (o·dim + j)·inner + k. One block of 256 threads per row.
+const normSource = common + `
+__device__ __forceinline__ float warp_sum(float v) {
+	#pragma unroll
+	for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffff, v, s);
+	return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+	#pragma unroll
+	for (int s = 16; s > 0; s >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, s));
+	return v;
+}
+// block_sum returns the sum of v over the block (256 threads) to every thread.
+__device__ float block_sum(float v, float* sh) {
+	v = warp_sum(v);
+	int w = threadIdx.x / 32, l = threadIdx.x % 32;
+	__syncthreads();
+	if (l == 0) sh[w] = v;
+	__syncthreads();
+	v = l < (blockDim.x / 32) ? sh[l] : 0.f;
+	return warp_sum(v);
+}
+__device__ float block_max(float v, float* sh) {
+	v = warp_max(v);
+	int w = threadIdx.x / 32, l = threadIdx.x % 32;
+	__syncthreads();
+	if (l == 0) sh[w] = v;
+	__syncthreads();
+	v = l < (blockDim.x / 32) ? sh[l] : NEG_INF;
+	return warp_max(v);
+}
+extern "C" __global__ void softmax(const float* __restrict__ x, float* __restrict__ y, i64 rows, i64 dim, i64 inner, int logsm) {
+	__shared__ float sh[32];
+	for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+		i64 base = (r / inner) * dim * inner + r % inner;
+		const float* xp = x + base;
+		float* yp = y + base;
+		float m = NEG_INF;
+		for (i64 j = threadIdx.x; j < dim; j += blockDim.x) m = fmaxf(m, xp[j * inner]);
+		m = block_max(m, sh);
+		float s = 0.f;
+		for (i64 j = threadIdx.x; j < dim; j += blockDim.x) s += expf(xp[j * inner] - m);
+		s = block_sum(s, sh);
+		if (logsm) {
+			float ls = logf(s);
+			for (i64 j = threadIdx.x; j < dim; j += blockDim.x) yp[j * inner] = xp[j * inner] - m - ls;
+		} else {
+			float inv = 1.f / s;
+			for (i64 j = threadIdx.x; j < dim; j += blockDim.x) yp[j * inner] = expf(xp[j * inner] - m) * inv;
+		}
+	}
+}
+// reduce: y[r] = scale · Σj x[row r, j] (scale = 1/dim for a mean).
+extern "C" __global__ void reduce_sum(const float* __restrict__ x, float* __restrict__ y, i64 rows, i64 dim, i64 inner, float scale) {
+	__shared__ float sh[32];
+	for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+		const float* xp = x + (r / inner) * dim * inner + r % inner;
+		float s = 0.f;
+		for (i64 j = threadIdx.x; j < dim; j += blockDim.x) s += xp[j * inner];
+		s = block_sum(s, sh);
+		if (threadIdx.x == 0) y[r] = s * scale;
+	}
+}
+// layernorm over contiguous rows of dim elements; scale and bias have dim
+// elements (bias may be null); mean and inv (per row) may be null.
+extern "C" __global__ void layernorm(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, float* __restrict__ y,
+		float* __restrict__ mean, float* __restrict__ inv, i64 rows, i64 dim, float eps) {
+	__shared__ float sh[32];
+	for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+		const float* xp = x + r * dim;
+		float* yp = y + r * dim;
+		float s = 0.f;
+		for (i64 j = threadIdx.x; j < dim; j += blockDim.x) s += xp[j];
+		float mu = block_sum(s, sh) / (float)dim;
+		float v = 0.f;
+		for (i64 j = threadIdx.x; j < dim; j += blockDim.x) { float d = xp[j] - mu; v += d * d; }
+		float var = block_sum(v, sh) / (float)dim;
+		float is = rsqrtf(var + eps);
+		for (i64 j = threadIdx.x; j < dim; j += blockDim.x) {
+			float o = (xp[j] - mu) * is * scale[j];
+			if (bias) o += bias[j];
+			yp[j] = o;
+		}
+		if (threadIdx.x == 0) {
+			if (mean) mean[r] = mu;
+			if (inv) inv[r] = is;
+		}
+	}
+}
+// channel_affine: y = x·a[c] + b[c] for x of shape (N, C, inner).
+extern "C" __global__ void channel_affine(const float* __restrict__ x, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ y, i64 n, i64 C, i64 inner) {
+	LOOP(i, n) {
+		i64 c = (i / inner) % C;
+		y[i] = x[i] * a[c] + b[c];
+	}
+}
+`
+
+// poolSource holds MaxPool and AveragePool over two spatial axes.
+const poolSource = common + `
+struct Pool { i64 NC, H, W, OH, OW, KH, KW, SH, SW, PH, PW, PH1, PW1, DH, DW, isMax, includePad; };
+extern "C" __global__ void pool2d(const float* __restrict__ x, float* __restrict__ y, Pool p) {
+	i64 n = p.NC * p.OH * p.OW;
+	LOOP(i, n) {
+		i64 ow = i % p.OW, oh = (i / p.OW) % p.OH, nc = i / (p.OW * p.OH);
+		const float* xp = x + nc * p.H * p.W;
+		float acc = p.isMax ? NEG_INF : 0.f;
+		i64 cnt = 0;
+		for (i64 kh = 0; kh < p.KH; kh++) {
+			i64 h = oh * p.SH - p.PH + kh * p.DH;
+			if (h < 0 || h >= p.H) continue;
+			for (i64 kw = 0; kw < p.KW; kw++) {
+				i64 w = ow * p.SW - p.PW + kw * p.DW;
+				if (w < 0 || w >= p.W) continue;
+				float v = xp[h * p.W + w];
+				if (p.isMax) acc = fmaxf(acc, v); else acc += v;
+				cnt++;
+			}
+		}
+		if (!p.isMax) {
+			if (p.includePad) {
+				i64 h0 = oh * p.SH - p.PH, w0 = ow * p.SW - p.PW;
+				i64 h1 = min(h0 + (p.KH - 1) * p.DH + 1, p.H + p.PH1), w1 = min(w0 + (p.KW - 1) * p.DW + 1, p.W + p.PW1);
+				cnt = ((h1 - h0 + p.DH - 1) / p.DH) * ((w1 - w0 + p.DW - 1) / p.DW);
+			}
+			acc = cnt > 0 ? acc / (float)cnt : 0.f;
+		}
+		y[i] = acc;
+	}
+}
+`

@@ -1,0 +1,213 @@
+package berth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/berth-ml/berth/backend/cuda"
+	"github.com/berth-ml/berth/npy"
+)
+
+// cudaFixture is one model under testdata/models with its inputs.
+type cudaFixture struct {
+	name   string
+	model  *Model
+	inputs []Tensor
+}
+
+func loadCUDAFixtures(t *testing.T) []cudaFixture {
+	t.Helper()
+	dirs, _ := filepath.Glob("testdata/models/*")
+	if len(dirs) == 0 {
+		t.Fatal("no fixtures under testdata/models")
+	}
+	var out []cudaFixture
+	for _, dir := range dirs {
+		m, err := Load(filepath.Join(dir, "model.onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		f := cudaFixture{name: filepath.Base(dir), model: m}
+		for i := 0; ; i++ {
+			a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("input_%d.npy", i)))
+			if errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.inputs = append(f.inputs, Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestCUDAKernelsCoverFixtures needs no GPU: every node of every fixture
+// must have CUDA kernels.
+func TestCUDAKernelsCoverFixtures(t *testing.T) {
+	for _, f := range loadCUDAFixtures(t) {
+		if err := cuda.Check(f.model.graph); err != nil {
+			t.Errorf("%s: %v", f.name, err)
+		}
+	}
+}
+
+// TestCUDAFixturesMatchCPU runs every fixture on the GPU and on the CPU
+// backend and compares the outputs (relative L2 ≤ 1e-4). With
+// BERTH_CUDA_TIMING set it also logs the median latency of 100 runs on
+// each device.
+func TestCUDAFixturesMatchCPU(t *testing.T) {
+	if _, err := cuda.Device(); err != nil {
+		t.Skipf("no CUDA here: %v", err)
+	}
+	timing := os.Getenv("BERTH_CUDA_TIMING") != ""
+	for _, f := range loadCUDAFixtures(t) {
+		t.Run(f.name, func(t *testing.T) {
+			cpuExe, err := Compile(f.model, CPU, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := cpuExe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			want, err := cs.Run(context.Background(), f.inputs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			start := time.Now()
+			exe, err := compileCUDA(f.model, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			compileTime := time.Since(start)
+			defer exe.Close()
+			cs2, err := newCUDASession(f.model.graph, exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs2.close()
+			s := cs2.s
+			_, pl := exe.Plan()
+			if s.ArenaBytes() != pl.ArenaBytes || exe.ArenaBytes() != pl.ArenaBytes {
+				t.Errorf("device arena %d bytes, plan %d", s.ArenaBytes(), pl.ArenaBytes)
+			}
+			in := make([][]byte, len(f.inputs))
+			for i := range in {
+				in[i] = f.inputs[i].Data
+				copy(cs2.inputs[i], in[i]) // as Session.bind does
+			}
+			for i := range cs2.out {
+				for j := range cs2.out[i] {
+					cs2.out[i][j] = 0xFF // NaN as float32: every byte must be written
+				}
+			}
+			got, err := cs2.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := cs2.out
+			for i := range want {
+				if want[i].DType != Float32 {
+					if !slices.Equal(out[i], want[i].Data) {
+						t.Errorf("output %q differs", want[i].Name)
+					}
+					continue
+				}
+				if got[i].Name != want[i].Name || !slices.Equal(got[i].Shape, want[i].Shape) {
+					t.Errorf("output %d is %q %v, want %q %v", i, got[i].Name, got[i].Shape, want[i].Name, want[i].Shape)
+				}
+				rel := relErr(f32View(out[i]), f32View(want[i].Data))
+				t.Logf("%s output %q %v: rel L2 %.3g vs CPU", f.name, want[i].Name, want[i].Shape, rel)
+				if !(rel <= 1e-4) {
+					t.Errorf("output %q: rel L2 %.3g > 1e-4", want[i].Name, rel)
+				}
+			}
+			t.Logf("%s: %d nodes, %d launches, arena %d bytes, weights %d bytes, compile %v, graphed %v",
+				f.name, len(f.model.graph.Nodes), exe.Launches(), exe.ArenaBytes(), exe.WeightBytes(), compileTime, s.Graphed())
+			if !s.Graphed() {
+				t.Errorf("the session did not capture a CUDA graph")
+			}
+			allocs := testing.AllocsPerRun(20, func() {
+				if err := s.Run(in, out); err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Logf("%s: %v host allocations per run", f.name, allocs)
+			if !timing {
+				return
+			}
+			eagerExe, err := cuda.Compile(f.model.graph, cuda.Options{NoGraphs: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eagerExe.Close()
+			eager, err := eagerExe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eager.Close()
+			gpu := median(100, 10, func() error { return s.Run(in, out) })
+			one := median(100, 10, func() error { return eager.Run(in, out) })
+			host := median(100, 10, func() error { _, err := cs.Run(context.Background(), f.inputs...); return err })
+			kt, err := s.KernelTime(200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("TIMING %-10s %s: median of 100 runs: cuda graph %7.1f µs (graphed %v; kernels alone %.1f µs), cuda eager %7.1f µs, cpu %8.1f µs",
+				f.name, exe.DeviceName(), gpu, s.Graphed(), float64(kt.Nanoseconds())/1e3, one, host)
+		})
+	}
+}
+
+// median times fn n times after warm runs and returns the median in µs.
+func median(n, warm int, fn func() error) float64 {
+	for range warm {
+		if fn() != nil {
+			return math.NaN()
+		}
+	}
+	ts := make([]float64, n)
+	for i := range ts {
+		start := time.Now()
+		if fn() != nil {
+			return math.NaN()
+		}
+		ts[i] = float64(time.Since(start).Nanoseconds()) / 1e3
+	}
+	slices.Sort(ts)
+	return ts[n/2]
+}
+
+func f32View(b []byte) []float32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// relErr is ‖got − want‖₂ / ‖want‖₂; NaN when got holds a NaN.
+func relErr(got, want []float32) float64 {
+	var num, den float64
+	for i := range want {
+		d := float64(got[i]) - float64(want[i])
+		num += d * d
+		den += float64(want[i]) * float64(want[i])
+	}
+	if den == 0 {
+		return math.Sqrt(num)
+	}
+	return math.Sqrt(num / den)
+}
