@@ -113,3 +113,12 @@ func (k AttrKind) String() string {
 	}
 	return fmt.Sprintf("attr(%d)", uint8(k))
 }
+
+// Strings returns a list-of-strings attribute, or def when absent or of
+// another kind.
+func (a Attrs) Strings(name string, def []string) []string {
+	if v, ok := a[name]; ok && v.Kind == AttrStrings {
+		return v.Strings
+	}
+	return def
+}

@@ -17,9 +17,13 @@ type inferFunc func(g *Graph, n *Node) ([]Type, error)
 // The infer_*.go files fill it in their init functions.
 var inferers = map[string]inferFunc{}
 
-// register adds the shape rule f for each of the operators ops.
+// register adds the shape rule f for each of the operators ops. Each
+// operator has one rule (the files' init order must not matter).
 func register(f inferFunc, ops ...string) {
 	for _, op := range ops {
+		if _, dup := inferers[op]; dup {
+			panic("ir: two shape rules for " + op)
+		}
 		inferers[op] = f
 	}
 }

@@ -76,6 +76,9 @@ func inferBinary(logical bool, check func(*Tensor) error) inferFunc {
 		if err := sameType(a, b); err != nil {
 			return nil, err
 		}
+		if err := checkLegacyBroadcast(g, n, a, b); err != nil {
+			return nil, err
+		}
 		s, err := Broadcast(a.Shape, b.Shape)
 		if err != nil {
 			return nil, err
@@ -106,6 +109,9 @@ func inferPow(g *Graph, n *Node) ([]Type, error) {
 		return nil, err
 	}
 	if err := requireNumeric(y); err != nil {
+		return nil, err
+	}
+	if err := checkLegacyBroadcast(g, n, x, y); err != nil {
 		return nil, err
 	}
 	s, err := Broadcast(x.Shape, y.Shape)

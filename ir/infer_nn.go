@@ -67,9 +67,6 @@ func inferPool(g *Graph, n *Node) ([]Type, error) {
 	if err := inputCount(n, 1, 1); err != nil {
 		return nil, err
 	}
-	if requested(n, 1) {
-		return nil, fmt.Errorf("the Indices output is not supported")
-	}
 	x, err := input(g, n, 0)
 	if err != nil {
 		return nil, err
@@ -85,6 +82,10 @@ func inferPool(g *Graph, n *Node) ([]Type, error) {
 		return nil, err
 	}
 	out := append(Shape{x.Shape[0], x.Shape[1]}, win.Out...)
+	if n.Op == "MaxPool" && requested(n, 1) {
+		// The Indices output: flat positions of the maxima in the input.
+		return []Type{{DType: x.DType, Shape: out}, {DType: Int64, Shape: out.Clone()}}, nil
+	}
 	return same(x.DType, out), nil
 }
 
@@ -113,7 +114,7 @@ func inferBatchNorm(g *Graph, n *Node) ([]Type, error) {
 		return nil, err
 	}
 	if n.Attrs.Int("training_mode", 0) != 0 {
-		return nil, fmt.Errorf("training mode is not supported")
+		return inferTrainingBatchNorm(g, n)
 	}
 	if n.Attrs.Int("spatial", 1) == 0 {
 		return nil, fmt.Errorf("spatial=0 is not supported")

@@ -25,7 +25,11 @@
 //     name is.
 //   - Unnamed nodes are named OpType_index (index in the file).
 //
-// Opsets 7 to 17 of the default domain are accepted; operators of other
+// Opsets 1 to 17 of the default domain are accepted (before opset 7, the
+// binary operators' legacy broadcasting only where it agrees with numpy's,
+// which package ir checks). Graph inputs
+// with symbolic dimensions need their shapes fixed by
+// ImportOptions.InputShapes. Operators of other
 // domains, subgraph attributes (control flow), sparse tensors, and string
 // or complex tensors are refused with an error naming the node or tensor.
 // Every size the file declares is checked against the bytes present before

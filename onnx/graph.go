@@ -42,7 +42,7 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 			}
 			return nil, fmt.Errorf("graph input %q is declared twice", name)
 		}
-		t, err := inputTensor(vi)
+		t, err := inputTensor(vi, im.opts.InputShapes[name])
 		if err != nil {
 			return nil, err
 		}
@@ -70,8 +70,9 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 }
 
 // inputTensor converts a graph input declaration. Its type must be a tensor
-// with a fully static shape.
-func inputTensor(vi *onnxpb.ValueInfoProto) (ir.Tensor, error) {
+// with a fully static shape, or bind must give one (see
+// ImportOptions.InputShapes).
+func inputTensor(vi *onnxpb.ValueInfoProto, bind []int64) (ir.Tensor, error) {
 	name := vi.GetName()
 	tt := vi.GetType().GetTensorType()
 	if tt == nil {
@@ -80,6 +81,9 @@ func inputTensor(vi *onnxpb.ValueInfoProto) (ir.Tensor, error) {
 	dt, err := dtypeOf(tt.GetElemType())
 	if err != nil {
 		return ir.Tensor{}, fmt.Errorf("graph input %q: %w", name, err)
+	}
+	if bind != nil {
+		return boundInput(name, dt, tt.GetShape(), bind)
 	}
 	sp := tt.GetShape()
 	if sp == nil {

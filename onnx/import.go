@@ -13,9 +13,11 @@ import (
 	"github.com/berth-ml/berth/onnx/internal/onnxpb"
 )
 
-// The opset versions of the default ONNX domain that berth imports.
+// The opset versions of the default ONNX domain that berth imports. Models
+// older than opset 7 (PyTorch's early exports) import too; see the
+// package documentation for the limits of their legacy broadcasting.
 const (
-	MinOpset = 7
+	MinOpset = 1
 	MaxOpset = 17
 )
 
@@ -64,6 +66,11 @@ func (m *Model) Close() error {
 // initializers' bytes are used in place, not copied. External data files
 // are looked up in the model's folder.
 func Import(path string) (*Model, error) {
+	return ImportWith(path, ImportOptions{})
+}
+
+// ImportWith is Import with options.
+func ImportWith(path string, opts ImportOptions) (*Model, error) {
 	f, err := device.MapFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -71,7 +78,7 @@ func Import(path string) (*Model, error) {
 		}
 		return nil, err
 	}
-	m, err := importModel(path, f.Bytes(), filepath.Dir(path))
+	m, err := importModel(path, f.Bytes(), filepath.Dir(path), opts)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -85,12 +92,18 @@ func Import(path string) (*Model, error) {
 // in use. dir is the folder that external data paths are relative to; with
 // dir "" a model with external data is refused.
 func ImportBytes(b []byte, dir string) (*Model, error) {
-	return importModel("onnx", b, dir)
+	return ImportBytesWith(b, dir, ImportOptions{})
+}
+
+// ImportBytesWith is ImportBytes with options.
+func ImportBytesWith(b []byte, dir string, opts ImportOptions) (*Model, error) {
+	return importModel("onnx", b, dir, opts)
 }
 
 // importer holds the state of one import.
 type importer struct {
 	file     []byte                        // the serialized model; raw_data windows point into it
+	opts     ImportOptions                 // what the caller fixed
 	dir      string                        // the model's folder, for external data
 	realDir  string                        // dir with symbolic links resolved, once needed
 	extFiles map[string]*device.MappedFile // by resolved path
@@ -100,8 +113,8 @@ type importer struct {
 	ids map[string]ir.TensorID // tensor name → ID
 }
 
-func importModel(name string, b []byte, dir string) (*Model, error) {
-	im := &importer{file: b, dir: dir}
+func importModel(name string, b []byte, dir string, opts ImportOptions) (*Model, error) {
+	im := &importer{file: b, dir: dir, opts: opts}
 	m, err := im.model()
 	if err != nil {
 		for _, f := range im.files {

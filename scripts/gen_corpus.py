@@ -24,10 +24,8 @@ import sys
 import time
 import warnings
 
-import onnx
 import torch
 from torch import nn
-import torchvision
 
 OPSET = 17
 SEQ = 128
@@ -195,8 +193,14 @@ class Llama(nn.Module):
 # The corpus
 # ---------------------------------------------------------------------------
 
-def vision(factory):
-    return lambda: (factory(weights=None), (torch.randn(1, 3, 224, 224),), ["input"], ["logits"])
+def vision(name, **kwargs):
+    # torchvision is imported on use, so the transformer models export on
+    # machines without it.
+    def build():
+        import torchvision
+        model = getattr(torchvision.models, name)(weights=None, **kwargs)
+        return model, (torch.randn(1, 3, 224, 224),), ["input"], ["logits"]
+    return build
 
 
 def text(factory, outputs):
@@ -204,14 +208,13 @@ def text(factory, outputs):
 
 
 CORPUS = {
-    "resnet50": vision(torchvision.models.resnet50),
-    "mobilenet_v2": vision(torchvision.models.mobilenet_v2),
-    "efficientnet_b0": vision(torchvision.models.efficientnet_b0),
-    "densenet121": vision(torchvision.models.densenet121),
-    "googlenet": lambda: (torchvision.models.googlenet(weights=None, aux_logits=False, init_weights=True),
-                          (torch.randn(1, 3, 224, 224),), ["input"], ["logits"]),
-    "shufflenet_v2": vision(torchvision.models.shufflenet_v2_x1_0),
-    "squeezenet": vision(torchvision.models.squeezenet1_1),
+    "resnet50": vision("resnet50"),
+    "mobilenet_v2": vision("mobilenet_v2"),
+    "efficientnet_b0": vision("efficientnet_b0"),
+    "densenet121": vision("densenet121"),
+    "googlenet": vision("googlenet", aux_logits=False, init_weights=True),
+    "shufflenet_v2": vision("shufflenet_v2_x1_0"),
+    "squeezenet": vision("squeezenet1_1"),
     "bert_base": text(Bert, ["last_hidden_state", "pooler_output"]),
     "gpt2_small": text(Gpt2, ["logits"]),
     "llama_small": text(Llama, ["logits"]),
@@ -219,6 +222,7 @@ CORPUS = {
 
 
 def export(name, path):
+    import onnx
     torch.manual_seed(sum(ord(c) for c in name))
     model, inputs, input_names, output_names = CORPUS[name]()
     model.eval()

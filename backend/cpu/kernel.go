@@ -116,7 +116,7 @@ func Build(g *ir.Graph, n *ir.Node) (k Kernel, scratch int64, err error) {
 			}
 		}
 	}
-	if len(n.Outputs) == 0 || n.Outputs[0] == ir.NoTensor {
+	if len(n.Outputs) == 0 || n.Outputs[0] == ir.NoTensor && !optionalFirstOutput[n.Op] {
 		return nil, 0, c.errorf("node has no output")
 	}
 	defer func() {
@@ -130,6 +130,10 @@ func Build(g *ir.Graph, n *ir.Node) (k Kernel, scratch int64, err error) {
 	}
 	return k, scratch, err
 }
+
+// optionalFirstOutput lists the operators whose first output a model may
+// omit (asking only for the final states of a recurrent layer).
+var optionalFirstOutput = map[string]bool{"RNN": true, "GRU": true, "LSTM": true}
 
 // shapeOnly lists the operators whose result depends only on the static
 // shape of their input, never on its values.

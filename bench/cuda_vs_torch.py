@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Time PyTorch on a CUDA GPU against berth on the same models.
+
+Builds the corpus models of scripts/gen_corpus.py (random weights, fixed
+seeds), exports each to ONNX, and times PyTorch at batch 1 in fp32: eager,
+and one CUDA graph captured from the model and replayed. Prints one JSON
+line per model; berth's side is `berth bench MODEL --device cuda --json` on
+the exported file, run by bench/cuda_vs_torch.sh in the same session.
+
+    python3 bench/cuda_vs_torch.py OUTDIR [--only bert_base,gpt2_small,resnet50]
+"""
+
+import argparse
+import inspect
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import gen_corpus  # noqa: E402
+
+
+def median_ms(fn, iters=200, warmup=20):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--only", default="bert_base,gpt2_small,resnet50")
+    args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    for name in args.only.split(","):
+        rec = {"model": name, "torch": torch.__version__, "device": torch.cuda.get_device_name()}
+        try:
+            torch.manual_seed(sum(ord(c) for c in name))
+            model, inputs, input_names, output_names = gen_corpus.CORPUS[name]()
+            model.eval()
+            path = os.path.join(args.dir, name + ".onnx")
+            kw = {}
+            if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+                kw["dynamo"] = False
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, inputs, path, input_names=input_names, output_names=output_names,
+                                  opset_version=gen_corpus.OPSET, do_constant_folding=True, **kw)
+            model = model.cuda()
+            x = tuple(t.cuda() for t in inputs)
+            with torch.no_grad():
+                rec["eager_ms"] = median_ms(lambda: model(*x))
+                static = tuple(t.clone() for t in x)
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    for _ in range(3):
+                        model(*static)
+                torch.cuda.current_stream().wait_stream(s)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    model(*static)
+                rec["graph_ms"] = median_ms(g.replay)
+        except Exception as e:  # report and go on with the next model
+            rec["error"] = f"{type(e).__name__}: {e}"
+        print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    main()

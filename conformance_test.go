@@ -1,0 +1,404 @@
+package berth_test
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/berth-ml/berth"
+	"github.com/berth-ml/berth/dtype"
+	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/internal/testenv"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/onnx"
+)
+
+// expectedFailures lists the conformance cases berth does not pass yet,
+// one "suite/case  reason" per line.
+const expectedFailures = "testdata/conformance_expected_failures.txt"
+
+var updateConformance = flag.Bool("update-conformance", false, "rewrite "+expectedFailures+" from this run's results")
+
+// The conformance suites of Debian's libonnx-testdata.
+var conformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator", "simple"}
+
+// TestConformance runs every case of ONNX's conformance suites through the
+// public API (Load, Compile, NewSession, Run) and compares each output with
+// the reference as ONNX's backend test runner does: the same dtype and
+// shape, floats within |got-want| <= 1e-7 + 1e-3*|want| (NaN matches NaN),
+// everything else exactly.
+//
+// berth plans static shapes, so each case is loaded with its inputs' shapes
+// bound from the test data (LoadOptions.InputShapes). A case whose shapes
+// depend on the values of integer inputs (a Reshape's shape, a TopK's k
+// fed as inputs) is loaded a second time with those inputs bound as
+// constants (LoadOptions.Constants), as a user would specialise it, and
+// failing that with every input but the first, then every input, bound as
+// constants (the summary counts these specialised cases).
+//
+// A case listed in testdata/conformance_expected_failures.txt must fail
+// and every other case must pass, so the list only shrinks; run with
+// -update-conformance to rewrite it after fixing something.
+func TestConformance(t *testing.T) {
+	testenv.Require(t, testenv.ConformanceDir, testenv.InstallConformance)
+	expected, err := readExpectedFailures(expectedFailures)
+	if err != nil && !*updateConformance {
+		t.Fatal(err)
+	}
+	var cases []string
+	for _, suite := range conformanceSuites {
+		dirs, _ := filepath.Glob(filepath.Join(testenv.ConformanceDir, suite, "*", "model.onnx"))
+		for _, d := range dirs {
+			cases = append(cases, suite+"/"+filepath.Base(filepath.Dir(d)))
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatalf("no conformance cases under %s", testenv.ConformanceDir)
+	}
+	var mu sync.Mutex
+	failures := map[string]string{}
+	ran := map[string]bool{}
+	specialised := make([]int, 4) // passing cases by the attempt that loaded them
+	t.Run("case", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c, func(t *testing.T) {
+				t.Parallel()
+				reason, spec := runConformanceCase(filepath.Join(testenv.ConformanceDir, c))
+				mu.Lock()
+				ran[c] = true
+				if reason != "" {
+					failures[c] = reason
+				}
+				if reason == "" {
+					specialised[spec]++
+				}
+				mu.Unlock()
+				if *updateConformance {
+					return
+				}
+				_, listed := expected[c]
+				switch {
+				case reason != "" && !listed:
+					t.Errorf("fails and is not listed in %s: %s", expectedFailures, reason)
+				case reason == "" && listed:
+					t.Errorf("passes now: remove it from %s (or run with -update-conformance)", expectedFailures)
+				}
+			})
+		}
+	})
+	total, passed := 0, 0
+	for _, suite := range conformanceSuites {
+		n, p := 0, 0
+		for _, c := range cases {
+			if ran[c] && strings.HasPrefix(c, suite+"/") {
+				n++
+				if _, failed := failures[c]; !failed {
+					p++
+				}
+			}
+		}
+		total, passed = total+n, passed+p
+		t.Logf("%-18s %4d/%4d passed (%.1f%%)", suite, p, n, 100*float64(p)/float64(max(n, 1)))
+	}
+	t.Logf("%-18s %4d/%4d passed (%.1f%%)", "all", passed, total, 100*float64(passed)/float64(total))
+	t.Logf("passing cases specialised on input values: %d on the integer inputs, %d on all but the first, %d on every input (folded whole)", specialised[1], specialised[2], specialised[3])
+	if testing.Verbose() {
+		groups := map[string]int{}
+		for _, r := range failures {
+			groups[failureGroup(r)]++
+		}
+		keys := slices.Collect(func(yield func(string) bool) {
+			for k := range groups {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		sort.Slice(keys, func(i, j int) bool {
+			return groups[keys[i]] > groups[keys[j]] || groups[keys[i]] == groups[keys[j]] && keys[i] < keys[j]
+		})
+		for _, k := range keys {
+			t.Logf("%4d  %s", groups[k], k)
+		}
+	}
+	if *updateConformance {
+		// A reason written by hand for a case that still fails is kept.
+		for c := range failures {
+			if r := expected[c]; strings.HasPrefix(r, "#") {
+				failures[c] = r
+			}
+		}
+		if err := writeExpectedFailures(expectedFailures, failures); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// failureGroup shortens a failure reason to its kind, for the summary.
+var numbers = regexp.MustCompile(`"[^"]*"|\[[^\]]*\]|[0-9]+`)
+
+func failureGroup(reason string) string {
+	return numbers.ReplaceAllString(reason, "_")
+}
+
+func readExpectedFailures(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, reason, _ := strings.Cut(line, " ")
+		m[name] = strings.TrimSpace(reason)
+	}
+	return m, sc.Err()
+}
+
+func writeExpectedFailures(path string, failures map[string]string) error {
+	var b strings.Builder
+	b.WriteString("# ONNX conformance cases (Debian libonnx-testdata) that berth does not pass yet,\n")
+	b.WriteString("# one \"suite/case  reason\" per line. TestConformance fails when a listed case\n")
+	b.WriteString("# passes or an unlisted one fails; go test -run TestConformance -update-conformance\n")
+	b.WriteString("# rewrites this file; a reason that starts with \"#\" was written by hand and is kept.\n")
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range failures {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, n := range names {
+		r := strings.Join(strings.Fields(failures[n]), " ")
+		if len(r) > 200 {
+			r = r[:200] + "…"
+		}
+		fmt.Fprintf(&b, "%s  %s\n", n, r)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// runConformanceCase runs every data set of one case; it returns why the
+// case fails ("" when it passes) and how far it had to be specialised on
+// input values (the index of the load attempt that succeeded).
+func runConformanceCase(dir string) (reason string, specialised int) {
+	defer func() {
+		if r := recover(); r != nil {
+			reason = fmt.Sprintf("panic: %v", r)
+		}
+	}()
+	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+	if len(sets) == 0 {
+		return "no test data sets", 0
+	}
+	names, err := onnx.InputNames(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		return "import: " + err.Error(), 0
+	}
+	for _, set := range sets {
+		r, spec := runConformanceSet(dir, set, names)
+		specialised = max(specialised, spec)
+		if r != "" {
+			return r, specialised
+		}
+	}
+	return "", specialised
+}
+
+func readTensors(set, prefix string) ([]*ir.Tensor, error) {
+	var ts []*ir.Tensor
+	for i := 0; ; i++ {
+		path := filepath.Join(set, fmt.Sprintf("%s_%d.pb", prefix, i))
+		if _, err := os.Stat(path); err != nil {
+			return ts, nil
+		}
+		x, err := onnx.ReadTensorFile(path)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, x)
+	}
+}
+
+func runConformanceSet(dir, set string, names []string) (string, int) {
+	model := filepath.Join(dir, "model.onnx")
+	ins, err := readTensors(set, "input")
+	if err == nil {
+		var wants []*ir.Tensor
+		if wants, err = readTensors(set, "output"); err == nil {
+			return runConformanceTensors(model, names, ins, wants)
+		}
+	}
+	// Sequences, optionals and strings are not tensors berth reads; the
+	// model says best what it holds.
+	m, lerr := berth.Load(model)
+	if lerr != nil {
+		return "load: " + trimPath(lerr, model), 0
+	}
+	m.Close()
+	return "test data: " + strings.TrimPrefix(err.Error(), set+"/"), 0
+}
+
+func runConformanceTensors(model string, names []string, ins, wants []*ir.Tensor) (string, int) {
+	if len(ins) != len(names) {
+		return fmt.Sprintf("the model takes %d inputs, the test data has %d", len(names), len(ins)), 0
+	}
+	opts := berth.LoadOptions{InputShapes: map[string][]int64{}}
+	feeds := make([]berth.Tensor, len(ins))
+	for i, x := range ins {
+		opts.InputShapes[names[i]] = x.Shape
+		feeds[i] = berth.Tensor{Name: names[i], DType: x.DType, Shape: x.Shape, Data: x.Data}
+	}
+	// Try the model as it is, then specialised on its integer inputs, then
+	// on every input but the first (a Resize's scales, a Pad's value), then
+	// on every input (a Range's start, whose output size depends on all).
+	attempts := []func(berth.Tensor, int) bool{
+		func(berth.Tensor, int) bool { return false },
+		func(f berth.Tensor, _ int) bool { return f.DType.IsInt() },
+		func(_ berth.Tensor, i int) bool { return i > 0 },
+		func(berth.Tensor, int) bool { return true },
+	}
+	var m *berth.Model
+	var exe *berth.Executable
+	var first error
+	specialised := 0
+	for k, freeze := range attempts {
+		opts.Constants = map[string]berth.Tensor{}
+		for i, f := range feeds {
+			if freeze(f, i) {
+				opts.Constants[f.Name] = f
+			}
+		}
+		if k > 0 && len(opts.Constants) == 0 {
+			continue
+		}
+		var err error
+		if m, err = berth.LoadWith(model, opts); err != nil {
+			err = fmt.Errorf("load: %s", trimPath(err, model))
+		} else if exe, err = berth.Compile(m, berth.CPU, berth.Options{Threads: 1}); err != nil {
+			m.Close()
+			err = fmt.Errorf("compile: %s", trimPath(err, model))
+		}
+		if err == nil {
+			specialised = k
+			break
+		}
+		if first == nil {
+			first = err
+		}
+		m, exe = nil, nil
+	}
+	if exe == nil {
+		return first.Error(), 0
+	}
+	defer m.Close()
+	var run []berth.Tensor
+	for _, in := range m.Inputs() {
+		k := slices.IndexFunc(feeds, func(f berth.Tensor) bool { return f.Name == in.Name })
+		f := feeds[k]
+		if in.DType == berth.BFloat16 && f.DType == berth.Uint16 {
+			f.DType = berth.BFloat16 // the test data stores bfloat16 bits as uint16
+		}
+		run = append(run, f)
+	}
+	s, err := exe.NewSession()
+	if err != nil {
+		return "session: " + err.Error(), specialised
+	}
+	defer s.Close()
+	outs, err := s.Run(context.Background(), run...)
+	if err != nil {
+		return "run: " + err.Error(), specialised
+	}
+	if len(outs) != len(wants) {
+		return fmt.Sprintf("%d outputs, the reference has %d", len(outs), len(wants)), specialised
+	}
+	for i, got := range outs {
+		want := wants[i]
+		wdt := want.DType
+		if got.DType == berth.BFloat16 && wdt == berth.Uint16 {
+			wdt = berth.BFloat16
+		}
+		if got.DType != wdt || !want.Shape.Equal(got.Shape) {
+			return fmt.Sprintf("output %d is %s%v, the reference is %s%v", i, got.DType, ir.Shape(got.Shape), want.DType, want.Shape), specialised
+		}
+		if msg := compareOutput(got.DType, got.Data, want.Data); msg != "" {
+			return fmt.Sprintf("output %d: %s", i, msg), specialised
+		}
+	}
+	return "", specialised
+}
+
+func trimPath(err error, path string) string {
+	return strings.TrimPrefix(err.Error(), path+": ")
+}
+
+// compareOutput compares floats as numpy.testing.assert_allclose(rtol=1e-3,
+// atol=1e-7) does and every other type exactly.
+func compareOutput(dt ir.DType, got, want []byte) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d bytes, the reference has %d", len(got), len(want))
+	}
+	if !dt.IsFloat() {
+		if string(got) != string(want) {
+			i := 0
+			for got[i] == want[i] {
+				i++
+			}
+			return fmt.Sprintf("values differ (first at element %d)", i/dt.Size())
+		}
+		return ""
+	}
+	g, w := toFloat64(dt, got), toFloat64(dt, want)
+	bad, first := 0, -1
+	for i := range g {
+		if math.IsNaN(g[i]) && math.IsNaN(w[i]) || g[i] == w[i] {
+			continue
+		}
+		if !(math.Abs(g[i]-w[i]) <= 1e-7+1e-3*math.Abs(w[i])) {
+			if first < 0 {
+				first = i
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Sprintf("%d of %d values differ; element %d is %v, want %v", bad, len(g), first, g[first], w[first])
+	}
+	return ""
+}
+
+func toFloat64(dt ir.DType, b []byte) []float64 {
+	b = append(make([]byte, 0, len(b)+8), b...) // aligned for the typed views
+	n := len(b) / dt.Size()
+	v := make([]float64, n)
+	for i := range v {
+		switch dt {
+		case ir.Float32:
+			v[i] = float64(raw.F32(b)[i])
+		case ir.Float64:
+			v[i] = raw.F64(b)[i]
+		case ir.Float16:
+			v[i] = float64(dtype.F32FromF16(raw.U16(b)[i]))
+		case ir.BFloat16:
+			v[i] = float64(dtype.F32FromBF16(raw.U16(b)[i]))
+		}
+	}
+	return v
+}

@@ -1,0 +1,142 @@
+package ir
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// NonMaxSuppression selects boxes greedily by decreasing score, per batch
+// and class, dropping any whose intersection over union with one already
+// selected exceeds iouThreshold. boxes is [batches, n, 4] (corners
+// y1,x1,y2,x2 in any order, or center x,y,w,h with center), scores
+// [batches, classes, n]. It returns (batch, class, box) triples.
+func NonMaxSuppression(boxes, scores []float64, batches, classes, n int, maxPerClass int64, iouThreshold, scoreThreshold float64, scoreGiven, center bool) [][3]int64 {
+	var out [][3]int64
+	corners := func(b, i int) (y1, x1, y2, x2 float64) {
+		v := boxes[(b*n+i)*4:]
+		if center {
+			xc, yc, w, h := v[0], v[1], v[2], v[3]
+			return yc - h/2, xc - w/2, yc + h/2, xc + w/2
+		}
+		return math.Min(v[0], v[2]), math.Min(v[1], v[3]), math.Max(v[0], v[2]), math.Max(v[1], v[3])
+	}
+	iou := func(b, i, j int) float64 {
+		ay1, ax1, ay2, ax2 := corners(b, i)
+		by1, bx1, by2, bx2 := corners(b, j)
+		ih := math.Max(0, math.Min(ay2, by2)-math.Max(ay1, by1))
+		iw := math.Max(0, math.Min(ax2, bx2)-math.Max(ax1, bx1))
+		inter := ih * iw
+		union := (ay2-ay1)*(ax2-ax1) + (by2-by1)*(bx2-bx1) - inter
+		if union <= 0 {
+			return 0
+		}
+		return inter / union
+	}
+	for b := 0; b < batches; b++ {
+		for c := 0; c < classes; c++ {
+			s := scores[(b*classes+c)*n:][:n]
+			var cand []int
+			for i := range s {
+				if !scoreGiven || s[i] > scoreThreshold {
+					cand = append(cand, i)
+				}
+			}
+			sort.SliceStable(cand, func(x, y int) bool { return s[cand[x]] > s[cand[y]] })
+			var kept []int
+			for _, i := range cand {
+				if int64(len(kept)) >= maxPerClass {
+					break
+				}
+				ok := true
+				for _, j := range kept {
+					if iou(b, i, j) > iouThreshold {
+						ok = false
+						break
+					}
+				}
+				if ok {
+					kept = append(kept, i)
+					out = append(out, [3]int64{int64(b), int64(c), int64(i)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// NMSArgs reads the inputs of a NonMaxSuppression node whose inputs are
+// all constants and runs it.
+func NMSArgs(g *Graph, n *Node) ([][3]int64, error) {
+	boxes, err := input(g, n, 0)
+	if err != nil {
+		return nil, err
+	}
+	scores, err := input(g, n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if boxes.Shape.Rank() != 3 || boxes.Shape[2] != 4 || scores.Shape.Rank() != 3 || scores.Shape[0] != boxes.Shape[0] || scores.Shape[2] != boxes.Shape[1] {
+		return nil, fmt.Errorf("boxes %v and scores %v must be [B,N,4] and [B,C,N]", boxes.Shape, scores.Shape)
+	}
+	for i := range n.Inputs {
+		if t, err := optInput(g, n, i); err != nil {
+			return nil, err
+		} else if t != nil && !t.IsConst() {
+			return nil, fmt.Errorf("input %q must be a constant: the number of boxes selected decides the output shape (berth needs static shapes)", t.Name)
+		}
+	}
+	bv, err := boxes.Float64s()
+	if err != nil {
+		return nil, err
+	}
+	sv, err := scores.Float64s()
+	if err != nil {
+		return nil, err
+	}
+	scalar := func(i int) (float64, bool, error) {
+		t, err := optInput(g, n, i)
+		if err != nil || t == nil || t.Shape.Elements() == 0 {
+			return 0, false, err
+		}
+		if t.DType.IsInt() {
+			v, err := t.Int64s()
+			if err != nil {
+				return 0, false, err
+			}
+			return float64(v[0]), true, nil
+		}
+		v, err := t.Float64s()
+		if err != nil {
+			return 0, false, err
+		}
+		return v[0], true, nil
+	}
+	maxOut, _, err := scalar(2)
+	if err != nil {
+		return nil, err
+	}
+	iou, _, err := scalar(3)
+	if err != nil {
+		return nil, err
+	}
+	st, given, err := scalar(4)
+	if err != nil {
+		return nil, err
+	}
+	s := scores.Shape
+	return NonMaxSuppression(bv, sv, int(s[0]), int(s[1]), int(s[2]), int64(maxOut), iou, st, given, n.Attrs.Int("center_point_box", 0) != 0), nil
+}
+
+func init() {
+	register(func(g *Graph, n *Node) ([]Type, error) {
+		if err := inputCount(n, 2, 5); err != nil {
+			return nil, err
+		}
+		sel, err := NMSArgs(g, n)
+		if err != nil {
+			return nil, err
+		}
+		return same(Int64, Shape{int64(len(sel)), 3}), nil
+	}, "NonMaxSuppression")
+}

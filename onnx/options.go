@@ -1,0 +1,72 @@
+package onnx
+
+import (
+	"fmt"
+	"os"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/onnx/internal/onnxpb"
+)
+
+// ImportOptions tune an import. The zero value imports the file as it is.
+type ImportOptions struct {
+	// InputShapes fixes the shapes of graph inputs, by name. berth plans
+	// with static shapes, so an input whose declared shape has symbolic
+	// (or unknown) dimensions needs one here. A bound shape must agree
+	// with the declaration: the same rank (when the file gives one) and
+	// the same size in every dimension the file fixes.
+	InputShapes map[string][]int64
+}
+
+// boundInput builds a graph input whose shape the caller fixed, checking
+// it against the declared shape sp (nil when the file declares none).
+func boundInput(name string, dt ir.DType, sp *onnxpb.TensorShapeProto, bind []int64) (ir.Tensor, error) {
+	shape := ir.Shape(append([]int64{}, bind...))
+	if err := shape.Validate(); err != nil {
+		return ir.Tensor{}, fmt.Errorf("graph input %q: bound shape: %w", name, err)
+	}
+	if sp != nil {
+		dims := sp.GetDim()
+		if len(dims) != len(shape) {
+			return ir.Tensor{}, fmt.Errorf("graph input %q: bound shape %v has rank %d, the model declares rank %d", name, shape, len(shape), len(dims))
+		}
+		for i, d := range dims {
+			if v, ok := d.GetValue().(*onnxpb.TensorShapeProto_Dimension_DimValue); ok && v.DimValue != shape[i] {
+				return ir.Tensor{}, fmt.Errorf("graph input %q: bound shape %v differs from the declared size %d of dimension %d", name, shape, v.DimValue, i)
+			}
+		}
+	}
+	return ir.Tensor{Name: name, DType: dt, Shape: shape, Producer: -1}, nil
+}
+
+// InputNames lists the graph inputs of the ONNX model at path that are fed
+// at run time (initializers listed as inputs excluded), in order, without
+// importing the model: a caller can then fix their shapes with
+// ImportOptions.InputShapes.
+func InputNames(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	stripped, _, err := stripRawData(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, notONNX("%v", err))
+	}
+	var mp onnxpb.ModelProto
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(stripped, &mp); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, notONNX("%v", err))
+	}
+	inits := make(map[string]bool)
+	for _, tp := range mp.GetGraph().GetInitializer() {
+		inits[tp.GetName()] = true
+	}
+	var names []string
+	for _, vi := range mp.GetGraph().GetInput() {
+		if !inits[vi.GetName()] {
+			names = append(names, vi.GetName())
+		}
+	}
+	return names, nil
+}
