@@ -41,11 +41,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	iters := fs.Int("iters", 20, "timed runs")
 	warmup := fs.Int("warmup", 3, "untimed runs first")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := oneModel(pos, false)
+	path, err := parseModel(fs, args, false)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,16 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseModel parses args and returns the one MODEL argument ("" when it
+// is optional and absent).
+func parseModel(fs *flag.FlagSet, args []string, optional bool) (string, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	return oneModel(pos, optional)
+}
+
 // oneModel checks that exactly one MODEL argument was given.
 func oneModel(pos []string, optional bool) (string, error) {
 	switch {

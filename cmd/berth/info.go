@@ -13,11 +13,7 @@ import (
 func cmdInfo(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the description as JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := oneModel(pos, false)
+	path, err := parseModel(fs, args, false)
 	if err != nil {
 		return err
 	}

@@ -33,11 +33,7 @@ func cmdPlan(args []string, stdout io.Writer) error {
 	c.register(fs, false)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	svg := fs.String("svg", "", "draw the plan into `FILE` (SVG)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := oneModel(pos, false)
+	path, err := parseModel(fs, args, false)
 	if err != nil {
 		return err
 	}

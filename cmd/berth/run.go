@@ -147,11 +147,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 	c.register(fs, true)
 	outDir := fs.String("output-dir", "", "write each output to `DIR`/<name>.npy")
 	asJSON := fs.Bool("json", false, "print the outputs as JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := oneModel(pos, true)
+	path, err := parseModel(fs, args, true)
 	if err != nil {
 		return err
 	}
