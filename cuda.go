@@ -3,6 +3,8 @@ package berth
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/backend/cuda/driver"
@@ -12,8 +14,19 @@ import (
 // compileCUDA compiles m's prepared graph for CUDA device 0. Where CUDA is
 // absent the error wraps ErrNoDevice; an operator or type without CUDA
 // kernels is an error naming the node.
+//
+// BERTH_CUDA_PRECISION=tf32 in the environment lets the float32 GEMMs use
+// the TF32 tensor cores (see cuda.TF32); the default is plain float32.
 func compileCUDA(m *Model, _ Options) (*cuda.Executable, error) {
-	exe, err := cuda.Compile(m.graph, cuda.Options{})
+	var opts cuda.Options
+	switch p := strings.ToLower(os.Getenv("BERTH_CUDA_PRECISION")); p {
+	case "", "fp32", "float32":
+	case "tf32":
+		opts.Precision = cuda.TF32
+	default:
+		return nil, fmt.Errorf("compile for cuda: BERTH_CUDA_PRECISION=%q: want fp32 or tf32", p)
+	}
+	exe, err := cuda.Compile(m.graph, opts)
 	if errors.Is(err, driver.ErrUnavailable) {
 		return nil, fmt.Errorf("compile for cuda: %w: %v", ErrNoDevice, err)
 	}
@@ -26,7 +39,9 @@ func compileCUDA(m *Model, _ Options) (*cuda.Executable, error) {
 // cudaSession runs a CUDA executable behind the root Session API: Session
 // binds the caller's tensors into inputs (as it does into the CPU arena's
 // slots), run moves them through the GPU and returns outputs, tensors over
-// host buffers that stay valid until the next run.
+// host buffers that stay valid until the next run. inputs and out are the
+// device session's page-locked staging, so a run copies nothing on the
+// host beyond the binding.
 type cudaSession struct {
 	s       *cuda.Session
 	inputs  [][]byte // one host buffer per graph input
@@ -41,13 +56,10 @@ func newCUDASession(g *ir.Graph, exe *cuda.Executable) (*cudaSession, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda session: %w", err)
 	}
-	c := &cudaSession{s: s, inputs: make([][]byte, len(g.Inputs)), out: make([][]byte, len(g.Outputs)), outputs: make([]Tensor, len(g.Outputs))}
-	for i, id := range g.Inputs {
-		c.inputs[i] = make([]byte, g.Tensor(id).Bytes())
-	}
+	in, out := s.Staging()
+	c := &cudaSession{s: s, inputs: in, out: out, outputs: make([]Tensor, len(g.Outputs))}
 	for i, id := range g.Outputs {
 		t := g.Tensor(id)
-		c.out[i] = make([]byte, t.Bytes())
 		c.outputs[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape.Clone(), Data: c.out[i]}
 	}
 	return c, nil
@@ -55,7 +67,7 @@ func newCUDASession(g *ir.Graph, exe *cuda.Executable) (*cudaSession, error) {
 
 // run runs the graph on the inputs already bound and returns the outputs.
 func (c *cudaSession) run() ([]Tensor, error) {
-	if err := c.s.Run(c.inputs, c.out); err != nil {
+	if err := c.s.RunStaged(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrKernel, err)
 	}
 	return c.outputs, nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -146,6 +147,9 @@ func TestCUDAFixturesMatchCPU(t *testing.T) {
 				}
 			})
 			t.Logf("%s: %v host allocations per run", f.name, allocs)
+			if allocs != 0 {
+				t.Errorf("%v host allocations per run, want 0", allocs)
+			}
 			if !timing {
 				return
 			}
@@ -210,4 +214,77 @@ func relErr(got, want []float32) float64 {
 		return math.Sqrt(num)
 	}
 	return math.Sqrt(num / den)
+}
+
+// TestCUDAProfile prints where the time of a run goes, by operator, for
+// the models listed (comma-separated paths) in BERTH_CUDA_PROFILE.
+func TestCUDAProfile(t *testing.T) {
+	paths := os.Getenv("BERTH_CUDA_PROFILE")
+	if paths == "" {
+		t.Skip("set BERTH_CUDA_PROFILE to model paths")
+	}
+	if _, err := cuda.Device(); err != nil {
+		t.Skipf("no CUDA here: %v", err)
+	}
+	for _, path := range strings.Split(paths, ",") {
+		m, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe, err := compileCUDA(m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := newCUDASession(m.graph, exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, in := range cs.inputs { // small integers: valid ids and indices
+			for j := range in {
+				in[j] = byte(i + j%7)
+			}
+		}
+		if _, err := cs.run(); err != nil {
+			t.Fatal(err)
+		}
+		steps, err := cs.s.StepTimes(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kt, err := cs.s.KernelTime(50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type agg struct {
+			key   string
+			n     int
+			total time.Duration
+		}
+		by := map[string]*agg{}
+		var sum time.Duration
+		for _, st := range steps {
+			k := st.Op
+			if st.BLAS {
+				k += " (cuBLAS)"
+			}
+			if by[k] == nil {
+				by[k] = &agg{key: k}
+			}
+			by[k].n++
+			by[k].total += st.Time
+			sum += st.Time
+		}
+		var list []*agg
+		for _, a := range by {
+			list = append(list, a)
+		}
+		slices.SortFunc(list, func(a, b *agg) int { return int(b.total - a.total) })
+		t.Logf("PROFILE %s: %d steps, one-by-one sum %v, graph kernels alone %v", filepath.Base(path), len(steps), sum, kt)
+		for _, a := range list[:min(len(list), 12)] {
+			t.Logf("PROFILE %s   %-28s %4d steps %9.1f µs", filepath.Base(path), a.key, a.n, float64(a.total.Nanoseconds())/1e3)
+		}
+		cs.close()
+		exe.Close()
+		m.Close()
+	}
 }

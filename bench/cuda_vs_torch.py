@@ -8,6 +8,12 @@ line per model; berth's side is `berth bench MODEL --device cuda --json` on
 the exported file, run by bench/cuda_vs_torch.sh in the same session.
 
     python3 bench/cuda_vs_torch.py OUTDIR [--only bert_base,gpt2_small,resnet50]
+
+It also saves each model's inputs and PyTorch's fp32 outputs on the GPU
+(OUTDIR/MODEL.io lists `NAME=PATH` for the inputs), so that the script can
+check berth's outputs (`berth run --output-dir`) against them:
+
+    python3 bench/cuda_vs_torch.py --compare OUTDIR MODEL RUNDIR
 """
 
 import argparse
@@ -38,7 +44,43 @@ def median_ms(fn, iters=200, warmup=20):
     return statistics.median(times)
 
 
+def compare(outdir, name, rundir):
+    """Print one JSON line: rel L2 of berth's outputs against PyTorch's."""
+    import numpy as np
+    rec = {"model": name, "parity": {}}
+    with open(os.path.join(outdir, name + ".outs")) as f:
+        outs = f.read().split()
+    for out in outs:
+        want = np.load(os.path.join(outdir, f"{name}.out.{out}.npy")).astype(np.float64)
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in out)
+        got = np.load(os.path.join(rundir, safe + ".npy")).astype(np.float64)
+        rec["parity"][out] = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+    print(json.dumps(rec), flush=True)
+
+
+def save_io(outdir, name, inputs, input_names, outputs, output_names):
+    import numpy as np
+    lines = []
+    for n, t in zip(input_names, inputs):
+        p = os.path.join(outdir, f"{name}.in.{n}.npy")
+        np.save(p, t.cpu().numpy())
+        lines.append(f"{n}={p}")
+    with open(os.path.join(outdir, name + ".io"), "w") as f:
+        f.write(" ".join(lines) + "\n")
+    if isinstance(outputs, torch.Tensor):
+        outputs = (outputs,)
+    elif isinstance(outputs, dict):
+        outputs = tuple(outputs.values())
+    for n, t in zip(output_names, outputs):
+        np.save(os.path.join(outdir, f"{name}.out.{n}.npy"), t.float().cpu().numpy())
+    with open(os.path.join(outdir, name + ".outs"), "w") as f:
+        f.write(" ".join(output_names[:len(outputs)]) + "\n")
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--compare":
+        compare(*sys.argv[2:])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--only", default="bert_base,gpt2_small,resnet50")
@@ -63,6 +105,10 @@ def main():
             model = model.cuda()
             x = tuple(t.cuda() for t in inputs)
             with torch.no_grad():
+                try:
+                    save_io(args.dir, name, inputs, input_names, model(*x), output_names)
+                except Exception as e:  # parity is extra; timing goes on
+                    rec["io_error"] = f"{type(e).__name__}: {e}"
                 rec["eager_ms"] = median_ms(lambda: model(*x))
                 static = tuple(t.clone() for t in x)
                 s = torch.cuda.Stream()

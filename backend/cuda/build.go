@@ -34,6 +34,20 @@ type launch struct {
 	shared       uint32
 	args         []arg
 	elideIfAlias bool // a copy from args[0] to args[1]: nothing to do when they are the same bytes
+	// blas, when set, makes the launch a cuBLAS GEMM instead of a kernel:
+	// args are its A, B and C (cuBLAS's column-major operands).
+	blas *blasGemm
+}
+
+// blasGemm is one cublasSgemmStridedBatched call, in column-major terms.
+type blasGemm struct {
+	transA, transB   int
+	m, n, k          int64
+	lda, ldb, ldc    int64
+	strideA, strideB int64
+	strideC          int64
+	batch            int64
+	alpha, beta      float32
 }
 
 // bctx is what a builder sees of its node, and where it leaves its launches.
@@ -44,6 +58,7 @@ type bctx struct {
 	opset  int64
 	sms    int
 	extras *[][]byte // compile-time constants of the whole executable
+	blas   bool      // GEMMs may go to cuBLAS
 
 	launches []launch
 	scratch  int64
@@ -84,9 +99,9 @@ func init() {
 func Supported(op string) bool { _, ok := builders[op]; return ok }
 
 // buildNode compiles node i of g into its launches and scratch size.
-func buildNode(g *ir.Graph, i int, sms int, extras *[][]byte) (c *bctx, err error) {
+func buildNode(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte) (c *bctx, err error) {
 	n := &g.Nodes[i]
-	c = &bctx{g: g, n: n, node: i, opset: g.Opset(), sms: sms, extras: extras}
+	c = &bctx{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras}
 	if c.opset == 0 {
 		c.opset = 17
 	}
@@ -670,6 +685,9 @@ func (c *bctx) gemm(g gemmCall) error {
 	for len(g.batch.st) < 4 {
 		g.batch.st = append(g.batch.st, make([]int64, len(g.batch.shape)))
 	}
+	if c.blas && c.blasGemm(g) {
+		return nil
+	}
 	gw, err := g.batch.encode()
 	if err != nil {
 		return c.errorf("%v", err)
@@ -706,6 +724,11 @@ func buildMatMul(c *bctx) error {
 		return c.errorf("inner dimensions %v and %v differ", a.Shape, b.Shape)
 	}
 	ab, bb := as[:len(as)-2], bs[:len(bs)-2]
+	if len(bb) == 0 && len(ab) > 0 {
+		// One B for every batch of a contiguous A: a single taller GEMM.
+		m *= prod(ab)
+		ab = nil
+	}
 	rank := max(len(ab), len(bb))
 	batch := make([]int64, rank)
 	for d := range batch {
@@ -1057,7 +1080,7 @@ func buildPool(c *bctx) error {
 func Check(g *ir.Graph) error {
 	var extras [][]byte
 	for i := range g.Nodes {
-		if _, err := buildNode(g, i, 1, &extras); err != nil {
+		if _, err := buildNode(g, i, 1, false, &extras); err != nil {
 			return err
 		}
 	}

@@ -143,7 +143,7 @@ func (t *tg) reference(tb testing.TB) [][]byte {
 func (t *tg) check(tb testing.TB) {
 	tb.Helper()
 	want := t.reference(tb)
-	for _, opts := range []Options{{}, {NoGraphs: true}} {
+	for _, opts := range []Options{{}, {NoGraphs: true}, {NoBLAS: true}} {
 		t.run(tb, opts, want)
 	}
 }
@@ -468,13 +468,13 @@ func TestUnsupportedNamesNode(t *testing.T) {
 	g := newTG(17)
 	g.node("Not", nil, 1, g.input(ir.Bool, 3))
 	var extras [][]byte
-	_, err := buildNode(g.g, 0, 1, &extras)
+	_, err := buildNode(g.g, 0, 1, false, &extras)
 	if err == nil || !strings.Contains(err.Error(), `"not"`) || !strings.Contains(err.Error(), "Not") {
 		t.Fatalf("err = %v, want one naming the node and its operator", err)
 	}
 	g = newTG(17)
 	g.node("Relu", nil, 1, g.input(ir.Float64, 3))
-	if _, err := buildNode(g.g, 0, 1, &extras); err == nil || !strings.Contains(err.Error(), "float64") {
+	if _, err := buildNode(g.g, 0, 1, false, &extras); err == nil || !strings.Contains(err.Error(), "float64") {
 		t.Fatalf("err = %v, want one naming the dtype", err)
 	}
 }
@@ -535,29 +535,38 @@ func TestKernelThroughput(t *testing.T) {
 			g.node("Transpose", ir.Attrs{"perm": ints(1, 0, 2)}, 1, g.input(ir.Float32, 128, 12, 64))
 		}},
 	}
+	variants := []struct {
+		name string
+		opts Options
+	}{{"cublas", Options{}}, {"nvrtc", Options{NoBLAS: true}}, {"tf32", Options{Precision: TF32}}}
 	for _, tc := range cases {
-		g := newTG(17)
-		tc.build(g)
-		exe, err := Compile(g.g, Options{})
-		if err != nil {
-			t.Fatal(err)
+		for _, v := range variants {
+			if tc.flops == 0 && v.name != "cublas" {
+				continue
+			}
+			g := newTG(17)
+			tc.build(g)
+			exe, err := Compile(g.g, v.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := exe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := s.KernelTime(50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			us := float64(d.Nanoseconds()) / 1e3
+			if tc.flops > 0 {
+				t.Logf("KERNEL %-32s %-6s %9.1f µs %7.2f TFLOP/s", tc.name, v.name, us, tc.flops/us/1e6)
+			} else {
+				t.Logf("KERNEL %-32s %-6s %9.1f µs %7.1f GB/s", tc.name, "", us, tc.bytes/us/1e3)
+			}
+			s.Close()
+			exe.Close()
 		}
-		s, err := exe.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := s.KernelTime(50)
-		if err != nil {
-			t.Fatal(err)
-		}
-		us := float64(d.Nanoseconds()) / 1e3
-		if tc.flops > 0 {
-			t.Logf("KERNEL %-32s %9.1f µs %7.2f TFLOP/s", tc.name, us, tc.flops/us/1e6)
-		} else {
-			t.Logf("KERNEL %-32s %9.1f µs %7.1f GB/s", tc.name, us, tc.bytes/us/1e3)
-		}
-		s.Close()
-		exe.Close()
 	}
 }
 
@@ -613,5 +622,77 @@ func TestRunErrors(t *testing.T) {
 	}
 	if err := s.Run([][]byte{make([]byte, 32)}, out); !errors.Is(err, ErrClosed) {
 		t.Errorf("Run after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestZeroAllocsPerRun: a run (one graph launch and one synchronisation,
+// cuBLAS GEMMs inside the graph) allocates nothing on the host.
+func TestZeroAllocsPerRun(t *testing.T) {
+	requireGPU(t)
+	g := newTG(17)
+	g.node("MatMul", nil, 1, g.input(ir.Float32, 64, 96), g.constant(ir.Float32, 96, 80))
+	g.node("Relu", nil, 1, g.g.Nodes[0].Outputs[0])
+	for _, opts := range []Options{{}, {NoBLAS: true}} {
+		exe, err := Compile(g.g, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := exe.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Graphed() {
+			t.Errorf("%+v: the session did not capture a graph", opts)
+		}
+		out := [][]byte{make([]byte, 64*80*4)}
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := s.Run(g.in, out); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("%+v: cuBLAS %v (%s), %v host allocations per run", opts, exe.usesBLAS, driver.BLASLibrary(), allocs)
+		if allocs != 0 {
+			t.Errorf("%+v: %v host allocations per run, want 0", opts, allocs)
+		}
+		s.Close()
+		exe.Close()
+	}
+}
+
+// TestTF32 checks the TF32 precision option against the CPU: rel L2 near
+// 1e-3 rather than 1e-7.
+func TestTF32(t *testing.T) {
+	requireGPU(t)
+	if driver.LoadBLAS() != nil {
+		t.Skip("no cuBLAS")
+	}
+	g := newTG(17)
+	g.node("MatMul", nil, 1, g.input(ir.Float32, 128, 768), g.constant(ir.Float32, 768, 512))
+	want := g.reference(t)[0]
+	exe, err := Compile(g.g, Options{Precision: TF32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Close()
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := [][]byte{make([]byte, len(want))}
+	if err := s.Run(g.in, got); err != nil {
+		t.Fatal(err)
+	}
+	var num, den float64
+	for i := 0; i < len(want); i += 4 {
+		gv := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[0][i:])))
+		wv := float64(math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
+		num += (gv - wv) * (gv - wv)
+		den += wv * wv
+	}
+	rel := math.Sqrt(num / den)
+	t.Logf("TF32 MatMul 128x768x512: rel L2 %.3g", rel)
+	if !(rel < 1e-2) {
+		t.Errorf("rel L2 %.3g, want < 1e-2", rel)
 	}
 }

@@ -5,10 +5,19 @@
 // records for each node the kernel launches it needs with their arguments.
 // The kernels are CUDA C compiled at run time by NVRTC, one module per
 // family of operators, cached in memory for the process and on disk by the
-// SHA-256 of their source and the GPU architecture. A Session owns one
-// device arena of exactly the plan's size; Run copies the inputs into their
-// slots, launches every kernel in plan order on one stream and copies the
-// outputs back with a single synchronisation.
+// SHA-256 of their source and the GPU architecture. MatMul, Gemm and the
+// GEMM step of Conv (im2col into planned scratch, or the input itself for
+// a 1×1 convolution) go to cuBLAS (cublasSgemmStridedBatched, float32
+// arithmetic unless Options.Precision asks for TF32) where it is
+// installed and the strides fit; elsewhere to berth's own tiled SGEMM.
+//
+// A Session owns one device arena of exactly the plan's size, a stream,
+// a cuBLAS handle with its own workspace, and page-locked staging for the
+// inputs and outputs. When the session is made, every launch of a run is
+// captured into one CUDA graph; Run copies the inputs into staging,
+// replays the graph (input copies, kernels, GEMMs, output copies) and
+// waits once. A run allocates nothing on the host: the calls it makes go
+// through argument blocks made with the session (driver.Args).
 //
 // The CUDA libraries are loaded at run time (see package driver): without
 // them Compile returns an error wrapping driver.ErrUnavailable.

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 	"unsafe"
@@ -26,7 +27,26 @@ type Options struct {
 	// NoGraphs launches the kernels one by one in every run instead of
 	// replaying a CUDA graph captured when the session is made.
 	NoGraphs bool
+	// NoBLAS runs MatMul, Gemm and Conv on berth's own GEMM kernel even
+	// where cuBLAS is installed.
+	NoBLAS bool
+	// Precision of the GEMMs (MatMul, Gemm, Conv) that cuBLAS runs.
+	Precision Precision
 }
+
+// Precision is the arithmetic of the cuBLAS GEMMs.
+type Precision uint8
+
+const (
+	// FP32 keeps float32 arithmetic throughout (the default).
+	FP32 Precision = iota
+	// TF32 lets float32 GEMMs use the TF32 tensor cores: 10-bit
+	// mantissas for the products, float32 accumulation.
+	TF32
+)
+
+// blasWorkspace is the device workspace each session gives cuBLAS.
+const blasWorkspace = 32 << 20
 
 // region says which device buffer an address lies in.
 type region uint8
@@ -51,6 +71,7 @@ type step struct {
 	grid, block [3]uint32
 	shared      uint32
 	args        []boundArg
+	blas        *blasGemm // a cuBLAS GEMM instead of a kernel
 }
 
 // Executable is a graph compiled for the GPU: kernels, their launch
@@ -70,7 +91,9 @@ type Executable struct {
 	inputs  []int64  // arena offset of each graph input (-1: none)
 	outputs []output // where each graph output is read from
 
-	noGraphs bool
+	noGraphs  bool
+	usesBLAS  bool
+	precision Precision
 
 	mu     sync.Mutex
 	closed bool
@@ -91,11 +114,12 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if err != nil {
 		return nil, err
 	}
+	useBLAS := !opts.NoBLAS && driver.LoadBLAS() == nil
 	var extras [][]byte
 	built := make([]*bctx, len(g.Nodes))
 	scratch := make([]int64, len(g.Nodes))
 	for i := range g.Nodes {
-		c, err := buildNode(g, i, d.SMs, &extras)
+		c, err := buildNode(g, i, d.SMs, useBLAS, &extras)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +138,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if err := plan.Verify(p, pl); err != nil {
 		return nil, fmt.Errorf("plan failed verification: %w", err)
 	}
-	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs}
+	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs, precision: opts.Precision}
 	scratchOf := scratchTensors(p, index, scratch)
 
 	// The weight region: every constant a launch reads, then the extras.
@@ -149,7 +173,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 	for _, i := range pl.Order {
 		for _, l := range built[i].launches {
-			st := step{node: i, grid: l.grid, block: l.block, shared: l.shared, args: make([]boundArg, len(l.args))}
+			st := step{node: i, grid: l.grid, block: l.block, shared: l.shared, args: make([]boundArg, len(l.args)), blas: l.blas}
 			for j, a := range l.args {
 				switch a.kind {
 				case argWords:
@@ -171,6 +195,11 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 				}
 			}
 			if l.elideIfAlias && st.args[0].region == st.args[1].region && st.args[0].region != inWords && st.args[0].off == st.args[1].off {
+				continue
+			}
+			if l.blas != nil {
+				e.usesBLAS = true
+				e.steps = append(e.steps, st)
 				continue
 			}
 			f, err := function(d, l.module, l.kernel, cacheDir)
@@ -283,21 +312,27 @@ func (e *Executable) Close() error {
 
 // Session owns one device arena and runs the executable in it.
 type Session struct {
-	exe    *Executable
-	arena  driver.Ptr
-	bytes  int64
-	stream driver.Stream
-	graph  driver.Graph       // the captured launches; 0: launch one by one
-	stage  []byte             // page-locked staging for the inputs and outputs
-	inAt   []int64            // offset of each input in stage
-	outAt  []int64            // offset of each output in stage
-	params [][]unsafe.Pointer // per step, one pointer to each argument's value
-	values []uint64           // the device addresses the params point to
-	run    func() error
-	in     [][]byte
-	out    [][]byte
-	mu     sync.Mutex
-	closed bool
+	exe     *Executable
+	arena   driver.Ptr
+	bytes   int64
+	stream  driver.Stream
+	graph   driver.Graph       // the captured launches; 0: launch one by one
+	stage   []byte             // page-locked staging for the inputs and outputs (Go memory)
+	inView  [][]byte           // each input's bytes in stage
+	outView [][]byte           // each output's bytes in stage
+	inAt    []int64            // offset of each input in stage
+	outAt   []int64            // offset of each output in stage
+	params  [][]unsafe.Pointer // per step, one pointer to each argument's value
+	values  []uint64           // the device addresses the params point to
+	blas    driver.BLAS        // the session's cuBLAS handle, on its stream
+	work    driver.Ptr         // cuBLAS's workspace
+	gemms   []driver.Args      // per step, the arguments of a cuBLAS GEMM (nil: a kernel)
+	hot     driver.Args        // the argument block of the calls each run makes
+	run     func() error
+	in      [][]byte
+	out     [][]byte
+	mu      sync.Mutex
+	closed  bool
 }
 
 // ErrBusy is returned by Run when the session is already running.
@@ -332,20 +367,43 @@ func (e *Executable) NewSession() (*Session, error) {
 			s.outAt[i] = n
 			n += alignUp(o.bytes, 64)
 		}
-		stage, err := driver.AllocHost(n)
+		stage, err := driver.NewPinned(n)
 		if err != nil {
 			st.Destroy()
 			driver.Free(a)
 			return fmt.Errorf("allocating %d bytes of pinned staging: %w", n, err)
 		}
 		s.arena, s.stream, s.stage = a, st, stage
+		if e.usesBLAS {
+			if err := s.setupBLAS(); err != nil {
+				s.blas.Destroy()
+				driver.Free(s.work)
+				driver.Unpin(stage)
+				st.Destroy()
+				driver.Free(a)
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.inView = make([][]byte, len(e.inputs))
+	for i, id := range e.g.Inputs {
+		n := e.g.Tensor(id).Bytes()
+		s.inView[i] = s.stage[s.inAt[i] : s.inAt[i]+n : s.inAt[i]+n]
+	}
+	s.outView = make([][]byte, len(e.outputs))
+	for i, o := range e.outputs {
+		s.outView[i] = s.stage[s.outAt[i] : s.outAt[i]+o.bytes : s.outAt[i]+o.bytes]
+		copy(s.outView[i], o.data) // a constant output is there once and for all
+	}
 	npointers := 0
 	for _, st := range e.steps {
+		if st.blas != nil {
+			continue
+		}
 		for _, a := range st.args {
 			if a.region != inWords {
 				npointers++
@@ -354,8 +412,21 @@ func (e *Executable) NewSession() (*Session, error) {
 	}
 	s.values = make([]uint64, npointers)
 	s.params = make([][]unsafe.Pointer, len(e.steps))
+	s.gemms = make([]driver.Args, len(e.steps))
+	s.hot = driver.NewArgs()
 	k := 0
 	for i, st := range e.steps {
+		if b := st.blas; b != nil {
+			s.gemms[i] = driver.NewArgs()
+			s.blas.SgemmArgs(&driver.Sgemm{
+				TransA: b.transA, TransB: b.transB, M: int(b.m), N: int(b.n), K: int(b.k),
+				A: s.addr(st.args[0]), B: s.addr(st.args[1]), C: s.addr(st.args[2]),
+				LDA: int(b.lda), LDB: int(b.ldb), LDC: int(b.ldc),
+				StrideA: b.strideA, StrideB: b.strideB, StrideC: b.strideC, Batch: int(b.batch),
+				Alpha: &b.alpha, Beta: &b.beta,
+			}, s.gemms[i])
+			continue
+		}
 		ps := make([]unsafe.Pointer, len(st.args))
 		for j, a := range st.args {
 			switch a.region {
@@ -388,11 +459,70 @@ func (e *Executable) NewSession() (*Session, error) {
 	return s, nil
 }
 
+// setupBLAS makes the session's cuBLAS handle: on its stream, with a
+// workspace of its own so that nothing is allocated during capture, in the
+// executable's precision. It runs on the owner thread.
+func (s *Session) setupBLAS() error {
+	h, err := driver.NewBLAS()
+	if err != nil {
+		return err
+	}
+	s.blas = h
+	if s.work, err = driver.Alloc(blasWorkspace); err != nil {
+		return fmt.Errorf("allocating cuBLAS's workspace: %w", err)
+	}
+	mode := driver.DefaultMath
+	if s.exe.precision == TF32 {
+		mode = driver.TF32Math
+	}
+	if err := h.SetStream(s.stream); err != nil {
+		return fmt.Errorf("cublasSetStream: %w", err)
+	}
+	if err := h.SetWorkspace(s.work, blasWorkspace); err != nil {
+		return fmt.Errorf("cublasSetWorkspace: %w", err)
+	}
+	if err := h.SetMathMode(mode); err != nil {
+		return fmt.Errorf("cublasSetMathMode: %w", err)
+	}
+	return nil
+}
+
+// addr is the device address of a bound pointer argument.
+func (s *Session) addr(a boundArg) driver.Ptr {
+	switch a.region {
+	case inArena:
+		return s.arena + driver.Ptr(a.off)
+	case inWeights:
+		return s.exe.weights + driver.Ptr(a.off)
+	}
+	return 0
+}
+
 // Graphed reports whether the session replays a captured CUDA graph.
 func (s *Session) Graphed() bool { return s.graph != 0 }
 
 // ArenaBytes is the size of the session's device arena.
 func (s *Session) ArenaBytes() int64 { return s.bytes }
+
+// Staging returns the session's page-locked buffers for the raw bytes of
+// each graph input and output, in graph order. RunStaged reads the inputs
+// from them and leaves the outputs in them, sparing Run's two host
+// copies. They are Go memory and stay readable after Close.
+func (s *Session) Staging() (inputs, outputs [][]byte) { return s.inView, s.outView }
+
+// RunStaged is Run with the inputs already in the Staging buffers and the
+// outputs left there.
+func (s *Session) RunStaged() error {
+	if !s.mu.TryLock() {
+		return ErrBusy
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.in, s.out = nil, nil
+	return s.exe.dev.Do(s.run)
+}
 
 // Run copies the inputs (raw bytes of each graph input, in graph order)
 // through pinned staging into their slots, launches every kernel in plan
@@ -434,26 +564,21 @@ func (s *Session) Run(inputs, outputs [][]byte) error {
 // the graph (or queues the copies and kernels one by one), waits once and
 // hands the outputs over.
 func (s *Session) launchAll() error {
-	e := s.exe
 	for i, in := range s.in {
-		copy(s.stage[s.inAt[i]:], in)
+		copy(s.inView[i], in)
 	}
 	if s.graph != 0 {
-		if err := s.graph.Launch(s.stream); err != nil {
+		if err := s.graph.LaunchWith(s.stream, s.hot); err != nil {
 			return fmt.Errorf("launching the graph: %w", err)
 		}
 	} else if err := s.queue(); err != nil {
 		return err
 	}
-	if err := s.stream.Synchronize(); err != nil {
+	if err := s.stream.SynchronizeWith(s.hot); err != nil {
 		return err
 	}
-	for i, o := range e.outputs {
-		if o.data != nil {
-			copy(s.out[i], o.data)
-		} else {
-			copy(s.out[i], s.stage[s.outAt[i]:s.outAt[i]+o.bytes])
-		}
+	for i := range s.out {
+		copy(s.out[i], s.outView[i])
 	}
 	return nil
 }
@@ -488,7 +613,14 @@ func (s *Session) launchKernels() error {
 	e := s.exe
 	for i := range e.steps {
 		st := &e.steps[i]
-		if err := st.fn.Launch(st.grid, st.block, st.shared, uintptr(s.stream), s.params[i]); err != nil {
+		if st.blas != nil {
+			if err := driver.RunSgemm(s.gemms[i]); err != nil {
+				n := &e.g.Nodes[st.node]
+				return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
+			}
+			continue
+		}
+		if err := st.fn.LaunchWith(s.hot, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i]); err != nil {
 			n := &e.g.Nodes[st.node]
 			return fmt.Errorf("node %q (%s): launch: %w", n.Name, n.Op, err)
 		}
@@ -551,9 +683,61 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	a, st, g, stage := s.arena, s.stream, s.graph, s.stage
-	s.arena, s.stream, s.graph, s.stage = 0, 0, 0, nil
+	a, st, g, stage, h, work := s.arena, s.stream, s.graph, s.stage, s.blas, s.work
+	s.arena, s.stream, s.graph, s.stage, s.blas, s.work = 0, 0, 0, nil, 0, 0
 	return s.exe.dev.Do(func() error {
-		return errors.Join(g.Destroy(), st.Synchronize(), st.Destroy(), driver.Free(a), driver.FreeHost(stage))
+		return errors.Join(g.Destroy(), st.Synchronize(), h.Destroy(), st.Destroy(), driver.Free(work), driver.Free(a), driver.Unpin(stage))
 	})
+}
+
+// StepTime is the time of one step of a run (a kernel or a cuBLAS call).
+type StepTime struct {
+	Node int    // the node of the graph it belongs to
+	Op   string // the node's operator
+	BLAS bool   // a cuBLAS GEMM
+	Time time.Duration
+}
+
+// StepTimes runs the steps of a run one at a time, waiting after each,
+// iters times, and returns each step's fastest time. The times include
+// a launch and a wait on the host (a few µs), so they find the large
+// steps rather than measure the small ones. The arena holds whatever the
+// last step left.
+func (s *Session) StepTimes(iters int) ([]StepTime, error) {
+	if !s.mu.TryLock() {
+		return nil, ErrBusy
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	e := s.exe
+	out := make([]StepTime, len(e.steps))
+	err := e.dev.Do(func() error {
+		for i := range e.steps {
+			st := &e.steps[i]
+			out[i] = StepTime{Node: st.node, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil, Time: time.Duration(math.MaxInt64)}
+		}
+		for range max(iters, 1) {
+			for i := range e.steps {
+				st := &e.steps[i]
+				start := time.Now()
+				var err error
+				if st.blas != nil {
+					err = driver.RunSgemm(s.gemms[i])
+				} else {
+					err = st.fn.LaunchWith(s.hot, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i])
+				}
+				if err == nil {
+					err = s.stream.SynchronizeWith(s.hot)
+				}
+				if err != nil {
+					return err
+				}
+				out[i].Time = min(out[i].Time, time.Since(start))
+			}
+		}
+		return nil
+	})
+	return out, err
 }

@@ -279,6 +279,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm(const float* __restrict__
 		}
 	}
 }
+// fill_addend writes the GEMM addend into C before a cuBLAS call adds
+// alpha·A·B to beta·C: C[z][m, n] = D[z·sD + m·sdm + n·sdn] for nb
+// matrices of M×N, C's sC elements apart.
+extern "C" __global__ void fill_addend(const float* __restrict__ D, float* __restrict__ C, i64 M, i64 N, i64 sdm, i64 sdn, i64 sD, i64 sC, i64 nb) {
+	i64 mn = M * N;
+	LOOP(i, nb * mn) {
+		i64 z = i / mn, r = i % mn;
+		C[z * sC + r] = D[z * sD + (r / N) * sdm + (r % N) * sdn];
+	}
+}
 `
 
 // convSource holds im2col and the direct depthwise convolution, both for

@@ -49,7 +49,7 @@ var lib struct {
 	cuDeviceGetAttribute, cuDeviceTotalMem, cuDevicePrimaryCtxRetain,
 	cuDevicePrimaryCtxRelease, cuCtxSetCurrent, cuCtxSynchronize,
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyHtoDAsync,
-	cuMemcpyDtoHAsync, cuMemsetD8, cuMemAllocHost, cuMemFreeHost,
+	cuMemcpyDtoHAsync, cuMemsetD8, cuMemAllocHost, cuMemFreeHost, cuMemHostRegister, cuMemHostUnregister,
 	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel,
 	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize,
 	cuGetErrorName, cuGetErrorString uintptr
@@ -97,6 +97,7 @@ func load() error {
 		{&lib.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"}, {&lib.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
 		{&lib.cuMemsetD8, "cuMemsetD8_v2"},
 		{&lib.cuMemAllocHost, "cuMemAllocHost_v2"}, {&lib.cuMemFreeHost, "cuMemFreeHost"},
+		{&lib.cuMemHostRegister, "cuMemHostRegister_v2"}, {&lib.cuMemHostUnregister, "cuMemHostUnregister"},
 		{&lib.cuModuleLoadData, "cuModuleLoadData"}, {&lib.cuModuleUnload, "cuModuleUnload"},
 		{&lib.cuModuleGetFunction, "cuModuleGetFunction"}, {&lib.cuLaunchKernel, "cuLaunchKernel"},
 		{&lib.cuStreamCreate, "cuStreamCreate"}, {&lib.cuStreamDestroy, "cuStreamDestroy_v2"},

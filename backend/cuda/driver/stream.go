@@ -148,3 +148,31 @@ func FreeHost(b []byte) error {
 	}
 	return call(lib.cuMemFreeHost, uintptr(unsafe.Pointer(&b[0])))
 }
+
+// NewPinned returns n bytes of Go memory, page-aligned and page-locked
+// (registered with the driver), which copies on a stream read and write
+// directly, like AllocHost's. Unlike AllocHost's memory it stays valid
+// Go memory after Unpin: slices of it may outlive the session that
+// pinned it.
+func NewPinned(n int64) ([]byte, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	const page = 4096
+	n = (n + page - 1) / page * page
+	raw := make([]byte, n+page)
+	skip := int((page - uintptr(unsafe.Pointer(&raw[0]))%page) % page)
+	b := raw[skip : skip+int(n) : skip+int(n)]
+	if err := call(lib.cuMemHostRegister, uintptr(unsafe.Pointer(&b[0])), uintptr(n), 0); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Unpin unregisters memory from NewPinned; it stays valid Go memory.
+func Unpin(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return call(lib.cuMemHostUnregister, uintptr(unsafe.Pointer(&b[0])))
+}
