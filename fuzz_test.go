@@ -18,6 +18,9 @@ import (
 func FuzzModel(f *testing.F) {
 	f.Add(onnxtest.Valid())
 	f.Add(demo.Model())
+	f.Add(onnxtest.NestedIfModel(2))
+	f.Add(onnxtest.LoopModel(3))
+	f.Add(onnxtest.ScanModel(true))
 	paths, _ := filepath.Glob("testdata/models/*/model.onnx")
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 200<<10 {
@@ -51,6 +54,10 @@ func FuzzModel(f *testing.F) {
 			}
 			inputs = append(inputs, berth.Tensor{Name: in.Name, DType: in.DType, Shape: in.Shape, Data: make([]byte, n)})
 		}
-		s.Run(context.Background(), inputs...)
+		// A Loop may run for as long as its model says: the run is
+		// cancelled well before the watchdog fires.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Run(ctx, inputs...)
 	})
 }

@@ -120,7 +120,8 @@ func (s *Session) Close() error {
 // outputs. Inputs bind to the graph inputs by name when every one is named,
 // otherwise by position. The returned tensors view the session's arena:
 // they are valid until the next Run or Close (Clone them to keep them).
-// Cancelling ctx stops the run between two kernels. Run allocates nothing.
+// Cancelling ctx stops the run between two kernels (and between two
+// iterations of a Loop). Run allocates nothing.
 func (s *Session) Run(ctx context.Context, inputs ...Tensor) (outs []Tensor, err error) {
 	if !s.mu.TryLock() {
 		return nil, ErrBusy
@@ -141,10 +142,15 @@ func (s *Session) Run(ctx context.Context, inputs ...Tensor) (outs []Tensor, err
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	s.workers.Begin()
 	defer s.workers.End()
+	s.workers.SetDone(ctx.Done())
+	defer s.workers.SetDone(nil)
 	step := -1
 	defer func() {
 		if r := recover(); r != nil {
 			outs, err = nil, s.stepError(step, r)
+			if r == cpu.ErrCanceled {
+				err = ctx.Err()
+			}
 		}
 	}()
 	for step = range s.steps {

@@ -92,6 +92,14 @@ func (a Attrs) Tensor(name string) *Tensor {
 	return nil
 }
 
+// Graph returns a subgraph attribute or nil when absent.
+func (a Attrs) Graph(name string) *Graph {
+	if v, ok := a[name]; ok && v.Kind == AttrGraph {
+		return v.Graph
+	}
+	return nil
+}
+
 func (k AttrKind) String() string {
 	switch k {
 	case AttrInt:

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"sort"
 )
 
 // TensorID indexes Graph.Tensors. NoTensor marks an omitted optional input.
@@ -41,6 +42,12 @@ type Node struct {
 	Inputs  []TensorID // NoTensor for an omitted optional input
 	Outputs []TensorID
 	Attrs   Attrs
+	// Implicit is how many of the last Inputs are not operands of the
+	// operator but outer-scope tensors that its subgraphs read (control
+	// flow: If, Loop, Scan). Each one has the name of the capture of the
+	// subgraph that reads it (see Graph.Captures), so the planner sees the
+	// read and the backend can feed the subgraph.
+	Implicit int
 }
 
 // Input returns the i-th input or NoTensor if the node has fewer inputs.
@@ -60,7 +67,36 @@ type Graph struct {
 	Outputs []TensorID // graph outputs, in declaration order
 	// Opsets maps an operator domain to the imported opset version.
 	Opsets map[string]int64
+	// Captures lists, for a subgraph, the tensors that stand for values of
+	// an enclosing graph it reads by name. Each is fed at run time (or
+	// given its Data when the outer value is a constant) from the
+	// implicit input of the parent node with the same name.
+	Captures []TensorID
 }
+
+// MaxSubgraphDepth bounds how deeply control-flow subgraphs may nest.
+const MaxSubgraphDepth = 16
+
+// Subgraphs returns the subgraph attributes of n in a fixed order
+// (sorted by attribute name).
+func (n *Node) Subgraphs() []*Graph {
+	var names []string
+	for name, a := range n.Attrs {
+		if a.Kind == AttrGraph && a.Graph != nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	gs := make([]*Graph, len(names))
+	for i, name := range names {
+		gs[i] = n.Attrs[name].Graph
+	}
+	return gs
+}
+
+// Formal is the number of n's inputs that are operands of its operator,
+// that is all but the implicit outer-scope ones.
+func (n *Node) Formal() int { return len(n.Inputs) - n.Implicit }
 
 // Tensor returns the tensor with the given ID.
 func (g *Graph) Tensor(id TensorID) *Tensor { return &g.Tensors[id] }

@@ -37,8 +37,22 @@ func Verify(g *Graph) error {
 		}
 		defined[id] = true
 	}
+	for _, id := range g.Captures {
+		if id < 0 || int(id) >= len(g.Tensors) {
+			return fmt.Errorf("capture id %d out of range", id)
+		}
+		defined[id] = true
+	}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
+		if n.Implicit < 0 || n.Implicit > len(n.Inputs) {
+			return fmt.Errorf("node %q (%s): %d implicit inputs of %d", n.Name, n.Op, n.Implicit, len(n.Inputs))
+		}
+		for _, sub := range n.Subgraphs() {
+			if err := Verify(sub); err != nil {
+				return fmt.Errorf("node %q (%s): subgraph %q: %w", n.Name, n.Op, sub.Name, err)
+			}
+		}
 		for _, in := range n.Inputs {
 			if in == NoTensor {
 				continue

@@ -62,8 +62,18 @@ func (im *importer) attrs(node, op string, aps []*onnxpb.AttributeProto) (ir.Att
 				t.Name = node + "." + name
 			}
 			a = ir.Attr{Kind: ir.AttrTensor, Tensor: &t}
-		case onnxpb.AttributeProto_GRAPH, onnxpb.AttributeProto_GRAPHS:
-			return nil, fail("control flow (subgraph attributes) is not supported yet")
+		case onnxpb.AttributeProto_GRAPH:
+			if ap.GetG() == nil {
+				return nil, fail("has no graph")
+			}
+			sub, free, err := im.subgraph(ap.GetG())
+			if err != nil {
+				return nil, fmt.Errorf("node %q (%s): attribute %q: %w", node, op, name, err)
+			}
+			a = ir.Attr{Kind: ir.AttrGraph, Graph: sub}
+			im.implicit = append(im.implicit, free...)
+		case onnxpb.AttributeProto_GRAPHS:
+			return nil, fail("lists of subgraphs are not supported")
 		case onnxpb.AttributeProto_UNDEFINED:
 			return nil, fail("has no value")
 		default:

@@ -30,8 +30,18 @@
 // which package ir checks). Graph inputs
 // with symbolic dimensions need their shapes fixed by
 // ImportOptions.InputShapes. Operators of other
-// domains, subgraph attributes (control flow), sparse tensors, and string
-// or complex tensors are refused with an error naming the node or tensor.
+// domains, lists of subgraphs, sparse tensors, and string or complex
+// tensors are refused with an error naming the node or tensor.
+//
+// Control-flow bodies (If's then_branch and else_branch, Loop's and Scan's
+// body) import as attributes of kind ir.AttrGraph. A body's inputs may
+// leave out their types (the parent node's shape inference sets them). A
+// name a body reads but does not define is an outer-scope value: the body
+// gets a capture tensor of that name (ir.Graph.Captures) and the parent
+// node reads the outer tensor as an implicit input (ir.Node.Implicit), so
+// the planner keeps it alive across the node; a body nested in a body
+// passes such names up level by level. Subgraphs may nest at most
+// ir.MaxSubgraphDepth levels deep.
 // Every size the file declares is checked against the bytes present before
 // anything is allocated, and malformed input is an error, never a panic.
 //

@@ -114,8 +114,9 @@ func inputTensor(vi *onnxpb.ValueInfoProto, bind []int64) (ir.Tensor, error) {
 func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
 	g := im.g
 	type pending struct {
-		node   ir.Node
-		inputs []string
+		node     ir.Node
+		inputs   []string
+		implicit []string // outer-scope names its subgraphs read
 	}
 	var nodes []pending
 	for k, np := range nps {
@@ -131,15 +132,21 @@ func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
 		if domain != "" {
 			return fmt.Errorf("node %q: operator %s of domain %q is not supported", name, op, np.GetDomain())
 		}
+		im.implicit = nil
 		attrs, err := im.attrs(name, op, np.GetAttribute())
 		if err != nil {
 			return err
 		}
+		implicit := dedup(im.implicit)
+		im.implicit = nil
 		if op == "Constant" {
 			if err := im.constant(name, np, attrs); err != nil {
 				return err
 			}
 			continue
+		}
+		if len(implicit) > 0 && op == "Constant" {
+			return fmt.Errorf("node %q (Constant): a constant cannot hold a subgraph", name)
 		}
 		n := ir.Node{Name: name, Op: op, Attrs: attrs}
 		for _, out := range np.GetOutput() {
@@ -155,7 +162,7 @@ func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
 			im.ids[out] = id
 			n.Outputs = append(n.Outputs, id)
 		}
-		nodes = append(nodes, pending{node: n, inputs: np.GetInput()})
+		nodes = append(nodes, pending{node: n, inputs: np.GetInput(), implicit: implicit})
 	}
 
 	// Resolve inputs now that every output is known: files are not always
@@ -168,11 +175,19 @@ func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
 				n.Inputs = append(n.Inputs, ir.NoTensor)
 				continue
 			}
-			id, ok := im.ids[in]
+			id, ok := im.lookup(in)
 			if !ok {
 				return fmt.Errorf("node %q (%s): input %q is not produced by any node, initializer or graph input", n.Name, n.Op, in)
 			}
 			n.Inputs = append(n.Inputs, id)
+		}
+		for _, in := range nodes[i].implicit {
+			id, ok := im.lookup(in)
+			if !ok {
+				return fmt.Errorf("node %q (%s): a subgraph reads %q, which is not produced by any node, initializer or graph input", n.Name, n.Op, in)
+			}
+			n.Inputs = append(n.Inputs, id)
+			n.Implicit++
 		}
 		list[i] = *n
 	}
@@ -206,4 +221,108 @@ func (im *importer) checkNew(node, op, name string) error {
 		what = "graph input"
 	}
 	return fmt.Errorf("node %q (%s): output %q is already defined as a %s", node, op, name, what)
+}
+
+// lookup resolves a tensor name. In a subgraph, a name the subgraph does
+// not define is an outer-scope value: it gets a capture tensor (see
+// ir.Graph.Captures) and is recorded as free, for the parent node to read
+// as an implicit input.
+func (im *importer) lookup(name string) (ir.TensorID, bool) {
+	if id, ok := im.ids[name]; ok {
+		return id, true
+	}
+	if im.depth == 0 {
+		return ir.NoTensor, false
+	}
+	id := im.g.AddTensor(ir.Tensor{Name: name, Producer: -1})
+	im.ids[name] = id
+	im.g.Captures = append(im.g.Captures, id)
+	im.free = append(im.free, name)
+	return id, true
+}
+
+// subgraph converts a control-flow body (If's branches, Loop's and Scan's
+// body). Its inputs may leave their type or shape out: the parent node's
+// shape inference sets them. It returns the outer-scope names the
+// subgraph (or any subgraph nested in it) reads.
+func (im *importer) subgraph(gp *onnxpb.GraphProto) (*ir.Graph, []string, error) {
+	if im.depth >= ir.MaxSubgraphDepth {
+		return nil, nil, fmt.Errorf("subgraphs nest more than %d levels deep", ir.MaxSubgraphDepth)
+	}
+	g := &ir.Graph{Name: gp.GetName(), Opsets: im.g.Opsets}
+	savedG, savedIDs, savedFree, savedImplicit := im.g, im.ids, im.free, im.implicit
+	im.g, im.ids, im.free, im.implicit = g, make(map[string]ir.TensorID), nil, nil
+	im.depth++
+	defer func() {
+		im.g, im.ids, im.free, im.implicit = savedG, savedIDs, savedFree, savedImplicit
+		im.depth--
+	}()
+	what := fmt.Sprintf("subgraph %q", gp.GetName())
+	if sp := gp.GetSparseInitializer(); len(sp) > 0 {
+		return nil, nil, fmt.Errorf("%s: sparse initializer %q is not supported", what, sp[0].GetValues().GetName())
+	}
+	for i, tp := range gp.GetInitializer() {
+		name := tp.GetName()
+		if name == "" {
+			return nil, nil, fmt.Errorf("%s: initializer %d has no name", what, i)
+		}
+		if _, dup := im.ids[name]; dup {
+			return nil, nil, fmt.Errorf("%s: initializer %q is defined twice", what, name)
+		}
+		t, err := im.tensor(fmt.Sprintf("%s: initializer %q", what, name), tp, tensorData{})
+		if err != nil {
+			return nil, nil, err
+		}
+		im.ids[name] = g.AddTensor(t)
+	}
+	for _, vi := range gp.GetInput() {
+		name := vi.GetName()
+		if name == "" {
+			return nil, nil, fmt.Errorf("%s: an input has no name", what)
+		}
+		if _, dup := im.ids[name]; dup {
+			return nil, nil, fmt.Errorf("%s: input %q is declared twice", what, name)
+		}
+		t := ir.Tensor{Name: name, Producer: -1}
+		if tt := vi.GetType().GetTensorType(); tt != nil {
+			if dt, err := dtypeOf(tt.GetElemType()); err == nil {
+				t.DType = dt
+			}
+		} else if vi.GetType() != nil && vi.GetType().GetValue() != nil {
+			return nil, nil, fmt.Errorf("%s: input %q is not a tensor (sequences, maps and optionals are not supported)", what, name)
+		}
+		id := g.AddTensor(t)
+		im.ids[name] = id
+		g.Inputs = append(g.Inputs, id)
+	}
+	if err := im.nodes(gp.GetNode()); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	for _, vi := range gp.GetOutput() {
+		id, ok := im.lookup(vi.GetName())
+		if !ok || vi.GetName() == "" {
+			return nil, nil, fmt.Errorf("%s: an output has no name", what)
+		}
+		g.Outputs = append(g.Outputs, id)
+	}
+	if len(g.Outputs) == 0 {
+		return nil, nil, fmt.Errorf("%s has no outputs", what)
+	}
+	return g, im.free, nil
+}
+
+// dedup drops repeated names, keeping the first of each.
+func dedup(names []string) []string {
+	if len(names) < 2 {
+		return names
+	}
+	seen := make(map[string]bool, len(names))
+	out := names[:0:0]
+	for _, s := range names {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -111,6 +111,14 @@ type importer struct {
 
 	g   *ir.Graph
 	ids map[string]ir.TensorID // tensor name → ID
+
+	// Subgraph state: depth is how deeply the graph being imported nests
+	// (0 for the main graph); free lists the outer-scope names it reads, in
+	// first-use order; implicit collects the free names of the subgraphs
+	// of the node whose attributes are being converted.
+	depth    int
+	free     []string
+	implicit []string
 }
 
 func importModel(name string, b []byte, dir string, opts ImportOptions) (*Model, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx/internal/onnxpb"
+	"github.com/berth-ml/berth/onnx/onnxtest"
 	"github.com/berth-ml/berth/passes"
 )
 
@@ -291,9 +292,12 @@ func TestImportErrors(t *testing.T) {
 				node("Relu", "y", []string{"x"}, []string{"y"}),
 			}
 		}), "the graph has a cycle through node"},
-		{"control flow", with(func(m *onnxpb.ModelProto) {
+		{"empty subgraph", with(func(m *onnxpb.ModelProto) {
 			m.Graph.Node[0].Attribute = []*onnxpb.AttributeProto{{Name: proto.String("body"), Type: onnxpb.AttributeProto_GRAPH.Enum(), G: &onnxpb.GraphProto{}}}
-		}), `node "relu" (Relu): attribute "body": control flow (subgraph attributes) is not supported yet`},
+		}), `node "relu" (Relu): attribute "body": subgraph "" has no outputs`},
+		{"subgraph lists", with(func(m *onnxpb.ModelProto) {
+			m.Graph.Node[0].Attribute = []*onnxpb.AttributeProto{{Name: proto.String("bodies"), Type: onnxpb.AttributeProto_GRAPHS.Enum(), Graphs: []*onnxpb.GraphProto{{}}}}
+		}), `attribute "bodies": lists of subgraphs are not supported`},
 		{"duplicate attribute", with(func(m *onnxpb.ModelProto) {
 			m.Graph.Node[0].Attribute = []*onnxpb.AttributeProto{attrInt("a", 1), attrInt("a", 2)}
 		}), `attribute "a": given twice`},
@@ -563,6 +567,9 @@ func FuzzImportBytes(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{0x08, 0x07, 0x3a, 0x00})
+	f.Add(onnxtest.NestedIfModel(3))
+	f.Add(onnxtest.LoopModel(2))
+	f.Add(onnxtest.ScanModel(false))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ImportBytes(b, "")
 		if err != nil {

@@ -44,6 +44,9 @@ func EliminateDeadCode(g *ir.Graph) {
 	for _, id := range g.Outputs {
 		used[id] = true
 	}
+	for _, id := range g.Captures {
+		used[id] = true
+	}
 	for i := range g.Nodes {
 		if !keep[i] {
 			continue
@@ -97,4 +100,5 @@ func EliminateDeadCode(g *ir.Graph) {
 	g.Tensors = tensors
 	mapIDs(g.Inputs)
 	mapIDs(g.Outputs)
+	mapIDs(g.Captures)
 }

@@ -10,6 +10,14 @@
 //     constant input by sharing its bytes; any other node whose inputs are
 //     all constant folds through an Evaluator, which the CPU backend
 //     provides, as long as its outputs total at most MaxFoldBytes.
+//     Control flow: an If whose condition is a constant is replaced by the
+//     nodes of the branch it takes; a Loop all of whose inputs are
+//     constants (at most MaxUnrolledTrips iterations) is computed by
+//     folding a copy of its body per iteration; any other If, Loop or Scan
+//     has its subgraphs typed from its inputs (ir.BindSubgraphs) and
+//     prepared like a main graph (inferred, folded, pruned) before its own
+//     outputs are inferred. A Loop that only its condition bounds never
+//     runs at load time.
 //   - EliminateDeadCode: drops folded nodes and nodes that no graph output
 //     depends on, and compacts the tensor table to what remains in use.
 //   - MaterializeOutputs: makes every graph output a distinct tensor

@@ -23,8 +23,18 @@ var viewOps = map[string]bool{
 // documentation). A folded output gets its Data; its node stays in the
 // list until EliminateDeadCode removes it.
 func Fold(g *ir.Graph, eval Evaluator) error {
-	for i := range g.Nodes {
+	for i := 0; i < len(g.Nodes); i++ {
+		if inlineIf(g, i) {
+			i-- // fold the branch's nodes next
+			continue
+		}
 		n := &g.Nodes[i]
+		if n.Op == "Loop" && foldLoop(g, n, eval) {
+			continue
+		}
+		if err := prepareSubgraphs(g, n, eval); err != nil {
+			return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
+		}
 		types, err := ir.Infer(g, n)
 		if err != nil {
 			return fmt.Errorf("node %q: %w", n.Name, err)
@@ -62,6 +72,12 @@ func foldNode(g *ir.Graph, n *ir.Node, eval Evaluator) error {
 		inputs++
 	}
 	if inputs == 0 {
+		return nil
+	}
+	if len(n.Subgraphs()) > 0 && foldWork(g, n) > MaxFoldWork {
+		// A loop bounded only by its condition might not end, and a long
+		// one (or loops in loops) would stall loading: they run at run
+		// time, where they can be cancelled.
 		return nil
 	}
 	if viewOps[n.Op] {
@@ -131,4 +147,25 @@ func alignInputs(g *ir.Graph, n *ir.Node) (restore func()) {
 			g.Tensors[s.id].Data = s.data
 		}
 	}
+}
+
+// prepareSubgraphs types the inputs and captures of n's subgraphs (If,
+// Loop, Scan) from n's inputs, then infers, folds and prunes each subgraph
+// like a main graph. A subgraph's outputs stay as they are: they may be
+// constants, inputs or captures, which the backend copies from.
+func prepareSubgraphs(g *ir.Graph, n *ir.Node, eval Evaluator) error {
+	subs := n.Subgraphs()
+	if len(subs) == 0 {
+		return nil
+	}
+	if err := ir.BindSubgraphs(g, n); err != nil {
+		return fmt.Errorf("%s: %w", n.Op, err)
+	}
+	for _, sub := range subs {
+		if err := Fold(sub, eval); err != nil {
+			return fmt.Errorf("subgraph %q: %w", sub.Name, err)
+		}
+		EliminateDeadCode(sub)
+	}
+	return nil
 }

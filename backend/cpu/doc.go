@@ -28,6 +28,11 @@
 // correct when an output occupies exactly the memory of an input, so the
 // planner may run them in place.
 //
+// If, Loop and Scan compile their subgraphs at Build into kernels of their
+// own; the subgraph's tensors live in the parent node's scratch, which the
+// plan places in the session's arena with a lifetime spanning the node,
+// so control flow allocates nothing per run (see control.go).
+//
 // Operators follow the ONNX specification for opsets 11 to 17 (and the
 // older forms of Softmax, Clip, Slice, Pad, Split and Reduce*).
 // Transcendental functions go through float64 math; normalisations and

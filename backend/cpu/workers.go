@@ -62,6 +62,7 @@ type Workers struct {
 	busy    atomic.Bool // between Begin and End: helpers never park
 	once    sync.Once
 	closed  bool
+	done    <-chan struct{} // closed when the current run is cancelled (see SetDone)
 }
 
 // slot is one helper's mailbox.
@@ -153,6 +154,28 @@ func (w *Workers) await(s *slot, seen uint64) (uint64, bool) {
 func (w *Workers) Begin() {
 	if w != nil {
 		w.busy.Store(true)
+	}
+}
+
+// SetDone gives the channel whose closing cancels the current run (a
+// context's Done; nil for none). Kernels that iterate for as long as the
+// model says, such as Loop, poll it through Canceled.
+func (w *Workers) SetDone(done <-chan struct{}) {
+	if w != nil {
+		w.done = done
+	}
+}
+
+// Canceled reports whether the current run has been cancelled.
+func (w *Workers) Canceled() bool {
+	if w == nil || w.done == nil {
+		return false
+	}
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -1,0 +1,314 @@
+package berth_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berth-ml/berth"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/onnx/onnxtest"
+)
+
+func f32Tensor(shape []int64, v ...float32) berth.Tensor {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return berth.Tensor{DType: ir.Float32, Shape: shape, Data: b}
+}
+
+func boolTensor(v bool) berth.Tensor {
+	b := []byte{0}
+	if v {
+		b[0] = 1
+	}
+	return berth.Tensor{DType: ir.Bool, Shape: []int64{}, Data: b}
+}
+
+func f32Values(t berth.Tensor) []float32 {
+	v := make([]float32, len(t.Data)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+	}
+	return v
+}
+
+// TestControlFlow runs If, Loop and Scan models on the CPU and compares
+// their outputs with values worked out by hand.
+func TestControlFlow(t *testing.T) {
+	x := f32Tensor([]int64{3}, 1, -2, 3)
+	cases := []struct {
+		name   string
+		model  []byte
+		inputs []berth.Tensor
+		shapes [][]int64
+		want   [][]float32
+	}{
+		{"if/then", onnxtest.NestedIfModel(1), []berth.Tensor{boolTensor(true), x},
+			[][]int64{{3}}, [][]float32{{2, -4, 6}}},
+		{"if/else", onnxtest.NestedIfModel(1), []berth.Tensor{boolTensor(false), x},
+			[][]int64{{3}}, [][]float32{{-1, 2, -3}}},
+		{"if/nested-then", onnxtest.NestedIfModel(4), []berth.Tensor{boolTensor(true), x},
+			[][]int64{{3}}, [][]float32{{2, -4, 6}}},
+		{"if/nested-else", onnxtest.NestedIfModel(4), []berth.Tensor{boolTensor(false), x},
+			[][]int64{{3}}, [][]float32{{-1, 2, -3}}},
+		{"loop/3", onnxtest.LoopModel(3), []berth.Tensor{f32Tensor([]int64{2}, 1, 10)},
+			[][]int64{{2}, {3, 2}}, [][]float32{{3, 30}, {1, 10, 2, 20, 3, 30}}},
+		{"loop/0", onnxtest.LoopModel(0), []berth.Tensor{f32Tensor([]int64{2}, 1, 10)},
+			[][]int64{{2}, {0, 2}}, [][]float32{{0, 0}, {}}},
+		{"scan/forward", onnxtest.ScanModel(false), []berth.Tensor{f32Tensor([]int64{2}, 0, 100), f32Tensor([]int64{3, 2}, 1, 2, 3, 4, 5, 6)},
+			[][]int64{{2}, {3, 2}}, [][]float32{{9, 112}, {1, 102, 4, 106, 9, 112}}},
+		{"scan/reverse", onnxtest.ScanModel(true), []berth.Tensor{f32Tensor([]int64{2}, 0, 100), f32Tensor([]int64{3, 2}, 1, 2, 3, 4, 5, 6)},
+			[][]int64{{2}, {3, 2}}, [][]float32{{9, 112}, {5, 106, 8, 110, 9, 112}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := berth.LoadBytes(c.model, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs := runOnce(t, exe, c.inputs)
+			if len(outs) != len(c.want) {
+				t.Fatalf("%d outputs, want %d", len(outs), len(c.want))
+			}
+			for i := range outs {
+				if !slices.Equal(outs[i].Shape, c.shapes[i]) {
+					t.Errorf("output %d has shape %v, want %v", i, outs[i].Shape, c.shapes[i])
+				}
+				got := f32Values(outs[i])
+				if !slices.EqualFunc(got, c.want[i], func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-6 }) {
+					t.Errorf("output %d = %v, want %v", i, got, c.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestControlFlowErrors expects clear load errors for control flow that
+// berth cannot plan statically.
+func TestControlFlowErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		model []byte
+		want  string
+	}{
+		{"if-branches-differ", onnxtest.MismatchedIfModel(), "same static type"},
+		{"nesting-too-deep", onnxtest.NestedIfModel(ir.MaxSubgraphDepth + 1), "nest more than 16 levels"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := berth.LoadBytes(c.model, "")
+			if err == nil {
+				m.Close()
+				t.Fatal("loaded")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+	m, err := berth.LoadBytes(onnxtest.NestedIfModel(ir.MaxSubgraphDepth), "")
+	if err != nil {
+		t.Fatalf("nesting at the limit: %v", err)
+	}
+	m.Close()
+}
+
+// TestLoopRunDoesNotAllocate checks that a session runs a Loop (and the
+// kernels of its body) without allocating.
+func TestLoopRunDoesNotAllocate(t *testing.T) {
+	for _, model := range [][]byte{onnxtest.LoopModel(5), onnxtest.ScanModel(false), onnxtest.NestedIfModel(3)} {
+		m, err := berth.LoadBytes(model, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := exe.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var inputs []berth.Tensor
+		for _, info := range exe.Inputs() {
+			n := int64(1)
+			for _, d := range info.Shape {
+				n *= d
+			}
+			inputs = append(inputs, berth.Tensor{DType: info.DType, Shape: info.Shape, Data: make([]byte, n*int64(info.DType.Size()))})
+		}
+		ctx := context.Background()
+		if allocs := testing.AllocsPerRun(20, func() {
+			if _, err := s.Run(ctx, inputs...); err != nil {
+				t.Fatal(err)
+			}
+		}); allocs != 0 {
+			t.Errorf("%s: Session.Run allocates %.1f times per run", m.Graph().Name, allocs)
+		}
+	}
+}
+
+// TestConstantControlFlowFolds binds the inputs that decide the control
+// flow as constants: an If on a constant condition is replaced by the
+// branch it takes, and a Loop whose inputs are all constants is computed
+// at load time.
+func TestConstantControlFlowFolds(t *testing.T) {
+	x := f32Tensor([]int64{3}, 1, -2, 3)
+	cases := []struct {
+		name   string
+		model  []byte
+		consts map[string]berth.Tensor
+		inputs []berth.Tensor
+		gone   string // the operator that no longer appears in the graph
+		want   [][]float32
+	}{
+		{"if-true", onnxtest.NestedIfModel(3), map[string]berth.Tensor{"cond": boolTensor(true)}, []berth.Tensor{x}, "If", [][]float32{{2, -4, 6}}},
+		{"if-false", onnxtest.NestedIfModel(3), map[string]berth.Tensor{"cond": boolTensor(false)}, []berth.Tensor{x}, "If", [][]float32{{-1, 2, -3}}},
+		{"loop", onnxtest.LoopModel(2), map[string]berth.Tensor{"x": f32Tensor([]int64{2}, 1, 10)}, nil, "Loop", [][]float32{{2, 20}, {1, 10, 2, 20}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "model.onnx")
+			if err := os.WriteFile(path, c.model, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, err := berth.LoadWith(path, berth.LoadOptions{Constants: c.consts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if n := m.Graph().OpCounts()[c.gone]; n != 0 {
+				t.Errorf("%d %s nodes remain", n, c.gone)
+			}
+			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs := runOnce(t, exe, c.inputs)
+			for i := range c.want {
+				if got := f32Values(outs[i]); !slices.Equal(got, c.want[i]) {
+					t.Errorf("output %d = %v, want %v", i, got, c.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestControlFlowConcurrentSessions runs a Loop in several sessions at
+// once: each session's subgraph tensors live in its own arena.
+func TestControlFlowConcurrentSessions(t *testing.T) {
+	m, err := berth.LoadBytes(onnxtest.LoopModel(4), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := exe.NewSession()
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer s.Close()
+			v := float32(g)
+			for r := 0; r < 50; r++ {
+				outs, err := s.Run(context.Background(), f32Tensor([]int64{2}, v, -v))
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				if got := f32Values(outs[0]); got[0] != 4*v || got[1] != -4*v {
+					errs <- fmt.Sprintf("session %d: sum %v, want [%v %v]", g, got, 4*v, -4*v)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestEndlessLoopCancels runs a Loop that never ends by itself: cancelling
+// the run's context stops it between two iterations.
+func TestEndlessLoopCancels(t *testing.T) {
+	m, err := berth.LoadBytes(onnxtest.EndlessLoopModel(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Run(ctx, f32Tensor([]int64{2}, 1, 2)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run returned %v, want the context's deadline error", err)
+	}
+	// The session stays usable.
+	if _, err := s.Run(ctx, f32Tensor([]int64{2}, 1, 2)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Run returned %v", err)
+	}
+}
+
+// TestNestedLoopsLoadQuickly loads constant loops nested too deep to
+// compute at load time (1000^4 iterations): loading stays fast, and a
+// small nest still folds or runs to the right count.
+func TestNestedLoopsLoadQuickly(t *testing.T) {
+	start := time.Now()
+	m, err := berth.LoadBytes(onnxtest.NestedLoopModel(4, 1000), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("loading took %v", d)
+	}
+	m, err = berth.LoadBytes(onnxtest.NestedLoopModel(3, 4), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := runOnce(t, exe, nil)
+	if got := f32Values(outs[0]); len(got) != 1 || got[0] != 64 {
+		t.Errorf("y = %v, want [64]", got)
+	}
+}
