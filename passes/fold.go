@@ -8,16 +8,6 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-// viewOps are the operators whose output has the bytes of their first
-// input unchanged.
-var viewOps = map[string]bool{
-	"Reshape":   true,
-	"Flatten":   true,
-	"Squeeze":   true,
-	"Unsqueeze": true,
-	"Identity":  true,
-}
-
 // Fold visits the nodes in order, sets the type and shape of every output
 // from ir.Infer, and folds what can be folded (see the package
 // documentation). A folded output gets its Data; its node stays in the
@@ -80,7 +70,7 @@ func foldNode(g *ir.Graph, n *ir.Node, eval Evaluator) error {
 		// time, where they can be cancelled.
 		return nil
 	}
-	if viewOps[n.Op] {
+	if ir.IsView(n) {
 		g.Tensor(n.Outputs[0]).Data = g.Tensor(n.Inputs[0]).Data
 		return nil
 	}

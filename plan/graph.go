@@ -6,16 +6,6 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-// viewOps are the operators whose output, when it has as many bytes as its
-// input, is the input's bytes read another way.
-var viewOps = map[string]bool{
-	"Reshape":   true,
-	"Flatten":   true,
-	"Squeeze":   true,
-	"Unsqueeze": true,
-	"Identity":  true,
-}
-
 // FromGraph builds the Problem of g, one step per node in g's node order.
 //
 // Every tensor that is not a constant and is a graph input or the output of
@@ -128,7 +118,7 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 
 // isView reports whether n is one of the operators that may alias.
 func isView(n *ir.Node) bool {
-	return viewOps[n.Op] && (n.Domain == "" || n.Domain == "ai.onnx") && len(n.Outputs) == 1
+	return ir.IsView(n)
 }
 
 // scratchName names the scratch tensor of node i.

@@ -258,59 +258,18 @@ func buildSlice(c *bctx) (Kernel, int64, error) {
 	if x.DType != y.DType {
 		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
-	var starts, ends, axes, steps []int64
-	if c.in(1) != nil || c.opset >= 10 {
-		var err error
-		for i, dst := range []*[]int64{&starts, &ends, &axes, &steps} {
-			if *dst, err = c.constInts(1 + i); err != nil {
-				return nil, 0, err
-			}
-		}
-	} else {
-		at := c.attrs()
-		starts, ends, axes = at.Ints("starts", nil), at.Ints("ends", nil), at.Ints("axes", nil)
-	}
-	if len(starts) != len(ends) {
-		return nil, 0, c.errorf("%d starts but %d ends", len(starts), len(ends))
-	}
-	r := x.Shape.Rank()
-	if axes == nil {
-		axes = make([]int64, len(starts))
-		for i := range axes {
-			axes[i] = int64(i)
-		}
-	}
-	if steps == nil {
-		steps = make([]int64, len(starts))
-		for i := range steps {
-			steps[i] = 1
-		}
-	}
-	if len(axes) != len(starts) || len(steps) != len(starts) {
-		return nil, 0, c.errorf("starts, ends, axes and steps differ in length")
+	sp, err := ir.ResolveSlice(c.g, c.n)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
 	}
 	xs := ints(x.Shape)
 	xst := rowStrides(xs)
-	shape, str := append([]int(nil), xs...), append([]int(nil), xst...)
+	shape, str := ints(sp.Len), make([]int, len(xs))
 	base := 0
-	seen := make([]bool, r)
-	for i, a := range axes {
-		ax, err := ir.NormAxis(a, r)
-		if err != nil {
-			return nil, 0, c.errorf("axes: %v", err)
-		}
-		if seen[ax] {
-			return nil, 0, c.errorf("axis %d sliced twice", ax)
-		}
-		seen[ax] = true
-		start, count, err := sliceRange(starts[i], ends[i], steps[i], int64(xs[ax]))
-		if err != nil {
-			return nil, 0, c.errorf("%v", err)
-		}
-		shape[ax] = int(count)
-		str[ax] = xst[ax] * int(steps[i])
-		if count > 0 {
-			base += int(start) * xst[ax]
+	for ax := range xs {
+		str[ax] = xst[ax] * int(sp.Step[ax])
+		if sp.Len[ax] > 0 {
+			base += int(sp.Start[ax]) * xst[ax]
 		}
 	}
 	if !toShape(shape).Equal(y.Shape) {
@@ -321,34 +280,6 @@ func buildSlice(c *bctx) (Kernel, int64, error) {
 		return nil, 0, c.errorf("%v", err)
 	}
 	return &stridedKernel{s}, 0, nil
-}
-
-// sliceRange resolves one axis of Slice as ONNX does: negative indices count
-// from the end, then starts and ends are clamped (to [0, d] for positive
-// steps, [-1, d-1] for negative ones). It returns the first index and the
-// number of elements.
-func sliceRange(start, end, step, d int64) (first, count int64, err error) {
-	if step == 0 {
-		return 0, 0, fmt.Errorf("slice step is 0")
-	}
-	if start < 0 {
-		start += d
-	}
-	if end < 0 {
-		end += d
-	}
-	if step > 0 {
-		start, end = clamp(start, 0, d), clamp(end, 0, d)
-		if end > start {
-			count = (end - start + step - 1) / step
-		}
-	} else {
-		start, end = clamp(start, 0, d-1), clamp(end, -1, d-1)
-		if start > end {
-			count = (start - end - step - 1) / -step
-		}
-	}
-	return start, count, nil
 }
 
 func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
