@@ -222,9 +222,9 @@ func (lv *liveness) resolve() {
 	}
 }
 
-// load is LOAD: the largest number of slot bytes, each root's size rounded up
-// to align, live at any one step.
-func (lv *liveness) load(p *Problem, align int64) int64 {
+// curve is the number of slot bytes, each root's size rounded up to align,
+// live at each step.
+func (lv *liveness) curve(p *Problem, align int64) []int64 {
 	delta := make([]int64, lv.steps+1)
 	for i, r := range lv.root {
 		if r == i {
@@ -233,10 +233,20 @@ func (lv *liveness) load(p *Problem, align int64) int64 {
 			delta[lv.end[i]+1] -= a
 		}
 	}
-	var live, peak int64
-	for _, d := range delta {
-		live += d
-		peak = max(peak, live)
+	live := make([]int64, lv.steps)
+	var sum int64
+	for t := range live {
+		sum += delta[t]
+		live[t] = sum
+	}
+	return live
+}
+
+// load is LOAD: the peak of the curve.
+func (lv *liveness) load(p *Problem, align int64) int64 {
+	var peak int64
+	for _, b := range lv.curve(p, align) {
+		peak = max(peak, b)
 	}
 	return peak
 }

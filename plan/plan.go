@@ -31,6 +31,9 @@ type Plan struct {
 	Offsets []int64 // per tensor: byte offset in the arena (a view: its root's plus its own offset)
 
 	ArenaBytes int64 // arena size, a multiple of Alignment
+	// Live is the bytes of the slots live at each step of Order; its
+	// peak is LoadBytes.
+	Live []int64
 	// LoadBytes is LOAD, the lower bound of the schedule used: the most
 	// slot bytes live at any one step.
 	LoadBytes int64
@@ -183,6 +186,7 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 	}
 	pl.Order, pl.Schedule, pl.LoadBytes = best.order, best.name, best.load
 	pl.Start, pl.End = best.lv.start, best.lv.end
+	pl.Live = best.lv.curve(p, align)
 	for k, i := range owner {
 		pl.Offsets[i] = bestOff[k]
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -79,5 +80,28 @@ func TestWriteSVG(t *testing.T) {
 	}
 	if want := 1 + 4; rects != want { // the plot area and the four roots
 		t.Fatalf("%d rectangles, want %d", rects, want)
+	}
+}
+
+// TestLivePeakIsLoad: the curve the picture draws peaks at LOAD, with
+// in-place takeovers counted once, and covers every step.
+func TestLivePeakIsLoad(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 77))
+		p := randomProblem(rng, 5+rng.IntN(60))
+		pl, err := plan.Build(p, plan.Options{})
+		if err != nil {
+			continue
+		}
+		if len(pl.Live) != len(pl.Order) {
+			t.Fatalf("seed %d: %d points for %d steps", seed, len(pl.Live), len(pl.Order))
+		}
+		var peak int64
+		for _, b := range pl.Live {
+			peak = max(peak, b)
+		}
+		if peak != pl.LoadBytes {
+			t.Fatalf("seed %d: the curve peaks at %d, LOAD is %d", seed, peak, pl.LoadBytes)
+		}
 	}
 }

@@ -45,16 +45,10 @@ func WriteSVG(w io.Writer, p *Problem, pl *Plan) error {
 		left, pl.ArenaBytes, pl.LoadBytes, len(pl.Order), len(p.Tensors), escape(pl.Heuristic))
 	fmt.Fprintf(bw, `<rect x="%g" y="%g" width="%g" height="%g" fill="#f4f4f4" stroke="#999"/>`+"\n", left, top, plotW, plotH)
 
-	live := make([]int64, steps+1)
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
-		if t.IsView() {
-			continue
-		}
 		slot := alignUp(t.Size, pl.Alignment)
-		live[pl.Start[i]] += slot
-		live[pl.End[i]+1] -= slot
-		if slot == 0 {
+		if t.IsView() || slot == 0 {
 			continue
 		}
 		fmt.Fprintf(bw, `<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s" stroke="#333" stroke-width="0.3"><title>%s (%s): %d B at %d, steps %d-%d</title></rect>`+"\n",
@@ -63,10 +57,8 @@ func WriteSVG(w io.Writer, p *Problem, pl *Plan) error {
 	}
 
 	var line strings.Builder
-	var sum int64
-	for t := range steps {
-		sum += live[t]
-		fmt.Fprintf(&line, "%.2f,%.2f %.2f,%.2f ", x(t), y(sum), x(t+1), y(sum))
+	for t, b := range pl.Live {
+		fmt.Fprintf(&line, "%.2f,%.2f %.2f,%.2f ", x(t), y(b), x(t+1), y(b))
 	}
 	fmt.Fprintf(bw, `<polyline points="%s" fill="none" stroke="#c00" stroke-width="1.5"><title>bytes live</title></polyline>`+"\n", line.String())
 	fmt.Fprintln(bw, "</svg>")
