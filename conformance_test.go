@@ -221,28 +221,58 @@ func runConformanceCase(dir string) (reason string, specialised int) {
 	return "", specialised
 }
 
-func readTensors(set, prefix string) ([]*ir.Tensor, error) {
+// readTensors reads the set's prefix_*.pb files in order. A file that
+// seq marks (by index) holds a sequence: its elements are read in its
+// place and lens records its length under names[index] (when names is
+// given).
+func readTensors(set, prefix string, seq []bool, names []string, lens map[string]int) ([]*ir.Tensor, []string, error) {
 	var ts []*ir.Tensor
+	var flat []string
 	for i := 0; ; i++ {
 		path := filepath.Join(set, fmt.Sprintf("%s_%d.pb", prefix, i))
 		if _, err := os.Stat(path); err != nil {
-			return ts, nil
+			return ts, flat, nil
+		}
+		if i < len(seq) && seq[i] {
+			xs, err := onnx.ReadSequenceFile(path)
+			if err != nil {
+				return nil, nil, err
+			}
+			ts = append(ts, xs...)
+			if i < len(names) {
+				lens[names[i]] = len(xs)
+				for k := range xs {
+					flat = append(flat, onnx.SequenceElement(names[i], k))
+				}
+			}
+			continue
 		}
 		x, err := onnx.ReadTensorFile(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ts = append(ts, x)
+		if i < len(names) {
+			flat = append(flat, names[i])
+		}
 	}
 }
 
 func runConformanceSet(dir, set string, names []string) (string, int) {
 	model := filepath.Join(dir, "model.onnx")
-	ins, err := readTensors(set, "input")
+	seqIn, seqOut, err := onnx.SequenceIO(model)
+	if err != nil {
+		return "import: " + err.Error(), 0
+	}
+	lens := map[string]int{}
+	ins, flat, err := readTensors(set, "input", seqIn, names, lens)
+	if err == nil && len(ins) != len(flat) {
+		return fmt.Sprintf("the model takes %d inputs, the test data has more", len(names)), 0
+	}
 	if err == nil {
 		var wants []*ir.Tensor
-		if wants, err = readTensors(set, "output"); err == nil {
-			return runConformanceTensors(model, names, ins, wants)
+		if wants, _, err = readTensors(set, "output", seqOut, nil, nil); err == nil {
+			return runConformanceTensors(model, flat, lens, ins, wants)
 		}
 	}
 	// Sequences, optionals and strings are not tensors berth reads; the
@@ -255,11 +285,11 @@ func runConformanceSet(dir, set string, names []string) (string, int) {
 	return "test data: " + strings.TrimPrefix(err.Error(), set+"/"), 0
 }
 
-func runConformanceTensors(model string, names []string, ins, wants []*ir.Tensor) (string, int) {
+func runConformanceTensors(model string, names []string, lens map[string]int, ins, wants []*ir.Tensor) (string, int) {
 	if len(ins) != len(names) {
 		return fmt.Sprintf("the model takes %d inputs, the test data has %d", len(names), len(ins)), 0
 	}
-	opts := berth.LoadOptions{InputShapes: map[string][]int64{}}
+	opts := berth.LoadOptions{InputShapes: map[string][]int64{}, SequenceLengths: lens}
 	feeds := make([]berth.Tensor, len(ins))
 	for i, x := range ins {
 		opts.InputShapes[names[i]] = x.Shape

@@ -2,7 +2,6 @@ package berth
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
@@ -22,6 +21,13 @@ type LoadOptions struct {
 	// inputs (a Reshape's target shape, a Tile's repeats, a TopK's k fed
 	// as inputs) so that it can be planned statically.
 	Constants map[string]Tensor
+	// SequenceLengths fixes the length of sequence-typed graph inputs, by
+	// name. A sequence input x of length k is fed as k tensors named
+	// x[0] … x[k-1] (their shapes, when the model leaves them open, go in
+	// InputShapes under those names); a sequence output y comes back as
+	// tensors y[0], y[1], … in order. berth resolves sequences statically:
+	// each must have a length and element positions the graph fixes.
+	SequenceLengths map[string]int
 }
 
 // LoadWith is Load with options.
@@ -36,39 +42,20 @@ func LoadWith(path string, opts LoadOptions) (*Model, error) {
 			shapes[k] = t.Shape
 		}
 	}
-	src, err := onnx.ImportWith(path, onnx.ImportOptions{InputShapes: shapes})
+	var consts map[string]ir.Tensor
+	if len(opts.Constants) > 0 {
+		consts = make(map[string]ir.Tensor, len(opts.Constants))
+		for k, t := range opts.Constants {
+			consts[k] = ir.Tensor{Name: k, DType: t.DType, Shape: ir.Shape(t.Shape), Data: t.Data}
+		}
+	}
+	src, err := onnx.ImportWith(path, onnx.ImportOptions{InputShapes: shapes, Constants: consts, SequenceLengths: opts.SequenceLengths})
 	if err != nil {
 		return nil, err
-	}
-	if err := bindConstants(src.Graph, opts.Constants); err != nil {
-		src.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	m, err := prepare(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
-}
-
-// bindConstants turns the named graph inputs into constants.
-func bindConstants(g *ir.Graph, consts map[string]Tensor) error {
-	for name, c := range consts {
-		k := slices.IndexFunc(g.Inputs, func(id ir.TensorID) bool { return g.Tensors[id].Name == name })
-		if k < 0 {
-			return fmt.Errorf("constant %q: the model has no graph input of that name", name)
-		}
-		t := &g.Tensors[g.Inputs[k]]
-		if c.DType != t.DType || !t.Shape.Equal(c.Shape) {
-			return fmt.Errorf("constant %q: the input is %s%v, the value is %s%v", name, t.DType, t.Shape, c.DType, ir.Shape(c.Shape))
-		}
-		if int64(len(c.Data)) != t.Bytes() {
-			return fmt.Errorf("constant %q: %d bytes of data for %s%v", name, len(c.Data), t.DType, t.Shape)
-		}
-		// A fresh allocation is aligned to the element size; a zero-size
-		// constant still needs non-nil Data.
-		t.Data = append(make([]byte, 0, max(len(c.Data), 1)), c.Data...)
-		g.Inputs = slices.Delete(g.Inputs, k, k+1)
-	}
-	return nil
 }

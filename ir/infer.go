@@ -48,7 +48,7 @@ func opset(g *Graph) int64 {
 // Errors begin with the operator type ("Reshape: cannot reshape [2,3] into
 // [4,-1]"); callers add the node's name.
 func Infer(g *Graph, n *Node) ([]Type, error) {
-	if n.Domain != "" && n.Domain != "ai.onnx" {
+	if !DomainOK(n.Domain, n.Op) {
 		return nil, fmt.Errorf("operator %s of domain %q is not supported", n.Op, n.Domain)
 	}
 	f, ok := inferers[n.Op]

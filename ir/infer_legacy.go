@@ -81,6 +81,12 @@ func MaxUnpoolShape(g *Graph, n *Node, given bool) (Shape, error) {
 	}
 	strides := n.Attrs.Ints("strides", nil)
 	pads := n.Attrs.Ints("pads", make([]int64, 2*r))
+	if strides != nil && len(strides) != r {
+		return nil, fmt.Errorf("strides %v: want %d values for input %v", strides, r, x.Shape)
+	}
+	if len(pads) != 2*r {
+		return nil, fmt.Errorf("pads %v: want %d values for input %v", pads, 2*r, x.Shape)
+	}
 	out := Shape{x.Shape[0], x.Shape[1]}
 	for i := 0; i < r; i++ {
 		s := int64(1)

@@ -29,9 +29,21 @@
 // binary operators' legacy broadcasting only where it agrees with numpy's,
 // which package ir checks). Graph inputs
 // with symbolic dimensions need their shapes fixed by
-// ImportOptions.InputShapes. Operators of other
-// domains, lists of subgraphs, sparse tensors, and string or complex
-// tensors are refused with an error naming the node or tensor.
+// ImportOptions.InputShapes. Of other domains, only the optimizers
+// Adagrad, Momentum and Adam of ai.onnx.preview.training import (see
+// ir.TrainingDomain); other operators of other domains, lists of
+// subgraphs, sparse tensors, and string or complex tensors are refused
+// with an error naming the node or tensor.
+//
+// Sequences never reach the ir.Graph: the importer resolves each sequence
+// value of the main graph to a fixed tuple of tensors and lowers the
+// sequence operators to ordinary nodes (see sequence.go). That needs the
+// structure static: positions and split sizes constant, SplitToSequence's
+// input shape declared, sequence graph inputs of a length given in
+// ImportOptions.SequenceLengths (one tensor input per element, named by
+// SequenceElement); sequence graph outputs become one output per element.
+// SequenceMap is unrolled. Sequences inside subgraphs and optionals are
+// refused.
 //
 // Control-flow bodies (If's then_branch and else_branch, Loop's and Scan's
 // body) import as attributes of kind ir.AttrGraph. A body's inputs may

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx/internal/onnxpb"
@@ -31,6 +32,7 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 		im.ids[name] = g.AddTensor(t)
 	}
 
+	im.seqs = make(map[string][]ir.TensorID)
 	for _, vi := range gp.GetInput() {
 		name := vi.GetName()
 		if name == "" {
@@ -42,21 +44,61 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 			}
 			return nil, fmt.Errorf("graph input %q is declared twice", name)
 		}
-		t, err := inputTensor(vi, im.opts.InputShapes[name])
-		if err != nil {
+		if st := vi.GetType().GetSequenceType(); st != nil {
+			k, ok := im.opts.SequenceLengths[name]
+			if !ok {
+				return nil, fmt.Errorf("graph input %q is a sequence; berth needs its length (ImportOptions.SequenceLengths)", name)
+			}
+			if k < 0 || k > maxSequence {
+				return nil, fmt.Errorf("graph input %q: sequence length %d is outside [0, %d]", name, k, maxSequence)
+			}
+			if st.GetElemType().GetTensorType() == nil {
+				return nil, fmt.Errorf("graph input %q is a sequence of non-tensors (not supported)", name)
+			}
+			s := make([]ir.TensorID, k)
+			for i := range k {
+				e := SequenceElement(name, i)
+				evi := &onnxpb.ValueInfoProto{Name: &e, Type: st.GetElemType()}
+				id, err := im.graphInput(evi)
+				if err != nil {
+					return nil, err
+				}
+				s[i] = id
+			}
+			im.seqs[name] = s
+			continue
+		}
+		if _, err := im.graphInput(vi); err != nil {
 			return nil, err
 		}
-		id := g.AddTensor(t)
-		im.ids[name] = id
-		g.Inputs = append(g.Inputs, id)
+	}
+	for name := range im.opts.Constants {
+		if id, ok := im.ids[name]; !ok || g.Tensors[id].Data == nil || slices.Contains(g.Inputs, id) {
+			return nil, fmt.Errorf("constant %q: the model has no graph input of that name", name)
+		}
 	}
 
 	if err := im.nodes(gp.GetNode()); err != nil {
 		return nil, err
 	}
 
+	// A sequence output becomes one tensor output per element, each an
+	// Identity of the element named by SequenceElement.
 	for _, vi := range gp.GetOutput() {
 		name := vi.GetName()
+		if s, ok := im.seqs[name]; ok {
+			for i, e := range s {
+				o := SequenceElement(name, i)
+				if err := im.checkNew(o, "Identity", o); err != nil {
+					return nil, err
+				}
+				id := g.AddTensor(ir.Tensor{Name: o, Producer: len(g.Nodes)})
+				im.ids[o] = id
+				g.Nodes = append(g.Nodes, ir.Node{Name: o, Op: "Identity", Inputs: []ir.TensorID{e}, Outputs: []ir.TensorID{id}})
+				g.Outputs = append(g.Outputs, id)
+			}
+			continue
+		}
 		id, ok := im.ids[name]
 		if !ok {
 			return nil, fmt.Errorf("graph output %q is not produced by any node, initializer or input", name)
@@ -67,6 +109,46 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 		return nil, fmt.Errorf("the graph has no outputs")
 	}
 	return g, nil
+}
+
+// graphInput adds one tensor graph input of the main graph (a constant
+// when ImportOptions.Constants binds it).
+func (im *importer) graphInput(vi *onnxpb.ValueInfoProto) (ir.TensorID, error) {
+	g, name := im.g, vi.GetName()
+	if _, ok := im.ids[name]; ok {
+		return ir.NoTensor, fmt.Errorf("graph input %q is declared twice", name)
+	}
+	t, err := inputTensor(vi, im.opts.InputShapes[name])
+	if err != nil {
+		return ir.NoTensor, err
+	}
+	c, bound := im.opts.Constants[name]
+	if bound {
+		if err := bindConstant(&t, c); err != nil {
+			return ir.NoTensor, err
+		}
+	}
+	id := g.AddTensor(t)
+	im.ids[name] = id
+	if !bound {
+		g.Inputs = append(g.Inputs, id)
+	}
+	return id, nil
+}
+
+// bindConstant gives graph input t the value c (see
+// ImportOptions.Constants).
+func bindConstant(t *ir.Tensor, c ir.Tensor) error {
+	if c.DType != t.DType || !t.Shape.Equal(c.Shape) {
+		return fmt.Errorf("constant %q: the input is %s%v, the value is %s%v", t.Name, t.DType, t.Shape, c.DType, c.Shape)
+	}
+	if int64(len(c.Data)) != t.Bytes() {
+		return fmt.Errorf("constant %q: %d bytes of data for %s%v", t.Name, len(c.Data), t.DType, t.Shape)
+	}
+	// A fresh allocation is aligned to the element size; a zero-size
+	// constant still needs non-nil Data.
+	t.Data = append(make([]byte, 0, max(len(c.Data), 1)), c.Data...)
+	return nil
 }
 
 // inputTensor converts a graph input declaration. Its type must be a tensor
@@ -109,60 +191,25 @@ func inputTensor(vi *onnxpb.ValueInfoProto, bind []int64) (ir.Tensor, error) {
 	return ir.Tensor{Name: name, DType: dt, Shape: shape, Producer: -1}, nil
 }
 
+// pending is a converted node whose inputs are still names.
+type pending struct {
+	node     ir.Node
+	inputs   []string
+	implicit []string // outer-scope names its subgraphs read
+}
+
 // nodes converts the graph's nodes: Constant nodes become constant tensors,
 // every other node an ir node; the nodes are then sorted topologically.
 func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
-	g := im.g
-	type pending struct {
-		node     ir.Node
-		inputs   []string
-		implicit []string // outer-scope names its subgraphs read
+	if im.seqs == nil {
+		im.seqs = make(map[string][]ir.TensorID)
 	}
+	g := im.g
 	var nodes []pending
 	for k, np := range nps {
-		op := np.GetOpType()
-		if op == "" {
-			return fmt.Errorf("node %d has no operator type", k)
-		}
-		name := np.GetName()
-		if name == "" {
-			name = fmt.Sprintf("%s_%d", op, k)
-		}
-		domain := normDomain(np.GetDomain())
-		if domain != "" {
-			return fmt.Errorf("node %q: operator %s of domain %q is not supported", name, op, np.GetDomain())
-		}
-		im.implicit = nil
-		attrs, err := im.attrs(name, op, np.GetAttribute())
-		if err != nil {
+		if err := im.node(k, np, &nodes); err != nil {
 			return err
 		}
-		implicit := dedup(im.implicit)
-		im.implicit = nil
-		if op == "Constant" {
-			if err := im.constant(name, np, attrs); err != nil {
-				return err
-			}
-			continue
-		}
-		if len(implicit) > 0 && op == "Constant" {
-			return fmt.Errorf("node %q (Constant): a constant cannot hold a subgraph", name)
-		}
-		n := ir.Node{Name: name, Op: op, Attrs: attrs}
-		for _, out := range np.GetOutput() {
-			if out == "" {
-				// An omitted optional output.
-				n.Outputs = append(n.Outputs, ir.NoTensor)
-				continue
-			}
-			if err := im.checkNew(name, op, out); err != nil {
-				return err
-			}
-			id := g.AddTensor(ir.Tensor{Name: out, Producer: -1})
-			im.ids[out] = id
-			n.Outputs = append(n.Outputs, id)
-		}
-		nodes = append(nodes, pending{node: n, inputs: np.GetInput(), implicit: implicit})
 	}
 
 	// Resolve inputs now that every output is known: files are not always
@@ -174,6 +221,9 @@ func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
 			if in == "" {
 				n.Inputs = append(n.Inputs, ir.NoTensor)
 				continue
+			}
+			if _, ok := im.seqs[in]; ok {
+				return fmt.Errorf("node %q (%s): input %q is a sequence; berth resolves sequences only through the sequence operators", n.Name, n.Op, in)
 			}
 			id, ok := im.lookup(in)
 			if !ok {
@@ -325,4 +375,79 @@ func dedup(names []string) []string {
 		}
 	}
 	return out
+}
+
+// node converts the k-th node proto of a graph, appending what it becomes
+// to *nodes (nothing for a Constant or a sequence operator that only
+// rearranges a sequence).
+func (im *importer) node(k int, np *onnxpb.NodeProto, nodes *[]pending) error {
+	g := im.g
+	op := np.GetOpType()
+	if op == "" {
+		return fmt.Errorf("node %d has no operator type", k)
+	}
+	name := np.GetName()
+	if name == "" {
+		name = fmt.Sprintf("%s_%d", op, k)
+	}
+	domain := normDomain(np.GetDomain())
+	if domain != "" && !(domain == ir.TrainingDomain && ir.TrainingOp(op)) {
+		return fmt.Errorf("node %q: operator %s of domain %q is not supported", name, op, np.GetDomain())
+	}
+	if _, ok := g.Opsets[domain]; !ok && g.Opsets != nil {
+		return fmt.Errorf("node %q: operator %s: the model imports no opset of domain %q", name, op, np.GetDomain())
+	}
+	if domain == "" && im.depth == 0 {
+		if op == "SequenceMap" {
+			return im.sequenceMap(name, np, nodes)
+		}
+		if ins := np.GetInput(); op == "Identity" && len(ins) == 1 && len(np.GetOutput()) == 1 {
+			if s, ok := im.seqs[ins[0]]; ok {
+				out := np.GetOutput()[0]
+				if err := im.checkNew(name, op, out); err != nil {
+					return err
+				}
+				im.seqs[out] = s
+				return nil
+			}
+		}
+	}
+	im.implicit = nil
+	attrs, err := im.attrs(name, op, np.GetAttribute())
+	if err != nil {
+		return err
+	}
+	implicit := dedup(im.implicit)
+	im.implicit = nil
+	if sequenceOps[op] && domain == "" {
+		if err := im.sequenceNode(name, op, np, attrs, nodes); err != nil {
+			return err
+		}
+		return nil
+	}
+	if op == "Constant" {
+		if err := im.constant(name, np, attrs); err != nil {
+			return err
+		}
+		return nil
+	}
+	if len(implicit) > 0 && op == "Constant" {
+		return fmt.Errorf("node %q (Constant): a constant cannot hold a subgraph", name)
+	}
+	n := ir.Node{Name: name, Op: op, Domain: domain, Attrs: attrs}
+	for _, out := range np.GetOutput() {
+		if out == "" {
+			// An omitted optional output.
+			n.Outputs = append(n.Outputs, ir.NoTensor)
+			continue
+		}
+		if err := im.checkNew(name, op, out); err != nil {
+			return err
+		}
+		id := g.AddTensor(ir.Tensor{Name: out, Producer: -1})
+		im.ids[out] = id
+		n.Outputs = append(n.Outputs, id)
+	}
+	*nodes = append(*nodes, pending{node: n, inputs: np.GetInput(), implicit: implicit})
+	return nil
 }

@@ -111,6 +111,10 @@ type importer struct {
 
 	g   *ir.Graph
 	ids map[string]ir.TensorID // tensor name → ID
+	// seqs maps the main graph's sequence values to their tensors (see
+	// sequence.go).
+	seqs    map[string][]ir.TensorID
+	lowered int // nodes the sequence lowering added (see maxLowered)
 
 	// Subgraph state: depth is how deeply the graph being imported nests
 	// (0 for the main graph); free lists the outer-scope names it reads, in
@@ -200,7 +204,8 @@ func opsetsOf(imports []*onnxpb.OperatorSetIdProto) (map[string]int64, error) {
 		}
 		opsets[domain] = v
 	}
-	if _, ok := opsets[""]; !ok {
+	// A model of only optimizer nodes may import the training domain alone.
+	if _, ok := opsets[""]; !ok && opsets[ir.TrainingDomain] == 0 {
 		return nil, fmt.Errorf("the model imports no opset of the default domain (ai.onnx)")
 	}
 	return opsets, nil

@@ -570,6 +570,8 @@ func FuzzImportBytes(f *testing.F) {
 	f.Add(onnxtest.NestedIfModel(3))
 	f.Add(onnxtest.LoopModel(2))
 	f.Add(onnxtest.ScanModel(false))
+	f.Add(onnxtest.SequenceModel())
+	f.Add(onnxtest.AdagradModel())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ImportBytes(b, "")
 		if err != nil {

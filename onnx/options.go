@@ -18,6 +18,16 @@ type ImportOptions struct {
 	// with the declaration: the same rank (when the file gives one) and
 	// the same size in every dimension the file fixes.
 	InputShapes map[string][]int64
+	// Constants binds graph inputs, by name, to fixed values (DType, Shape
+	// and Data set): each becomes a constant of the graph instead of an
+	// input, before the nodes are read, so that structure which must be
+	// static at import (a sequence's split sizes) may depend on it.
+	Constants map[string]ir.Tensor
+	// SequenceLengths gives the length of sequence-typed graph inputs, by
+	// name. Such an input becomes that many tensor inputs, named by
+	// SequenceElement (their shapes declared by the sequence's element
+	// type or given in InputShapes under the element names).
+	SequenceLengths map[string]int
 }
 
 // boundInput builds a graph input whose shape the caller fixed, checking

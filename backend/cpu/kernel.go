@@ -85,7 +85,7 @@ func Supported(op string) bool { _, ok := builders[op]; return ok }
 // into a kernel, returning the scratch bytes it needs per run. Unsupported
 // op/dtype combinations return an error naming the node, op and dtype.
 func Build(g *ir.Graph, n *ir.Node) (k Kernel, scratch int64, err error) {
-	if n.Domain != "" && n.Domain != "ai.onnx" {
+	if !ir.DomainOK(n.Domain, n.Op) {
 		return nil, 0, fmt.Errorf("node %q: operator %s of domain %q is not supported by the CPU backend", n.Name, n.Op, n.Domain)
 	}
 	f, ok := builders[n.Op]
