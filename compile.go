@@ -38,6 +38,10 @@ type Options struct {
 	// allocating anything, when the plan exceeds it. 0 means the
 	// machine's physical memory; a negative value means no limit.
 	MemoryLimit int64
+	// Precision of the matrix products on a GPU (FP32 by default; the
+	// environment variable BERTH_CUDA_PRECISION, where set, overrides it).
+	// The CPU backend ignores it.
+	Precision Precision
 	// FileOrder runs the nodes in the model file's order instead of the
 	// schedule, among several, whose arena is smallest.
 	FileOrder bool

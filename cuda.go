@@ -15,16 +15,18 @@ import (
 // absent the error wraps ErrNoDevice; an operator or type without CUDA
 // kernels is an error naming the node.
 //
-// BERTH_CUDA_PRECISION=tf32 in the environment lets the float32 GEMMs use
-// the TF32 tensor cores (see cuda.TF32); the default is plain float32.
-func compileCUDA(m *Model, _ Options) (*cuda.Executable, error) {
-	var opts cuda.Options
-	switch p := strings.ToLower(os.Getenv("BERTH_CUDA_PRECISION")); p {
-	case "", "fp32", "float32":
-	case "tf32":
-		opts.Precision = cuda.TF32
-	default:
-		return nil, fmt.Errorf("compile for cuda: BERTH_CUDA_PRECISION=%q: want fp32 or tf32", p)
+// BERTH_CUDA_PRECISION in the environment sets the GEMMs' precision: tf32
+// lets the float32 GEMMs use the TF32 tensor cores (see cuda.TF32); bf16
+// and f16 run them on 16-bit weights and activations with float32
+// accumulation (cuda.BF16, cuda.F16); the default is plain float32.
+func compileCUDA(m *Model, o Options) (*cuda.Executable, error) {
+	opts := cuda.Options{Precision: o.Precision}
+	if env := os.Getenv("BERTH_CUDA_PRECISION"); env != "" {
+		p, err := ParsePrecision(env)
+		if err != nil {
+			return nil, fmt.Errorf("compile for cuda: BERTH_CUDA_PRECISION: %w", err)
+		}
+		opts.Precision = p
 	}
 	exe, err := cuda.Compile(m.graph, opts)
 	if errors.Is(err, driver.ErrUnavailable) {
@@ -34,6 +36,34 @@ func compileCUDA(m *Model, _ Options) (*cuda.Executable, error) {
 		return nil, fmt.Errorf("compile for cuda: %w", err)
 	}
 	return exe, nil
+}
+
+// Precision is the arithmetic of the matrix products (MatMul, Gemm, Conv)
+// on a GPU; the CPU backend always computes in float32.
+type Precision = cuda.Precision
+
+// The precisions.
+const (
+	FP32 = cuda.FP32 // float32 throughout (the default)
+	TF32 = cuda.TF32 // float32 operands on the TF32 tensor cores
+	BF16 = cuda.BF16 // bfloat16 weights and activations, float32 accumulation
+	F16  = cuda.F16  // IEEE half weights and activations, float32 accumulation
+)
+
+// ParsePrecision reads a precision as the command line and
+// BERTH_CUDA_PRECISION spell it: fp32, tf32, bf16 or f16.
+func ParsePrecision(s string) (Precision, error) {
+	switch strings.ToLower(s) {
+	case "fp32", "float32", "f32":
+		return FP32, nil
+	case "tf32":
+		return TF32, nil
+	case "bf16", "bfloat16":
+		return BF16, nil
+	case "f16", "fp16", "float16":
+		return F16, nil
+	}
+	return FP32, fmt.Errorf("unknown precision %q (want fp32, tf32, bf16 or f16)", s)
 }
 
 // cudaSession runs a CUDA executable behind the root Session API: Session

@@ -72,108 +72,121 @@ func TestCUDAFixturesMatchCPU(t *testing.T) {
 		t.Skipf("no CUDA here: %v", err)
 	}
 	timing := os.Getenv("BERTH_CUDA_TIMING") != ""
-	for _, f := range loadCUDAFixtures(t) {
-		t.Run(f.name, func(t *testing.T) {
-			cpuExe, err := Compile(f.model, CPU, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs, err := cpuExe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			want, err := cs.Run(context.Background(), f.inputs...)
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			start := time.Now()
-			exe, err := compileCUDA(f.model, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			compileTime := time.Since(start)
-			defer exe.Close()
-			cs2, err := newCUDASession(f.model.graph, exe)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs2.close()
-			s := cs2.s
-			_, pl := exe.Plan()
-			if s.ArenaBytes() != pl.ArenaBytes || exe.ArenaBytes() != pl.ArenaBytes {
-				t.Errorf("device arena %d bytes, plan %d", s.ArenaBytes(), pl.ArenaBytes)
-			}
-			in := make([][]byte, len(f.inputs))
-			for i := range in {
-				in[i] = f.inputs[i].Data
-				copy(cs2.inputs[i], in[i]) // as Session.bind does
-			}
-			for i := range cs2.out {
-				for j := range cs2.out[i] {
-					cs2.out[i][j] = 0xFF // NaN as float32: every byte must be written
-				}
-			}
-			got, err := cs2.run()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := cs2.out
-			for i := range want {
-				if want[i].DType != Float32 {
-					if !slices.Equal(out[i], want[i].Data) {
-						t.Errorf("output %q differs", want[i].Name)
-					}
-					continue
-				}
-				if got[i].Name != want[i].Name || !slices.Equal(got[i].Shape, want[i].Shape) {
-					t.Errorf("output %d is %q %v, want %q %v", i, got[i].Name, got[i].Shape, want[i].Name, want[i].Shape)
-				}
-				rel := relErr(f32View(out[i]), f32View(want[i].Data))
-				t.Logf("%s output %q %v: rel L2 %.3g vs CPU", f.name, want[i].Name, want[i].Shape, rel)
-				if !(rel <= 1e-4) {
-					t.Errorf("output %q: rel L2 %.3g > 1e-4", want[i].Name, rel)
-				}
-			}
-			t.Logf("%s: %d nodes, %d launches, arena %d bytes, weights %d bytes, compile %v, graphed %v",
-				f.name, len(f.model.graph.Nodes), exe.Launches(), exe.ArenaBytes(), exe.WeightBytes(), compileTime, s.Graphed())
-			if !s.Graphed() {
-				t.Errorf("the session did not capture a CUDA graph")
-			}
-			allocs := testing.AllocsPerRun(20, func() {
-				if err := s.Run(in, out); err != nil {
-					t.Fatal(err)
-				}
+	precisions := []struct {
+		name string  // BERTH_CUDA_PRECISION
+		tol  float64 // rel L2 bound against the CPU
+	}{{"fp32", 1e-4}, {"bf16", 1e-2}, {"f16", 1e-2}}
+	for _, pc := range precisions {
+		for _, f := range loadCUDAFixtures(t) {
+			t.Run(pc.name+"/"+f.name, func(t *testing.T) {
+				t.Setenv("BERTH_CUDA_PRECISION", pc.name)
+				testCUDAFixture(t, f, pc.name, pc.tol, timing && pc.name == "fp32")
 			})
-			t.Logf("%s: %v host allocations per run", f.name, allocs)
-			if allocs != 0 {
-				t.Errorf("%v host allocations per run, want 0", allocs)
-			}
-			if !timing {
-				return
-			}
-			eagerExe, err := cuda.Compile(f.model.graph, cuda.Options{NoGraphs: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer eagerExe.Close()
-			eager, err := eagerExe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer eager.Close()
-			gpu := median(100, 10, func() error { return s.Run(in, out) })
-			one := median(100, 10, func() error { return eager.Run(in, out) })
-			host := median(100, 10, func() error { _, err := cs.Run(context.Background(), f.inputs...); return err })
-			kt, err := s.KernelTime(200)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("TIMING %-10s %s: median of 100 runs: cuda graph %7.1f µs (graphed %v; kernels alone %.1f µs), cuda eager %7.1f µs, cpu %8.1f µs",
-				f.name, exe.DeviceName(), gpu, s.Graphed(), float64(kt.Nanoseconds())/1e3, one, host)
-		})
+		}
 	}
+}
+
+// testCUDAFixture compiles f for the CPU and for CUDA (in the precision
+// BERTH_CUDA_PRECISION names) and compares the outputs: rel L2 ≤ tol.
+func testCUDAFixture(t *testing.T, f cudaFixture, prec string, tol float64, timing bool) {
+	cpuExe, err := Compile(f.model, CPU, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := cpuExe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	want, err := cs.Run(context.Background(), f.inputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	exe, err := compileCUDA(f.model, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compileTime := time.Since(start)
+	defer exe.Close()
+	cs2, err := newCUDASession(f.model.graph, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.close()
+	s := cs2.s
+	_, pl := exe.Plan()
+	if s.ArenaBytes() != pl.ArenaBytes || exe.ArenaBytes() != pl.ArenaBytes {
+		t.Errorf("device arena %d bytes, plan %d", s.ArenaBytes(), pl.ArenaBytes)
+	}
+	in := make([][]byte, len(f.inputs))
+	for i := range in {
+		in[i] = f.inputs[i].Data
+		copy(cs2.inputs[i], in[i]) // as Session.bind does
+	}
+	for i := range cs2.out {
+		for j := range cs2.out[i] {
+			cs2.out[i][j] = 0xFF // NaN as float32: every byte must be written
+		}
+	}
+	got, err := cs2.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := cs2.out
+	for i := range want {
+		if want[i].DType != Float32 {
+			if !slices.Equal(out[i], want[i].Data) {
+				t.Errorf("output %q differs", want[i].Name)
+			}
+			continue
+		}
+		if got[i].Name != want[i].Name || !slices.Equal(got[i].Shape, want[i].Shape) {
+			t.Errorf("output %d is %q %v, want %q %v", i, got[i].Name, got[i].Shape, want[i].Name, want[i].Shape)
+		}
+		rel := relErr(f32View(out[i]), f32View(want[i].Data))
+		t.Logf("%s %s output %q %v: rel L2 %.3g vs CPU", prec, f.name, want[i].Name, want[i].Shape, rel)
+		if !(rel <= tol) {
+			t.Errorf("output %q: rel L2 %.3g > %g", want[i].Name, rel, tol)
+		}
+	}
+	t.Logf("%s: %d nodes, %d launches, arena %d bytes, weights %d bytes, compile %v, graphed %v",
+		f.name, len(f.model.graph.Nodes), exe.Launches(), exe.ArenaBytes(), exe.WeightBytes(), compileTime, s.Graphed())
+	if !s.Graphed() {
+		t.Errorf("the session did not capture a CUDA graph")
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := s.Run(in, out); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%s %s: %v host allocations per run", prec, f.name, allocs)
+	if allocs != 0 {
+		t.Errorf("%v host allocations per run, want 0", allocs)
+	}
+	if !timing {
+		return
+	}
+	eagerExe, err := cuda.Compile(f.model.graph, cuda.Options{NoGraphs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eagerExe.Close()
+	eager, err := eagerExe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eager.Close()
+	gpu := median(100, 10, func() error { return s.Run(in, out) })
+	one := median(100, 10, func() error { return eager.Run(in, out) })
+	host := median(100, 10, func() error { _, err := cs.Run(context.Background(), f.inputs...); return err })
+	kt, err := s.KernelTime(200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("TIMING %-10s %s: median of 100 runs: cuda graph %7.1f µs (graphed %v; kernels alone %.1f µs), cuda eager %7.1f µs, cpu %8.1f µs",
+		f.name, exe.DeviceName(), gpu, s.Graphed(), float64(kt.Nanoseconds())/1e3, one, host)
 }
 
 // median times fn n times after warm runs and returns the median in µs.

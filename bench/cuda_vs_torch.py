@@ -2,12 +2,14 @@
 """Time PyTorch on a CUDA GPU against berth on the same models.
 
 Builds the corpus models of scripts/gen_corpus.py (random weights, fixed
-seeds), exports each to ONNX, and times PyTorch at batch 1 in fp32: eager,
-and one CUDA graph captured from the model and replayed. Prints one JSON
-line per model; berth's side is `berth bench MODEL --device cuda --json` on
-the exported file, run by bench/cuda_vs_torch.sh in the same session.
+seeds), exports each to ONNX at the batch asked for (1 by default), and
+times PyTorch in fp32 (TF32 off): eager, eager under
+torch.autocast("cuda", dtype=torch.bfloat16), and one fp32 CUDA graph
+captured from the model and replayed. Prints one JSON line per model;
+berth's side is `berth bench MODEL --device cuda --json` on the exported
+file, run by bench/cuda_vs_torch.sh in the same session.
 
-    python3 bench/cuda_vs_torch.py OUTDIR [--only bert_base,gpt2_small,resnet50]
+    python3 bench/cuda_vs_torch.py OUTDIR [--only bert_base,gpt2_small,resnet50] [--batch N]
 
 It also saves each model's inputs and PyTorch's fp32 outputs on the GPU
 (OUTDIR/MODEL.io lists `NAME=PATH` for the inputs), so that the script can
@@ -77,6 +79,14 @@ def save_io(outdir, name, inputs, input_names, outputs, output_names):
         f.write(" ".join(output_names[:len(outputs)]) + "\n")
 
 
+def batched(t, n):
+    """Fresh inputs like t (batch 1) with n rows: the same kind of values."""
+    shape = (n,) + tuple(t.shape[1:])
+    if t.is_floating_point():
+        return torch.randn(shape, dtype=t.dtype)
+    return torch.randint(0, 1000, shape, dtype=t.dtype)
+
+
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "--compare":
         compare(*sys.argv[2:])
@@ -84,16 +94,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--only", default="bert_base,gpt2_small,resnet50")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--no-graph", action="store_true", help="skip the CUDA graph")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     for name in args.only.split(","):
-        rec = {"model": name, "torch": torch.__version__, "device": torch.cuda.get_device_name()}
+        rec = {"model": name, "batch": args.batch, "torch": torch.__version__, "device": torch.cuda.get_device_name()}
         try:
             torch.manual_seed(sum(ord(c) for c in name))
             model, inputs, input_names, output_names = gen_corpus.CORPUS[name]()
             model.eval()
+            if args.batch != 1:
+                inputs = tuple(batched(t, args.batch) for t in inputs)
             path = os.path.join(args.dir, name + ".onnx")
             kw = {}
             if "dynamo" in inspect.signature(torch.onnx.export).parameters:
@@ -110,6 +124,14 @@ def main():
                 except Exception as e:  # parity is extra; timing goes on
                     rec["io_error"] = f"{type(e).__name__}: {e}"
                 rec["eager_ms"] = median_ms(lambda: model(*x))
+
+                def autocast():
+                    with torch.autocast("cuda", dtype=torch.bfloat16):
+                        return model(*x)
+                rec["eager_bf16_ms"] = median_ms(autocast)
+                if args.no_graph:
+                    print(json.dumps(rec), flush=True)
+                    continue
                 static = tuple(t.clone() for t in x)
                 s = torch.cuda.Stream()
                 s.wait_stream(torch.cuda.current_stream())

@@ -2,8 +2,11 @@ package cuda
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/berth-ml/berth/backend/cuda/driver"
+	"github.com/berth-ml/berth/dtype"
+	"github.com/berth-ml/berth/ir"
 )
 
 // blasGemm tries to express g as one cublasSgemmStridedBatched call,
@@ -50,12 +53,95 @@ func (c *bctx) blasGemm(g gemmCall) bool {
 			return false
 		}
 	}
+	A, B := g.b, g.a // cuBLAS's operands
+	if c.half != nil {
+		if !c.halfable(g.b, g.bHalf) || !c.halfable(g.a, false) {
+			return false
+		}
+		A, B = c.halfOperand(g.b, g.bHalf), c.halfOperand(g.a, false)
+		bg.ab = driver.R16BF
+		if c.half.prec == F16 {
+			bg.ab = driver.R16F
+		}
+	} else if g.bHalf {
+		return false
+	}
 	if g.d.kind != argWords {
 		bg.beta = g.beta
-		c.elementwise(gemmModule, "fill_addend", nb*M*N, g.d, g.c, i64(M), i64(N), i64(g.sdm), i64(g.sdn), i64(sD), i64(sC), i64(nb))
+		if M <= 65535 && nb <= 65535 {
+			c.byRows(gemmModule, "fill_addend_rows", N, M, nb, g.d, g.c, i64(N), i64(g.sdm), i64(g.sdn), i64(sD), i64(sC))
+		} else {
+			c.elementwise(gemmModule, "fill_addend", nb*M*N, g.d, g.c, i64(M), i64(N), i64(g.sdm), i64(g.sdn), i64(sD), i64(sC), i64(nb))
+		}
 	}
-	c.launches = append(c.launches, launch{node: c.node, blas: bg, args: []arg{g.b, g.a, g.c}})
+	c.launches = append(c.launches, launch{node: c.node, blas: bg, args: []arg{A, B, g.c}})
 	return true
+}
+
+// halfMode is the rounding kernels' target: 0 bfloat16, 1 IEEE half.
+func halfMode(p Precision) int32 {
+	if p == F16 {
+		return 1
+	}
+	return 0
+}
+
+// halfOperand returns a float32 GEMM operand a as 16-bit values of the
+// precision's type, with the same element offset, strides and leading
+// dimension: a constant's shadow copy in the weight region (made once per
+// constant and shared by every GEMM that reads it), or an activation
+// rounded into the node's scratch by a kernel queued before the GEMM.
+// already says a holds 16-bit values now. halfable must have said yes.
+func (c *bctx) halfOperand(a arg, already bool) arg {
+	if already {
+		return a
+	}
+	t := c.g.Tensor(a.id)
+	if t.IsConst() {
+		idx, ok := c.half.shadow[a.id]
+		if !ok {
+			idx = len(*c.extras)
+			c.extra(shadowBytes(t.Data, c.half.prec))
+			c.half.shadow[a.id] = idx
+		}
+		return arg{kind: argExtra, id: ir.TensorID(idx), off: a.off / 2}
+	}
+	n := t.Shape.Elements()
+	off := alignUp(c.scratch, Alignment)
+	c.scratch = off + n*2
+	if n%2 == 0 { // slots are Alignment-aligned: pairs are 8-byte aligned
+		c.elementwise(eltwise, "round_f32_h2", n/2, arg{kind: argTensor, id: a.id}, arg{kind: argScratch, off: off}, i64(n/2), i32(halfMode(c.half.prec)))
+	} else {
+		c.elementwise(eltwise, "round_f32_h", n, arg{kind: argTensor, id: a.id}, arg{kind: argScratch, off: off}, i64(n), i32(halfMode(c.half.prec)))
+	}
+	return arg{kind: argScratch, off: off + a.off/2}
+}
+
+// halfable reports whether halfOperand can place a: a float32 tensor at a
+// whole-element offset, or an operand already in 16 bits.
+func (c *bctx) halfable(a arg, already bool) bool {
+	if already {
+		return true
+	}
+	return a.kind == argTensor && a.off%4 == 0 && c.g.Tensor(a.id).DType == ir.Float32
+}
+
+// shadowBytes converts float32 data (native byte order) to bfloat16 or
+// IEEE half, rounding to nearest even.
+func shadowBytes(data []byte, p Precision) []byte {
+	n := len(data) / 4
+	out := make([]byte, 2*n)
+	if n == 0 {
+		return out
+	}
+	src := unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), n)
+	dst := unsafe.Slice((*uint16)(unsafe.Pointer(&out[0])), n)
+	if p == F16 {
+		dtype.F16sFromF32s(dst, src)
+	} else {
+		dtype.BF16sFromF32s(dst, src)
+	}
+	return out
 }
 
 // collapseBatch drops the size-1 axes of a batch space and merges axes

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -48,6 +49,22 @@ type blasGemm struct {
 	strideC          int64
 	batch            int64
 	alpha, beta      float32
+	ab               driver.DataType // A and B: R32F (cublasSgemmStridedBatched) or a 16-bit type (GemmEx)
+}
+
+// run issues the GEMM whose arguments are in a.
+func (b *blasGemm) run(a driver.Args) error {
+	if b.ab != driver.R32F {
+		return driver.RunGemmEx(a)
+	}
+	return driver.RunSgemm(a)
+}
+
+// halves is the compile-wide state of 16-bit GEMM operands: the precision
+// and the extra holding each constant's shadow copy.
+type halves struct {
+	prec   Precision
+	shadow map[ir.TensorID]int
 }
 
 // bctx is what a builder sees of its node, and where it leaves its launches.
@@ -59,6 +76,7 @@ type bctx struct {
 	sms    int
 	extras *[][]byte // compile-time constants of the whole executable
 	blas   bool      // GEMMs may go to cuBLAS
+	half   *halves   // non-nil: cuBLAS GEMMs take 16-bit operands
 
 	launches []launch
 	scratch  int64
@@ -100,8 +118,17 @@ func Supported(op string) bool { _, ok := builders[op]; return ok }
 
 // buildNode compiles node i of g into its launches and scratch size.
 func buildNode(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte) (c *bctx, err error) {
+	return buildNodeWith(g, i, sms, blas, extras, nil)
+}
+
+// buildNodeWith is buildNode with the GEMMs' operands in 16 bits where hs
+// is non-nil (and blas is set).
+func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves) (c *bctx, err error) {
 	n := &g.Nodes[i]
 	c = &bctx{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras}
+	if blas {
+		c.half = hs
+	}
 	if c.opset == 0 {
 		c.opset = 17
 	}
@@ -239,6 +266,16 @@ func (c *bctx) rowwise(m *source, kernel string, rows int64, args ...arg) {
 	}
 	b := min(rows, 1<<20)
 	c.launches = append(c.launches, launch{node: c.node, module: m, kernel: kernel, grid: [3]uint32{uint32(b), 1, 1}, block: [3]uint32{threads, 1, 1}, args: args})
+}
+
+// byRows adds a launch over ny·nz rows of n elements: blockIdx.y and
+// blockIdx.z pick the row (ny, nz ≤ 65535), x-blocks stride along it.
+func (c *bctx) byRows(m *source, kernel string, n, ny, nz int64, args ...arg) {
+	if n <= 0 || ny <= 0 || nz <= 0 {
+		return
+	}
+	bx := min((n+threads-1)/threads, 65535)
+	c.launches = append(c.launches, launch{node: c.node, module: m, kernel: kernel, grid: [3]uint32{uint32(bx), uint32(ny), uint32(nz)}, block: [3]uint32{threads, 1, 1}, args: args})
 }
 
 // copyBytes adds a device copy of n bytes.
@@ -668,7 +705,8 @@ type gemmCall struct {
 	sbk, sbn    int64
 	sdm, sdn    int64
 	alpha, beta float32
-	batch       geo // over the batch axes; strides into A, B, C, D
+	batch       geo  // over the batch axes; strides into A, B, C, D
+	bHalf       bool // b already holds 16-bit values of the precision's type (c.half)
 }
 
 func (c *bctx) gemm(g gemmCall) error {
@@ -687,6 +725,9 @@ func (c *bctx) gemm(g gemmCall) error {
 	}
 	if c.blas && c.blasGemm(g) {
 		return nil
+	}
+	if g.bHalf {
+		return c.errorf("internal error: 16-bit GEMM operand without cuBLAS")
 	}
 	gw, err := g.batch.encode()
 	if err != nil {
@@ -838,14 +879,34 @@ func buildConv(c *bctx) error {
 	ohw := OH * OW
 	src := c.inArg(0)
 	direct := kk == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0 && OH == H && OW == W
+	half := false
 	if !direct {
-		c.scratch = N * C * kk * ohw * 4
 		p := []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),
 			uint64(SH), uint64(SW), uint64(PH), uint64(PW), uint64(DH), uint64(DW), 1}
-		c.elementwise(convModule, "im2col", N*C*kk*ohw, c.inArg(0), arg{kind: argScratch}, words(p))
+		// By rows (a block row per patch row and image) where the grid
+		// and 32-bit indices allow it.
+		rows := C*kk <= 65535 && N <= 65535 && ohw <= math.MaxInt32 && H*W <= math.MaxInt32
+		if c.half != nil && (group == 1 || N == 1) { // one cuBLAS batch axis, so blasGemm takes it
+			// The patches go straight to 16 bits: half the scratch, no
+			// separate rounding pass.
+			c.scratch = N * C * kk * ohw * 2
+			if rows {
+				c.byRows(convModule, "im2col_rows_h", ohw, C*kk, N, c.inArg(0), arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
+			} else {
+				c.elementwise(convModule, "im2col_h", N*C*kk*ohw, c.inArg(0), arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
+			}
+			half = true
+		} else {
+			c.scratch = N * C * kk * ohw * 4
+			if rows {
+				c.byRows(convModule, "im2col_rows", ohw, C*kk, N, c.inArg(0), arg{kind: argScratch}, words(p))
+			} else {
+				c.elementwise(convModule, "im2col", N*C*kk*ohw, c.inArg(0), arg{kind: argScratch}, words(p))
+			}
+		}
 		src = arg{kind: argScratch}
 	}
-	g := gemmCall{a: c.inArg(1), b: src, c: c.outArg(0), d: bias, m: cog, n: ohw, k: cig * kk,
+	g := gemmCall{a: c.inArg(1), b: src, bHalf: half, c: c.outArg(0), d: bias, m: cog, n: ohw, k: cig * kk,
 		sam: cig * kk, sak: 1, sbk: ohw, sbn: 1, sdm: 1, sdn: 0, alpha: 1, beta: 1,
 		batch: geo{shape: []int64{N, group}, st: [][]int64{{0, cog * cig * kk}, {C * kk * ohw, cig * kk * ohw}, {OC * ohw, cog * ohw}, {0, cog}}}}
 	return c.gemm(g)
@@ -948,6 +1009,13 @@ func buildSoftmax(c *bctx) error {
 	var log int32
 	if c.n.Op == "LogSoftmax" {
 		log = 1
+	}
+	if rows := outer * inner; inner == 1 && dim <= 1024 && rows > 0 {
+		// A warp per row, eight rows a block.
+		b := min((rows+7)/8, 1<<20)
+		c.launches = append(c.launches, launch{node: c.node, module: norm, kernel: "softmax_warp", grid: [3]uint32{uint32(b), 1, 1}, block: [3]uint32{threads, 1, 1},
+			args: []arg{c.inArg(0), c.outArg(0), i64(rows), i32(int32(dim)), i32(log)}})
+		return nil
 	}
 	c.rowwise(norm, "softmax", outer*inner, c.inArg(0), c.outArg(0), i64(outer*inner), i64(dim), i64(inner), i32(log))
 	return nil

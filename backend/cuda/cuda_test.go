@@ -538,7 +538,7 @@ func TestKernelThroughput(t *testing.T) {
 	variants := []struct {
 		name string
 		opts Options
-	}{{"cublas", Options{}}, {"nvrtc", Options{NoBLAS: true}}, {"tf32", Options{Precision: TF32}}}
+	}{{"cublas", Options{}}, {"nvrtc", Options{NoBLAS: true}}, {"tf32", Options{Precision: TF32}}, {"bf16", Options{Precision: BF16}}}
 	for _, tc := range cases {
 		for _, v := range variants {
 			if tc.flops == 0 && v.name != "cublas" {
@@ -694,5 +694,82 @@ func TestTF32(t *testing.T) {
 	t.Logf("TF32 MatMul 128x768x512: rel L2 %.3g", rel)
 	if !(rel < 1e-2) {
 		t.Errorf("rel L2 %.3g, want < 1e-2", rel)
+	}
+}
+
+// TestHalfPrecision checks the bf16 and f16 GEMM precisions against the
+// CPU on each way an operand reaches cuBLAS (a constant's shadow copy, an
+// activation rounded into scratch, im2col's 16-bit patches, a strided
+// batch of activations, Gemm's addend): rel L2 under 1e-2, the products'
+// rounding rather than a wrong element.
+func TestHalfPrecision(t *testing.T) {
+	requireGPU(t)
+	if driver.LoadBLAS() != nil {
+		t.Skip("no cuBLAS")
+	}
+	cases := []struct {
+		name  string
+		build func(g *tg)
+	}{
+		{"matmul const 128x768x512", func(g *tg) {
+			g.node("MatMul", nil, 1, g.input(ir.Float32, 128, 768), g.constant(ir.Float32, 768, 512))
+		}},
+		{"matmul batched act 12x128x64x128", func(g *tg) {
+			g.node("MatMul", nil, 1, g.input(ir.Float32, 12, 128, 64), g.input(ir.Float32, 12, 64, 128))
+		}},
+		{"matmul 3d x 2d 2x64x96x40", func(g *tg) {
+			g.node("MatMul", nil, 1, g.input(ir.Float32, 2, 64, 96), g.constant(ir.Float32, 96, 40))
+		}},
+		{"gemm transB bias 32x256x100", func(g *tg) {
+			g.node("Gemm", ir.Attrs{"transB": intv(1), "alpha": floatv(0.5), "beta": floatv(2)}, 1,
+				g.input(ir.Float32, 32, 256), g.constant(ir.Float32, 100, 256), g.constant(ir.Float32, 100))
+		}},
+		{"conv 3x3 pad bias 2x16x20x20", func(g *tg) {
+			g.node("Conv", ir.Attrs{"pads": ints(1, 1, 1, 1)}, 1, g.input(ir.Float32, 2, 16, 20, 20), g.constant(ir.Float32, 32, 16, 3, 3), g.constant(ir.Float32, 32))
+		}},
+		{"conv 1x1 2x64x14x14", func(g *tg) {
+			g.node("Conv", nil, 1, g.input(ir.Float32, 2, 64, 14, 14), g.constant(ir.Float32, 48, 64, 1, 1))
+		}},
+		{"conv grouped 2x16x9x9", func(g *tg) {
+			g.node("Conv", ir.Attrs{"group": intv(4), "strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 16, 9, 9), g.constant(ir.Float32, 8, 4, 3, 3))
+		}},
+	}
+	for _, prec := range []Precision{BF16, F16} {
+		for _, tc := range cases {
+			t.Run(prec.String()+"/"+tc.name, func(t *testing.T) {
+				g := newTG(17)
+				tc.build(g)
+				want := g.reference(t)[0]
+				exe, err := Compile(g.g, Options{Precision: prec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer exe.Close()
+				s, err := exe.NewSession()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				got := [][]byte{make([]byte, len(want))}
+				for i := range got[0] {
+					got[0][i] = 0xFF
+				}
+				if err := s.Run(g.in, got); err != nil {
+					t.Fatal(err)
+				}
+				var num, den float64
+				for i := 0; i < len(want); i += 4 {
+					gv := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[0][i:])))
+					wv := float64(math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
+					num += (gv - wv) * (gv - wv)
+					den += wv * wv
+				}
+				rel := math.Sqrt(num / den)
+				t.Logf("%s %s: rel L2 %.3g, %d launches, weights %d bytes", prec, tc.name, rel, exe.Launches(), exe.WeightBytes())
+				if !(rel < 1e-2) || rel == 0 {
+					t.Errorf("rel L2 %.3g, want in (0, 1e-2)", rel)
+				}
+			})
+		}
 	}
 }

@@ -10,6 +10,13 @@
 // a 1×1 convolution) go to cuBLAS (cublasSgemmStridedBatched, float32
 // arithmetic unless Options.Precision asks for TF32) where it is
 // installed and the strides fit; elsewhere to berth's own tiled SGEMM.
+// Under Options.Precision BF16 or F16 those GEMMs run through
+// cublasGemmStridedBatchedEx on 16-bit operands with float32 accumulation
+// and a float32 result: each constant operand gets a 16-bit shadow copy in
+// the weight region (rounded to nearest even at compile time; the float32
+// original is uploaded only if a kernel still reads it), activations are
+// rounded into the node's planned scratch by a small kernel, and im2col
+// writes its patches in 16 bits directly. Everything else stays float32.
 //
 // A Session owns one device arena of exactly the plan's size, a stream,
 // a cuBLAS handle with its own workspace, and page-locked staging for the

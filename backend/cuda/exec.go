@@ -43,7 +43,34 @@ const (
 	// TF32 lets float32 GEMMs use the TF32 tensor cores: 10-bit
 	// mantissas for the products, float32 accumulation.
 	TF32
+	// BF16 runs the cuBLAS GEMMs on bfloat16 operands with float32
+	// accumulation and a float32 result: constant weights are kept as
+	// bfloat16 shadow copies in the weight region (rounded to nearest
+	// even at compile time), activations are rounded into the node's
+	// planned scratch by a small kernel before each GEMM.
+	BF16
+	// F16 is BF16 with IEEE half-precision operands (more mantissa, less
+	// range: values beyond ±65504 become infinite).
+	F16
 )
+
+// half reports whether p runs the GEMMs on 16-bit operands.
+func (p Precision) half() bool { return p == BF16 || p == F16 }
+
+// String names p as BERTH_CUDA_PRECISION spells it.
+func (p Precision) String() string {
+	switch p {
+	case FP32:
+		return "fp32"
+	case TF32:
+		return "tf32"
+	case BF16:
+		return "bf16"
+	case F16:
+		return "f16"
+	}
+	return fmt.Sprintf("Precision(%d)", uint8(p))
+}
 
 // blasWorkspace is the device workspace each session gives cuBLAS.
 const blasWorkspace = 32 << 20
@@ -118,8 +145,12 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	var extras [][]byte
 	built := make([]*bctx, len(g.Nodes))
 	scratch := make([]int64, len(g.Nodes))
+	var hs *halves
+	if useBLAS && opts.Precision.half() {
+		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int)}
+	}
 	for i := range g.Nodes {
-		c, err := buildNode(g, i, d.SMs, useBLAS, &extras)
+		c, err := buildNodeWith(g, i, d.SMs, useBLAS, &extras, hs)
 		if err != nil {
 			return nil, err
 		}
@@ -418,13 +449,18 @@ func (e *Executable) NewSession() (*Session, error) {
 	for i, st := range e.steps {
 		if b := st.blas; b != nil {
 			s.gemms[i] = driver.NewArgs()
-			s.blas.SgemmArgs(&driver.Sgemm{
+			sg := driver.Sgemm{
 				TransA: b.transA, TransB: b.transB, M: int(b.m), N: int(b.n), K: int(b.k),
 				A: s.addr(st.args[0]), B: s.addr(st.args[1]), C: s.addr(st.args[2]),
 				LDA: int(b.lda), LDB: int(b.ldb), LDC: int(b.ldc),
 				StrideA: b.strideA, StrideB: b.strideB, StrideC: b.strideC, Batch: int(b.batch),
 				Alpha: &b.alpha, Beta: &b.beta,
-			}, s.gemms[i])
+			}
+			if b.ab != driver.R32F {
+				s.blas.GemmExArgs(&driver.GemmEx{Sgemm: sg, AB: b.ab}, s.gemms[i])
+			} else {
+				s.blas.SgemmArgs(&sg, s.gemms[i])
+			}
 			continue
 		}
 		ps := make([]unsafe.Pointer, len(st.args))
@@ -614,7 +650,7 @@ func (s *Session) launchKernels() error {
 	for i := range e.steps {
 		st := &e.steps[i]
 		if st.blas != nil {
-			if err := driver.RunSgemm(s.gemms[i]); err != nil {
+			if err := st.blas.run(s.gemms[i]); err != nil {
 				n := &e.g.Nodes[st.node]
 				return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
 			}
@@ -724,7 +760,7 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 				start := time.Now()
 				var err error
 				if st.blas != nil {
-					err = driver.RunSgemm(s.gemms[i])
+					err = st.blas.run(s.gemms[i])
 				} else {
 					err = st.fn.LaunchWith(s.hot, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i])
 				}

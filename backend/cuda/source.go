@@ -18,9 +18,22 @@ typedef unsigned char u8;
 struct Geo { i64 rank, n; i64 shape[6]; i64 st[4][6]; };
 // offsets computes the element offsets of linear index i for the first k
 // stride sets.
+// Where the space has fewer than 2³¹ elements the index arithmetic runs in
+// 32 bits: a 64-bit division costs several times a 32-bit one.
 template <int K> __device__ __forceinline__ void offsets(const Geo& g, i64 i, i64* o) {
 	#pragma unroll
 	for (int k = 0; k < K; k++) o[k] = 0;
+	if (g.n <= 0x7fffffffLL) {
+		u32 j = (u32)i;
+		for (int d = (int)g.rank - 1; d >= 0; d--) {
+			u32 s = (u32)g.shape[d];
+			u32 q = j % s;
+			j /= s;
+			#pragma unroll
+			for (int k = 0; k < K; k++) o[k] += (i64)q * g.st[k][d];
+		}
+		return;
+	}
 	for (int d = (int)g.rank - 1; d >= 0; d--) {
 		i64 s = g.shape[d];
 		i64 q = i % s;
@@ -33,8 +46,19 @@ template <int K> __device__ __forceinline__ void offsets(const Geo& g, i64 i, i6
 #define LOOP(i, n) for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)blockDim.x * gridDim.x)
 `
 
-// eltwiseSource holds unary, binary, Where, Cast and plain copies.
-const eltwiseSource = common + `
+// eltwiseSource holds unary, binary, Where, Cast and plain copies, and
+// the rounding of GEMM operands to 16 bits.
+const eltwiseSource = common + halfCommon + `
+extern "C" __global__ void round_f32_h(const float* __restrict__ x, u16* __restrict__ y, i64 n, int mode) {
+	LOOP(i, n) y[i] = round_h(x[i], mode);
+}
+// round_f32_h2 is round_f32_h two elements a thread (n2 pairs, 8-byte aligned).
+extern "C" __global__ void round_f32_h2(const float2* __restrict__ x, u32* __restrict__ y, i64 n2, int mode) {
+	LOOP(i, n2) {
+		float2 v = x[i];
+		y[i] = (u32)round_h(v.x, mode) | ((u32)round_h(v.y, mode) << 16);
+	}
+}
 #define UNARY(name, expr) \
 extern "C" __global__ void name(const float* __restrict__ x, float* __restrict__ y, i64 n, float a, float b) { \
 	LOOP(i, n) { float v = x[i]; y[i] = (expr); } }
@@ -279,6 +303,13 @@ extern "C" __global__ void __launch_bounds__(256) gemm(const float* __restrict__
 		}
 	}
 }
+// fill_addend_rows is fill_addend with one block row per matrix row
+// (blockIdx.y) and matrix (blockIdx.z): no index division.
+extern "C" __global__ void fill_addend_rows(const float* __restrict__ D, float* __restrict__ C, i64 N, i64 sdm, i64 sdn, i64 sD, i64 sC) {
+	const float* d = D + (i64)blockIdx.z * sD + (i64)blockIdx.y * sdm;
+	float* c = C + (i64)blockIdx.z * sC + (i64)blockIdx.y * N;
+	for (i64 n = (i64)blockIdx.x * blockDim.x + threadIdx.x; n < N; n += (i64)blockDim.x * gridDim.x) c[n] = d[n * sdn];
+}
 // fill_addend writes the GEMM addend into C before a cuBLAS call adds
 // alpha·A·B to beta·C: C[z][m, n] = D[z·sD + m·sdm + n·sdn] for nb
 // matrices of M×N, C's sC elements apart.
@@ -291,9 +322,20 @@ extern "C" __global__ void fill_addend(const float* __restrict__ D, float* __res
 }
 `
 
+// halfCommon rounds float32 to the 16-bit GEMM operand types, to nearest
+// even: mode 0 bfloat16, 1 IEEE half.
+const halfCommon = `
+__device__ __forceinline__ u16 round_h(float v, int mode) {
+	u16 r;
+	if (mode) asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
+	else asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(v));
+	return r;
+}
+`
+
 // convSource holds im2col and the direct depthwise convolution, both for
 // two spatial axes (one-axis convolutions run with H = 1).
-const convSource = common + `
+const convSource = common + halfCommon + `
 struct Conv { i64 N, C, H, W, OC, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, mult; };
 // im2col writes, for every image, the (C·KH·KW) × (OH·OW) matrix of input
 // patches (zeros in the padding).
@@ -308,6 +350,45 @@ extern "C" __global__ void im2col(const float* __restrict__ x, float* __restrict
 		float v = 0.f;
 		if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.C + c) * p.H + h) * p.W + w];
 		col[i] = v;
+	}
+}
+// im2col_rows is im2col with one block row per patch row r = (c, kh, kw)
+// (blockIdx.y) and image (blockIdx.z), so that a thread divides once, in
+// 32 bits, per element; im2col_rows_h writes 16-bit operands (round_h).
+template <typename T> __device__ __forceinline__ T im2col_out(float v, int mode);
+template <> __device__ __forceinline__ float im2col_out<float>(float v, int) { return v; }
+template <> __device__ __forceinline__ u16 im2col_out<u16>(float v, int mode) { return round_h(v, mode); }
+template <typename T> __device__ __forceinline__ void im2col_rows_t(const float* __restrict__ x, T* __restrict__ col, const Conv& p, int mode) {
+	int ohw = (int)(p.OH * p.OW), rows = (int)(p.C * p.KH * p.KW);
+	int r = blockIdx.y;
+	i64 b = blockIdx.z;
+	int kw = r % (int)p.KW, kh = (r / (int)p.KW) % (int)p.KH, c = r / (int)(p.KW * p.KH);
+	const float* xp = x + (b * p.C + c) * p.H * p.W;
+	T* cp = col + (b * rows + r) * (i64)ohw;
+	int OW = (int)p.OW, H = (int)p.H, W = (int)p.W, SH = (int)p.SH, SW = (int)p.SW;
+	int h0 = kh * (int)p.DH - (int)p.PH, w0 = kw * (int)p.DW - (int)p.PW;
+	for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < ohw; q += blockDim.x * gridDim.x) {
+		int oh = q / OW, ow = q - oh * OW;
+		int h = oh * SH + h0, w = ow * SW + w0;
+		float v = 0.f;
+		if (h >= 0 && h < H && w >= 0 && w < W) v = xp[h * W + w];
+		cp[q] = im2col_out<T>(v, mode);
+	}
+}
+extern "C" __global__ void im2col_rows(const float* __restrict__ x, float* __restrict__ col, Conv p) { im2col_rows_t<float>(x, col, p, 0); }
+extern "C" __global__ void im2col_rows_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<u16>(x, col, p, mode); }
+// im2col_h is im2col writing 16-bit GEMM operands (see round_h).
+extern "C" __global__ void im2col_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) {
+	i64 ohw = p.OH * p.OW, rows = p.C * p.KH * p.KW;
+	i64 n = p.N * rows * ohw;
+	LOOP(i, n) {
+		i64 q = i % ohw, r = (i / ohw) % rows, b = i / (ohw * rows);
+		i64 ow = q % p.OW, oh = q / p.OW;
+		i64 kw = r % p.KW, kh = (r / p.KW) % p.KH, c = r / (p.KW * p.KH);
+		i64 h = oh * p.SH - p.PH + kh * p.DH, w = ow * p.SW - p.PW + kw * p.DW;
+		float v = 0.f;
+		if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.C + c) * p.H + h) * p.W + w];
+		col[i] = round_h(v, mode);
 	}
 }
 // depthwise: group == C, OC = C·mult, one thread per output.
@@ -387,6 +468,37 @@ extern "C" __global__ void softmax(const float* __restrict__ x, float* __restric
 		} else {
 			float inv = 1.f / s;
 			for (i64 j = threadIdx.x; j < dim; j += blockDim.x) yp[j * inner] = expf(xp[j * inner] - m) * inv;
+		}
+	}
+}
+// softmax_warp is softmax for contiguous rows (inner = 1) of at most
+// 1024 elements: one warp per row, the row in registers, no barriers.
+extern "C" __global__ void softmax_warp(const float* __restrict__ x, float* __restrict__ y, i64 rows, int dim, int logsm) {
+	int lane = threadIdx.x & 31;
+	i64 wpb = blockDim.x >> 5;
+	for (i64 r = (i64)blockIdx.x * wpb + (threadIdx.x >> 5); r < rows; r += (i64)gridDim.x * wpb) {
+		const float* xp = x + r * dim;
+		float* yp = y + r * dim;
+		float v[32];
+		float m = NEG_INF;
+		#pragma unroll
+		for (int k = 0; k < 32; k++) {
+			int j = lane + 32 * k;
+			v[k] = j < dim ? xp[j] : NEG_INF;
+			m = fmaxf(m, v[k]);
+		}
+		m = warp_max(m);
+		float s = 0.f;
+		#pragma unroll
+		for (int k = 0; k < 32; k++) {
+			if (lane + 32 * k < dim) s += expf(v[k] - m);
+		}
+		s = warp_sum(s);
+		float ls = logf(s), inv = 1.f / s;
+		#pragma unroll
+		for (int k = 0; k < 32; k++) {
+			int j = lane + 32 * k;
+			if (j < dim) yp[j] = logsm ? v[k] - m - ls : expf(v[k] - m) * inv;
 		}
 	}
 }

@@ -27,7 +27,11 @@ type benchResult struct {
 	MinMS           float64 `json:"min_ms"`
 	P90MS           float64 `json:"p90_ms"`
 	MeanMS          float64 `json:"mean_ms"`
-	AllocsPerRun    float64 `json:"allocs_per_run"`
+	// AllocsPerRun counts heap allocations as testing.AllocsPerRun does:
+	// those of the whole process over the timed runs, divided by the runs
+	// and rounded down; AllocsTotal is the exact count.
+	AllocsPerRun    uint64  `json:"allocs_per_run"`
+	AllocsTotal     uint64  `json:"allocs_total"`
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 	ActivationBytes int64   `json:"activation_bytes"`
 	WeightBytes     int64   `json:"weight_bytes"`
@@ -91,7 +95,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	res := benchResult{
 		Model: path, Device: string(exe.Device()), Threads: threadsOf(c.threads),
 		Iters: *iters, Warmup: *warmup,
-		AllocsPerRun:    float64(after.Mallocs-before.Mallocs) / float64(*iters),
+		AllocsPerRun:    (after.Mallocs - before.Mallocs) / uint64(*iters),
+		AllocsTotal:     after.Mallocs - before.Mallocs,
 		PeakRSSMB:       peakRSSMB(),
 		ActivationBytes: exe.ArenaBytes(),
 		WeightBytes:     exe.WeightBytes(),
@@ -105,7 +110,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s on %s, %d threads, %d runs after %d warm-up\n", path, res.Device, res.Threads, res.Iters, res.Warmup)
 	fmt.Fprintf(stdout, "  median %.3f ms   min %.3f ms   p90 %.3f ms   mean %.3f ms\n", res.MedianMS, res.MinMS, res.P90MS, res.MeanMS)
-	fmt.Fprintf(stdout, "  allocs/run %.1f   peak RSS %.1f MB   arena %s   weights %s\n", res.AllocsPerRun, res.PeakRSSMB, humanBytes(res.ActivationBytes), humanBytes(res.WeightBytes))
+	fmt.Fprintf(stdout, "  allocs/run %d (%d in all)   peak RSS %.1f MB   arena %s   weights %s\n", res.AllocsPerRun, res.AllocsTotal, res.PeakRSSMB, humanBytes(res.ActivationBytes), humanBytes(res.WeightBytes))
 	if synthetic && len(inputs) > 0 {
 		fmt.Fprintln(stderr, "bench: no --input given; using synthetic inputs (floats in [-1,1), integers 0, bools false)")
 	}

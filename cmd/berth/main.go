@@ -11,9 +11,9 @@ import (
 const usage = `berth — compile a model into one planned arena and run it
 
 usage:
-  berth run   [MODEL] [--input NAME=PATH | --input PATH]... [--output-dir DIR] [--device cpu|cuda] [--threads N] [--json]
+  berth run   [MODEL] [--input NAME=PATH | --input PATH]... [--output-dir DIR] [--device cpu|cuda] [--precision P] [--threads N] [--json]
   berth plan  MODEL [--json] [--svg FILE] [--device cpu|cuda]
-  berth bench MODEL [--input ...] [--iters N] [--warmup N] [--threads N] [--device cpu|cuda] [--json]
+  berth bench MODEL [--input ...] [--iters N] [--warmup N] [--threads N] [--device cpu|cuda] [--precision P] [--json]
   berth info  MODEL [--json]
 
 MODEL is an ONNX file. Inputs are .npy files or ONNX TensorProto .pb files;

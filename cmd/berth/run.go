@@ -22,9 +22,10 @@ import (
 
 // common holds the flags every command that compiles a model shares.
 type common struct {
-	inputs  listFlag
-	device  string
-	threads int
+	inputs    listFlag
+	device    string
+	precision string
+	threads   int
 }
 
 func (c *common) register(fs *flag.FlagSet, withInputs bool) {
@@ -32,13 +33,17 @@ func (c *common) register(fs *flag.FlagSet, withInputs bool) {
 		fs.Var(&c.inputs, "input", "input `NAME=PATH` or PATH (.npy or .pb); repeat for several")
 	}
 	fs.StringVar(&c.device, "device", "cpu", "device: cpu or cuda")
+	fs.StringVar(&c.precision, "precision", "fp32", "matrix products on cuda: fp32, tf32, bf16 or f16")
 	fs.IntVar(&c.threads, "threads", 0, "threads per session (0: all cores)")
 }
 
 // compile loads and compiles a model; path "" is the embedded demo.
 func (c *common) compile(path string) (*berth.Model, *berth.Executable, error) {
+	prec, err := berth.ParsePrecision(c.precision)
+	if err != nil {
+		return nil, nil, usageError{"--precision: " + err.Error()}
+	}
 	var m *berth.Model
-	var err error
 	if path == "" {
 		m, err = berth.LoadBytes(demo.Model(), "")
 	} else {
@@ -47,7 +52,7 @@ func (c *common) compile(path string) (*berth.Model, *berth.Executable, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	exe, err := berth.Compile(m, berth.Device(c.device), berth.Options{Threads: c.threads})
+	exe, err := berth.Compile(m, berth.Device(c.device), berth.Options{Threads: c.threads, Precision: prec})
 	if err != nil {
 		m.Close()
 		return nil, nil, err

@@ -52,6 +52,7 @@ var blasLib struct {
 	err                                                                        error
 	name                                                                       string
 	create, destroy, setStream, setWorkspace, setMathMode, sgemmStridedBatched uintptr
+	gemmStridedBatchedEx                                                       uintptr
 }
 
 // blasNames are the names cuBLAS is installed under, newest first.
@@ -84,6 +85,7 @@ func LoadBLAS() error {
 			{&blasLib.create, "cublasCreate_v2"}, {&blasLib.destroy, "cublasDestroy_v2"},
 			{&blasLib.setStream, "cublasSetStream_v2"}, {&blasLib.setWorkspace, "cublasSetWorkspace_v2"},
 			{&blasLib.setMathMode, "cublasSetMathMode"}, {&blasLib.sgemmStridedBatched, "cublasSgemmStridedBatched"},
+			{&blasLib.gemmStridedBatchedEx, "cublasGemmStridedBatchedEx"},
 		} {
 			p, err := purego.Dlsym(h, s.name)
 			if err != nil {
@@ -175,6 +177,58 @@ func (h BLAS) SgemmArgs(s *Sgemm, a Args) {
 func RunSgemm(a Args) error {
 	if r := callArgs(blasLib.sgemmStridedBatched, a[:18]); r != 0 {
 		return fmt.Errorf("cublasSgemmStridedBatched: %w", BLASStatus(r))
+	}
+	return nil
+}
+
+// DataType is a cudaDataType_t: the element type of a GemmEx operand.
+type DataType int32
+
+// Element types of GemmEx operands.
+const (
+	R32F  DataType = 0  // CUDA_R_32F
+	R16F  DataType = 2  // CUDA_R_16F
+	R16BF DataType = 14 // CUDA_R_16BF
+)
+
+// compute32F is CUBLAS_COMPUTE_32F: float32 accumulation, whatever the
+// operand types.
+const compute32F = 68
+
+// gemmDefault is CUBLAS_GEMM_DEFAULT (-1, an int in C: the low 32 bits
+// of the argument word): cuBLAS picks the algorithm.
+const gemmDefault = 0xffffffff
+
+// GemmEx is the argument list of one cublasGemmStridedBatchedEx call with
+// A and B of type AB, C float32 and float32 accumulation
+// (CUBLAS_COMPUTE_32F), in cuBLAS's column-major terms like Sgemm.
+// Strides and leading dimensions count elements.
+type GemmEx struct {
+	Sgemm
+	AB DataType
+}
+
+// GemmExArgs fills the argument block a for g on handle h; RunGemmEx then
+// issues it without allocating. Alpha and Beta must stay alive while a is
+// used.
+func (h BLAS) GemmExArgs(g *GemmEx, a Args) {
+	s := &g.Sgemm
+	a[0], a[1], a[2] = uintptr(h), uintptr(s.TransA), uintptr(s.TransB)
+	a[3], a[4], a[5] = uintptr(s.M), uintptr(s.N), uintptr(s.K)
+	a[6] = uintptr(unsafe.Pointer(s.Alpha))
+	a[7], a[8], a[9], a[10] = uintptr(s.A), uintptr(g.AB), uintptr(s.LDA), uintptr(s.StrideA)
+	a[11], a[12], a[13], a[14] = uintptr(s.B), uintptr(g.AB), uintptr(s.LDB), uintptr(s.StrideB)
+	a[15] = uintptr(unsafe.Pointer(s.Beta))
+	a[16], a[17], a[18], a[19] = uintptr(s.C), uintptr(R32F), uintptr(s.LDC), uintptr(s.StrideC)
+	a[20], a[21] = uintptr(s.Batch), uintptr(compute32F)
+	a[22] = gemmDefault
+}
+
+// RunGemmEx issues the cublasGemmStridedBatchedEx call whose arguments
+// GemmExArgs wrote into a.
+func RunGemmEx(a Args) error {
+	if r := callArgs(blasLib.gemmStridedBatchedEx, a[:23]); r != 0 {
+		return fmt.Errorf("cublasGemmStridedBatchedEx: %w", BLASStatus(r))
 	}
 	return nil
 }

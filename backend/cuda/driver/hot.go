@@ -15,7 +15,7 @@ import (
 type Args []uintptr
 
 // NewArgs returns a block big enough for every call here.
-func NewArgs() Args { return make(Args, 20) }
+func NewArgs() Args { return make(Args, 24) }
 
 // callArgs calls fn with the arguments a. a must live on the heap (make
 // it with NewArgs), and whatever its words point to must stay alive
