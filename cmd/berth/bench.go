@@ -18,15 +18,15 @@ import (
 )
 
 type benchResult struct {
-	Model           string  `json:"model"`
-	Device          string  `json:"device"`
-	Threads         int     `json:"threads"`
-	Iters           int     `json:"iters"`
-	Warmup          int     `json:"warmup"`
-	MedianMS        float64 `json:"median_ms"`
-	MinMS           float64 `json:"min_ms"`
-	P90MS           float64 `json:"p90_ms"`
-	MeanMS          float64 `json:"mean_ms"`
+	Model    string  `json:"model"`
+	Device   string  `json:"device"`
+	Threads  int     `json:"threads"`
+	Iters    int     `json:"iters"`
+	Warmup   int     `json:"warmup"`
+	MedianMS float64 `json:"median_ms"`
+	MinMS    float64 `json:"min_ms"`
+	P90MS    float64 `json:"p90_ms"`
+	MeanMS   float64 `json:"mean_ms"`
 	// AllocsPerRun counts heap allocations as testing.AllocsPerRun does:
 	// those of the whole process over the timed runs, divided by the runs
 	// and rounded down; AllocsTotal is the exact count.
