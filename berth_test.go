@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,28 @@ type fixture struct {
 	model   string
 	inputs  []berth.Tensor
 	outputs []*npy.Array
+	// altInputs and altOutputs are an optional second input set with
+	// PyTorch's outputs (alt_input_<i>.npy, alt_output_<i>.npy), e.g. one
+	// taking the other branch of an If.
+	altInputs  []berth.Tensor
+	altOutputs []*npy.Array
+}
+
+// readNpySet reads dir/<prefix>_0.npy, dir/<prefix>_1.npy, … up to the
+// first that does not exist.
+func readNpySet(t testing.TB, dir, prefix string) []*npy.Array {
+	t.Helper()
+	var out []*npy.Array
+	for i := 0; ; i++ {
+		a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("%s_%d.npy", prefix, i)))
+		if errors.Is(err, os.ErrNotExist) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
 }
 
 func loadFixtures(t testing.TB) []fixture {
@@ -56,6 +79,10 @@ func loadFixtures(t testing.TB) []fixture {
 			}
 			f.outputs = append(f.outputs, a)
 		}
+		for _, a := range readNpySet(t, dir, "alt_input") {
+			f.altInputs = append(f.altInputs, berth.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
+		}
+		f.altOutputs = readNpySet(t, dir, "alt_output")
 		out = append(out, f)
 	}
 	return out
@@ -140,6 +167,22 @@ func TestFixturesMatchPyTorch(t *testing.T) {
 			}
 			defer s.Close()
 			outs, err := s.Run(context.Background(), f.inputs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOutputs(t, f.name, outs, f.outputs)
+			if f.altInputs == nil {
+				return
+			}
+			// The second input set, on the same session, then the first
+			// again: switching between them (e.g. between the branches of
+			// an If) leaves nothing stale behind.
+			outs, err = s.Run(context.Background(), f.altInputs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOutputs(t, f.name+" (alt)", outs, f.altOutputs)
+			outs, err = s.Run(context.Background(), f.inputs...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,6 +402,16 @@ func TestCUDAMatchesPyTorch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
+			var missing []string
+			for _, n := range m.Graph().Nodes {
+				if !cuda.Supported(n.Op) && !slices.Contains(missing, n.Op) {
+					missing = append(missing, n.Op)
+				}
+			}
+			if len(missing) > 0 {
+				slices.Sort(missing)
+				t.Skipf("no CUDA kernels for %s", strings.Join(missing, ", "))
+			}
 			exe, err := berth.Compile(m, berth.CUDA, berth.Options{})
 			if err != nil {
 				t.Fatal(err)

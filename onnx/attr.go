@@ -54,7 +54,7 @@ func (im *importer) attrs(node, op string, aps []*onnxpb.AttributeProto) (ir.Att
 			}
 			a = ir.Attr{Kind: ir.AttrStrings, Strings: ss}
 		case onnxpb.AttributeProto_TENSOR:
-			t, err := im.tensor(fmt.Sprintf("node %q (%s): attribute %q", node, op, name), ap.GetT(), tensorData{})
+			t, err := im.tensor(fmt.Sprintf("node %q (%s): attribute %q", node, op, name), ap.GetT(), tensorData{raw: im.attrData[ap.GetT()]})
 			if err != nil {
 				return nil, err
 			}

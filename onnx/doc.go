@@ -17,7 +17,10 @@
 //     once and the tensors are windows into it.
 //   - Graph inputs that are also initializers are constants, not inputs.
 //     Every other input must have a fully static shape.
-//   - Constant nodes become constant tensors and produce no node.
+//   - Constant nodes become constant tensors and produce no node. The
+//     raw_data of the main graph's tensor attributes (such as a Constant's
+//     value) is left in the mapped file the same way as an initializer's;
+//     tensors inside subgraphs are decoded into fresh slices.
 //   - Nodes are sorted topologically (file order is kept where it is
 //     already valid). Node output tensors have no type yet: package passes
 //     infers them. An empty output name marks an omitted optional output

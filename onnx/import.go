@@ -108,6 +108,9 @@ type importer struct {
 	realDir  string                        // dir with symbolic links resolved, once needed
 	extFiles map[string]*device.MappedFile // by resolved path
 	files    []*device.MappedFile          // external data files, in mapping order
+	// attrData holds the raw_data windows of the main graph's tensor
+	// attributes (Constant values), which the wire walk stripped.
+	attrData map[*onnxpb.TensorProto]window
 
 	g   *ir.Graph
 	ids map[string]ir.TensorID // tensor name → ID
@@ -146,7 +149,7 @@ func (im *importer) model() (*Model, error) {
 	if len(im.file) == 0 {
 		return nil, notONNX("empty file")
 	}
-	stripped, windows, err := stripRawData(im.file)
+	stripped, windows, attrWindows, err := stripRawDataNodes(im.file)
 	if err != nil {
 		return nil, notONNX("%v", err)
 	}
@@ -163,6 +166,23 @@ func (im *importer) model() (*Model, error) {
 	}
 	if len(windows) != len(gp.GetInitializer()) {
 		return nil, notONNX("found %d initializers in the wire format, %d after decoding", len(windows), len(gp.GetInitializer()))
+	}
+	if len(attrWindows) != len(gp.GetNode()) {
+		return nil, notONNX("found %d nodes in the wire format, %d after decoding", len(attrWindows), len(gp.GetNode()))
+	}
+	for k, np := range gp.GetNode() {
+		aps := np.GetAttribute()
+		if len(attrWindows[k]) != len(aps) {
+			return nil, notONNX("node %d: found %d attributes in the wire format, %d after decoding", k, len(attrWindows[k]), len(aps))
+		}
+		for j, ap := range aps {
+			if w := attrWindows[k][j]; w.ok && ap.GetT() != nil {
+				if im.attrData == nil {
+					im.attrData = make(map[*onnxpb.TensorProto]window)
+				}
+				im.attrData[ap.GetT()] = w
+			}
+		}
 	}
 	opsets, err := opsetsOf(mp.GetOpsetImport())
 	if err != nil {

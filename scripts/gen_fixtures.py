@@ -24,6 +24,15 @@ Fixtures:
                erf GELU), opset 17
     gpt        GPT-style causal decoder (pre-LN, constant causal mask applied
                with Where, tanh GELU, LM head), opset 17
+    lstm_if    recurrent model with a data-dependent branch: a TorchScript
+               `if x.sum() > 0` choosing between two LSTMs (exported as If
+               with LSTM in each branch), then a Linear on the last step,
+               opset 13. Besides input_0/output_0 (the then-branch) it saves
+               alt_input_0.npy/alt_output_0.npy, an input taking the
+               else-branch.
+    qdq_cnn    quantised CNN: QuantizeLinear/DequantizeLinear pairs on
+               activations (uint8) and weights (int8) around Conv, Relu,
+               MaxPool, GlobalAveragePool and Gemm, opset 13
 
 The script fails (non-zero exit) if an exported graph uses an op type outside
 the set the runtime supports. If onnxruntime happens to be importable, the
@@ -60,6 +69,10 @@ SUPPORTED_OPS = {
     "Constant", "ConstantOfShape", "Identity", "Softmax",
     "LayerNormalization", "ReduceMean", "ReduceSum", "Cast", "Where",
     "Expand", "Equal", "Pad",
+    # lstm_if: a scripted data-dependent branch around LSTMs.
+    "If", "LSTM", "Greater",
+    # qdq_cnn: fake-quantised activations and weights.
+    "QuantizeLinear", "DequantizeLinear",
 }
 
 
@@ -337,6 +350,63 @@ class Gpt(nn.Module):
 
 
 # ---------------------------------------------------------------------------
+# lstm_if
+# ---------------------------------------------------------------------------
+
+class LstmIf(nn.Module):
+    def __init__(self, features=8, hidden=16, num_classes=4):
+        super().__init__()
+        self.lstm_a = nn.LSTM(features, hidden, batch_first=True)
+        self.lstm_b = nn.LSTM(features, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        if bool(x.sum() > 0):
+            y, _ = self.lstm_a(x)
+        else:
+            y, _ = self.lstm_b(x)
+        return self.fc(y[:, -1])
+
+
+# ---------------------------------------------------------------------------
+# qdq_cnn
+# ---------------------------------------------------------------------------
+
+def fq_act(x, scale, zero_point):
+    return torch.fake_quantize_per_tensor_affine(x, scale, zero_point, 0, 255)
+
+
+def weight_scale(w):
+    return float(w.detach().abs().max()) / 127.0
+
+
+def fq_weight(w, scale):
+    return torch.fake_quantize_per_tensor_affine(w, scale, 0, -128, 127)
+
+
+class QdqCnn(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, 1, 1)
+        self.conv2 = nn.Conv2d(8, 16, 3, 2, 1)
+        self.fc = nn.Linear(16, num_classes)
+        # Symmetric per-tensor int8 weight scales, fixed at construction.
+        self.w_scales = [weight_scale(m.weight) for m in (self.conv1, self.conv2, self.fc)]
+
+    def forward(self, x):
+        s1, s2, s3 = self.w_scales
+        x = fq_act(x, 0.03, 128)
+        x = F.relu(F.conv2d(x, fq_weight(self.conv1.weight, s1), self.conv1.bias, 1, 1))
+        x = fq_act(x, 0.02, 0)
+        x = F.max_pool2d(x, 2)
+        x = F.relu(F.conv2d(x, fq_weight(self.conv2.weight, s2), self.conv2.bias, 2, 1))
+        x = fq_act(x, 0.02, 0)
+        x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
+        x = fq_act(x, 0.01, 0)
+        return F.linear(x, fq_weight(self.fc.weight, s3), self.fc.bias)
+
+
+# ---------------------------------------------------------------------------
 # Fixture definitions
 # ---------------------------------------------------------------------------
 
@@ -382,11 +452,32 @@ def make_gpt():
                 training=torch.onnx.TrainingMode.EVAL)
 
 
+def make_lstm_if():
+    model = torch.jit.script(LstmIf().eval())
+    x = torch.randn(1, 6, 8)
+    # input_0 takes the then-branch (positive sum), alt_input_0 the else-branch.
+    x = x - x.mean() + 0.1
+    alt = -x
+    return dict(model=model, inputs=(x,), alt_inputs=(alt,),
+                input_names=["x"], output_names=["logits"], opset=13,
+                training=torch.onnx.TrainingMode.EVAL)
+
+
+def make_qdq_cnn():
+    model = QdqCnn()
+    x = torch.randn(1, 3, 16, 16)
+    return dict(model=model, inputs=(x,), input_names=["image"],
+                output_names=["logits"], opset=13,
+                training=torch.onnx.TrainingMode.EVAL)
+
+
 FIXTURES = [
     ("resnet", make_resnet),
     ("mobilenet", make_mobilenet),
     ("bert", make_bert),
     ("gpt", make_gpt),
+    ("lstm_if", make_lstm_if),
+    ("qdq_cnn", make_qdq_cnn),
 ]
 
 
@@ -408,6 +499,18 @@ def maybe_check_onnxruntime(path, feeds, expected, name):
             raise SystemExit(f"{name}: onnxruntime output_{i} differs from PyTorch (max abs diff {err})")
 
 
+def all_nodes(graph):
+    """Yield the nodes of graph and of every subgraph (If/Loop/Scan bodies)."""
+    for n in graph.node:
+        yield n
+        for attr in n.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from all_nodes(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    yield from all_nodes(g)
+
+
 def generate(name, factory):
     seed = sum(ord(c) for c in name)
     torch.manual_seed(seed)
@@ -427,6 +530,12 @@ def generate(name, factory):
         # The PRESERVE/constant-folding advice only concerns models left in
         # training mode; every model here is in eval mode.
         warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
+        # lstm_if: the batch size is fixed at 1 and h0/c0 are zeros; the
+        # exporter's missing shape inference for scripted prim::Constant
+        # nodes is covered by the full ONNX check (with shape inference)
+        # below.
+        warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size other than 1")
+        warnings.filterwarnings("ignore", message="The shape inference of prim::Constant type is missing")
         torch.onnx.export(
             model, inputs, path,
             input_names=spec["input_names"],
@@ -453,7 +562,7 @@ def generate(name, factory):
     if opset != spec["opset"]:
         raise SystemExit(f"{name}: opset {opset} != {spec['opset']}")
 
-    op_types = sorted({(n.domain, n.op_type) for n in proto.graph.node})
+    op_types = sorted({(n.domain, n.op_type) for n in all_nodes(proto.graph)})
     bad = [f"{d}:{t}" if d else t for d, t in op_types
            if d not in ("", "ai.onnx") or t not in SUPPORTED_OPS]
     print(f"{name}: opset {opset}, ops: {', '.join(t for _, t in op_types)}")
@@ -479,6 +588,26 @@ def generate(name, factory):
         f.write("\n")
 
     maybe_check_onnxruntime(path, feeds, expected, name)
+
+    # An alternative input set (e.g. one taking the other branch of an If),
+    # saved as alt_input_<i>.npy/alt_output_<i>.npy with PyTorch's outputs.
+    alt_inputs = spec.get("alt_inputs")
+    if alt_inputs is not None:
+        with torch.no_grad():
+            alt_outputs = model(*alt_inputs)
+        if isinstance(alt_outputs, torch.Tensor):
+            alt_outputs = (alt_outputs,)
+        alt_feeds, alt_expected = {}, []
+        for i, (n, t) in enumerate(zip(graph_inputs, alt_inputs)):
+            arr = np.ascontiguousarray(t.numpy())
+            np.save(os.path.join(out_dir, f"alt_input_{i}.npy"), arr)
+            alt_feeds[n] = arr
+        for i, t in enumerate(alt_outputs):
+            arr = np.ascontiguousarray(t.numpy().astype(np.float32))
+            np.save(os.path.join(out_dir, f"alt_output_{i}.npy"), arr)
+            alt_expected.append(arr)
+        print(f"  alt_input_*/alt_output_*: {len(alt_feeds)} inputs, {len(alt_expected)} outputs")
+        maybe_check_onnxruntime(path, alt_feeds, alt_expected, name + " (alt)")
 
 
 def main():

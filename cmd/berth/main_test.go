@@ -60,7 +60,9 @@ func readF32(t *testing.T, path string) []float32 {
 }
 
 // TestRunOutputDirMatchesPyTorch runs every fixture through the CLI and
-// compares the .npy files it writes with PyTorch's outputs.
+// compares the .npy files it writes with PyTorch's outputs; where a fixture
+// has a second input set (alt_input_<i>.npy, alt_output_<i>.npy) it runs
+// that too.
 func TestRunOutputDirMatchesPyTorch(t *testing.T) {
 	for _, dir := range fixtures(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
@@ -72,31 +74,41 @@ func TestRunOutputDirMatchesPyTorch(t *testing.T) {
 			if err := json.Unmarshal(b, &meta); err != nil {
 				t.Fatal(err)
 			}
-			out := t.TempDir()
-			args := []string{"run", filepath.Join(dir, "model.onnx"), "--output-dir", out}
-			for i, name := range meta.Inputs {
-				args = append(args, "--input", fmt.Sprintf("%s=%s", name, filepath.Join(dir, fmt.Sprintf("input_%d.npy", i))))
-			}
-			if code, _, errs := cli(args...); code != 0 {
-				t.Fatalf("exit %d: %s", code, errs)
-			}
-			for i, name := range meta.Outputs {
-				got := readF32(t, filepath.Join(out, fileName(name)))
-				want := readF32(t, filepath.Join(dir, fmt.Sprintf("output_%d.npy", i)))
-				if len(got) != len(want) {
-					t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
-				}
-				var num, den float64
-				for j := range want {
-					d := float64(got[j] - want[j])
-					num += d * d
-					den += float64(want[j]) * float64(want[j])
-				}
-				if e := math.Sqrt(num / den); !(e <= 1e-4) {
-					t.Errorf("%s: relative L2 error %.3g > 1e-4", name, e)
-				}
+			runSet(t, dir, meta.Inputs, meta.Outputs, "")
+			if _, err := os.Stat(filepath.Join(dir, "alt_input_0.npy")); err == nil {
+				runSet(t, dir, meta.Inputs, meta.Outputs, "alt_")
 			}
 		})
+	}
+}
+
+// runSet runs the fixture in dir on <prefix>input_<i>.npy with `berth run
+// --output-dir` and compares with <prefix>output_<i>.npy.
+func runSet(t *testing.T, dir string, inputs, outputs []string, prefix string) {
+	t.Helper()
+	out := t.TempDir()
+	args := []string{"run", filepath.Join(dir, "model.onnx"), "--output-dir", out}
+	for i, name := range inputs {
+		args = append(args, "--input", fmt.Sprintf("%s=%s", name, filepath.Join(dir, fmt.Sprintf("%sinput_%d.npy", prefix, i))))
+	}
+	if code, _, errs := cli(args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for i, name := range outputs {
+		got := readF32(t, filepath.Join(out, fileName(name)))
+		want := readF32(t, filepath.Join(dir, fmt.Sprintf("%soutput_%d.npy", prefix, i)))
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
+		}
+		var num, den float64
+		for j := range want {
+			d := float64(got[j] - want[j])
+			num += d * d
+			den += float64(want[j]) * float64(want[j])
+		}
+		if e := math.Sqrt(num / den); !(e <= 1e-4) {
+			t.Errorf("%s%s: relative L2 error %.3g > 1e-4", prefix, name, e)
+		}
 	}
 }
 
