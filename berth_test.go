@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/berth-ml/berth"
 	"github.com/berth-ml/berth/backend/cuda"
+	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/demo"
 	"github.com/berth-ml/berth/npy"
 )
@@ -88,20 +88,6 @@ func loadFixtures(t testing.TB) []fixture {
 	return out
 }
 
-// relL2 is ‖got − want‖₂ / ‖want‖₂.
-func relL2(got, want []float32) float64 {
-	var num, den float64
-	for i := range want {
-		d := float64(got[i]) - float64(want[i])
-		num += d * d
-		den += float64(want[i]) * float64(want[i])
-	}
-	if den == 0 {
-		return math.Sqrt(num)
-	}
-	return math.Sqrt(num / den)
-}
-
 func compile(t testing.TB, path string) *berth.Executable {
 	t.Helper()
 	m, err := berth.Load(path)
@@ -135,7 +121,7 @@ func checkOutputs(t *testing.T, name string, outs []berth.Tensor, want []*npy.Ar
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := relL2(got, exp); !(e <= 1e-4) {
+		if e := compare.RelL2(got, exp); !(e <= 1e-4) {
 			t.Errorf("%s output %q: relative L2 error %.3g > 1e-4", name, o.Name, e)
 		} else {
 			t.Logf("%s output %q: relative L2 error %.3g", name, o.Name, e)

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/berth-ml/berth/backend/cuda"
+	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/npy"
 )
@@ -172,7 +173,7 @@ func testCUDAFixture(t *testing.T, f cudaFixture, prec string, tol float64, timi
 		if got[i].Name != want[i].Name || !slices.Equal(got[i].Shape, want[i].Shape) {
 			t.Errorf("output %d is %q %v, want %q %v", i, got[i].Name, got[i].Shape, want[i].Name, want[i].Shape)
 		}
-		rel := relErr(f32View(out[i]), f32View(want[i].Data))
+		rel := compare.RelL2(f32View(out[i]), f32View(want[i].Data))
 		t.Logf("%s %s output %q %v: rel L2 %.3g vs CPU", prec, f.name, want[i].Name, want[i].Shape, rel)
 		if !(rel <= tol) {
 			t.Errorf("output %q: rel L2 %.3g > %g", want[i].Name, rel, tol)
@@ -240,20 +241,6 @@ func f32View(b []byte) []float32 {
 		return nil
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
-}
-
-// relErr is ‖got − want‖₂ / ‖want‖₂; NaN when got holds a NaN.
-func relErr(got, want []float32) float64 {
-	var num, den float64
-	for i := range want {
-		d := float64(got[i]) - float64(want[i])
-		num += d * d
-		den += float64(want[i]) * float64(want[i])
-	}
-	if den == 0 {
-		return math.Sqrt(num)
-	}
-	return math.Sqrt(num / den)
 }
 
 // TestCUDAProfile prints where the time of a run goes, by operator, for

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-ml/berth/arena"
+	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/npy"
 	"github.com/berth-ml/berth/onnx/onnxtest"
@@ -100,13 +100,7 @@ func runSet(t *testing.T, dir string, inputs, outputs []string, prefix string) {
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
 		}
-		var num, den float64
-		for j := range want {
-			d := float64(got[j] - want[j])
-			num += d * d
-			den += float64(want[j]) * float64(want[j])
-		}
-		if e := math.Sqrt(num / den); !(e <= 1e-4) {
+		if e := compare.RelL2(got, want); !(e <= 1e-4) {
 			t.Errorf("%s%s: relative L2 error %.3g > 1e-4", prefix, name, e)
 		}
 	}
