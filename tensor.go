@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/berth-ml/berth/arena"
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -113,7 +114,7 @@ func (t Tensor) Float32s() ([]float32, error) {
 // alignedCopy returns b itself when it is 8-byte aligned, else an aligned
 // copy, so typed views of it are safe.
 func alignedCopy(b []byte) []byte {
-	if len(b) == 0 || uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
+	if raw.Aligned(b, 8) {
 		return b
 	}
 	w := make([]uint64, (len(b)+7)/8)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
 )
@@ -129,7 +130,7 @@ func buildSubprog(c *bctx, sub *ir.Graph) (*subprog, error) {
 		switch {
 		case t.IsConst():
 			d := t.Data
-			if !aligned(d, alignment) {
+			if !raw.Aligned(d, alignment) {
 				d = alignedBytes(int64(len(d)))
 				copy(d, t.Data)
 			}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -16,7 +17,7 @@ func TestEvaluate(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := tg.g.Tensor(add.Outputs[0])
-	if !y.IsConst() || !aligned(y.Data, alignment) {
+	if !y.IsConst() || !raw.Aligned(y.Data, alignment) {
 		t.Fatalf("output not set or not aligned")
 	}
 	near(t, "Add", asF32(y.Data), []float64{11, 22, 33, 14, 25, 36}, 0, 0)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -160,7 +161,7 @@ func Evaluate(g *ir.Graph, n *ir.Node) (err error) {
 			return fmt.Errorf("node %q (%s): input %q is not a constant", n.Name, n.Op, t.Name)
 		}
 		in[i] = t.Data
-		if !aligned(t.Data, alignment) {
+		if !raw.Aligned(t.Data, alignment) {
 			in[i] = alignedBytes(int64(len(t.Data)))
 			copy(in[i], t.Data)
 		}
@@ -298,11 +299,6 @@ func alignedBytes(n int64) []byte {
 	b := make([]byte, n+alignment)
 	off := int((alignment - uintptr(unsafe.Pointer(unsafe.SliceData(b)))%alignment) % alignment)
 	return b[off : off+int(n) : off+int(n)]
-}
-
-// aligned reports whether b starts at a multiple of a bytes.
-func aligned(b []byte, a uintptr) bool {
-	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%a == 0
 }
 
 // sameStart reports whether two non-empty buffers start at the same address.
