@@ -5,15 +5,26 @@ package cpu
 // A (m×k) is packed in panels of gemmMR rows: panel p holds rows
 // [p·MR, p·MR+MR) as k groups of MR values, so the micro-kernel reads it
 // sequentially. B (k×n) is packed in panels of gemmNR columns the same way.
-// Short edge panels are padded with zeros. C is tiled into blocks of whole
-// panels; tiles are independent, so workers share them out. Within a tile
-// the k dimension is cut into gemmKC-deep slices that keep the current B
-// panel in L1 and the tile's A panels in L2.
+// Short edge panels are padded with zeros.
+//
+// C is tiled into blocks of about mt×nt panels; tiles are independent, so
+// workers share them out. Within a tile the k dimension is cut into slices
+// of at most gemmKC steps. For each slice the tile walks its B panels and,
+// for each, all of its A panels: the B panel slice (KC·NR floats, 16 KiB)
+// stays in L1 while the tile's A panel slices (mt·MR·KC floats, about
+// 144 KiB) stay in L2 across the B panels.
+//
+// The micro-kernel multiplies one MR×KC A slice by one KC×NR B slice. On
+// amd64 with AVX2 and FMA it is assembly (gemm_amd64.s) and writes full
+// tiles straight into C; elsewhere, and for tiles clipped by C's edges,
+// the product goes through a 6×16 array and store.
 
 const (
-	gemmMR = 4
-	gemmNR = 8
-	gemmKC = 256
+	gemmMR = 6   // rows of a micro-tile (A panel width)
+	gemmNR = 16  // columns of a micro-tile (B panel width)
+	gemmKC = 256 // most k steps per slice
+	gemmMT = 24  // A panels per tile, at most (L2 blocking)
+	gemmNT = 32  // B panels per tile, at most
 )
 
 // packedASize is the number of floats a packed m×k A operand takes.
@@ -23,7 +34,8 @@ func packedASize(m, k int) int { return roundUp(m, gemmMR) * k }
 func packedBSize(k, n int) int { return roundUp(n, gemmNR) * k }
 
 // packA packs panels [p0, p1) of the m×k matrix whose element (i, l) is
-// alpha·src[i·rs + l·cs].
+// alpha·src[i·rs + l·cs]. Its fast paths are unrolled for gemmMR = 6
+// (gemm_kernel.go fails to compile for another value).
 func packA(dst, src []float32, m, k, rs, cs int, alpha float32, p0, p1 int) {
 	for p := p0; p < p1; p++ {
 		d := dst[p*k*gemmMR : (p+1)*k*gemmMR]
@@ -34,11 +46,22 @@ func packA(dst, src []float32, m, k, rs, cs int, alpha float32, p0, p1 int) {
 		}
 		switch {
 		case rs == 1 && rows == gemmMR:
-			// Columns of A are contiguous: one 4-wide copy per l.
+			// Columns of A are contiguous: one MR-wide copy per l.
 			for l := 0; l < k; l++ {
 				s := (*[gemmMR]float32)(src[i0+l*cs:])
 				dd := (*[gemmMR]float32)(d[l*gemmMR:])
-				dd[0], dd[1], dd[2], dd[3] = alpha*s[0], alpha*s[1], alpha*s[2], alpha*s[3]
+				dd[0], dd[1], dd[2] = alpha*s[0], alpha*s[1], alpha*s[2]
+				dd[3], dd[4], dd[5] = alpha*s[3], alpha*s[4], alpha*s[5]
+			}
+		case cs == 1 && rows == gemmMR:
+			// Rows of A are contiguous: read the panel's six rows side
+			// by side and write each group of MR once.
+			r0, r1, r2 := src[i0*rs:][:k], src[(i0+1)*rs:][:k], src[(i0+2)*rs:][:k]
+			r3, r4, r5 := src[(i0+3)*rs:][:k], src[(i0+4)*rs:][:k], src[(i0+5)*rs:][:k]
+			for l := range r0 {
+				dd := (*[gemmMR]float32)(d[l*gemmMR:])
+				dd[0], dd[1], dd[2] = alpha*r0[l], alpha*r1[l], alpha*r2[l]
+				dd[3], dd[4], dd[5] = alpha*r3[l], alpha*r4[l], alpha*r5[l]
 			}
 		case cs == 1:
 			for i := 0; i < rows; i++ {
@@ -97,7 +120,7 @@ func packB(dst, src []float32, k, n, rs, cs int, q0, q1 int) {
 }
 
 // gemm is one product C = A·B (+ biases, or += when acc) over packed
-// operands, cut into tiles of mt×nt panels.
+// operands, cut into tiles of at most mt×nt panels.
 type gemm struct {
 	m, n, k int
 	a, b    []float32 // packed operands
@@ -109,17 +132,23 @@ type gemm struct {
 	mt, nt  int       // tile size in panels
 }
 
-// gemmTiles chooses a tile size, in panels, that gives every worker a few
-// tiles while keeping tiles large enough to amortise the loop overhead.
+// gemmTiles chooses a tile size, in panels: about gemmMT×gemmNT panels
+// with the panels spread evenly over the tiles, cut smaller while threads
+// would get fewer than three tiles each.
 func gemmTiles(m, n, threads int) (mt, nt int) {
-	pm, pn := ceilDiv(m, gemmMR), ceilDiv(n, gemmNR)
-	mt, nt = min(max(pm, 1), 16), min(max(pn, 1), 32)
+	pm, pn := max(ceilDiv(m, gemmMR), 1), max(ceilDiv(n, gemmNR), 1)
+	mt, nt = ceilDiv(pm, ceilDiv(pm, gemmMT)), ceilDiv(pn, ceilDiv(pn, gemmNT))
+	if threads <= 1 {
+		return mt, nt
+	}
 	for ceilDiv(pm, mt)*ceilDiv(pn, nt) < 3*threads {
 		switch {
-		case nt > 4 && (nt*gemmNR >= mt*gemmMR || mt <= 4):
+		case nt > 2 && (nt*gemmNR >= mt*gemmMR || mt <= 2):
 			nt = ceilDiv(nt, 2)
-		case mt > 2:
+		case mt > 1:
 			mt = ceilDiv(mt, 2)
+		case nt > 1:
+			nt = ceilDiv(nt, 2)
 		default:
 			return mt, nt
 		}
@@ -132,15 +161,19 @@ func (g *gemm) tiles() int {
 	return ceilDiv(ceilDiv(g.m, gemmMR), g.mt) * ceilDiv(ceilDiv(g.n, gemmNR), g.nt)
 }
 
-// run computes tiles [lo, hi).
+// run computes tiles [lo, hi). Tile (ti, tj) of the tm×tn grid covers A
+// panels [ti·pm/tm, (ti+1)·pm/tm) and B panels [tj·pn/tn, (tj+1)·pn/tn),
+// so that tiles differ in size by one panel at most; none exceeds mt×nt.
 func (g *gemm) run(lo, hi int) {
 	pm, pn := ceilDiv(g.m, gemmMR), ceilDiv(g.n, gemmNR)
-	tn := ceilDiv(pn, g.nt)
+	tm, tn := ceilDiv(pm, g.mt), ceilDiv(pn, g.nt)
+	// Equal k slices: k = 300 runs as 150+150 rather than 256+44.
+	kc := ceilDiv(g.k, max(ceilDiv(g.k, gemmKC), 1))
 	var acc [gemmMR][gemmNR]float32
 	for t := lo; t < hi; t++ {
 		ti, tj := t/tn, t%tn
-		p0, p1 := ti*g.mt, min((ti+1)*g.mt, pm)
-		q0, q1 := tj*g.nt, min((tj+1)*g.nt, pn)
+		p0, p1 := ti*pm/tm, (ti+1)*pm/tm
+		q0, q1 := tj*pn/tn, (tj+1)*pn/tn
 		if g.k == 0 {
 			acc = [gemmMR][gemmNR]float32{}
 			for q := q0; q < q1; q++ {
@@ -150,19 +183,52 @@ func (g *gemm) run(lo, hi int) {
 			}
 			continue
 		}
-		for k0 := 0; k0 < g.k; k0 += gemmKC {
-			kb := min(gemmKC, g.k-k0)
+		for k0 := 0; k0 < g.k; k0 += kc {
+			kb := min(kc, g.k-k0)
 			first := k0 == 0 && !g.acc
 			for q := q0; q < q1; q++ {
 				bp := g.b[q*g.k*gemmNR+k0*gemmNR:][:kb*gemmNR]
 				for p := p0; p < p1; p++ {
 					ap := g.a[p*g.k*gemmMR+k0*gemmMR:][:kb*gemmMR]
-					micro4x8(ap, bp, &acc)
-					g.store(p, q, &acc, first)
+					g.micro(p, q, ap, bp, &acc, first)
 				}
 			}
 		}
 	}
+}
+
+// micro computes the micro-tile (p, q) of one k slice, kb = len(ap)/MR ≥ 1
+// steps deep, and writes (first) or adds it into C. The assembly kernel
+// writes full tiles itself; other tiles go through acc and store.
+func (g *gemm) micro(p, q int, ap, bp []float32, acc *[gemmMR][gemmNR]float32, first bool) {
+	if !useAsmKernel {
+		microGo(ap, bp, acc)
+		g.store(p, q, acc, first)
+		return
+	}
+	kb := len(ap) / gemmMR
+	i0, j0 := p*gemmMR, q*gemmNR
+	if i0+gemmMR > g.m || j0+gemmNR > g.n {
+		sgemm6x16(kb, &ap[0], &bp[0], &acc[0][0], gemmNR, nil, nil, 0)
+		g.store(p, q, acc, first)
+		return
+	}
+	// The slice expressions check that the kernel stays inside C and the
+	// biases.
+	c := g.c[i0*g.ldc+j0:][:(gemmMR-1)*g.ldc+gemmNR]
+	mode := 1
+	var rb, cb *float32
+	if first {
+		mode = 0
+		if g.rowBias != nil {
+			rb = &g.rowBias[i0:][:gemmMR][0]
+		}
+		if g.colBias != nil {
+			cb = &g.colBias[j0:][:gemmNR][0]
+		}
+	}
+	_ = bp[kb*gemmNR-1]
+	sgemm6x16(kb, &ap[0], &bp[0], &c[0], g.ldc, rb, cb, mode)
 }
 
 // store writes (first) or adds one micro-tile into C, clipped to C's edges.

@@ -1,0 +1,24 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// useAsmKernel selects the AVX2+FMA micro-kernel. It is a variable so that
+// tests can force the pure-Go kernel on machines that have AVX2.
+var useAsmKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// sgemm6x16 computes the 6×16 product of kb steps of a packed A panel
+// (6 floats per step, at a) and a packed B panel (16 floats per step, at b)
+// and writes it to the 6 rows of C at c, ldc floats apart. With mode 0 it
+// stores product + rb[i] + cb[j], where a nil rb or cb counts as zeros;
+// with mode 1 it adds the product to C and ignores rb and cb. kb may be 0.
+//
+//go:noescape
+func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int)
+
+// fmaPeakLoop runs n iterations of 24 8-lane fused multiply-adds spread
+// over 12 independent register accumulators: 384·n floating-point
+// operations, no memory traffic. Benchmarks use it to measure the core's
+// FMA peak.
+//
+//go:noescape
+func fmaPeakLoop(n int)

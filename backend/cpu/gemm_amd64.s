@@ -1,0 +1,171 @@
+#include "textflag.h"
+
+// One k step of the 6×16 micro-kernel: load the 16 values of B at boff(DI)
+// into Y12:Y13, broadcast each of the 6 values of A at aoff(SI) and add the
+// outer product into the accumulators Y0..Y11 (row i in Y(2i), Y(2i+1)).
+// VFMADD231PS x, y, z computes z += y·x.
+#define STEP(aoff, boff) \
+	VMOVUPS      boff(DI), Y12;    \
+	VMOVUPS      boff+32(DI), Y13; \
+	VBROADCASTSS aoff(SI), Y14;    \
+	VFMADD231PS  Y12, Y14, Y0;     \
+	VFMADD231PS  Y13, Y14, Y1;     \
+	VBROADCASTSS aoff+4(SI), Y15;  \
+	VFMADD231PS  Y12, Y15, Y2;     \
+	VFMADD231PS  Y13, Y15, Y3;     \
+	VBROADCASTSS aoff+8(SI), Y14;  \
+	VFMADD231PS  Y12, Y14, Y4;     \
+	VFMADD231PS  Y13, Y14, Y5;     \
+	VBROADCASTSS aoff+12(SI), Y15; \
+	VFMADD231PS  Y12, Y15, Y6;     \
+	VFMADD231PS  Y13, Y15, Y7;     \
+	VBROADCASTSS aoff+16(SI), Y14; \
+	VFMADD231PS  Y12, Y14, Y8;     \
+	VFMADD231PS  Y13, Y14, Y9;     \
+	VBROADCASTSS aoff+20(SI), Y15; \
+	VFMADD231PS  Y12, Y15, Y10;    \
+	VFMADD231PS  Y13, Y15, Y11
+
+// Adds the vector pair x, y to every row's accumulators.
+#define ADDROWS(x, y) \
+	VADDPS x, Y0, Y0;   \
+	VADDPS y, Y1, Y1;   \
+	VADDPS x, Y2, Y2;   \
+	VADDPS y, Y3, Y3;   \
+	VADDPS x, Y4, Y4;   \
+	VADDPS y, Y5, Y5;   \
+	VADDPS x, Y6, Y6;   \
+	VADDPS y, Y7, Y7;   \
+	VADDPS x, Y8, Y8;   \
+	VADDPS y, Y9, Y9;   \
+	VADDPS x, Y10, Y10; \
+	VADDPS y, Y11, Y11
+
+// Adds the row bias at off(R9), broadcast, to the accumulator pair r0, r1.
+#define ROWBIAS(off, r0, r1) \
+	VBROADCASTSS off(R9), Y14; \
+	VADDPS       Y14, r0, r0;  \
+	VADDPS       Y14, r1, r1
+
+// Adds C's row at DX into the accumulator pair r0, r1 (mode accumulate),
+// then stores the pair back and moves DX to the next row.
+#define ADDC(r0, r1) \
+	VADDPS (DX), r0, r0;   \
+	VADDPS 32(DX), r1, r1; \
+	VMOVUPS r0, (DX);      \
+	VMOVUPS r1, 32(DX);    \
+	ADDQ    R8, DX
+
+// Stores the accumulator pair r0, r1 as C's row at DX and moves DX on.
+#define PUTC(r0, r1) \
+	VMOVUPS r0, (DX);   \
+	VMOVUPS r1, 32(DX); \
+	ADDQ    R8, DX
+
+// func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int)
+TEXT ·sgemm6x16(SB), NOSPLIT, $0-64
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+
+	// Touch the six rows of C early so that the store finds them in L1.
+	MOVQ       DX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+loop4:
+	CMPQ CX, $4
+	JLT  tail
+	PREFETCHT0 384(SI)
+	STEP(0, 0)
+	STEP(24, 64)
+	STEP(48, 128)
+	STEP(72, 192)
+	ADDQ $96, SI
+	ADDQ $256, DI
+	SUBQ $4, CX
+	JMP  loop4
+
+tail:
+	TESTQ CX, CX
+	JEQ   store
+	STEP(0, 0)
+	ADDQ  $24, SI
+	ADDQ  $64, DI
+	DECQ  CX
+	JMP   tail
+
+store:
+	MOVQ mode+56(FP), AX
+	TESTQ AX, AX
+	JNE   accumulate
+
+	// Overwrite: C = acc + row bias + column bias.
+	MOVQ    cb+48(FP), R10
+	TESTQ   R10, R10
+	JEQ     rowbias
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
+	ADDROWS(Y12, Y13)
+
+rowbias:
+	MOVQ  rb+40(FP), R9
+	TESTQ R9, R9
+	JEQ   put
+	ROWBIAS(0, Y0, Y1)
+	ROWBIAS(4, Y2, Y3)
+	ROWBIAS(8, Y4, Y5)
+	ROWBIAS(12, Y6, Y7)
+	ROWBIAS(16, Y8, Y9)
+	ROWBIAS(20, Y10, Y11)
+
+put:
+	PUTC(Y0, Y1)
+	PUTC(Y2, Y3)
+	PUTC(Y4, Y5)
+	PUTC(Y6, Y7)
+	PUTC(Y8, Y9)
+	PUTC(Y10, Y11)
+	VZEROUPPER
+	RET
+
+accumulate:
+	ADDC(Y0, Y1)
+	ADDC(Y2, Y3)
+	ADDC(Y4, Y5)
+	ADDC(Y6, Y7)
+	ADDC(Y8, Y9)
+	ADDC(Y10, Y11)
+	VZEROUPPER
+	RET

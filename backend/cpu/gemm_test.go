@@ -1,0 +1,473 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"testing"
+)
+
+// gemmKernels lists the micro-kernels this machine can run: the pure-Go
+// one always, the assembly one where the CPU has it. withKernel runs f
+// with the chosen one forced.
+func gemmKernels() []bool {
+	if useAsmKernel {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+func withKernel(asm bool, f func()) {
+	saved := useAsmKernel
+	useAsmKernel = asm
+	defer func() { useAsmKernel = saved }()
+	f()
+}
+
+func kernelName(asm bool) string {
+	if asm {
+		return "asm"
+	}
+	return "go"
+}
+
+// gemmCase is one product C (m×n, row stride ldc) = alpha·A·B + biases,
+// or C += alpha·A·B when acc.
+type gemmCase struct {
+	m, n, k        int
+	transA, transB bool // A stored k×m (column-major), B stored n×k
+	alpha          float32
+	rowBias        bool
+	colBias        bool
+	acc            bool
+	pad            int // ldc = n + pad
+	mt, nt         int // tile size in panels; 0: gemmTiles(m, n, threads)
+	threads        int // for gemmTiles
+	splits         int // run(lo, hi) calls the tiles are cut into
+}
+
+func (c gemmCase) String() string {
+	return fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%g/rb=%v/cb=%v/acc=%v/pad=%d/tiles=%d,%d/th=%d/splits=%d",
+		c.m, c.n, c.k, c.transA, c.transB, c.alpha, c.rowBias, c.colBias, c.acc, c.pad, c.mt, c.nt, c.threads, c.splits)
+}
+
+// gemmSentinel marks C's elements the product must not touch.
+const gemmSentinel = float32(-12345.5)
+
+// checkGemm packs random operands, runs the tiles of the product in
+// c.splits pieces and compares C with a float64 triple loop. The tolerance
+// is twice the worst-case rounding error of a float32 dot product of
+// length k (plus the scaling and bias additions): (k+4)·2⁻²³ relative to
+// the sum of the magnitudes of the terms.
+func checkGemm(t *testing.T, c gemmCase) {
+	t.Helper()
+	m, n, k := c.m, c.n, c.k
+	a, b := randF32(m*k), randF32(k*n)
+	aRS, aCS := k, 1
+	if c.transA {
+		aRS, aCS = 1, m
+	}
+	bRS, bCS := n, 1
+	if c.transB {
+		bRS, bCS = 1, k
+	}
+	pm, pn := ceilDiv(m, gemmMR), ceilDiv(n, gemmNR)
+	pa := make([]float32, packedASize(m, k))
+	pb := make([]float32, packedBSize(k, n))
+	// Pack in two calls each, to exercise panel ranges.
+	packA(pa, a, m, k, aRS, aCS, c.alpha, 0, pm/2)
+	packA(pa, a, m, k, aRS, aCS, c.alpha, pm/2, pm)
+	packB(pb, b, k, n, bRS, bCS, 0, pn/3)
+	packB(pb, b, k, n, bRS, bCS, pn/3, pn)
+
+	var rb, cb []float32
+	if c.rowBias {
+		rb = randF32(m)
+	}
+	if c.colBias {
+		cb = randF32(n)
+	}
+	ldc := n + c.pad
+	cm := make([]float32, max(m*ldc, 1))
+	for i := range cm {
+		cm[i] = gemmSentinel
+	}
+	c0 := randF32(m * n)
+	if c.acc {
+		for i := 0; i < m; i++ {
+			copy(cm[i*ldc:i*ldc+n], c0[i*n:(i+1)*n])
+		}
+	}
+
+	mt, nt := c.mt, c.nt
+	if mt == 0 {
+		mt, nt = gemmTiles(m, n, c.threads)
+	}
+	g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: cm, ldc: ldc, rowBias: rb, colBias: cb, acc: c.acc, mt: mt, nt: nt}
+	tiles := g.tiles()
+	parts := max(c.splits, 1)
+	for s := 0; s < parts; s++ {
+		g.run(s*tiles/parts, (s+1)*tiles/parts)
+	}
+
+	for i := 0; i < m; i++ {
+		for j := 0; j < ldc; j++ {
+			got := cm[i*ldc+j]
+			if j >= n {
+				if got != gemmSentinel {
+					t.Fatalf("C[%d][%d] (row padding) = %g, was %g", i, j, got, gemmSentinel)
+				}
+				continue
+			}
+			var want, mag float64
+			for l := 0; l < k; l++ {
+				p := float64(c.alpha) * float64(a[i*aRS+l*aCS]) * float64(b[l*bRS+j*bCS])
+				want += p
+				mag += math.Abs(p)
+			}
+			switch {
+			case c.acc:
+				want += float64(c0[i*n+j])
+				mag += math.Abs(float64(c0[i*n+j]))
+			default:
+				if rb != nil {
+					want += float64(rb[i])
+					mag += math.Abs(float64(rb[i]))
+				}
+				if cb != nil {
+					want += float64(cb[j])
+					mag += math.Abs(float64(cb[j]))
+				}
+			}
+			tol := float64(k+4) * 0x1p-23 * mag
+			if math.Abs(float64(got)-want) > tol {
+				t.Fatalf("C[%d][%d] = %g, want %g (tolerance %g)", i, j, got, want, tol)
+			}
+		}
+	}
+}
+
+// TestSgemm6x16 checks the micro-kernel entry point on its own (the
+// assembly on amd64, its portable form elsewhere) against a float64 loop
+// for every k remainder of the 4-step unrolling and every store mode, and
+// that it writes nothing outside the 6×16 tile.
+func TestSgemm6x16(t *testing.T) {
+	if runtime.GOARCH == "amd64" && !useAsmKernel {
+		t.Skip("CPU lacks AVX2 or FMA")
+	}
+	const ldc = gemmNR + 5
+	for _, kb := range []int{0, 1, 2, 3, 4, 5, 7, 8, 13, 64, 255} {
+		for _, mode := range []string{"store", "rowbias", "colbias", "bothbias", "accumulate"} {
+			t.Run(fmt.Sprintf("kb=%d/%s", kb, mode), func(t *testing.T) {
+				a, b := randF32(kb*gemmMR+1), randF32(kb*gemmNR+1)
+				rb, cb := randF32(gemmMR), randF32(gemmNR)
+				c := make([]float32, (gemmMR+1)*ldc)
+				for i := range c {
+					c[i] = gemmSentinel
+				}
+				c0 := randF32(gemmMR * gemmNR)
+				var prb, pcb *float32
+				flag := 0
+				switch mode {
+				case "rowbias":
+					prb = &rb[0]
+				case "colbias":
+					pcb = &cb[0]
+				case "bothbias":
+					prb, pcb = &rb[0], &cb[0]
+				case "accumulate":
+					flag = 1
+					// Biases are ignored when accumulating.
+					prb, pcb = &rb[0], &cb[0]
+					for i := 0; i < gemmMR; i++ {
+						copy(c[i*ldc:], c0[i*gemmNR:(i+1)*gemmNR])
+					}
+				}
+				sgemm6x16(kb, &a[0], &b[0], &c[0], ldc, prb, pcb, flag)
+				for i := 0; i <= gemmMR; i++ {
+					for j := 0; j < ldc; j++ {
+						got := c[i*ldc+j]
+						if i == gemmMR || j >= gemmNR {
+							if got != gemmSentinel {
+								t.Fatalf("C[%d][%d] outside the tile = %g", i, j, got)
+							}
+							continue
+						}
+						var want, mag float64
+						for l := 0; l < kb; l++ {
+							p := float64(a[l*gemmMR+i]) * float64(b[l*gemmNR+j])
+							want += p
+							mag += math.Abs(p)
+						}
+						var extra []float32
+						switch {
+						case flag == 1:
+							extra = []float32{c0[i*gemmNR+j]}
+						default:
+							if prb != nil {
+								extra = append(extra, rb[i])
+							}
+							if pcb != nil {
+								extra = append(extra, cb[j])
+							}
+						}
+						for _, e := range extra {
+							want += float64(e)
+							mag += math.Abs(float64(e))
+						}
+						tol := float64(kb+4) * 0x1p-23 * mag
+						if math.Abs(float64(got)-want) > tol {
+							t.Fatalf("C[%d][%d] = %g, want %g (tolerance %g)", i, j, got, want, tol)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestGemmShapes covers sizes around the micro-tile (MR, NR), the k slice
+// (KC) and the tile (MT, NT) edges, with every operand layout.
+func TestGemmShapes(t *testing.T) {
+	ms := []int{1, gemmMR - 1, gemmMR, gemmMR + 1, 2*gemmMR + 1, 37, gemmMT*gemmMR + 1}
+	ns := []int{1, gemmNR - 1, gemmNR, gemmNR + 1, 3*gemmNR + 5, 100}
+	ks := []int{1, 2, 3, 4, 5, 9, gemmKC - 1, gemmKC, gemmKC + 1, 2*gemmKC + 3}
+	var cases []gemmCase
+	i := 0
+	for _, m := range ms {
+		for _, n := range ns {
+			for _, k := range ks {
+				// Cycle through the layouts and C terms rather than
+				// multiplying the shape table by all of them.
+				cases = append(cases, gemmCase{
+					m: m, n: n, k: k,
+					transA: i%2 == 1, transB: i/2%2 == 1,
+					alpha:   []float32{1, 0.5, -1.25}[i%3],
+					rowBias: i%5 == 1 || i%5 == 3, colBias: i%5 == 2 || i%5 == 3,
+					acc:     i%5 == 4,
+					pad:     i % 3,
+					threads: 1 + i%3, splits: 1 + i%4,
+				})
+				i++
+			}
+		}
+	}
+	// Large shapes: several tiles in both directions, unequal k slices.
+	cases = append(cases,
+		gemmCase{m: 300, n: 290, k: 300, alpha: 1, colBias: true, threads: 2, splits: 3},
+		gemmCase{m: 257, n: 543, k: 129, alpha: 0.75, transA: true, rowBias: true, threads: 1, splits: 2},
+		gemmCase{m: 150, n: 600, k: 70, alpha: 1, transB: true, acc: true, threads: 4, splits: 5},
+	)
+	for _, asm := range gemmKernels() {
+		withKernel(asm, func() {
+			for _, c := range cases {
+				t.Run(kernelName(asm)+"/"+c.String(), func(t *testing.T) { checkGemm(t, c) })
+			}
+		})
+	}
+}
+
+// TestGemmTerms crosses the C terms (row bias, column bias, accumulation)
+// with tile sizes and tile splits on shapes with full and edge micro-tiles.
+func TestGemmTerms(t *testing.T) {
+	type tiling struct{ mt, nt, splits int }
+	tilings := []tiling{{0, 0, 1}, {1, 1, 7}, {2, 3, 2}, {5, 1, 4}}
+	var cases []gemmCase
+	for _, shape := range [][3]int{{4 * gemmMR, 4 * gemmNR, 40}, {3*gemmMR + 2, 3*gemmNR + 7, 61}, {gemmMR, gemmNR, 0}, {9, 20, 0}, {0, 5, 3}, {7, 0, 3}} {
+		for _, terms := range []struct{ rb, cb, acc bool }{{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false}, {false, false, true}, {true, true, true}} {
+			for _, tl := range tilings {
+				cases = append(cases, gemmCase{
+					m: shape[0], n: shape[1], k: shape[2], alpha: -0.5,
+					rowBias: terms.rb, colBias: terms.cb, acc: terms.acc,
+					pad: 3, mt: tl.mt, nt: tl.nt, threads: 2, splits: tl.splits,
+				})
+			}
+		}
+	}
+	for _, asm := range gemmKernels() {
+		withKernel(asm, func() {
+			for _, c := range cases {
+				t.Run(kernelName(asm)+"/"+c.String(), func(t *testing.T) { checkGemm(t, c) })
+			}
+		})
+	}
+}
+
+// gemmRanger runs the tiles of one gemm as a parallel loop.
+type gemmRanger struct{ g *gemm }
+
+func (r gemmRanger) rangeArgs(_, _ [][]byte, _ []byte, _ args, lo, hi int) { r.g.run(lo, hi) }
+
+// TestGemmWorkers runs the tiles on a pool, as MatMul does, and compares
+// with a single-call run (tiles are independent, so the result must be
+// bit-identical).
+func TestGemmWorkers(t *testing.T) {
+	const m, n, k = 131, 250, 300
+	a, b := randF32(m*k), randF32(k*n)
+	pa, pb := make([]float32, packedASize(m, k)), make([]float32, packedBSize(k, n))
+	packA(pa, a, m, k, k, 1, 1, 0, ceilDiv(m, gemmMR))
+	packB(pb, b, k, n, n, 1, 0, ceilDiv(n, gemmNR))
+	for _, asm := range gemmKernels() {
+		for _, th := range []int{1, 2, 3} {
+			t.Run(fmt.Sprintf("%s/threads=%d", kernelName(asm), th), func(t *testing.T) {
+				withKernel(asm, func() {
+					mt, nt := gemmTiles(m, n, th)
+					want := make([]float32, m*n)
+					g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: want, ldc: n, mt: mt, nt: nt}
+					g.run(0, g.tiles())
+					got := make([]float32, m*n)
+					g.c = got
+					w := NewWorkers(th)
+					defer w.Close()
+					w.forArgs(g.tiles(), th, gemmRanger{&g}, args{}, nil, nil, nil)
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("C[%d] = %g on %d threads, %g in one call", i, got[i], th, want[i])
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestGemmTilesCover checks that the tiles of gemmTiles partition the
+// panels: no tile is empty or larger than mt×nt, and each panel pair is
+// in exactly one tile.
+func TestGemmTilesCover(t *testing.T) {
+	for _, m := range []int{1, 5, 6, 7, 64, 145, 1024} {
+		for _, n := range []int{1, 15, 16, 17, 100, 513, 1024} {
+			for _, th := range []int{1, 2, 3, 16} {
+				mt, nt := gemmTiles(m, n, th)
+				g := gemm{m: m, n: n, mt: mt, nt: nt}
+				pm, pn := ceilDiv(m, gemmMR), ceilDiv(n, gemmNR)
+				tm, tn := ceilDiv(pm, mt), ceilDiv(pn, nt)
+				if g.tiles() != tm*tn {
+					t.Fatalf("%dx%d: tiles() = %d, want %d", m, n, g.tiles(), tm*tn)
+				}
+				seen := make([]int, pm*pn)
+				for ti := 0; ti < tm; ti++ {
+					for tj := 0; tj < tn; tj++ {
+						p0, p1 := ti*pm/tm, (ti+1)*pm/tm
+						q0, q1 := tj*pn/tn, (tj+1)*pn/tn
+						if p1-p0 < 1 || p1-p0 > mt || q1-q0 < 1 || q1-q0 > nt {
+							t.Fatalf("%dx%d on %d: tile (%d,%d) is %dx%d panels, limit %dx%d", m, n, th, ti, tj, p1-p0, q1-q0, mt, nt)
+						}
+						for p := p0; p < p1; p++ {
+							for q := q0; q < q1; q++ {
+								seen[p*pn+q]++
+							}
+						}
+					}
+				}
+				for i, s := range seen {
+					if s != 1 {
+						t.Fatalf("%dx%d on %d: panel pair %d covered %d times", m, n, th, i, s)
+					}
+				}
+			}
+		}
+	}
+}
+
+// reportFlops reports the rate of a benchmark that did flops operations:
+// GFLOP/s of wall time, and GFLOP per CPU-second of the process since
+// cpu0 (cpuSeconds at the start). On a machine shared with other jobs the
+// second is the steadier measure: it counts only the time the benchmark's
+// threads were actually running, so divided by the threads it compares
+// with the one-core FMAPeak figure.
+func reportFlops(b *testing.B, flops, cpu0 float64) {
+	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if cpu0 >= 0 {
+		if cpu := cpuSeconds() - cpu0; cpu > 0 {
+			b.ReportMetric(flops/cpu/1e9, "GFLOP/cpu-s")
+		}
+	}
+}
+
+// BenchmarkSGEMMPacked times the tiles of a square product on prepacked
+// operands (no packing), run on a Workers pool as MatMul runs them. It
+// isolates the micro-kernel and the cache blocking from packing; compare
+// with BenchmarkFMAPeak (times the number of threads).
+func BenchmarkSGEMMPacked(b *testing.B) {
+	for _, size := range []int{256, 1024} {
+		for _, asm := range gemmKernels() {
+			if !asm && size > 256 && useAsmKernel {
+				continue // the portable kernel is timed on the small size only
+			}
+			for _, th := range threadCounts() {
+				b.Run(fmt.Sprintf("%d/%s/threads=%d", size, kernelName(asm), th), func(b *testing.B) {
+					withKernel(asm, func() { benchPacked(b, size, th) })
+				})
+			}
+		}
+	}
+}
+
+func benchPacked(b *testing.B, size, th int) {
+	m, n, k := size, size, size
+	pa, pb := make([]float32, packedASize(m, k)), make([]float32, packedBSize(k, n))
+	packA(pa, randF32(m*k), m, k, k, 1, 1, 0, ceilDiv(m, gemmMR))
+	packB(pb, randF32(k*n), k, n, n, 1, 0, ceilDiv(n, gemmNR))
+	mt, nt := gemmTiles(m, n, th)
+	g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: make([]float32, m*n), ldc: n, mt: mt, nt: nt}
+	w := NewWorkers(th)
+	defer w.Close()
+	w.forArgs(g.tiles(), th, gemmRanger{&g}, args{}, nil, nil, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuSeconds()
+	for i := 0; i < b.N; i++ {
+		w.forArgs(g.tiles(), th, gemmRanger{&g}, args{}, nil, nil, nil)
+	}
+	reportFlops(b, 2*float64(m*n*k)*float64(b.N), cpu0)
+}
+
+// BenchmarkGemmPack times packing a row-major 1024×1024 A and B, the
+// part of a run-time MatMul that is not the product.
+func BenchmarkGemmPack(b *testing.B) {
+	const size = 1024
+	src := randF32(size * size)
+	dst := make([]float32, max(packedASize(size, size), packedBSize(size, size)))
+	for _, c := range []struct {
+		name   string
+		rs, cs int
+	}{{"rowmajor", size, 1}, {"transposed", 1, size}} {
+		b.Run("A/"+c.name, func(b *testing.B) {
+			b.SetBytes(2 * 4 * size * size)
+			for i := 0; i < b.N; i++ {
+				packA(dst, src, size, size, c.rs, c.cs, 1, 0, ceilDiv(size, gemmMR))
+			}
+		})
+		b.Run("B/"+c.name, func(b *testing.B) {
+			b.SetBytes(2 * 4 * size * size)
+			for i := 0; i < b.N; i++ {
+				packB(dst, src, size, size, c.rs, c.cs, 0, ceilDiv(size, gemmNR))
+			}
+		})
+	}
+}
+
+// BenchmarkSGEMMRun is BenchmarkSGEMM/1024 (a MatMul node of two run-time
+// 1024×1024 matrices, both packed on every run) reported also in GFLOP
+// per CPU-second, the measure that stays comparable with BenchmarkFMAPeak
+// on a machine shared with other jobs.
+func BenchmarkSGEMMRun(b *testing.B) {
+	const size = 1024
+	for _, th := range threadCounts() {
+		b.Run(fmt.Sprintf("%d/threads=%d", size, th), func(b *testing.B) {
+			g, n := matmulNode(size, size, size, false)
+			p := prepare(b, g, n)
+			w := NewWorkers(th)
+			defer w.Close()
+			p.k.Run(w, p.in, p.out, p.scratch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuSeconds()
+			for i := 0; i < b.N; i++ {
+				p.k.Run(w, p.in, p.out, p.scratch)
+			}
+			reportFlops(b, 2*size*size*size*float64(b.N), cpu0)
+		})
+	}
+}
