@@ -6,9 +6,14 @@ import (
 
 // convKernel is an N-dimensional convolution (1 to 3 spatial dimensions,
 // held as 3 with leading unit dimensions). A depthwise convolution (one
-// input channel per group) runs directly; every other one is lowered per
-// image and group to im2col, written straight into packed GEMM panels in
-// scratch, times the prepacked weights.
+// input channel per group) runs directly; every other one is a product, per
+// image and group, of the prepacked weights (mg × kdim) and the im2col
+// matrix (kdim × outSp), computed the GotoBLAS way: each worker packs a
+// block of at most kc rows × nc columns of the im2col matrix into its own
+// scratch area, already in the GEMM's packed B layout, and multiplies all
+// output channels of the group by it at once, accumulating over the kc-deep
+// slices of kdim. The scratch is therefore bounded by workers × kc × nc
+// floats, whatever the size of the image.
 type convKernel struct {
 	nb, c, m, g int // images, input channels, output channels, groups
 	cg, mg      int // input and output channels per group
@@ -19,14 +24,27 @@ type convKernel struct {
 	inSp, outSp int    // input and output elements per channel
 	kvol        int    // kernel elements per input channel
 	kdim        int    // cg·kvol, the depth of the product
-	pointwise   bool   // 1×1 kernel, unit stride, no padding: im2col is a copy
+	pointwise   bool   // 1×1 kernel, unit stride, no padding: the input is the im2col matrix
 	depthwise   bool
 	hasBias     bool
 	wPre        []float32 // packed weights, aSize floats per group; nil when W is computed at run time
-	aSize       int
-	bSize       int // floats of one group's packed im2col matrix
-	wOff        int // scratch float offset of run-time packed weights
+	aSize       int       // floats of one group's packed weights
+	kc          int       // depth of a k slice (the last one may be shorter)
+	nc          int       // widest column block, a multiple of gemmNR
+	per         int       // scratch floats of one worker's packed block
+	bOff        int       // scratch float offset of the workers' blocks
+
+	fuse *fused // an epilogue applied block by block, or nil
 }
+
+// Blocking of the convolution product (see convKernel). A worker's packed
+// block of convKC × convNC floats (256 KB) stays in L2 while every output
+// channel of the group streams over it.
+const (
+	convKC = 256 // deepest k slice
+	convNC = 256 // widest column block, in columns
+	convMT = 16  // rows of a GEMM tile over a block, in A panels
+)
 
 func buildConv(c *bctx) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
@@ -87,45 +105,105 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 		k.depthwise = true
 		return k, 0, nil
 	}
+	if k.outSp == 0 || k.nb == 0 {
+		return k, 0, nil
+	}
 	k.aSize = packedASize(k.mg, k.kdim)
-	k.bSize = packedBSize(k.kdim, k.outSp)
-	floats := k.g * k.bSize
+	// Even k slices: 300 deep is two of 150, not 256 and 44.
+	k.kc = max(1, ceilDiv(k.kdim, max(1, ceilDiv(k.kdim, convKC))))
+	k.nc = min(roundUp(convNC, gemmNR), roundUp(k.outSp, gemmNR))
+	// Each worker's block starts on its own cache line.
+	k.per = roundUp(packedBSize(k.kc, k.nc), alignment/4)
+	floats := 0
 	if wt.IsConst() {
 		k.wPre = make([]float32, k.g*k.aSize)
-		k.packWeights(k.wPre, constF32(wt))
+		withConstF32(wt, func(w []float32) { k.packWeights(k.wPre, w) })
 	} else {
-		k.wOff = floats
-		floats += k.g * k.aSize
+		floats = roundUp(k.g*k.aSize, alignment/4)
 	}
+	k.bOff = floats
+	floats += max(1, c.threads) * k.per
 	return k, int64(floats) * 4, nil
 }
 
-// packWeights packs every group's [mg, kdim] weight block.
+// packWeights packs every group's [mg, kdim] weight block, one k slice
+// after the other: slice [k0, k0+kb) of group gi starts at float
+// gi·aSize + roundUp(mg, gemmMR)·k0 and is an mg × kb packed A operand.
 func (k *convKernel) packWeights(dst, w []float32) {
+	pm := ceilDiv(k.mg, gemmMR)
 	for gi := 0; gi < k.g; gi++ {
-		packA(dst[gi*k.aSize:], w[gi*k.mg*k.kdim:], k.mg, k.kdim, k.kdim, 1, 1, 0, ceilDiv(k.mg, gemmMR))
+		wg := w[gi*k.mg*k.kdim:]
+		for k0 := 0; k0 == 0 || k0 < k.kdim; k0 += k.kc {
+			kb := min(k.kc, k.kdim-k0)
+			packA(dst[gi*k.aSize+pm*gemmMR*k0:], wg[k0:], k.mg, kb, k.kdim, 1, 1, 0, pm)
+		}
 	}
+}
+
+// convSplit is how a run shares the product out: the output columns of
+// every image and group are cut into nblk blocks of nc columns (the last
+// may be narrower) and, when there are fewer blocks than workers, the
+// output channels into mparts parts. Item ((u·nblk)+blk)·mparts+mp, u =
+// image·groups + group, is one part of one block; worker i of P runs items
+// [i·T/P, (i+1)·T/P) of the T.
+type convSplit struct {
+	nc, nblk, mparts int
+}
+
+// split chooses the blocking for P workers.
+func (k *convKernel) split(p int) convSplit {
+	units := k.nb * k.g
+	nblk := ceilDiv(k.outSp, k.nc)
+	if units*nblk < 8*p {
+		// Few items: make their number a multiple of the workers (so
+		// that every worker gets as many), at least one each.
+		for (units*nblk)%p != 0 && nblk < k.outSp {
+			nblk++
+		}
+	}
+	nc := min(k.nc, roundUp(ceilDiv(k.outSp, nblk), gemmNR))
+	s := convSplit{nc: nc, nblk: ceilDiv(k.outSp, nc), mparts: 1}
+	if t := units * s.nblk; t < p {
+		s.mparts = min(ceilDiv(p, t), ceilDiv(k.mg, gemmMR))
+	}
+	return s
+}
+
+// workers is how many workers a run on w uses: one per scratch area, at
+// most.
+func (k *convKernel) workers(w *Workers, scratch []byte) int {
+	return max(1, min(w.Threads(), (len(scratch)/4-k.bOff)/k.per))
 }
 
 func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.depthwise {
 		planes := k.nb * k.m
-		w.forArgs(planes, w.parts(planes*k.outSp*k.kvol), k, args{phaseDepthwise}, in, out, scratch)
+		parts := w.parts(planes * k.outSp * k.kvol)
+		if k.fuse != nil {
+			// One item per share, so that each share knows its registers.
+			parts = min(parts, planes, k.fuse.shares)
+			w.forArgs(parts, parts, k, args{phaseDepthwise, int64(parts)}, in, out, scratch)
+			return
+		}
+		w.forArgs(planes, parts, k, args{phaseDepthwise}, in, out, scratch)
+		return
+	}
+	if k.outSp == 0 || k.nb == 0 {
 		return
 	}
 	if k.wPre == nil {
-		k.packWeights(f32s(scratch)[k.wOff:], f32s(in[1]))
+		k.packWeights(f32s(scratch), f32s(in[1]))
 	}
-	pb := ceilDiv(k.outSp, gemmNR)
-	mt, nt := gemmTiles(k.mg, k.outSp, w.Threads())
-	g := gemm{m: k.mg, n: k.outSp, mt: mt, nt: nt}
-	for n := 0; n < k.nb; n++ {
-		w.forArgs(k.g*pb, w.parts(k.g*pb*gemmNR*k.kdim), k, args{phasePack, int64(n)}, in, out, scratch)
-		w.forArgs(k.g*g.tiles(), w.parts(k.g*k.mg*k.outSp*k.kdim/8), k, args{phaseTiles, int64(n), int64(mt), int64(nt)}, in, out, scratch)
-	}
+	// Give each worker at least minGrain multiply-adds.
+	p := min(k.workers(w, scratch), max(1, k.nb*k.g*k.mg*k.outSp*k.kdim/minGrain))
+	w.forArgs(p, p, k, args{phaseBlocks, int64(p)}, in, out, scratch)
 }
 
-const phaseDepthwise = 2
+// Phases of a convolution run, in args[0].
+const (
+	phaseDepthwise = 2
+	phaseBlocks    = 4
+)
 
 func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
 	x, y := f32s(in[0]), f32s(out[0])
@@ -137,6 +215,13 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	case phaseDepthwise:
 		wt := f32s(in[1])
 		mult := k.mg
+		share := -1
+		if k.fuse != nil {
+			// Item lo is share lo of a[1] shares of the planes.
+			share = lo
+			planes := k.nb * k.m
+			lo, hi = share*planes/int(a[1]), (share+1)*planes/int(a[1])
+		}
 		for p := lo; p < hi; p++ {
 			n, mo := p/k.m, p%k.m
 			var bv float32
@@ -145,36 +230,75 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 			}
 			xc := x[(n*k.c+mo/mult)*k.inSp:][:k.inSp]
 			k.depthwisePlane(y[p*k.outSp:][:k.outSp], xc, wt[mo*k.kvol:][:k.kvol], bv)
+			if share >= 0 {
+				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+1, 0, k.outSp)
+			}
 		}
-	case phasePack:
-		n := int(a[1])
-		s := f32s(scratch)
-		pb := ceilDiv(k.outSp, gemmNR)
-		for it := lo; it < hi; it++ {
-			gi, q := it/pb, it%pb
-			xg := x[(n*k.c+gi*k.cg)*k.inSp:]
-			k.im2col(s[gi*k.bSize:], xg, q)
-		}
-	case phaseTiles:
-		n := int(a[1])
-		s := f32s(scratch)
+	case phaseBlocks:
+		// Items are workers here: one call per worker index, or, inline,
+		// all of them in turn, each with its own scratch area.
+		p := int(a[1])
+		s := k.split(p)
+		total := k.nb * k.g * s.nblk * s.mparts
+		sc := f32s(scratch)
 		wp := k.wPre
 		if wp == nil {
-			wp = s[k.wOff:]
+			wp = sc
 		}
-		g := gemm{m: k.mg, n: k.outSp, k: k.kdim, ldc: k.outSp, mt: int(a[2]), nt: int(a[3])}
-		tiles := g.tiles()
-		for it := lo; it < hi; {
-			gi, t0 := it/tiles, it%tiles
-			t1 := min(tiles, t0+hi-it)
-			g.a = wp[gi*k.aSize:]
-			g.b = s[gi*k.bSize:]
-			g.c = y[(n*k.m+gi*k.mg)*k.outSp:]
-			if bias != nil {
-				g.rowBias = bias[gi*k.mg:]
+		for wi := lo; wi < hi; wi++ {
+			buf := sc[k.bOff+wi*k.per:][:k.per]
+			k.blocks(x, y, wp, bias, buf, s, wi*total/p, (wi+1)*total/p, in, out, wi)
+		}
+	}
+}
+
+// blocks computes items [lo, hi) of split s (see convSplit), packing into
+// buf; worker wi runs them, and applies the epilogue, if any, to each
+// finished block.
+func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi int, in, out [][]byte, wi int) {
+	pm := ceilDiv(k.mg, gemmMR)
+	for it := lo; it < hi; {
+		blk := it / s.mparts
+		mp0 := it % s.mparts
+		// The parts of this block that are ours: one packed block serves
+		// them all.
+		mp1 := min(s.mparts, mp0+hi-it)
+		it += mp1 - mp0
+		u, bi := blk/s.nblk, blk%s.nblk
+		n, gi := u/k.g, u%k.g
+		p0, p1 := mp0*pm/s.mparts, mp1*pm/s.mparts
+		if p0 == p1 {
+			continue
+		}
+		j0 := bi * s.nc
+		ncb := min(s.nc, k.outSp-j0)
+		rows := min(k.mg, p1*gemmMR) - p0*gemmMR
+		xg := x[(n*k.c+gi*k.cg)*k.inSp:]
+		g := gemm{
+			m: rows, n: ncb, b: buf,
+			c:   y[(n*k.m+gi*k.mg+p0*gemmMR)*k.outSp+j0:],
+			ldc: k.outSp,
+			mt:  min(p1-p0, convMT), nt: ceilDiv(ncb, gemmNR),
+		}
+		for k0 := 0; k0 == 0 || k0 < k.kdim; k0 += k.kc {
+			kb := min(k.kc, k.kdim-k0)
+			if k.pointwise {
+				packB(buf, xg[k0*k.inSp+j0:], kb, ncb, k.inSp, 1, 0, ceilDiv(ncb, gemmNR))
+			} else {
+				k.im2col(buf, xg, j0, ncb, k0, kb)
 			}
-			g.run(t0, t1)
-			it += t1 - t0
+			g.k = kb
+			g.a = wp[gi*k.aSize+pm*gemmMR*k0+p0*kb*gemmMR:]
+			g.acc = k0 > 0
+			g.rowBias = nil
+			if bias != nil && k0 == 0 {
+				g.rowBias = bias[gi*k.mg+p0*gemmMR:]
+			}
+			g.run(0, g.tiles())
+		}
+		if k.fuse != nil {
+			r0 := n*k.m + gi*k.mg + p0*gemmMR
+			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
 		}
 	}
 }

@@ -1,70 +1,172 @@
 package cpu
 
-import "math"
-
-// im2col writes panel q of one group's im2col matrix, already in the packed
-// B layout: for every kernel tap (row r = channel, kd, kh, kw) the gemmNR
-// input values that the output pixels of the panel's columns read.
-func (k *convKernel) im2col(dst, x []float32, q int) {
-	d := dst[q*k.kdim*gemmNR:][:k.kdim*gemmNR]
-	j0 := q * gemmNR
-	cols := min(gemmNR, k.outSp-j0)
-	if k.pointwise {
-		for c := 0; c < k.cg; c++ {
-			row := d[c*gemmNR:][:gemmNR]
-			src := x[c*k.inSp+j0:]
-			if cols == gemmNR {
-				*(*[gemmNR]float32)(row) = *(*[gemmNR]float32)(src)
-			} else {
-				copy(row[:cols], src)
-				clear(row[cols:])
-			}
-		}
-		return
+// im2col packs rows [k0, k0+kb) and columns [j0, j0+ncb) of one group's
+// im2col matrix into dst in the packed B layout (panels of gemmNR columns,
+// each kb rows deep): row r = ((c·KD + kd)·KH + kh)·KW + kw holds, for
+// each output pixel of a column, the input value that kernel tap (kd, kh,
+// kw) of channel c reads there, or 0 in the padding.
+func (k *convKernel) im2col(dst, x []float32, j0, ncb, k0, kb int) {
+	for q := 0; q*gemmNR < ncb; q++ {
+		k.im2colPanel(dst[q*kb*gemmNR:][:kb*gemmNR], x, j0+q*gemmNR, min(gemmNR, ncb-q*gemmNR), k0, kb)
 	}
+}
+
+// colRun is a run of a panel's columns that lie in one output row.
+type colRun struct {
+	jj, n      int // first column in the panel, and how many
+	id, ih, iw int // input position of the first column's tap (0, 0, 0)
+}
+
+// im2colPanel writes one panel: rows [k0, k0+kb) of the cols columns from
+// j0 (zeros beyond cols).
+func (k *convKernel) im2colPanel(d, x []float32, j0, cols, k0, kb int) {
 	D, H, W := k.in[0], k.in[1], k.in[2]
 	OH, OW := k.out[1], k.out[2]
-	var id0, ih0, iw0 [gemmNR]int
-	for jj := 0; jj < gemmNR; jj++ {
-		if jj >= cols {
-			id0[jj] = math.MinInt32 // never inside the input: reads as padding
-			continue
-		}
+	sw := k.stride[2]
+	// Cut the columns into runs along output rows.
+	var runs [gemmNR]colRun
+	nr := 0
+	for jj := 0; jj < cols; {
 		j := j0 + jj
 		ow, t := j%OW, j/OW
 		oh, od := t%OH, t/OH
-		id0[jj] = od*k.stride[0] - k.pad[0]
-		ih0[jj] = oh*k.stride[1] - k.pad[1]
-		iw0[jj] = ow*k.stride[2] - k.pad[2]
+		n := min(cols-jj, OW-ow)
+		runs[nr] = colRun{jj: jj, n: n, id: od*k.stride[0] - k.pad[0], ih: oh*k.stride[1] - k.pad[1], iw: ow*sw - k.pad[2]}
+		nr++
+		jj += n
 	}
-	// With unit stride and all columns in one output row, each tap reads
-	// gemmNR consecutive inputs.
-	run := cols == gemmNR && k.stride[2] == 1 && j0%OW+gemmNR <= OW
-	r := 0
-	for c := 0; c < k.cg; c++ {
+	// The tap of row k0.
+	kw := k0 % k.kern[2]
+	t := k0 / k.kern[2]
+	kh := t % k.kern[1]
+	t /= k.kern[1]
+	kd := t % k.kern[0]
+	c := t / k.kern[0]
+	var base [gemmNR]int // per run, the input row that taps (c, kd, kh, ·) read, or -1
+	for r := 0; r < kb; {
 		xc := x[c*k.inSp:][:k.inSp]
-		for kd := 0; kd < k.kern[0]; kd++ {
-			dd := kd * k.dil[0]
-			for kh := 0; kh < k.kern[1]; kh++ {
-				dh := kh * k.dil[1]
-				for kw := 0; kw < k.kern[2]; kw++ {
-					dw := kw * k.dil[2]
-					row := (*[gemmNR]float32)(d[r*gemmNR:])
-					r++
-					if run {
-						id, ih, iw := id0[0]+dd, ih0[0]+dh, iw0[0]+dw
-						if uint(id) < uint(D) && uint(ih) < uint(H) && iw >= 0 && iw+gemmNR <= W {
-							*row = *(*[gemmNR]float32)(xc[(id*H+ih)*W+iw:])
-							continue
+		dd, dh := kd*k.dil[0], kh*k.dil[1]
+		for i, cr := range runs[:nr] {
+			id, ih := cr.id+dd, cr.ih+dh
+			base[i] = -1
+			if uint(id) < uint(D) && uint(ih) < uint(H) {
+				base[i] = (id*H + ih) * W
+			}
+		}
+		// The taps along the row, which share the input rows.
+		for ; kw < k.kern[2] && r < kb; kw, r = kw+1, r+1 {
+			row := (*[gemmNR]float32)(d[r*gemmNR:])
+			dw := kw * k.dil[2]
+			if nr == 1 && cols == gemmNR && base[0] >= 0 && sw == 1 {
+				if iw := runs[0].iw + dw; iw >= 0 && iw+gemmNR <= W {
+					*row = *(*[gemmNR]float32)(xc[base[0]+iw:])
+					continue
+				}
+			}
+			if cols < gemmNR {
+				clear(row[cols:])
+			}
+			for i, cr := range runs[:nr] {
+				seg := row[cr.jj : cr.jj+cr.n]
+				if base[i] < 0 {
+					clear(seg)
+					continue
+				}
+				xr := xc[base[i]:][:W]
+				iw := cr.iw + dw
+				if iw >= 0 && iw+(cr.n-1)*sw < W {
+					// The whole run reads inside the row.
+					if sw == 1 {
+						src := xr[iw:][:len(seg)]
+						for j, v := range src {
+							seg[j] = v
 						}
+						continue
 					}
-					for jj := 0; jj < gemmNR; jj++ {
-						id, ih, iw := id0[jj]+dd, ih0[jj]+dh, iw0[jj]+dw
-						if uint(id) < uint(D) && uint(ih) < uint(H) && uint(iw) < uint(W) {
-							row[jj] = xc[(id*H+ih)*W+iw]
-						} else {
-							row[jj] = 0
-						}
+					src := xr[iw:][:(cr.n-1)*sw+1]
+					for j := range seg {
+						seg[j] = src[j*sw]
+					}
+					continue
+				}
+				for j := range seg {
+					if uint(iw) < uint(W) {
+						seg[j] = xr[iw]
+					} else {
+						seg[j] = 0
+					}
+					iw += sw
+				}
+			}
+		}
+		// Next (c, kd, kh).
+		kw = 0
+		if kh++; kh == k.kern[1] {
+			kh = 0
+			if kd++; kd == k.kern[0] {
+				kd = 0
+				c++
+			}
+		}
+	}
+}
+
+// depthwisePlane convolves one input channel plane x with one filter wt
+// into one output plane y. Filters of at most dwMaxK × dwMaxK without
+// dilation on a 1-D or 2-D input take depthwise2D; any other geometry goes
+// row by row through depthwiseRow.
+func (k *convKernel) depthwisePlane(y, x, wt []float32, bias float32) {
+	if k.dwFast() {
+		k.depthwise2D(y, x, wt, bias)
+		return
+	}
+	for od := 0; od < k.out[0]; od++ {
+		for oh := 0; oh < k.out[1]; oh++ {
+			k.depthwiseRow(y[(od*k.out[1]+oh)*k.out[2]:][:k.out[2]], x, wt, od, oh, bias)
+		}
+	}
+}
+
+// depthwiseRow computes output row (od, oh) of one depthwise plane: every
+// kernel tap adds a scaled, strided input row to the output row, over the
+// output columns where that tap lands inside the input.
+func (k *convKernel) depthwiseRow(orow, x, wt []float32, od, oh int, bias float32) {
+	D, H, W := k.in[0], k.in[1], k.in[2]
+	OW := k.out[2]
+	sw := k.stride[2]
+	fill(orow, bias)
+	for kd := 0; kd < k.kern[0]; kd++ {
+		id := od*k.stride[0] - k.pad[0] + kd*k.dil[0]
+		if uint(id) >= uint(D) {
+			continue
+		}
+		for kh := 0; kh < k.kern[1]; kh++ {
+			ih := oh*k.stride[1] - k.pad[1] + kh*k.dil[1]
+			if uint(ih) >= uint(H) {
+				continue
+			}
+			xrow := x[(id*H+ih)*W:][:W]
+			taps := wt[(kd*k.kern[1]+kh)*k.kern[2]:][:k.kern[2]]
+			for kw, wv := range taps {
+				off := kw*k.dil[2] - k.pad[2]
+				// Output columns ow with 0 <= ow·sw + off < W.
+				lo := 0
+				if off < 0 {
+					lo = (-off + sw - 1) / sw
+				}
+				hi := 0
+				if W-1-off >= 0 {
+					hi = min((W-1-off)/sw+1, OW)
+				}
+				if lo >= hi {
+					continue
+				}
+				if sw == 1 {
+					axpy(orow[lo:hi], xrow[lo+off:hi+off], wv)
+				} else {
+					o := orow[lo:hi]
+					for i := range o {
+						o[i] += wv * xrow[(lo+i)*sw+off]
 					}
 				}
 			}
@@ -72,56 +174,222 @@ func (k *convKernel) im2col(dst, x []float32, q int) {
 	}
 }
 
-// depthwisePlane convolves one input channel plane x with one filter wt
-// into one output plane y, row by row: every kernel tap adds a scaled,
-// strided input row to the output row, over the output columns where that
-// tap lands inside the input.
-func (k *convKernel) depthwisePlane(y, x, wt []float32, bias float32) {
-	D, H, W := k.in[0], k.in[1], k.in[2]
-	OD, OH, OW := k.out[0], k.out[1], k.out[2]
-	sw := k.stride[2]
-	for od := 0; od < OD; od++ {
-		for oh := 0; oh < OH; oh++ {
-			orow := y[(od*OH+oh)*OW:][:OW]
-			fill(orow, bias)
-			for kd := 0; kd < k.kern[0]; kd++ {
-				id := od*k.stride[0] - k.pad[0] + kd*k.dil[0]
-				if uint(id) >= uint(D) {
-					continue
-				}
-				for kh := 0; kh < k.kern[1]; kh++ {
-					ih := oh*k.stride[1] - k.pad[1] + kh*k.dil[1]
-					if uint(ih) >= uint(H) {
-						continue
-					}
-					xrow := x[(id*H+ih)*W:][:W]
-					taps := wt[(kd*k.kern[1]+kh)*k.kern[2]:][:k.kern[2]]
-					for kw, wv := range taps {
-						off := kw*k.dil[2] - k.pad[2]
-						// Output columns ow with 0 <= ow·sw + off < W.
-						lo := 0
-						if off < 0 {
-							lo = (-off + sw - 1) / sw
-						}
-						hi := 0
-						if W-1-off >= 0 {
-							hi = min((W-1-off)/sw+1, OW)
-						}
-						if lo >= hi {
-							continue
-						}
-						if sw == 1 {
-							axpy(orow[lo:hi], xrow[lo+off:hi+off], wv)
-						} else {
-							o := orow[lo:hi]
-							for i := range o {
-								o[i] += wv * xrow[(lo+i)*sw+off]
-							}
-						}
-					}
-				}
+// dwMaxK is the largest filter side that depthwise2D takes.
+const dwMaxK = 7
+
+// dwFast reports whether depthwise2D handles the geometry: a filter of at
+// most dwMaxK × dwMaxK without dilation and without negative pads, on one
+// depth plane.
+func (k *convKernel) dwFast() bool {
+	return k.kern[0] == 1 && k.kern[1] <= dwMaxK && k.kern[2] <= dwMaxK &&
+		k.dil == [3]int{1, 1, 1} && k.in[0] == 1 && k.out[0] == 1 && k.pad[0] == 0 &&
+		k.pad[1] >= 0 && k.pad[2] >= 0
+}
+
+// depthwise2D is depthwisePlane for the geometries of dwFast. Rows whose
+// taps all lie inside the input sum the taps of four output pixels at a
+// time without bounds checks, from values held in registers (dw3x3s1 and
+// dw3x3s2 for the common 3×3 filters, dwBlock for the others); the border
+// pixels of those rows are summed one by one with checks, and the border
+// rows go through depthwiseRow.
+func (k *convKernel) depthwise2D(y, x, wt []float32, bias float32) {
+	H, W := k.in[1], k.in[2]
+	OH, OW := k.out[1], k.out[2]
+	KH, KW := k.kern[1], k.kern[2]
+	sh, sw := k.stride[1], k.stride[2]
+	ph, pw := k.pad[1], k.pad[2]
+	wt = wt[:KH*KW]
+	// Interior columns: 0 <= ow·sw − pw and ow·sw − pw + KW <= W.
+	lo := min(ceilDiv(pw, sw), OW)
+	hi := lo
+	if W-KW+pw >= 0 {
+		hi = max(lo, min((W-KW+pw)/sw+1, OW))
+	}
+	var rows [dwMaxK][]float32
+	for oh := 0; oh < OH; oh++ {
+		orow := y[oh*OW:][:OW]
+		ih := oh*sh - ph
+		if ih < 0 || ih+KH > H {
+			k.depthwiseRow(orow, x, wt, 0, oh, bias)
+			continue
+		}
+		for r := 0; r < KH; r++ {
+			rows[r] = x[(ih+r)*W:][:W]
+		}
+		base := lo*sw - pw
+		o := orow[lo:hi]
+		if KH == 3 && KW == 3 {
+			w := (*[9]float32)(wt)
+			for ow := 0; ow < lo; ow++ {
+				orow[ow] = dw3x3Pixel(w, rows[0], rows[1], rows[2], ow*sw-pw, bias)
+			}
+			for ow := hi; ow < OW; ow++ {
+				orow[ow] = dw3x3Pixel(w, rows[0], rows[1], rows[2], ow*sw-pw, bias)
+			}
+			switch {
+			case hi <= lo:
+			case sw == 1:
+				dw3x3s1(o, w, rows[0][base:], rows[1][base:], rows[2][base:], bias)
+			case sw == 2:
+				dw3x3s2(o, w, rows[0][base:], rows[1][base:], rows[2][base:], bias)
+			default:
+				dwBlock(o, wt, &rows, KH, KW, sw, base, bias)
+			}
+			continue
+		}
+		for ow := 0; ow < lo; ow++ {
+			orow[ow] = dwPixel(wt, &rows, KH, KW, ow*sw-pw, bias)
+		}
+		for ow := hi; ow < OW; ow++ {
+			orow[ow] = dwPixel(wt, &rows, KH, KW, ow*sw-pw, bias)
+		}
+		if hi > lo {
+			dwBlock(o, wt, &rows, KH, KW, sw, base, bias)
+		}
+	}
+}
+
+// dwPixel sums the taps of one output pixel whose leftmost tap reads
+// column iw of rows, skipping taps outside the row.
+func dwPixel(wt []float32, rows *[dwMaxK][]float32, KH, KW, iw int, bias float32) float32 {
+	kw0, kw1 := max(0, -iw), min(KW, len(rows[0])-iw)
+	s := bias
+	if kw0 >= kw1 {
+		return s
+	}
+	for r := 0; r < KH; r++ {
+		xr := rows[r][iw+kw0 : iw+kw1]
+		for i, wv := range wt[r*KW+kw0 : r*KW+kw1] {
+			s += wv * xr[i]
+		}
+	}
+	return s
+}
+
+// dw3x3Pixel sums the taps of one output pixel of a 3×3 filter whose
+// leftmost tap reads column iw of the rows r0, r1, r2, skipping taps
+// outside the rows.
+func dw3x3Pixel(w *[9]float32, r0, r1, r2 []float32, iw int, bias float32) float32 {
+	s := bias
+	for kw := 0; kw < 3; kw++ {
+		if c := iw + kw; uint(c) < uint(len(r0)) {
+			s += w[kw]*r0[c] + w[3+kw]*r1[c] + w[6+kw]*r2[c]
+		}
+	}
+	return s
+}
+
+// dwBlock sets o[i] = bias + Σ taps (r, kw) of wt·rows[r][base + i·sw + kw]
+// for interior pixels, four outputs at a time: each weight is loaded once
+// for the four.
+func dwBlock(o, wt []float32, rows *[dwMaxK][]float32, KH, KW, sw, base int, bias float32) {
+	n := len(o)
+	span := 3*sw + KW // inputs that four outputs read along a row
+	i := 0
+	if KW == 5 && sw == 1 {
+		// The eight inputs of a row serve all twenty products.
+		for ; i+4 <= n; i += 4 {
+			s0, s1, s2, s3 := bias, bias, bias, bias
+			for r := 0; r < KH; r++ {
+				x := (*[8]float32)(rows[r][base+i:])
+				w := (*[5]float32)(wt[r*5:])
+				x0, x1, x2, x3, x4, x5, x6, x7 := x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+				s0 += w[0]*x0 + w[1]*x1 + w[2]*x2 + w[3]*x3 + w[4]*x4
+				s1 += w[0]*x1 + w[1]*x2 + w[2]*x3 + w[3]*x4 + w[4]*x5
+				s2 += w[0]*x2 + w[1]*x3 + w[2]*x4 + w[3]*x5 + w[4]*x6
+				s3 += w[0]*x3 + w[1]*x4 + w[2]*x5 + w[3]*x6 + w[4]*x7
+			}
+			d := (*[4]float32)(o[i:])
+			d[0], d[1], d[2], d[3] = s0, s1, s2, s3
+		}
+	}
+	for ; i+4 <= n; i += 4 {
+		s0, s1, s2, s3 := bias, bias, bias, bias
+		for r := 0; r < KH; r++ {
+			xr := rows[r][base+i*sw:][:span]
+			a, b, c := xr[sw:], xr[2*sw:], xr[3*sw:]
+			for kw, wv := range wt[r*KW : (r+1)*KW] {
+				s0 += wv * xr[kw]
+				s1 += wv * a[kw]
+				s2 += wv * b[kw]
+				s3 += wv * c[kw]
 			}
 		}
+		d := (*[4]float32)(o[i:])
+		d[0], d[1], d[2], d[3] = s0, s1, s2, s3
+	}
+	for ; i < n; i++ {
+		s := bias
+		for r := 0; r < KH; r++ {
+			xr := rows[r][base+i*sw:][:KW]
+			for kw, wv := range wt[r*KW : (r+1)*KW] {
+				s += wv * xr[kw]
+			}
+		}
+		o[i] = s
+	}
+}
+
+// dw3x3s1 sets o[i] = bias + Σ taps over columns i..i+2 of r0, r1, r2
+// (stride 1), four outputs at a time.
+func dw3x3s1(o []float32, w *[9]float32, r0, r1, r2 []float32, bias float32) {
+	n := len(o)
+	r0, r1, r2 = r0[:n+2], r1[:n+2], r2[:n+2]
+	w0, w1, w2, w3, w4, w5, w6, w7, w8 := w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		a := (*[6]float32)(r0[i:])
+		s0 := bias + w0*a[0] + w1*a[1] + w2*a[2]
+		s1 := bias + w0*a[1] + w1*a[2] + w2*a[3]
+		s2 := bias + w0*a[2] + w1*a[3] + w2*a[4]
+		s3 := bias + w0*a[3] + w1*a[4] + w2*a[5]
+		b := (*[6]float32)(r1[i:])
+		s0 += w3*b[0] + w4*b[1] + w5*b[2]
+		s1 += w3*b[1] + w4*b[2] + w5*b[3]
+		s2 += w3*b[2] + w4*b[3] + w5*b[4]
+		s3 += w3*b[3] + w4*b[4] + w5*b[5]
+		c := (*[6]float32)(r2[i:])
+		s0 += w6*c[0] + w7*c[1] + w8*c[2]
+		s1 += w6*c[1] + w7*c[2] + w8*c[3]
+		s2 += w6*c[2] + w7*c[3] + w8*c[4]
+		s3 += w6*c[3] + w7*c[4] + w8*c[5]
+		d := (*[4]float32)(o[i:])
+		d[0], d[1], d[2], d[3] = s0, s1, s2, s3
+	}
+	for ; i < n; i++ {
+		a, b, c := (*[3]float32)(r0[i:]), (*[3]float32)(r1[i:]), (*[3]float32)(r2[i:])
+		o[i] = bias + w0*a[0] + w1*a[1] + w2*a[2] + w3*b[0] + w4*b[1] + w5*b[2] + w6*c[0] + w7*c[1] + w8*c[2]
+	}
+}
+
+// dw3x3s2 is dw3x3s1 for stride 2: o[i] reads columns 2i..2i+2.
+func dw3x3s2(o []float32, w *[9]float32, r0, r1, r2 []float32, bias float32) {
+	n := len(o)
+	r0, r1, r2 = r0[:2*n+1], r1[:2*n+1], r2[:2*n+1]
+	w0, w1, w2, w3, w4, w5, w6, w7, w8 := w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		a := (*[9]float32)(r0[2*i:])
+		s0 := bias + w0*a[0] + w1*a[1] + w2*a[2]
+		s1 := bias + w0*a[2] + w1*a[3] + w2*a[4]
+		s2 := bias + w0*a[4] + w1*a[5] + w2*a[6]
+		s3 := bias + w0*a[6] + w1*a[7] + w2*a[8]
+		b := (*[9]float32)(r1[2*i:])
+		s0 += w3*b[0] + w4*b[1] + w5*b[2]
+		s1 += w3*b[2] + w4*b[3] + w5*b[4]
+		s2 += w3*b[4] + w4*b[5] + w5*b[6]
+		s3 += w3*b[6] + w4*b[7] + w5*b[8]
+		c := (*[9]float32)(r2[2*i:])
+		s0 += w6*c[0] + w7*c[1] + w8*c[2]
+		s1 += w6*c[2] + w7*c[3] + w8*c[4]
+		s2 += w6*c[4] + w7*c[5] + w8*c[6]
+		s3 += w6*c[6] + w7*c[7] + w8*c[8]
+		d := (*[4]float32)(o[i:])
+		d[0], d[1], d[2], d[3] = s0, s1, s2, s3
+	}
+	for ; i < n; i++ {
+		a, b, c := (*[3]float32)(r0[2*i:]), (*[3]float32)(r1[2*i:]), (*[3]float32)(r2[2*i:])
+		o[i] = bias + w0*a[0] + w1*a[1] + w2*a[2] + w3*b[0] + w4*b[1] + w5*b[2] + w6*c[0] + w7*c[1] + w8*c[2]
 	}
 }
 

@@ -196,3 +196,204 @@ func containsStr(s, sub string) bool {
 	}
 	return false
 }
+
+// BenchmarkConvDepthwise covers the depthwise shapes of MobileNet-v2 and
+// EfficientNet-B0 (3×3 and 5×5, stride 1 and 2), one thread.
+func BenchmarkConvDepthwise(b *testing.B) {
+	cases := []struct {
+		name               string
+		c, h, k, stride, p int64
+	}{
+		{"3x3 s1 32 112²", 32, 112, 3, 1, 1},
+		{"3x3 s2 96 112²", 96, 112, 3, 2, 1},
+		{"3x3 s1 144 56²", 144, 56, 3, 1, 1},
+		{"3x3 s1 576 14²", 576, 14, 3, 1, 1},
+		{"5x5 s1 240 28²", 240, 28, 5, 1, 2},
+		{"5x5 s2 144 56²", 144, 56, 5, 2, 2},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			g, n := convNode(1, c.c, c.h, c.h, c.c, c.k, c.stride, c.p, c.c, true)
+			y := g.Tensor(n.Outputs[0]).Shape
+			benchKernel(b, g, n, 1, 2*float64(y.Elements())*float64(c.k*c.k))
+		})
+	}
+}
+
+// TestConvBlocking checks the bounded-scratch lowering against the
+// reference loop where it matters: column blocks that do not divide the
+// output, several k slices, groups, batches, output-channel parts (fewer
+// column blocks than workers), 1-D and 3-D, run-time weights, and kernels
+// built for one thread count and run on pools of another.
+func TestConvBlocking(t *testing.T) {
+	one, two := ints64(1, 1), ints64(2, 2)
+	p1 := ints64(1, 1, 1, 1)
+	cases := []convCase{
+		{name: "blocks 33x35", x: ints64(2, 5, 33, 35), m: 7, group: 1, kern: ints64(3, 3), strides: one, dil: one, pads: p1, bias: true, constW: true},
+		{name: "3 k slices", x: ints64(1, 64, 9, 10), m: 13, group: 1, kern: ints64(3, 3), strides: one, dil: one, pads: p1, bias: true, constW: true},
+		{name: "k 257", x: ints64(1, 257, 7, 6), m: 5, group: 1, kern: ints64(1, 1), strides: two, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
+		{name: "k slices runtime W", x: ints64(1, 40, 11, 12), m: 9, group: 1, kern: ints64(3, 3), strides: one, dil: one, pads: p1, bias: true, constW: false},
+		{name: "groups k slices", x: ints64(2, 96, 8, 9), m: 10, group: 2, kern: ints64(3, 3), strides: one, dil: one, pads: p1, bias: true, constW: true},
+		{name: "groups 3 runtime W no bias", x: ints64(1, 6, 20, 21), m: 9, group: 3, kern: ints64(3, 3), strides: two, dil: one, pads: ints64(1, 0, 0, 1), bias: false, constW: false},
+		{name: "pointwise k slices blocks", x: ints64(1, 300, 17, 19), m: 11, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
+		{name: "pointwise batch runtime W", x: ints64(3, 20, 9, 31), m: 8, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: false, constW: false},
+		{name: "pointwise groups", x: ints64(1, 24, 13, 14), m: 12, group: 4, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
+		{name: "channel parts", x: ints64(1, 64, 3, 3), m: 64, group: 1, kern: ints64(3, 3), strides: one, dil: one, pads: p1, bias: true, constW: true},
+		{name: "channel parts tiny", x: ints64(1, 32, 2, 2), m: 50, group: 1, kern: ints64(2, 2), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: false},
+		{name: "stride dilation pads", x: ints64(1, 7, 30, 29), m: 6, group: 1, kern: ints64(3, 5), strides: ints64(2, 3), dil: ints64(2, 1), pads: ints64(3, 1, 2, 4), bias: true, constW: true},
+		{name: "5x5 wide", x: ints64(1, 12, 12, 70), m: 5, group: 1, kern: ints64(5, 5), strides: one, dil: one, pads: ints64(2, 2, 2, 2), bias: true, constW: true},
+		{name: "1-D long", x: ints64(2, 30, 700), m: 6, group: 1, kern: ints64(9), strides: ints64(1), dil: ints64(1), pads: ints64(4, 4), bias: true, constW: true},
+		{name: "1-D strided groups", x: ints64(1, 8, 333), m: 4, group: 2, kern: ints64(3), strides: ints64(3), dil: ints64(2), pads: ints64(1, 2), bias: true, constW: false},
+		{name: "3-D", x: ints64(1, 8, 6, 10, 12), m: 5, group: 1, kern: ints64(3, 3, 3), strides: ints64(1, 1, 1), dil: ints64(1, 1, 1), pads: ints64(1, 1, 1, 1, 1, 1), bias: true, constW: true},
+		{name: "negative pads", x: ints64(1, 3, 12, 11), m: 4, group: 1, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(-1, 1, 0, -2), bias: true, constW: true},
+		{name: "no input channels", x: ints64(1, 0, 5, 6), m: 3, group: 1, kern: ints64(3, 3), strides: one, dil: one, pads: p1, bias: true, constW: true},
+		{name: "3-D strided k slices", x: ints64(1, 12, 7, 9, 8), m: 4, group: 1, kern: ints64(3, 3, 3), strides: ints64(2, 1, 2), dil: ints64(1, 2, 1), pads: ints64(1, 2, 0, 1, 2, 1), bias: false, constW: true},
+	}
+	for _, c := range cases {
+		for _, th := range [][2]int{{1, 1}, {2, 2}, {3, 3}, {7, 7}, {2, 7}, {7, 1}, {3, 2}} {
+			t.Run(fmt.Sprintf("%s/built=%d/threads=%d", c.name, th[0], th[1]), func(t *testing.T) {
+				testConvFor(t, c, th[0], th[1])
+			})
+		}
+	}
+}
+
+// TestDepthwiseFast covers the depthwise fast paths (3×3 and other small
+// filters): rows and columns with and without an interior, outputs not a
+// multiple of four, mixed strides, pads other than 1, 1-D inputs and
+// channel multipliers.
+func TestDepthwiseFast(t *testing.T) {
+	one, two := ints64(1, 1), ints64(2, 2)
+	cases := []convCase{
+		{name: "s1 p1 wide", x: ints64(1, 5, 6, 37), m: 5, group: 5, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(1, 1, 1, 1), bias: true, constW: true},
+		{name: "s1 p0", x: ints64(2, 3, 9, 13), m: 3, group: 3, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
+		{name: "s2 p1 odd", x: ints64(1, 4, 15, 23), m: 4, group: 4, kern: ints64(3, 3), strides: two, dil: one, pads: ints64(1, 1, 1, 1), bias: true, constW: true},
+		{name: "s2 p1 even", x: ints64(1, 4, 16, 32), m: 4, group: 4, kern: ints64(3, 3), strides: two, dil: one, pads: ints64(1, 1, 1, 1), bias: false, constW: true},
+		{name: "strides 2,1", x: ints64(1, 3, 11, 18), m: 3, group: 3, kern: ints64(3, 3), strides: ints64(2, 1), dil: one, pads: ints64(1, 0, 0, 2), bias: true, constW: true},
+		{name: "strides 1,2", x: ints64(1, 3, 10, 19), m: 3, group: 3, kern: ints64(3, 3), strides: ints64(1, 2), dil: one, pads: ints64(0, 1, 2, 1), bias: true, constW: false},
+		{name: "pad 2", x: ints64(1, 2, 7, 9), m: 2, group: 2, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(2, 2, 2, 2), bias: true, constW: true},
+		{name: "tiny 2x2", x: ints64(1, 3, 2, 2), m: 3, group: 3, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(1, 1, 1, 1), bias: true, constW: true},
+		{name: "single column", x: ints64(1, 2, 5, 1), m: 2, group: 2, kern: ints64(3, 3), strides: two, dil: one, pads: ints64(1, 1, 1, 1), bias: true, constW: true},
+		{name: "multiplier 3", x: ints64(1, 2, 8, 12), m: 6, group: 2, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(1, 1, 1, 1), bias: true, constW: true},
+		{name: "SAME_UPPER s2", x: ints64(1, 4, 14, 14), m: 4, group: 4, kern: ints64(3, 3), strides: two, dil: one, autoPad: "SAME_UPPER", bias: true, constW: true},
+		{name: "SAME_LOWER s2", x: ints64(1, 4, 13, 14), m: 4, group: 4, kern: ints64(3, 3), strides: two, dil: one, autoPad: "SAME_LOWER", bias: true, constW: true},
+		{name: "batch 2 large", x: ints64(2, 8, 28, 28), m: 8, group: 8, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(1, 1, 1, 1), bias: true, constW: true},
+		{name: "5x5 s1 p2", x: ints64(1, 4, 14, 23), m: 4, group: 4, kern: ints64(5, 5), strides: one, dil: one, pads: ints64(2, 2, 2, 2), bias: true, constW: true},
+		{name: "5x5 s2 SAME_UPPER", x: ints64(1, 4, 28, 27), m: 4, group: 4, kern: ints64(5, 5), strides: two, dil: one, autoPad: "SAME_UPPER", bias: true, constW: true},
+		{name: "7x7 s1 p3", x: ints64(1, 2, 12, 30), m: 2, group: 2, kern: ints64(7, 7), strides: one, dil: one, pads: ints64(3, 3, 3, 3), bias: false, constW: true},
+		{name: "2x3 s3 asymmetric", x: ints64(1, 3, 17, 29), m: 3, group: 3, kern: ints64(2, 3), strides: ints64(3, 3), dil: one, pads: ints64(0, 2, 1, 0), bias: true, constW: true},
+		{name: "5x5 larger than input", x: ints64(1, 2, 3, 4), m: 2, group: 2, kern: ints64(5, 5), strides: one, dil: one, pads: ints64(2, 2, 2, 2), bias: true, constW: true},
+		{name: "1-D k5", x: ints64(2, 3, 41), m: 3, group: 3, kern: ints64(5), strides: ints64(1), dil: ints64(1), pads: ints64(2, 2), bias: true, constW: true},
+		{name: "1-D k3 s2", x: ints64(1, 3, 40), m: 6, group: 3, kern: ints64(3), strides: ints64(2), dil: ints64(1), pads: ints64(1, 0), bias: true, constW: false},
+		{name: "negative pads", x: ints64(1, 2, 9, 11), m: 2, group: 2, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(-1, -1, 0, 1), bias: true, constW: true},
+		{name: "9x9 generic", x: ints64(1, 2, 12, 12), m: 2, group: 2, kern: ints64(9, 9), strides: one, dil: one, pads: ints64(4, 4, 4, 4), bias: true, constW: true},
+	}
+	for _, c := range cases {
+		for _, th := range []int{1, 2, 3} {
+			t.Run(fmt.Sprintf("%s/threads=%d", c.name, th), func(t *testing.T) {
+				testConvFor(t, c, th, th)
+			})
+		}
+	}
+}
+
+// testConvFor is testConv with the kernel built for one thread count and
+// run on a pool of another. The values are multiples of 1/4 in [-1, 1], so
+// every product and partial sum is exact in float32: any summation order
+// (k slices, blocks, micro-kernels with or without fused multiply-add)
+// gives the reference exactly, and a wrong index cannot hide in rounding.
+func testConvFor(t *testing.T, c convCase, built, threads int) {
+	pads, osp := resolvePads(c)
+	ys := append(ints64(c.x[0], c.m), osp...)
+	ws := append(ints64(c.m, c.x[1]/c.group), c.kern...)
+	x, w, b := randQuarters(int(elems(c.x))), randQuarters(int(elems(ws))), randQuarters(int(c.m))
+	tg := newTGraph(17)
+	xi := tg.input("x", ir.Float32, c.x...)
+	feeds := [][]byte{f32Bytes(x)}
+	var wi ir.TensorID
+	if c.constW {
+		wi = tg.constant("w", ir.Float32, f32Bytes(w), ws...)
+	} else {
+		wi = tg.input("w", ir.Float32, ws...)
+		feeds = append(feeds, f32Bytes(w))
+	}
+	ins := []ir.TensorID{xi, wi}
+	if c.bias {
+		ins = append(ins, tg.constant("b", ir.Float32, f32Bytes(b), c.m))
+	}
+	attrs := ir.Attrs{
+		"strides":   {Kind: ir.AttrInts, Ints: c.strides},
+		"dilations": {Kind: ir.AttrInts, Ints: c.dil},
+		"group":     {Kind: ir.AttrInt, Int: c.group},
+	}
+	if c.autoPad != "" {
+		attrs["auto_pad"] = ir.Attr{Kind: ir.AttrString, String: c.autoPad}
+	} else {
+		attrs["pads"] = ir.Attr{Kind: ir.AttrInts, Ints: c.pads}
+	}
+	n := tg.node("Conv", attrs, ins, out{ir.Float32, ys})
+	k, scratch, err := BuildFor(tg.g, n, built)
+	if err != nil {
+		t.Fatalf("BuildFor: %v", err)
+	}
+	in := [][]byte{alignedCopy(f32Bytes(x)), nil}
+	if c.constW {
+		in[1] = alignedCopy(tg.g.Tensor(wi).Data)
+	} else {
+		in[1] = alignedCopy(feeds[1])
+	}
+	if c.bias {
+		in = append(in, alignedCopy(f32Bytes(b)))
+	}
+	y := alignedBytes(elems(ys) * 4)
+	for i := range y {
+		y[i] = 0xA5 // garbage: the kernel must write every byte
+	}
+	pool := NewWorkers(threads)
+	defer pool.Close()
+	// Twice: a run must not depend on what the last one left in scratch.
+	sc := poisoned(scratch)
+	k.Run(pool, in, [][]byte{y}, sc)
+	k.Run(pool, in, [][]byte{y}, sc)
+	near(t, "Y", asF32(y), refConv(c, x, w, b, pads, ys), 0, 0) // exact: see above
+}
+
+// randQuarters returns n random multiples of 1/4 in [-1, 1].
+func randQuarters(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.IntN(9)-4) / 4
+	}
+	return v
+}
+
+// TestConvScratchBounded checks that the scratch of a large convolution is
+// a few packed blocks per worker, not a whole im2col matrix.
+func TestConvScratchBounded(t *testing.T) {
+	for _, c := range []struct {
+		name                     string
+		ch, h, m, k, stride, pad int64
+		constW                   bool
+		threads                  int
+	}{
+		{"7x7s2 3→64 224²", 3, 224, 64, 7, 2, 3, true, 2},
+		{"3x3 64→64 56²", 64, 56, 64, 3, 1, 1, true, 4},
+		{"3x3 512→512 7² runtime W", 512, 7, 512, 3, 1, 1, false, 2},
+		{"1x1 256→64 56²", 256, 56, 64, 1, 1, 0, true, 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, n := convNode(1, c.ch, c.h, c.h, c.m, c.k, c.stride, c.pad, 1, c.constW)
+			_, scratch, err := BuildFor(g, n, c.threads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			limit := c.threads * convKC * roundUp(convNC, gemmNR)
+			if !c.constW {
+				limit += packedASize(int(c.m), int(c.ch*c.k*c.k)) + alignment/4
+			}
+			if scratch > int64(limit)*4 {
+				t.Errorf("scratch %d bytes, want at most %d", scratch, limit*4)
+			}
+		})
+	}
+}

@@ -135,7 +135,7 @@ func buildConvTranspose(c *bctx) (Kernel, int64, error) {
 	floats := k.bSize + k.rows*k.inSp
 	if wt.IsConst() {
 		k.wPre = make([]float32, k.g*k.aSize)
-		k.packWeights(k.wPre, constF32(wt))
+		withConstF32(wt, func(w []float32) { k.packWeights(k.wPre, w) })
 	} else {
 		k.wOff = floats
 		floats += k.g * k.aSize

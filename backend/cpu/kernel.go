@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/berth-ml/berth/internal/raw"
@@ -86,6 +88,17 @@ func Supported(op string) bool { _, ok := builders[op]; return ok }
 // into a kernel, returning the scratch bytes it needs per run. Unsupported
 // op/dtype combinations return an error naming the node, op and dtype.
 func Build(g *ir.Graph, n *ir.Node) (k Kernel, scratch int64, err error) {
+	return BuildFor(g, n, 0)
+}
+
+// BuildFor is Build for sessions whose Workers have the given number of
+// threads (0 or less: runtime.GOMAXPROCS). Kernels that give each worker
+// its own scratch area size their scratch for that many; run on a larger
+// pool, they use only as many workers as their scratch has areas for.
+func BuildFor(g *ir.Graph, n *ir.Node, threads int) (k Kernel, scratch int64, err error) {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
 	if !ir.DomainOK(n.Domain, n.Op) {
 		return nil, 0, fmt.Errorf("node %q: operator %s of domain %q is not supported by the CPU backend", n.Name, n.Op, n.Domain)
 	}
@@ -93,7 +106,7 @@ func Build(g *ir.Graph, n *ir.Node) (k Kernel, scratch int64, err error) {
 	if !ok {
 		return nil, 0, fmt.Errorf("node %q: operator %s is not supported by the CPU backend", n.Name, n.Op)
 	}
-	c := &bctx{g: g, n: n, opset: g.Opset()}
+	c := &bctx{g: g, n: n, opset: g.Opset(), threads: threads}
 	if c.opset == 0 {
 		c.opset = 17
 	}
@@ -166,7 +179,7 @@ func Evaluate(g *ir.Graph, n *ir.Node) (err error) {
 			copy(in[i], t.Data)
 		}
 	}
-	k, scratch, err := Build(g, n)
+	k, scratch, err := BuildFor(g, n, 1)
 	if err != nil {
 		return err
 	}
@@ -193,9 +206,10 @@ func Evaluate(g *ir.Graph, n *ir.Node) (err error) {
 
 // bctx is what a builder sees of its node.
 type bctx struct {
-	g     *ir.Graph
-	n     *ir.Node
-	opset int64
+	g       *ir.Graph
+	n       *ir.Node
+	opset   int64
+	threads int // threads of the Workers that will run the kernel
 }
 
 // in returns the i-th input tensor, or nil when it is absent.
@@ -254,6 +268,32 @@ func (c *bctx) constInts(i int) ([]int64, error) {
 
 // constF32 decodes a constant float32 tensor into a fresh slice, whatever
 // the alignment of its bytes.
+// withConstF32 calls f with t's values as float32 for packing: a view of
+// t's bytes when they are aligned, else a copy in a pooled buffer. The
+// values are valid only during f, and packing a model's weights leaves no
+// garbage of their size behind.
+func withConstF32(t *ir.Tensor, f func(v []float32)) {
+	n := len(t.Data) / 4
+	if n == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%4 == 0 {
+		f(f32s(t.Data)[:n:n])
+		return
+	}
+	bp, _ := constPool.Get().(*[]float32)
+	if bp == nil || cap(*bp) < n {
+		b := make([]float32, n)
+		bp = &b
+	}
+	v := (*bp)[:n]
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+	}
+	f(v)
+	constPool.Put(bp)
+}
+
+// constPool holds withConstF32's buffers.
+var constPool sync.Pool
+
 func constF32(t *ir.Tensor) []float32 {
 	v := make([]float32, len(t.Data)/4)
 	for i := range v {
