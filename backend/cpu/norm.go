@@ -85,12 +85,13 @@ func (k *batchNormKernel) rangeArgs(in, out [][]byte, scratch []byte, _ args, lo
 }
 
 // layerNormKernel normalises each row of d = prod(shape[axis:]) elements to
-// zero mean and unit variance (statistics in float64), then scales and
-// shifts; it can also output the mean and 1/σ of every row.
+// zero mean and unit variance (sums in float64), then scales and shifts;
+// it can also output the mean and 1/σ of every row.
 type layerNormKernel struct {
 	rows, d       int
 	eps           float64
-	scaleN, biasN int // elements of Scale and B (d or 1; 0: absent)
+	scaleN, biasN int       // elements of Scale and B (d or 1; 0: absent)
+	zeros         []float32 // d zeros: the bias when B is absent
 }
 
 func buildLayerNorm(c *bctx) (Kernel, int64, error) {
@@ -129,6 +130,9 @@ func buildLayerNorm(c *bctx) (Kernel, int64, error) {
 			return nil, 0, c.errorf("output %q %v must have %d elements", t.Name, t.Shape, k.rows)
 		}
 	}
+	if k.scaleN == k.d && k.biasN == 0 {
+		k.zeros = make([]float32, k.d)
+	}
 	return k, 0, nil
 }
 
@@ -153,30 +157,23 @@ func (k *layerNormKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi i
 	for r := lo; r < hi; r++ {
 		xs := x[r*d:][:d]
 		ys := y[r*d:][:d]
-		mean := sum64(xs) / float64(d)
-		var ss float64
-		for _, v := range xs {
-			dv := float64(v) - mean
-			ss += dv * dv
-		}
-		inv := 1 / math.Sqrt(ss/float64(d)+k.eps)
+		mean := vSum(xs) / float64(d)
+		mf := float32(mean)
+		// Σ(x−mf)² = Σ(x−mean)² + d·(mean−mf)², as Σ(x−mean) = 0.
+		dm := mean - float64(mf)
+		variance := max(vSumSqDev(xs, mf)/float64(d)-dm*dm, 0)
+		inv := 1 / math.Sqrt(variance+k.eps)
 		if means != nil {
-			means[r] = float32(mean)
+			means[r] = mf
 		}
 		if invs != nil {
 			invs[r] = float32(inv)
 		}
 		switch {
 		case k.scaleN == d && k.biasN == d:
-			sc, bi := scale[:d], bias[:d]
-			for i, v := range xs {
-				ys[i] = float32((float64(v)-mean)*inv*float64(sc[i]) + float64(bi[i]))
-			}
+			vNormAffine(ys, xs, scale[:d], bias[:d], mf, float32(inv))
 		case k.scaleN == d && k.biasN == 0:
-			sc := scale[:d]
-			for i, v := range xs {
-				ys[i] = float32((float64(v) - mean) * inv * float64(sc[i]))
-			}
+			vNormAffine(ys, xs, scale[:d], k.zeros, mf, float32(inv))
 		default:
 			for i, v := range xs {
 				s, b := scale[0], float32(0)

@@ -4,36 +4,28 @@ import "math"
 
 // Softmax loops over one vector.
 
-// softmaxRow is the contiguous case; y may be x.
+// softmaxRow is the contiguous case; y may be x. The exponentials and the
+// scaling are vectorised (vmath.go); the sum is accumulated in float64.
 func softmaxRow(y, x []float32, log bool) {
 	x = x[:len(y)]
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		if v > m {
-			m = v
-		}
-	}
-	mm := float64(m)
-	var sum float64
+	m := vMax(x)
 	if log {
-		for _, v := range x {
-			sum += math.Exp(float64(v) - mm)
+		// Sum the exponentials through a buffer: y may be x, which is
+		// still needed.
+		var buf [64]float32
+		var sum float64
+		for i := 0; i < len(x); i += len(buf) {
+			c := x[i:min(i+len(buf), len(x))]
+			sum += vExpSum(buf[:len(c)], c, m)
 		}
-		ls := math.Log(sum)
+		off := float64(m) + math.Log(sum)
 		for i, v := range x {
-			y[i] = float32(float64(v) - mm - ls)
+			y[i] = float32(float64(v) - off)
 		}
 		return
 	}
-	for i, v := range x {
-		e := math.Exp(float64(v) - mm)
-		sum += e
-		y[i] = float32(e)
-	}
-	inv := 1 / sum
-	for i, v := range y {
-		y[i] = float32(float64(v) * inv)
-	}
+	sum := vExpSum(y, x, m)
+	vScale(y, y, float32(1/sum))
 }
 
 // softmaxStrided handles n elements spaced str apart; y may be x.
@@ -48,7 +40,7 @@ func softmaxStrided(y, x []float32, n, str int, log bool) {
 	var sum float64
 	if log {
 		for j := 0; j < n; j++ {
-			sum += math.Exp(float64(x[j*str]) - mm)
+			sum += float64(expf(x[j*str] - m))
 		}
 		ls := math.Log(sum)
 		for j := 0; j < n; j++ {
@@ -57,9 +49,9 @@ func softmaxStrided(y, x []float32, n, str int, log bool) {
 		return
 	}
 	for j := 0; j < n; j++ {
-		e := math.Exp(float64(x[j*str]) - mm)
-		sum += e
-		y[j*str] = float32(e)
+		e := expf(x[j*str] - m)
+		sum += float64(e)
+		y[j*str] = e
 	}
 	inv := 1 / sum
 	for j := 0; j < n; j++ {

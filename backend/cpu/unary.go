@@ -142,6 +142,30 @@ func floatOp[T float](op string) (unaryFn, int, bool) {
 	return asBytes(f), cost, true
 }
 
+// vecOp returns the vectorised float32 loop of op (vmath.go), if it has
+// one. These replace floatOp's loops for float32, which go through float64
+// math one element at a time.
+func vecOp(op string) (unaryFn, bool) {
+	var f func(d, s []float32)
+	switch op {
+	case "Exp":
+		f = vExp
+	case "Sigmoid":
+		f = vSigmoid
+	case "Tanh":
+		f = vTanh
+	case "Erf":
+		f = vErf
+	case "Gelu":
+		f = vGelu
+	case "GeluTanh": // Gelu with approximate=tanh
+		f = vGeluTanh
+	default:
+		return nil, false
+	}
+	return func(d, s []byte, _ args) { f(view[float32](d), view[float32](s)) }, true
+}
+
 // intOp is floatOp for integer types; only ops that are exact on integers
 // exist.
 func intOp[T integer](op string) (unaryFn, bool) {
@@ -173,6 +197,9 @@ func intOp[T integer](op string) (unaryFn, bool) {
 func unaryFor(op string, dt ir.DType) (unaryFn, int, bool) {
 	switch dt {
 	case ir.Float32:
+		if fn, ok := vecOp(op); ok {
+			return fn, 2, true
+		}
 		return floatOp[float32](op)
 	case ir.Float64:
 		return floatOp[float64](op)
@@ -212,7 +239,17 @@ func buildUnary(c *bctx) (Kernel, int64, error) {
 	if x.Shape.Elements() != y.Shape.Elements() || x.DType != y.DType {
 		return nil, 0, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
 	}
-	fn, cost, ok := unaryFor(c.n.Op, x.DType)
+	op := c.n.Op
+	if op == "Gelu" {
+		switch ap := c.attrs().String("approximate", "none"); ap {
+		case "none":
+		case "tanh":
+			op = "GeluTanh"
+		default:
+			return nil, 0, c.errorf("approximate=%q is not one of none and tanh", ap)
+		}
+	}
+	fn, cost, ok := unaryFor(op, x.DType)
 	if !ok {
 		return nil, 0, c.unsupported(x.DType)
 	}

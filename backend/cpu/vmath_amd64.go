@@ -1,0 +1,70 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// vmathHasAsm: the assembly kernels need AVX2 and FMA.
+var vmathHasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// The assembly kernels (vmath_amd64.s). Slices hold a whole number of
+// eight-element blocks; d and s (or y and x) have equal length and may be
+// the same memory.
+
+// expAVX2 sets d[i] = e^s[i].
+//
+//go:noescape
+func expAVX2(d, s []float32)
+
+// sigmoidAVX2 sets d[i] = 1/(1+e^−s[i]).
+//
+//go:noescape
+func sigmoidAVX2(d, s []float32)
+
+// tanhAVX2 sets d[i] = tanh(s[i]).
+//
+//go:noescape
+func tanhAVX2(d, s []float32)
+
+// erfAVX2 sets d[i] = erf(s[i]).
+//
+//go:noescape
+func erfAVX2(d, s []float32)
+
+// geluAVX2 sets d[i] = s[i]/2·(1 + erf(s[i]/√2)).
+//
+//go:noescape
+func geluAVX2(d, s []float32)
+
+// geluTanhAVX2 sets d[i] = s[i]·sigmoid(2·√(2/π)·(s[i] + 0.044715·s[i]³)).
+//
+//go:noescape
+func geluTanhAVX2(d, s []float32)
+
+// maxAVX2 returns the largest element of x, ignoring NaNs.
+//
+//go:noescape
+func maxAVX2(x []float32) float32
+
+// expSumAVX2 sets d[i] = e^(x[i]−m) and returns their sum in float64.
+//
+//go:noescape
+func expSumAVX2(d, x []float32, m float32) float64
+
+// sumAVX2 returns the sum of x in float64.
+//
+//go:noescape
+func sumAVX2(x []float32) float64
+
+// sumSqDevAVX2 returns Σ(x[i]−m)² in float64.
+//
+//go:noescape
+func sumSqDevAVX2(x []float32, m float32) float64
+
+// scaleAVX2 sets d[i] = s[i]·c.
+//
+//go:noescape
+func scaleAVX2(d, s []float32, c float32)
+
+// normAffineAVX2 sets y[i] = (x[i]−mean)·(inv·sc[i]) + bi[i].
+//
+//go:noescape
+func normAffineAVX2(y, x, sc, bi []float32, mean, inv float32)

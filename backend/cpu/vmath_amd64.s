@@ -1,0 +1,501 @@
+#include "textflag.h"
+
+// AVX2+FMA float32 math; the algorithms and constants are described in
+// vmath.go. Every loop handles eight elements per iteration and expects
+// lengths that are multiples of eight (the Go wrappers handle tails).
+//
+// The constants are read from ·vk, eight copies of each; the offsets below
+// are 32 × the constant's index in vmath.go and must follow its order.
+
+#define K_ABS ·vk+0(SB)
+#define K_SIGN ·vk+32(SB)
+#define K_ONE ·vk+64(SB)
+#define K_HALF ·vk+96(SB)
+#define K_TWO ·vk+128(SB)
+#define K_EXPHI ·vk+160(SB)
+#define K_EXPLO ·vk+192(SB)
+#define K_LOG2E ·vk+224(SB)
+#define K_LN2HI ·vk+256(SB)
+#define K_LN2LO ·vk+288(SB)
+#define K_EXPP0 ·vk+320(SB)
+#define K_EXPP1 ·vk+352(SB)
+#define K_EXPP2 ·vk+384(SB)
+#define K_EXPP3 ·vk+416(SB)
+#define K_EXPP4 ·vk+448(SB)
+#define K_EXPP5 ·vk+480(SB)
+#define K_BIAS ·vk+512(SB)
+#define K_TANHT ·vk+544(SB)
+#define K_TANHP0 ·vk+576(SB)
+#define K_TANHP1 ·vk+608(SB)
+#define K_TANHP2 ·vk+640(SB)
+#define K_TANHP3 ·vk+672(SB)
+#define K_TANHP4 ·vk+704(SB)
+#define K_ERFMAX ·vk+736(SB)
+#define K_ERFT ·vk+768(SB)
+#define K_ERFA0 ·vk+800(SB)
+#define K_ERFA1 ·vk+832(SB)
+#define K_ERFA2 ·vk+864(SB)
+#define K_ERFA3 ·vk+896(SB)
+#define K_ERFA4 ·vk+928(SB)
+#define K_ERFA5 ·vk+960(SB)
+#define K_ERFB0 ·vk+992(SB)
+#define K_ERFB1 ·vk+1024(SB)
+#define K_ERFB2 ·vk+1056(SB)
+#define K_ERFB3 ·vk+1088(SB)
+#define K_ERFB4 ·vk+1120(SB)
+#define K_ERFB5 ·vk+1152(SB)
+#define K_ERFB6 ·vk+1184(SB)
+#define K_ERFB7 ·vk+1216(SB)
+#define K_ERFB8 ·vk+1248(SB)
+#define K_RSQRT2 ·vk+1280(SB)
+#define K_NEGINF ·vk+1312(SB)
+#define K_GELUT1 ·vk+1344(SB)
+#define K_GELUT3 ·vk+1376(SB)
+
+// EXP8 sets X = e^X; T1..T4 are clobbered. The clamps keep NaN (it is the
+// second source operand of VMINPS/VMAXPS). Lanes below K_EXPLO get 0 by
+// zeroing their last scale factor rather than by an underflowing multiply,
+// which is many times slower (masked attention scores hit this).
+#define EXP8(X, T1, T2, T3, T4) \
+	VCMPPS       $1, K_EXPLO, X, T4; \
+	VMOVUPS      K_EXPHI, T1; \
+	VMINPS       X, T1, X; \
+	VMOVUPS      K_EXPLO, T1; \
+	VMAXPS       X, T1, X; \
+	VMULPS       K_LOG2E, X, T1; \
+	VROUNDPS     $0, T1, T1; \
+	VFNMADD231PS K_LN2HI, T1, X; \
+	VFNMADD231PS K_LN2LO, T1, X; \
+	VMOVUPS      K_EXPP0, T2; \
+	VFMADD213PS  K_EXPP1, X, T2; \
+	VFMADD213PS  K_EXPP2, X, T2; \
+	VFMADD213PS  K_EXPP3, X, T2; \
+	VFMADD213PS  K_EXPP4, X, T2; \
+	VFMADD213PS  K_EXPP5, X, T2; \
+	VMULPS       X, X, T3; \
+	VFMADD213PS  X, T3, T2; \
+	VADDPS       K_ONE, T2, X; \
+	VCVTPS2DQ    T1, T1; \
+	VPSRAD       $1, T1, T2; \
+	VPSUBD       T2, T1, T1; \
+	VPADDD       K_BIAS, T2, T2; \
+	VPADDD       K_BIAS, T1, T1; \
+	VPSLLD       $23, T2, T2; \
+	VPSLLD       $23, T1, T1; \
+	VANDNPS      T1, T4, T1; \
+	VMULPS       T2, X, X; \
+	VMULPS       T1, X, X
+
+// SIGMOID8 sets Y0 = 1/(1+e^−Y0); Y1..Y5 are clobbered.
+#define SIGMOID8 \
+	VORPS     K_SIGN, Y0, Y1; \
+	EXP8(Y1, Y2, Y3, Y4, Y5); \
+	VADDPS    K_ONE, Y1, Y2; \
+	VMOVUPS   K_ONE, Y3; \
+	VBLENDVPS Y0, Y1, Y3, Y3; \
+	VDIVPS    Y2, Y3, Y0
+
+// TANH8 sets Y0 = tanh(Y0); Y1..Y9 are clobbered.
+#define TANH8 \
+	VANDPS      K_SIGN, Y0, Y8; \
+	VANDPS      K_ABS, Y0, Y1; \
+	VMULPS      Y1, Y1, Y2; \
+	VMOVUPS     K_TANHP0, Y3; \
+	VFMADD213PS K_TANHP1, Y2, Y3; \
+	VFMADD213PS K_TANHP2, Y2, Y3; \
+	VFMADD213PS K_TANHP3, Y2, Y3; \
+	VFMADD213PS K_TANHP4, Y2, Y3; \
+	VMULPS      Y2, Y3, Y3; \
+	VFMADD213PS Y1, Y1, Y3; \
+	VADDPS      Y1, Y1, Y4; \
+	EXP8(Y4, Y5, Y6, Y7, Y9); \
+	VADDPS      K_ONE, Y4, Y4; \
+	VMOVUPS     K_TWO, Y5; \
+	VDIVPS      Y4, Y5, Y5; \
+	VMOVUPS     K_ONE, Y4; \
+	VSUBPS      Y5, Y4, Y4; \
+	VCMPPS      $1, K_TANHT, Y1, Y2; \
+	VBLENDVPS   Y2, Y3, Y4, Y0; \
+	VORPS       Y8, Y0, Y0
+
+// ERFCORE takes a = |u| in Y1, a² = Y2 + Y5 (Y2 rounded, Y5 the exact
+// rest) and the sign of u in Y8, and leaves Y1 = a clamped to K_ERFMAX,
+// Y2 = the mask of a < K_ERFT, Y3 = erf(a) by the small-argument
+// polynomial and Y6 = erfc(a) by the large-argument form (0 beyond
+// K_ERFMAX); Y0, Y4, Y7, Y9, Y11 and Y12 are clobbered.
+#define ERFCORE \
+	VCMPPS       $14, K_ERFMAX, Y1, Y12; \
+	VMOVUPS      K_ERFMAX, Y4; \
+	VMINPS       Y1, Y4, Y1; \
+	VMOVUPS      K_ERFA0, Y3; \
+	VFMADD213PS  K_ERFA1, Y2, Y3; \
+	VFMADD213PS  K_ERFA2, Y2, Y3; \
+	VFMADD213PS  K_ERFA3, Y2, Y3; \
+	VFMADD213PS  K_ERFA4, Y2, Y3; \
+	VFMADD213PS  K_ERFA5, Y2, Y3; \
+	VFMADD213PS  Y1, Y1, Y3; \
+	VMULPS       K_HALF, Y1, Y4; \
+	VADDPS       K_ONE, Y4, Y4; \
+	VMOVUPS      K_ONE, Y0; \
+	VDIVPS       Y4, Y0, Y0; \
+	VMOVUPS      K_ERFB0, Y4; \
+	VFMADD213PS  K_ERFB1, Y0, Y4; \
+	VFMADD213PS  K_ERFB2, Y0, Y4; \
+	VFMADD213PS  K_ERFB3, Y0, Y4; \
+	VFMADD213PS  K_ERFB4, Y0, Y4; \
+	VFMADD213PS  K_ERFB5, Y0, Y4; \
+	VFMADD213PS  K_ERFB6, Y0, Y4; \
+	VFMADD213PS  K_ERFB7, Y0, Y4; \
+	VFMADD213PS  K_ERFB8, Y0, Y4; \
+	VXORPS       K_SIGN, Y2, Y6; \
+	EXP8(Y6, Y0, Y7, Y9, Y11); \
+	VFNMADD231PS Y5, Y6, Y6; \
+	VMULPS       Y4, Y6, Y6; \
+	VANDNPS      Y6, Y12, Y6; \
+	VCMPPS       $1, K_ERFT, Y1, Y2
+
+// ERF8 sets Y0 = erf(Y0); Y1..Y9, Y11 and Y12 are clobbered.
+#define ERF8 \
+	VANDPS      K_SIGN, Y0, Y8; \
+	VANDPS      K_ABS, Y0, Y1; \
+	VMULPS      Y1, Y1, Y2; \
+	VMOVAPS     Y2, Y5; \
+	VFMSUB231PS Y1, Y1, Y5; \
+	ERFCORE; \
+	VMOVUPS     K_ONE, Y7; \
+	VSUBPS      Y6, Y7, Y7; \
+	VBLENDVPS   Y2, Y3, Y7, Y0; \
+	VORPS       Y8, Y0, Y0
+
+// GELU8 sets Y0 = Y0/2·(1 + erf(Y0/√2)), as Y0/2·erfc(|Y0|/√2) for
+// negative Y0 in the large-argument range, with (Y0/√2)² = Y0²/2 split
+// from Y0 itself; Y1..Y12 are clobbered.
+#define GELU8 \
+	VMULPS      K_HALF, Y0, Y10; \
+	VANDPS      K_SIGN, Y0, Y8; \
+	VMULPS      Y0, Y0, Y2; \
+	VMOVAPS     Y2, Y5; \
+	VFMSUB231PS Y0, Y0, Y5; \
+	VMULPS      K_HALF, Y2, Y2; \
+	VMULPS      K_HALF, Y5, Y5; \
+	VMULPS      K_RSQRT2, Y0, Y1; \
+	VANDPS      K_ABS, Y1, Y1; \
+	ERFCORE; \
+	VMOVUPS     K_ONE, Y7; \
+	VSUBPS      Y6, Y7, Y7; \
+	VBLENDVPS   Y2, Y3, Y7, Y7; \
+	VORPS       Y8, Y7, Y7; \
+	VFMADD213PS Y10, Y10, Y7; \
+	VMULPS      Y10, Y6, Y6; \
+	VANDNPS     Y8, Y2, Y9; \
+	VBLENDVPS   Y9, Y6, Y7, Y0
+
+// GELUTANH8 sets Y0 = Y0·sigmoid(Y0·(K_GELUT1 + K_GELUT3·Y0²)); Y1..Y5
+// and Y10 are clobbered.
+#define GELUTANH8 \
+	VMOVAPS     Y0, Y10; \
+	VMULPS      Y0, Y0, Y1; \
+	VMOVUPS     K_GELUT3, Y2; \
+	VFMADD213PS K_GELUT1, Y1, Y2; \
+	VMULPS      Y2, Y0, Y0; \
+	SIGMOID8; \
+	VMULPS      Y10, Y0, Y0
+
+// HSUMPD sets X0's low double to the sum of the four doubles of Y0 and
+// the four of Y1.
+#define HSUMPD \
+	VADDPD       Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPD       X1, X0, X0; \
+	VPERMILPD    $1, X0, X1; \
+	VADDSD       X1, X0, X0
+
+// func expAVX2(d, s []float32)
+TEXT ·expAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   expdone
+
+exploop:
+	VMOVUPS (SI), Y0
+	EXP8(Y0, Y1, Y2, Y3, Y4)
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     exploop
+
+expdone:
+	VZEROUPPER
+	RET
+
+// func sigmoidAVX2(d, s []float32)
+TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   sigdone
+
+sigloop:
+	VMOVUPS (SI), Y0
+	SIGMOID8
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     sigloop
+
+sigdone:
+	VZEROUPPER
+	RET
+
+// func tanhAVX2(d, s []float32)
+TEXT ·tanhAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   tanhdone
+
+tanhloop:
+	VMOVUPS (SI), Y0
+	TANH8
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     tanhloop
+
+tanhdone:
+	VZEROUPPER
+	RET
+
+// func erfAVX2(d, s []float32)
+TEXT ·erfAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   erfdone
+
+erfloop:
+	VMOVUPS (SI), Y0
+	ERF8
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     erfloop
+
+erfdone:
+	VZEROUPPER
+	RET
+
+// func geluAVX2(d, s []float32)
+TEXT ·geluAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   geludone
+
+geluloop:
+	VMOVUPS (SI), Y0
+	GELU8
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     geluloop
+
+geludone:
+	VZEROUPPER
+	RET
+
+// func geluTanhAVX2(d, s []float32)
+TEXT ·geluTanhAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   gelutdone
+
+gelutloop:
+	VMOVUPS (SI), Y0
+	GELUTANH8
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     gelutloop
+
+gelutdone:
+	VZEROUPPER
+	RET
+
+// func maxAVX2(x []float32) float32
+TEXT ·maxAVX2(SB), NOSPLIT, $0-28
+	MOVQ    x_base+0(FP), SI
+	MOVQ    x_len+8(FP), CX
+	VMOVUPS K_NEGINF, Y0
+	SHRQ    $3, CX
+	JZ      maxdone
+
+maxloop:
+	VMOVUPS (SI), Y1
+	VMAXPS  Y0, Y1, Y0
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     maxloop
+
+maxdone:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSS       X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func expSumAVX2(d, x []float32, m float32) float64
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-64
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         x_base+24(FP), SI
+	VBROADCASTSS m+48(FP), Y10
+	VXORPD       Y11, Y11, Y11
+	VXORPD       Y12, Y12, Y12
+	SHRQ         $3, CX
+	JZ           expsumdone
+
+expsumloop:
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y10, Y0, Y0
+	EXP8(Y0, Y1, Y2, Y3, Y4)
+	VMOVUPS      Y0, (DI)
+	VEXTRACTF128 $1, Y0, X1
+	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X1, Y3
+	VADDPD       Y2, Y11, Y11
+	VADDPD       Y3, Y12, Y12
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          expsumloop
+
+expsumdone:
+	VMOVAPD Y11, Y0
+	VMOVAPD Y12, Y1
+	HSUMPD
+	VMOVSD  X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func sumAVX2(x []float32) float64
+TEXT ·sumAVX2(SB), NOSPLIT, $0-32
+	MOVQ   x_base+0(FP), SI
+	MOVQ   x_len+8(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	SHRQ   $3, CX
+	JZ     sumdone
+
+sumloop:
+	VCVTPS2PD (SI), Y2
+	VCVTPS2PD 16(SI), Y3
+	VADDPD    Y2, Y0, Y0
+	VADDPD    Y3, Y1, Y1
+	ADDQ      $32, SI
+	DECQ      CX
+	JNZ       sumloop
+
+sumdone:
+	HSUMPD
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func sumSqDevAVX2(x []float32, m float32) float64
+TEXT ·sumSqDevAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS m+24(FP), Y10
+	VXORPD       Y11, Y11, Y11
+	VXORPD       Y12, Y12, Y12
+	SHRQ         $3, CX
+	JZ           ssddone
+
+ssdloop:
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y10, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X1, Y3
+	VFMADD231PD  Y2, Y2, Y11
+	VFMADD231PD  Y3, Y3, Y12
+	ADDQ         $32, SI
+	DECQ         CX
+	JNZ          ssdloop
+
+ssddone:
+	VMOVAPD Y11, Y0
+	VMOVAPD Y12, Y1
+	HSUMPD
+	VMOVSD  X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(d, s []float32, c float32)
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-52
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         s_base+24(FP), SI
+	VBROADCASTSS c+48(FP), Y1
+	SHRQ         $3, CX
+	JZ           scaledone
+
+scaleloop:
+	VMULPS  (SI), Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     scaleloop
+
+scaledone:
+	VZEROUPPER
+	RET
+
+// func normAffineAVX2(y, x, sc, bi []float32, mean, inv float32)
+TEXT ·normAffineAVX2(SB), NOSPLIT, $0-104
+	MOVQ         y_base+0(FP), DI
+	MOVQ         y_len+8(FP), CX
+	MOVQ         x_base+24(FP), SI
+	MOVQ         sc_base+48(FP), R8
+	MOVQ         bi_base+72(FP), R9
+	VBROADCASTSS mean+96(FP), Y10
+	VBROADCASTSS inv+100(FP), Y11
+	SHRQ         $3, CX
+	JZ           normdone
+
+normloop:
+	VMOVUPS     (SI), Y0
+	VSUBPS      Y10, Y0, Y0
+	VMULPS      (R8), Y11, Y1
+	VFMADD213PS (R9), Y1, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, R8
+	ADDQ        $32, R9
+	DECQ        CX
+	JNZ         normloop
+
+normdone:
+	VZEROUPPER
+	RET
