@@ -14,6 +14,21 @@
 // give their output the bytes of their input, so the view costs nothing and
 // keeps its root alive instead.
 //
+// # Pieces
+//
+// A Concat, Split or Slice step may list its pieces (Step.Pieces): the runs
+// of bytes it copies whole between a part and a whole. SharePieces turns
+// them into views where it is safe and does not raise LOAD: a Concat's
+// inputs become views of its output at the offsets it writes them to, so
+// their producers write straight into the output and the Concat's copy is
+// one onto itself; a Split's or Slice's outputs become views of its input.
+// A Concat's input that already lives inside an earlier Concat's output
+// moves that whole output along when its bytes land exactly on their own
+// again, so that DenseNet's chain of Concats, each of all the features so
+// far, becomes one buffer. Such views are written before their root's own
+// step; a root's slot is reserved from the first write of any tensor in it
+// on, so nothing else takes those bytes meanwhile.
+//
 // # Lifetimes
 //
 // Steps are numbered by their position in the schedule (Plan.Order). A
@@ -21,7 +36,7 @@
 // its views (step 0 for graph inputs) to the last step that reads it or one
 // of its views (the last step for graph outputs). A step's inputs and
 // outputs are live at that step together, so an output shares no bytes with
-// an input of its own step, except in place.
+// an input of its own step, except in place or as a shared piece.
 //
 // # In place
 //
@@ -78,7 +93,9 @@
 // Verify checks a plan against its problem without using any of the code
 // that made it: it replays the schedule to prove that every read follows its
 // write, checks that every view lies inside its root and every slot inside
-// the arena, and sweeps the steps with the live slots kept sorted by offset
+// the arena, that every piece sharing its whole's slot sits exactly where
+// its step copies it and that no two steps write the same bytes of a slot,
+// and sweeps the steps with the live slots kept sorted by offset
 // to prove that no two of them share a byte, but for an output that takes
 // over exactly the slot of an input under the in-place rule, whose
 // schedule-dependent part (the input dies there, no graph input or output

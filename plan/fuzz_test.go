@@ -9,8 +9,8 @@ import (
 )
 
 // decodeProblem turns arbitrary bytes into a problem, valid or not: each
-// record adds a graph input, a step, a view or an output, with sizes and
-// indices taken from the bytes.
+// record adds a graph input, a step, a view, an output, or a Concat or
+// Split with pieces, with sizes and indices taken from the bytes.
 func decodeProblem(b []byte) *plan.Problem {
 	p := &plan.Problem{}
 	next := func() int {
@@ -29,7 +29,39 @@ func decodeProblem(b []byte) *plan.Problem {
 		return next() % (len(p.Tensors) + 1) // sometimes one past the end
 	}
 	for len(b) > 0 {
-		switch next() % 5 {
+		switch next() % 7 {
+		case 5, 6: // a Concat (5) or a Split (6) with pieces, valid or not
+			var st plan.Step
+			st.Op = "Concat"
+			for range 1 + next()%3 {
+				st.Inputs = append(st.Inputs, pick())
+			}
+			if len(b) > 0 && b[0]%2 == 1 {
+				// a part written just before, which may move in
+				p.Tensors = append(p.Tensors, plan.Tensor{Size: 64 * int64(next()%4), Alias: -1})
+				p.Steps = append(p.Steps, plan.Step{Op: "Op", Inputs: []int{pick()}, Outputs: []int{len(p.Tensors) - 1}})
+				st.Inputs = append(st.Inputs, len(p.Tensors)-1)
+			}
+			p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
+			st.Outputs = []int{len(p.Tensors) - 1}
+			parts, whole := st.Inputs, st.Outputs[0]
+			if next()%7 == 6 {
+				st.Op, st.Inputs, st.Outputs = "Split", []int{pick()}, nil
+				for range 1 + next()%3 {
+					p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
+					st.Outputs = append(st.Outputs, len(p.Tensors)-1)
+				}
+				parts, whole = st.Outputs, st.Inputs[0]
+			}
+			var off int64
+			for _, part := range parts {
+				st.Pieces = append(st.Pieces, plan.Piece{Part: part, Whole: whole, Offset: off})
+				if part >= 0 && part < len(p.Tensors) {
+					off += p.Tensors[part].Size
+				}
+				off += int64(next()%3-1) * 64 // now and then a gap or an overlap
+			}
+			p.Steps = append(p.Steps, st)
 		case 0:
 			p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
 			p.Inputs = append(p.Inputs, len(p.Tensors)-1)
@@ -61,8 +93,9 @@ func decodeProblem(b []byte) *plan.Problem {
 	return p
 }
 
-// FuzzBuild plans arbitrary problems: Build either refuses one with an
-// error or returns a plan that Verify accepts and that is at least LOAD.
+// FuzzBuild plans arbitrary problems, their pieces shared by SharePieces:
+// SharePieces or Build either refuses one with an error or Build returns a
+// plan that Verify accepts and that is at least LOAD.
 func FuzzBuild(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 8 {
@@ -82,6 +115,13 @@ func FuzzBuild(f *testing.F) {
 			return // large graphs are the benchmarks' business
 		}
 		p := decodeProblem(b)
+		share := plan.SharePieces
+		if len(b)%2 == 1 {
+			share = plan.ShareAllPieces
+		}
+		if err := share(p); err != nil {
+			return
+		}
 		pl, err := plan.Build(p, plan.Options{})
 		if err != nil {
 			return

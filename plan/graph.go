@@ -15,7 +15,9 @@ import (
 // working memory that node i writes and no one else reads, live during its
 // step only. The output of a Reshape, Flatten, Squeeze, Unsqueeze or
 // Identity node whose first input is an activation of the same byte size
-// becomes a view of that input.
+// becomes a view of that input. Concat, Split and Slice steps carry their
+// pieces (see ir.Pieces and Piece); SharePieces, which a caller that runs
+// steps in place may call next, turns those it can into views.
 //
 // FromGraph also returns, for every tensor of g, its index in the Problem,
 // or -1 for a constant (or a tensor no one writes or reads).
@@ -93,6 +95,17 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 		if in := n.Input(0); isView(n) && len(st.Outputs) == 1 && in != ir.NoTensor && index[in] >= 0 {
 			if out := &p.Tensors[st.Outputs[0]]; out.Size == p.Tensors[index[in]].Size {
 				out.Alias = index[in]
+			}
+		}
+		for _, pc := range ir.Pieces(g, n) {
+			in, out := index[n.Inputs[pc.Input]], index[n.Outputs[pc.Output]]
+			if in < 0 || out < 0 {
+				continue // a constant
+			}
+			if n.Op == "Concat" {
+				st.Pieces = append(st.Pieces, Piece{Part: in, Whole: out, Offset: pc.Offset})
+			} else {
+				st.Pieces = append(st.Pieces, Piece{Part: out, Whole: in, Offset: pc.Offset})
 			}
 		}
 		if scratch != nil && scratch[i] > 0 {

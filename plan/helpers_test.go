@@ -3,6 +3,7 @@ package plan_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/berth-ml/berth/plan"
 )
@@ -60,7 +61,8 @@ func randomSize(rng *rand.Rand) int64 {
 
 // randomProblem is a random DAG of about steps steps: several graph inputs
 // and outputs, steps of one to three inputs and one or two outputs, scratch
-// tensors nobody reads, whole views and slices, and views of views.
+// tensors nobody reads, whole views and slices, views of views, and
+// Concats and Splits whose pieces SharePieces may have made views.
 func randomProblem(rng *rand.Rand, steps int) *plan.Problem {
 	b := &builder{}
 	for range 1 + rng.IntN(3) {
@@ -73,8 +75,13 @@ func randomProblem(rng *rand.Rand, steps int) *plan.Problem {
 		}
 		return max(0, n-1-rng.IntN(6))
 	}
+	var feats []int // the inputs of the last Concat, for chains of them
 	for range steps {
-		switch rng.IntN(8) {
+		switch rng.IntN(10) {
+		case 8: // a Concat
+			feats = randomConcat(rng, b, feats, pick)
+		case 9: // a Split or a Slice
+			randomSplit(rng, b, pick())
 		case 0: // a whole view
 			in := pick()
 			b.view(in, b.p.Tensors[in].Size, 0)
@@ -101,7 +108,95 @@ func randomProblem(rng *rand.Rand, steps int) *plan.Problem {
 	for range 1 + rng.IntN(3) {
 		b.output(pick())
 	}
+	// Turn pieces into views: all that may be shared, or those that do not
+	// raise LOAD.
+	share := plan.SharePieces
+	if rng.IntN(2) == 0 {
+		share = plan.ShareAllPieces
+	}
+	if err := share(&b.p); err != nil {
+		panic(err)
+	}
 	return &b.p
+}
+
+// randomConcat adds a Concat with pieces: of new tensors of whole cache
+// lines (which SharePieces may place in the output), of tensors picked
+// anywhere, of the previous Concat's inputs again (a DenseNet chain), with
+// now and then a gap (a constant input) or an input named twice. It
+// returns the Concat's inputs.
+func randomConcat(rng *rand.Rand, b *builder, feats []int, pick func() int) []int {
+	var ins []int
+	if len(feats) > 0 && rng.IntN(2) == 0 {
+		ins = append(ins, feats...)
+	}
+	for range 1 + rng.IntN(3) {
+		switch rng.IntN(5) {
+		case 0:
+			ins = append(ins, pick())
+		case 1:
+			if len(ins) > 0 {
+				ins = append(ins, ins[rng.IntN(len(ins))])
+				continue
+			}
+			fallthrough
+		default:
+			src := pick()
+			ins = append(ins, b.op("Op", 64*(1+rng.Int64N(8)), src))
+		}
+	}
+	var pieces []plan.Piece
+	var off int64
+	for _, in := range ins {
+		if rng.IntN(8) == 0 {
+			off += 64 * rng.Int64N(3) // a constant input's bytes
+		}
+		pieces = append(pieces, plan.Piece{Part: in, Offset: off})
+		off += b.p.Tensors[in].Size
+	}
+	if rng.IntN(8) == 0 {
+		off += 64
+	}
+	out := b.op("Concat", off, ins...)
+	for i := range pieces {
+		pieces[i].Whole = out
+	}
+	st := &b.p.Steps[len(b.p.Steps)-1]
+	st.Pieces = pieces
+	return ins
+}
+
+// randomSplit adds a Split of whole (or a Slice: one output) into runs of
+// its bytes, mostly at multiples of a cache line.
+func randomSplit(rng *rand.Rand, b *builder, whole int) {
+	size := b.p.Tensors[whole].Size
+	var cuts []int64
+	for range 1 + rng.IntN(3) {
+		c := rng.Int64N(size + 1)
+		if rng.IntN(4) != 0 {
+			c = c / 64 * 64
+		}
+		cuts = append(cuts, c)
+	}
+	cuts = append(cuts, 0, size)
+	slices.Sort(cuts)
+	var sizes []int64
+	var pieces []plan.Piece
+	for i := 1; i < len(cuts); i++ {
+		if rng.IntN(5) == 0 {
+			continue // bytes no output takes, as a Slice leaves
+		}
+		pieces = append(pieces, plan.Piece{Whole: whole, Offset: cuts[i-1]})
+		sizes = append(sizes, cuts[i]-cuts[i-1])
+	}
+	if len(sizes) == 0 {
+		return
+	}
+	outs := b.step("Split", []int{whole}, sizes...)
+	for i := range pieces {
+		pieces[i].Part = outs[i]
+	}
+	b.p.Steps[len(b.p.Steps)-1].Pieces = pieces
 }
 
 // randomOrder is a random topological order of p's steps.

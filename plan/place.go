@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -99,8 +100,35 @@ func place(rs []rect, steps int, load int64, work *int) (off []int64, arena int6
 			break
 		}
 	}
+	// Short of LOAD: a bounded search over perturbed orders, largest
+	// first with each size scaled by a random factor (seeded, so plans
+	// are reproducible).
+	rng := rand.New(rand.NewPCG(1, uint64(len(rs))))
+	keys := make([]float64, len(rs))
+	for t := 0; t < perturbedTries && len(rs) <= perturbedMax && arena > load && *work <= maxWork; t++ {
+		for i := range order {
+			order[i] = int32(i)
+			keys[i] = float64(rs[i].size) * (1 + rng.Float64())
+		}
+		slices.SortFunc(order, func(a, b int32) int {
+			return cmp.Or(cmp.Compare(keys[b], keys[a]), cmp.Compare(a, b))
+		})
+		o, top, w := pack(rs, order, x, t%2 == 1, load)
+		*work += w
+		if top < arena {
+			off, arena, winner = o, top, "perturbed size"
+			tried = append(tried, Attempt{Heuristic: winner, ArenaBytes: top})
+		}
+	}
 	return off, arena, winner, tried
 }
+
+// perturbedTries bounds the perturbed orders place tries after its
+// heuristics, on problems of at most perturbedMax rectangles.
+const (
+	perturbedTries = 64
+	perturbedMax   = 4096
+)
 
 // pack places the rectangles in the given order and returns their offsets,
 // the bytes they span and the work it took: the runs of bytes it looked at.

@@ -28,6 +28,7 @@ func check(t *testing.T, p *plan.Problem, opts plan.Options) *plan.Plan {
 
 func TestRandomProblems(t *testing.T) {
 	takeovers := 0
+	parts := map[string]int{} // pieces made views, by operator
 	for seed := range uint64(3000) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		p := randomProblem(rng, 1+rng.IntN(60))
@@ -44,9 +45,24 @@ func TestRandomProblems(t *testing.T) {
 				takeovers++
 			}
 		}
+		for _, st := range p.Steps {
+			if st.Op == "Concat" && p.Tensors[st.Outputs[0]].IsView() {
+				parts["chain"]++ // a Concat's output moved into a later one's
+			}
+			for _, pc := range st.Pieces {
+				if p.Tensors[pc.Part].Alias == pc.Whole {
+					parts[st.Op]++
+				}
+			}
+		}
 	}
 	if takeovers < 1000 {
 		t.Fatalf("only %d outputs ran in place; the test proves little about in-place plans", takeovers)
+	}
+	t.Logf("shared: %v", parts)
+	if parts["Concat"] < 1000 || parts["Split"] < 1000 || parts["chain"] < 100 {
+		t.Fatalf("only %d Concat and %d Split parts share their whole's bytes, and %d Concat outputs moved into another; the test proves little about them",
+			parts["Concat"], parts["Split"], parts["chain"])
 	}
 }
 

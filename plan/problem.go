@@ -38,6 +38,75 @@ type Step struct {
 	Domain  string
 	Inputs  []int
 	Outputs []int
+	// Pieces are the runs of bytes the step copies whole between an input
+	// and an output (see Piece); nil for most steps.
+	Pieces []Piece
+}
+
+// A Piece says that after its step, tensor Part holds exactly the bytes of
+// tensor Whole from byte Offset on: a Concat writes each input (a part)
+// into its output (the whole) so, and a Split or a Slice writes each output
+// (a part) from its input (the whole). One of Part and Whole is an input of
+// the step and the other an output.
+//
+// Pieces let SharePieces place a part inside its whole, so that the step's
+// copy of it is one onto itself and the part's bytes are shared, and let
+// Verify check that a part sharing its whole's bytes sits exactly where
+// the step copies it.
+type Piece struct {
+	Part, Whole int
+	Offset      int64
+}
+
+// sides tells, for one step at a time, which tensors the step reads and
+// which it writes, so that a piece's kind is found in constant time: stamp
+// the step, then ask.
+type sides struct{ in, out []int }
+
+func newSides(n int) *sides {
+	sd := &sides{in: make([]int, n), out: make([]int, n)}
+	for i := range n {
+		sd.in[i], sd.out[i] = -1, -1
+	}
+	return sd
+}
+
+// stamp records the inputs and outputs of step s, which must be in range.
+func (sd *sides) stamp(s int, st *Step) {
+	for _, id := range st.Inputs {
+		sd.in[id] = s
+	}
+	for _, id := range st.Outputs {
+		sd.out[id] = s
+	}
+}
+
+// concat reports whether pc, a piece of the step s stamped last, is one a
+// Concat makes: its part is an input and its whole an output.
+func (sd *sides) concat(s int, pc Piece) bool { return sd.in[pc.Part] == s && sd.out[pc.Whole] == s }
+
+// split reports whether pc, a piece of the step s stamped last, is one a
+// Split or a Slice makes: its whole is an input and its part an output.
+func (sd *sides) split(s int, pc Piece) bool { return sd.in[pc.Whole] == s && sd.out[pc.Part] == s }
+
+// checkPiece reports what is wrong with pc, a piece of step s, stamped
+// last in sd: a part or whole that is not a tensor of the step on the right
+// sides, or a part that does not fit in the whole at its offset.
+func (p *Problem) checkPiece(sd *sides, s int, pc Piece) error {
+	n := len(p.Tensors)
+	if pc.Part < 0 || pc.Part >= n || pc.Whole < 0 || pc.Whole >= n || pc.Part == pc.Whole {
+		return fmt.Errorf("piece (%d of %d) names no two tensors", pc.Part, pc.Whole)
+	}
+	if !sd.concat(s, pc) && !sd.split(s, pc) {
+		return fmt.Errorf("piece %q of %q: one must be an input of the step and the other an output",
+			p.Tensors[pc.Part].Name, p.Tensors[pc.Whole].Name)
+	}
+	part, whole := p.Tensors[pc.Part].Size, p.Tensors[pc.Whole].Size
+	if pc.Offset < 0 || pc.Offset > whole || part > whole-pc.Offset {
+		return fmt.Errorf("piece %q (%d bytes at offset %d) does not fit in %q (%d bytes)",
+			p.Tensors[pc.Part].Name, part, pc.Offset, p.Tensors[pc.Whole].Name, whole)
+	}
+	return nil
 }
 
 // Problem is what the planner packs: steps in the order the model file gave
@@ -58,7 +127,8 @@ const (
 
 // check reports the first way in which p is not a well-formed problem:
 // indices out of range, a tensor written twice or never, a view that does
-// not fit inside the tensor it aliases, or a cycle of views.
+// not fit inside the tensor it aliases, a cycle of views, or a piece that
+// is not one.
 func (p *Problem) check() error {
 	n := len(p.Tensors)
 	var total int64
@@ -88,6 +158,7 @@ func (p *Problem) check() error {
 	}
 
 	written := make([]bool, n)
+	sd := newSides(n)
 	for _, id := range p.Inputs {
 		if id < 0 || id >= n {
 			return fmt.Errorf("graph input %d out of range", id)
@@ -112,6 +183,14 @@ func (p *Problem) check() error {
 				return fmt.Errorf("step %s: tensor %q is written twice", p.stepName(s), p.Tensors[id].Name)
 			}
 			written[id] = true
+		}
+		if len(st.Pieces) > 0 {
+			sd.stamp(s, st)
+		}
+		for _, pc := range st.Pieces {
+			if err := p.checkPiece(sd, s, pc); err != nil {
+				return fmt.Errorf("step %s: %w", p.stepName(s), err)
+			}
 		}
 	}
 	for _, id := range p.Outputs {

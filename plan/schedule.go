@@ -89,7 +89,8 @@ func depthFirstOrder(p *Problem, _ int64) []int {
 
 // leastMemoryOrder is a greedy list schedule: of the steps whose inputs are
 // all written, it runs next the one that adds the fewest live bytes (the
-// slots its outputs open, less the slots its inputs close), the earliest in
+// slots its outputs open, whether they own them or view them, less the
+// slots its inputs close), the earliest in
 // the file among equals. Steps are rated when they become ready and again
 // whenever a slot they read comes down to its last reader.
 func leastMemoryOrder(p *Problem, align int64) []int {
@@ -136,13 +137,22 @@ func leastMemoryOrder(p *Problem, align int64) []int {
 		}
 	}
 
+	// opened: the slot is reserved, by a graph input or a step that wrote
+	// it or a view of it (a Concat's input may be written into the
+	// Concat's output long before the Concat runs).
+	opened := make([]bool, n)
+	for _, id := range p.Inputs {
+		opened[root[id]] = true
+	}
+
 	// delta is what running s now adds to the live bytes.
 	delta := func(s int) int64 {
 		var d int64
 		st := &p.Steps[s]
-		for _, id := range st.Outputs {
-			if root[id] == id {
-				d += alignUp(p.Tensors[id].Size, align)
+		for k, id := range st.Outputs {
+			r := root[id]
+			if !opened[r] && !slices.ContainsFunc(st.Outputs[:k], func(j int) bool { return root[j] == r }) {
+				d += alignUp(p.Tensors[r].Size, align)
 			}
 		}
 		for k, id := range st.Inputs {
@@ -171,6 +181,9 @@ func leastMemoryOrder(p *Problem, align int64) []int {
 		s := r.step
 		ran[s] = true
 		order = append(order, s)
+		for _, id := range p.Steps[s].Outputs {
+			opened[root[id]] = true
+		}
 		seen = seen[:0]
 		for _, id := range p.Steps[s].Inputs {
 			rt := root[id]

@@ -19,6 +19,10 @@ import (
 //     under the rule of in-place execution (see Build): the input's slot
 //     dies at that step, holds no graph input or output, and the step,
 //     the two tensors' types and sizes allow it;
+//   - every piece of a step (see Piece) whose part shares its whole's slot
+//     sits exactly where the step copies it, and no byte of a slot is
+//     written by two steps (see verifyPieces): a view written before its
+//     root, a Concat's input placed in its output, keeps its bytes;
 //   - LoadBytes is the LOAD of the schedule and ArenaBytes is not below it.
 //
 // Lifetimes are those Build documents: a slot is live from the first write
@@ -133,6 +137,10 @@ func verify(p *Problem, pl *Plan) error {
 		last[r] = max(last[r], last[id])
 	}
 
+	if err := verifyPieces(p, pl, root); err != nil {
+		return err
+	}
+
 	// Roots: aligned slots inside the arena.
 	var roots []int
 	for id := range p.Tensors {
@@ -230,6 +238,97 @@ func verify(p *Problem, pl *Plan) error {
 	}
 	if pl.ArenaBytes < load {
 		return fmt.Errorf("arena of %d bytes is below LOAD, %d bytes", pl.ArenaBytes, load)
+	}
+	return nil
+}
+
+// verifyPieces checks the pieces of every step (see Piece) against the
+// plan: a part that shares its whole's slot sits exactly where the step
+// copies it, so that the copy is one onto itself; and no byte of a slot is
+// written by two steps, so that a value, once written, is never
+// overwritten while the slot lives. A step writes all the bytes of its
+// outputs but for
+//
+//   - a Split's or Slice's output in its input's slot: its bytes are its
+//     input's already;
+//   - the parts of a Concat's pieces in its output's slot: their producers
+//     wrote them, and the Concat copies them onto themselves;
+//   - a view of one of the step's own inputs (Reshape, Flatten …): its bytes
+//     are that input's, written by the step that wrote those.
+//
+// So a view that a Concat's producer writes straight into the Concat's
+// output is written by that producer. root gives each tensor's root.
+func verifyPieces(p *Problem, pl *Plan, root []int) error {
+	n := len(p.Tensors)
+	name := func(id int) string { return p.Tensors[id].Name }
+	type run struct {
+		lo, hi int64
+		id     int
+	}
+	covered := make([][]run, n) // per Concat output: bytes its step copies onto themselves
+	noop := make([]bool, n)     // a Split or Slice output in its input's slot
+	whole := make([]bool, n)    // a Concat's output
+	reads := make([]bool, n)    // a view whose alias is an input of its own step
+	sd := newSides(n)
+	for s := range p.Steps {
+		st := &p.Steps[s]
+		sd.stamp(s, st)
+		for _, id := range st.Outputs {
+			if a := p.Tensors[id].Alias; a >= 0 && sd.in[a] == s {
+				reads[id] = true
+			}
+		}
+		for _, pc := range st.Pieces {
+			if err := p.checkPiece(sd, s, pc); err != nil {
+				return fmt.Errorf("step %s: %w", p.stepName(s), err)
+			}
+			whole[pc.Whole] = whole[pc.Whole] || sd.concat(s, pc)
+			if root[pc.Part] != root[pc.Whole] {
+				continue // an ordinary copy between two slots
+			}
+			if at, want := pl.Offsets[pc.Part], pl.Offsets[pc.Whole]+pc.Offset; at != want {
+				return fmt.Errorf("step %s copies %q to or from offset %d of %q, at %d, but it sits at %d, in the same slot",
+					p.stepName(s), name(pc.Part), pc.Offset, name(pc.Whole), want, at)
+			}
+			if sd.concat(s, pc) {
+				covered[pc.Whole] = append(covered[pc.Whole], run{pl.Offsets[pc.Part], pl.Offsets[pc.Part] + p.Tensors[pc.Part].Size, pc.Part})
+			} else {
+				noop[pc.Part] = true
+			}
+		}
+	}
+
+	// The runs each tensor's writer writes, by slot.
+	var writes []run
+	for id := range p.Tensors {
+		t := &p.Tensors[id]
+		lo, hi := pl.Offsets[id], pl.Offsets[id]+t.Size
+		switch {
+		case lo == hi || noop[id]:
+		case !whole[id] && reads[id]:
+		default:
+			c := covered[id]
+			slices.SortFunc(c, func(a, b run) int { return cmp.Compare(a.lo, b.lo) })
+			for _, r := range c {
+				if r.lo > lo {
+					writes = append(writes, run{lo, min(r.lo, hi), id})
+				}
+				lo = max(lo, r.hi)
+			}
+			if lo < hi {
+				writes = append(writes, run{lo, hi, id})
+			}
+		}
+	}
+	slices.SortFunc(writes, func(a, b run) int {
+		return cmp.Or(cmp.Compare(root[a.id], root[b.id]), cmp.Compare(a.lo, b.lo))
+	})
+	for i := 1; i < len(writes); i++ {
+		a, b := writes[i-1], writes[i]
+		if root[a.id] == root[b.id] && b.lo < a.hi {
+			return fmt.Errorf("the steps writing %q and %q both write bytes [%d, %d) of %q's slot",
+				name(a.id), name(b.id), b.lo, min(a.hi, b.hi), name(root[a.id]))
+		}
 	}
 	return nil
 }

@@ -115,7 +115,9 @@ func (s *strided) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
 		d := dst[row*s.inner*es : (row+1)*s.inner*es]
 		switch {
 		case s.istep == 1:
-			copy(d, src[off*es:(off+s.inner)*es])
+			// A Slice the planner placed inside its input copies
+			// onto itself: nothing to do.
+			copyDistinct(d, src[off*es:(off+s.inner)*es])
 		default:
 			switch es {
 			case 1:
