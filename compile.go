@@ -50,6 +50,11 @@ type Options struct {
 	// with it. With FileOrder, it gives the plan of a runtime without
 	// memory-aware passes, to compare results and sizes with.
 	NoInPlace bool
+	// NoFusion runs every node as a step of its own instead of applying
+	// the elementwise nodes that follow a MatMul, Gemm or Conv to each
+	// tile of its output. Results are the same bit for bit; fusion saves
+	// the passes over memory.
+	NoFusion bool
 }
 
 // ErrMemoryLimit is returned when a compiled model would not fit the
@@ -80,6 +85,9 @@ type Executable struct {
 	packedBytes int64    // of which copied into the packed region
 	packed      *device.HostBuffer
 	planTime    time.Duration
+
+	fusions  map[int]*fusion // node → its fused kernel
+	absorbed []bool          // node → runs inside another node's epilogue
 }
 
 // Compile prepares m to run on dev.
@@ -104,17 +112,32 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	scratch := make([]int64, len(g.Nodes))
 	e.kernels = make([]cpu.Kernel, len(g.Nodes))
 	for i := range g.Nodes {
-		k, s, err := cpu.Build(g, &g.Nodes[i])
+		k, s, err := cpu.BuildFor(g, &g.Nodes[i], e.threads)
 		if err != nil {
 			return nil, err
 		}
 		e.kernels[i], scratch[i] = k, s
+		if pk, ok := k.(cpu.Prepacked); ok && m.src != nil {
+			// The kernel holds its own copy: the file's pages can go.
+			for j, id := range g.Nodes[i].Inputs {
+				if id != ir.NoTensor && g.Tensor(id).IsConst() && pk.Prepacked(j) {
+					m.src.Release(g.Tensor(id).Data)
+				}
+			}
+		}
 	}
 	p, index, err := plan.FromGraph(g, scratch)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	start := time.Now()
+	if !opts.NoInPlace {
+		// Concat inputs written straight into the output, Split and
+		// Slice outputs read from the input: in place too.
+		if err := plan.SharePieces(p); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+	}
 	pl, err := plan.Build(p, plan.Options{Alignment: Alignment, FileOrder: opts.FileOrder, NoInPlace: opts.NoInPlace})
 	e.planTime = time.Since(start)
 	if err != nil {
@@ -123,7 +146,8 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	if err := plan.Verify(p, pl); err != nil {
 		return nil, fmt.Errorf("plan failed verification: %w", err)
 	}
-	if err := checkLimit(opts.MemoryLimit, p, pl, g); err != nil {
+	used, wbytes := e.runTimeWeights()
+	if err := checkLimit(opts.MemoryLimit, p, pl, g, wbytes); err != nil {
 		return nil, err
 	}
 	e.problem, e.index, e.plan = p, index, pl
@@ -135,7 +159,10 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 		}
 	}
 	e.scratch = scratchTensors(p, index, g, scratch)
-	if err := e.placeWeights(); err != nil {
+	if !opts.NoFusion {
+		e.fuse()
+	}
+	if err := e.placeWeights(used); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -144,14 +171,13 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 // checkLimit refuses plans whose arena plus weights exceed the limit. The
 // error names the step at which the most bytes are live and the largest
 // tensors live there, which is where the model would have to give.
-func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph) error {
+func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int64) error {
 	if limit == 0 {
 		limit = device.HostMemory()
 	}
 	if limit <= 0 {
 		return nil
 	}
-	w := g.WeightBytes()
 	if pl.ArenaBytes <= limit-min(w, limit) {
 		return nil
 	}
@@ -200,23 +226,43 @@ func scratchTensors(p *plan.Problem, index []int, g *ir.Graph, scratch []int64) 
 
 // placeWeights gives every constant a kernel reads an aligned home: the
 // mapped file itself where it is already aligned, else one packed copy.
-func (e *Executable) placeWeights() error {
+// runTimeWeights finds the constants kernels read at run time (a
+// constant that every reader packed into a layout of its own at build time
+// is not one) and the bytes the weights take: those constants and the
+// kernels' packed copies.
+func (e *Executable) runTimeWeights() (used []bool, bytes int64) {
 	g := e.g
-	used := make([]bool, len(g.Tensors))
+	used = make([]bool, len(g.Tensors))
 	for i := range g.Nodes {
-		for _, in := range g.Nodes[i].Inputs {
-			if in != ir.NoTensor && g.Tensor(in).IsConst() {
+		pk, _ := e.kernels[i].(cpu.Prepacked)
+		if pk != nil {
+			bytes += pk.PackedBytes()
+		}
+		for j, in := range g.Nodes[i].Inputs {
+			if in != ir.NoTensor && g.Tensor(in).IsConst() && (pk == nil || !pk.Prepacked(j)) {
 				used[in] = true
 			}
 		}
 	}
+	for id, u := range used {
+		if u {
+			bytes += int64(len(g.Tensors[id].Data))
+		}
+	}
+	return used, bytes
+}
+
+// placeWeights gives every constant in used aligned bytes: its own in the
+// mapped file when they are aligned, else a copy in the packed region.
+func (e *Executable) placeWeights(used []bool) error {
+	g := e.g
+	_, e.weightBytes = e.runTimeWeights()
 	var need int64
 	for id, u := range used {
 		if !u {
 			continue
 		}
 		d := g.Tensors[id].Data
-		e.weightBytes += int64(len(d))
 		if !raw.Aligned(d, Alignment) {
 			need += roundUp(int64(len(d)), Alignment)
 		}
@@ -241,6 +287,9 @@ func (e *Executable) placeWeights() error {
 		}
 		dst := e.packed.Bytes()[off : off+int64(len(d)) : off+int64(len(d))]
 		copy(dst, d)
+		if e.model.src != nil {
+			e.model.src.Release(d) // read from the copy from now on
+		}
 		e.weights[id] = dst
 		off += roundUp(int64(len(d)), Alignment)
 		e.packedBytes += int64(len(d))
@@ -265,7 +314,8 @@ func (e *Executable) Outputs() []TensorInfo { return e.model.Outputs() }
 // ArenaBytes is the size of each session's activation arena.
 func (e *Executable) ArenaBytes() int64 { return e.plan.ArenaBytes }
 
-// WeightBytes is the size of the constants the kernels read.
+// WeightBytes is the memory the weights take at run time: the constants
+// kernels read as they run, and the copies kernels packed for themselves.
 func (e *Executable) WeightBytes() int64 { return e.weightBytes }
 
 // PackedWeightBytes is how much of the weights had to be copied into an

@@ -52,6 +52,8 @@ func prepare(src *onnx.Model) (*Model, error) {
 		src.Close()
 		return nil, err
 	}
+	// Importing read the whole file; compiling reads back what it needs.
+	src.Release(nil)
 	return m, nil
 }
 

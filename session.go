@@ -5,15 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
+	"time"
+	"unsafe"
 
 	"github.com/berth-ml/berth/arena"
 	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 )
 
 // step is one kernel bound to its session's buffers.
 type step struct {
+	node    int // index in the graph's nodes
 	kernel  cpu.Kernel
 	in, out [][]byte
 	scratch []byte
@@ -65,13 +70,29 @@ func (e *Executable) NewSession() (*Session, error) {
 	g := e.g
 	s.steps = make([]step, 0, len(e.plan.Order))
 	for _, i := range e.plan.Order {
+		if e.absorbed != nil && e.absorbed[i] {
+			continue
+		}
 		n := &g.Nodes[i]
-		st := step{kernel: e.kernels[i], in: make([][]byte, len(n.Inputs)), out: make([][]byte, len(n.Outputs))}
+		st := step{node: i, kernel: e.kernels[i], in: make([][]byte, len(n.Inputs)), out: make([][]byte, len(n.Outputs))}
 		for j, id := range n.Inputs {
 			st.in[j] = slot(id)
 		}
 		for j, id := range n.Outputs {
 			st.out[j] = slot(id)
+		}
+		if f := e.fusions[i]; f != nil {
+			st.kernel = f.kernel
+			for _, id := range f.ext {
+				st.in = append(st.in, slot(id))
+			}
+			// The epilogue's registers: small, per session, outside the
+			// arena because the fusion is decided after planning.
+			regs, err := device.NewHostBuffer(int64(f.regs), Alignment)
+			if err != nil {
+				return nil, err
+			}
+			st.out = append(st.out, slot(f.result), regs.Bytes())
 		}
 		if t := e.scratch[i]; t >= 0 {
 			off, size := e.plan.Offsets[t], e.problem.Tensors[t].Size
@@ -123,6 +144,44 @@ func (s *Session) Close() error {
 // Cancelling ctx stops the run between two kernels (and between two
 // iterations of a Loop). Run allocates nothing.
 func (s *Session) Run(ctx context.Context, inputs ...Tensor) (outs []Tensor, err error) {
+	return s.run(ctx, inputs, nil)
+}
+
+// StepTime is how long one step of a profiled run took.
+type StepTime struct {
+	Node string // the node's name
+	// Op is the node's operator; a step that runs the elementwise nodes
+	// after it as its epilogue lists them too, as "Conv+Add+Relu".
+	Op   string
+	Time time.Duration
+}
+
+// Profile runs like Run and also times each step. It allocates the
+// timings; it is for finding where the time goes, not for the hot path.
+// CUDA sessions do not support it.
+func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, error) {
+	if s.cuda != nil {
+		return nil, errors.New("profile: not supported on CUDA sessions")
+	}
+	times := make([]time.Duration, len(s.steps))
+	if _, err := s.run(ctx, inputs, times); err != nil {
+		return nil, err
+	}
+	e, g := s.exe, s.exe.g
+	out := make([]StepTime, len(s.steps))
+	for i, st := range s.steps {
+		n := &g.Nodes[st.node]
+		op := n.Op
+		if f := e.fusions[st.node]; f != nil {
+			op += "+" + strings.Join(f.ops, "+")
+		}
+		out[i] = StepTime{Node: n.Name, Op: op, Time: times[i]}
+	}
+	return out, nil
+}
+
+// run is Run, timing each step into times unless it is nil.
+func (s *Session) run(ctx context.Context, inputs []Tensor, times []time.Duration) (outs []Tensor, err error) {
 	if !s.mu.TryLock() {
 		return nil, ErrBusy
 	}
@@ -158,6 +217,12 @@ func (s *Session) Run(ctx context.Context, inputs ...Tensor) (outs []Tensor, err
 			return nil, err
 		}
 		st := &s.steps[step]
+		if times != nil {
+			start := time.Now()
+			st.kernel.Run(s.workers, st.in, st.out, st.scratch)
+			times[step] = time.Since(start)
+			continue
+		}
 		st.kernel.Run(s.workers, st.in, st.out, st.scratch)
 	}
 	return s.outputs, nil
@@ -171,7 +236,7 @@ func (s *Session) stepError(step int, r any) error {
 	if step < 0 || step >= len(s.steps) {
 		return fmt.Errorf("%w: %v", ErrKernel, r)
 	}
-	n := &s.exe.g.Nodes[s.exe.plan.Order[step]]
+	n := &s.exe.g.Nodes[s.steps[step].node]
 	if _, fault := r.(interface{ Addr() uintptr }); fault {
 		return fmt.Errorf("%w: node %q (%s): %v (was the model file truncated or rewritten while in use?)", ErrKernel, n.Name, n.Op, r)
 	}
@@ -211,9 +276,29 @@ func (s *Session) bind(inputs []Tensor) error {
 		if int64(len(in.Data)) != want.Bytes() {
 			return fmt.Errorf("input %q: expected %d bytes of data for %s%v, got %d", want.Name, want.Bytes(), want.DType, want.Shape, len(in.Data))
 		}
+		if len(in.Data) > 0 && unsafe.SliceData(in.Data) == unsafe.SliceData(s.inputs[i]) {
+			continue // the caller filled the session's own buffer
+		}
 		copy(s.inputs[i], in.Data)
 	}
 	return nil
+}
+
+// InputBuffers returns the session's own buffers for the graph inputs, in
+// order, named and shaped. A caller that writes an input straight into its
+// buffer and passes these tensors to Run saves Run the copy. On CUDA they
+// are pinned host memory that a run only reads, so they keep their
+// contents from run to run; on the CPU they are the input's slots in the
+// arena, whose bytes later steps of a run may reuse once the input has
+// been read, so fill them before every run.
+func (s *Session) InputBuffers() []Tensor {
+	g := s.exe.g
+	out := make([]Tensor, len(g.Inputs))
+	for i, id := range g.Inputs {
+		t := g.Tensor(id)
+		out[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape.Clone(), Data: s.inputs[i]}
+	}
+	return out
 }
 
 // countError names the inputs that are missing or not expected.

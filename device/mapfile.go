@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"unsafe"
 )
 
 // MappedFile is a file mapped read-only into memory.
@@ -73,4 +74,26 @@ func (m *MappedFile) Close() error {
 		}
 	}
 	return nil
+}
+
+// Release tells the system that the pages of the mapping wholly inside b
+// (a window of Bytes) are not needed now: they leave the process's
+// resident memory, and a later read maps them again from the file, with
+// the same contents. It is a hint; bytes outside the mapping, or a
+// mapping that is ordinary memory, are left alone.
+func (m *MappedFile) Release(b []byte) {
+	if m == nil || m.closed || m.unmap == nil || len(b) == 0 || len(m.data) == 0 {
+		return
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(m.data)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if p < base || p-base > uintptr(len(m.data)) || uintptr(len(b)) > uintptr(len(m.data))-(p-base) {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	lo := (p - base + page - 1) / page * page
+	hi := (p - base + uintptr(len(b))) / page * page
+	if hi > lo {
+		releasePages(m.data[lo:hi])
+	}
 }

@@ -16,3 +16,7 @@ func mapFile(f *os.File, size int) ([]byte, func([]byte) error, error) {
 	}
 	return data, unix.Munmap, nil
 }
+
+// releasePages drops the pages of b, a page-aligned part of a private
+// read-only file mapping, from resident memory.
+func releasePages(b []byte) { _ = unix.Madvise(b, unix.MADV_DONTNEED) }

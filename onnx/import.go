@@ -49,6 +49,20 @@ type Model struct {
 	files []*device.MappedFile
 }
 
+// Release hints that the mapped bytes of b (constant Data, or nil for
+// every file) are not needed for now: their pages leave resident memory
+// and are read again from the file when next touched. Nothing changes for
+// a reader but the time of that read.
+func (m *Model) Release(b []byte) {
+	for _, f := range m.files {
+		if b == nil {
+			f.Release(f.Bytes())
+		} else {
+			f.Release(b)
+		}
+	}
+}
+
 // Close unmaps the model's files. The graph's constant Data must not be
 // used afterwards. Close is safe to call more than once.
 func (m *Model) Close() error {

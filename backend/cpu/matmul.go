@@ -26,6 +26,8 @@ type matmulKernel struct {
 	biasIn           int       // 1: in[2] is a column bias, 2: a row bias
 	prefill          *bplan    // else Y = beta·C before accumulating
 	beta             float32
+
+	fuse *fused // an epilogue applied tile by tile, or nil
 }
 
 // Phases of a run, in args[0].
@@ -60,7 +62,14 @@ func (k *matmulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	g := gemm{m: k.m, n: k.n, mt: mt, nt: nt}
 	items := k.batch * g.tiles()
 	work := k.batch * k.m * k.n * max(k.k, 1)
-	w.forArgs(items, w.parts(work/8), k, args{phaseTiles, int64(mt), int64(nt)}, in, out, scratch)
+	parts := w.parts(work / 8)
+	if k.fuse != nil {
+		// One item per share, so that each share knows its registers.
+		parts = min(parts, items, k.fuse.shares)
+		w.forArgs(parts, parts, k, args{phaseTiles, int64(mt), int64(nt), int64(parts)}, in, out, scratch)
+		return
+	}
+	w.forArgs(items, parts, k, args{phaseTiles, int64(mt), int64(nt)}, in, out, scratch)
 }
 
 func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
@@ -92,24 +101,43 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 	g.acc = k.prefill != nil
 	y := f32s(out[0])
 	tiles := g.tiles()
+	if k.fuse != nil {
+		// Item lo is share lo of a[3] shares of all the tiles.
+		share, shares := lo, int(a[3])
+		items := k.batch * tiles
+		z := f32s(out[1])
+		for it := share * items / shares; it < (share+1)*items/shares; it++ {
+			b, t := it/tiles, it%tiles
+			k.operands(&g, s, y, b)
+			g.run(t, t+1)
+			i0, i1, j0, j1 := g.tileRect(t)
+			k.fuse.tile(z, y, in, f32s(out[2]), share, b*k.m+i0, b*k.m+i1, j0, j1)
+		}
+		return
+	}
 	for it := lo; it < hi; {
 		b, t0 := it/tiles, it%tiles
 		t1 := min(tiles, t0+hi-it)
-		ai, bi := int(k.aIdx[b]), int(k.bIdx[b])
-		if k.aPre != nil {
-			g.a = k.aPre[ai*k.aSize:]
-		} else {
-			g.a = s[k.aOff+ai*k.aSize:]
-		}
-		if k.bPre != nil {
-			g.b = k.bPre[bi*k.bSize:]
-		} else {
-			g.b = s[k.bOff+bi*k.bSize:]
-		}
-		g.c = y[b*k.m*k.n:]
+		k.operands(&g, s, y, b)
 		g.run(t0, t1)
 		it += t1 - t0
 	}
+}
+
+// operands points g at the packed operands and the output of matrix b.
+func (k *matmulKernel) operands(g *gemm, s, y []float32, b int) {
+	ai, bi := int(k.aIdx[b]), int(k.bIdx[b])
+	if k.aPre != nil {
+		g.a = k.aPre[ai*k.aSize:]
+	} else {
+		g.a = s[k.aOff+ai*k.aSize:]
+	}
+	if k.bPre != nil {
+		g.b = k.bPre[bi*k.bSize:]
+	} else {
+		g.b = s[k.bOff+bi*k.bSize:]
+	}
+	g.c = y[b*k.m*k.n:]
 }
 
 // fillC sets Y = beta·C broadcast (Gemm's general C term).
@@ -134,21 +162,23 @@ func (k *matmulKernel) finish(a, b *ir.Tensor) int64 {
 	k.aSize, k.bSize = packedASize(k.m, k.k), packedBSize(k.k, k.n)
 	var floats int
 	if a.IsConst() {
-		src := constF32(a)
 		k.aPre = make([]float32, k.nA*k.aSize)
-		for mat := 0; mat < k.nA; mat++ {
-			packA(k.aPre[mat*k.aSize:], src[mat*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha, 0, k.panelsA())
-		}
+		withConstF32(a, func(src []float32) {
+			for mat := 0; mat < k.nA; mat++ {
+				packA(k.aPre[mat*k.aSize:], src[mat*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha, 0, k.panelsA())
+			}
+		})
 	} else {
 		k.aOff = floats
 		floats += k.nA * k.aSize
 	}
 	if b.IsConst() {
-		src := constF32(b)
 		k.bPre = make([]float32, k.nB*k.bSize)
-		for mat := 0; mat < k.nB; mat++ {
-			packB(k.bPre[mat*k.bSize:], src[mat*k.k*k.n:], k.k, k.n, k.bRS, k.bCS, 0, k.panelsB())
-		}
+		withConstF32(b, func(src []float32) {
+			for mat := 0; mat < k.nB; mat++ {
+				packB(k.bPre[mat*k.bSize:], src[mat*k.k*k.n:], k.k, k.n, k.bRS, k.bCS, 0, k.panelsB())
+			}
+		})
 	} else {
 		k.bOff = floats
 		floats += k.nB * k.bSize

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/berth-ml/berth"
@@ -45,6 +46,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	iters := fs.Int("iters", 20, "timed runs")
 	warmup := fs.Int("warmup", 3, "untimed runs first")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	profile := fs.Bool("profile", false, "after timing, time each step over --iters runs and print the time per operator (CPU)")
 	path, err := parseModel(fs, args, false)
 	if err != nil {
 		return err
@@ -72,6 +74,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
+	if exe.Device() == berth.CUDA {
+		// Stage the inputs once in the session's pinned buffers, which a
+		// run only reads: the timed runs then copy them to the device but
+		// not into the staging first, as a caller producing its inputs in
+		// place would.
+		bufs := s.InputBuffers()
+		for i := range bufs {
+			copy(bufs[i].Data, inputs[i].Data)
+		}
+		inputs = bufs
+	}
 	ctx := context.Background()
 	for i := 0; i < *warmup; i++ {
 		if _, err := s.Run(ctx, inputs...); err != nil {
@@ -113,6 +126,50 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  allocs/run %d (%d in all)   peak RSS %.1f MB   arena %s   weights %s\n", res.AllocsPerRun, res.AllocsTotal, res.PeakRSSMB, humanBytes(res.ActivationBytes), humanBytes(res.WeightBytes))
 	if synthetic && len(inputs) > 0 {
 		fmt.Fprintln(stderr, "bench: no --input given; using synthetic inputs (floats in [-1,1), integers 0, bools false)")
+	}
+	if *profile {
+		return printProfile(ctx, s, inputs, *iters, stdout)
+	}
+	return nil
+}
+
+// printProfile times every step over iters runs and prints, per operator
+// (fused steps as "MatMul+Add+Relu"), the steps, the median run's share
+// of time and milliseconds per run, slowest first.
+func printProfile(ctx context.Context, s *berth.Session, inputs []berth.Tensor, iters int, w io.Writer) error {
+	type agg struct {
+		op    string
+		steps int
+		total time.Duration
+	}
+	byOp := map[string]*agg{}
+	var all time.Duration
+	for i := 0; i < iters; i++ {
+		st, err := s.Profile(ctx, inputs...)
+		if err != nil {
+			return err
+		}
+		for _, t := range st {
+			a := byOp[t.Op]
+			if a == nil {
+				a = &agg{op: t.Op}
+				byOp[t.Op] = a
+			}
+			if i == 0 {
+				a.steps++
+			}
+			a.total += t.Time
+			all += t.Time
+		}
+	}
+	rows := make([]*agg, 0, len(byOp))
+	for _, a := range byOp {
+		rows = append(rows, a)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].total > rows[j].total })
+	fmt.Fprintf(w, "  per operator, mean of %d profiled runs (%.3f ms of steps per run):\n", iters, ms(all)/float64(iters))
+	for _, a := range rows {
+		fmt.Fprintf(w, "  %8.3f ms %5.1f%%  %4d× %s\n", ms(a.total)/float64(iters), 100*float64(a.total)/float64(max(all, 1)), a.steps, a.op)
 	}
 	return nil
 }

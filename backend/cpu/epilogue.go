@@ -1,0 +1,385 @@
+package cpu
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// An Epilogue is a chain of elementwise operators that a GEMM-based kernel
+// (MatMul, Gemm, Conv) applies to each tile of its output while the tile is
+// still in cache, instead of running them as steps of their own that each
+// read and write the whole tensor again.
+//
+// The producer's output is viewed as rows of RowLen elements (a MatMul's
+// output rows, a Conv's output channels); the epilogue runs on pieces of
+// rows. Each operator of the chain reads values of the chain (the
+// producer's output or an earlier operator's result), constants (a scalar,
+// a vector along the row, or a vector indexed by row) and other activations
+// of the output's full shape (a residual), and its result feeds the next.
+// Every operator computes exactly what its own kernel would, element by
+// element, so fusing changes no bit of the result.
+type Epilogue struct {
+	instrs []epInstr
+	regs   int // value registers: 0 is the producer's output
+	ext    int // activations read, bound after the producer's inputs
+	rowLen int
+}
+
+// epChunk is how many elements of a row piece one pass of the program
+// handles; the registers of one worker take regs·epChunk floats.
+const epChunk = 256
+
+type operandKind uint8
+
+const (
+	operandReg    operandKind = iota // a chain value
+	operandExt                       // an activation of the output's shape
+	operandScalar                    // a constant scalar
+	operandCol                       // a constant vector along the row
+	operandRow                       // a constant vector indexed by row mod len
+)
+
+type epOperand struct {
+	kind operandKind
+	idx  int // register or ext index
+	vec  []float32
+}
+
+type epInstr struct {
+	unary unaryFn // one-input operator, or nil
+	ua    args
+	bin   binFn[float32, float32] // two-input operator
+	pow   bool                    // bin is unused: Pow through powLoop
+	a, b  epOperand
+	dst   int
+}
+
+// Ext is the number of activations the epilogue reads besides the
+// producer's output; the fused kernel finds them after its own inputs.
+func (e *Epilogue) Ext() int { return e.ext }
+
+// NewEpilogue compiles the chain of nodes that follows a producer whose
+// output is the tensor out, viewed as rows of rowLen elements. The chain's
+// first node reads out; every later node reads the result of an earlier
+// one (or out). It returns the epilogue and the activations it reads, in
+// the order the fused kernel expects them after its own inputs, or an
+// error saying why the chain cannot be fused.
+func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*Epilogue, []ir.TensorID, error) {
+	yt := g.Tensor(out)
+	if yt.DType != ir.Float32 || rowLen <= 0 || yt.Shape.Elements()%int64(rowLen) != 0 {
+		return nil, nil, fmt.Errorf("output %q is not float32 rows of %d", yt.Name, rowLen)
+	}
+	e := &Epilogue{regs: 1, rowLen: rowLen}
+	reg := map[ir.TensorID]int{out: 0}
+	var exts []ir.TensorID
+	extIdx := map[ir.TensorID]int{}
+	operand := func(id ir.TensorID) (epOperand, error) {
+		if r, ok := reg[id]; ok {
+			return epOperand{kind: operandReg, idx: r}, nil
+		}
+		t := g.Tensor(id)
+		if t.DType != ir.Float32 {
+			return epOperand{}, fmt.Errorf("operand %q is %v", t.Name, t.DType)
+		}
+		if !t.IsConst() {
+			if !t.Shape.Equal(yt.Shape) {
+				return epOperand{}, fmt.Errorf("operand %q %v is not of the output's shape %v", t.Name, t.Shape, yt.Shape)
+			}
+			j, ok := extIdx[id]
+			if !ok {
+				j = len(exts)
+				extIdx[id] = j
+				exts = append(exts, id)
+			}
+			return epOperand{kind: operandExt, idx: j}, nil
+		}
+		v := constF32(t)
+		return constOperand(v, t.Shape, yt.Shape, rowLen)
+	}
+	for _, n := range chain {
+		if n.Domain != "" && n.Domain != "ai.onnx" || len(n.Outputs) != 1 {
+			return nil, nil, fmt.Errorf("node %q (%s) is not a plain elementwise operator", n.Name, n.Op)
+		}
+		zt := g.Tensor(n.Outputs[0])
+		if zt.DType != ir.Float32 || !zt.Shape.Equal(yt.Shape) {
+			return nil, nil, fmt.Errorf("node %q (%s) changes the shape or type", n.Name, n.Op)
+		}
+		ins := make([]epOperand, 0, 2)
+		for _, id := range n.Inputs {
+			if id == ir.NoTensor {
+				continue
+			}
+			op, err := operand(id)
+			if err != nil {
+				return nil, nil, err
+			}
+			ins = append(ins, op)
+		}
+		var inst epInstr
+		k, _, err := Build(g, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		uk, unary := k.(*unaryKernel)
+		if ck, ok := k.(*clipKernel); ok {
+			// Clip with constant bounds: its loop with the bounds read now.
+			uk, unary = &unaryKernel{fn: ck.fn, isize: ck.isize, osize: ck.osize, a: ck.a}, true
+			for i := 1; i <= 2; i++ {
+				if id := n.Input(i); id != ir.NoTensor {
+					t := g.Tensor(id)
+					if !t.IsConst() || t.DType != ir.Float32 {
+						unary = false
+						break
+					}
+					setFarg(&uk.a, i-1, float64(constF32(t)[0]))
+				}
+			}
+		}
+		unary = unary && uk.isize == 4 && uk.osize == 4 && ins[0].kind == operandReg
+		for _, o := range ins[1:] {
+			unary = unary && o.kind != operandReg && o.kind != operandExt
+		}
+		switch {
+		case unary:
+			// The kernel's own loop; other inputs are constants it has
+			// already read.
+			inst.unary, inst.ua = uk.fn, uk.a
+			inst.a = ins[0]
+		case len(ins) != 2:
+			return nil, nil, fmt.Errorf("node %q (%s) does not fuse", n.Name, n.Op)
+		case n.Op == "Add" || n.Op == "Sub" || n.Op == "Mul" || n.Op == "Div" || n.Op == "Max" || n.Op == "Min":
+			inst.bin = arithF32(n.Op)
+			inst.a, inst.b = ins[0], ins[1]
+		case n.Op == "Pow" && ins[1].kind == operandScalar:
+			inst.pow = true
+			inst.a, inst.b = ins[0], ins[1]
+		default:
+			return nil, nil, fmt.Errorf("node %q (%s) does not fuse", n.Name, n.Op)
+		}
+		inst.dst = e.regs
+		e.regs++
+		reg[n.Outputs[0]] = inst.dst
+		e.instrs = append(e.instrs, inst)
+	}
+	if len(e.instrs) == 0 {
+		return nil, nil, fmt.Errorf("empty chain")
+	}
+	e.ext = len(exts)
+	return e, exts, nil
+}
+
+// constOperand classifies how a constant broadcasts over the output.
+func constOperand(v []float32, s, y ir.Shape, rowLen int) (epOperand, error) {
+	if len(v) == 1 {
+		return epOperand{kind: operandScalar, vec: v}, nil
+	}
+	if s.Rank() > y.Rank() {
+		return epOperand{}, fmt.Errorf("constant %v has a higher rank than the output %v", s, y)
+	}
+	// Right-align s against y; the row dimensions are y's trailing ones
+	// whose product is rowLen.
+	rowDims, p := 0, 1
+	for i := y.Rank() - 1; i >= 0 && p < rowLen; i-- {
+		p *= int(y[i])
+		rowDims++
+	}
+	if p != rowLen {
+		return epOperand{}, fmt.Errorf("output %v has no trailing dimensions of %d elements", y, rowLen)
+	}
+	off := y.Rank() - s.Rank()
+	inRow, inOuter := false, false
+	for i, d := range s {
+		if d == 1 {
+			continue
+		}
+		if d != y[off+i] {
+			return epOperand{}, fmt.Errorf("constant %v does not broadcast to %v", s, y)
+		}
+		if off+i >= y.Rank()-rowDims {
+			inRow = true
+		} else {
+			inOuter = true
+		}
+	}
+	switch {
+	case inRow && !inOuter && len(v) == rowLen:
+		// Exactly the row dimensions: a vector along the row.
+		return epOperand{kind: operandCol, vec: v}, nil
+	case inOuter && !inRow:
+		// Non-unit dimensions must be the innermost outer ones, so the
+		// constant's flat index is the row index mod its length.
+		first := -1
+		for i, d := range s {
+			if d != 1 {
+				first = i
+				break
+			}
+		}
+		for i := first; i < s.Rank(); i++ {
+			if off+i < y.Rank()-rowDims && s[i] != y[off+i] {
+				return epOperand{}, fmt.Errorf("constant %v does not index whole rows of %v", s, y)
+			}
+		}
+		return epOperand{kind: operandRow, vec: v}, nil
+	}
+	return epOperand{}, fmt.Errorf("constant %v broadcasts over %v in a way that does not fuse", s, y)
+}
+
+// arithF32 is the float32 loop of a binary arithmetic operator, the same
+// one its own kernel runs.
+func arithF32(op string) binFn[float32, float32] {
+	switch op {
+	case "Add":
+		return addLoop[float32]
+	case "Sub":
+		return subLoop[float32]
+	case "Mul":
+		return mulLoop[float32]
+	case "Div":
+		return divLoop[float32]
+	case "Max":
+		return maxLoop[float32]
+	}
+	return minLoop[float32]
+}
+
+// epRegs is the register space one worker needs.
+func (e *Epilogue) epRegs() int { return e.regs * epChunk }
+
+// apply runs the epilogue on the piece [j0, j1) of row r: y holds the
+// producer's values of that piece, z receives the results (it may be y),
+// ext are the whole extra activations, regs is one worker's register space.
+func (e *Epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32) {
+	n := len(y)
+	base := r*e.rowLen + j0
+	for c0 := 0; c0 < n; c0 += epChunk {
+		c1 := min(n, c0+epChunk)
+		l := c1 - c0
+		copy(regs[:l], y[c0:c1])
+		for i := range e.instrs {
+			in := &e.instrs[i]
+			d := regs[in.dst*epChunk:][:l]
+			av, as := e.fetch(&in.a, regs, ext, r, j0+c0, base+c0, l)
+			switch {
+			case in.unary != nil:
+				in.unary(f32bytes(d), f32bytes(av), in.ua)
+			case in.pow:
+				powLoop(d, av, in.b.vec, as, 0)
+			default:
+				bv, bs := e.fetch(&in.b, regs, ext, r, j0+c0, base+c0, l)
+				if as == 0 && bs == 0 {
+					in.bin(d[:1], av, bv, 1, 1)
+					fill(d[1:], d[0])
+				} else {
+					in.bin(d, av, bv, as, bs)
+				}
+			}
+		}
+		copy(z[c0:c1], regs[(e.regs-1)*epChunk:][:l])
+	}
+}
+
+// fetch returns an operand's values for a piece of l elements starting at
+// column j of row r (flat index flat), and its stride (0: one value).
+func (e *Epilogue) fetch(o *epOperand, regs []float32, ext [][]byte, r, j, flat, l int) ([]float32, int) {
+	switch o.kind {
+	case operandReg:
+		return regs[o.idx*epChunk:][:l], 1
+	case operandExt:
+		return f32s(ext[o.idx])[flat : flat+l], 1
+	case operandScalar:
+		return o.vec, 0
+	case operandCol:
+		return o.vec[j : j+l], 1
+	}
+	return o.vec[r%len(o.vec):], 0
+}
+
+// f32bytes views a float32 slice as bytes.
+func f32bytes(f []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
+}
+
+// fused is what a kernel that takes an epilogue keeps of it.
+type fused struct {
+	ep     *Epilogue
+	nin    int // the producer's own inputs; ext activations follow
+	shares int // workers the registers serve
+}
+
+// tile runs the epilogue over rows [r0, r1) × columns [j0, j1) of the
+// producer's output y, writing z, with the registers of worker share
+// (regs holds every worker's).
+func (f *fused) tile(z, y []float32, in [][]byte, regs []float32, share, r0, r1, j0, j1 int) {
+	regs = regs[share*f.ep.epRegs():][:f.ep.epRegs()]
+	rl := f.ep.rowLen
+	for r := r0; r < r1; r++ {
+		f.ep.apply(z[r*rl+j0:r*rl+j1], y[r*rl+j0:r*rl+j1], in[f.nin:], r, j0, regs)
+	}
+}
+
+func newFused(ep *Epilogue, nin, threads int) *fused {
+	return &fused{ep: ep, nin: nin, shares: max(threads, 1)}
+}
+
+// RegisterBytes is the working memory a kernel fused with ep needs when it
+// runs on a pool of the given number of threads: each session gives its
+// own to the kernel as its third output.
+func (e *Epilogue) RegisterBytes(threads int) int { return 4 * max(threads, 1) * e.epRegs() }
+
+// FusedRowLen reports whether k can take an epilogue and, if so, the row
+// length its output is viewed as.
+func FusedRowLen(k Kernel) (int, bool) {
+	switch k := k.(type) {
+	case *matmulKernel:
+		if k.fuse == nil {
+			return k.n, true
+		}
+	case *convKernel:
+		if k.fuse == nil && k.outSp > 0 {
+			return k.outSp, true
+		}
+	}
+	return 0, false
+}
+
+// Fuse returns a kernel that runs k and then ep on each tile of k's output.
+// The fused kernel takes k's inputs followed by ep's activations (nin is
+// the number of k's inputs, absent ones included), and three outputs: k's
+// own output, which it writes as k would, the epilogue's result, which may
+// be the same memory, and ep.RegisterBytes(threads) bytes of working
+// memory, 64-byte aligned, that no other run uses at the same time.
+// threads is the size of the Workers it will run on. ok is false when k
+// cannot take an epilogue.
+func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
+	switch k := k.(type) {
+	case *matmulKernel:
+		if k.fuse != nil || ep.rowLen != k.n {
+			return nil, false
+		}
+		f := *k
+		f.fuse = newFused(ep, nin, threads)
+		return &f, true
+	case *convKernel:
+		if k.fuse != nil || ep.rowLen != k.outSp {
+			return nil, false
+		}
+		f := *k
+		f.fuse = newFused(ep, nin, threads)
+		return &f, true
+	}
+	return nil, false
+}
+
+// tileRect is the part of C that tile t covers: rows [i0, i1), columns
+// [j0, j1).
+func (g *gemm) tileRect(t int) (i0, i1, j0, j1 int) {
+	pm, pn := ceilDiv(g.m, gemmMR), ceilDiv(g.n, gemmNR)
+	tm, tn := ceilDiv(pm, g.mt), ceilDiv(pn, g.nt)
+	ti, tj := t/tn, t%tn
+	i0, i1 = ti*pm/tm*gemmMR, min((ti+1)*pm/tm*gemmMR, g.m)
+	j0, j1 = tj*pn/tn*gemmNR, min((tj+1)*pn/tn*gemmNR, g.n)
+	return i0, i1, j0, j1
+}

@@ -1,0 +1,31 @@
+package cpu
+
+// Prepacked is implemented by kernels that copy some constant inputs into
+// a layout of their own when they are built and never read those inputs
+// again: a runtime need not keep such an input's bytes resident.
+type Prepacked interface {
+	// Prepacked reports whether input i was copied at build time.
+	Prepacked(i int) bool
+	// PackedBytes is the size of the kernel's copies.
+	PackedBytes() int64
+}
+
+// Prepacked reports whether input i of the product is held packed.
+func (k *matmulKernel) Prepacked(i int) bool {
+	switch i {
+	case 0:
+		return k.aPre != nil
+	case 1:
+		return k.bPre != nil
+	}
+	return false
+}
+
+// Prepacked reports whether input i, the weights, is held packed.
+func (k *convKernel) Prepacked(i int) bool { return i == 1 && k.wPre != nil }
+
+// PackedBytes is the size of the packed operands.
+func (k *matmulKernel) PackedBytes() int64 { return 4 * int64(len(k.aPre)+len(k.bPre)) }
+
+// PackedBytes is the size of the packed weights.
+func (k *convKernel) PackedBytes() int64 { return 4 * int64(len(k.wPre)) }

@@ -1,0 +1,215 @@
+package berth
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/npy"
+)
+
+// runBoth compiles m with and without fusion (in place on and off), runs
+// each on the same inputs and wants the same bytes; it returns the number
+// of nodes absorbed into epilogues with fusion on.
+func runBoth(t *testing.T, m *Model, inputs []Tensor) int {
+	t.Helper()
+	var ref [][]byte
+	absorbed := -1
+	for _, noInPlace := range []bool{false, true} {
+		for _, noFusion := range []bool{true, false} {
+			exe, err := Compile(m, CPU, Options{Threads: 3, NoInPlace: noInPlace, NoFusion: noFusion, MemoryLimit: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, a := range exe.absorbed {
+				if a {
+					n++
+				}
+			}
+			if noFusion && n != 0 {
+				t.Fatalf("NoFusion, yet %d nodes absorbed", n)
+			}
+			if !noFusion && !noInPlace {
+				absorbed = n
+			}
+			s, err := exe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Run(context.Background(), inputs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref == nil {
+				for _, r := range res {
+					ref = append(ref, bytes.Clone(r.Data))
+				}
+			} else {
+				for i, r := range res {
+					if !bytes.Equal(r.Data, ref[i]) {
+						t.Fatalf("in place %v, fusion %v: output %d differs from the unfused run", !noInPlace, !noFusion, i)
+					}
+				}
+			}
+			s.Close()
+		}
+	}
+	return absorbed
+}
+
+// TestFusedChains fuses elementwise chains into MatMul, Gemm and Conv
+// epilogues and wants the bytes of the unfused run.
+func TestFusedChains(t *testing.T) {
+	const f32 = ir.Float32
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	mm := []int64{2, 37, 45} // MatMul output: [2, 37, 20] × [20, 45]
+	cv := []int64{2, 6, 9, 11}
+	type producer func(k *kgraph) (y ir.TensorID, shape []int64)
+	matmul := func(k *kgraph) (ir.TensorID, []int64) {
+		x := k.input("x", f32, 2, 37, 20)
+		a := k.node("Neg", nil, []ir.TensorID{x}, f32, 2, 37, 20)
+		w := k.constant("w", vals(20*45), 20, 45)
+		return k.node("MatMul", nil, []ir.TensorID{a, w}, f32, mm...), mm
+	}
+	conv := func(k *kgraph) (ir.TensorID, []int64) {
+		x := k.input("x", f32, 2, 4, 9, 11)
+		w := k.constant("w", vals(6*4*9), 6, 4, 3, 3)
+		b := k.constant("b", vals(6), 6)
+		at := ir.Attrs{"pads": {Kind: ir.AttrInts, Ints: []int64{1, 1, 1, 1}}}
+		return k.node("Conv", at, []ir.TensorID{x, w, b}, f32, cv...), cv
+	}
+	// A chain gets the producer's output y and adds nodes after it; r
+	// makes a residual input of y's shape.
+	type chain func(k *kgraph, y ir.TensorID, r func() ir.TensorID, shape []int64) ir.TensorID
+	un := func(op string, attrs ir.Attrs) chain {
+		return func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node(op, attrs, []ir.TensorID{y}, f32, s...)
+		}
+	}
+	cases := []struct {
+		name  string
+		prod  producer
+		chain chain
+		want  int     // nodes absorbed
+		res   []int64 // shape of the residual input the chain reads, or nil
+	}{
+		{"matmul relu", matmul, un("Relu", nil), 1, nil},
+		{"matmul bias gelu", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			b := k.node("Add", nil, []ir.TensorID{y, k.constant("bias", vals(45), 45)}, f32, s...)
+			d := k.node("Div", nil, []ir.TensorID{b, k.constant("sqrt2", []float32{1.4142135})}, f32, s...)
+			e := k.node("Erf", nil, []ir.TensorID{d}, f32, s...)
+			a := k.node("Add", nil, []ir.TensorID{e, k.constant("one", []float32{1})}, f32, s...)
+			m := k.node("Mul", nil, []ir.TensorID{b, a}, f32, s...)
+			return k.node("Mul", nil, []ir.TensorID{m, k.constant("half", []float32{0.5})}, f32, s...)
+		}, 6, nil},
+		{"matmul tanh gelu", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			p := k.node("Pow", nil, []ir.TensorID{y, k.constant("three", []float32{3})}, f32, s...)
+			m := k.node("Mul", nil, []ir.TensorID{p, k.constant("c", []float32{0.044715})}, f32, s...)
+			a := k.node("Add", nil, []ir.TensorID{y, m}, f32, s...)
+			th := k.node("Tanh", nil, []ir.TensorID{a}, f32, s...)
+			return k.node("Mul", nil, []ir.TensorID{y, th}, f32, s...)
+		}, 5, nil},
+		{"matmul bias residual", matmul, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			b := k.node("Add", nil, []ir.TensorID{k.constant("bias", vals(45), 1, 1, 45), y}, f32, s...)
+			return k.node("Add", nil, []ir.TensorID{r(), b}, f32, s...)
+		}, 2, mm},
+		{"matmul row scale", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Mul", nil, []ir.TensorID{y, k.constant("rows", vals(37), 37, 1)}, f32, s...)
+		}, 1, nil},
+		{"matmul clip", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			lo, hi := k.constant("lo", []float32{0}), k.constant("hi", []float32{0.5})
+			return k.node("Clip", nil, []ir.TensorID{y, lo, hi}, f32, s...)
+		}, 1, nil},
+		{"conv relu", conv, un("Relu", nil), 1, nil},
+		{"conv residual relu", conv, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
+			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
+		}, 2, cv},
+		{"conv silu", conv, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			sg := k.node("Sigmoid", nil, []ir.TensorID{y}, f32, s...)
+			return k.node("Mul", nil, []ir.TensorID{y, sg}, f32, s...)
+		}, 2, nil},
+		{"conv channel scale", conv, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Mul", nil, []ir.TensorID{y, k.constant("ch", vals(6), 6, 1, 1)}, f32, s...)
+		}, 1, nil},
+		// y is also a graph output: nothing fuses.
+		{"matmul output kept", matmul, un("Relu", nil), 0, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := &kgraph{g: &ir.Graph{Name: "fuse", Opsets: map[string]int64{"": 17}}}
+			// The residual is computed before the producer, as in a
+			// residual block.
+			res := ir.NoTensor
+			if c.res != nil {
+				res = k.node("Neg", nil, []ir.TensorID{k.input("r", f32, c.res...)}, f32, c.res...)
+			}
+			r := func() ir.TensorID { return res }
+			y, s := c.prod(k)
+			k.g.Outputs = []ir.TensorID{c.chain(k, y, r, s)}
+			if c.want == 0 {
+				k.g.Outputs = append(k.g.Outputs, y)
+			}
+			var inputs []Tensor
+			for _, id := range k.g.Inputs {
+				tt := k.g.Tensor(id)
+				b := make([]byte, 4*tt.Shape.Elements())
+				for i := 0; i < len(b); i += 4 {
+					binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(rng.NormFloat64())))
+				}
+				inputs = append(inputs, Tensor{Name: tt.Name, DType: tt.DType, Shape: []int64(tt.Shape), Data: b})
+			}
+			if got := runBoth(t, &Model{graph: k.g}, inputs); got != c.want {
+				t.Errorf("%d nodes absorbed, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+// TestFusedFixtures runs every fixture with and without fusion and wants
+// the same bytes.
+func TestFusedFixtures(t *testing.T) {
+	models, _ := filepath.Glob("testdata/models/*/model.onnx")
+	if len(models) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, path := range models {
+		dir := filepath.Dir(path)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			m, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			var inputs []Tensor
+			for i := 0; ; i++ {
+				a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("input_%d.npy", i)))
+				if errors.Is(err, os.ErrNotExist) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				inputs = append(inputs, Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
+			}
+			n := runBoth(t, m, inputs)
+			t.Logf("%d nodes absorbed into epilogues", n)
+		})
+	}
+}
