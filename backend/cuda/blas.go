@@ -66,6 +66,15 @@ func (c *bctx) blasGemm(g gemmCall) bool {
 	} else if g.bHalf {
 		return false
 	}
+	C := g.c
+	if c.fz != nil && g.c.kind == argTensor && c.fz.out16[g.c.id] {
+		// Only generated kernels read the output: write it in bfloat16.
+		if bg.ab != driver.R16BF || g.d.kind != argWords {
+			return false
+		}
+		bg.c = driver.R16BF
+		C = arg{kind: argTensor, id: g.c.id, off: g.c.off / 2, half: true}
+	}
 	if g.d.kind != argWords {
 		bg.beta = g.beta
 		if M <= 65535 && nb <= 65535 {
@@ -74,7 +83,7 @@ func (c *bctx) blasGemm(g gemmCall) bool {
 			c.elementwise(gemmModule, "fill_addend", nb*M*N, g.d, g.c, i64(M), i64(N), i64(g.sdm), i64(g.sdn), i64(sD), i64(sC), i64(nb))
 		}
 	}
-	c.launches = append(c.launches, launch{node: c.node, blas: bg, args: []arg{A, B, g.c}})
+	c.launches = append(c.launches, launch{node: c.node, blas: bg, args: []arg{A, B, C}})
 	return true
 }
 
@@ -96,12 +105,19 @@ func (c *bctx) halfOperand(a arg, already bool) arg {
 	if already {
 		return a
 	}
+	if c.half.stored[a.id] { // its producer wrote it in 16 bits
+		return arg{kind: argTensor, id: a.id, off: a.off / 2, half: true}
+	}
 	t := c.g.Tensor(a.id)
 	if t.IsConst() {
 		idx, ok := c.half.shadow[a.id]
 		if !ok {
 			idx = len(*c.extras)
-			c.extra(shadowBytes(t.Data, c.half.prec))
+			if c.half.dry {
+				c.extra(nil)
+			} else {
+				c.extra(shadowBytes(t.Data, c.half.prec))
+			}
 			c.half.shadow[a.id] = idx
 		}
 		return arg{kind: argExtra, id: ir.TensorID(idx), off: a.off / 2}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
@@ -24,6 +25,7 @@ type arg struct {
 	id    ir.TensorID // argTensor: the tensor; argExtra: the index of the constant
 	off   int64       // byte offset added to the address
 	words []uint64
+	half  bool // argTensor: the kernel reads the tensor as 16-bit values (fusion.half)
 }
 
 // launch is one kernel launch of a node.
@@ -50,6 +52,7 @@ type blasGemm struct {
 	batch            int64
 	alpha, beta      float32
 	ab               driver.DataType // A and B: R32F (cublasSgemmStridedBatched) or a 16-bit type (GemmEx)
+	c                driver.DataType // C: R32F, or R16BF where fusion.out16 holds the output
 }
 
 // run issues the GEMM whose arguments are in a.
@@ -65,6 +68,11 @@ func (b *blasGemm) run(a driver.Args) error {
 type halves struct {
 	prec   Precision
 	shadow map[ir.TensorID]int
+	// stored holds the activations their producers write as 16-bit
+	// values (fusion.half): GEMMs read them as they are.
+	stored map[ir.TensorID]bool
+	// dry makes no shadow copies (a trial build that is thrown away).
+	dry bool
 }
 
 // bctx is what a builder sees of its node, and where it leaves its launches.
@@ -77,6 +85,7 @@ type bctx struct {
 	extras *[][]byte // compile-time constants of the whole executable
 	blas   bool      // GEMMs may go to cuBLAS
 	half   *halves   // non-nil: cuBLAS GEMMs take 16-bit operands
+	fz     *fusion   // non-nil: the fusion decisions (fuse.go)
 
 	launches []launch
 	scratch  int64
@@ -118,14 +127,14 @@ func Supported(op string) bool { _, ok := builders[op]; return ok }
 
 // buildNode compiles node i of g into its launches and scratch size.
 func buildNode(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte) (c *bctx, err error) {
-	return buildNodeWith(g, i, sms, blas, extras, nil)
+	return buildNodeWith(g, i, sms, blas, extras, nil, nil)
 }
 
 // buildNodeWith is buildNode with the GEMMs' operands in 16 bits where hs
-// is non-nil (and blas is set).
-func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves) (c *bctx, err error) {
+// is non-nil (and blas is set), and the fusion decisions fz (nil: none).
+func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves, fz *fusion) (c *bctx, err error) {
 	n := &g.Nodes[i]
-	c = &bctx{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras}
+	c = &bctx{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras, fz: fz}
 	if blas {
 		c.half = hs
 	}
@@ -167,6 +176,9 @@ func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs 
 			c, err = nil, c.errorf("internal error while compiling for CUDA: %v", p)
 		}
 	}()
+	if fz.codegen(g, i) {
+		f = func(c *bctx) error { return buildFused(c, fz) }
+	}
 	if err := f(c); err != nil {
 		return nil, err
 	}
@@ -587,7 +599,31 @@ func buildTranspose(c *bctx) error {
 	for d, p := range perm {
 		src[d] = xs[p]
 	}
-	return c.stridedCopy(c.inArg(0), c.outArg(0), x.DType.Size(), geo{shape: y.Shape, st: [][]int64{src, contiguous(y.Shape)}})
+	gm := geo{shape: y.Shape, st: [][]int64{src, contiguous(y.Shape)}}
+	if c.fz != nil && x.DType == ir.Float32 && y.Shape.Elements() > 0 {
+		// A generated kernel: constant index arithmetic.
+		name := c.fz.gen.add(c.fz.gatherKernel(y.Shape, src, c.halfOut(0)))
+		c.elementwise(c.fz.gen.src, name, y.Shape.Elements(), c.outArg(0), c.inArg(0))
+		return nil
+	}
+	if c.halfOut(0) {
+		// The only readers are GEMMs: write their 16-bit operand.
+		if prod(gm.shape) == 0 {
+			return nil
+		}
+		gw, err := gm.encode()
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		c.elementwise(layout, "strided_f32_h", prod(gm.shape), c.inArg(0), c.outArg(0), words(gw), i32(c.fz.mode))
+		return nil
+	}
+	return c.stridedCopy(c.inArg(0), c.outArg(0), x.DType.Size(), gm)
+}
+
+// halfOut reports whether output i is held as 16-bit values (fusion.half).
+func (c *bctx) halfOut(i int) bool {
+	return c.fz != nil && c.out(i) != nil && c.fz.half[c.n.Outputs[i]]
 }
 
 func buildSlice(c *bctx) error {
@@ -868,6 +904,12 @@ func buildConv(c *bctx) error {
 		return c.errorf("group %d does not fit input %v and weights %v", group, x.Shape, w.Shape)
 	}
 	bias := c.optIn(2)
+	if c.fz != nil {
+		if _, ok := c.fz.bias[c.node]; ok {
+			// The readers of the output add the bias (fuse.go).
+			bias = null()
+		}
+	}
 	if group == C && w.Shape[1] == 1 && group > 1 {
 		p := []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),
 			uint64(SH), uint64(SW), uint64(PH), uint64(PW), uint64(DH), uint64(DW), uint64(OC / C)}
@@ -878,6 +920,7 @@ func buildConv(c *bctx) error {
 	kk := KH * KW
 	ohw := OH * OW
 	src := c.inArg(0)
+	xHalf := c.half != nil && c.half.stored[c.n.Inputs[0]] // x holds 16-bit values
 	direct := kk == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0 && OH == H && OW == W
 	half := false
 	if !direct {
@@ -886,25 +929,48 @@ func buildConv(c *bctx) error {
 		// By rows (a block row per patch row and image) where the grid
 		// and 32-bit indices allow it.
 		rows := C*kk <= 65535 && N <= 65535 && ohw <= math.MaxInt32 && H*W <= math.MaxInt32
-		if c.half != nil && (group == 1 || N == 1) { // one cuBLAS batch axis, so blasGemm takes it
+		if c.half != nil {
 			// The patches go straight to 16 bits: half the scratch, no
 			// separate rounding pass.
 			c.scratch = N * C * kk * ohw * 2
-			if rows {
-				c.byRows(convModule, "im2col_rows_h", ohw, C*kk, N, c.inArg(0), arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
-			} else {
-				c.elementwise(convModule, "im2col_h", N*C*kk*ohw, c.inArg(0), arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
+			k, in := "im2col_rows_h", c.inArg(0)
+			if xHalf {
+				k, in.half = "im2col_rows_hh", true
+			}
+			switch {
+			case rows && ohw%4 == 0:
+				c.byRows(convModule, strings.Replace(k, "_rows", "_rows4", 1), ohw/4, C*kk, N, in, arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
+			case rows:
+				c.byRows(convModule, k, ohw, C*kk, N, in, arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
+			default:
+				c.elementwise(convModule, strings.Replace(k, "_rows", "", 1), N*C*kk*ohw, in, arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
 			}
 			half = true
 		} else {
 			c.scratch = N * C * kk * ohw * 4
-			if rows {
+			switch {
+			case rows && ohw%4 == 0:
+				c.byRows(convModule, "im2col_rows4", ohw/4, C*kk, N, c.inArg(0), arg{kind: argScratch}, words(p))
+			case rows:
 				c.byRows(convModule, "im2col_rows", ohw, C*kk, N, c.inArg(0), arg{kind: argScratch}, words(p))
-			} else {
+			default:
 				c.elementwise(convModule, "im2col", N*C*kk*ohw, c.inArg(0), arg{kind: argScratch}, words(p))
 			}
 		}
 		src = arg{kind: argScratch}
+	}
+	if half && group > 1 && N > 1 {
+		// cuBLAS takes one batch axis: a GEMM per image, batched over
+		// the groups.
+		for b := range N {
+			g := gemmCall{a: c.inArg(1), b: at(src, b*C*kk*ohw*2), bHalf: true, c: at(c.outArg(0), b*OC*ohw*4), d: bias, m: cog, n: ohw, k: cig * kk,
+				sam: cig * kk, sak: 1, sbk: ohw, sbn: 1, sdm: 1, sdn: 0, alpha: 1, beta: 1,
+				batch: geo{shape: []int64{group}, st: [][]int64{{cog * cig * kk}, {cig * kk * ohw}, {cog * ohw}, {cog}}}}
+			if err := c.gemm(g); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	g := gemmCall{a: c.inArg(1), b: src, bHalf: half, c: c.outArg(0), d: bias, m: cog, n: ohw, k: cig * kk,
 		sam: cig * kk, sak: 1, sbk: ohw, sbn: 1, sdm: 1, sdn: 0, alpha: 1, beta: 1,
@@ -978,6 +1044,13 @@ func buildLayerNorm(c *bctx) error {
 		}
 	}
 	eps := c.n.Attrs.Float("epsilon", 1e-5)
+	if k := warp4(dim); k > 0 && rows > 0 {
+		// A warp per row, eight rows a block, 16-byte accesses.
+		b := min((rows+7)/8, 1<<20)
+		c.launches = append(c.launches, launch{node: c.node, module: norm, kernel: fmt.Sprintf("layernorm_warp4_%d", k), grid: [3]uint32{uint32(b), 1, 1}, block: [3]uint32{threads, 1, 1},
+			args: []arg{c.inArg(0), c.inArg(1), c.optIn(2), c.outArg(0), c.optOut(1), c.optOut(2), i64(rows), i32(int32(dim)), f32(eps)}})
+		return nil
+	}
 	c.rowwise(norm, "layernorm", rows, c.inArg(0), c.inArg(1), c.optIn(2), c.outArg(0), c.optOut(1), c.optOut(2), i64(rows), i64(dim), f32(eps))
 	return nil
 }
@@ -1013,12 +1086,38 @@ func buildSoftmax(c *bctx) error {
 	if rows := outer * inner; inner == 1 && dim <= 1024 && rows > 0 {
 		// A warp per row, eight rows a block.
 		b := min((rows+7)/8, 1<<20)
-		c.launches = append(c.launches, launch{node: c.node, module: norm, kernel: "softmax_warp", grid: [3]uint32{uint32(b), 1, 1}, block: [3]uint32{threads, 1, 1},
-			args: []arg{c.inArg(0), c.outArg(0), i64(rows), i32(int32(dim)), i32(log)}})
+		l := launch{node: c.node, module: norm, kernel: "softmax_warp", grid: [3]uint32{uint32(b), 1, 1}, block: [3]uint32{threads, 1, 1},
+			args: []arg{c.inArg(0), c.outArg(0), i64(rows), i32(int32(dim)), i32(log)}}
+		k := warp4(dim)
+		if k > 0 {
+			l.kernel = fmt.Sprintf("softmax_warp4_%d", k)
+		}
+		if c.halfOut(0) { // the only readers are GEMMs: write their 16-bit operand
+			l.kernel = "softmax_warp_h"
+			if k > 0 {
+				l.kernel = fmt.Sprintf("softmax_warp4_h_%d", k)
+			}
+			l.args = append(l.args, i32(c.fz.mode))
+		}
+		c.launches = append(c.launches, l)
 		return nil
 	}
 	c.rowwise(norm, "softmax", outer*inner, c.inArg(0), c.outArg(0), i64(outer*inner), i64(dim), i64(inner), i32(log))
 	return nil
+}
+
+// warp4 is the K of the softmax_warp4 and layernorm_warp4 kernels for
+// rows of dim elements (float4 a lane, K of them), or 0 where they do not
+// apply (dim not a multiple of 4, or more than 1024).
+func warp4(dim int64) int {
+	if dim <= 0 || dim%4 != 0 || dim > 1024 {
+		return 0
+	}
+	k := 1
+	for int64(128*k) < dim {
+		k *= 2
+	}
+	return k
 }
 
 func buildReduce(c *bctx) error {

@@ -18,6 +18,20 @@
 // rounded into the node's planned scratch by a small kernel, and im2col
 // writes its patches in 16 bits directly. Everything else stays float32.
 //
+// Between building and binding, fuse.go fuses at the backend's level
+// without touching the shared plan: float32 elementwise nodes whose
+// intermediates no one else reads run as one generated NVRTC kernel
+// (GELU's chain with its bias Add, a bias and a residual Add, a Conv's Add
+// and Relu), a Conv on the GEMM path leaves its bias to the kernels that
+// read its output (no fill of C before a beta = 1 GEMM), and under BF16 or
+// F16 a tensor read only by cuBLAS GEMMs (directly or through a
+// Reshape-like view) is written in 16 bits by its producer (a generated
+// kernel, a Transpose, a Softmax) instead of being rounded by each GEMM.
+// A group whose kernel the plan's offsets do not allow (an input
+// overwritten before the group's last node, an output overlapping an
+// input) is split until every kernel is safe. Options.NoFusion, or
+// BERTH_CUDA_FUSION=0, turns this off.
+//
 // A Session owns one device arena of exactly the plan's size, a stream,
 // a cuBLAS handle with its own workspace, and page-locked staging for the
 // inputs and outputs. When the session is made, every launch of a run is

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 	"unsafe"
@@ -32,6 +33,10 @@ type Options struct {
 	NoBLAS bool
 	// Precision of the GEMMs (MatMul, Gemm, Conv) that cuBLAS runs.
 	Precision Precision
+	// NoFusion compiles every node on its own: no elementwise groups, no
+	// Conv bias left to its readers, no activations held in 16 bits
+	// (see fuse.go). BERTH_CUDA_FUSION=0 in the environment does the same.
+	NoFusion bool
 }
 
 // Precision is the arithmetic of the cuBLAS GEMMs.
@@ -47,7 +52,10 @@ const (
 	// accumulation and a float32 result: constant weights are kept as
 	// bfloat16 shadow copies in the weight region (rounded to nearest
 	// even at compile time), activations are rounded into the node's
-	// planned scratch by a small kernel before each GEMM.
+	// planned scratch by a small kernel before each GEMM. With fusion
+	// (fuse.go) producers write GEMM operands in bfloat16 directly, and a
+	// GEMM whose output only generated elementwise kernels read writes it
+	// in bfloat16, as autocast does.
 	BF16
 	// F16 is BF16 with IEEE half-precision operands (more mantissa, less
 	// range: values beyond ±65504 become infinite).
@@ -121,6 +129,7 @@ type Executable struct {
 	noGraphs  bool
 	usesBLAS  bool
 	precision Precision
+	fused     FusionStats
 
 	mu     sync.Mutex
 	closed bool
@@ -149,8 +158,15 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if useBLAS && opts.Precision.half() {
 		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int)}
 	}
+	var fz *fusion
+	if !opts.NoFusion && os.Getenv("BERTH_CUDA_FUSION") != "0" {
+		fz = analyzeFusion(g, useBLAS, hs, acceptsHalf(g, d.SMs, hs))
+		if hs != nil {
+			hs.stored = fz.half
+		}
+	}
 	for i := range g.Nodes {
-		c, err := buildNodeWith(g, i, d.SMs, useBLAS, &extras, hs)
+		c, err := buildNodeWith(g, i, d.SMs, useBLAS, &extras, hs, fz)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +185,32 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if err := plan.Verify(p, pl); err != nil {
 		return nil, fmt.Errorf("plan failed verification: %w", err)
 	}
+	if fz != nil {
+		// Groups whose kernel the plan does not allow run node by node.
+		for _, i := range fz.checkGroups(g, p, pl, index) {
+			c, err := buildNodeWith(g, i, d.SMs, useBLAS, &extras, hs, fz)
+			if err != nil {
+				return nil, err
+			}
+			if c.scratch != scratch[i] {
+				return nil, fmt.Errorf("node %q (%s): internal error: scratch changed with fusion", g.Nodes[i].Name, g.Nodes[i].Op)
+			}
+			built[i] = c
+		}
+		if src := fz.gen.finish(); src != nil {
+			for _, c := range built {
+				for j := range c.launches {
+					if c.launches[j].module == fz.gen.src {
+						c.launches[j].module = src
+					}
+				}
+			}
+		}
+	}
 	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs, precision: opts.Precision}
+	if fz != nil {
+		e.fused = fz.stats()
+	}
 	scratchOf := scratchTensors(p, index, scratch)
 
 	// The weight region: every constant a launch reads, then the extras.
@@ -325,6 +366,9 @@ func (e *Executable) Launches() int { return len(e.steps) }
 // Plan returns the memory plan and the problem it solves (read-only).
 func (e *Executable) Plan() (*plan.Problem, *plan.Plan) { return e.problem, e.plan }
 
+// Fusion reports what fuse.go did to this executable.
+func (e *Executable) Fusion() FusionStats { return e.fused }
+
 // DeviceName names the GPU.
 func (e *Executable) DeviceName() string { return e.dev.Name }
 
@@ -457,7 +501,7 @@ func (e *Executable) NewSession() (*Session, error) {
 				Alpha: &b.alpha, Beta: &b.beta,
 			}
 			if b.ab != driver.R32F {
-				s.blas.GemmExArgs(&driver.GemmEx{Sgemm: sg, AB: b.ab}, s.gemms[i])
+				s.blas.GemmExArgs(&driver.GemmEx{Sgemm: sg, AB: b.ab, C: b.c}, s.gemms[i])
 			} else {
 				s.blas.SgemmArgs(&sg, s.gemms[i])
 			}

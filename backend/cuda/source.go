@@ -195,7 +195,7 @@ extern "C" __global__ void copy_bytes(const u8* __restrict__ x, u8* __restrict__
 
 // layoutSource holds the strided copies (Transpose, Slice, Expand, Concat,
 // Split) and Gather.
-const layoutSource = common + `
+const layoutSource = common + halfCommon + `
 // strided_N copies the elements of a Geo from src (strides st[0]) to dst
 // (strides st[1]).
 template <typename T> __device__ void strided(const T* __restrict__ x, T* __restrict__ y, const Geo& g) {
@@ -209,6 +209,15 @@ extern "C" __global__ void strided_1(const u8* x, u8* y, Geo g) { strided<u8>(x,
 extern "C" __global__ void strided_2(const u16* x, u16* y, Geo g) { strided<u16>(x, y, g); }
 extern "C" __global__ void strided_4(const u32* x, u32* y, Geo g) { strided<u32>(x, y, g); }
 extern "C" __global__ void strided_8(const u64* x, u64* y, Geo g) { strided<u64>(x, y, g); }
+// strided_f32_h is strided_4 from float32 to the 16-bit GEMM operand type
+// (round_h): a Transpose whose only readers are 16-bit GEMMs.
+extern "C" __global__ void strided_f32_h(const float* __restrict__ x, u16* __restrict__ y, Geo g, int mode) {
+	LOOP(i, g.n) {
+		i64 o[2];
+		offsets<2>(g, i, o);
+		y[o[1]] = round_h(x[o[0]], mode);
+	}
+}
 
 // gather: y[o][j][k] = x[o][idx[j]][k], out-of-range indices clamped.
 template <typename T, typename I> __device__ void gather(const T* __restrict__ x, const I* __restrict__ idx, T* __restrict__ y, i64 outer, i64 dim, i64 nidx, i64 inner) {
@@ -325,6 +334,15 @@ extern "C" __global__ void fill_addend(const float* __restrict__ D, float* __res
 // halfCommon rounds float32 to the 16-bit GEMM operand types, to nearest
 // even: mode 0 bfloat16, 1 IEEE half.
 const halfCommon = `
+// widen_h is the float32 value of a 16-bit one.
+__device__ __forceinline__ float widen_h(u16 v, int mode) {
+	if (mode) {
+		float r;
+		asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(v));
+		return r;
+	}
+	return __uint_as_float((u32)v << 16);
+}
 __device__ __forceinline__ u16 round_h(float v, int mode) {
 	u16 r;
 	if (mode) asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
@@ -358,25 +376,65 @@ extern "C" __global__ void im2col(const float* __restrict__ x, float* __restrict
 template <typename T> __device__ __forceinline__ T im2col_out(float v, int mode);
 template <> __device__ __forceinline__ float im2col_out<float>(float v, int) { return v; }
 template <> __device__ __forceinline__ u16 im2col_out<u16>(float v, int mode) { return round_h(v, mode); }
-template <typename T> __device__ __forceinline__ void im2col_rows_t(const float* __restrict__ x, T* __restrict__ col, const Conv& p, int mode) {
+// V = 4: a thread writes four consecutive patch elements with one
+// vector store (ohw a multiple of 4, so every row starts aligned).
+template <typename T> __device__ __forceinline__ void store4(T* p, const T* v);
+template <> __device__ __forceinline__ void store4<float>(float* p, const float* v) { *(float4*)p = make_float4(v[0], v[1], v[2], v[3]); }
+template <> __device__ __forceinline__ void store4<u16>(u16* p, const u16* v) {
+	*(uint2*)p = make_uint2((u32)v[0] | ((u32)v[1] << 16), (u32)v[2] | ((u32)v[3] << 16));
+}
+template <typename S, typename T> __device__ __forceinline__ T im2col_elem(const S* xp, int h, int w, int H, int W, int mode) {
+	if (sizeof(S) == sizeof(T) && sizeof(S) == 2) { // 16 bits in, 16 bits out: no rounding
+		u16 v = 0;
+		if (h >= 0 && h < H && w >= 0 && w < W) v = (u16)xp[h * W + w];
+		return (T)v;
+	}
+	float v = 0.f;
+	if (h >= 0 && h < H && w >= 0 && w < W) v = (float)xp[h * W + w];
+	return im2col_out<T>(v, mode);
+}
+template <int V, typename S, typename T> __device__ __forceinline__ void im2col_rows_t(const S* __restrict__ x, T* __restrict__ col, const Conv& p, int mode) {
 	int ohw = (int)(p.OH * p.OW), rows = (int)(p.C * p.KH * p.KW);
 	int r = blockIdx.y;
 	i64 b = blockIdx.z;
 	int kw = r % (int)p.KW, kh = (r / (int)p.KW) % (int)p.KH, c = r / (int)(p.KW * p.KH);
-	const float* xp = x + (b * p.C + c) * p.H * p.W;
+	const S* xp = x + (b * p.C + c) * p.H * p.W;
 	T* cp = col + (b * rows + r) * (i64)ohw;
 	int OW = (int)p.OW, H = (int)p.H, W = (int)p.W, SH = (int)p.SH, SW = (int)p.SW;
 	int h0 = kh * (int)p.DH - (int)p.PH, w0 = kw * (int)p.DW - (int)p.PW;
-	for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < ohw; q += blockDim.x * gridDim.x) {
+	for (int q = (blockIdx.x * blockDim.x + threadIdx.x) * V; q < ohw; q += blockDim.x * gridDim.x * V) {
 		int oh = q / OW, ow = q - oh * OW;
-		int h = oh * SH + h0, w = ow * SW + w0;
-		float v = 0.f;
-		if (h >= 0 && h < H && w >= 0 && w < W) v = xp[h * W + w];
-		cp[q] = im2col_out<T>(v, mode);
+		T v[V];
+		#pragma unroll
+		for (int u = 0; u < V; u++) {
+			v[u] = im2col_elem<S, T>(xp, oh * SH + h0, ow * SW + w0, H, W, mode);
+			if (++ow == OW) { ow = 0; oh++; }
+		}
+		if (V == 4) store4<T>(cp + q, v);
+		else cp[q] = v[0];
 	}
 }
-extern "C" __global__ void im2col_rows(const float* __restrict__ x, float* __restrict__ col, Conv p) { im2col_rows_t<float>(x, col, p, 0); }
-extern "C" __global__ void im2col_rows_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<u16>(x, col, p, mode); }
+extern "C" __global__ void im2col_rows(const float* __restrict__ x, float* __restrict__ col, Conv p) { im2col_rows_t<1, float, float>(x, col, p, 0); }
+extern "C" __global__ void im2col_rows_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<1, float, u16>(x, col, p, mode); }
+extern "C" __global__ void im2col_rows4(const float* __restrict__ x, float* __restrict__ col, Conv p) { im2col_rows_t<4, float, float>(x, col, p, 0); }
+extern "C" __global__ void im2col_rows4_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<4, float, u16>(x, col, p, mode); }
+extern "C" __global__ void im2col_rows4_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<4, u16, u16>(x, col, p, mode); }
+// im2col_rows_hh and im2col_hh read an input already held in 16 bits
+// (a tensor whose only readers are 16-bit GEMMs) and copy it as it is.
+extern "C" __global__ void im2col_rows_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<1, u16, u16>(x, col, p, mode); }
+extern "C" __global__ void im2col_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int) {
+	i64 ohw = p.OH * p.OW, rows = p.C * p.KH * p.KW;
+	i64 n = p.N * rows * ohw;
+	LOOP(i, n) {
+		i64 q = i % ohw, r = (i / ohw) % rows, b = i / (ohw * rows);
+		i64 ow = q % p.OW, oh = q / p.OW;
+		i64 kw = r % p.KW, kh = (r / p.KW) % p.KH, c = r / (p.KW * p.KH);
+		i64 h = oh * p.SH - p.PH + kh * p.DH, w = ow * p.SW - p.PW + kw * p.DW;
+		u16 v = 0;
+		if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.C + c) * p.H + h) * p.W + w];
+		col[i] = v;
+	}
+}
 // im2col_h is im2col writing 16-bit GEMM operands (see round_h).
 extern "C" __global__ void im2col_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) {
 	i64 ohw = p.OH * p.OW, rows = p.C * p.KH * p.KW;
@@ -420,7 +478,7 @@ extern "C" __global__ void depthwise(const float* __restrict__ x, const float* _
 //
 // A "row" is dim elements dim apart by inner: element j of row r = (o, k)
 // is at (o·dim + j)·inner + k. One block of 256 threads per row.
-const normSource = common + `
+const normSource = common + halfCommon + `
 __device__ __forceinline__ float warp_sum(float v) {
 	#pragma unroll
 	for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffff, v, s);
@@ -473,12 +531,16 @@ extern "C" __global__ void softmax(const float* __restrict__ x, float* __restric
 }
 // softmax_warp is softmax for contiguous rows (inner = 1) of at most
 // 1024 elements: one warp per row, the row in registers, no barriers.
-extern "C" __global__ void softmax_warp(const float* __restrict__ x, float* __restrict__ y, i64 rows, int dim, int logsm) {
+// softmax_warp_h writes 16-bit GEMM operands (round_h) instead.
+template <typename T> __device__ __forceinline__ T softmax_out(float v, int mode);
+template <> __device__ __forceinline__ float softmax_out<float>(float v, int) { return v; }
+template <> __device__ __forceinline__ u16 softmax_out<u16>(float v, int mode) { return round_h(v, mode); }
+template <typename T> __device__ __forceinline__ void softmax_warp_t(const float* __restrict__ x, T* __restrict__ y, i64 rows, int dim, int logsm, int mode) {
 	int lane = threadIdx.x & 31;
 	i64 wpb = blockDim.x >> 5;
 	for (i64 r = (i64)blockIdx.x * wpb + (threadIdx.x >> 5); r < rows; r += (i64)gridDim.x * wpb) {
 		const float* xp = x + r * dim;
-		float* yp = y + r * dim;
+		T* yp = y + r * dim;
 		float v[32];
 		float m = NEG_INF;
 		#pragma unroll
@@ -498,10 +560,118 @@ extern "C" __global__ void softmax_warp(const float* __restrict__ x, float* __re
 		#pragma unroll
 		for (int k = 0; k < 32; k++) {
 			int j = lane + 32 * k;
-			if (j < dim) yp[j] = logsm ? v[k] - m - ls : expf(v[k] - m) * inv;
+			if (j < dim) yp[j] = softmax_out<T>(logsm ? v[k] - m - ls : expf(v[k] - m) * inv, mode);
 		}
 	}
 }
+extern "C" __global__ void softmax_warp(const float* __restrict__ x, float* __restrict__ y, i64 rows, int dim, int logsm) {
+	softmax_warp_t<float>(x, y, rows, dim, logsm, 0);
+}
+extern "C" __global__ void softmax_warp_h(const float* __restrict__ x, u16* __restrict__ y, i64 rows, int dim, int logsm, int mode) {
+	softmax_warp_t<u16>(x, y, rows, dim, logsm, mode);
+}
+// softmax_warp4_K is softmax_warp for rows whose length is a multiple of
+// 4 and at most 128·K: 16-byte loads and stores, K float4 a lane.
+// softmax_warp4_h_K writes 16-bit GEMM operands (round_h) instead.
+template <typename T> __device__ __forceinline__ void put4(T* p, int j, float4 o, int mode);
+template <> __device__ __forceinline__ void put4<float>(float* p, int j, float4 o, int) { ((float4*)p)[j] = o; }
+template <> __device__ __forceinline__ void put4<u16>(u16* p, int j, float4 o, int mode) {
+	((uint2*)p)[j] = make_uint2((u32)round_h(o.x, mode) | ((u32)round_h(o.y, mode) << 16), (u32)round_h(o.z, mode) | ((u32)round_h(o.w, mode) << 16));
+}
+template <int K, typename T> __device__ __forceinline__ void softmax_warp4_t(const float* __restrict__ x, T* __restrict__ y, i64 rows, int dim, int logsm, int mode) {
+	int lane = threadIdx.x & 31, n4 = dim >> 2;
+	i64 wpb = blockDim.x >> 5;
+	for (i64 r = (i64)blockIdx.x * wpb + (threadIdx.x >> 5); r < rows; r += (i64)gridDim.x * wpb) {
+		const float4* xp = (const float4*)(x + r * dim);
+		float4 v[K];
+		float m = NEG_INF;
+		#pragma unroll
+		for (int k = 0; k < K; k++) {
+			int j = lane + 32 * k;
+			v[k] = j < n4 ? xp[j] : make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF);
+			m = fmaxf(m, fmaxf(fmaxf(v[k].x, v[k].y), fmaxf(v[k].z, v[k].w)));
+		}
+		m = warp_max(m);
+		float s = 0.f;
+		#pragma unroll
+		for (int k = 0; k < K; k++) {
+			if (lane + 32 * k < n4) s += expf(v[k].x - m) + expf(v[k].y - m) + expf(v[k].z - m) + expf(v[k].w - m);
+		}
+		s = warp_sum(s);
+		float ls = logf(s), inv = 1.f / s;
+		#pragma unroll
+		for (int k = 0; k < K; k++) {
+			int j = lane + 32 * k;
+			if (j < n4) {
+				float4 o = v[k];
+				if (logsm) {
+					o.x = o.x - m - ls; o.y = o.y - m - ls; o.z = o.z - m - ls; o.w = o.w - m - ls;
+				} else {
+					o.x = expf(o.x - m) * inv; o.y = expf(o.y - m) * inv; o.z = expf(o.z - m) * inv; o.w = expf(o.w - m) * inv;
+				}
+				put4<T>(y + r * dim, j, o, mode);
+			}
+		}
+	}
+}
+// layernorm_warp4_K is layernorm for rows whose length is a multiple of 4
+// and at most 128·K: a warp per row, the row read once into registers.
+template <int K> __device__ __forceinline__ void layernorm_warp4_t(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, float* __restrict__ y,
+		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps) {
+	int lane = threadIdx.x & 31, n4 = dim >> 2;
+	i64 wpb = blockDim.x >> 5;
+	const float4* sc = (const float4*)scale;
+	const float4* bi = (const float4*)bias;
+	for (i64 r = (i64)blockIdx.x * wpb + (threadIdx.x >> 5); r < rows; r += (i64)gridDim.x * wpb) {
+		const float4* xp = (const float4*)(x + r * dim);
+		float4 v[K];
+		float s = 0.f;
+		#pragma unroll
+		for (int k = 0; k < K; k++) {
+			int j = lane + 32 * k;
+			v[k] = j < n4 ? xp[j] : make_float4(0.f, 0.f, 0.f, 0.f);
+			s += (v[k].x + v[k].y) + (v[k].z + v[k].w);
+		}
+		float mu = warp_sum(s) / (float)dim;
+		float q = 0.f;
+		#pragma unroll
+		for (int k = 0; k < K; k++) {
+			if (lane + 32 * k < n4) {
+				float a = v[k].x - mu, b = v[k].y - mu, c = v[k].z - mu, d = v[k].w - mu;
+				q += (a * a + b * b) + (c * c + d * d);
+			}
+		}
+		float var = warp_sum(q) / (float)dim;
+		float is = rsqrtf(var + eps);
+		float4* yp = (float4*)(y + r * dim);
+		#pragma unroll
+		for (int k = 0; k < K; k++) {
+			int j = lane + 32 * k;
+			if (j < n4) {
+				float4 g = sc[j], o;
+				o.x = (v[k].x - mu) * is * g.x; o.y = (v[k].y - mu) * is * g.y; o.z = (v[k].z - mu) * is * g.z; o.w = (v[k].w - mu) * is * g.w;
+				if (bias) {
+					float4 b = bi[j];
+					o.x += b.x; o.y += b.y; o.z += b.z; o.w += b.w;
+				}
+				yp[j] = o;
+			}
+		}
+		if (lane == 0) {
+			if (mean) mean[r] = mu;
+			if (inv) inv[r] = is;
+		}
+	}
+}
+#define WARP4(K) \
+extern "C" __global__ void softmax_warp4_##K(const float* __restrict__ x, float* __restrict__ y, i64 rows, int dim, int logsm) { softmax_warp4_t<K, float>(x, y, rows, dim, logsm, 0); } \
+extern "C" __global__ void softmax_warp4_h_##K(const float* __restrict__ x, u16* __restrict__ y, i64 rows, int dim, int logsm, int mode) { softmax_warp4_t<K, u16>(x, y, rows, dim, logsm, mode); } \
+extern "C" __global__ void layernorm_warp4_##K(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, float* __restrict__ y, \
+		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps) { layernorm_warp4_t<K>(x, scale, bias, y, mean, inv, rows, dim, eps); }
+WARP4(1)
+WARP4(2)
+WARP4(4)
+WARP4(8)
 // reduce: y[r] = scale · Σj x[row r, j] (scale = 1/dim for a mean).
 extern "C" __global__ void reduce_sum(const float* __restrict__ x, float* __restrict__ y, i64 rows, i64 dim, i64 inner, float scale) {
 	__shared__ float sh[32];

@@ -200,12 +200,13 @@ const compute32F = 68
 const gemmDefault = 0xffffffff
 
 // GemmEx is the argument list of one cublasGemmStridedBatchedEx call with
-// A and B of type AB, C float32 and float32 accumulation
-// (CUBLAS_COMPUTE_32F), in cuBLAS's column-major terms like Sgemm.
-// Strides and leading dimensions count elements.
+// A and B of type AB, C of type C (the zero value: float32) and float32
+// accumulation (CUBLAS_COMPUTE_32F), in cuBLAS's column-major terms like
+// Sgemm. Strides and leading dimensions count elements.
 type GemmEx struct {
 	Sgemm
 	AB DataType
+	C  DataType
 }
 
 // GemmExArgs fills the argument block a for g on handle h; RunGemmEx then
@@ -219,7 +220,7 @@ func (h BLAS) GemmExArgs(g *GemmEx, a Args) {
 	a[7], a[8], a[9], a[10] = uintptr(s.A), uintptr(g.AB), uintptr(s.LDA), uintptr(s.StrideA)
 	a[11], a[12], a[13], a[14] = uintptr(s.B), uintptr(g.AB), uintptr(s.LDB), uintptr(s.StrideB)
 	a[15] = uintptr(unsafe.Pointer(s.Beta))
-	a[16], a[17], a[18], a[19] = uintptr(s.C), uintptr(R32F), uintptr(s.LDC), uintptr(s.StrideC)
+	a[16], a[17], a[18], a[19] = uintptr(s.C), uintptr(g.C), uintptr(s.LDC), uintptr(s.StrideC)
 	a[20], a[21] = uintptr(s.Batch), uintptr(compute32F)
 	a[22] = gemmDefault
 }

@@ -1,0 +1,1058 @@
+package cuda
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/berth-ml/berth/backend/cuda/driver"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
+)
+
+// Fusion at the CUDA backend's build level. The plan is the one every
+// backend shares: fusion never changes it. A fused-away node simply
+// launches nothing, and the tensors it would have written stay unused in
+// their planned slots.
+//
+//   - Elementwise groups. A float32 elementwise node whose output is read
+//     only by elementwise nodes of one group, all of the same output
+//     shape, joins that group; a group runs as one generated kernel at the
+//     position of its last node (its sink), reading the group's external
+//     inputs once and writing only the sink's output. GELU's
+//     x·0.5·(1+erf(x/√2)) with its bias Add is one group, so are the bias
+//     and residual Adds before a LayerNorm, a Conv's Add and Relu.
+//   - Conv bias. A Conv (on the GEMM path) whose output is read only by
+//     elementwise nodes leaves its bias out (no fill of C before a beta = 1
+//     GEMM): every kernel that reads the output adds the bias as it loads
+//     it.
+//   - 16-bit activations. Under BF16 or F16, a tensor whose every reader is
+//     a cuBLAS GEMM operand (directly or through a Reshape-like view) is
+//     written by its producer (a generated kernel, a Transpose or a
+//     Softmax) as 16-bit values in the first half of its slot, instead of
+//     float32 that each GEMM then rounds into its own scratch.
+//
+// Because the plan knows nothing of this, a group's kernel reads its
+// external inputs later than the plan promises them. After the plan is
+// built, checkGroups proves, from the offsets and the schedule, that no
+// step in between writes over them and that the sink's output does not
+// overlap them (except as the exact same flat float32 slot, read before
+// written by the same thread); a group that fails is split (its sink
+// alone, the rest grouped again) until every kernel passes.
+//
+// Under BF16, two more: a GEMM whose output only generated kernels read
+// writes it in bfloat16 (they widen as they load), and a tensor that GEMMs
+// and generated kernels read is held in bfloat16 too.
+
+// fusion is the compile-wide fusion decisions.
+type fusion struct {
+	group  []int                // node → its group (-1: not a fusable elementwise node)
+	groups []*egroup            // the groups
+	bias   map[int]ir.TensorID  // Conv node → the bias it leaves to the readers of its output
+	leaf   map[ir.TensorID]int  // a Conv output whose bias its readers add → the Conv node
+	half   map[ir.TensorID]bool // tensors held as 16-bit values in their slots
+	// out16 holds the GEMM outputs written in bfloat16 because only
+	// generated kernels read them (they widen as they load).
+	out16  map[ir.TensorID]bool
+	mode   int32      // rounding mode of the 16-bit values (halfMode)
+	gen    *genModule // the generated kernels
+	splits int        // groups checkGroups split
+}
+
+// egroup is one elementwise group.
+type egroup struct {
+	nodes []int // in graph order; the last is the sink
+	shape []int64
+}
+
+func (e *egroup) sink() int { return e.nodes[len(e.nodes)-1] }
+
+// fusableOps are the elementwise operators a generated kernel computes.
+var fusableOps = map[string]bool{
+	"Relu": true, "LeakyRelu": true, "Sigmoid": true, "HardSigmoid": true, "HardSwish": true, "Tanh": true,
+	"Erf": true, "Exp": true, "Log": true, "Sqrt": true, "Neg": true, "Abs": true, "Reciprocal": true,
+	"Floor": true, "Ceil": true, "Sin": true, "Cos": true, "Softplus": true, "Elu": true,
+	"Add": true, "Sub": true, "Mul": true, "Div": true, "Pow": true, "Max": true, "Min": true,
+}
+
+// binaryOp reports whether op takes two inputs.
+func binaryOp(op string) bool {
+	switch op {
+	case "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min":
+		return true
+	}
+	return false
+}
+
+// fusable reports whether node i is a float32 elementwise node a generated
+// kernel can compute: its inputs broadcast to its output.
+func fusable(g *ir.Graph, i int) bool {
+	n := &g.Nodes[i]
+	if !fusableOps[n.Op] || (n.Domain != "" && n.Domain != "ai.onnx") {
+		return false
+	}
+	want := 1
+	if binaryOp(n.Op) {
+		want = 2
+	}
+	if len(n.Inputs) != want || len(n.Outputs) != 1 || n.Outputs[0] == ir.NoTensor {
+		return false
+	}
+	y := g.Tensor(n.Outputs[0])
+	if y.DType != ir.Float32 || y.Shape.Validate() != nil || y.Shape.Elements() <= 0 {
+		return false
+	}
+	for _, id := range n.Inputs {
+		if id == ir.NoTensor || id < 0 || int(id) >= len(g.Tensors) {
+			return false
+		}
+		x := g.Tensor(id)
+		if x.DType != ir.Float32 || x.Shape.Validate() != nil || x.Shape.Rank() > y.Shape.Rank() {
+			return false
+		}
+		if x.IsConst() && int64(len(x.Data)) != x.Bytes() {
+			return false
+		}
+		off := y.Shape.Rank() - x.Shape.Rank()
+		for d, s := range x.Shape {
+			if s != 1 && s != y.Shape[off+d] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// convBiasOf returns the bias of Conv node i when its GEMM path could
+// leave it to the readers of the output.
+func convBiasOf(g *ir.Graph, i int) (ir.TensorID, bool) {
+	n := &g.Nodes[i]
+	if n.Op != "Conv" || len(n.Inputs) < 3 || n.Inputs[2] == ir.NoTensor || len(n.Outputs) != 1 {
+		return 0, false
+	}
+	x, w, b, y := g.Tensor(n.Inputs[0]), g.Tensor(n.Inputs[1]), g.Tensor(n.Inputs[2]), g.Tensor(n.Outputs[0])
+	if x.DType != ir.Float32 || w.DType != ir.Float32 || b.DType != ir.Float32 || y.DType != ir.Float32 || !b.IsConst() {
+		return 0, false
+	}
+	if x.Shape.Rank() < 3 || w.Shape.Rank() < 2 || y.Shape.Rank() != x.Shape.Rank() || int64(len(b.Data)) != b.Bytes() {
+		return 0, false
+	}
+	group := n.Attrs.Int("group", 1)
+	C := x.Shape[1]
+	if group == C && w.Shape[1] == 1 && group > 1 { // the depthwise kernel adds its bias itself
+		return 0, false
+	}
+	if b.Shape.Elements() != y.Shape[1] {
+		return 0, false
+	}
+	return n.Inputs[2], true
+}
+
+// analyzeFusion makes the fusion decisions for g. blas says the GEMMs go
+// to cuBLAS; hs (non-nil under BF16 or F16) lets tensors be held in 16
+// bits, where accepts says that node i reads tensor t as 16-bit values
+// if t is held so.
+func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.TensorID) bool) *fusion {
+	fz := &fusion{group: make([]int, len(g.Nodes)), bias: map[int]ir.TensorID{}, leaf: map[ir.TensorID]int{}, half: map[ir.TensorID]bool{},
+		out16: map[ir.TensorID]bool{}, gen: &genModule{}}
+	if hs != nil {
+		fz.mode = halfMode(hs.prec)
+	}
+	cons := g.Consumers()
+	isOut := make(map[ir.TensorID]bool)
+	for _, id := range g.Outputs {
+		isOut[id] = true
+	}
+	for i := range fz.group {
+		fz.group[i] = -1
+	}
+	// Groups, from the last node back: a node joins the group of its
+	// readers when they all belong to one.
+	for i := len(g.Nodes) - 1; i >= 0; i-- {
+		if !fusable(g, i) {
+			continue
+		}
+		y := g.Nodes[i].Outputs[0]
+		gi := -1
+		if r := cons[y]; len(r) > 0 && !isOut[y] {
+			gi = fz.group[r[0]]
+			for _, c := range r {
+				if fz.group[c] != gi {
+					gi = -1
+					break
+				}
+			}
+			if gi >= 0 && !slices.Equal(fz.groups[gi].shape, g.Tensor(y).Shape) {
+				gi = -1
+			}
+		}
+		if gi < 0 {
+			gi = len(fz.groups)
+			fz.groups = append(fz.groups, &egroup{shape: g.Tensor(y).Shape})
+		}
+		fz.group[i] = gi
+		fz.groups[gi].nodes = append(fz.groups[gi].nodes, i)
+	}
+	for _, e := range fz.groups {
+		slices.Sort(e.nodes)
+	}
+	// Conv biases left to the readers.
+	if blas {
+		for i := range g.Nodes {
+			b, ok := convBiasOf(g, i)
+			if !ok {
+				continue
+			}
+			y := g.Nodes[i].Outputs[0]
+			r := cons[y]
+			if len(r) == 0 || isOut[y] {
+				continue
+			}
+			all := true
+			for _, c := range r {
+				all = all && fz.group[c] >= 0
+			}
+			if all {
+				fz.bias[i] = b
+				fz.leaf[y] = i
+			}
+		}
+	}
+	if hs == nil {
+		return fz
+	}
+	// GEMM outputs in bfloat16 (not IEEE half: its range could overflow)
+	// where only generated kernels read them.
+	if hs.prec == BF16 {
+		for i := range g.Nodes {
+			n := &g.Nodes[i]
+			if (n.Op != "MatMul" && n.Op != "Conv") || len(n.Outputs) != 1 {
+				continue
+			}
+			y := n.Outputs[0]
+			r := cons[y]
+			ok := len(r) > 0 && !isOut[y] && g.Tensor(y).DType == ir.Float32
+			for _, c := range r {
+				ok = ok && fz.group[c] >= 0
+			}
+			if ok && fz.gemm16(g, i, hs) {
+				fz.out16[y] = true
+			}
+		}
+	}
+	// 16-bit activations: acc[t] says every reader of t takes it in 16
+	// bits, and one at least is a GEMM; a tensor is held so when, besides,
+	// its producer can write it. Under BF16 a generated kernel reads such
+	// a tensor too (it widens as it loads: a residual stream in bfloat16,
+	// as autocast keeps it); under F16 only GEMMs do.
+	acc := make(map[ir.TensorID]bool)
+	gemmRead := make(map[ir.TensorID]bool)
+	for i := len(g.Nodes) - 1; i >= 0; i-- {
+		n := &g.Nodes[i]
+		for _, y := range n.Outputs {
+			if y == ir.NoTensor || isOut[y] || g.Tensor(y).DType != ir.Float32 || g.Tensor(y).IsConst() {
+				continue
+			}
+			r := cons[y]
+			ok := len(r) > 0
+			for _, c := range r {
+				if !ok {
+					break
+				}
+				cn := &g.Nodes[c]
+				switch {
+				case isView(cn.Op) && len(cn.Outputs) == 1 && cn.Inputs[0] == y && !slices.Contains(cn.Inputs[1:], y):
+					ok = acc[cn.Outputs[0]]
+					gemmRead[y] = gemmRead[y] || gemmRead[cn.Outputs[0]]
+				case cn.Op == "MatMul" || cn.Op == "Gemm" || cn.Op == "Conv":
+					ok = accepts(c, y)
+					gemmRead[y] = true
+				case hs.prec == BF16 && fz.group[c] >= 0:
+				default:
+					ok = false
+				}
+			}
+			acc[y] = ok && gemmRead[y]
+		}
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if len(n.Outputs) != 1 || !acc[n.Outputs[0]] {
+			continue
+		}
+		y := n.Outputs[0]
+		switch {
+		case fz.group[i] >= 0:
+			fz.half[y] = true
+		case n.Op == "Transpose" && g.Tensor(n.Inputs[0]).DType == ir.Float32:
+			fz.half[y] = true
+		case n.Op == "Softmax" && softmaxWarp(g, i):
+			fz.half[y] = true
+		case isView(n.Op) && fz.half[n.Inputs[0]]:
+			fz.half[y] = true
+		}
+	}
+	return fz
+}
+
+// gemm16 reports whether node i's GEMM (a trial build) writes its output
+// in bfloat16 when asked to: cuBLAS takes it, with no addend.
+func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
+	y := g.Nodes[i].Outputs[0]
+	trial := &fusion{group: fz.group, bias: map[int]ir.TensorID{}, out16: map[ir.TensorID]bool{y: true}, gen: &genModule{}}
+	if b, ok := fz.bias[i]; ok {
+		trial.bias[i] = b
+	}
+	var extras [][]byte
+	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true}
+	c, err := buildNodeWith(g, i, 1, true, &extras, h, trial)
+	if err != nil {
+		return false
+	}
+	wrote := false
+	for _, l := range c.launches {
+		for _, a := range l.args {
+			if a.kind == argTensor && a.id == y {
+				if !a.half || l.blas == nil || l.blas.c != driver.R16BF {
+					return false
+				}
+				wrote = true
+			}
+		}
+	}
+	return wrote
+}
+
+// isView reports whether op only reinterprets its first input's bytes
+// (buildView).
+func isView(op string) bool {
+	switch op {
+	case "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze":
+		return true
+	}
+	return false
+}
+
+// softmaxWarp reports whether Softmax node i runs on softmax_warp.
+func softmaxWarp(g *ir.Graph, i int) bool {
+	n := &g.Nodes[i]
+	if n.Op != "Softmax" || len(n.Inputs) == 0 || n.Inputs[0] == ir.NoTensor {
+		return false
+	}
+	x := g.Tensor(n.Inputs[0])
+	if x.DType != ir.Float32 {
+		return false
+	}
+	_, dim, inner, ok := softmaxShape(g, n)
+	return ok && inner == 1 && dim <= 1024
+}
+
+// softmaxShape is the outer, dim and inner of a Softmax or LogSoftmax.
+func softmaxShape(g *ir.Graph, n *ir.Node) (outer, dim, inner int64, ok bool) {
+	x := g.Tensor(n.Inputs[0])
+	r := x.Shape.Rank()
+	opset := g.Opset()
+	if opset == 0 {
+		opset = 17
+	}
+	def := int64(-1)
+	if opset < 13 {
+		def = 1
+	}
+	axis := 0
+	if r > 0 {
+		var err error
+		if axis, err = ir.NormAxis(n.Attrs.Int("axis", def), r); err != nil {
+			return 0, 0, 0, false
+		}
+	}
+	outer, dim, inner = prod(x.Shape[:axis]), prod(x.Shape[axis:]), 1
+	if opset >= 13 && r > 0 {
+		dim, inner = x.Shape[axis], prod(x.Shape[axis+1:])
+	}
+	return outer, dim, inner, true
+}
+
+// codegen reports whether node i runs as (part of) a generated kernel:
+// every fusable node does, a group of one included, since a generated
+// kernel indexes its broadcast inputs with constants rather than a Geo.
+func (fz *fusion) codegen(g *ir.Graph, i int) bool {
+	return fz != nil && fz.group[i] >= 0
+}
+
+// buildFused adds the launch of node i's generated kernel: its whole
+// group's at the sink, nothing at the group's other nodes.
+func buildFused(c *bctx, fz *fusion) error {
+	e := fz.groups[fz.group[c.node]]
+	nodes := e.nodes
+	if c.node != e.sink() {
+		return nil
+	}
+	k, err := fz.kernel(c.g, nodes)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	name := fz.gen.add(k.text)
+	args := []arg{c.outArg(0)}
+	n := k.n
+	if n%4 == 0 {
+		n /= 4 // four elements a thread where the accesses are aligned
+	}
+	for _, x := range k.ext {
+		args = append(args, arg{kind: argTensor, id: x})
+		if cv, ok := fz.leaf[x]; ok {
+			args = append(args, arg{kind: argTensor, id: fz.bias[cv]})
+		}
+	}
+	c.elementwise(fz.gen.src, name, n, args...)
+	return nil
+}
+
+// fusedKernel is the generated kernel of a set of nodes.
+type fusedKernel struct {
+	text string        // the kernel, with NAME for its name
+	ext  []ir.TensorID // the external non-scalar inputs, in argument order
+	flat []bool        // per ext: read at the output's own index, as float32 (so the output may be the same slot)
+	n    int64         // elements of the output
+}
+
+// kernel generates the kernel computing nodes (in graph order; the last
+// one's output is written).
+func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
+	sink := &g.Nodes[nodes[len(nodes)-1]]
+	yt := g.Tensor(sink.Outputs[0])
+	out := []int64(yt.Shape)
+	k := &fusedKernel{n: yt.Shape.Elements()}
+	ity := "u32"
+	if k.n > math.MaxInt32 {
+		ity = "u64"
+	}
+	// NAME_f computes element i from the flat inputs' values (aK) and the
+	// other inputs' pointers (pK), and each Conv bias (qK).
+	var fparams, kparams, loads, body strings.Builder
+	var scalarArgs, vecLoads []string
+	var vecArgs [4][]string
+	var align []string
+	vars := map[ir.TensorID]string{}
+	for j, ni := range nodes {
+		vars[g.Nodes[ni].Outputs[0]] = fmt.Sprintf("v%d", j)
+	}
+	val := func(id ir.TensorID) string {
+		if v, ok := vars[id]; ok {
+			return v
+		}
+		t := g.Tensor(id)
+		if t.IsConst() && t.Shape.Elements() == 1 {
+			v := fmt.Sprintf("__int_as_float(0x%08x)", uint32(t.Data[0])|uint32(t.Data[1])<<8|uint32(t.Data[2])<<16|uint32(t.Data[3])<<24)
+			vars[id] = v
+			return v
+		}
+		x := len(k.ext)
+		k.ext = append(k.ext, id)
+		ie := indexExpr(out, broadcastStrides(t.Shape, out), "i")
+		flat := ie == "i"
+		h16 := fz.out16[id] || fz.half[id] // 16-bit values: widen as loaded
+		k.flat = append(k.flat, flat && !h16)
+		pty, load := "float", func(e string) string { return e }
+		if h16 {
+			pty = "u16"
+			load = func(e string) string { return fmt.Sprintf("widen_h(%s, %d)", e, fz.mode) }
+		}
+		fmt.Fprintf(&kparams, ", const %s* p%d", pty, x)
+		raw := load(fmt.Sprintf("p%d[o%d]", x, x))
+		if flat {
+			fmt.Fprintf(&fparams, ", const float a%d", x)
+			scalarArgs = append(scalarArgs, load(fmt.Sprintf("p%d[i]", x)))
+			if h16 {
+				vecLoads = append(vecLoads, fmt.Sprintf("\t\t\tconst uint2 f%d = ((const uint2*)p%d)[q];\n", x, x))
+				for u, c := range []string{"(u16)f%d.x", "(u16)(f%d.x >> 16)", "(u16)f%d.y", "(u16)(f%d.y >> 16)"} {
+					vecArgs[u] = append(vecArgs[u], load(fmt.Sprintf(c, x)))
+				}
+				align = append(align, fmt.Sprintf("((u64)p%d & 7)", x))
+			} else {
+				vecLoads = append(vecLoads, fmt.Sprintf("\t\t\tconst float4 f%d = ((const float4*)p%d)[q];\n", x, x))
+				for u, c := range []string{"x", "y", "z", "w"} {
+					vecArgs[u] = append(vecArgs[u], fmt.Sprintf("f%d.%s", x, c))
+				}
+				align = append(align, fmt.Sprintf("((u64)p%d & 15)", x))
+			}
+			if _, ok := fz.leaf[id]; ok {
+				fmt.Fprintf(&loads, "\tconst %s o%d = i;\n", ity, x)
+			}
+			raw = fmt.Sprintf("a%d", x)
+		} else {
+			fmt.Fprintf(&fparams, ", const %s* p%d", pty, x)
+			scalarArgs = append(scalarArgs, fmt.Sprintf("p%d", x))
+			for u := range vecArgs {
+				vecArgs[u] = append(vecArgs[u], fmt.Sprintf("p%d", x))
+			}
+			fmt.Fprintf(&loads, "\tconst %s o%d = %s;\n", ity, x, ie)
+		}
+		if _, ok := fz.leaf[id]; ok {
+			// The Conv's bias, by channel (axis 1) of the tensor.
+			fmt.Fprintf(&kparams, ", const float* q%d", x)
+			fmt.Fprintf(&fparams, ", const float* q%d", x)
+			scalarArgs = append(scalarArgs, fmt.Sprintf("q%d", x))
+			for u := range vecArgs {
+				vecArgs[u] = append(vecArgs[u], fmt.Sprintf("q%d", x))
+			}
+			inner := prod(t.Shape[2:])
+			ch := fmt.Sprintf("o%d", x)
+			if inner != 1 {
+				ch = fmt.Sprintf("(%s / %du)", ch, inner)
+			}
+			if t.Shape[0] != 1 {
+				ch = fmt.Sprintf("(%s %% %du)", ch, t.Shape[1])
+			}
+			fmt.Fprintf(&loads, "\tconst float x%d = %s + q%d[%s];\n", x, raw, x, ch)
+		} else {
+			fmt.Fprintf(&loads, "\tconst float x%d = %s;\n", x, raw)
+		}
+		v := fmt.Sprintf("x%d", x)
+		vars[id] = v
+		return v
+	}
+	for j, ni := range nodes {
+		n := &g.Nodes[ni]
+		var ops []string
+		for _, id := range n.Inputs {
+			ops = append(ops, val(id))
+		}
+		e, err := opExpr(n, ops)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&body, "\tconst float v%d = %s;\n", j, e)
+	}
+	half := fz.half[sink.Outputs[0]]
+	yty, conv := "float", func(v string) string { return v }
+	if half {
+		yty = "u16"
+		conv = func(v string) string { return fmt.Sprintf("round_h(%s, %d)", v, fz.mode) }
+	}
+	call := func(i string, args []string) string {
+		return "NAME_f(" + strings.Join(append([]string{i}, args...), ", ") + ")"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "__device__ __forceinline__ float NAME_f(const %s i%s) {\n", ity, fparams.String())
+	b.WriteString(loads.String())
+	b.WriteString(body.String())
+	fmt.Fprintf(&b, "\treturn v%d;\n}\n", len(nodes)-1)
+	// No __restrict__: the output may be the very slot of a flat input
+	// (each element read before the same thread writes it).
+	fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(256) NAME(%s* y%s) {\n", yty, kparams.String())
+	if k.n%4 == 0 {
+		// Four elements a thread, 16-byte accesses to the flat inputs
+		// and the output, where they are aligned.
+		mask := 15
+		if half {
+			mask = 7
+		}
+		cond := strings.Join(append([]string{fmt.Sprintf("((u64)y & %d)", mask)}, align...), " | ")
+		fmt.Fprintf(&b, "\tif ((%s) == 0) {\n", cond)
+		fmt.Fprintf(&b, "\t\tfor (%s q = (%s)blockIdx.x * blockDim.x + threadIdx.x; q < %du; q += (%s)blockDim.x * gridDim.x) {\n", ity, ity, k.n/4, ity)
+		for _, l := range vecLoads {
+			b.WriteString(l)
+		}
+		var r [4]string
+		for u := range 4 {
+			r[u] = conv(call(fmt.Sprintf("4 * q + %d", u), vecArgs[u]))
+		}
+		if half {
+			fmt.Fprintf(&b, "\t\t\t((uint2*)y)[q] = make_uint2((u32)%s | ((u32)%s << 16), (u32)%s | ((u32)%s << 16));\n", r[0], r[1], r[2], r[3])
+		} else {
+			fmt.Fprintf(&b, "\t\t\t((float4*)y)[q] = make_float4(%s, %s, %s, %s);\n", r[0], r[1], r[2], r[3])
+		}
+		b.WriteString("\t\t}\n\t\treturn;\n\t}\n")
+	}
+	fmt.Fprintf(&b, "\tfor (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < %du; i += (%s)blockDim.x * gridDim.x) {\n", ity, ity, k.n, ity)
+	fmt.Fprintf(&b, "\t\ty[i] = %s;\n\t}\n}\n", conv(call("i", scalarArgs)))
+	k.text = b.String()
+	return k, nil
+}
+
+// gatherKernel generates y[i] = x[offset(i)] over the contiguous space
+// out, x read with element strides st (a Transpose): the output in 16
+// bits (round_h) where half says so.
+func (fz *fusion) gatherKernel(out, st []int64, half bool) string {
+	n := prod(out)
+	ity := "u32"
+	if n > math.MaxInt32 {
+		ity = "u64"
+	}
+	yty, store := "float", "x[o]"
+	if half {
+		yty, store = "u16", fmt.Sprintf("round_h(x[o], %d)", fz.mode)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(256) NAME(%s* __restrict__ y, const float* __restrict__ x) {\n", yty)
+	fmt.Fprintf(&b, "\tfor (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < %du; i += (%s)blockDim.x * gridDim.x) {\n", ity, ity, n, ity)
+	fmt.Fprintf(&b, "\t\tconst %s o = %s;\n\t\ty[i] = %s;\n\t}\n}\n", ity, indexExpr(out, st, "i"), store)
+	return b.String()
+}
+
+// indexTerm is one term of an element offset: ((i / os) % size) · is,
+// without the modulo for the outermost axis (mod false).
+type indexTerm struct {
+	os, size, is int64
+	mod          bool
+}
+
+// indexTerms returns the terms of the element offset, in a tensor read
+// with element strides st, of an index of the contiguous space out (axes
+// of size 1 dropped, axes the tensor walks as one merged), and whether the
+// offset is the index itself.
+func indexTerms(out, st []int64) (terms []indexTerm, flat bool) {
+	cs := contiguous(out)
+	var ds []indexTerm
+	for d, s := range out {
+		if s == 1 {
+			continue
+		}
+		if n := len(ds); n > 0 && ds[n-1].is == st[d]*s {
+			ds[n-1].size *= s
+			ds[n-1].os, ds[n-1].is = cs[d], st[d]
+			continue
+		}
+		ds = append(ds, indexTerm{os: cs[d], size: s, is: st[d], mod: len(ds) > 0})
+	}
+	flat = true
+	for _, d := range ds {
+		flat = flat && d.os == d.is
+	}
+	for _, d := range ds {
+		if d.is != 0 {
+			terms = append(terms, d)
+		}
+	}
+	return terms, flat
+}
+
+// evalTerms is the offset the terms give for index i.
+func evalTerms(terms []indexTerm, i int64) int64 {
+	var o int64
+	for _, t := range terms {
+		q := i / t.os
+		if t.mod {
+			q %= t.size
+		}
+		o += q * t.is
+	}
+	return o
+}
+
+// indexExpr is the C expression of the element offset, in a tensor read
+// with element strides st, of index iv (an unsigned variable) of the
+// contiguous space out.
+func indexExpr(out, st []int64, iv string) string {
+	terms, flat := indexTerms(out, st)
+	if flat {
+		return iv
+	}
+	var parts []string
+	for _, d := range terms {
+		t := iv
+		if d.os != 1 {
+			t = fmt.Sprintf("(%s / %du)", t, d.os)
+		}
+		if d.mod {
+			t = fmt.Sprintf("(%s %% %du)", t, d.size)
+		}
+		if d.is != 1 {
+			t = fmt.Sprintf("%s * %du", t, d.is)
+		}
+		parts = append(parts, t)
+	}
+	if len(parts) == 0 {
+		return "0u"
+	}
+	return strings.Join(parts, " + ")
+}
+
+// floatLit is v as an exact C expression.
+func floatLit(v float32) string { return fmt.Sprintf("__int_as_float(0x%08x)", math.Float32bits(v)) }
+
+// opExpr is the C expression of elementwise node n over operands ops, the
+// same arithmetic as the operator's own kernel in eltwiseSource.
+func opExpr(n *ir.Node, ops []string) (string, error) {
+	at := n.Attrs
+	v := ""
+	if len(ops) > 0 {
+		v = ops[0]
+	}
+	switch n.Op {
+	case "Relu":
+		return fmt.Sprintf("fmaxf(%s, 0.f)", v), nil
+	case "LeakyRelu":
+		return fmt.Sprintf("(%s >= 0.f ? %s : %s * %s)", v, v, floatLit(at.Float("alpha", 0.01)), v), nil
+	case "Sigmoid":
+		return fmt.Sprintf("(1.f / (1.f + expf(-%s)))", v), nil
+	case "HardSigmoid":
+		return fmt.Sprintf("fminf(fmaxf(%s * %s + %s, 0.f), 1.f)", floatLit(at.Float("alpha", 0.2)), v, floatLit(at.Float("beta", 0.5))), nil
+	case "HardSwish":
+		return fmt.Sprintf("(%s * fminf(fmaxf(%s / 6.f + 0.5f, 0.f), 1.f))", v, v), nil
+	case "Tanh":
+		return fmt.Sprintf("tanhf(%s)", v), nil
+	case "Erf":
+		return fmt.Sprintf("erff(%s)", v), nil
+	case "Exp":
+		return fmt.Sprintf("expf(%s)", v), nil
+	case "Log":
+		return fmt.Sprintf("logf(%s)", v), nil
+	case "Sqrt":
+		return fmt.Sprintf("sqrtf(%s)", v), nil
+	case "Neg":
+		return fmt.Sprintf("(-%s)", v), nil
+	case "Abs":
+		return fmt.Sprintf("fabsf(%s)", v), nil
+	case "Reciprocal":
+		return fmt.Sprintf("(1.f / %s)", v), nil
+	case "Floor":
+		return fmt.Sprintf("floorf(%s)", v), nil
+	case "Ceil":
+		return fmt.Sprintf("ceilf(%s)", v), nil
+	case "Sin":
+		return fmt.Sprintf("sinf(%s)", v), nil
+	case "Cos":
+		return fmt.Sprintf("cosf(%s)", v), nil
+	case "Softplus":
+		return fmt.Sprintf("(%s > 20.f ? %s : log1pf(expf(%s)))", v, v, v), nil
+	case "Elu":
+		return fmt.Sprintf("(%s >= 0.f ? %s : %s * (expf(%s) - 1.f))", v, v, floatLit(at.Float("alpha", 1)), v), nil
+	}
+	if len(ops) != 2 {
+		return "", fmt.Errorf("node %q (%s): no generated kernel", n.Name, n.Op)
+	}
+	a, b := ops[0], ops[1]
+	switch n.Op {
+	case "Add":
+		return fmt.Sprintf("(%s + %s)", a, b), nil
+	case "Sub":
+		return fmt.Sprintf("(%s - %s)", a, b), nil
+	case "Mul":
+		return fmt.Sprintf("(%s * %s)", a, b), nil
+	case "Div":
+		return fmt.Sprintf("(%s / %s)", a, b), nil
+	case "Pow":
+		return fmt.Sprintf("powf(%s, %s)", a, b), nil
+	case "Max":
+		return fmt.Sprintf("(%s > %s ? %s : %s)", a, b, a, b), nil
+	case "Min":
+		return fmt.Sprintf("(%s < %s ? %s : %s)", a, b, a, b), nil
+	}
+	return "", fmt.Errorf("node %q (%s): no generated kernel", n.Name, n.Op)
+}
+
+// genModule collects the generated kernels of one compile, named by the
+// hash of their text (so equal kernels are one), into one module.
+type genModule struct {
+	names map[string]string // text → name
+	order []string          // names in order of addition
+	texts []string
+	src   *source // placeholder until finish gives it its text
+}
+
+// add returns the name of the kernel with text (NAME standing for the name).
+func (m *genModule) add(text string) string {
+	if m.src == nil {
+		m.src = &source{name: "fused.cu"}
+	}
+	if m.names == nil {
+		m.names = map[string]string{}
+	}
+	if n, ok := m.names[text]; ok {
+		return n
+	}
+	h := sha256.Sum256([]byte(text))
+	n := "fz_" + hex.EncodeToString(h[:8])
+	m.names[text] = n
+	m.order = append(m.order, n)
+	m.texts = append(m.texts, strings.ReplaceAll(text, "NAME", n))
+	return n
+}
+
+// genSources keeps one source per distinct generated module text, so that
+// a module compiled and loaded once serves every later compile.
+var genSources struct {
+	sync.Mutex
+	byText map[string]*source
+}
+
+// finish returns the module holding every kernel added: a source shared
+// by all compiles that generate the same text.
+func (m *genModule) finish() *source {
+	if m.src == nil {
+		return nil
+	}
+	text := common + halfCommon + strings.Join(m.texts, "")
+	genSources.Lock()
+	defer genSources.Unlock()
+	if genSources.byText == nil {
+		genSources.byText = map[string]*source{}
+	}
+	if s, ok := genSources.byText[text]; ok {
+		return s
+	}
+	h := sha256.Sum256([]byte(text))
+	s := &source{name: "fused-" + hex.EncodeToString(h[:8]) + ".cu", text: text}
+	genSources.byText[text] = s
+	return s
+}
+
+// checkGroups makes every group's kernel safe under the plan: a group
+// whose kernel would read an external input after the plan lets another
+// step overwrite it, or whose output overlaps an input other than as the
+// same flat float32 slot, is split: its sink runs alone, and the rest is
+// grouped again (as analyzeFusion does) and checked in turn. Single
+// nodes are always safe (they read their inputs where the plan puts
+// them, and no output of a step overlaps its inputs). It returns the
+// nodes whose launches changed.
+func (fz *fusion) checkGroups(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index []int) []int {
+	var work, rebuild []int
+	for gi, e := range fz.groups {
+		if len(e.nodes) > 1 {
+			work = append(work, gi)
+		}
+	}
+	cons := g.Consumers()
+	for len(work) > 0 {
+		gi := work[len(work)-1]
+		work = work[:len(work)-1]
+		if fz.safe(g, p, pl, index, gi) {
+			continue
+		}
+		if x := fz.dropAliased16(g, pl, index, gi); len(x) > 0 && fz.safe(g, p, pl, index, gi) {
+			// Read as float32 (the GEMM writes float32) the inputs in
+			// the very slot the sink writes: every kernel that reads
+			// them, and their GEMMs, are built again.
+			for _, id := range x {
+				rebuild = append(rebuild, g.Tensor(id).Producer)
+				for _, c := range cons[id] {
+					for _, ni := range fz.groups[fz.group[c]].nodes {
+						rebuild = append(rebuild, ni)
+					}
+				}
+			}
+			continue
+		}
+		fz.splits++
+		e := fz.groups[gi]
+		rest := e.nodes[:len(e.nodes)-1]
+		rebuild = append(rebuild, e.nodes...)
+		e.nodes = e.nodes[len(e.nodes)-1:]
+		base := len(fz.groups)
+		for j := len(rest) - 1; j >= 0; j-- {
+			i := rest[j]
+			ng := -1
+			if r := cons[g.Nodes[i].Outputs[0]]; len(r) > 0 {
+				ng = fz.group[r[0]]
+				for _, c := range r {
+					if fz.group[c] != ng {
+						ng = -1
+						break
+					}
+				}
+			}
+			if ng < base {
+				ng = len(fz.groups)
+				fz.groups = append(fz.groups, &egroup{shape: e.shape})
+			}
+			fz.group[i] = ng
+			fz.groups[ng].nodes = append(fz.groups[ng].nodes, i)
+		}
+		for ng := base; ng < len(fz.groups); ng++ {
+			slices.Sort(fz.groups[ng].nodes)
+			if len(fz.groups[ng].nodes) > 1 {
+				work = append(work, ng)
+			}
+		}
+		// The sink now reads what the rest writes: in bfloat16 where
+		// that gives the sink's result exactly.
+		if t, ok := fz.exactHalfInput(g, e.sink(), cons); ok && slices.Contains(rest, g.Tensor(t).Producer) {
+			fz.half[t] = true
+		}
+	}
+	slices.Sort(rebuild)
+	return slices.Compact(rebuild)
+}
+
+// exactHalfInput returns the input of node i that may be held in
+// bfloat16 with no change to i's 16-bit output: i writes bfloat16, and is
+// a Relu, or a Mul or Div by a power of two (both commute with rounding to
+// bfloat16, whose range is float32's), and is the input's only reader.
+func (fz *fusion) exactHalfInput(g *ir.Graph, i int, cons [][]int) (ir.TensorID, bool) {
+	n := &g.Nodes[i]
+	if fz.mode != 0 || !fz.half[n.Outputs[0]] {
+		return 0, false
+	}
+	var t ir.TensorID
+	switch n.Op {
+	case "Relu":
+		t = n.Inputs[0]
+	case "Mul", "Div":
+		k := -1
+		for j, id := range n.Inputs {
+			c := g.Tensor(id)
+			if c.IsConst() && c.Shape.Elements() == 1 && c.DType == ir.Float32 {
+				v := math.Float32frombits(uint32(c.Data[0]) | uint32(c.Data[1])<<8 | uint32(c.Data[2])<<16 | uint32(c.Data[3])<<24)
+				if f, e := math.Frexp(float64(v)); f == 0.5 && e > -120 && e < 120 && (n.Op == "Mul" || j == 1) {
+					k = j
+				}
+			}
+		}
+		if k < 0 {
+			return 0, false
+		}
+		t = n.Inputs[1-k]
+	default:
+		return 0, false
+	}
+	if g.Tensor(t).IsConst() || len(cons[t]) != 1 || !slices.Equal(g.Tensor(t).Shape, g.Tensor(n.Outputs[0]).Shape) {
+		return 0, false
+	}
+	for _, o := range g.Outputs {
+		if o == t {
+			return 0, false
+		}
+	}
+	return t, true
+}
+
+// dropAliased16 stops writing in bfloat16 the GEMM outputs (out16) that
+// group gi reads flat from the very slot its sink writes, and returns
+// them: read as float32 they may share the slot.
+func (fz *fusion) dropAliased16(g *ir.Graph, pl *plan.Plan, index []int, gi int) []ir.TensorID {
+	e := fz.groups[gi]
+	k, err := fz.kernel(g, e.nodes)
+	if err != nil {
+		return nil
+	}
+	y := g.Nodes[e.sink()].Outputs[0]
+	if fz.half[y] {
+		return nil
+	}
+	out := []int64(g.Tensor(y).Shape)
+	var drop []ir.TensorID
+	for _, x := range k.ext {
+		t := g.Tensor(x)
+		if fz.out16[x] && pl.Offsets[index[x]] == pl.Offsets[index[y]] && t.Bytes() == g.Tensor(y).Bytes() &&
+			indexExpr(out, broadcastStrides(t.Shape, out), "i") == "i" {
+			drop = append(drop, x)
+		}
+	}
+	for _, x := range drop {
+		delete(fz.out16, x)
+	}
+	return drop
+}
+
+// safe reports whether group gi's kernel, run at its sink's place in the
+// schedule, reads only bytes that no step since the group's first node
+// has written, and writes none that it reads but its own flat element.
+func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index []int, gi int) bool {
+	e := fz.groups[gi]
+	k, err := fz.kernel(g, e.nodes)
+	if err != nil {
+		return false
+	}
+	pos := make(map[int]int, len(pl.Order))
+	for q, s := range pl.Order {
+		pos[s] = q
+	}
+	first, last := len(pl.Order), -1
+	for _, ni := range e.nodes {
+		first, last = min(first, pos[ni]), max(last, pos[ni])
+	}
+	if last != pos[e.sink()] {
+		return false
+	}
+	rangeOf := func(t int) [2]int64 { return [2]int64{pl.Offsets[t], pl.Offsets[t] + p.Tensors[t].Size} }
+	overlap := func(a, b [2]int64) bool { return a[0] < b[1] && b[0] < a[1] && a[0] < a[1] && b[0] < b[1] }
+	var ins [][2]int64
+	var flat []bool
+	for xi, x := range k.ext {
+		if !g.Tensor(x).IsConst() {
+			ins = append(ins, rangeOf(index[x]))
+			flat = append(flat, k.flat[xi])
+		}
+	}
+	for q := first + 1; q < last; q++ {
+		s := pl.Order[q]
+		if fz.group[s] == gi {
+			continue
+		}
+		for _, t := range p.Steps[s].Outputs {
+			for _, r := range ins {
+				if overlap(rangeOf(t), r) {
+					return false
+				}
+			}
+		}
+	}
+	y := g.Nodes[e.sink()].Outputs[0]
+	for _, t := range p.Steps[e.sink()].Outputs {
+		w := rangeOf(t)
+		for j, r := range ins {
+			if !overlap(w, r) {
+				continue
+			}
+			// Thread i reads element i before it writes it: safe for
+			// float32 over the same slot, read flat.
+			if t != index[y] || fz.half[y] || !flat[j] || r != w {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// FusionStats counts what fusion did to an executable.
+type FusionStats struct {
+	Groups     int // elementwise groups of two or more nodes run as one kernel
+	Nodes      int // nodes in those groups
+	Split      int // groups the plan did not allow as they were (split: see checkGroups)
+	ConvBiases int // Conv biases added by the readers of the output
+	Half       int // activations held as 16-bit GEMM operands
+	Out16      int // GEMM outputs written in bfloat16 for generated kernels
+}
+
+func (fz *fusion) stats() FusionStats {
+	s := FusionStats{ConvBiases: len(fz.bias), Half: len(fz.half), Split: fz.splits, Out16: len(fz.out16)}
+	for _, e := range fz.groups {
+		if len(e.nodes) > 1 {
+			s.Groups++
+			s.Nodes += len(e.nodes)
+		}
+	}
+	return s
+}
+
+// acceptsHalf returns the test analyzeFusion asks of each GEMM reader of
+// a tensor: a trial build of node i with t held in 16 bits in which every
+// launch that reads t reads it so (cuBLAS took the GEMM, im2col reads 16
+// bits). It returns nil when hs is.
+func acceptsHalf(g *ir.Graph, sms int, hs *halves) func(i int, t ir.TensorID) bool {
+	if hs == nil {
+		return nil
+	}
+	return func(i int, t ir.TensorID) bool {
+		var extras [][]byte
+		h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{t: true}, dry: true}
+		c, err := buildNodeWith(g, i, sms, true, &extras, h, nil)
+		if err != nil {
+			return false
+		}
+		for _, l := range c.launches {
+			for _, a := range l.args {
+				if a.kind == argTensor && a.id == t && !a.half {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
