@@ -20,7 +20,7 @@ type fusion struct {
 var debugFuse = false
 
 // maxChain bounds how many steps one epilogue absorbs.
-const maxChain = 8
+const maxChain = 16
 
 // fuse finds the chains to absorb once the plan is known. A chain of steps
 // s+1 … s+k joins the producer at step s of the order when every step of it
@@ -83,7 +83,7 @@ func (e *Executable) fuse() {
 		var chain []*ir.Node
 		inChain := map[int]bool{}
 		vals := map[ir.TensorID]bool{y: true}
-		best := 0
+		var closed []int // lengths at which the chain is closed
 		for t := s + 1; t < len(order) && len(chain) < maxChain; t++ {
 			j := order[t]
 			m := &g.Nodes[j]
@@ -94,10 +94,13 @@ func (e *Executable) fuse() {
 			inChain[j] = true
 			vals[m.Outputs[0]] = true
 			if closedChain(chain, y, readers, isOut, inChain) {
-				best = len(chain)
+				closed = append(closed, len(chain))
 			}
 		}
-		for ; best > 0; best-- {
+		// The longest closed chain that compiles and is safe; a prefix
+		// that is not closed would leave a value someone reads unwritten.
+		for c := len(closed) - 1; c >= 0; c-- {
+			best := closed[c]
 			if f := e.tryFusion(i, y, rowLen, chain[:best]); f != nil {
 				e.fusions[i] = f
 				for _, j := range order[s+1 : s+1+best] {

@@ -94,8 +94,8 @@ func TestPlannerPassesKeepOutputs(t *testing.T) {
 // exports into the folder named by BERTH_CORPUS, verifies each plan, holds
 // its arena to the LOAD of the file order, and prints a table with the
 // geometric mean of arena / file-order LOAD. With BERTH_CORPUS_RUN=1 it
-// also runs every model on random inputs with the planner's passes on and
-// off and wants the same bytes out.
+// also runs every model on random inputs with the planner's passes and
+// fusion on and off and wants the same bytes out.
 func TestCorpus(t *testing.T) {
 	dir := os.Getenv("BERTH_CORPUS")
 	if dir == "" {
@@ -184,7 +184,7 @@ func TestMemoryLimitNamesThePeak(t *testing.T) {
 // sameOutputs runs exe, and m compiled in file order with nothing in place,
 // on the same random inputs and wants identical outputs.
 func sameOutputs(t *testing.T, name string, m *berth.Model, exe *berth.Executable) {
-	plain, err := berth.Compile(m, berth.CPU, berth.Options{MemoryLimit: -1, FileOrder: true, NoInPlace: true})
+	plain, err := berth.Compile(m, berth.CPU, berth.Options{MemoryLimit: -1, FileOrder: true, NoInPlace: true, NoFusion: true})
 	if err != nil {
 		t.Errorf("%s: %v", name, err)
 		return
@@ -217,7 +217,7 @@ func sameOutputs(t *testing.T, name string, m *berth.Model, exe *berth.Executabl
 	got, want := runOnce(t, exe, inputs), runOnce(t, plain, inputs)
 	for i := range want {
 		if i >= len(got) || !bytes.Equal(got[i].Data, want[i].Data) {
-			t.Errorf("%s: output %q differs with the planner's passes on", name, want[i].Name)
+			t.Errorf("%s: output %q differs with the planner's passes and fusion on", name, want[i].Name)
 		}
 	}
 }
