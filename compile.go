@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berth-ml/berth/arena"
@@ -34,9 +35,11 @@ type Options struct {
 	// 0 means GOMAXPROCS.
 	Threads int
 	// MemoryLimit bounds what one session needs: its activation arena
-	// plus the weights copied into host memory. Compile fails, before
+	// plus the weights as they are held at run time. Compile fails, before
 	// allocating anything, when the plan exceeds it. 0 means the
-	// machine's physical memory; a negative value means no limit.
+	// machine's physical memory; a negative value means no limit. On
+	// CUDA it bounds device memory (one session's arena plus the device
+	// weights) and only a positive value applies.
 	MemoryLimit int64
 	// Precision of the matrix products on a GPU (FP32 by default; the
 	// environment variable BERTH_CUDA_PRECISION, where set, overrides it).
@@ -88,6 +91,9 @@ type Executable struct {
 
 	fusions  map[int]*fusion // node → its fused kernel
 	absorbed []bool          // node → runs inside another node's epilogue
+
+	mu     sync.Mutex
+	closed bool
 }
 
 // Compile prepares m to run on dev.
@@ -100,6 +106,13 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 			return nil, err
 		}
 		p, pl := ce.Plan()
+		if opts.MemoryLimit > 0 {
+			// The device arena of one session plus the device weights.
+			if err := checkLimit(opts.MemoryLimit, p, pl, m.graph, ce.WeightBytes()); err != nil {
+				ce.Close()
+				return nil, err
+			}
+		}
 		return &Executable{model: m, g: m.graph, device: CUDA, cuda: ce, problem: p, plan: pl, weightBytes: ce.WeightBytes()}, nil
 	default:
 		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
@@ -298,6 +311,22 @@ func (e *Executable) placeWeights(used []bool) error {
 }
 
 func roundUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// Close releases what the executable holds outside Go's heap: on CUDA,
+// the device weights. Its sessions must be closed first; NewSession fails
+// afterwards. Close is safe to call more than once.
+func (e *Executable) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	if e.cuda != nil {
+		return e.cuda.Close()
+	}
+	return nil
+}
 
 // Device is where the executable runs.
 func (e *Executable) Device() Device { return e.device }

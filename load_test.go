@@ -73,3 +73,25 @@ func TestLoadWithConstants(t *testing.T) {
 		}
 	}
 }
+
+// A closed executable makes no new sessions; closing twice is fine.
+func TestExecutableClose(t *testing.T) {
+	m, err := berth.Load("testdata/models/resnet/model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	exe, err := berth.Compile(m, berth.CPU, berth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exe.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exe.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exe.NewSession(); err == nil {
+		t.Fatal("NewSession on a closed executable succeeded")
+	}
+}

@@ -46,6 +46,12 @@ var ErrClosed = errors.New("session is closed")
 
 // NewSession allocates an arena and binds every kernel to its slots.
 func (e *Executable) NewSession() (*Session, error) {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, errors.New("new session: the executable is closed")
+	}
 	if e.cuda != nil {
 		cs, err := newCUDASession(e.g, e.cuda)
 		if err != nil {
