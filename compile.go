@@ -159,7 +159,7 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	if err := plan.Verify(p, pl); err != nil {
 		return nil, fmt.Errorf("plan failed verification: %w", err)
 	}
-	used, wbytes := e.runTimeWeights()
+	used, anyAlign, wbytes := e.runTimeWeights()
 	if err := checkLimit(opts.MemoryLimit, p, pl, g, wbytes); err != nil {
 		return nil, err
 	}
@@ -175,8 +175,12 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	if !opts.NoFusion {
 		e.fuse()
 	}
-	if err := e.placeWeights(used); err != nil {
+	if err := e.placeWeights(used, anyAlign); err != nil {
 		return nil, err
+	}
+	if m.src != nil {
+		// Compiling read what it packed; runs read back only the rest.
+		m.src.Release(nil)
 	}
 	return e, nil
 }
@@ -237,23 +241,30 @@ func scratchTensors(p *plan.Problem, index []int, g *ir.Graph, scratch []int64) 
 	return out
 }
 
-// placeWeights gives every constant a kernel reads an aligned home: the
-// mapped file itself where it is already aligned, else one packed copy.
 // runTimeWeights finds the constants kernels read at run time (a
 // constant that every reader packed into a layout of its own at build time
 // is not one) and the bytes the weights take: those constants and the
-// kernels' packed copies.
-func (e *Executable) runTimeWeights() (used []bool, bytes int64) {
+// kernels' packed copies. anyAlign marks the constants every run-time
+// reader only copies byte by byte, which need no aligned copy.
+func (e *Executable) runTimeWeights() (used, anyAlign []bool, bytes int64) {
 	g := e.g
-	used = make([]bool, len(g.Tensors))
+	used, anyAlign = make([]bool, len(g.Tensors)), make([]bool, len(g.Tensors))
+	for i := range anyAlign {
+		anyAlign[i] = true
+	}
 	for i := range g.Nodes {
 		pk, _ := e.kernels[i].(cpu.Prepacked)
+		br, _ := e.kernels[i].(cpu.ByteReader)
 		if pk != nil {
 			bytes += pk.PackedBytes()
 		}
 		for j, in := range g.Nodes[i].Inputs {
-			if in != ir.NoTensor && g.Tensor(in).IsConst() && (pk == nil || !pk.Prepacked(j)) {
-				used[in] = true
+			if in == ir.NoTensor || !g.Tensor(in).IsConst() || pk != nil && pk.Prepacked(j) {
+				continue
+			}
+			used[in] = true
+			if br == nil || !br.ReadsBytes(j) {
+				anyAlign[in] = false
 			}
 		}
 	}
@@ -262,21 +273,22 @@ func (e *Executable) runTimeWeights() (used []bool, bytes int64) {
 			bytes += int64(len(g.Tensors[id].Data))
 		}
 	}
-	return used, bytes
+	return used, anyAlign, bytes
 }
 
-// placeWeights gives every constant in used aligned bytes: its own in the
-// mapped file when they are aligned, else a copy in the packed region.
-func (e *Executable) placeWeights(used []bool) error {
+// placeWeights gives every constant in used its bytes for run time: its
+// own in the mapped file when they are aligned or every reader copies them
+// byte by byte (anyAlign), else an aligned copy in the packed region.
+func (e *Executable) placeWeights(used, anyAlign []bool) error {
 	g := e.g
-	_, e.weightBytes = e.runTimeWeights()
+	_, _, e.weightBytes = e.runTimeWeights()
 	var need int64
 	for id, u := range used {
 		if !u {
 			continue
 		}
 		d := g.Tensors[id].Data
-		if !raw.Aligned(d, Alignment) {
+		if !raw.Aligned(d, Alignment) && !anyAlign[id] {
 			need += roundUp(int64(len(d)), Alignment)
 		}
 	}
@@ -294,7 +306,7 @@ func (e *Executable) placeWeights(used []bool) error {
 			continue
 		}
 		d := g.Tensors[id].Data
-		if raw.Aligned(d, Alignment) {
+		if raw.Aligned(d, Alignment) || anyAlign[id] {
 			e.weights[id] = d
 			continue
 		}

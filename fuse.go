@@ -117,7 +117,7 @@ func (e *Executable) fuse() {
 // y whose values are vals: one output of y's type and shape, reading a
 // chain value, every other input constant or computed before step s.
 func chainable(g *ir.Graph, m *ir.Node, y ir.TensorID, vals map[ir.TensorID]bool, producedAt func(ir.TensorID) int, s int) bool {
-	if m.Domain != "" && m.Domain != "ai.onnx" || len(m.Outputs) != 1 || m.Outputs[0] == ir.NoTensor || len(m.Subgraphs()) > 0 {
+	if m.Domain != "" && m.Domain != "ai.onnx" || !cpu.EpilogueOp(m.Op) || len(m.Outputs) != 1 || m.Outputs[0] == ir.NoTensor {
 		return false
 	}
 	if z, yt := g.Tensor(m.Outputs[0]), g.Tensor(y); z.DType != yt.DType || !z.Shape.Equal(yt.Shape) {

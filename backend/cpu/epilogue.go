@@ -56,6 +56,20 @@ type epInstr struct {
 	dst   int
 }
 
+// epilogueOps are the operators an epilogue may run: elementwise, one
+// output, the same value for the same inputs.
+var epilogueOps = map[string]bool{
+	"Relu": true, "LeakyRelu": true, "Sigmoid": true, "HardSigmoid": true, "HardSwish": true,
+	"Tanh": true, "Erf": true, "Exp": true, "Log": true, "Sqrt": true, "Neg": true, "Abs": true,
+	"Reciprocal": true, "Clip": true, "Softplus": true, "Elu": true, "Selu": true, "Sin": true,
+	"Cos": true, "Floor": true, "Ceil": true, "Round": true, "Sign": true,
+	"Add": true, "Sub": true, "Mul": true, "Div": true, "Max": true, "Min": true, "Pow": true,
+}
+
+// EpilogueOp reports whether an epilogue may run op (of the default
+// domain); NewEpilogue still checks each node's types and shapes.
+func EpilogueOp(op string) bool { return epilogueOps[op] }
+
 // Ext is the number of activations the epilogue reads besides the
 // producer's output; the fused kernel finds them after its own inputs.
 func (e *Epilogue) Ext() int { return e.ext }
@@ -99,7 +113,7 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 		return constOperand(v, t.Shape, yt.Shape, rowLen)
 	}
 	for _, n := range chain {
-		if n.Domain != "" && n.Domain != "ai.onnx" || len(n.Outputs) != 1 {
+		if n.Domain != "" && n.Domain != "ai.onnx" || len(n.Outputs) != 1 || !epilogueOps[n.Op] {
 			return nil, nil, fmt.Errorf("node %q (%s) is not a plain elementwise operator", n.Name, n.Op)
 		}
 		zt := g.Tensor(n.Outputs[0])

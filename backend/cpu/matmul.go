@@ -1,6 +1,10 @@
 package cpu
 
 import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -163,22 +167,32 @@ func (k *matmulKernel) finish(a, b *ir.Tensor) int64 {
 	var floats int
 	if a.IsConst() {
 		k.aPre = make([]float32, k.nA*k.aSize)
-		withConstF32(a, func(src []float32) {
+		if aligned4(a.Data) {
+			src := f32s(a.Data)
 			for mat := 0; mat < k.nA; mat++ {
 				packA(k.aPre[mat*k.aSize:], src[mat*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha, 0, k.panelsA())
 			}
-		})
+		} else {
+			for mat := 0; mat < k.nA; mat++ {
+				packABytes(k.aPre[mat*k.aSize:], a.Data[4*mat*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha)
+			}
+		}
 	} else {
 		k.aOff = floats
 		floats += k.nA * k.aSize
 	}
 	if b.IsConst() {
 		k.bPre = make([]float32, k.nB*k.bSize)
-		withConstF32(b, func(src []float32) {
+		if aligned4(b.Data) {
+			src := f32s(b.Data)
 			for mat := 0; mat < k.nB; mat++ {
 				packB(k.bPre[mat*k.bSize:], src[mat*k.k*k.n:], k.k, k.n, k.bRS, k.bCS, 0, k.panelsB())
 			}
-		})
+		} else {
+			for mat := 0; mat < k.nB; mat++ {
+				packBBytes(k.bPre[mat*k.bSize:], b.Data[4*mat*k.k*k.n:], k.k, k.n, k.bRS, k.bCS)
+			}
+		}
 	} else {
 		k.bOff = floats
 		floats += k.nB * k.bSize
@@ -346,4 +360,49 @@ func buildGemm(c *bctx) (Kernel, int64, error) {
 		}
 	}
 	return k, k.finish(a, b), nil
+}
+
+// aligned4 reports whether b can be viewed as float32 values.
+func aligned4(b []byte) bool {
+	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0
+}
+
+// f32At reads float32 element i of little-endian bytes at any alignment.
+func f32At(b []byte, i int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+}
+
+// packABytes is packA of a whole m×k operand read from bytes that may be
+// unaligned (a constant in the model file): element (i, l) is
+// alpha·src[i·rs + l·cs]. Packing reads the file once, with no float32
+// copy of the whole operand.
+func packABytes(dst []float32, src []byte, m, k, rs, cs int, alpha float32) {
+	for p := 0; p < ceilDiv(m, gemmMR); p++ {
+		d := dst[p*k*gemmMR : (p+1)*k*gemmMR]
+		i0 := p * gemmMR
+		rows := min(gemmMR, m-i0)
+		clear(d)
+		for i := 0; i < rows; i++ {
+			for l := 0; l < k; l++ {
+				d[l*gemmMR+i] = alpha * f32At(src, (i0+i)*rs+l*cs)
+			}
+		}
+	}
+}
+
+// packBBytes is packB of a whole k×n operand read from bytes that may be
+// unaligned: element (l, j) is src[l·rs + j·cs].
+func packBBytes(dst []float32, src []byte, k, n, rs, cs int) {
+	for q := 0; q < ceilDiv(n, gemmNR); q++ {
+		d := dst[q*k*gemmNR : (q+1)*k*gemmNR]
+		j0 := q * gemmNR
+		cols := min(gemmNR, n-j0)
+		clear(d)
+		for l := 0; l < k; l++ {
+			row := d[l*gemmNR:][:cols]
+			for j := range row {
+				row[j] = f32At(src, l*rs+(j0+j)*cs)
+			}
+		}
+	}
 }

@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/berth-ml/berth/ir"
@@ -191,6 +194,44 @@ func TestGemmTiles(t *testing.T) {
 				if mt < 1 || nt < 1 {
 					t.Fatalf("gemmTiles(%d,%d,%d) = %d,%d", m, n, th, mt, nt)
 				}
+			}
+		}
+	}
+}
+
+// TestPackFromBytes packs operands read from unaligned bytes and wants
+// exactly what packA and packB make of the same values.
+func TestPackFromBytes(t *testing.T) {
+	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {7, 5, 17}, {13, 40, 33}, {6, 16, 16}} {
+		vals := make([]float32, max(c.m*c.k, c.k*c.n))
+		for i := range vals {
+			vals[i] = float32(i%23) - 11.5
+		}
+		raw := make([]byte, 4*len(vals)+1)
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(raw[1+4*i:], math.Float32bits(v))
+		}
+		src := raw[1:] // never 4-byte aligned
+		for _, tr := range []bool{false, true} {
+			rs, cs := c.k, 1
+			if tr {
+				rs, cs = 1, c.m
+			}
+			want, got := make([]float32, packedASize(c.m, c.k)), make([]float32, packedASize(c.m, c.k))
+			packA(want, vals, c.m, c.k, rs, cs, 0.5, 0, ceilDiv(c.m, gemmMR))
+			packABytes(got, src, c.m, c.k, rs, cs, 0.5)
+			if !slices.Equal(got, want) {
+				t.Errorf("A %v transposed %v: packed from bytes differs", c, tr)
+			}
+			rs, cs = c.n, 1
+			if tr {
+				rs, cs = 1, c.k
+			}
+			want, got = make([]float32, packedBSize(c.k, c.n)), make([]float32, packedBSize(c.k, c.n))
+			packB(want, vals, c.k, c.n, rs, cs, 0, ceilDiv(c.n, gemmNR))
+			packBBytes(got, src, c.k, c.n, rs, cs)
+			if !slices.Equal(got, want) {
+				t.Errorf("B %v transposed %v: packed from bytes differs", c, tr)
 			}
 		}
 	}

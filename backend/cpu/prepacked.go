@@ -29,3 +29,15 @@ func (k *matmulKernel) PackedBytes() int64 { return 4 * int64(len(k.aPre)+len(k.
 
 // PackedBytes is the size of the packed weights.
 func (k *convKernel) PackedBytes() int64 { return 4 * int64(len(k.wPre)) }
+
+// ByteReader is implemented by kernels that only copy some inputs byte
+// by byte: such an input may sit at any address, so a runtime can hand
+// them a constant straight from a mapped file however the file aligns it.
+type ByteReader interface {
+	// ReadsBytes reports whether input i is only copied byte by byte.
+	ReadsBytes(i int) bool
+}
+
+// ReadsBytes reports whether input i is the gathered data, which Gather
+// copies in blocks of bytes.
+func (k *gatherKernel) ReadsBytes(i int) bool { return i == 0 }
