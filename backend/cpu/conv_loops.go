@@ -218,6 +218,18 @@ func (k *convKernel) depthwise2D(y, x, wt []float32, bias float32) {
 		}
 		base := lo*sw - pw
 		o := orow[lo:hi]
+		if sw == 1 && dwAsm && len(o) >= 8 {
+			// Whole vectors of the interior on the assembly kernel; the
+			// last len(o)%8 outputs join the Go code below.
+			n := len(o) &^ 7
+			var rp [dwMaxK]*float32
+			for r := 0; r < KH; r++ {
+				rp[r] = &rows[r][base : base+n+KW-1][0]
+			}
+			dwS1AVX2(&o[0], &rp, &wt[0], KH, KW, n, bias)
+			base += n
+			o = o[n:]
+		}
 		if KH == 3 && KW == 3 {
 			w := (*[9]float32)(wt)
 			for ow := 0; ow < lo; ow++ {

@@ -211,12 +211,17 @@ func BenchmarkConvDepthwise(b *testing.B) {
 		{"5x5 s1 240 28²", 240, 28, 5, 1, 2},
 		{"5x5 s2 144 56²", 144, 56, 5, 2, 2},
 	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			g, n := convNode(1, c.c, c.h, c.h, c.c, c.k, c.stride, c.p, c.c, true)
-			y := g.Tensor(n.Outputs[0]).Shape
-			benchKernel(b, g, n, 1, 2*float64(y.Elements())*float64(c.k*c.k))
-		})
+	saved := dwAsm
+	defer func() { dwAsm = saved }()
+	for _, asm := range []bool{false, saved} {
+		dwAsm = asm
+		for _, c := range cases {
+			b.Run(fmt.Sprintf("%s/asm=%v", c.name, asm), func(b *testing.B) {
+				g, n := convNode(1, c.c, c.h, c.h, c.c, c.k, c.stride, c.p, c.c, true)
+				y := g.Tensor(n.Outputs[0]).Shape
+				benchKernel(b, g, n, 1, 2*float64(y.Elements())*float64(c.k*c.k))
+			})
+		}
 	}
 }
 
@@ -288,11 +293,16 @@ func TestDepthwiseFast(t *testing.T) {
 		{name: "negative pads", x: ints64(1, 2, 9, 11), m: 2, group: 2, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(-1, -1, 0, 1), bias: true, constW: true},
 		{name: "9x9 generic", x: ints64(1, 2, 12, 12), m: 2, group: 2, kern: ints64(9, 9), strides: one, dil: one, pads: ints64(4, 4, 4, 4), bias: true, constW: true},
 	}
-	for _, c := range cases {
-		for _, th := range []int{1, 2, 3} {
-			t.Run(fmt.Sprintf("%s/threads=%d", c.name, th), func(t *testing.T) {
-				testConvFor(t, c, th, th)
-			})
+	saved := dwAsm
+	defer func() { dwAsm = saved }()
+	for _, asm := range []bool{false, saved} {
+		dwAsm = asm
+		for _, c := range cases {
+			for _, th := range []int{1, 2, 3} {
+				t.Run(fmt.Sprintf("%s/asm=%v/threads=%d", c.name, asm, th), func(t *testing.T) {
+					testConvFor(t, c, th, th)
+				})
+			}
 		}
 	}
 }
