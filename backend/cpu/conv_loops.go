@@ -174,6 +174,50 @@ func (k *convKernel) depthwiseRow(orow, x, wt []float32, od, oh int, bias float3
 	}
 }
 
+// dwSmall is the room, in floats, of the stack buffers through which
+// dwPaddedS1 runs a small plane: its zero-padded input and its output
+// rows widened to whole vectors.
+const dwSmall = 3072
+
+// dwPaddedS1 computes a small unit-stride plane on the assembly kernel as
+// a whole: the input is copied once into a zero-padded buffer, so that
+// every output row, widened to a multiple of 8, is interior; the widened
+// rows are computed into a buffer and their first OW values copied out.
+// It reports false, doing nothing, when the plane does not fit the
+// buffers.
+func dwPaddedS1(y, x, wt []float32, H, W, OH, OW, KH, KW, ph, pw int, bias float32) bool {
+	n := roundUp(OW, 8)
+	wp := n + KW - 1 // padded input row
+	hp := OH + KH - 1
+	if OW < 8 || n == OW && n >= 64 || hp*wp > dwSmall || OH*n > dwSmall {
+		// Wide planes run row by row without copies (depthwise2D).
+		return false
+	}
+	var in, out [dwSmall]float32
+	pin := in[:hp*wp]
+	clear(pin)
+	for i := 0; i < hp; i++ {
+		ih := i - ph
+		if ih < 0 || ih >= H {
+			continue
+		}
+		// Input columns iw = j − pw for padded columns j in [0, wp).
+		j0, j1 := max(0, pw), min(wp, W+pw)
+		if j0 < j1 {
+			copy(pin[i*wp+j0:i*wp+j1], x[ih*W+j0-pw:ih*W+j1-pw])
+		}
+	}
+	var rp [dwMaxK]*float32
+	for oh := 0; oh < OH; oh++ {
+		for r := 0; r < KH; r++ {
+			rp[r] = &pin[(oh+r)*wp]
+		}
+		dwS1AVX2(&out[oh*n], &rp, &wt[0], KH, KW, n, bias)
+		copy(y[oh*OW:(oh+1)*OW], out[oh*n:oh*n+OW])
+	}
+	return true
+}
+
 // dwMaxK is the largest filter side that depthwise2D takes.
 const dwMaxK = 7
 
@@ -198,6 +242,9 @@ func (k *convKernel) depthwise2D(y, x, wt []float32, bias float32) {
 	KH, KW := k.kern[1], k.kern[2]
 	sh, sw := k.stride[1], k.stride[2]
 	ph, pw := k.pad[1], k.pad[2]
+	if sh == 1 && sw == 1 && dwAsm && dwPaddedS1(y, x, wt, H, W, OH, OW, KH, KW, ph, pw, bias) {
+		return
+	}
 	wt = wt[:KH*KW]
 	// Interior columns: 0 <= ow·sw − pw and ow·sw − pw + KW <= W.
 	lo := min(ceilDiv(pw, sw), OW)
