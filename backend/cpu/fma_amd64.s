@@ -46,3 +46,49 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// Twelve independent 16-lane multiply-adds: one per accumulator Z0..Z11
+// (12 chains cover an FMA latency of up to 6 cycles at 2 FMAs per cycle).
+#define FMA12Z \
+	VFMADD231PS Z12, Z13, Z0;  \
+	VFMADD231PS Z12, Z13, Z1;  \
+	VFMADD231PS Z12, Z13, Z2;  \
+	VFMADD231PS Z12, Z13, Z3;  \
+	VFMADD231PS Z12, Z13, Z4;  \
+	VFMADD231PS Z12, Z13, Z5;  \
+	VFMADD231PS Z12, Z13, Z6;  \
+	VFMADD231PS Z12, Z13, Z7;  \
+	VFMADD231PS Z12, Z13, Z8;  \
+	VFMADD231PS Z12, Z13, Z9;  \
+	VFMADD231PS Z12, Z13, Z10; \
+	VFMADD231PS Z12, Z13, Z11
+
+// func fmaPeakLoop512(n int)
+TEXT ·fmaPeakLoop512(SB), NOSPLIT, $0-8
+	MOVQ   n+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	TESTQ  CX, CX
+	JLE    done
+
+loop:
+	FMA12Z
+	FMA12Z
+	DECQ CX
+	JNE  loop
+
+done:
+	VZEROUPPER
+	RET

@@ -17,7 +17,11 @@ package cpu
 // The micro-kernel multiplies one MR×KC A slice by one KC×NR B slice. On
 // amd64 with AVX2 and FMA it is assembly (gemm_amd64.s) and writes full
 // tiles straight into C; elsewhere, and for tiles clipped by C's edges,
-// the product goes through a 6×16 array and store.
+// the product goes through a 6×16 array and store. On amd64 with AVX-512
+// the tile walks its panels in pairs instead (slice2x2): each 2×2 block of
+// panels is one 12×32 micro-tile of 24 zmm accumulators (sgemm12x32,
+// gemm512_amd64.s), on the same packed layout, and the 6×16 kernel covers
+// what is left at the tile's and C's edges.
 
 const (
 	gemmMR = 6   // rows of a micro-tile (A panel width)
@@ -90,8 +94,11 @@ func packB(dst, src []float32, k, n, rs, cs int, q0, q1 int) {
 		cols := min(gemmNR, n-j0)
 		switch {
 		case cs == 1 && cols == gemmNR:
+			// Through a local: a direct array assignment between two
+			// slices that may overlap compiles to a memmove call per row.
 			for l := 0; l < k; l++ {
-				*(*[gemmNR]float32)(d[l*gemmNR:]) = *(*[gemmNR]float32)(src[l*rs+j0:])
+				v := *(*[gemmNR]float32)(src[l*rs+j0:])
+				*(*[gemmNR]float32)(d[l*gemmNR:]) = v
 			}
 		case cs == 1:
 			clear(d)
@@ -186,6 +193,10 @@ func (g *gemm) run(lo, hi int) {
 		for k0 := 0; k0 < g.k; k0 += kc {
 			kb := min(kc, g.k-k0)
 			first := k0 == 0 && !g.acc
+			if useAVX512Kernel {
+				g.slice2x2(p0, p1, q0, q1, k0, kb, &acc, first)
+				continue
+			}
 			for q := q0; q < q1; q++ {
 				bp := g.b[q*g.k*gemmNR+k0*gemmNR:][:kb*gemmNR]
 				for p := p0; p < p1; p++ {
@@ -193,6 +204,81 @@ func (g *gemm) run(lo, hi int) {
 					g.micro(p, q, ap, bp, &acc, first)
 				}
 			}
+		}
+	}
+}
+
+// slice2x2 is one k slice (steps [k0, k0+kb), kb ≥ 1) of the tile of A
+// panels [p0, p1) and B panels [q0, q1) for the AVX-512 kernels. It walks
+// the B panels in pairs and, for each pair, the A panels in pairs: a 2×2
+// block of panels whose 12×32 C tile lies inside C goes through
+// sgemm12x32. What is left goes through the narrower AVX-512 kernels where
+// their tile lies inside C (sgemm6x32 for a last odd A panel or a pair
+// clipped by C's bottom edge, sgemm12x16 for a last odd B panel or a pair
+// clipped by C's right edge) and through micro otherwise. The B pair slice (KC·2·NR
+// floats, 32 KiB) stays in L1 while the A panels stream from L2.
+func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, first bool) {
+	const mr2, nr2 = 2 * gemmMR, 2 * gemmNR
+	aSlice := func(p int) []float32 { return g.a[p*g.k*gemmMR+k0*gemmMR:][:kb*gemmMR] }
+	bSlice := func(q int) []float32 { return g.b[q*g.k*gemmNR+k0*gemmNR:][:kb*gemmNR] }
+	// tall runs the 12×16 block of A panels p, p+1 and B panel q through
+	// sgemm12x16 if it lies inside C, else through micro.
+	tall := func(p, q int, ap0, ap1, bp []float32) {
+		i0, j0 := p*gemmMR, q*gemmNR
+		if i0+mr2 > g.m || j0+gemmNR > g.n {
+			g.micro(p, q, ap0, bp, acc, first)
+			g.micro(p+1, q, ap1, bp, acc, first)
+			return
+		}
+		c, rb, cb, mode := g.direct(i0, j0, mr2, gemmNR, first)
+		sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, g.ldc, rb, cb, mode)
+	}
+	// wide runs the 6×32 block of A panel p and B panels q, q+1 through
+	// sgemm6x32 if it lies inside C, else through micro.
+	wide := func(p, q int, ap, bp0, bp1 []float32) {
+		i0, j0 := p*gemmMR, q*gemmNR
+		if i0+gemmMR > g.m || j0+nr2 > g.n {
+			g.micro(p, q, ap, bp0, acc, first)
+			g.micro(p, q+1, ap, bp1, acc, first)
+			return
+		}
+		c, rb, cb, mode := g.direct(i0, j0, gemmMR, nr2, first)
+		sgemm6x32(kb, &ap[0], &bp0[0], &bp1[0], c, g.ldc, rb, cb, mode)
+	}
+	q := q0
+	for ; q+1 < q1; q += 2 {
+		bp0, bp1 := bSlice(q), bSlice(q+1)
+		j0 := q * gemmNR
+		p := p0
+		for ; p+1 < p1; p += 2 {
+			ap0, ap1 := aSlice(p), aSlice(p+1)
+			i0 := p * gemmMR
+			switch {
+			case i0+mr2 > g.m:
+				// Panel p+1 is clipped by C's bottom edge.
+				wide(p, q, ap0, bp0, bp1)
+				wide(p+1, q, ap1, bp0, bp1)
+			case j0+nr2 > g.n:
+				// Panel q+1 is clipped by C's right edge.
+				tall(p, q, ap0, ap1, bp0)
+				tall(p, q+1, ap0, ap1, bp1)
+			default:
+				c, rb, cb, mode := g.direct(i0, j0, mr2, nr2, first)
+				sgemm12x32(kb, &ap0[0], &ap1[0], &bp0[0], &bp1[0], c, g.ldc, rb, cb, mode)
+			}
+		}
+		if p < p1 {
+			wide(p, q, aSlice(p), bp0, bp1)
+		}
+	}
+	if q < q1 {
+		bp := bSlice(q)
+		p := p0
+		for ; p+1 < p1; p += 2 {
+			tall(p, q, aSlice(p), aSlice(p+1), bp)
+		}
+		if p < p1 {
+			g.micro(p, q, aSlice(p), bp, acc, first)
 		}
 	}
 }
@@ -213,22 +299,28 @@ func (g *gemm) micro(p, q int, ap, bp []float32, acc *[gemmMR][gemmNR]float32, f
 		g.store(p, q, acc, first)
 		return
 	}
-	// The slice expressions check that the kernel stays inside C and the
-	// biases.
-	c := g.c[i0*g.ldc+j0:][:(gemmMR-1)*g.ldc+gemmNR]
-	mode := 1
-	var rb, cb *float32
-	if first {
-		mode = 0
-		if g.rowBias != nil {
-			rb = &g.rowBias[i0:][:gemmMR][0]
-		}
-		if g.colBias != nil {
-			cb = &g.colBias[j0:][:gemmNR][0]
-		}
-	}
+	c, rb, cb, mode := g.direct(i0, j0, gemmMR, gemmNR, first)
 	_ = bp[kb*gemmNR-1]
-	sgemm6x16(kb, &ap[0], &bp[0], &c[0], g.ldc, rb, cb, mode)
+	sgemm6x16(kb, &ap[0], &bp[0], c, g.ldc, rb, cb, mode)
+}
+
+// direct returns the arguments with which an assembly kernel writes the
+// rows×cols tile of C at row i0, column j0 itself: the tile's corner in
+// C, the row and column biases (nil unless first and present) and the
+// store mode (0: store with biases, 1: add into C). The slice
+// expressions check that the tile lies inside C and the biases.
+func (g *gemm) direct(i0, j0, rows, cols int, first bool) (c, rb, cb *float32, mode int) {
+	c = &g.c[i0*g.ldc+j0:][:(rows-1)*g.ldc+cols][0]
+	if !first {
+		return c, nil, nil, 1
+	}
+	if g.rowBias != nil {
+		rb = &g.rowBias[i0:][:rows][0]
+	}
+	if g.colBias != nil {
+		cb = &g.colBias[j0:][:cols][0]
+	}
+	return c, rb, cb, 0
 }
 
 // store writes (first) or adds one micro-tile into C, clipped to C's edges.

@@ -4,8 +4,12 @@ package cpu
 
 import "unsafe"
 
-// useAsmKernel is false: this platform has no assembly micro-kernel.
-var useAsmKernel = false
+// useAsmKernel and useAVX512Kernel are false: this platform has no
+// assembly micro-kernel.
+var (
+	useAsmKernel    = false
+	useAVX512Kernel = false
+)
 
 // sgemm6x16 is the portable form of the amd64 micro-kernel (see
 // gemm_amd64.go for the contract). gemm.run does not call it on this
@@ -35,4 +39,51 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int) {
 			row[j] = v + r
 		}
 	}
+}
+
+// sgemm12x32 is the portable form of the amd64 AVX-512 micro-kernel (see
+// gemm512_amd64.go for the contract): the four 6×16 quarters of the tile.
+// gemm.run does not call it on this platform.
+func sgemm12x32(kb int, a0, a1, b0, b1, c *float32, ldc int, rb, cb *float32, mode int) {
+	const right = 4 * gemmNR          // bytes from a row's column 0 to column 16
+	down := uintptr(4 * gemmMR * ldc) // bytes from row 0 to row 6 of C
+	var rbLow, cbRight *float32
+	if rb != nil {
+		rbLow = (*float32)(unsafe.Add(unsafe.Pointer(rb), 4*gemmMR))
+	}
+	if cb != nil {
+		cbRight = (*float32)(unsafe.Add(unsafe.Pointer(cb), right))
+	}
+	cRight := (*float32)(unsafe.Add(unsafe.Pointer(c), right))
+	cLow := (*float32)(unsafe.Add(unsafe.Pointer(c), down))
+	cLowRight := (*float32)(unsafe.Add(unsafe.Pointer(cLow), right))
+	sgemm6x16(kb, a0, b0, c, ldc, rb, cb, mode)
+	sgemm6x16(kb, a0, b1, cRight, ldc, rb, cbRight, mode)
+	sgemm6x16(kb, a1, b0, cLow, ldc, rbLow, cb, mode)
+	sgemm6x16(kb, a1, b1, cLowRight, ldc, rbLow, cbRight, mode)
+}
+
+// sgemm6x32 is the portable form of the amd64 AVX-512 6×32 kernel (see
+// gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
+// call it on this platform.
+func sgemm6x32(kb int, a, b0, b1, c *float32, ldc int, rb, cb *float32, mode int) {
+	const right = 4 * gemmNR // bytes from a row's column 0 to column 16
+	var cbRight *float32
+	if cb != nil {
+		cbRight = (*float32)(unsafe.Add(unsafe.Pointer(cb), right))
+	}
+	sgemm6x16(kb, a, b0, c, ldc, rb, cb, mode)
+	sgemm6x16(kb, a, b1, (*float32)(unsafe.Add(unsafe.Pointer(c), right)), ldc, rb, cbRight, mode)
+}
+
+// sgemm12x16 is the portable form of the amd64 AVX-512 12×16 kernel (see
+// gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
+// call it on this platform.
+func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int) {
+	var rbLow *float32
+	if rb != nil {
+		rbLow = (*float32)(unsafe.Add(unsafe.Pointer(rb), 4*gemmMR))
+	}
+	sgemm6x16(kb, a0, b, c, ldc, rb, cb, mode)
+	sgemm6x16(kb, a1, b, (*float32)(unsafe.Add(unsafe.Pointer(c), 4*gemmMR*ldc)), ldc, rbLow, cb, mode)
 }

@@ -7,28 +7,54 @@ import (
 	"testing"
 )
 
+// gemmKernel names one of the micro-kernel paths of gemm.run.
+type gemmKernel int
+
+const (
+	kernelGo     gemmKernel = iota // the portable 6×16 kernel
+	kernelAVX2                     // the AVX2+FMA 6×16 kernel
+	kernelAVX512                   // the AVX-512 12×32 kernel, 6×16 AVX2 at the edges
+)
+
+func (k gemmKernel) String() string {
+	return [...]string{"go", "avx2", "avx512"}[k]
+}
+
+// The kernels the CPU has, read before any test forces one.
+var hasAsmKernel, hasAVX512Kernel = useAsmKernel, useAVX512Kernel
+
 // gemmKernels lists the micro-kernels this machine can run: the pure-Go
-// one always, the assembly one where the CPU has it. withKernel runs f
-// with the chosen one forced.
-func gemmKernels() []bool {
-	if useAsmKernel {
-		return []bool{false, true}
+// one always, the assembly ones where the CPU has them.
+func gemmKernels() []gemmKernel {
+	ks := []gemmKernel{kernelGo}
+	if hasAsmKernel {
+		ks = append(ks, kernelAVX2)
 	}
-	return []bool{false}
+	if hasAVX512Kernel {
+		ks = append(ks, kernelAVX512)
+	}
+	return ks
 }
 
-func withKernel(asm bool, f func()) {
-	saved := useAsmKernel
-	useAsmKernel = asm
-	defer func() { useAsmKernel = saved }()
+// forKernels runs f as one subtest per kernel, named after it, with the
+// kernel forced; the subtests of kernels this CPU lacks are skipped.
+func forKernels(t *testing.T, f func(t *testing.T)) {
+	for _, k := range []gemmKernel{kernelGo, kernelAVX2, kernelAVX512} {
+		t.Run(k.String(), func(t *testing.T) {
+			if k == kernelAVX2 && !hasAsmKernel || k == kernelAVX512 && !hasAVX512Kernel {
+				t.Skipf("no %s kernel on this CPU", k)
+			}
+			withKernel(k, func() { f(t) })
+		})
+	}
+}
+
+// withKernel runs f with kernel k forced.
+func withKernel(k gemmKernel, f func()) {
+	savedAsm, saved512 := useAsmKernel, useAVX512Kernel
+	useAsmKernel, useAVX512Kernel = k >= kernelAVX2, k == kernelAVX512
+	defer func() { useAsmKernel, useAVX512Kernel = savedAsm, saved512 }()
 	f()
-}
-
-func kernelName(asm bool) string {
-	if asm {
-		return "asm"
-	}
-	return "go"
 }
 
 // gemmCase is one product C (m×n, row stride ldc) = alpha·A·B + biases,
@@ -147,25 +173,80 @@ func checkGemm(t *testing.T, c gemmCase) {
 	}
 }
 
-// TestSgemm6x16 checks the micro-kernel entry point on its own (the
-// assembly on amd64, its portable form elsewhere) against a float64 loop
-// for every k remainder of the 4-step unrolling and every store mode, and
-// that it writes nothing outside the 6×16 tile.
+// TestSgemm6x16 checks the 6×16 micro-kernel entry point on its own (the
+// assembly on amd64, its portable form elsewhere); see checkMicroKernel.
 func TestSgemm6x16(t *testing.T) {
-	if runtime.GOARCH == "amd64" && !useAsmKernel {
+	if runtime.GOARCH == "amd64" && !hasAsmKernel {
 		t.Skip("CPU lacks AVX2 or FMA")
 	}
-	const ldc = gemmNR + 5
+	checkMicroKernel(t, 1, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
+		sgemm6x16(kb, &a[0][0], &b[0][0], &c[0], ldc, rb, cb, mode)
+	})
+}
+
+// TestSgemm12x32 checks the 12×32 micro-kernel entry point on its own (the
+// AVX-512 assembly on amd64, its portable form elsewhere); see
+// checkMicroKernel.
+func TestSgemm12x32(t *testing.T) {
+	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
+		t.Skip("CPU lacks AVX-512F")
+	}
+	checkMicroKernel(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], &c[0], ldc, rb, cb, mode)
+	})
+}
+
+// TestSgemm6x32 checks the 6×32 micro-kernel entry point on its own (the
+// AVX-512 assembly on amd64, its portable form elsewhere); see
+// checkMicroKernel.
+func TestSgemm6x32(t *testing.T) {
+	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
+		t.Skip("CPU lacks AVX-512F")
+	}
+	checkMicroKernel(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
+		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], &c[0], ldc, rb, cb, mode)
+	})
+}
+
+// TestSgemm12x16 checks the 12×16 micro-kernel entry point on its own (the
+// AVX-512 assembly on amd64, its portable form elsewhere); see
+// checkMicroKernel.
+func TestSgemm12x16(t *testing.T) {
+	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
+		t.Skip("CPU lacks AVX-512F")
+	}
+	checkMicroKernel(t, 2, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
+		sgemm12x16(kb, &a[0][0], &a[1][0], &b[0][0], &c[0], ldc, rb, cb, mode)
+	})
+}
+
+// checkMicroKernel checks a micro-kernel over pa packed A panels and pb
+// packed B panels (a (pa·MR)×(pb·NR) tile) against a float64 loop for
+// every k remainder of the 4-step unrolling and every store mode, and
+// that it writes nothing outside the tile.
+func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int)) {
+	t.Helper()
+	mr, nr := pa*gemmMR, pb*gemmNR
+	ldc := nr + 5
 	for _, kb := range []int{0, 1, 2, 3, 4, 5, 7, 8, 13, 64, 255} {
 		for _, mode := range []string{"store", "rowbias", "colbias", "bothbias", "accumulate"} {
 			t.Run(fmt.Sprintf("kb=%d/%s", kb, mode), func(t *testing.T) {
-				a, b := randF32(kb*gemmMR+1), randF32(kb*gemmNR+1)
-				rb, cb := randF32(gemmMR), randF32(gemmNR)
-				c := make([]float32, (gemmMR+1)*ldc)
+				a, b := make([][]float32, pa), make([][]float32, pb)
+				for p := range a {
+					a[p] = randF32(kb*gemmMR + 1)
+				}
+				for q := range b {
+					b[q] = randF32(kb*gemmNR + 1)
+				}
+				// A(l, i) and B(l, j) as the kernel reads them.
+				av := func(l, i int) float32 { return a[i/gemmMR][l*gemmMR+i%gemmMR] }
+				bv := func(l, j int) float32 { return b[j/gemmNR][l*gemmNR+j%gemmNR] }
+				rb, cb := randF32(mr), randF32(nr)
+				c := make([]float32, (mr+1)*ldc)
 				for i := range c {
 					c[i] = gemmSentinel
 				}
-				c0 := randF32(gemmMR * gemmNR)
+				c0 := randF32(mr * nr)
 				var prb, pcb *float32
 				flag := 0
 				switch mode {
@@ -179,15 +260,15 @@ func TestSgemm6x16(t *testing.T) {
 					flag = 1
 					// Biases are ignored when accumulating.
 					prb, pcb = &rb[0], &cb[0]
-					for i := 0; i < gemmMR; i++ {
-						copy(c[i*ldc:], c0[i*gemmNR:(i+1)*gemmNR])
+					for i := 0; i < mr; i++ {
+						copy(c[i*ldc:], c0[i*nr:(i+1)*nr])
 					}
 				}
-				sgemm6x16(kb, &a[0], &b[0], &c[0], ldc, prb, pcb, flag)
-				for i := 0; i <= gemmMR; i++ {
+				kernel(kb, a, b, c, ldc, prb, pcb, flag)
+				for i := 0; i <= mr; i++ {
 					for j := 0; j < ldc; j++ {
 						got := c[i*ldc+j]
-						if i == gemmMR || j >= gemmNR {
+						if i == mr || j >= nr {
 							if got != gemmSentinel {
 								t.Fatalf("C[%d][%d] outside the tile = %g", i, j, got)
 							}
@@ -195,14 +276,14 @@ func TestSgemm6x16(t *testing.T) {
 						}
 						var want, mag float64
 						for l := 0; l < kb; l++ {
-							p := float64(a[l*gemmMR+i]) * float64(b[l*gemmNR+j])
+							p := float64(av(l, i)) * float64(bv(l, j))
 							want += p
 							mag += math.Abs(p)
 						}
 						var extra []float32
 						switch {
 						case flag == 1:
-							extra = []float32{c0[i*gemmNR+j]}
+							extra = []float32{c0[i*nr+j]}
 						default:
 							if prb != nil {
 								extra = append(extra, rb[i])
@@ -229,8 +310,8 @@ func TestSgemm6x16(t *testing.T) {
 // TestGemmShapes covers sizes around the micro-tile (MR, NR), the k slice
 // (KC) and the tile (MT, NT) edges, with every operand layout.
 func TestGemmShapes(t *testing.T) {
-	ms := []int{1, gemmMR - 1, gemmMR, gemmMR + 1, 2*gemmMR + 1, 37, gemmMT*gemmMR + 1}
-	ns := []int{1, gemmNR - 1, gemmNR, gemmNR + 1, 3*gemmNR + 5, 100}
+	ms := []int{1, gemmMR - 1, gemmMR, gemmMR + 1, 2 * gemmMR, 2*gemmMR + 1, 37, gemmMT*gemmMR + 1}
+	ns := []int{1, gemmNR - 1, gemmNR, gemmNR + 1, 2 * gemmNR, 3*gemmNR + 5, 100}
 	ks := []int{1, 2, 3, 4, 5, 9, gemmKC - 1, gemmKC, gemmKC + 1, 2*gemmKC + 3}
 	var cases []gemmCase
 	i := 0
@@ -258,13 +339,11 @@ func TestGemmShapes(t *testing.T) {
 		gemmCase{m: 257, n: 543, k: 129, alpha: 0.75, transA: true, rowBias: true, threads: 1, splits: 2},
 		gemmCase{m: 150, n: 600, k: 70, alpha: 1, transB: true, acc: true, threads: 4, splits: 5},
 	)
-	for _, asm := range gemmKernels() {
-		withKernel(asm, func() {
-			for _, c := range cases {
-				t.Run(kernelName(asm)+"/"+c.String(), func(t *testing.T) { checkGemm(t, c) })
-			}
-		})
-	}
+	forKernels(t, func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.String(), func(t *testing.T) { checkGemm(t, c) })
+		}
+	})
 }
 
 // TestGemmTerms crosses the C terms (row bias, column bias, accumulation)
@@ -273,7 +352,7 @@ func TestGemmTerms(t *testing.T) {
 	type tiling struct{ mt, nt, splits int }
 	tilings := []tiling{{0, 0, 1}, {1, 1, 7}, {2, 3, 2}, {5, 1, 4}}
 	var cases []gemmCase
-	for _, shape := range [][3]int{{4 * gemmMR, 4 * gemmNR, 40}, {3*gemmMR + 2, 3*gemmNR + 7, 61}, {gemmMR, gemmNR, 0}, {9, 20, 0}, {0, 5, 3}, {7, 0, 3}} {
+	for _, shape := range [][3]int{{4 * gemmMR, 4 * gemmNR, 40}, {3*gemmMR + 2, 3*gemmNR + 7, 61}, {5 * gemmMR, 5 * gemmNR, 33}, {4*gemmMR + 5, 4*gemmNR + 9, 7}, {gemmMR, gemmNR, 0}, {9, 20, 0}, {0, 5, 3}, {7, 0, 3}} {
 		for _, terms := range []struct{ rb, cb, acc bool }{{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false}, {false, false, true}, {true, true, true}} {
 			for _, tl := range tilings {
 				cases = append(cases, gemmCase{
@@ -284,13 +363,11 @@ func TestGemmTerms(t *testing.T) {
 			}
 		}
 	}
-	for _, asm := range gemmKernels() {
-		withKernel(asm, func() {
-			for _, c := range cases {
-				t.Run(kernelName(asm)+"/"+c.String(), func(t *testing.T) { checkGemm(t, c) })
-			}
-		})
-	}
+	forKernels(t, func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.String(), func(t *testing.T) { checkGemm(t, c) })
+		}
+	})
 }
 
 // gemmRanger runs the tiles of one gemm as a parallel loop.
@@ -307,28 +384,26 @@ func TestGemmWorkers(t *testing.T) {
 	pa, pb := make([]float32, packedASize(m, k)), make([]float32, packedBSize(k, n))
 	packA(pa, a, m, k, k, 1, 1, 0, ceilDiv(m, gemmMR))
 	packB(pb, b, k, n, n, 1, 0, ceilDiv(n, gemmNR))
-	for _, asm := range gemmKernels() {
+	forKernels(t, func(t *testing.T) {
 		for _, th := range []int{1, 2, 3} {
-			t.Run(fmt.Sprintf("%s/threads=%d", kernelName(asm), th), func(t *testing.T) {
-				withKernel(asm, func() {
-					mt, nt := gemmTiles(m, n, th)
-					want := make([]float32, m*n)
-					g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: want, ldc: n, mt: mt, nt: nt}
-					g.run(0, g.tiles())
-					got := make([]float32, m*n)
-					g.c = got
-					w := NewWorkers(th)
-					defer w.Close()
-					w.forArgs(g.tiles(), th, gemmRanger{&g}, args{}, nil, nil, nil)
-					for i := range want {
-						if got[i] != want[i] {
-							t.Fatalf("C[%d] = %g on %d threads, %g in one call", i, got[i], th, want[i])
-						}
+			t.Run(fmt.Sprintf("threads=%d", th), func(t *testing.T) {
+				mt, nt := gemmTiles(m, n, th)
+				want := make([]float32, m*n)
+				g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: want, ldc: n, mt: mt, nt: nt}
+				g.run(0, g.tiles())
+				got := make([]float32, m*n)
+				g.c = got
+				w := NewWorkers(th)
+				defer w.Close()
+				w.forArgs(g.tiles(), th, gemmRanger{&g}, args{}, nil, nil, nil)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("C[%d] = %g on %d threads, %g in one call", i, got[i], th, want[i])
 					}
-				})
+				}
 			})
 		}
-	}
+	})
 }
 
 // TestGemmTilesCover checks that the tiles of gemmTiles partition the
@@ -391,13 +466,13 @@ func reportFlops(b *testing.B, flops, cpu0 float64) {
 // with BenchmarkFMAPeak (times the number of threads).
 func BenchmarkSGEMMPacked(b *testing.B) {
 	for _, size := range []int{256, 1024} {
-		for _, asm := range gemmKernels() {
-			if !asm && size > 256 && useAsmKernel {
+		for _, kern := range gemmKernels() {
+			if kern == kernelGo && size > 256 && hasAsmKernel {
 				continue // the portable kernel is timed on the small size only
 			}
 			for _, th := range threadCounts() {
-				b.Run(fmt.Sprintf("%d/%s/threads=%d", size, kernelName(asm), th), func(b *testing.B) {
-					withKernel(asm, func() { benchPacked(b, size, th) })
+				b.Run(fmt.Sprintf("%d/%s/threads=%d", size, kern.String(), th), func(b *testing.B) {
+					withKernel(kern, func() { benchPacked(b, size, th) })
 				})
 			}
 		}

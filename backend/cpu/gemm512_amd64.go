@@ -1,0 +1,46 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// useAVX512Kernel selects the AVX-512 micro-kernel (sgemm12x32) for the
+// 2×2 panel blocks of C that it covers whole; the rest of C goes through
+// the 6×16 kernel that useAsmKernel chooses. It is a variable so that tests
+// can force the AVX2 and pure-Go kernels on machines that have AVX-512.
+// cpu.X86.HasAVX512F is set only when the operating system saves the zmm
+// state as well.
+var useAVX512Kernel = useAsmKernel && cpu.X86.HasAVX512F
+
+// sgemm12x32 computes the 12×32 product of kb steps of two consecutive
+// packed A panels (6 floats per step each: rows 0-5 at a0, rows 6-11 at
+// a1) and two consecutive packed B panels (16 floats per step each:
+// columns 0-15 at b0, columns 16-31 at b1) and writes it to the 12 rows of
+// C at c, ldc floats apart. With mode 0 it stores product + rb[i] + cb[j]
+// (i < 12, j < 32), where a nil rb or cb counts as zeros; with mode 1 it
+// adds the product to C and ignores rb and cb. kb may be 0. It needs
+// AVX-512F.
+//
+//go:noescape
+func sgemm12x32(kb int, a0, a1, b0, b1, c *float32, ldc int, rb, cb *float32, mode int)
+
+// sgemm6x32 is sgemm12x32 for one A panel (6 floats per step at a): it
+// computes the 6×32 product of kb steps of a and the B panels at b0, b1
+// and writes it to the 6 rows of C at c as sgemm12x32 does (rb has 6
+// values, cb 32). It needs AVX-512F.
+//
+//go:noescape
+func sgemm6x32(kb int, a, b0, b1, c *float32, ldc int, rb, cb *float32, mode int)
+
+// sgemm12x16 is sgemm12x32 for one B panel (16 floats per step at b): it
+// computes the 12×16 product of kb steps of the A panels at a0, a1 and b
+// and writes it to the 12 rows of C at c as sgemm12x32 does (rb has 12
+// values, cb 16). It needs AVX-512F.
+//
+//go:noescape
+func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int)
+
+// fmaPeakLoop512 runs n iterations of 24 16-lane fused multiply-adds
+// spread over 12 independent zmm accumulators: 768·n floating-point
+// operations, no memory traffic. It needs AVX-512F.
+//
+//go:noescape
+func fmaPeakLoop512(n int)
