@@ -34,6 +34,8 @@ type convKernel struct {
 	per         int       // scratch floats of one worker's packed block
 	bOff        int       // scratch float offset of the workers' blocks
 
+	dwPer int // scratch floats of one worker's padded depthwise plane, or 0
+
 	fuse *fused // an epilogue applied block by block, or nil
 }
 
@@ -103,6 +105,12 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 	k.pointwise = k.kvol == 1 && k.stride == [3]int{1, 1, 1} && k.pad == [3]int{} && k.in == k.out
 	if k.g > 1 && k.cg == 1 {
 		k.depthwise = true
+		// Small unit-stride planes run through a padded copy in each
+		// worker's own scratch area (dwPaddedS1).
+		if n := dwPaddedFloats(k); n > 0 {
+			k.dwPer = roundUp(n, alignment/4)
+			return k, int64(max(1, c.threads)*k.dwPer) * 4, nil
+		}
 		return k, 0, nil
 	}
 	if k.outSp == 0 || k.nb == 0 {
@@ -177,15 +185,18 @@ func (k *convKernel) workers(w *Workers, scratch []byte) int {
 
 func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.depthwise {
+		// One item per share, so that each share knows its registers
+		// and its scratch area.
 		planes := k.nb * k.m
-		parts := w.parts(planes * k.outSp * k.kvol)
+		parts := min(w.parts(planes*k.outSp*k.kvol), planes)
 		if k.fuse != nil {
-			// One item per share, so that each share knows its registers.
-			parts = min(parts, planes, k.fuse.shares)
-			w.forArgs(parts, parts, k, args{phaseDepthwise, int64(parts)}, in, out, scratch)
-			return
+			parts = min(parts, k.fuse.shares)
 		}
-		w.forArgs(planes, parts, k, args{phaseDepthwise}, in, out, scratch)
+		if k.dwPer > 0 {
+			parts = min(parts, len(scratch)/4/k.dwPer)
+		}
+		parts = max(parts, 1)
+		w.forArgs(parts, parts, k, args{phaseDepthwise, int64(parts)}, in, out, scratch)
 		return
 	}
 	if k.outSp == 0 || k.nb == 0 {
@@ -215,12 +226,12 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	case phaseDepthwise:
 		wt := f32s(in[1])
 		mult := k.mg
-		share := -1
-		if k.fuse != nil {
-			// Item lo is share lo of a[1] shares of the planes.
-			share = lo
-			planes := k.nb * k.m
-			lo, hi = share*planes/int(a[1]), (share+1)*planes/int(a[1])
+		// Item lo is share lo of a[1] shares of the planes.
+		share, planes := lo, k.nb*k.m
+		lo, hi = share*planes/int(a[1]), (share+1)*planes/int(a[1])
+		var buf []float32
+		if k.dwPer > 0 {
+			buf = f32s(scratch)[share*k.dwPer:][:k.dwPer]
 		}
 		for p := lo; p < hi; p++ {
 			n, mo := p/k.m, p%k.m
@@ -229,8 +240,8 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 				bv = bias[mo]
 			}
 			xc := x[(n*k.c+mo/mult)*k.inSp:][:k.inSp]
-			k.depthwisePlane(y[p*k.outSp:][:k.outSp], xc, wt[mo*k.kvol:][:k.kvol], bv)
-			if share >= 0 {
+			k.depthwisePlane(y[p*k.outSp:][:k.outSp], xc, wt[mo*k.kvol:][:k.kvol], bv, buf)
+			if k.fuse != nil {
 				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+1, 0, k.outSp)
 			}
 		}

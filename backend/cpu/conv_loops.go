@@ -115,9 +115,9 @@ func (k *convKernel) im2colPanel(d, x []float32, j0, cols, k0, kb int) {
 // into one output plane y. Filters of at most dwMaxK × dwMaxK without
 // dilation on a 1-D or 2-D input take depthwise2D; any other geometry goes
 // row by row through depthwiseRow.
-func (k *convKernel) depthwisePlane(y, x, wt []float32, bias float32) {
+func (k *convKernel) depthwisePlane(y, x, wt []float32, bias float32, buf []float32) {
 	if k.dwFast() {
-		k.depthwise2D(y, x, wt, bias)
+		k.depthwise2D(y, x, wt, bias, buf)
 		return
 	}
 	for od := 0; od < k.out[0]; od++ {
@@ -174,27 +174,35 @@ func (k *convKernel) depthwiseRow(orow, x, wt []float32, od, oh int, bias float3
 	}
 }
 
-// dwSmall is the room, in floats, of the stack buffers through which
-// dwPaddedS1 runs a small plane: its zero-padded input and its output
-// rows widened to whole vectors.
+// dwSmall bounds the floats of a plane that dwPaddedS1 takes: its
+// zero-padded input and its output rows widened to whole vectors.
 const dwSmall = 3072
 
+// dwPaddedFloats is the scratch, in floats, that dwPaddedS1 needs for one
+// plane of k, or 0 when k's planes go row by row instead: wide planes
+// (whose rows are long enough to run without copies), strides other than
+// 1, geometries depthwise2D does not take, or no assembly kernel.
+func dwPaddedFloats(k *convKernel) int {
+	OH, OW, KH, KW := k.out[1], k.out[2], k.kern[1], k.kern[2]
+	n := roundUp(OW, 8)
+	wp, hp := n+KW-1, OH+KH-1
+	if !dwAsm || !k.dwFast() || k.stride[1] != 1 || k.stride[2] != 1 ||
+		OW < 8 || n == OW && n >= 64 || hp*wp > dwSmall || OH*n > dwSmall {
+		return 0
+	}
+	return hp*wp + OH*n
+}
+
 // dwPaddedS1 computes a small unit-stride plane on the assembly kernel as
-// a whole: the input is copied once into a zero-padded buffer, so that
-// every output row, widened to a multiple of 8, is interior; the widened
-// rows are computed into a buffer and their first OW values copied out.
-// It reports false, doing nothing, when the plane does not fit the
-// buffers.
-func dwPaddedS1(y, x, wt []float32, H, W, OH, OW, KH, KW, ph, pw int, bias float32) bool {
+// a whole, in buf (dwPaddedFloats of it): the input is copied once into a
+// zero-padded area, so that every output row, widened to a multiple of 8,
+// is interior; the widened rows are computed into the rest of buf and
+// their first OW values copied out.
+func dwPaddedS1(y, x, wt, buf []float32, H, W, OH, OW, KH, KW, ph, pw int, bias float32) {
 	n := roundUp(OW, 8)
 	wp := n + KW - 1 // padded input row
 	hp := OH + KH - 1
-	if OW < 8 || n == OW && n >= 64 || hp*wp > dwSmall || OH*n > dwSmall {
-		// Wide planes run row by row without copies (depthwise2D).
-		return false
-	}
-	var in, out [dwSmall]float32
-	pin := in[:hp*wp]
+	pin, out := buf[:hp*wp], buf[hp*wp:][:OH*n]
 	clear(pin)
 	for i := 0; i < hp; i++ {
 		ih := i - ph
@@ -215,7 +223,6 @@ func dwPaddedS1(y, x, wt []float32, H, W, OH, OW, KH, KW, ph, pw int, bias float
 		dwS1AVX2(&out[oh*n], &rp, &wt[0], KH, KW, n, bias)
 		copy(y[oh*OW:(oh+1)*OW], out[oh*n:oh*n+OW])
 	}
-	return true
 }
 
 // dwMaxK is the largest filter side that depthwise2D takes.
@@ -236,13 +243,14 @@ func (k *convKernel) dwFast() bool {
 // dw3x3s2 for the common 3×3 filters, dwBlock for the others); the border
 // pixels of those rows are summed one by one with checks, and the border
 // rows go through depthwiseRow.
-func (k *convKernel) depthwise2D(y, x, wt []float32, bias float32) {
+func (k *convKernel) depthwise2D(y, x, wt []float32, bias float32, buf []float32) {
 	H, W := k.in[1], k.in[2]
 	OH, OW := k.out[1], k.out[2]
 	KH, KW := k.kern[1], k.kern[2]
 	sh, sw := k.stride[1], k.stride[2]
 	ph, pw := k.pad[1], k.pad[2]
-	if sh == 1 && sw == 1 && dwAsm && dwPaddedS1(y, x, wt, H, W, OH, OW, KH, KW, ph, pw, bias) {
+	if len(buf) > 0 && dwAsm {
+		dwPaddedS1(y, x, wt, buf, H, W, OH, OW, KH, KW, ph, pw, bias)
 		return
 	}
 	wt = wt[:KH*KW]

@@ -200,6 +200,12 @@ func unaryFor(op string, dt ir.DType) (unaryFn, int, bool) {
 		if fn, ok := vecOp(op); ok {
 			return fn, 2, true
 		}
+		switch op {
+		case "Relu":
+			return reluF32, 1, true
+		case "Clip":
+			return clipF32, 1, true
+		}
 		return floatOp[float32](op)
 	case ir.Float64:
 		return floatOp[float64](op)

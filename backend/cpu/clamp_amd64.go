@@ -1,0 +1,17 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// clampAsm reports whether float32 Relu and Clip run on the branch-free
+// AVX2 kernels; tests clear it to exercise the Go loops.
+var clampAsm = cpu.X86.HasAVX2
+
+// reluAVX2 is reluLoop over the first len(d)&^7 elements of d and s.
+//
+//go:noescape
+func reluAVX2(d, s []float32)
+
+// clipAVX2 is clipLoop over the first len(d)&^7 elements of d and s.
+//
+//go:noescape
+func clipAVX2(d, s []float32, lo, hi float32)

@@ -1,0 +1,56 @@
+#include "textflag.h"
+
+// func reluAVX2(d, s []float32)
+//
+// d[i] = s[i] < 0 ? 0 : s[i] for the first len(d)&^7 elements, without
+// branches: a NaN or −0 passes through, as in reluLoop.
+TEXT ·reluAVX2(SB), NOSPLIT, $0-48
+	MOVQ   d_base+0(FP), DI
+	MOVQ   d_len+8(FP), CX
+	MOVQ   s_base+24(FP), SI
+	ANDQ   $-8, CX
+	VXORPS Y1, Y1, Y1
+	XORQ   AX, AX
+
+relu:
+	CMPQ    AX, CX
+	JGE     reludone
+	VMOVUPS (SI)(AX*4), Y0
+	VCMPPS  $0x11, Y1, Y0, Y2 // Y2 = Y0 < 0 (ordered, quiet)
+	VANDNPS Y0, Y2, Y3        // Y3 = Y0 where not Y2, else 0
+	VMOVUPS Y3, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     relu
+
+reludone:
+	VZEROUPPER
+	RET
+
+// func clipAVX2(d, s []float32, lo, hi float32)
+//
+// d[i] = min(max(s[i], lo), hi) in clipLoop's order and with its
+// comparisons (a NaN passes through) for the first len(d)&^7 elements.
+TEXT ·clipAVX2(SB), NOSPLIT, $0-56
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         s_base+24(FP), SI
+	ANDQ         $-8, CX
+	VBROADCASTSS lo+48(FP), Y4
+	VBROADCASTSS hi+52(FP), Y5
+	XORQ         AX, AX
+
+clip:
+	CMPQ      AX, CX
+	JGE       clipdone
+	VMOVUPS   (SI)(AX*4), Y0
+	VCMPPS    $0x11, Y4, Y0, Y2 // x < lo
+	VBLENDVPS Y2, Y4, Y0, Y0    // x = lo where x < lo
+	VCMPPS    $0x1e, Y5, Y0, Y3 // x > hi (ordered, quiet)
+	VBLENDVPS Y3, Y5, Y0, Y0    // x = hi where x > hi
+	VMOVUPS   Y0, (DI)(AX*4)
+	ADDQ      $8, AX
+	JMP       clip
+
+clipdone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package cpu
+
+// clampAsm is false: there is no assembly kernel on this platform.
+var clampAsm = false
+
+func reluAVX2(d, s []float32)                 { panic("reluAVX2 without assembly") }
+func clipAVX2(d, s []float32, lo, hi float32) { panic("clipAVX2 without assembly") }
