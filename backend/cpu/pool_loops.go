@@ -20,6 +20,10 @@ func maxPlanes[T number](k *poolKernel, y []T, ind []int64, x []T, lo, hi int) {
 func maxPlane[T number](k *poolKernel, y []T, ind []int64, x []T, base int64) {
 	H, W := k.in[1], k.in[2]
 	lowest := lowestOf[T]()
+	if ind == nil {
+		maxPlaneValues(k, y, x, lowest)
+		return
+	}
 	i := 0
 	for od := 0; od < k.out[0]; od++ {
 		for oh := 0; oh < k.out[1]; oh++ {
@@ -46,6 +50,41 @@ func maxPlane[T number](k *poolKernel, y []T, ind []int64, x []T, base int64) {
 						ind[i] = base + int64((iw*H+ih)*k.in[0]+id)
 					}
 				}
+				i++
+			}
+		}
+	}
+}
+
+// maxPlaneValues is maxPlane without indices: each window's first value,
+// then the builtin max of it and the others, which selects without a
+// branch (a branch per element mispredicts on random data) and lets a NaN
+// win. Of +0 and −0 in one window it keeps +0.
+func maxPlaneValues[T number](k *poolKernel, y, x []T, lowest T) {
+	H, W := k.in[1], k.in[2]
+	i := 0
+	for od := 0; od < k.out[0]; od++ {
+		for oh := 0; oh < k.out[1]; oh++ {
+			for ow := 0; ow < k.out[2]; ow++ {
+				best, seen := lowest, false
+				w0, w1 := int(k.tlo[2][ow]), int(k.thi[2][ow])
+				for td := k.tlo[0][od]; td < k.thi[0][od]; td++ {
+					id := od*k.stride[0] - k.pad[0] + int(td)*k.dil[0]
+					for th := k.tlo[1][oh]; th < k.thi[1][oh]; th++ {
+						ih := oh*k.stride[1] - k.pad[1] + int(th)*k.dil[1]
+						row := x[(id*H+ih)*W:][:W]
+						iw0 := ow*k.stride[2] - k.pad[2]
+						for tw := w0; tw < w1; tw++ {
+							v := row[iw0+tw*k.dil[2]]
+							if !seen {
+								best, seen = v, true
+								continue
+							}
+							best = max(best, v)
+						}
+					}
+				}
+				y[i] = best
 				i++
 			}
 		}
