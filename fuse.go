@@ -17,7 +17,9 @@ type fusion struct {
 	regs   int           // bytes of working memory each session gives it
 }
 
-var debugFuse = false
+// fuseTiles lets epilogues run tile by tile where memory allows; tests
+// clear it to run every epilogue once its producer is done.
+var fuseTiles = true
 
 // maxChain bounds how many steps one epilogue absorbs.
 const maxChain = 16
@@ -27,11 +29,11 @@ const maxChain = 16
 // is an elementwise float32 operator of the output's shape, its other
 // operands are constants or activations computed before step s, every
 // value of the chain but the last is read only inside the chain and is not
-// a graph output, and the memory is safe: the chain's result, written
-// during step s, must not overlap what step s reads or its scratch, and
-// must be the same bytes as, or apart from, the producer's output and the
-// activations the epilogue reads (each element is read before it is
-// written, never after).
+// a graph output, and the memory is safe: the chain's result must be the
+// same bytes as, or apart from, the producer's output and the activations
+// the epilogue reads (each element is read before it is written, never
+// after). It runs tile by tile when it is also apart from what step s
+// reads and from its scratch, else in one pass once the producer is done.
 func (e *Executable) fuse() {
 	g, order := e.g, e.plan.Order
 	pos := make([]int, len(g.Nodes))
@@ -163,9 +165,6 @@ func (e *Executable) tryFusion(i int, y ir.TensorID, rowLen int, chain []*ir.Nod
 	g := e.g
 	ep, ext, err := cpu.NewEpilogue(g, y, rowLen, chain)
 	if err != nil {
-		if debugFuse {
-			println("fuse:", err.Error())
-		}
 		return nil
 	}
 	z := chain[len(chain)-1].Outputs[0]
@@ -180,32 +179,30 @@ func (e *Executable) tryFusion(i int, y ir.TensorID, rowLen int, chain []*ir.Nod
 		s := e.layout.Slots[id]
 		return span{s.Offset, s.Size}, s.Offset >= 0
 	}
-	// What the producer's step reads, and its scratch: apart.
-	for _, id := range g.Nodes[i].Inputs {
-		if r, ok := slot(id); ok && !disjoint(zr, r) {
-			if debugFuse {
-				println("fuse: input overlap", g.Tensor(id).Name, r.off, r.size, zr.off, zr.size)
-			}
-			return nil
-		}
-	}
-	if t := e.scratch[i]; t >= 0 {
-		if !disjoint(zr, span{e.plan.Offsets[t], e.problem.Tensors[t].Size}) {
-			return nil
-		}
-	}
 	// The producer's output and the activations read: same or apart.
 	for _, id := range append([]ir.TensorID{y}, ext...) {
 		if r, ok := slot(id); ok && r != zr && !disjoint(zr, r) {
-			if debugFuse {
-				println("fuse: partial overlap", g.Tensor(id).Name, r.off, r.size, zr.off, zr.size)
-			}
 			return nil
 		}
 	}
-	k, ok := cpu.Fuse(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads)
+	// Tile by tile only if the result is apart from what the producer's
+	// step reads and from its scratch; else once the producer is done.
+	tiled := fuseTiles
+	for _, id := range g.Nodes[i].Inputs {
+		if r, ok := slot(id); ok && !disjoint(zr, r) {
+			tiled = false
+		}
+	}
+	if t := e.scratch[i]; t >= 0 && !disjoint(zr, span{e.plan.Offsets[t], e.problem.Tensors[t].Size}) {
+		tiled = false
+	}
+	var k cpu.Kernel
+	ok := false
+	if tiled {
+		k, ok = cpu.Fuse(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads)
+	}
 	if !ok {
-		return nil
+		k = cpu.FuseAfter(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads)
 	}
 	f := &fusion{kernel: k, ext: ext, result: z, regs: ep.RegisterBytes(e.threads)}
 	for _, m := range chain {

@@ -159,35 +159,47 @@ func TestFusedChains(t *testing.T) {
 		// y is also a graph output: nothing fuses.
 		{"matmul output kept", matmul, un("Relu", nil), 0, nil},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			k := &kgraph{g: &ir.Graph{Name: "fuse", Opsets: map[string]int64{"": 17}}}
-			// The residual is computed before the producer, as in a
-			// residual block.
-			res := ir.NoTensor
-			if c.res != nil {
-				res = k.node("Neg", nil, []ir.TensorID{k.input("r", f32, c.res...)}, f32, c.res...)
-			}
-			r := func() ir.TensorID { return res }
-			y, s := c.prod(k)
-			k.g.Outputs = []ir.TensorID{c.chain(k, y, r, s)}
-			if c.want == 0 {
-				k.g.Outputs = append(k.g.Outputs, y)
-			}
-			want := max(c.want, 0)
-			var inputs []Tensor
-			for _, id := range k.g.Inputs {
-				tt := k.g.Tensor(id)
-				b := make([]byte, 4*tt.Shape.Elements())
-				for i := 0; i < len(b); i += 4 {
-					binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(rng.NormFloat64())))
-				}
-				inputs = append(inputs, Tensor{Name: tt.Name, DType: tt.DType, Shape: []int64(tt.Shape), Data: b})
-			}
-			if got := runBoth(t, &Model{graph: k.g}, inputs); got != want {
-				t.Errorf("%d nodes absorbed, want %d", got, want)
-			}
-		})
+	for _, tiles := range []bool{true, false} {
+		fuseTiles = tiles
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/tiles=%v", c.name, tiles), func(t *testing.T) {
+				testChain(t, rng, c.prod, c.chain, c.want, c.res)
+			})
+		}
+	}
+	fuseTiles = true
+}
+
+// testChain builds a graph of prod followed by chain (reading a residual
+// of shape res when res is not nil), runs it with and without fusion and
+// wants the same bytes, and want nodes absorbed (0: y is also made a graph
+// output, so none may be; -1: none, with y read only by the chain).
+func testChain(t *testing.T, rng *rand.Rand, prod func(k *kgraph) (ir.TensorID, []int64),
+	chain func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID, want int, res []int64) {
+	const f32 = ir.Float32
+	k := &kgraph{g: &ir.Graph{Name: "fuse", Opsets: map[string]int64{"": 17}}}
+	// The residual is computed before the producer, as in a residual
+	// block.
+	r := ir.NoTensor
+	if res != nil {
+		r = k.node("Neg", nil, []ir.TensorID{k.input("r", f32, res...)}, f32, res...)
+	}
+	y, s := prod(k)
+	k.g.Outputs = []ir.TensorID{chain(k, y, func() ir.TensorID { return r }, s)}
+	if want == 0 {
+		k.g.Outputs = append(k.g.Outputs, y)
+	}
+	var inputs []Tensor
+	for _, id := range k.g.Inputs {
+		tt := k.g.Tensor(id)
+		b := make([]byte, 4*tt.Shape.Elements())
+		for i := 0; i < len(b); i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(rng.NormFloat64())))
+		}
+		inputs = append(inputs, Tensor{Name: tt.Name, DType: tt.DType, Shape: []int64(tt.Shape), Data: b})
+	}
+	if got := runBoth(t, &Model{graph: k.g}, inputs); got != max(want, 0) {
+		t.Errorf("%d nodes absorbed, want %d", got, max(want, 0))
 	}
 }
 

@@ -397,3 +397,33 @@ func (g *gemm) tileRect(t int) (i0, i1, j0, j1 int) {
 	j0, j1 = tj*pn/tn*gemmNR, min((tj+1)*pn/tn*gemmNR, g.n)
 	return i0, i1, j0, j1
 }
+
+// FuseAfter returns a kernel that runs k and then ep over k's whole
+// output, in one more parallel pass instead of tile by tile: for a chain
+// whose result may not be written while k still reads its inputs. Inputs
+// and outputs are as for Fuse; rowLen (ep's) must divide k's output.
+func FuseAfter(k Kernel, ep *Epilogue, nin, threads int) Kernel {
+	return &afterKernel{k: k, f: newFused(ep, nin, threads)}
+}
+
+// afterKernel runs an epilogue once its producer has finished.
+type afterKernel struct {
+	k Kernel
+	f *fused
+}
+
+func (a *afterKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	a.k.Run(w, in[:a.f.nin], out[:1], scratch)
+	rows := len(out[0]) / 4 / a.f.ep.rowLen
+	parts := max(1, min(w.parts(rows*a.f.ep.rowLen*len(a.f.ep.instrs)), rows, a.f.shares))
+	// One item per share, so that each share knows its registers.
+	w.forArgs(parts, parts, a, args{int64(parts)}, in, out, scratch)
+}
+
+func (a *afterKernel) rangeArgs(in, out [][]byte, _ []byte, x args, lo, hi int) {
+	rows, parts := len(out[0])/4/a.f.ep.rowLen, int(x[0])
+	for share := lo; share < hi; share++ {
+		r0, r1 := share*rows/parts, (share+1)*rows/parts
+		a.f.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), share, r0, r1, 0, a.f.ep.rowLen)
+	}
+}
