@@ -109,3 +109,16 @@ func BenchmarkFor(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTransformerGEMM covers the products of a BERT-base/GPT-2-small
+// layer at sequence 128 (A 128×k activations, B constant weights).
+func BenchmarkTransformerGEMM(b *testing.B) {
+	for _, s := range []struct{ m, k, n int64 }{{128, 768, 768}, {128, 768, 3072}, {128, 3072, 768}} {
+		for _, th := range threadCounts() {
+			b.Run(fmt.Sprintf("%dx%dx%d/threads=%d", s.m, s.k, s.n, th), func(b *testing.B) {
+				g, n := matmulNode(s.m, s.k, s.n, true)
+				benchKernel(b, g, n, th, 2*float64(s.m*s.k*s.n))
+			})
+		}
+	}
+}

@@ -214,21 +214,13 @@ func buildBinary(c *bctx) (Kernel, int64, error) {
 }
 
 func newArith[T number](c *bctx, op string) (Kernel, error) {
-	var fn binFn[T, T]
-	switch op {
-	case "Add", "Sum", "Mean":
-		fn = addLoop[T]
-	case "Sub":
-		fn = subLoop[T]
-	case "Mul":
-		fn = mulLoop[T]
-	case "Div":
-		fn = divLoop[T]
-	case "Max":
-		fn = maxLoop[T]
-	case "Min":
-		fn = minLoop[T]
-	default:
+	fn := arithGeneric[T](op)
+	if op == "Add" || op == "Sub" || op == "Mul" || op == "Div" {
+		if f, ok := any(arithF32(op)).(binFn[T, T]); ok {
+			fn = f // float32: the vector loops
+		}
+	}
+	if fn == nil {
 		return nil, c.errorf("unknown binary operator")
 	}
 	k, err := newBin(c, fn)
@@ -244,6 +236,26 @@ func newArith[T number](c *bctx, op string) (Kernel, error) {
 			n: int(c.out(0).Shape.Elements()), cost: 1}
 	}
 	return k, nil
+}
+
+// arithGeneric is the loop of an arithmetic operator for T, or nil.
+func arithGeneric[T number](op string) binFn[T, T] {
+	var fn binFn[T, T]
+	switch op {
+	case "Add", "Sum", "Mean":
+		fn = addLoop[T]
+	case "Sub":
+		fn = subLoop[T]
+	case "Mul":
+		fn = mulLoop[T]
+	case "Div":
+		fn = divLoop[T]
+	case "Max":
+		fn = maxLoop[T]
+	case "Min":
+		fn = minLoop[T]
+	}
+	return fn
 }
 
 func newCompare[T number](c *bctx, op string) (Kernel, error) {

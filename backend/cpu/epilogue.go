@@ -246,13 +246,13 @@ func constOperand(v []float32, s, y ir.Shape, rowLen int) (epOperand, error) {
 func arithF32(op string) binFn[float32, float32] {
 	switch op {
 	case "Add":
-		return addLoop[float32]
+		return addF32
 	case "Sub":
-		return subLoop[float32]
+		return subF32
 	case "Mul":
-		return mulLoop[float32]
+		return mulF32
 	case "Div":
-		return divLoop[float32]
+		return divF32
 	case "Max":
 		return maxLoop[float32]
 	}

@@ -1,0 +1,98 @@
+#include "textflag.h"
+
+// func arithAVX2(op int, o, a, b *float32, n, sa, sb int)
+//
+// o[i] = a[i·sa] OP b[i·sb] for i < n&^7, OP by op (0 +, 1 −, 2 ×, 3 ÷),
+// strides 0 (a repeated scalar) or 1, not both 0. One instruction per
+// eight results, rounded as the scalar operation rounds each.
+
+#define VV(lbl, INS) \
+lbl:; \
+	CMPQ    AX, CX; \
+	JGE     done; \
+	VMOVUPS (SI)(AX*4), Y0; \
+	INS     (DX)(AX*4), Y0, Y0; \
+	VMOVUPS Y0, (DI)(AX*4); \
+	ADDQ    $8, AX; \
+	JMP     lbl
+
+#define VS(lbl, INS) \
+lbl:; \
+	CMPQ    AX, CX; \
+	JGE     done; \
+	VMOVUPS (SI)(AX*4), Y0; \
+	INS     Y1, Y0, Y0; \
+	VMOVUPS Y0, (DI)(AX*4); \
+	ADDQ    $8, AX; \
+	JMP     lbl
+
+#define SV(lbl, INS) \
+lbl:; \
+	CMPQ    AX, CX; \
+	JGE     done; \
+	VMOVUPS (DX)(AX*4), Y0; \
+	INS     Y0, Y1, Y2; \
+	VMOVUPS Y2, (DI)(AX*4); \
+	ADDQ    $8, AX; \
+	JMP     lbl
+
+TEXT ·arithAVX2(SB), NOSPLIT, $0-56
+	MOVQ op+0(FP), R8
+	MOVQ o+8(FP), DI
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVQ sa+40(FP), R9
+	MOVQ sb+48(FP), R10
+	ANDQ $-8, CX
+	XORQ AX, AX
+	CMPQ R10, $0
+	JEQ  scalarb
+	CMPQ R9, $0
+	JEQ  scalara
+
+	// Both operands advance.
+	CMPQ R8, $0
+	JEQ  addvv
+	CMPQ R8, $1
+	JEQ  subvv
+	CMPQ R8, $2
+	JEQ  mulvv
+	JMP  divvv
+
+scalarb:
+	VBROADCASTSS (DX), Y1
+	CMPQ         R8, $0
+	JEQ          addvs
+	CMPQ         R8, $1
+	JEQ          subvs
+	CMPQ         R8, $2
+	JEQ          mulvs
+	JMP          divvs
+
+scalara:
+	VBROADCASTSS (SI), Y1
+	CMPQ         R8, $0
+	JEQ          addsv
+	CMPQ         R8, $1
+	JEQ          subsv
+	CMPQ         R8, $2
+	JEQ          mulsv
+	JMP          divsv
+
+	VV(addvv, VADDPS)
+	VV(subvv, VSUBPS)
+	VV(mulvv, VMULPS)
+	VV(divvv, VDIVPS)
+	VS(addvs, VADDPS)
+	VS(subvs, VSUBPS)
+	VS(mulvs, VMULPS)
+	VS(divvs, VDIVPS)
+	SV(addsv, VADDPS)
+	SV(subsv, VSUBPS)
+	SV(mulsv, VMULPS)
+	SV(divsv, VDIVPS)
+
+done:
+	VZEROUPPER
+	RET

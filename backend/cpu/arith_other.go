@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package cpu
+
+// arithAsm is false: there is no assembly kernel on this platform.
+var arithAsm = false
+
+func arithAVX2(op int, o, a, b *float32, n, sa, sb int) { panic("arithAVX2 without assembly") }
