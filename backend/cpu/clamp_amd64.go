@@ -15,3 +15,9 @@ func reluAVX2(d, s []float32)
 //
 //go:noescape
 func clipAVX2(d, s []float32, lo, hi float32)
+
+// powAVX2 is squareLoop (cubeLoop when cube) over the first len(d)&^7
+// elements of d and s.
+//
+//go:noescape
+func powAVX2(d, s []float32, cube bool)

@@ -54,3 +54,33 @@ clip:
 clipdone:
 	VZEROUPPER
 	RET
+
+// func powAVX2(d, s []float32, cube bool)
+//
+// d[i] = s[i]·s[i] (·s[i] when cube, as (x·x)·x) for the first
+// len(d)&^7 elements.
+TEXT ·powAVX2(SB), NOSPLIT, $0-49
+	MOVQ  d_base+0(FP), DI
+	MOVQ  d_len+8(FP), CX
+	MOVQ  s_base+24(FP), SI
+	MOVBQZX cube+48(FP), R8
+	ANDQ  $-8, CX
+	XORQ  AX, AX
+
+pow:
+	CMPQ    AX, CX
+	JGE     powdone
+	VMOVUPS (SI)(AX*4), Y0
+	VMULPS  Y0, Y0, Y1
+	CMPQ    R8, $0
+	JEQ     powstore
+	VMULPS  Y0, Y1, Y1
+
+powstore:
+	VMOVUPS Y1, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     pow
+
+powdone:
+	VZEROUPPER
+	RET

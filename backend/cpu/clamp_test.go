@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestClampKernels runs Relu and Clip on the assembly kernels and wants the
+// TestClampKernels runs Relu, Clip, Square and Cube on the assembly kernels and wants the
 // bits of the Go loops, for every length up to 40, in place and not, on
 // values that include NaN, ±0, ±Inf, subnormals and the bounds themselves.
 func TestClampKernels(t *testing.T) {
@@ -23,7 +23,8 @@ func TestClampKernels(t *testing.T) {
 			name string
 			asm  func(d, s []byte, a args)
 			ref  func(d, s []float32, a args)
-		}{{"relu", reluF32, reluLoop[float32]}, {"clip", clipF32, clipLoop[float32]}} {
+		}{{"relu", reluF32, reluLoop[float32]}, {"clip", clipF32, clipLoop[float32]},
+			{"square", squareF32, squareLoop[float32]}, {"cube", cubeF32, cubeLoop[float32]}} {
 			want := make([]float32, n)
 			c.ref(want, src, a)
 			got := make([]float32, n)

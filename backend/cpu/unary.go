@@ -205,6 +205,10 @@ func unaryFor(op string, dt ir.DType) (unaryFn, int, bool) {
 			return reluF32, 1, true
 		case "Clip":
 			return clipF32, 1, true
+		case "Square":
+			return squareF32, 1, true
+		case "Cube":
+			return cubeF32, 1, true
 		}
 		return floatOp[float32](op)
 	case ir.Float64:
