@@ -230,8 +230,8 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 		share, planes := lo, k.nb*k.m
 		lo, hi = share*planes/int(a[1]), (share+1)*planes/int(a[1])
 		var buf []float32
-		if k.dwPer > 0 {
-			buf = f32s(scratch)[share*k.dwPer:][:k.dwPer]
+		if sc := f32s(scratch); k.dwPer > 0 && (share+1)*k.dwPer <= len(sc) {
+			buf = sc[share*k.dwPer:][:k.dwPer]
 		}
 		for p := lo; p < hi; p++ {
 			n, mo := p/k.m, p%k.m
