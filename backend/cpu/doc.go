@@ -15,11 +15,24 @@
 // goroutine a contiguous range of them; small loops stay on the caller.
 //
 // MatMul, Gemm, Conv and ConvTranspose share one single-precision GEMM:
-// operands are packed into panels (constant weights once, at build time),
-// C is cut into tiles that the workers share, and a 4×8 register-blocked
-// micro-kernel in plain Go accumulates over 256-deep slices of k.
-// Convolutions write im2col straight into packed panels; a depthwise
-// convolution runs directly.
+// operands are packed into panels of 6 rows and 16 columns (constant
+// weights once, at build time), C is cut into tiles that the workers share,
+// and micro-kernels in assembly accumulate over slices of k: 12×32 tiles in
+// zmm registers where the CPU has AVX-512, 6×16 in ymm with AVX2 and FMA,
+// a pure-Go 6×16 kernel elsewhere (gemm*.go). A convolution packs im2col
+// in blocks of at most 256×256 into each worker's own scratch area (none
+// for 1×1); a depthwise convolution runs directly, its unit-stride rows on
+// an AVX2 kernel.
+//
+// Fuse and FuseAfter attach an Epilogue to a MatMul, Gemm or Conv kernel:
+// the elementwise nodes that follow it in the plan, run on each tile of its
+// output while the tile is in cache (or in one more pass), each with its
+// own kernel's loop, so the result is the same bit for bit.
+//
+// Float32 Add, Sub, Mul, Div, Relu, Clip, Square, Cube, Exp, Sigmoid,
+// Tanh, Erf, Softmax and LayerNormalization have AVX2 kernels that round
+// as the scalar loops do or stay within 2 ulp of float64 math (vmath.go);
+// the Go loops remain for other types and CPUs.
 //
 // Elementwise operators broadcast like numpy through a loop nest planned at
 // build time: adjacent dimensions with the same broadcast pattern merge, and
@@ -35,6 +48,6 @@
 //
 // Operators follow the ONNX specification for opsets 11 to 17 (and the
 // older forms of Softmax, Clip, Slice, Pad, Split and Reduce*).
-// Transcendental functions go through float64 math; normalisations and
-// reductions accumulate in float64; Softmax subtracts the maximum.
+// Other transcendental functions go through float64 math; normalisations
+// and reductions accumulate in float64; Softmax subtracts the maximum.
 package cpu
