@@ -163,7 +163,7 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	if err := checkLimit(opts.MemoryLimit, p, pl, g, wbytes); err != nil {
 		return nil, err
 	}
-	e.problem, e.index, e.plan = p, index, pl
+	e.problem, e.index, e.plan, e.weightBytes = p, index, pl, wbytes
 	e.layout = &arena.Layout{Slots: make([]arena.Slot, len(g.Tensors)), Bytes: pl.ArenaBytes, Alignment: Alignment}
 	for id := range g.Tensors {
 		e.layout.Slots[id] = arena.Slot{Offset: -1, Size: -1}
@@ -281,7 +281,6 @@ func (e *Executable) runTimeWeights() (used, anyAlign []bool, bytes int64) {
 // byte by byte (anyAlign), else an aligned copy in the packed region.
 func (e *Executable) placeWeights(used, anyAlign []bool) error {
 	g := e.g
-	_, _, e.weightBytes = e.runTimeWeights()
 	var need int64
 	for id, u := range used {
 		if !u {

@@ -43,31 +43,13 @@ func (e *Executable) fuse() {
 	for s, i := range order {
 		pos[i] = s
 	}
-	readers := make([][]int, len(g.Tensors))
-	for i := range g.Nodes {
-		for _, id := range g.Nodes[i].Inputs {
-			if id != ir.NoTensor && (len(readers[id]) == 0 || readers[id][len(readers[id])-1] != i) {
-				readers[id] = append(readers[id], i)
-			}
-		}
-	}
+	readers := g.Consumers()
 	isOut := make([]bool, len(g.Tensors))
 	for _, id := range g.Outputs {
 		isOut[id] = true
 	}
-	writer := make([]int, len(g.Tensors))
-	for i := range writer {
-		writer[i] = -1
-	}
-	for i := range g.Nodes {
-		for _, id := range g.Nodes[i].Outputs {
-			if id != ir.NoTensor {
-				writer[id] = i
-			}
-		}
-	}
 	producedAt := func(id ir.TensorID) int { // step that writes id; -1 for inputs and constants
-		if w := writer[id]; w >= 0 {
+		if w := g.Tensors[id].Producer; w >= 0 {
 			return pos[w]
 		}
 		return -1
