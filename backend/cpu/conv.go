@@ -125,7 +125,7 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 	floats := 0
 	if wt.IsConst() {
 		k.wPre = make([]float32, k.g*k.aSize)
-		withConstF32(wt, func(w []float32) { k.packWeights(k.wPre, w) })
+		k.packWeights(k.wPre, constSrc(wt))
 	} else {
 		floats = roundUp(k.g*k.aSize, alignment/4)
 	}
@@ -137,13 +137,12 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 // packWeights packs every group's [mg, kdim] weight block, one k slice
 // after the other: slice [k0, k0+kb) of group gi starts at float
 // gi·aSize + roundUp(mg, gemmMR)·k0 and is an mg × kb packed A operand.
-func (k *convKernel) packWeights(dst, w []float32) {
+func (k *convKernel) packWeights(dst []float32, w f32src) {
 	pm := ceilDiv(k.mg, gemmMR)
 	for gi := 0; gi < k.g; gi++ {
-		wg := w[gi*k.mg*k.kdim:]
 		for k0 := 0; k0 == 0 || k0 < k.kdim; k0 += k.kc {
 			kb := min(k.kc, k.kdim-k0)
-			packA(dst[gi*k.aSize+pm*gemmMR*k0:], wg[k0:], k.mg, kb, k.kdim, 1, 1, 0, pm)
+			w.packA(dst[gi*k.aSize+pm*gemmMR*k0:], gi*k.mg*k.kdim+k0, k.mg, kb, k.kdim, 1, 1)
 		}
 	}
 }
@@ -203,7 +202,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		return
 	}
 	if k.wPre == nil {
-		k.packWeights(f32s(scratch), f32s(in[1]))
+		k.packWeights(f32s(scratch), f32src{f: f32s(in[1])})
 	}
 	// Give each worker at least minGrain multiply-adds.
 	p := min(k.workers(w, scratch), max(1, k.nb*k.g*k.mg*k.outSp*k.kdim/minGrain))

@@ -135,7 +135,7 @@ func buildConvTranspose(c *bctx) (Kernel, int64, error) {
 	floats := k.bSize + k.rows*k.inSp
 	if wt.IsConst() {
 		k.wPre = make([]float32, k.g*k.aSize)
-		withConstF32(wt, func(w []float32) { k.packWeights(k.wPre, w) })
+		k.packWeights(k.wPre, constSrc(wt))
 	} else {
 		k.wOff = floats
 		floats += k.g * k.aSize
@@ -145,9 +145,9 @@ func buildConvTranspose(c *bctx) (Kernel, int64, error) {
 
 // packWeights packs Wᵀ of every group: element (row = m·kvol + tap, c) is
 // W[g·cg + c, m, tap].
-func (k *convTransposeKernel) packWeights(dst, w []float32) {
+func (k *convTransposeKernel) packWeights(dst []float32, w f32src) {
 	for gi := 0; gi < k.g; gi++ {
-		packA(dst[gi*k.aSize:], w[gi*k.cg*k.rows:], k.rows, k.cg, 1, k.rows, 1, 0, ceilDiv(k.rows, gemmMR))
+		w.packA(dst[gi*k.aSize:], gi*k.cg*k.rows, k.rows, k.cg, 1, k.rows, 1)
 	}
 }
 
@@ -156,7 +156,7 @@ const phaseCol2im = 3
 
 func (k *convTransposeKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.wPre == nil {
-		k.packWeights(f32s(scratch)[k.wOff:], f32s(in[1]))
+		k.packWeights(f32s(scratch)[k.wOff:], f32src{f: f32s(in[1])})
 	}
 	pb := ceilDiv(k.inSp, gemmNR)
 	mt, nt := gemmTiles(k.rows, k.inSp, w.Threads())

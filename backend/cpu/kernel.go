@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/berth-ml/berth/internal/raw"
@@ -268,36 +267,57 @@ func (c *bctx) constInts(i int) ([]int64, error) {
 
 // constF32 decodes a constant float32 tensor into a fresh slice, whatever
 // the alignment of its bytes.
-// withConstF32 calls f with t's values as float32 for packing: a view of
-// t's bytes when they are aligned, else a copy in a pooled buffer. The
-// values are valid only during f, and packing a model's weights leaves no
-// garbage of their size behind.
-func withConstF32(t *ir.Tensor, f func(v []float32)) {
-	n := len(t.Data) / 4
-	if n == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%4 == 0 {
-		f(f32s(t.Data)[:n:n])
-		return
-	}
-	bp, _ := constPool.Get().(*[]float32)
-	if bp == nil || cap(*bp) < n {
-		b := make([]float32, n)
-		bp = &b
-	}
-	v := (*bp)[:n]
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
-	}
-	f(v)
-	constPool.Put(bp)
+// f32src is a float32 operand to pack: a float32 slice, or little-endian
+// bytes at any alignment (a constant as the model file stores it), so that
+// packing a weight makes no float32 copy of it first.
+type f32src struct {
+	f []float32 // the values, or nil
+	b []byte    // else their bytes
 }
 
-// constPool holds withConstF32's buffers.
-var constPool sync.Pool
+// constSrc is the packing source of constant t: a view of its bytes when
+// they are aligned for float32, else the bytes.
+func constSrc(t *ir.Tensor) f32src {
+	if len(t.Data) >= 4 && aligned4(t.Data) {
+		return f32src{f: f32s(t.Data)}
+	}
+	return f32src{b: t.Data}
+}
+
+// packA packs the whole m×k operand whose element (i, l) is
+// alpha·src[off + i·rs + l·cs] (see the package-level packA).
+func (s f32src) packA(dst []float32, off, m, k, rs, cs int, alpha float32) {
+	if s.f != nil {
+		packA(dst, s.f[off:], m, k, rs, cs, alpha, 0, ceilDiv(m, gemmMR))
+		return
+	}
+	packABytes(dst, s.b[4*off:], m, k, rs, cs, alpha)
+}
+
+// packB packs the whole k×n operand whose element (l, j) is
+// src[off + l·rs + j·cs] (see the package-level packB).
+func (s f32src) packB(dst []float32, off, k, n, rs, cs int) {
+	if s.f != nil {
+		packB(dst, s.f[off:], k, n, rs, cs, 0, ceilDiv(n, gemmNR))
+		return
+	}
+	packBBytes(dst, s.b[4*off:], k, n, rs, cs)
+}
+
+// aligned4 reports whether b can be viewed as float32 values.
+func aligned4(b []byte) bool {
+	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0
+}
+
+// f32At reads float32 element i of little-endian bytes at any alignment.
+func f32At(b []byte, i int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+}
 
 func constF32(t *ir.Tensor) []float32 {
 	v := make([]float32, len(t.Data)/4)
 	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+		v[i] = f32At(t.Data, i)
 	}
 	return v
 }

@@ -1,10 +1,6 @@
 package cpu
 
 import (
-	"encoding/binary"
-	"math"
-	"unsafe"
-
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -167,15 +163,9 @@ func (k *matmulKernel) finish(a, b *ir.Tensor) int64 {
 	var floats int
 	if a.IsConst() {
 		k.aPre = make([]float32, k.nA*k.aSize)
-		if aligned4(a.Data) {
-			src := f32s(a.Data)
-			for mat := 0; mat < k.nA; mat++ {
-				packA(k.aPre[mat*k.aSize:], src[mat*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha, 0, k.panelsA())
-			}
-		} else {
-			for mat := 0; mat < k.nA; mat++ {
-				packABytes(k.aPre[mat*k.aSize:], a.Data[4*mat*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha)
-			}
+		src := constSrc(a)
+		for mat := 0; mat < k.nA; mat++ {
+			src.packA(k.aPre[mat*k.aSize:], mat*k.m*k.k, k.m, k.k, k.aRS, k.aCS, k.alpha)
 		}
 	} else {
 		k.aOff = floats
@@ -183,15 +173,9 @@ func (k *matmulKernel) finish(a, b *ir.Tensor) int64 {
 	}
 	if b.IsConst() {
 		k.bPre = make([]float32, k.nB*k.bSize)
-		if aligned4(b.Data) {
-			src := f32s(b.Data)
-			for mat := 0; mat < k.nB; mat++ {
-				packB(k.bPre[mat*k.bSize:], src[mat*k.k*k.n:], k.k, k.n, k.bRS, k.bCS, 0, k.panelsB())
-			}
-		} else {
-			for mat := 0; mat < k.nB; mat++ {
-				packBBytes(k.bPre[mat*k.bSize:], b.Data[4*mat*k.k*k.n:], k.k, k.n, k.bRS, k.bCS)
-			}
+		src := constSrc(b)
+		for mat := 0; mat < k.nB; mat++ {
+			src.packB(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.bRS, k.bCS)
 		}
 	} else {
 		k.bOff = floats
@@ -360,16 +344,6 @@ func buildGemm(c *bctx) (Kernel, int64, error) {
 		}
 	}
 	return k, k.finish(a, b), nil
-}
-
-// aligned4 reports whether b can be viewed as float32 values.
-func aligned4(b []byte) bool {
-	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0
-}
-
-// f32At reads float32 element i of little-endian bytes at any alignment.
-func f32At(b []byte, i int) float32 {
-	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 }
 
 // packABytes is packA of a whole m×k operand read from bytes that may be

@@ -233,6 +233,16 @@ func TestPackFromBytes(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("B %v transposed %v: packed from bytes differs", c, tr)
 			}
+			// Through f32src, from one element on.
+			if c.k*c.n > 1 {
+				k := c.k - 1
+				want, got = make([]float32, packedBSize(k, c.n)), make([]float32, packedBSize(k, c.n))
+				f32src{f: vals}.packB(want, 1, k, c.n, rs, cs)
+				f32src{b: src}.packB(got, 1, k, c.n, rs, cs)
+				if !slices.Equal(got, want) {
+					t.Errorf("B %v transposed %v: f32src from bytes differs", c, tr)
+				}
+			}
 		}
 	}
 }
