@@ -147,7 +147,7 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 						unary = false
 						break
 					}
-					setFarg(&uk.a, i-1, float64(constF32(t)[0]))
+					setFarg(&uk.a, i-1, float64(f32At(t.Data, 0)))
 				}
 			}
 		}
