@@ -8,11 +8,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/berth-ml/berth/arena"
 	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -282,7 +282,7 @@ func (s *Session) bind(inputs []Tensor) error {
 		if int64(len(in.Data)) != want.Bytes() {
 			return fmt.Errorf("input %q: expected %d bytes of data for %s%v, got %d", want.Name, want.Bytes(), want.DType, want.Shape, len(in.Data))
 		}
-		if len(in.Data) > 0 && unsafe.SliceData(in.Data) == unsafe.SliceData(s.inputs[i]) {
+		if raw.SameStart(in.Data, s.inputs[i]) {
 			continue // the caller filled the session's own buffer
 		}
 		copy(s.inputs[i], in.Data)

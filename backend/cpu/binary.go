@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -31,7 +32,7 @@ func (k *binKernel[T, O]) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	// output overwrites it.
 	alias := -1
 	for j := 2; j < k.nin; j++ {
-		if sameStart(out[0], in[j]) {
+		if raw.SameStart(out[0], in[j]) {
 			alias = j
 			break
 		}

@@ -278,7 +278,7 @@ type f32src struct {
 // constSrc is the packing source of constant t: a view of its bytes when
 // they are aligned for float32, else the bytes.
 func constSrc(t *ir.Tensor) f32src {
-	if len(t.Data) >= 4 && aligned4(t.Data) {
+	if len(t.Data) >= 4 && raw.Aligned(t.Data, 4) {
 		return f32src{f: f32s(t.Data)}
 	}
 	return f32src{b: t.Data}
@@ -302,11 +302,6 @@ func (s f32src) packB(dst []float32, off, k, n, rs, cs int) {
 		return
 	}
 	packBBytes(dst, s.b[4*off:], k, n, rs, cs)
-}
-
-// aligned4 reports whether b can be viewed as float32 values.
-func aligned4(b []byte) bool {
-	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0
 }
 
 // f32At reads float32 element i of little-endian bytes at any alignment.
@@ -361,14 +356,9 @@ func alignedBytes(n int64) []byte {
 	return b[off : off+int(n) : off+int(n)]
 }
 
-// sameStart reports whether two non-empty buffers start at the same address.
-func sameStart(a, b []byte) bool {
-	return len(a) > 0 && len(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b)
-}
-
 // copyDistinct copies src into dst unless they already are the same bytes.
 func copyDistinct(dst, src []byte) {
-	if !sameStart(dst, src) {
+	if !raw.SameStart(dst, src) {
 		copy(dst, src)
 	}
 }

@@ -55,3 +55,9 @@ func Bytes[T any](s []T) []byte {
 func Aligned(b []byte, align uintptr) bool {
 	return len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%align == 0
 }
+
+// SameStart reports whether two non-empty buffers start at the same
+// address.
+func SameStart(a, b []byte) bool {
+	return len(a) > 0 && len(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
