@@ -48,7 +48,11 @@
 // or output shares. One predicate, inPlace, states the rule;
 // the operators it lists are those whose CPU kernels are correct when the
 // output is exactly an input, which a test in the root package checks one
-// by one. The output then lives in the input's slot, which lives on as long
+// by one. A step that is none of these may name, in Step.Overwrite, inputs
+// it reads element by element before it writes the same elements of its
+// first output (a producer whose fused epilogue adds a residual, computing
+// each tile aside first); the same rule then lets the output take those
+// over. The output then lives in the input's slot, which lives on as long
 // as the output does (Plan.InPlace records each takeover).
 //
 // # Schedules

@@ -96,13 +96,19 @@ func randomProblem(rng *rand.Rand, steps int) *plan.Problem {
 				ins = append(ins, pick())
 			}
 			op, sizes := "Op", []int64{randomSize(rng)}
-			if rng.IntN(3) == 0 { // one that may run in place
+			var overwrite []int
+			switch rng.IntN(6) {
+			case 0, 1: // one that may run in place
 				op, sizes[0] = []string{"Relu", "Add", "Softmax"}[rng.IntN(3)], b.p.Tensors[ins[0]].Size
+			case 2: // a fused producer that may overwrite its last input
+				last := ins[len(ins)-1]
+				sizes[0], overwrite = b.p.Tensors[last].Size, []int{last}
 			}
 			if rng.IntN(4) == 0 {
 				sizes = append(sizes, randomSize(rng)) // a second output, or scratch
 			}
 			b.step(op, ins, sizes...)
+			b.p.Steps[len(b.p.Steps)-1].Overwrite = overwrite
 		}
 	}
 	for range 1 + rng.IntN(3) {

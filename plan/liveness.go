@@ -47,16 +47,19 @@ var inPlaceOps = map[string]bool{
 // inPlace is the one rule for in-place execution. Step s may write its
 // output out into the slot of its input in when
 //
-//  1. s is an ONNX operator listed in inPlaceOps, and out is s's first
-//     output (a normalisation's other outputs, mean and deviation, are
-//     written before the rows are read);
+//  1. s is an ONNX operator listed in inPlaceOps, or in is one of the
+//     inputs s lists in Overwrite; and out is s's first output (a
+//     normalisation's other outputs, mean and deviation, are written
+//     before the rows are read);
 //  2. in and out have the same element type and the same, non-zero,
 //     byte size;
 //  3. in owns its bytes, or views the whole of them: every link of its
 //     aliases is at offset 0 and of in's size, so out lands exactly on an
 //     input of the kernel; and any other input of s that views the same
 //     bytes views all of them too (a slice of in, read after out has
-//     overwritten part of it, would read the wrong values);
+//     overwritten part of it, would read the wrong values) and, where the
+//     takeover is through Overwrite, is listed there too (the step reads
+//     its other inputs whole);
 //  4. in dies at s: no later step reads in or anything sharing its slot,
 //     and neither in nor anything sharing its slot is a graph input or a
 //     graph output.
@@ -66,7 +69,8 @@ var inPlaceOps = map[string]bool{
 // on their own.
 func inPlace(p *Problem, s, in, out int) bool {
 	st := &p.Steps[s]
-	if !inPlaceOps[st.Op] || (st.Domain != "" && st.Domain != "ai.onnx") {
+	listed := inPlaceOps[st.Op] && (st.Domain == "" || st.Domain == "ai.onnx")
+	if !listed && !slices.Contains(st.Overwrite, in) {
 		return false
 	}
 	if len(st.Outputs) == 0 || st.Outputs[0] != out {
@@ -81,7 +85,15 @@ func inPlace(p *Problem, s, in, out int) bool {
 		return false
 	}
 	for _, j := range st.Inputs {
-		if rj, wj := wholeRoot(p, j); rj == r && (!wj || p.Tensors[j].Size != ti.Size) {
+		rj, wj := wholeRoot(p, j)
+		if rj != r {
+			continue
+		}
+		if !wj || p.Tensors[j].Size != ti.Size {
+			return false
+		}
+		if !listed && j != in && !slices.Contains(st.Overwrite, j) {
+			// The step reads this one whole, not element by element.
 			return false
 		}
 	}

@@ -202,6 +202,23 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 	return pl, nil
 }
 
+// FileOrderLoad is LOAD of p's own step order with nothing aliased, what
+// Build reports as FileOrderLoadBytes, for a caller that plans a problem
+// made from p (steps fused into one, say) and measures the plan against
+// the problem it started from. alignment 0 means DefaultAlignment.
+func FileOrderLoad(p *Problem, alignment int64) (int64, error) {
+	if alignment == 0 {
+		alignment = DefaultAlignment
+	}
+	if alignment < 0 || alignment > maxAlignment {
+		return 0, fmt.Errorf("plan: alignment %d is not in [1, %d]", alignment, maxAlignment)
+	}
+	if err := p.check(); err != nil {
+		return 0, fmt.Errorf("plan: %w", err)
+	}
+	return analyze(p, fileOrder(p, alignment), false, nil).load(p, alignment), nil
+}
+
 // placeViews sets the offset of every view from its parent's, parents first.
 // A view the problem declares sits at its AliasOffset; an output that took
 // over an input in place sits exactly on it.

@@ -27,8 +27,8 @@ func check(t *testing.T, p *plan.Problem, opts plan.Options) *plan.Plan {
 }
 
 func TestRandomProblems(t *testing.T) {
-	takeovers := 0
-	parts := map[string]int{} // pieces made views, by operator
+	takeovers, overwrites := 0, 0 // overwrites: in place through Step.Overwrite
+	parts := map[string]int{}     // pieces made views, by operator
 	for seed := range uint64(3000) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		p := randomProblem(rng, 1+rng.IntN(60))
@@ -46,6 +46,11 @@ func TestRandomProblems(t *testing.T) {
 			}
 		}
 		for _, st := range p.Steps {
+			if len(st.Overwrite) > 0 && pl.InPlace[st.Outputs[0]] >= 0 {
+				overwrites++
+			}
+		}
+		for _, st := range p.Steps {
 			if st.Op == "Concat" && p.Tensors[st.Outputs[0]].IsView() {
 				parts["chain"]++ // a Concat's output moved into a later one's
 			}
@@ -59,7 +64,10 @@ func TestRandomProblems(t *testing.T) {
 	if takeovers < 1000 {
 		t.Fatalf("only %d outputs ran in place; the test proves little about in-place plans", takeovers)
 	}
-	t.Logf("shared: %v", parts)
+	if overwrites < 300 {
+		t.Fatalf("only %d fused producers overwrote an input; the test proves little about Step.Overwrite", overwrites)
+	}
+	t.Logf("shared: %v; %d outputs in place, %d of them through Overwrite", parts, takeovers, overwrites)
 	if parts["Concat"] < 1000 || parts["Split"] < 1000 || parts["chain"] < 100 {
 		t.Fatalf("only %d Concat and %d Split parts share their whole's bytes, and %d Concat outputs moved into another; the test proves little about them",
 			parts["Concat"], parts["Split"], parts["chain"])

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/berth-ml/berth/ir"
 )
@@ -41,6 +42,14 @@ type Step struct {
 	// Pieces are the runs of bytes the step copies whole between an input
 	// and an output (see Piece); nil for most steps.
 	Pieces []Piece
+	// Overwrite lists inputs whose slot the step's first output may take
+	// over in place although Op is not an in-place operator: the step reads
+	// each element of such an input before it writes the element at the
+	// same position of its first output, and never reads it after (a
+	// producer running a residual Add as its epilogue, say). The input
+	// must have the output's type and size; the rest of the rule of
+	// in-place execution (see Build) applies as for any input.
+	Overwrite []int
 }
 
 // A Piece says that after its step, tensor Part holds exactly the bytes of
@@ -183,6 +192,11 @@ func (p *Problem) check() error {
 				return fmt.Errorf("step %s: tensor %q is written twice", p.stepName(s), p.Tensors[id].Name)
 			}
 			written[id] = true
+		}
+		for _, id := range st.Overwrite {
+			if !slices.Contains(st.Inputs, id) {
+				return fmt.Errorf("step %s: overwrites tensor %d, which it does not read", p.stepName(s), id)
+			}
 		}
 		if len(st.Pieces) > 0 {
 			sd.stamp(s, st)

@@ -81,6 +81,11 @@ func verify(p *Problem, pl *Plan) error {
 			}
 			last[id] = t
 		}
+		for _, id := range st.Overwrite {
+			if !slices.Contains(st.Inputs, id) {
+				return fmt.Errorf("step %s overwrites tensor %d, which it does not read", p.stepName(s), id)
+			}
+		}
 		for _, id := range st.Outputs {
 			if id < 0 || id >= n {
 				return fmt.Errorf("step %s writes tensor %d, out of range", p.stepName(s), id)
@@ -254,7 +259,10 @@ func verify(p *Problem, pl *Plan) error {
 //   - the parts of a Concat's pieces in its output's slot: their producers
 //     wrote them, and the Concat copies them onto themselves;
 //   - a view of one of the step's own inputs (Reshape, Flatten …): its bytes
-//     are that input's, written by the step that wrote those.
+//     are that input's, written by the step that wrote those;
+//   - a view of another output of its own step (a fused producer's output
+//     inside the result of its epilogue): the step writes those bytes once
+//     as that output.
 //
 // So a view that a Concat's producer writes straight into the Concat's
 // output is written by that producer. root gives each tensor's root.
@@ -268,13 +276,13 @@ func verifyPieces(p *Problem, pl *Plan, root []int) error {
 	covered := make([][]run, n) // per Concat output: bytes its step copies onto themselves
 	noop := make([]bool, n)     // a Split or Slice output in its input's slot
 	whole := make([]bool, n)    // a Concat's output
-	reads := make([]bool, n)    // a view whose alias is an input of its own step
+	reads := make([]bool, n)    // a view whose alias is an input or another output of its own step
 	sd := newSides(n)
 	for s := range p.Steps {
 		st := &p.Steps[s]
 		sd.stamp(s, st)
 		for _, id := range st.Outputs {
-			if a := p.Tensors[id].Alias; a >= 0 && sd.in[a] == s {
+			if a := p.Tensors[id].Alias; a >= 0 && (sd.in[a] == s || sd.out[a] == s) {
 				reads[id] = true
 			}
 		}

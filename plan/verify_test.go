@@ -46,6 +46,7 @@ func TestVerifyRejects(t *testing.T) {
 		{"written twice", func(p *plan.Problem, pl *plan.Plan) { p.Steps[2].Outputs = []int{1} }, "already written"},
 		{"never written", func(p *plan.Problem, pl *plan.Plan) { p.Steps[2].Outputs = nil }, "never written"},
 		{"alias cycle", func(p *plan.Problem, pl *plan.Plan) { p.Tensors[1].Alias = 3 }, "circle"},
+		{"overwrites what it does not read", func(p *plan.Problem, pl *plan.Plan) { p.Steps[2].Overwrite = []int{0} }, "does not read"},
 		{"no alignment", func(p *plan.Problem, pl *plan.Plan) { pl.Alignment = 0 }, "alignment"},
 	}
 	for _, tt := range tests {
@@ -301,6 +302,29 @@ func TestVerifyInPlace(t *testing.T) {
 			p.Steps[2].Inputs = []int{4}
 		}, 4, true},
 		{"not elementwise", func(p *plan.Problem) { p.Steps[1].Op = "Transpose" }, a, false},
+		// A fused producer listing a residual in Overwrite.
+		{"overwrite listed", func(p *plan.Problem) {
+			p.Steps[1].Op, p.Steps[1].Inputs, p.Steps[1].Overwrite = "Conv", []int{0, a}, []int{a}
+		}, a, true},
+		{"overwrite lists another input", func(p *plan.Problem) {
+			p.Tensors[0].Size = 256
+			p.Steps[0].Inputs = nil
+			p.Inputs = nil
+			p.Steps = slices.Insert(p.Steps, 0, plan.Step{Name: "in", Op: "Neg", Outputs: []int{0}})
+			p.Steps[2].Op, p.Steps[2].Inputs, p.Steps[2].Overwrite = "Conv", []int{0, a}, []int{0}
+		}, a, false},
+		{"overwrite in another domain", func(p *plan.Problem) {
+			p.Steps[1].Op, p.Steps[1].Domain, p.Steps[1].Inputs, p.Steps[1].Overwrite = "Conv", "com.example", []int{0, a}, []int{a}
+		}, a, true},
+		{"overwrite while reading a view of it", func(p *plan.Problem) {
+			p.Tensors = append(p.Tensors, plan.Tensor{Name: "v", Size: 256, Alias: a})
+			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "reshape", Op: "Reshape", Inputs: []int{a}, Outputs: []int{4}})
+			p.Steps[2].Op, p.Steps[2].Inputs, p.Steps[2].Overwrite = "Conv", []int{4, a}, []int{a}
+		}, a, false},
+		{"overwrite of another size", func(p *plan.Problem) {
+			p.Steps[1].Op, p.Steps[1].Inputs, p.Steps[1].Overwrite = "Conv", []int{0, a}, []int{a}
+			p.Tensors[b].Size = 192
+		}, a, false},
 		{"another domain", func(p *plan.Problem) { p.Steps[1].Domain = "com.example" }, a, false},
 		{"another type", func(p *plan.Problem) { p.Tensors[b].DType = ir.Float16 }, a, false},
 		{"another size", func(p *plan.Problem) { p.Tensors[b].Size = 200 }, a, false},
