@@ -37,6 +37,12 @@ type convKernel struct {
 	dwPer int // scratch floats of one worker's padded depthwise plane, or 0
 
 	fuse *fused // an epilogue applied block by block, or nil
+	// owRows, in overwrite mode with a single k slice, is how many output
+	// channels each pass over a packed block computes into the tile
+	// buffer (a multiple of gemmMR); 0 otherwise.
+	owRows int
+
+	pro *prologue // applied to the input while packing it (pointwise only), or nil
 }
 
 // Blocking of the convolution product (see convKernel). A worker's packed
@@ -290,9 +296,23 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 			ldc: k.outSp,
 			mt:  min(p1-p0, convMT), nt: ceilDiv(ncb, gemmNR),
 		}
+		if k.fuse != nil && k.fuse.temp > 0 {
+			// Overwrite mode: the block goes to the worker's tile
+			// buffer, and only the epilogue writes the output.
+			// Rows a cache line longer than the block: a stride of a
+			// power of two would map the micro-tile's rows onto few
+			// cache sets.
+			g.c, g.ldc = k.fuse.tempBuf(f32s(out[3]), wi), ncb+gemmNR
+			if k.owRows > 0 {
+				k.chunks(xg, wp, bias, buf, &g, n, gi, p0, p1, j0, ncb, in, out, wi)
+				continue
+			}
+		}
 		for k0 := 0; k0 == 0 || k0 < k.kdim; k0 += k.kc {
 			kb := min(k.kc, k.kdim-k0)
-			if k.pointwise {
+			if k.pro != nil {
+				k.pro.packB(buf, xg[k0*k.inSp+j0:], gi*k.cg+k0, kb, ncb, k.inSp)
+			} else if k.pointwise {
 				packB(buf, xg[k0*k.inSp+j0:], kb, ncb, k.inSp, 1, 0, ceilDiv(ncb, gemmNR))
 			} else {
 				k.im2col(buf, xg, j0, ncb, k0, kb)
@@ -308,8 +328,42 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 		}
 		if k.fuse != nil {
 			r0 := n*k.m + gi*k.mg + p0*gemmMR
-			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
+			if k.fuse.temp > 0 {
+				k.fuse.tileFrom(f32s(out[1]), g.c, g.ldc, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
+			} else {
+				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
+			}
 		}
+	}
+}
+
+// chunks is one block of blocks in overwrite mode with a single k slice:
+// it packs the block's columns once, then computes its output channels
+// (A panels [p0, p1)) owRows at a time into the tile buffer g.c and runs
+// the epilogue on each chunk from there.
+func (k *convKernel) chunks(xg, wp, bias, buf []float32, g *gemm, n, gi, p0, p1, j0, ncb int, in, out [][]byte, wi int) {
+	kb := k.kdim
+	switch {
+	case k.pro != nil:
+		k.pro.packB(buf, xg[j0:], gi*k.cg, kb, ncb, k.inSp)
+	case k.pointwise:
+		packB(buf, xg[j0:], kb, ncb, k.inSp, 1, 0, ceilDiv(ncb, gemmNR))
+	default:
+		k.im2col(buf, xg, j0, ncb, 0, kb)
+	}
+	step := k.owRows / gemmMR
+	for q0 := p0; q0 < p1; q0 += step {
+		q1 := min(p1, q0+step)
+		rows := min(k.mg, q1*gemmMR) - q0*gemmMR
+		c := gemm{m: rows, n: ncb, k: kb, b: buf, c: g.c, ldc: g.ldc,
+			a:  wp[gi*k.aSize+q0*kb*gemmMR:],
+			mt: min(q1-q0, convMT), nt: g.nt}
+		if bias != nil {
+			c.rowBias = bias[gi*k.mg+q0*gemmMR:]
+		}
+		c.run(0, c.tiles())
+		r0 := n*k.m + gi*k.mg + q0*gemmMR
+		k.fuse.tileFrom(f32s(out[1]), g.c, g.ldc, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
 	}
 }
 

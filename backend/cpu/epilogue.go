@@ -321,27 +321,112 @@ type fused struct {
 	ep     *Epilogue
 	nin    int // the producer's own inputs; ext activations follow
 	shares int // workers the registers serve
+	// temp is, in overwrite mode, the floats of each worker's tile buffer:
+	// the producer computes a tile there instead of in its output, so that
+	// the result may be the memory of an activation the epilogue reads.
+	// 0 otherwise.
+	temp int
 }
 
 // tile runs the epilogue over rows [r0, r1) × columns [j0, j1) of the
 // producer's output y, writing z, with the registers of worker share
-// (regs holds every worker's).
-func (f *fused) tile(z, y []float32, in [][]byte, regs []float32, share, r0, r1, j0, j1 int) {
-	regs = regs[share*f.ep.epRegs():][:f.ep.epRegs()]
+// (work holds every worker's).
+func (f *fused) tile(z, y []float32, in [][]byte, work []float32, share, r0, r1, j0, j1 int) {
 	rl := f.ep.rowLen
+	f.tileFrom(z, y[r0*rl+j0:], rl, in, work, share, r0, r1, j0, j1)
+}
+
+// tileFrom is tile with the producer's values of the tile in buf, row r at
+// buf[(r-r0)·ld:], from column j0 on.
+func (f *fused) tileFrom(z, buf []float32, ld int, in [][]byte, work []float32, share, r0, r1, j0, j1 int) {
+	regs := work[share*f.ep.epRegs():][:f.ep.epRegs()]
+	rl, w := f.ep.rowLen, j1-j0
 	for r := r0; r < r1; r++ {
-		f.ep.apply(z[r*rl+j0:r*rl+j1], y[r*rl+j0:r*rl+j1], in[f.nin:], r, j0, regs)
+		f.ep.apply(z[r*rl+j0:r*rl+j1], buf[(r-r0)*ld:][:w], in[f.nin:], r, j0, regs)
 	}
 }
+
+// tempBuf is worker share's tile buffer in overwrite mode, in temps, the
+// fused kernel's fourth output.
+func (f *fused) tempBuf(temps []float32, share int) []float32 {
+	return temps[share*f.temp : (share+1)*f.temp]
+}
+
+// workFloats is the working memory the fused kernel takes as its third
+// output: every worker's registers.
+func (f *fused) workFloats() int { return f.shares * f.ep.epRegs() }
 
 func newFused(ep *Epilogue, nin, threads int) *fused {
 	return &fused{ep: ep, nin: nin, shares: max(threads, 1)}
 }
 
 // RegisterBytes is the working memory a kernel fused with ep needs when it
-// runs on a pool of the given number of threads: each session gives its
-// own to the kernel as its third output.
+// runs on a pool of the given number of threads, outside overwrite mode
+// (see WorkBytes).
 func (e *Epilogue) RegisterBytes(threads int) int { return 4 * max(threads, 1) * e.epRegs() }
+
+// WorkBytes is the working memory a kernel that Fuse, FuseAfter or
+// FuseOverwrite returned takes as its third output: each session gives
+// its own, 64-byte aligned; 0 for any other kernel.
+func WorkBytes(k Kernel) int {
+	switch k := k.(type) {
+	case *matmulKernel:
+		if k.fuse != nil {
+			return 4 * k.fuse.workFloats()
+		}
+	case *convKernel:
+		if k.fuse != nil {
+			return 4 * k.fuse.workFloats()
+		}
+	case *afterKernel:
+		return 4 * k.f.workFloats()
+	}
+	return 0
+}
+
+// overwriteTemp is the most floats of one worker's tile buffer in
+// overwrite mode that the blocking aims for (128 KiB).
+const overwriteTemp = 32 << 10
+
+// FuseOverwrite is Fuse for a chain whose result may be the memory of an
+// activation the epilogue reads (a residual that dies there): the fused
+// kernel computes each tile of k's output in a tile buffer of its worker
+// and never writes its own output (the first of its outputs is unused),
+// so that every element of the activation is read before the epilogue
+// writes the result over it. The tile buffers are a fourth output of
+// temp bytes, 64-byte aligned, that no other run uses at the same time.
+// ok is false when k cannot run so.
+func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp int, ok bool) {
+	switch k := k.(type) {
+	case *convKernel:
+		if k.fuse != nil || ep.rowLen != k.outSp || k.depthwise || k.outSp == 0 || k.nb == 0 {
+			return nil, 0, false
+		}
+		f := *k
+		f.fuse = newFused(ep, nin, threads)
+		rows := roundUp(k.mg, gemmMR)
+		if k.kdim <= k.kc {
+			// One k slice: a block's packed input serves its rows chunk
+			// by chunk, each chunk's product going through the buffer.
+			// Whole GEMM row tiles (convMT panels) where they fit.
+			tile := convMT * gemmMR
+			if overwriteTemp/k.nc < tile {
+				tile = 2 * gemmMR
+			}
+			f.owRows = min(rows, max(tile, overwriteTemp/k.nc/tile*tile))
+			f.fuse.temp = roundUp(f.owRows*(k.nc+gemmNR), alignment/4)
+		} else {
+			// Several k slices accumulate: the buffer holds all of a
+			// block's rows (one group's output channels), so blocks are
+			// made narrow enough to keep it within overwriteTemp floats
+			// where they can.
+			f.nc = min(k.nc, max(4*gemmNR, overwriteTemp/rows/gemmNR*gemmNR))
+			f.fuse.temp = roundUp(rows*f.nc, alignment/4)
+		}
+		return &f, 4 * f.fuse.shares * f.fuse.temp, true
+	}
+	return nil, 0, false
+}
 
 // FusedRowLen reports whether k can take an epilogue and, if so, the row
 // length its output is viewed as.
@@ -414,14 +499,14 @@ type afterKernel struct {
 
 func (a *afterKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	a.k.Run(w, in[:a.f.nin], out[:1], scratch)
-	rows := len(out[0]) / 4 / a.f.ep.rowLen
+	rows := len(out[1]) / 4 / a.f.ep.rowLen
 	parts := max(1, min(w.parts(rows*a.f.ep.rowLen*len(a.f.ep.instrs)), rows, a.f.shares))
 	// One item per share, so that each share knows its registers.
 	w.forArgs(parts, parts, a, args{int64(parts)}, in, out, scratch)
 }
 
 func (a *afterKernel) rangeArgs(in, out [][]byte, _ []byte, x args, lo, hi int) {
-	rows, parts := len(out[0])/4/a.f.ep.rowLen, int(x[0])
+	rows, parts := len(out[1])/4/a.f.ep.rowLen, int(x[0])
 	for share := lo; share < hi; share++ {
 		r0, r1 := share*rows/parts, (share+1)*rows/parts
 		a.f.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), share, r0, r1, 0, a.f.ep.rowLen)

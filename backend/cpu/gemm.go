@@ -137,6 +137,10 @@ type gemm struct {
 	colBias []float32 // added to every element of column j (length n), or nil
 	acc     bool      // accumulate into C instead of overwriting it
 	mt, nt  int       // tile size in panels
+	// aSliced: a holds only the k slice being computed, panel p of a
+	// kb-step slice at p·kb·MR, instead of the whole packed A. bSliced:
+	// likewise b, panel q at q·kb·NR.
+	aSliced, bSliced bool
 }
 
 // gemmTiles chooses a tile size, in panels: about gemmMT×gemmNT panels
@@ -192,20 +196,41 @@ func (g *gemm) run(lo, hi int) {
 		}
 		for k0 := 0; k0 < g.k; k0 += kc {
 			kb := min(kc, g.k-k0)
-			first := k0 == 0 && !g.acc
-			if useAVX512Kernel {
-				g.slice2x2(p0, p1, q0, q1, k0, kb, &acc, first)
-				continue
-			}
-			for q := q0; q < q1; q++ {
-				bp := g.b[q*g.k*gemmNR+k0*gemmNR:][:kb*gemmNR]
-				for p := p0; p < p1; p++ {
-					ap := g.a[p*g.k*gemmMR+k0*gemmMR:][:kb*gemmMR]
-					g.micro(p, q, ap, bp, &acc, first)
-				}
-			}
+			g.slice(p0, p1, q0, q1, k0, kb, &acc, k0 == 0 && !g.acc)
 		}
 	}
+}
+
+// slice is one k slice (steps [k0, k0+kb), kb ≥ 1) of the tile of A
+// panels [p0, p1) and B panels [q0, q1): it writes (first) or adds the
+// slice's product into C.
+func (g *gemm) slice(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, first bool) {
+	if useAVX512Kernel {
+		g.slice2x2(p0, p1, q0, q1, k0, kb, acc, first)
+		return
+	}
+	for q := q0; q < q1; q++ {
+		bp := g.bPanel(q, k0, kb)
+		for p := p0; p < p1; p++ {
+			g.micro(p, q, g.aPanel(p, k0, kb), bp, acc, first)
+		}
+	}
+}
+
+// aPanel is k steps [k0, k0+kb) of packed A panel p.
+func (g *gemm) aPanel(p, k0, kb int) []float32 {
+	if g.aSliced {
+		return g.a[p*kb*gemmMR:][:kb*gemmMR]
+	}
+	return g.a[p*g.k*gemmMR+k0*gemmMR:][:kb*gemmMR]
+}
+
+// bPanel is k steps [k0, k0+kb) of packed B panel q.
+func (g *gemm) bPanel(q, k0, kb int) []float32 {
+	if g.bSliced {
+		return g.b[q*kb*gemmNR:][:kb*gemmNR]
+	}
+	return g.b[q*g.k*gemmNR+k0*gemmNR:][:kb*gemmNR]
 }
 
 // slice2x2 is one k slice (steps [k0, k0+kb), kb ≥ 1) of the tile of A
@@ -219,8 +244,8 @@ func (g *gemm) run(lo, hi int) {
 // floats, 32 KiB) stays in L1 while the A panels stream from L2.
 func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, first bool) {
 	const mr2, nr2 = 2 * gemmMR, 2 * gemmNR
-	aSlice := func(p int) []float32 { return g.a[p*g.k*gemmMR+k0*gemmMR:][:kb*gemmMR] }
-	bSlice := func(q int) []float32 { return g.b[q*g.k*gemmNR+k0*gemmNR:][:kb*gemmNR] }
+	aSlice := func(p int) []float32 { return g.aPanel(p, k0, kb) }
+	bSlice := func(q int) []float32 { return g.bPanel(q, k0, kb) }
 	// tall runs the 12×16 block of A panels p, p+1 and B panel q through
 	// sgemm12x16 if it lies inside C, else through micro.
 	tall := func(p, q int, ap0, ap1, bp []float32) {

@@ -6,8 +6,27 @@ import (
 
 // matmulKernel is a batch of products Y[b] = alpha·A[aIdx[b]]·B[bIdx[b]]
 // (+ bias), the common form of MatMul and Gemm. A constant operand is
-// packed once at build time; the others are packed into scratch by the
-// first parallel phase of each run, the second phase computes the tiles.
+// packed once at build time. The others are packed at run time in one of
+// two ways:
+//
+//   - Bands, when A is an activation and B a constant (a layer applied
+//     to activations; k, m, n > 0), C is small and the whole packed A
+//     would be large (see bandsPay). C is cut into row bands of at most
+//     gemmMT A panels; for each k slice (sliced as gemm.run slices k, so
+//     results are bit for bit those of whole packing) a band's A slice
+//     is packed into scratch and all or part of the band's columns swept
+//     (see bandSplit). Scratch is one band slice (≤ 144 rows × 256
+//     steps) per worker, whatever K and M.
+//   - Pairs, when both operands are activations, each product has its
+//     own A and B matrix and there are at least two products per worker
+//     (batched attention products, a head each): each worker packs the
+//     A and B of one product at a time into its own area and computes
+//     it. Scratch is one pair per worker, not the whole batch.
+//   - Whole, in every other case: A constant (its packing is done once,
+//     and B, packed per run, is what the tiles stream), both operands
+//     activations in a small or broadcast batch, or an empty product. A
+//     first parallel phase packs the run-time operands whole into
+//     scratch, the second computes the tiles.
 type matmulKernel struct {
 	m, n, k    int
 	batch      int     // output matrices
@@ -28,12 +47,26 @@ type matmulKernel struct {
 	beta             float32
 
 	fuse *fused // an epilogue applied tile by tile, or nil
+
+	// Band packing (per > 0): each worker's scratch area is per floats,
+	// room for the A slice of the tallest band, packed kc steps deep; bPre
+	// then holds B slice by slice, the slice of k steps [k0, k0+kb) at
+	// k0·panelsB·NR with panel q at q·kb·NR, so that a sweep over the
+	// panels of one slice reads B in order.
+	per, kc int
+
+	// Pair packing (pair > 0): each worker's scratch area is pair floats,
+	// a packed A matrix and, from pairB on, a packed B matrix.
+	pair, pairB int
 }
 
 // Phases of a run, in args[0].
 const (
 	phasePack = iota
 	phaseTiles
+	phaseBands  // owned bands (see bandSplit)
+	phaseShared // one step of shared bands
+	phasePairs  // products a worker packs and computes one by one
 )
 
 func (k *matmulKernel) panelsA() int { return ceilDiv(k.m, gemmMR) }
@@ -51,6 +84,20 @@ func (k *matmulKernel) packItems() (na, nb int) {
 }
 
 func (k *matmulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	if k.per > 0 {
+		k.runBands(w, in, out, scratch)
+		return
+	}
+	if k.pair > 0 {
+		// One item per worker: each its own area and registers.
+		p := min(w.Threads(), len(scratch)/4/k.pair, k.batch, w.parts(k.batch*k.m*k.n*k.k/8))
+		if k.fuse != nil {
+			p = min(p, k.fuse.shares)
+		}
+		p = max(p, 1)
+		w.forArgs(p, p, k, args{phasePairs, int64(p)}, in, out, scratch)
+		return
+	}
 	na, nb := k.packItems()
 	if na+nb > 0 {
 		w.forArgs(na+nb, w.parts((na*gemmMR+nb*gemmNR)*k.k), k, args{phasePack}, in, out, scratch)
@@ -74,6 +121,27 @@ func (k *matmulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 
 func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
 	s := f32s(scratch)
+	switch a[0] {
+	case phaseBands:
+		p := int(a[1])
+		sp := k.split(p)
+		for wi := lo; wi < hi; wi++ {
+			k.ownBands(in, out, s[wi*k.per:][:k.per], sp, wi*sp.units/p, (wi+1)*sp.units/p, wi)
+		}
+		return
+	case phaseShared:
+		p := int(a[1])
+		for wi := lo; wi < hi; wi++ {
+			k.sharedStep(in, out, s, k.split(p), int(a[2]), int(a[3]), wi, p)
+		}
+		return
+	case phasePairs:
+		p := int(a[1])
+		for wi := lo; wi < hi; wi++ {
+			k.pairs(in, out, s[wi*k.pair:][:k.pair], wi*k.batch/p, (wi+1)*k.batch/p, wi)
+		}
+		return
+	}
 	if a[0] == phasePack {
 		na, _ := k.packItems()
 		pa, pb := k.panelsA(), k.panelsB()
@@ -124,6 +192,63 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 	}
 }
 
+// pairs computes products [lo, hi) one by one on worker wi, packing each
+// one's A and B into buf; the epilogue, if any, runs on each finished
+// product with the registers of share wi.
+func (k *matmulKernel) pairs(in, out [][]byte, buf []float32, lo, hi, wi int) {
+	x, w, y := f32s(in[0]), f32s(in[1]), f32s(out[0])
+	ap, bp := buf[:k.aSize], buf[k.pairB:][:k.bSize]
+	mt, nt := gemmTiles(k.m, k.n, 1)
+	for b := lo; b < hi; b++ {
+		packA(ap, x[b*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha, 0, k.panelsA())
+		packB(bp, w[b*k.k*k.n:], k.k, k.n, k.bRS, k.bCS, 0, k.panelsB())
+		g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: mt, nt: nt, a: ap, b: bp, c: y[b*k.m*k.n:]}
+		g.run(0, g.tiles())
+		if k.fuse != nil {
+			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, b*k.m, (b+1)*k.m, 0, k.n)
+		}
+	}
+}
+
+// bandsPay reports whether band packing (an activation A by a constant B)
+// is worth its cost on threads workers. Bands walk the k slices outside
+// the columns, so each slice reads and writes all of C again: that stays
+// in cache only for a small C (bandC floats in all), and pays only where
+// the whole packed A would take at least twice the bands' scratch.
+func (k *matmulKernel) bandsPay(threads int) bool {
+	if bandsAlways {
+		return true
+	}
+	kc := ceilDiv(k.k, ceilDiv(k.k, gemmKC))
+	band := roundUp(min(k.panelsA(), gemmMT)*gemmMR*kc, alignment/4)
+	return k.batch*k.m*k.n <= bandC && k.nA*packedASize(k.m, k.k) >= 2*max(threads, 1)*band
+}
+
+// bandC is the most floats of C for which band packing is used.
+const bandC = 256 << 10
+
+// bandsAlways makes every product that can pack in bands do so; tests set
+// it to run band packing on shapes that would not pay.
+var bandsAlways = false
+
+// pairwise reports whether products of two activations pack pair by pair
+// on threads workers: each product has its own A and B matrix, nothing
+// else enters C, and there are two products per worker at least.
+func (k *matmulKernel) pairwise(threads int) bool {
+	if k.nA != k.batch || k.nB != k.batch || k.batch < 2*max(threads, 1) || k.k <= 0 || k.m <= 0 || k.n <= 0 {
+		return false
+	}
+	if k.prefill != nil || k.biasIn != 0 || k.rowBias != nil || k.colBias != nil {
+		return false
+	}
+	for b := range k.batch {
+		if int(k.aIdx[b]) != b || int(k.bIdx[b]) != b {
+			return false
+		}
+	}
+	return true
+}
+
 // operands points g at the packed operands and the output of matrix b.
 func (k *matmulKernel) operands(g *gemm, s, y []float32, b int) {
 	ai, bi := int(k.aIdx[b]), int(k.bIdx[b])
@@ -157,9 +282,30 @@ func (k *matmulKernel) fillC(cb, yb []byte) {
 	}
 }
 
-// finish prepacks constant operands and lays out scratch.
-func (k *matmulKernel) finish(a, b *ir.Tensor) int64 {
+// finish prepacks constant operands and lays out scratch for threads
+// workers.
+func (k *matmulKernel) finish(a, b *ir.Tensor, threads int) int64 {
 	k.aSize, k.bSize = packedASize(k.m, k.k), packedBSize(k.k, k.n)
+	if !a.IsConst() && b.IsConst() && k.k > 0 && k.m > 0 && k.n > 0 && k.bandsPay(threads) {
+		// Bands: one A slice of the tallest band per worker, each area
+		// on its own cache line.
+		k.kc = ceilDiv(k.k, ceilDiv(k.k, gemmKC))
+		k.bPre = make([]float32, k.nB*k.bSize)
+		src, pn := constSrc(b), k.panelsB()
+		for mat := 0; mat < k.nB; mat++ {
+			for k0 := 0; k0 < k.k; k0 += k.kc {
+				kb := min(k.kc, k.k-k0)
+				src.packB(k.bPre[mat*k.bSize+k0*pn*gemmNR:], mat*k.k*k.n+k0*k.bRS, kb, k.n, k.bRS, k.bCS)
+			}
+		}
+		k.per = roundUp(min(k.panelsA(), gemmMT)*gemmMR*k.kc, alignment/4)
+		return int64(max(threads, 1)*k.per) * 4
+	}
+	if !a.IsConst() && !b.IsConst() && k.pairwise(threads) {
+		k.pairB = roundUp(k.aSize, alignment/4)
+		k.pair = k.pairB + roundUp(k.bSize, alignment/4)
+		return int64(max(threads, 1)*k.pair) * 4
+	}
 	var floats int
 	if a.IsConst() {
 		k.aPre = make([]float32, k.nA*k.aSize)
@@ -227,7 +373,7 @@ func buildMatMul(c *bctx) (Kernel, int64, error) {
 		return nil, 0, c.errorf("output %v does not hold the %d elements of %v × %v", y.Shape, want, a.Shape, b.Shape)
 	}
 	k.aIdx, k.bIdx = batchIndex(ob, aB), batchIndex(ob, bB)
-	return k, k.finish(a, b), nil
+	return k, k.finish(a, b, c.threads), nil
 }
 
 // broadcastDims is numpy broadcasting of two dimension lists.
@@ -343,7 +489,7 @@ func buildGemm(c *bctx) (Kernel, int64, error) {
 			k.prefill = p
 		}
 	}
-	return k, k.finish(a, b), nil
+	return k, k.finish(a, b, c.threads), nil
 }
 
 // packABytes is packA of a whole m×k operand read from bytes that may be
@@ -378,5 +524,161 @@ func packBBytes(dst []float32, src []byte, k, n, rs, cs int) {
 				row[j] = f32At(src, l*rs+(j0+j)*cs)
 			}
 		}
+	}
+}
+
+// bandSplit is how a band-packed run shares the product out. The A
+// panels of each output matrix are cut into bands bands of at most gemmMT
+// panels (sizes differing by one panel at most); band u = b·bands + i is
+// band i of output matrix b.
+//
+//   - Owned bands (shared false): worker i of P runs bands
+//     [i·units/P, (i+1)·units/P), packing each k slice of a band into its
+//     own scratch area and sweeping all the columns. Each band's A is
+//     packed once; with few bands, bands are cut thinner so that every
+//     worker gets as many.
+//   - Shared bands (shared true: fewer bands than 4P, not a multiple of
+//     P, and at least two B panels per worker, as in a Linear layer on
+//     one sequence). The workers take the bands one after the other, all
+//     together, in steps: in step s each packs its share of the band's
+//     A panels for k slice s into area s mod 2, and computes its share
+//     of the columns for slice s-1 from area (s-1) mod 2. Each B panel is
+//     read by one worker only and A is packed once, at the price of one
+//     parallel loop per k slice.
+type bandSplit struct {
+	bands, units int
+	shared       bool
+}
+
+// split chooses the bands and the scheme for p workers.
+func (k *matmulKernel) split(p int) bandSplit {
+	pm := k.panelsA()
+	s := bandSplit{bands: ceilDiv(pm, gemmMT)}
+	if t := k.batch * s.bands; p > 1 && t < 4*p && t%p != 0 {
+		if k.panelsB() >= 2*p {
+			s.shared = true
+		} else {
+			for s.bands < pm && (k.batch*s.bands)%p != 0 {
+				s.bands++
+			}
+		}
+	}
+	s.units = k.batch * s.bands
+	return s
+}
+
+// workers is how many workers a band-packed run on w uses: one per
+// scratch area and per epilogue share at most, and no more than the work
+// deserves.
+func (k *matmulKernel) workers(w *Workers, scratch []byte) int {
+	p := min(w.Threads(), len(scratch)/4/k.per, w.parts(k.batch*k.m*k.n*k.k/8))
+	if k.fuse != nil {
+		p = min(p, k.fuse.shares)
+	}
+	return max(p, 1)
+}
+
+// runBands runs a band-packed product. Items are workers: one per worker
+// index, so that each knows its scratch area and epilogue share.
+func (k *matmulKernel) runBands(w *Workers, in, out [][]byte, scratch []byte) {
+	if k.prefill != nil {
+		k.fillC(in[2], out[0])
+	}
+	p := k.workers(w, scratch)
+	sp := k.split(p)
+	if !sp.shared {
+		w.forArgs(p, p, k, args{phaseBands, int64(p)}, in, out, scratch)
+		return
+	}
+	steps := ceilDiv(k.k, k.kc) + 1
+	for u := 0; u < sp.units; u++ {
+		for st := 0; st < steps; st++ {
+			w.forArgs(p, p, k, args{phaseShared, int64(p), int64(u), int64(st)}, in, out, scratch)
+		}
+	}
+}
+
+// band returns output matrix b and A panels [p0, p1) of band u.
+func (k *matmulKernel) band(sp bandSplit, u int) (b, p0, p1 int) {
+	b, i := u/sp.bands, u%sp.bands
+	pm := k.panelsA()
+	return b, i * pm / sp.bands, (i + 1) * pm / sp.bands
+}
+
+// bandGemm is the product of the rows of A panels [p0, p1) of output
+// matrix b, over the band's A slice packed in buf.
+func (k *matmulKernel) bandGemm(in, out [][]byte, b, p0, p1 int, buf []float32) gemm {
+	i0 := p0 * gemmMR
+	g := gemm{
+		m: min(k.m, p1*gemmMR) - i0, n: k.n, k: k.k, ldc: k.n,
+		a: buf, aSliced: true, bSliced: true,
+		b:       k.bPre[int(k.bIdx[b])*k.bSize:],
+		c:       f32s(out[0])[(b*k.m+i0)*k.n:],
+		rowBias: k.rowBias, colBias: k.colBias,
+		acc: k.prefill != nil,
+	}
+	switch k.biasIn {
+	case 1:
+		g.colBias = f32s(in[2])
+	case 2:
+		g.rowBias = f32s(in[2])
+	}
+	if g.rowBias != nil {
+		g.rowBias = g.rowBias[i0:]
+	}
+	return g
+}
+
+// packSlice packs panels [r0, r1) of the band of A panels [p0, p1) of
+// output matrix b, k steps [k0, k0+kb), into buf (panel r at r·kb·MR).
+func (k *matmulKernel) packSlice(in [][]byte, buf []float32, b, p0, p1, r0, r1, k0, kb int) {
+	i0 := p0 * gemmMR
+	src := f32s(in[0])[int(k.aIdx[b])*k.m*k.k+i0*k.aRS+k0*k.aCS:]
+	packA(buf, src, min(k.m, p1*gemmMR)-i0, kb, k.aRS, k.aCS, k.alpha, r0, r1)
+}
+
+// sweep computes k steps [k0, k0+kb) of B panels [q0, q1) of band g (the
+// band's rows start at row r0 of Y; g.b is its whole B matrix). After the
+// last k slice of a fused product it runs the epilogue on the part of Y
+// it swept, with the registers of share wi.
+func (k *matmulKernel) sweep(g gemm, in, out [][]byte, q0, q1, k0, kb, r0, wi int, acc *[gemmMR][gemmNR]float32) {
+	g.b = g.b[k0*k.panelsB()*gemmNR:]
+	g.slice(0, ceilDiv(g.m, gemmMR), q0, q1, k0, kb, acc, k0 == 0 && !g.acc)
+	if k.fuse != nil && k0+kb == k.k {
+		k.fuse.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), wi, r0, r0+g.m, q0*gemmNR, min(k.n, q1*gemmNR))
+	}
+}
+
+// ownBands computes bands [lo, hi) of split sp on worker wi, packing into
+// buf, its own scratch area.
+func (k *matmulKernel) ownBands(in, out [][]byte, buf []float32, sp bandSplit, lo, hi, wi int) {
+	var acc [gemmMR][gemmNR]float32
+	for u := lo; u < hi; u++ {
+		b, p0, p1 := k.band(sp, u)
+		g := k.bandGemm(in, out, b, p0, p1, buf)
+		for k0 := 0; k0 < k.k; k0 += k.kc {
+			kb := min(k.kc, k.k-k0)
+			k.packSlice(in, buf, b, p0, p1, 0, p1-p0, k0, kb)
+			k.sweep(g, in, out, 0, k.panelsB(), k0, kb, b*k.m+p0*gemmMR, wi, &acc)
+		}
+	}
+}
+
+// sharedStep is worker wi's part of step st of shared band u, p workers
+// (see bandSplit): pack its A panels of k slice st, compute its columns
+// of slice st-1.
+func (k *matmulKernel) sharedStep(in, out [][]byte, s []float32, sp bandSplit, u, st, wi, p int) {
+	b, p0, p1 := k.band(sp, u)
+	if k0 := st * k.kc; k0 < k.k {
+		np := p1 - p0
+		buf := s[st%2*k.per:][:k.per]
+		k.packSlice(in, buf, b, p0, p1, wi*np/p, (wi+1)*np/p, k0, min(k.kc, k.k-k0))
+	}
+	if st > 0 {
+		var acc [gemmMR][gemmNR]float32
+		k0 := (st - 1) * k.kc
+		g := k.bandGemm(in, out, b, p0, p1, s[(st-1)%2*k.per:][:k.per])
+		pn := k.panelsB()
+		k.sweep(g, in, out, wi*pn/p, (wi+1)*pn/p, k0, min(k.kc, k.k-k0), b*k.m+p0*gemmMR, wi, &acc)
 	}
 }
