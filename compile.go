@@ -56,7 +56,8 @@ type Options struct {
 	// NoFusion runs every node as a step of its own instead of applying
 	// the elementwise nodes that follow a MatMul, Gemm or Conv to each
 	// tile of its output. Results are the same bit for bit; fusion saves
-	// the passes over memory.
+	// the passes over memory, and the planner sees each fused chain as one
+	// step, whose intermediate values take no bytes.
 	NoFusion bool
 }
 
@@ -89,8 +90,9 @@ type Executable struct {
 	packed      *device.HostBuffer
 	planTime    time.Duration
 
-	fusions  map[int]*fusion // node → its fused kernel
-	absorbed []bool          // node → runs inside another node's epilogue
+	fusions   map[int]*fusion   // node → its fused kernel
+	prologues map[int]*prologue // node → the chain it applies to its input
+	absorbed  []bool            // node → runs inside another node's epilogue
 
 	mu     sync.Mutex
 	closed bool
@@ -143,7 +145,16 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	// The plan is measured against the file's order of the model as given,
+	// every node a step of its own.
+	fileLoad, err := plan.FileOrderLoad(p, Alignment)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
+	if !opts.NoFusion {
+		e.fuse(p, index, scratch)
+	}
 	if !opts.NoInPlace {
 		// Concat inputs written straight into the output, Split and
 		// Slice outputs read from the input: in place too.
@@ -151,14 +162,19 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 	}
-	pl, err := plan.Build(p, plan.Options{Alignment: Alignment, FileOrder: opts.FileOrder, NoInPlace: opts.NoInPlace})
-	e.planTime = time.Since(start)
+	popts := plan.Options{Alignment: Alignment, FileOrder: opts.FileOrder, NoInPlace: opts.NoInPlace}
+	pl, err := plan.Build(p, popts)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	if !opts.NoFusion && !opts.NoInPlace {
+		pl = e.pruneOverwrites(p, pl, popts)
+	}
+	e.planTime = time.Since(start)
 	if err := plan.Verify(p, pl); err != nil {
 		return nil, fmt.Errorf("plan failed verification: %w", err)
 	}
+	pl.FileOrderLoadBytes = fileLoad
 	used, anyAlign, wbytes := e.runTimeWeights()
 	if err := checkLimit(opts.MemoryLimit, p, pl, g, wbytes); err != nil {
 		return nil, err
@@ -172,9 +188,6 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 		}
 	}
 	e.scratch = scratchTensors(p, index, g, scratch)
-	if !opts.NoFusion {
-		e.fuse()
-	}
 	if err := e.placeWeights(used, anyAlign); err != nil {
 		return nil, err
 	}

@@ -66,6 +66,20 @@ func runBoth(t *testing.T, m *Model, inputs []Tensor) int {
 	return absorbed
 }
 
+// randomInputs draws every (float32) input of g from N(0, 1).
+func randomInputs(rng *rand.Rand, g *ir.Graph) []Tensor {
+	var inputs []Tensor
+	for _, id := range g.Inputs {
+		tt := g.Tensor(id)
+		b := make([]byte, 4*tt.Shape.Elements())
+		for i := 0; i < len(b); i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(rng.NormFloat64())))
+		}
+		inputs = append(inputs, Tensor{Name: tt.Name, DType: tt.DType, Shape: []int64(tt.Shape), Data: b})
+	}
+	return inputs
+}
+
 // TestFusedChains fuses elementwise chains into MatMul, Gemm and Conv
 // epilogues and wants the bytes of the unfused run.
 func TestFusedChains(t *testing.T) {
@@ -189,16 +203,7 @@ func testChain(t *testing.T, rng *rand.Rand, prod func(k *kgraph) (ir.TensorID, 
 	if want == 0 {
 		k.g.Outputs = append(k.g.Outputs, y)
 	}
-	var inputs []Tensor
-	for _, id := range k.g.Inputs {
-		tt := k.g.Tensor(id)
-		b := make([]byte, 4*tt.Shape.Elements())
-		for i := 0; i < len(b); i += 4 {
-			binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(rng.NormFloat64())))
-		}
-		inputs = append(inputs, Tensor{Name: tt.Name, DType: tt.DType, Shape: []int64(tt.Shape), Data: b})
-	}
-	if got := runBoth(t, &Model{graph: k.g}, inputs); got != max(want, 0) {
+	if got := runBoth(t, &Model{graph: k.g}, randomInputs(rng, k.g)); got != max(want, 0) {
 		t.Errorf("%d nodes absorbed, want %d", got, max(want, 0))
 	}
 }
@@ -231,6 +236,121 @@ func TestFusedFixtures(t *testing.T) {
 			}
 			n := runBoth(t, m, inputs)
 			t.Logf("%d nodes absorbed into epilogues", n)
+		})
+	}
+}
+
+// TestOverwriteResidual fuses a residual Add into convolutions whose
+// result then takes over the residual's bytes (overwrite mode), and wants
+// the bytes of the unfused run.
+func TestOverwriteResidual(t *testing.T) {
+	const f32 = ir.Float32
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := []struct {
+		name          string
+		cin, cout, hw int64
+		kern, pad     int64
+		residualFirst bool // Add(r, y) instead of Add(y, r)
+	}{
+		{"1x1", 8, 16, 64, 1, 0, false},
+		{"1x1 two k slices", 300, 16, 64, 1, 0, true},
+		{"3x3", 8, 16, 64, 3, 1, false},
+		{"1x1 rows not whole panels", 5, 7, 80, 1, 0, true},
+		{"1x1 rows in chunks", 8, 130, 64, 1, 0, false},
+		{"3x3 rows in chunks", 8, 131, 64, 3, 1, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := &kgraph{g: &ir.Graph{Name: "overwrite", Opsets: map[string]int64{"": 17}}}
+			out := []int64{1, c.cout, c.hw, c.hw}
+			r := k.node("Neg", nil, []ir.TensorID{k.input("r", f32, out...)}, f32, out...)
+			x := k.input("x", f32, 1, c.cin, c.hw, c.hw)
+			w := make([]float32, c.cout*c.cin*c.kern*c.kern)
+			for i := range w {
+				w[i] = float32(rng.NormFloat64())
+			}
+			b := make([]float32, c.cout)
+			for i := range b {
+				b[i] = float32(rng.NormFloat64())
+			}
+			at := ir.Attrs{"pads": {Kind: ir.AttrInts, Ints: []int64{c.pad, c.pad, c.pad, c.pad}}}
+			y := k.node("Conv", at, []ir.TensorID{x, k.constant("w", w, c.cout, c.cin, c.kern, c.kern), k.constant("b", b, c.cout)}, f32, out...)
+			ins := []ir.TensorID{y, r}
+			if c.residualFirst {
+				ins = []ir.TensorID{r, y}
+			}
+			a := k.node("Add", nil, ins, f32, out...)
+			z := k.node("Relu", nil, []ir.TensorID{a}, f32, out...)
+			k.g.Outputs = []ir.TensorID{z}
+
+			exe, err := Compile(&Model{graph: k.g}, CPU, Options{Threads: 3, MemoryLimit: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv := k.g.Tensor(y).Producer
+			f := exe.fusions[conv]
+			if f == nil || len(f.overwrite) != 1 || f.overwrite[0] != r {
+				t.Fatalf("the residual is not overwritten: %+v", f)
+			}
+			if zs, rs := exe.layout.Slots[z], exe.layout.Slots[r]; zs.Offset != rs.Offset {
+				t.Errorf("result at %d, residual at %d: not in place", zs.Offset, rs.Offset)
+			}
+			if got := runBoth(t, &Model{graph: k.g}, randomInputs(rng, k.g)); got != 2 {
+				t.Errorf("%d nodes absorbed, want 2", got)
+			}
+		})
+	}
+}
+
+// TestFusedPrologue runs BatchNormalization (and Relu) in the packing of
+// the pointwise Conv that reads it, planned as one step, and wants the
+// bytes of the unfused run.
+func TestFusedPrologue(t *testing.T) {
+	const f32 = ir.Float32
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := func(n int64, lo float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(lo + math.Abs(rng.NormFloat64()))
+		}
+		return v
+	}
+	cases := []struct {
+		name      string
+		relu      bool
+		kern      int64
+		extraRead bool // the BN output is also a graph output: no prologue
+		absorbed  int
+	}{
+		{"bn relu conv", true, 1, false, 2},
+		{"bn conv", false, 1, false, 1},
+		{"bn relu 3x3 conv", true, 3, false, 0},
+		{"bn output kept", true, 1, true, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const ch, oc, hw = 40, 24, 17
+			k := &kgraph{g: &ir.Graph{Name: "prologue", Opsets: map[string]int64{"": 17}}}
+			x := k.input("x", f32, 2, ch, hw, hw)
+			sh := []int64{2, ch, hw, hw}
+			bn := k.node("BatchNormalization", nil, []ir.TensorID{x,
+				k.constant("scale", vals(ch, -1), ch), k.constant("bias", vals(ch, -1), ch),
+				k.constant("mean", vals(ch, -1), ch), k.constant("var", vals(ch, 0.1), ch)}, f32, sh...)
+			in := bn
+			if c.relu {
+				in = k.node("Relu", nil, []ir.TensorID{bn}, f32, sh...)
+			}
+			w := vals(oc*ch*c.kern*c.kern, -1)
+			pad := (c.kern - 1) / 2
+			at := ir.Attrs{"pads": {Kind: ir.AttrInts, Ints: []int64{pad, pad, pad, pad}}}
+			y := k.node("Conv", at, []ir.TensorID{in, k.constant("w", w, oc, ch, c.kern, c.kern), k.constant("b", vals(oc, -1), oc)}, f32, 2, oc, hw, hw)
+			k.g.Outputs = []ir.TensorID{y}
+			if c.extraRead {
+				k.g.Outputs = append(k.g.Outputs, bn)
+			}
+			if got := runBoth(t, &Model{graph: k.g}, randomInputs(rng, k.g)); got != c.absorbed {
+				t.Errorf("%d nodes absorbed, want %d", got, c.absorbed)
+			}
 		})
 	}
 }

@@ -81,28 +81,34 @@ func (e *Executable) NewSession() (*Session, error) {
 		}
 		n := &g.Nodes[i]
 		st := step{node: i, kernel: e.kernels[i], in: make([][]byte, len(n.Inputs)), out: make([][]byte, len(n.Outputs))}
-		for j, id := range n.Inputs {
+		for j, id := range e.nodeInputs(i) {
 			st.in[j] = slot(id)
 		}
 		for j, id := range n.Outputs {
 			st.out[j] = slot(id)
+		}
+		if t := e.scratch[i]; t >= 0 {
+			off, size := e.plan.Offsets[t], e.problem.Tensors[t].Size
+			st.scratch = a.Bytes()[off : off+size : off+size]
 		}
 		if f := e.fusions[i]; f != nil {
 			st.kernel = f.kernel
 			for _, id := range f.ext {
 				st.in = append(st.in, slot(id))
 			}
-			// The epilogue's registers: small, per session, outside the
-			// arena because the fusion is decided after planning.
+			// The epilogue's registers: a few KiB per session, like a
+			// stack, outside the arena.
 			regs, err := device.NewHostBuffer(int64(f.regs), Alignment)
 			if err != nil {
 				return nil, err
 			}
 			st.out = append(st.out, slot(f.result), regs.Bytes())
-		}
-		if t := e.scratch[i]; t >= 0 {
-			off, size := e.plan.Offsets[t], e.problem.Tensors[t].Size
-			st.scratch = a.Bytes()[off : off+size : off+size]
+			if f.temp > 0 {
+				// Overwrite mode's tile buffers follow the kernel's own
+				// scratch in the step's planned scratch.
+				st.out = append(st.out, st.scratch[f.tempAt:f.tempAt+f.temp:f.tempAt+f.temp])
+				st.scratch = st.scratch[:f.kernelBytes:f.kernelBytes]
+			}
 		}
 		s.steps = append(s.steps, st)
 	}
@@ -178,6 +184,9 @@ func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, er
 	for i, st := range s.steps {
 		n := &g.Nodes[st.node]
 		op := n.Op
+		if pr := e.prologues[st.node]; pr != nil {
+			op = strings.Join(pr.ops, "+") + "+" + op
+		}
 		if f := e.fusions[st.node]; f != nil {
 			op += "+" + strings.Join(f.ops, "+")
 		}
