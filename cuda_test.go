@@ -310,6 +310,16 @@ func TestCUDAProfile(t *testing.T) {
 		for _, a := range list[:min(len(list), 12)] {
 			t.Logf("PROFILE %s   %-28s %4d steps %9.1f µs", filepath.Base(path), a.key, a.n, float64(a.total.Nanoseconds())/1e3)
 		}
+		// Every step, longest first, with its node and the node's output.
+		slices.SortStableFunc(steps, func(a, b cuda.StepTime) int { return int(b.Time - a.Time) })
+		for _, st := range steps {
+			n := &m.graph.Nodes[st.Node]
+			shape := ""
+			if len(n.Outputs) > 0 && n.Outputs[0] != ir.NoTensor {
+				shape = fmt.Sprint(m.graph.Tensor(n.Outputs[0]).Shape)
+			}
+			t.Logf("STEP %s   %-10s blas=%-5v %8.1f µs  %s %s", filepath.Base(path), st.Op, st.BLAS, float64(st.Time.Nanoseconds())/1e3, n.Name, shape)
+		}
 		cs.close()
 		exe.Close()
 		m.Close()

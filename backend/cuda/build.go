@@ -921,6 +921,14 @@ func buildConv(c *bctx) error {
 	ohw := OH * OW
 	src := c.inArg(0)
 	xHalf := c.half != nil && c.half.stored[c.n.Inputs[0]] // x holds 16-bit values
+	below := foldBelow
+	if kk == 1 && SH == 1 && SW == 1 {
+		below = foldBelowPointwise
+	}
+	if c.half != nil && group == 1 && N > 1 && ohw < below && N*C*kk*ohw <= math.MaxInt32 && (N*C*kk*ohw)%4 == 0 && N*OC*ohw <= math.MaxInt32 {
+		return c.foldedConv(bias, xHalf, []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),
+			uint64(SH), uint64(SW), uint64(PH), uint64(PW), uint64(DH), uint64(DW), 1})
+	}
 	direct := kk == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0 && OH == H && OW == W
 	half := false
 	if !direct {
@@ -938,6 +946,10 @@ func buildConv(c *bctx) error {
 				k, in.half = "im2col_rows_hh", true
 			}
 			switch {
+			case rows && C*kk*ohw <= math.MaxInt32 && (C*kk*ohw)%4 == 0:
+				// Each image's patches as one flat array: a block row
+				// per patch row would leave threads idle on short rows.
+				c.byRows(convModule, strings.Replace(k, "_rows", "_flat4", 1), C*kk*ohw/4, N, 1, in, arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
 			case rows && ohw%4 == 0:
 				c.byRows(convModule, strings.Replace(k, "_rows", "_rows4", 1), ohw/4, C*kk, N, in, arg{kind: argScratch}, words(p), i32(halfMode(c.half.prec)))
 			case rows:
@@ -976,6 +988,55 @@ func buildConv(c *bctx) error {
 		sam: cig * kk, sak: 1, sbk: ohw, sbn: 1, sdm: 1, sdn: 0, alpha: 1, beta: 1,
 		batch: geo{shape: []int64{N, group}, st: [][]int64{{0, cog * cig * kk}, {C * kk * ohw, cig * kk * ohw}, {OC * ohw, cog * ohw}, {0, cog}}}}
 	return c.gemm(g)
+}
+
+// foldBelow is the output size per channel (OH·OW) under which a batched
+// 16-bit convolution runs as one GEMM over the whole batch (foldedConv):
+// the per-image products of a 7×7 or 14×14 output are too narrow to keep
+// the tensor cores busy.
+const foldBelow int64 = 256
+
+// foldBelowPointwise is foldBelow for a 1×1 convolution of unit stride,
+// which otherwise reads its input as it is: folding adds a pass over the
+// input, which pays only on the narrowest outputs.
+const foldBelowPointwise int64 = 64
+
+// foldedConv runs a convolution of one group with 16-bit operands as one
+// GEMM whose columns are every image's output positions: im2col_fold4
+// writes the patches of all images as one C·KH·KW × N·OH·OW matrix, the
+// GEMM (with the bias, if any) writes OC × N·OH·OW float32 products after
+// it in scratch, and unfold lays them out as the N×OC×OH×OW output (in
+// 16 bits where only generated kernels read it). p is the Conv
+// parameters of im2col.
+func (c *bctx) foldedConv(bias arg, xHalf bool, p []uint64) error {
+	N, C, OC, OH, OW, KH, KW := int64(p[0]), int64(p[1]), int64(p[4]), int64(p[5]), int64(p[6]), int64(p[7]), int64(p[8])
+	ohw, K := OH*OW, C*KH*KW
+	cols := N * ohw
+	colBytes := (K*cols*2 + 255) / 256 * 256
+	c.scratch = colBytes + OC*cols*4
+	mode := i32(halfMode(c.half.prec))
+	k, in := "im2col_fold4_h", c.inArg(0)
+	if xHalf {
+		k, in.half = "im2col_fold4_hh", true
+	}
+	c.elementwise(convModule, k, K*cols/4, in, arg{kind: argScratch}, words(p), mode)
+	prod := at(arg{kind: argScratch}, colBytes)
+	g := gemmCall{a: c.inArg(1), b: arg{kind: argScratch}, bHalf: true, c: prod, d: bias, m: OC, n: cols, k: K,
+		sam: K, sak: 1, sbk: cols, sbn: 1, sdm: 1, sdn: 0, alpha: 1, beta: 1,
+		batch: geo{shape: []int64{1}, st: [][]int64{{0}, {0}, {0}, {0}}}}
+	if err := c.gemm(g); err != nil {
+		return err
+	}
+	y := c.outArg(0)
+	if c.fz != nil && y.kind == argTensor && c.fz.out16[y.id] {
+		// Only generated kernels read the output: 16 bits, as cuBLAS
+		// would have written it.
+		y = arg{kind: argTensor, id: y.id, off: y.off / 2, half: true}
+		c.elementwise(convModule, "unfold_h", OC*cols, prod, y, i32(int32(OC)), i32(int32(N)), i32(int32(ohw)), mode)
+		return nil
+	}
+	c.elementwise(convModule, "unfold", OC*cols, prod, y, i32(int32(OC)), i32(int32(N)), i32(int32(ohw)))
+	return nil
 }
 
 func buildBatchNorm(c *bctx) error {
@@ -1197,7 +1258,12 @@ func buildGlobalAveragePool(c *bctx) error {
 		return c.unsupported(x.DType)
 	}
 	rows, dim := prod(x.Shape[:2]), prod(x.Shape[2:])
-	c.rowwise(norm, "reduce_sum", rows, c.inArg(0), c.outArg(0), i64(rows), i64(dim), i64(1), f32(float32(1/float64(max(dim, 1)))))
+	scale := f32(float32(1 / float64(max(dim, 1))))
+	if dim <= 64 {
+		c.elementwise(norm, "reduce_rows_small", rows, c.inArg(0), c.outArg(0), i64(rows), i32(int32(dim)), scale)
+		return nil
+	}
+	c.rowwise(norm, "reduce_sum", rows, c.inArg(0), c.outArg(0), i64(rows), i64(dim), i64(1), scale)
 	return nil
 }
 
@@ -1238,7 +1304,11 @@ func buildPool(c *bctx) error {
 		set(x.Shape[0]*x.Shape[1], 1, x.Shape[2], 1, y.Shape[2], 1, win.Kernel[0], 1, win.Strides[0],
 			0, win.Pads[0], 0, win.Pads[s], 1, win.Dilations[0], isMax, incl)
 	}
-	c.elementwise(pool, "pool2d", y.Shape.Elements(), c.inArg(0), c.outArg(0), words(p))
+	k := "pool2d"
+	if x.Shape.Elements() <= math.MaxInt32 && y.Shape.Elements() <= math.MaxInt32 {
+		k = "pool2d32"
+	}
+	c.elementwise(pool, k, y.Shape.Elements(), c.inArg(0), c.outArg(0), words(p))
 	return nil
 }
 

@@ -730,6 +730,14 @@ func TestHalfPrecision(t *testing.T) {
 		{"conv 1x1 2x64x14x14", func(g *tg) {
 			g.node("Conv", nil, 1, g.input(ir.Float32, 2, 64, 14, 14), g.constant(ir.Float32, 48, 64, 1, 1))
 		}},
+		// Outputs under 256 positions a channel at batch > 1: one GEMM
+		// over the whole batch (foldedConv).
+		{"conv 3x3 stride 2 bias folded 3x8x13x13", func(g *tg) {
+			g.node("Conv", ir.Attrs{"pads": ints(1, 1, 1, 1), "strides": ints(2, 2)}, 1, g.input(ir.Float32, 3, 8, 13, 13), g.constant(ir.Float32, 20, 8, 3, 3), g.constant(ir.Float32, 20))
+		}},
+		{"conv 7x7 stride 2 folded 4x3x15x15", func(g *tg) {
+			g.node("Conv", ir.Attrs{"pads": ints(3, 3, 3, 3), "strides": ints(2, 2)}, 1, g.input(ir.Float32, 4, 3, 15, 15), g.constant(ir.Float32, 16, 3, 7, 7))
+		}},
 		{"conv grouped 2x16x9x9", func(g *tg) {
 			g.node("Conv", ir.Attrs{"group": intv(4), "strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 16, 9, 9), g.constant(ir.Float32, 8, 4, 3, 3))
 		}},

@@ -419,6 +419,79 @@ extern "C" __global__ void im2col_rows_h(const float* __restrict__ x, u16* __res
 extern "C" __global__ void im2col_rows4(const float* __restrict__ x, float* __restrict__ col, Conv p) { im2col_rows_t<4, float, float>(x, col, p, 0); }
 extern "C" __global__ void im2col_rows4_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<4, float, u16>(x, col, p, mode); }
 extern "C" __global__ void im2col_rows4_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<4, u16, u16>(x, col, p, mode); }
+// im2col_walk4_t writes 16-bit patches four consecutive elements a
+// thread, with one vector store, walking from one patch row to the next
+// inside the four, so that short rows (a 7×7 or 14×14 output) keep every
+// thread of a block busy. The matrix it writes holds a multiple of four
+// elements, fewer than 2³¹, so every store is aligned and the indices fit
+// 32 bits. Its rows are the C·KH·KW patch rows and its columns the output
+// positions of nb images, image after image within each row:
+//   - im2col_flat4_h: one image, blockIdx.y, a matrix of its own (nb = 1);
+//   - im2col_fold4_h: all N images in one matrix (nb = N), so that one
+//     GEMM covers the whole batch where each image's output is too small
+//     to fill the device.
+// The _hh kernels read an input already held in 16 bits.
+template <typename S> __device__ __forceinline__ void im2col_walk4_t(const S* __restrict__ x, u16* __restrict__ col, const Conv& p, int mode, int nb) {
+	int OW = (int)p.OW, OH = (int)p.OH, KW = (int)p.KW, KH = (int)p.KH;
+	int H = (int)p.H, W = (int)p.W, SH = (int)p.SH, SW = (int)p.SW, DH = (int)p.DH, DW = (int)p.DW, PH = (int)p.PH, PW = (int)p.PW;
+	int ohw = OH * OW, row = nb * ohw, total = (int)(p.C * p.KH * p.KW) * row;
+	i64 hw = (i64)H * W;
+	for (int o = (blockIdx.x * blockDim.x + threadIdx.x) * 4; o < total; o += blockDim.x * gridDim.x * 4) {
+		int r = o / row, rem = o - r * row;
+		int b = rem / ohw, q = rem - b * ohw;
+		int c = r / (KH * KW), k = r - c * (KH * KW), kh = k / KW, kw = k - kh * KW;
+		int oh = q / OW, ow = q - oh * OW;
+		const S* xp = x + ((i64)b * p.C + c) * hw;
+		u16 v[4];
+		#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			v[u] = im2col_elem<S, u16>(xp, oh * SH - PH + kh * DH, ow * SW - PW + kw * DW, H, W, mode);
+			if (++ow == OW) {
+				ow = 0;
+				if (++oh == OH) {
+					oh = 0;
+					if (++b == nb) { // the next patch row, from the first image
+						b = 0;
+						if (++kw == KW) {
+							kw = 0;
+							if (++kh == KH) {
+								kh = 0;
+								c++;
+							}
+						}
+					}
+					xp = x + ((i64)b * p.C + c) * hw;
+				}
+			}
+		}
+		store4<u16>(col + o, v);
+	}
+}
+template <typename S> __device__ __forceinline__ void im2col_flat4_t(const S* __restrict__ x, u16* __restrict__ col, const Conv& p, int mode) {
+	i64 b = blockIdx.y;
+	im2col_walk4_t<S>(x + b * p.C * p.H * p.W, col + b * p.C * p.KH * p.KW * p.OH * p.OW, p, mode, 1);
+}
+extern "C" __global__ void im2col_flat4_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_flat4_t<float>(x, col, p, mode); }
+extern "C" __global__ void im2col_flat4_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_flat4_t<u16>(x, col, p, mode); }
+extern "C" __global__ void im2col_fold4_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_walk4_t<float>(x, col, p, mode, (int)p.N); }
+extern "C" __global__ void im2col_fold4_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_walk4_t<u16>(x, col, p, mode, (int)p.N); }
+// unfold turns the product of a folded batch, OC rows of N·OHW columns,
+// into the N×OC×OHW output (fewer than 2³¹ elements); unfold_h writes it
+// in 16 bits (round_h).
+extern "C" __global__ void unfold(const float* __restrict__ t, float* __restrict__ y, int OC, int N, int ohw) {
+	int n = OC * N * ohw;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+		int rest = i / ohw, q = i - rest * ohw, b = rest / OC, oc = rest - b * OC;
+		y[i] = t[(oc * N + b) * ohw + q];
+	}
+}
+extern "C" __global__ void unfold_h(const float* __restrict__ t, u16* __restrict__ y, int OC, int N, int ohw, int mode) {
+	int n = OC * N * ohw;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+		int rest = i / ohw, q = i - rest * ohw, b = rest / OC, oc = rest - b * OC;
+		y[i] = round_h(t[(oc * N + b) * ohw + q], mode);
+	}
+}
 // im2col_rows_hh and im2col_hh read an input already held in 16 bits
 // (a tensor whose only readers are 16-bit GEMMs) and copy it as it is.
 extern "C" __global__ void im2col_rows_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<1, u16, u16>(x, col, p, mode); }
@@ -673,6 +746,16 @@ WARP4(2)
 WARP4(4)
 WARP4(8)
 // reduce: y[r] = scale · Σj x[row r, j] (scale = 1/dim for a mean).
+// reduce_rows_small sums contiguous rows of a few elements (dim ≤ 64),
+// one thread a row: a block per row would leave most threads idle.
+extern "C" __global__ void reduce_rows_small(const float* __restrict__ x, float* __restrict__ y, i64 rows, int dim, float scale) {
+	LOOP(r, rows) {
+		const float* xp = x + r * dim;
+		float s = 0.f;
+		for (int j = 0; j < dim; j++) s += xp[j];
+		y[r] = s * scale;
+	}
+}
 extern "C" __global__ void reduce_sum(const float* __restrict__ x, float* __restrict__ y, i64 rows, i64 dim, i64 inner, float scale) {
 	__shared__ float sh[32];
 	for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -721,33 +804,43 @@ extern "C" __global__ void channel_affine(const float* __restrict__ x, const flo
 // poolSource holds MaxPool and AveragePool over two spatial axes.
 const poolSource = common + `
 struct Pool { i64 NC, H, W, OH, OW, KH, KW, SH, SW, PH, PW, PH1, PW1, DH, DW, isMax, includePad; };
+// pool2d_t is one output element i; I is the index type: pool2d32 takes
+// 32-bit indices where the tensors allow (a 64-bit division costs tens of
+// instructions a step), pool2d 64-bit ones.
+template <typename I> __device__ __forceinline__ void pool2d_t(const float* __restrict__ x, float* __restrict__ y, const Pool& p, I i) {
+	I OW = (I)p.OW, OH = (I)p.OH, H = (I)p.H, W = (I)p.W, KH = (I)p.KH, KW = (I)p.KW, SH = (I)p.SH, SW = (I)p.SW;
+	I PH = (I)p.PH, PW = (I)p.PW, DH = (I)p.DH, DW = (I)p.DW;
+	I ow = i % OW, oh = (i / OW) % OH, nc = i / (OW * OH);
+	const float* xp = x + (i64)nc * H * W;
+	float acc = p.isMax ? NEG_INF : 0.f;
+	I cnt = 0;
+	for (I kh = 0; kh < KH; kh++) {
+		I h = oh * SH - PH + kh * DH;
+		if (h < 0 || h >= H) continue;
+		for (I kw = 0; kw < KW; kw++) {
+			I w = ow * SW - PW + kw * DW;
+			if (w < 0 || w >= W) continue;
+			float v = xp[h * W + w];
+			if (p.isMax) acc = fmaxf(acc, v); else acc += v;
+			cnt++;
+		}
+	}
+	if (!p.isMax) {
+		if (p.includePad) {
+			I h0 = oh * SH - PH, w0 = ow * SW - PW;
+			I h1 = min(h0 + (KH - 1) * DH + 1, H + (I)p.PH1), w1 = min(w0 + (KW - 1) * DW + 1, W + (I)p.PW1);
+			cnt = ((h1 - h0 + DH - 1) / DH) * ((w1 - w0 + DW - 1) / DW);
+		}
+		acc = cnt > 0 ? acc / (float)cnt : 0.f;
+	}
+	y[i] = acc;
+}
 extern "C" __global__ void pool2d(const float* __restrict__ x, float* __restrict__ y, Pool p) {
 	i64 n = p.NC * p.OH * p.OW;
-	LOOP(i, n) {
-		i64 ow = i % p.OW, oh = (i / p.OW) % p.OH, nc = i / (p.OW * p.OH);
-		const float* xp = x + nc * p.H * p.W;
-		float acc = p.isMax ? NEG_INF : 0.f;
-		i64 cnt = 0;
-		for (i64 kh = 0; kh < p.KH; kh++) {
-			i64 h = oh * p.SH - p.PH + kh * p.DH;
-			if (h < 0 || h >= p.H) continue;
-			for (i64 kw = 0; kw < p.KW; kw++) {
-				i64 w = ow * p.SW - p.PW + kw * p.DW;
-				if (w < 0 || w >= p.W) continue;
-				float v = xp[h * p.W + w];
-				if (p.isMax) acc = fmaxf(acc, v); else acc += v;
-				cnt++;
-			}
-		}
-		if (!p.isMax) {
-			if (p.includePad) {
-				i64 h0 = oh * p.SH - p.PH, w0 = ow * p.SW - p.PW;
-				i64 h1 = min(h0 + (p.KH - 1) * p.DH + 1, p.H + p.PH1), w1 = min(w0 + (p.KW - 1) * p.DW + 1, p.W + p.PW1);
-				cnt = ((h1 - h0 + p.DH - 1) / p.DH) * ((w1 - w0 + p.DW - 1) / p.DW);
-			}
-			acc = cnt > 0 ? acc / (float)cnt : 0.f;
-		}
-		y[i] = acc;
-	}
+	LOOP(i, n) pool2d_t<i64>(x, y, p, i);
+}
+extern "C" __global__ void pool2d32(const float* __restrict__ x, float* __restrict__ y, Pool p) {
+	int n = (int)(p.NC * p.OH * p.OW);
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) pool2d_t<int>(x, y, p, i);
 }
 `
