@@ -342,8 +342,13 @@ func (e *Executable) tryFusion(i int, y ir.TensorID, rowLen int, chain []*ir.Nod
 	return f
 }
 
-// maxPruneTrials bounds the plans pruneOverwrites makes.
-const maxPruneTrials = 32
+// maxPruneTrials bounds the plans pruneOverwrites makes, and
+// pruneSteps the steps of all of them together, so that a large graph
+// gets few (the same ones on every compile).
+const (
+	maxPruneTrials = 32
+	pruneSteps     = 100_000
+)
 
 // pruneOverwrites takes overwrite mode back from the fused steps whose
 // takeover does not lower the arena of pl, the plan of p made with opts,
@@ -351,6 +356,7 @@ const maxPruneTrials = 32
 // computes tiles aside and costs time, which pays only where it lowers
 // the peak. It returns the plan that stands.
 func (e *Executable) pruneOverwrites(p *plan.Problem, pl *plan.Plan, opts plan.Options) *plan.Plan {
+	trials := min(maxPruneTrials, pruneSteps/max(len(p.Steps), 1))
 	var fs []*fusion
 	for _, f := range e.fusions {
 		if len(f.overwrite) > 0 && f.plain != nil {
@@ -358,7 +364,7 @@ func (e *Executable) pruneOverwrites(p *plan.Problem, pl *plan.Plan, opts plan.O
 		}
 	}
 	slices.SortFunc(fs, func(a, b *fusion) int { return a.step - b.step })
-	for _, f := range fs[:min(len(fs), maxPruneTrials)] {
+	for _, f := range fs[:min(len(fs), trials)] {
 		st := &p.Steps[f.step]
 		ow := st.Overwrite
 		st.Overwrite = nil

@@ -354,3 +354,38 @@ func TestFusedPrologue(t *testing.T) {
 		})
 	}
 }
+
+// TestOverwritePruned checks that overwrite mode, which costs time, is
+// taken back where it does not lower the arena: here the peak is an
+// earlier, larger step.
+func TestOverwritePruned(t *testing.T) {
+	const f32 = ir.Float32
+	rng := rand.New(rand.NewPCG(7, 8))
+	k := &kgraph{g: &ir.Graph{Name: "pruned", Opsets: map[string]int64{"": 17}}}
+	// The peak: two 8 MiB tensors live at once.
+	big := k.node("Exp", nil, []ir.TensorID{k.input("big", f32, 1, 32, 256, 256)}, f32, 1, 32, 256, 256)
+	sum := k.node("ReduceSum", nil, []ir.TensorID{big, k.ints64("axes", 1, 2, 3)}, f32, 1, 1, 1, 1)
+	out := []int64{1, 16, 64, 64}
+	r := k.node("Neg", nil, []ir.TensorID{k.input("r", f32, out...)}, f32, out...)
+	w := make([]float32, 16*8)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64())
+	}
+	y := k.node("Conv", nil, []ir.TensorID{k.input("x", f32, 1, 8, 64, 64), k.constant("w", w, 16, 8, 1, 1)}, f32, out...)
+	z := k.node("Relu", nil, []ir.TensorID{k.node("Add", nil, []ir.TensorID{y, r}, f32, out...)}, f32, out...)
+	k.g.Outputs = []ir.TensorID{sum, z}
+	exe, err := Compile(&Model{graph: k.g}, CPU, Options{Threads: 2, MemoryLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := exe.fusions[k.g.Tensor(y).Producer]
+	if f == nil {
+		t.Fatal("the residual chain is not fused")
+	}
+	if len(f.overwrite) != 0 || f.temp != 0 || f.kernel != f.plain {
+		t.Errorf("overwrite mode kept (%v, %d bytes of tile buffers) where the peak is elsewhere", f.overwrite, f.temp)
+	}
+	if got := runBoth(t, &Model{graph: k.g}, randomInputs(rng, k.g)); got != 2 {
+		t.Errorf("%d nodes absorbed, want 2", got)
+	}
+}
