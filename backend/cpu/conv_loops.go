@@ -1,5 +1,7 @@
 package cpu
 
+import "unsafe"
+
 // im2col packs rows [k0, k0+kb) and columns [j0, j0+ncb) of one group's
 // im2col matrix into dst in the packed B layout (panels of gemmNR columns,
 // each kb rows deep): row r = ((c·KD + kd)·KH + kh)·KW + kw holds, for
@@ -174,59 +176,176 @@ func (k *convKernel) depthwiseRow(orow, x, wt []float32, od, oh int, bias float3
 	}
 }
 
-// dwSmall bounds the floats of a plane that dwPaddedS1 takes: its
-// zero-padded input and its output rows widened to whole vectors.
-const dwSmall = 3072
+// dwBandOut is about how many outputs (padded columns included) one band
+// of dwBandPlane computes: enough for long vectors, small enough that the
+// band's inputs and outputs stay in the L1 cache.
+const dwBandOut = 1024
 
-// dwPaddedFloats is the scratch, in floats, that dwPaddedS1 needs for one
-// plane of k, or 0 when k's planes go row by row instead: wide planes
-// (whose rows are long enough to run without copies), strides other than
-// 1, geometries depthwise2D does not take, or no assembly kernel.
-func dwPaddedFloats(k *convKernel) int {
-	OH, OW, KH, KW := k.out[1], k.out[2], k.kern[1], k.kern[2]
-	n := roundUp(OW, 8)
-	wp, hp := n+KW-1, OH+KH-1
-	if !dwAsm || !k.dwFast() || k.stride[1] != 1 || k.stride[2] != 1 ||
-		OW < 8 || n == OW && n >= 64 || hp*wp > dwSmall || OH*n > dwSmall {
-		return 0
-	}
-	return hp*wp + OH*n
+// dwMaxPitch bounds the stored row of dwBandPlane, in floats: wider
+// planes go row by row through the other paths of depthwise2D, so that
+// the scratch stays a few kilobytes whatever the width.
+const dwMaxPitch = 4096
+
+// dwBandGeom is the layout of dwBandPlane's scratch for one plane of k.
+type dwBandGeom struct {
+	rows  int // output rows of a full band
+	pitch int // floats from one stored row to the next, and of an output row
+	nr    int // rows of each stored sub-array
+	size  int // floats of each sub-array, slack included
+	subs  int // sub-arrays: the input split by row and column parity
 }
 
-// dwPaddedS1 computes a small unit-stride plane on the assembly kernel as
-// a whole, in buf (dwPaddedFloats of it): the input is copied once into a
-// zero-padded area, so that every output row, widened to a multiple of 8,
-// is interior; the widened rows are computed into the rest of buf and
-// their first OW values copied out.
-func dwPaddedS1(y, x, wt, buf []float32, H, W, OH, OW, KH, KW, ph, pw int, bias float32) {
-	n := roundUp(OW, 8)
-	wp := n + KW - 1 // padded input row
-	hp := OH + KH - 1
-	pin, out := buf[:hp*wp], buf[hp*wp:][:OH*n]
-	clear(pin)
-	for i := 0; i < hp; i++ {
-		ih := i - ph
-		if ih < 0 || ih >= H {
-			continue
-		}
-		// Input columns iw = j − pw for padded columns j in [0, wp).
-		j0, j1 := max(0, pw), min(wp, W+pw)
-		if j0 < j1 {
-			copy(pin[i*wp+j0:i*wp+j1], x[ih*W+j0-pw:ih*W+j1-pw])
+// dwBands reports the band layout of k, and false when k's planes do not
+// run through dwBandPlane: no assembly kernel, a geometry depthwise2D does
+// not take, strides other than 1 or 2, rows wider than dwMaxPitch, or an
+// empty output.
+func (k *convKernel) dwBands() (dwBandGeom, bool) {
+	OH, OW, KH, KW := k.out[1], k.out[2], k.kern[1], k.kern[2]
+	sh, sw := k.stride[1], k.stride[2]
+	if !dwAsm || !k.dwFast() || sh < 1 || sh > 2 || sw < 1 || sw > 2 || OH < 1 || OW < 1 {
+		return dwBandGeom{}, false
+	}
+	var g dwBandGeom
+	// Stored row: the padded input columns that the outputs read, split
+	// into even and odd columns with stride 2.
+	if sw == 1 {
+		g.pitch = OW + KW - 1
+	} else {
+		g.pitch = OW + (KW-1)/2
+	}
+	if g.pitch > dwMaxPitch {
+		return dwBandGeom{}, false
+	}
+	g.rows = min(OH, max(1, ceilDiv(dwBandOut, g.pitch)))
+	if sh == 1 {
+		g.nr = g.rows + KH - 1
+	} else {
+		g.nr = g.rows + (KH-1)/2
+	}
+	g.subs = sh * sw
+	// Slack past the last row: the widened last vector of outputs reads
+	// up to KW+15 values beyond it.
+	g.size = roundUp(g.nr*g.pitch+KW+16, 16)
+	return g, true
+}
+
+// dwPaddedFloats is the scratch, in floats, that dwBandPlane needs for
+// one plane of k, or 0 when k's planes take the other paths of
+// depthwise2D.
+func dwPaddedFloats(k *convKernel) int {
+	g, ok := k.dwBands()
+	if !ok {
+		return 0
+	}
+	return g.subs*g.size + roundUp(g.rows*g.pitch+16, 16)
+}
+
+// dwBandPlane computes one plane of a stride 1 or 2 geometry (k.dwBands)
+// on the assembly kernel, a band of output rows at a time, in buf
+// (dwPaddedFloats of it). The padded input rows of a band are copied into
+// buf, split by the parity of their row (vertical stride 2) and column
+// (horizontal stride 2), so that every tap of the filter reads, for the
+// outputs of the band laid out flat with the stored row pitch, one
+// contiguous run of a sub-array at a fixed offset. One call of
+// dwTapsAVX512 (or dwTapsAVX2) then computes the whole band with its
+// accumulators in registers, and the valid columns of each output row
+// are copied out. The columns between the rows of the flat layout (and
+// past the band) are computed too, from zeros or neighbouring values,
+// and discarded.
+func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32) {
+	g, _ := k.dwBands()
+	H, W := k.in[1], k.in[2]
+	OH, OW := k.out[1], k.out[2]
+	KH, KW := k.kern[1], k.kern[2]
+	sh, sw := k.stride[1], k.stride[2]
+	ph, pw := k.pad[1], k.pad[2]
+	P, S := g.pitch, g.size
+	hs, ws := sh-1, sw-1 // strides are 1 or 2: shifts and masks
+	// Tap (r, c) reads sub-array (r mod sh, c mod sw) at row r/sh,
+	// column c/sw.
+	out := buf[g.subs*S:][:roundUp(g.rows*P+16, 16)]
+	// Every tap offset lies in buf[:g.subs*S] (checked just above), so
+	// the pointers are formed without a bounds check each.
+	var colOff [dwMaxK]int
+	for c := 0; c < KW; c++ {
+		colOff[c] = ((c&ws)*S + c>>ws) * 4
+	}
+	var tp [dwMaxTaps]*float32
+	base := unsafe.Pointer(&buf[0])
+	t := 0
+	for r := 0; r < KH; r++ {
+		row := unsafe.Add(base, (((r&hs)<<ws)*S+(r>>hs)*P)*4)
+		for _, co := range colOff[:KW] {
+			tp[t] = (*float32)(unsafe.Add(row, co))
+			t++
 		}
 	}
-	var rp [dwMaxK]*float32
-	for oh := 0; oh < OH; oh++ {
-		for r := 0; r < KH; r++ {
-			rp[r] = &pin[(oh+r)*wp]
+	wt = wt[:KH*KW]
+	// Columns of a stored row with unit stride: pre zeros, the input
+	// row's first cols values, post zeros.
+	pre := min(pw, P)
+	cols := max(0, min(W, P-pre))
+	post := P - pre - cols
+	// Stride 2 along rows: stored column j holds padded columns 2j and
+	// 2j+1; columns [lo, lo+pairs) take both from the input row, from
+	// its column off, and at most one more value on each side.
+	var lo, off, pairs, head, tail int
+	if sw == 2 {
+		lo = min((pw+1)/2, P)
+		hi := max(lo, min((W+pw)/2, P))
+		off, pairs = 2*lo-pw, hi-lo
+		if pw%2 == 1 && (pw+1)/2 <= P {
+			head = 1 // odd column lo−1 is input column 0
 		}
-		dwS1AVX2(&out[oh*n], &rp, &wt[0], KH, KW, n, bias)
-		copy(y[oh*OW:(oh+1)*OW], out[oh*n:oh*n+OW])
+		tail = -1
+		if (W+pw)%2 == 1 && (W+pw)/2 < P {
+			tail = W - 1 // even column hi is the last input column
+		}
+	}
+	for oh0 := 0; oh0 < OH; oh0 += g.rows {
+		rb := min(g.rows, OH-oh0)
+		rows := sh*(rb-1) + KH
+		// Band row i is input row oh0·sh + i − ph; rows [i0, i1) exist.
+		top := oh0*sh - ph
+		i0 := min(rows, max(0, -top))
+		i1 := max(i0, min(rows, H-top))
+		for par := 0; par < sh; par++ {
+			// Band rows i = sh·j + par, stored as row j of sub-arrays
+			// par·sw (and par·sw + 1 with stride 2 along the row).
+			j0, j1 := (i0-par+hs)>>hs, (i1-par+hs)>>hs
+			for c := 0; c < sw; c++ {
+				a := (par*sw + c) * S
+				clear(buf[a : a+j0*P])
+				clear(buf[a+j1*P : a+S])
+			}
+			if j1 <= j0 {
+				continue
+			}
+			a := par * sw * S
+			src := x[(top+sh*j0+par)*W:]
+			if sw == 1 {
+				dwPadRows(&buf[a+j0*P], P, &src[0], sh*W, j1-j0, pre, cols, post)
+				continue
+			}
+			dwSplitRows(&buf[a+j0*P], &buf[a+S+j0*P], P, &src[0], sh*W, j1-j0, P, lo, off, pairs, head, tail)
+		}
+		// Whole vectors of 16 (or two of 8): the columns past the band
+		// are discarded.
+		n := roundUp(rb*P, 16)
+		if dw512 {
+			dwTapsAVX512(&out[0], &tp, &wt[0], KH*KW, n, bias)
+		} else {
+			dwTapsAVX2(&out[0], &tp, &wt[0], KH*KW, n, bias)
+		}
+		dwPadRows(&y[oh0*OW], OW, &out[0], P, rb, 0, OW, 0)
 	}
 }
 
 // dwMaxK is the largest filter side that depthwise2D takes.
 const dwMaxK = 7
+
+// dwMaxTaps is the most taps of a filter that depthwise2D takes.
+const dwMaxTaps = dwMaxK * dwMaxK
 
 // dwFast reports whether depthwise2D handles the geometry: a filter of at
 // most dwMaxK × dwMaxK without dilation and without negative pads, on one
@@ -249,8 +368,9 @@ func (k *convKernel) depthwise2D(y, x, wt []float32, bias float32, buf []float32
 	KH, KW := k.kern[1], k.kern[2]
 	sh, sw := k.stride[1], k.stride[2]
 	ph, pw := k.pad[1], k.pad[2]
-	if len(buf) > 0 && dwAsm {
-		dwPaddedS1(y, x, wt, buf, H, W, OH, OW, KH, KW, ph, pw, bias)
+	if dwAsm && len(buf) > 0 {
+		// buf is there only for dwBandPlane (see dwPaddedFloats).
+		k.dwBandPlane(y, x, wt, bias, buf)
 		return
 	}
 	wt = wt[:KH*KW]

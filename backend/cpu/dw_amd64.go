@@ -2,8 +2,9 @@ package cpu
 
 import "golang.org/x/sys/cpu"
 
-// dwAsm reports whether depthwise rows of unit stride run on the AVX2+FMA
-// kernel; tests clear it to exercise the Go code.
+// dwAsm reports whether depthwise planes run on the AVX2+FMA kernels
+// (dwBandPlane, and the rows of unit stride of depthwise2D); tests clear
+// it to exercise the Go code.
 var dwAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // dwS1AVX2 sets o[x] = bias + Σ_r Σ_c w[r·kw+c]·rp[r][x+c] for x < n, n a
@@ -11,3 +12,35 @@ var dwAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //
 //go:noescape
 func dwS1AVX2(o *float32, rp *[dwMaxK]*float32, w *float32, kh, kw, n int, bias float32)
+
+// dwTapsAVX2 sets o[x] = bias + Σ_t w[t]·tp[t][x] for x < n, n a multiple
+// of 8, adding the taps t < ntaps in order; each tp[t] must have n
+// readable values.
+//
+//go:noescape
+func dwTapsAVX2(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int, bias float32)
+
+// dwPadRows writes rows rows of dst, ldd floats apart, each as pre zeros,
+// cols values of the source row (rows lds floats apart in src) and post
+// zeros.
+//
+//go:noescape
+func dwPadRows(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int)
+
+// dwSplitRows splits rows rows of x (ldx floats apart) into their even
+// and odd columns in e and o (ld floats apart): it zeroes e[0, p) and
+// o[0, p), rounded up to whole vectors, then sets e[lo+j] = x[off+2j]
+// and o[lo+j] = x[off+2j+1] for j < pairs, o[lo−1] = x[0] if head is not
+// 0, and e[lo+pairs] = x[tail] if tail is not negative.
+//
+//go:noescape
+func dwSplitRows(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int)
+
+// dw512 reports whether dwBandPlane runs dwTapsAVX512 rather than
+// dwTapsAVX2; tests clear it to exercise the AVX2 kernel.
+var dw512 = dwAsm && cpu.X86.HasAVX512F
+
+// dwTapsAVX512 is dwTapsAVX2 on zmm registers, n a multiple of 16.
+//
+//go:noescape
+func dwTapsAVX512(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int, bias float32)

@@ -8,3 +8,22 @@ var dwAsm = false
 func dwS1AVX2(o *float32, rp *[dwMaxK]*float32, w *float32, kh, kw, n int, bias float32) {
 	panic("dwS1AVX2 without assembly")
 }
+
+func dwTapsAVX2(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int, bias float32) {
+	panic("dwTapsAVX2 without assembly")
+}
+
+func dwPadRows(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int) {
+	panic("dwPadRows without assembly")
+}
+
+func dwSplitRows(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int) {
+	panic("dwSplitRows without assembly")
+}
+
+// dw512 is false: there is no assembly kernel on this platform.
+var dw512 = false
+
+func dwTapsAVX512(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int, bias float32) {
+	panic("dwTapsAVX512 without assembly")
+}

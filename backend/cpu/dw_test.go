@@ -1,0 +1,143 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+)
+
+// dwShapes are the depthwise layers of MobileNet-v2 and EfficientNet-B0
+// that dominate their depthwise time.
+var dwShapes = []struct {
+	name               string
+	c, h, k, stride, p int64
+}{
+	{"mbv2 f1 3x3 s1 32 112²", 32, 112, 3, 1, 1},
+	{"mbv2 f2 3x3 s2 96 112²", 96, 112, 3, 2, 1},
+	{"mbv2 f3 3x3 s1 144 56²", 144, 56, 3, 1, 1},
+	{"mbv2 f4 3x3 s2 144 56²", 144, 56, 3, 2, 1},
+	{"mbv2 f12 3x3 s1 576 14²", 576, 14, 3, 1, 1},
+	{"mbv2 f15 3x3 s1 960 7²", 960, 7, 3, 1, 1},
+	{"effb0 5x5 s2 144 56²", 144, 56, 5, 2, 2},
+	{"effb0 5x5 s1 672 14²", 672, 14, 5, 1, 2},
+	{"effb0 5x5 s2 672 14²", 672, 14, 5, 2, 2},
+	{"effb0 5x5 s1 1152 7²", 1152, 7, 5, 1, 2},
+}
+
+// BenchmarkDepthwiseShapes runs each shape of dwShapes on the kernels
+// chosen at run time, with one and two threads.
+func BenchmarkDepthwiseShapes(b *testing.B) {
+	for _, c := range dwShapes {
+		for _, th := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", c.name, th), func(b *testing.B) {
+				g, n := convNode(1, c.c, c.h, c.h, c.c, c.k, c.stride, c.p, c.c, true)
+				y := g.Tensor(n.Outputs[0]).Shape
+				benchKernel(b, g, n, th, 2*float64(y.Elements())*float64(c.k*c.k))
+			})
+		}
+	}
+}
+
+// TestDepthwiseBands checks dwBandPlane, the assembly path of 3×3 and 5×5
+// depthwise filters with strides 1 and 2, against the reference loop:
+// pads 0 to 3 (symmetric or not), odd and even sizes, planes from 1×1 to
+// 112×112 (several bands, the last one partial), mixed strides, channel
+// multipliers 1 and 2, batches, with and without bias, on 1 to 3 threads,
+// on the AVX2 kernel and, where the machine has it, the AVX-512 one. Rows
+// wider than dwMaxPitch take the row-by-row path instead. It is skipped
+// without the assembly kernel, where the Go code that TestDepthwiseFast
+// covers runs instead.
+func TestDepthwiseBands(t *testing.T) {
+	if !dwAsm {
+		t.Skip("no assembly depthwise kernel")
+	}
+	type geo struct {
+		name string
+		h, w int64
+		k    int64
+		s    [2]int64
+		pads []int64
+	}
+	geos := []geo{
+		{"3x3 s1 p1 7²", 7, 7, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+		{"3x3 s1 p1 112²", 112, 112, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+		{"3x3 s1 p0 odd", 15, 21, 3, [2]int64{1, 1}, ints64(0, 0, 0, 0)},
+		{"3x3 s1 p2 even", 10, 16, 3, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"3x3 s2 p1 112²", 112, 112, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
+		{"3x3 s2 p1 odd", 13, 27, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
+		{"3x3 s2 p0 even", 14, 30, 3, [2]int64{2, 2}, ints64(0, 0, 0, 0)},
+		{"3x3 s2 p2 7²", 7, 7, 3, [2]int64{2, 2}, ints64(2, 2, 2, 2)},
+		{"3x3 s2 asymmetric", 14, 14, 3, [2]int64{2, 2}, ints64(0, 0, 1, 1)},
+		{"3x3 s2,1", 12, 19, 3, [2]int64{2, 1}, ints64(1, 1, 1, 1)},
+		{"3x3 s1,2", 11, 20, 3, [2]int64{1, 2}, ints64(1, 2, 1, 0)},
+		{"5x5 s1 p2 7²", 7, 7, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"5x5 s1 p2 56²", 56, 56, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"5x5 s1 p0 odd", 11, 13, 5, [2]int64{1, 1}, ints64(0, 0, 0, 0)},
+		{"5x5 s1 p1", 9, 12, 5, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+		{"5x5 s2 p2 112²", 112, 112, 5, [2]int64{2, 2}, ints64(2, 2, 2, 2)},
+		{"5x5 s2 p2 odd", 15, 29, 5, [2]int64{2, 2}, ints64(2, 2, 2, 2)},
+		{"5x5 s2 p1 even", 14, 14, 5, [2]int64{2, 2}, ints64(1, 1, 2, 2)},
+		{"5x5 s2 p3 small", 5, 6, 5, [2]int64{2, 2}, ints64(3, 3, 3, 3)},
+		{"5x5 s2,1", 16, 18, 5, [2]int64{2, 1}, ints64(2, 2, 2, 2)},
+		{"5x5 s1,2", 17, 33, 5, [2]int64{1, 2}, ints64(2, 1, 2, 2)},
+		{"3x3 1×1 plane", 1, 1, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+		{"5x5 trailing clip", 20, 22, 5, [2]int64{2, 2}, ints64(2, 2, 0, 0)},
+		{"3x3 s2 wider than dwMaxPitch", 3, 2*dwMaxPitch + 40, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
+		{"3x3 s1 wider than dwMaxPitch", 3, dwMaxPitch + 7, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+	}
+	var cases []convCase
+	for _, g := range geos {
+		for _, v := range []struct {
+			n, c, mult   int64
+			bias, constW bool
+		}{
+			{1, 3, 1, true, true},
+			{2, 2, 2, false, false},
+		} {
+			k := ints64(g.k, g.k)
+			cases = append(cases, convCase{
+				name: fmt.Sprintf("%s/n=%d mult=%d bias=%v", g.name, v.n, v.mult, v.bias),
+				x:    ints64(v.n, v.c, g.h, g.w), m: v.c * v.mult, group: v.c,
+				kern: k, strides: g.s[:], dil: ints64(1, 1), pads: g.pads,
+				bias: v.bias, constW: v.constW,
+			})
+		}
+	}
+	saved := dw512
+	defer func() { dw512 = saved }()
+	for _, wide := range []bool{false, saved} {
+		dw512 = wide
+		for _, c := range cases {
+			for _, th := range []int{1, 2, 3} {
+				t.Run(fmt.Sprintf("%s/avx512=%v/threads=%d", c.name, wide, th), func(t *testing.T) {
+					testConvFor(t, c, th, th)
+				})
+			}
+		}
+	}
+}
+
+// TestDepthwiseBandsTaken checks that the shapes of dwShapes run through
+// dwBandPlane where the assembly kernel exists, with a scratch area of a
+// few rows per worker.
+func TestDepthwiseBandsTaken(t *testing.T) {
+	if !dwAsm {
+		t.Skip("no assembly depthwise kernel")
+	}
+	for _, c := range dwShapes {
+		g, n := convNode(1, c.c, c.h, c.h, c.c, c.k, c.stride, c.p, c.c, true)
+		k, scratch, err := BuildFor(g, n, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck, ok := k.(*convKernel)
+		if !ok || ck.dwPer == 0 {
+			t.Errorf("%s: depthwise bands not taken", c.name)
+			continue
+		}
+		// At most 4 sub-arrays of a band of ~dwBandOut floats (plus
+		// the filter's rows), and the band's output.
+		if limit := int64(2*(5*dwBandOut+4*(c.h+8)*(c.k+8))) * 4; scratch > limit {
+			t.Errorf("%s: scratch %d bytes, want at most %d", c.name, scratch, limit)
+		}
+	}
+}
