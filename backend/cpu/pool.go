@@ -122,6 +122,13 @@ func (k *poolKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
 		maxPlanes(k, out[0], ind, in[0], lo, hi)
 	default:
 		if k.isMax {
+			if ind == nil && k.rowsFit() {
+				x, y := f32s(in[0]), f32s(out[0])
+				for p := lo; p < hi; p++ {
+					maxPlaneRows(k, y[p*k.outSp:][:k.outSp], x[p*k.inSp:][:k.inSp])
+				}
+				return
+			}
 			maxPlanes(k, f32s(out[0]), ind, f32s(in[0]), lo, hi)
 			return
 		}

@@ -91,6 +91,57 @@ func maxPlaneValues[T number](k *poolKernel, y, x []T, lowest T) {
 	}
 }
 
+// maxRowBuf is the widest input row maxPlaneRows takes.
+const maxRowBuf = 1024
+
+// rowsFit reports whether maxPlaneRows takes k's planes: two spatial
+// dimensions (or one), no dilation, rows of at most maxRowBuf values.
+func (k *poolKernel) rowsFit() bool {
+	return k.in[0] == 1 && k.out[0] == 1 && k.dil[1] == 1 && k.dil[2] == 1 && k.in[2] <= maxRowBuf
+}
+
+// maxPlaneRows is maxPlaneValues for float32 planes that rowsFit: for each
+// output row it takes the maximum of the window's input rows column by
+// column, then of each window's columns of that. The builtin max is
+// commutative and associative on float32 (a NaN wins, +0 beats −0), so
+// the order changes no bit of the result; the tight loops do the work of
+// the window walk at a fraction of its cost.
+func maxPlaneRows(k *poolKernel, y, x []float32) {
+	W, OW := k.in[2], k.out[2]
+	sw, pw := k.stride[2], k.pad[2]
+	var buf [maxRowBuf]float32
+	v := buf[:W]
+	for oh := 0; oh < k.out[1]; oh++ {
+		yr := y[oh*OW:][:OW]
+		t0, t1 := int(k.tlo[1][oh]), int(k.thi[1][oh])
+		if t0 >= t1 {
+			fill(yr, float32(-math.MaxFloat32))
+			continue
+		}
+		ih := oh*k.stride[1] - k.pad[1]
+		copy(v, x[(ih+t0)*W:][:W])
+		for t := t0 + 1; t < t1; t++ {
+			r := x[(ih+t)*W:][:W]
+			for i, a := range r {
+				v[i] = max(v[i], a)
+			}
+		}
+		for ow := range yr {
+			w0, w1 := int(k.tlo[2][ow]), int(k.thi[2][ow])
+			if w0 >= w1 {
+				yr[ow] = -math.MaxFloat32
+				continue
+			}
+			iw := ow*sw - pw
+			best := v[iw+w0]
+			for _, a := range v[iw+w0+1 : iw+w1] {
+				best = max(best, a)
+			}
+			yr[ow] = best
+		}
+	}
+}
+
 // lowestOf is the most negative finite value of T.
 func lowestOf[T number]() T {
 	var z T
