@@ -16,54 +16,70 @@ import (
 	"github.com/berth-ml/berth/npy"
 )
 
-// runBoth compiles m with and without fusion (in place on and off), runs
-// each on the same inputs and wants the same bytes; it returns the number
-// of nodes absorbed into epilogues with fusion on.
+// runBoth compiles m with and without fusion (in place on and off), on 2
+// and 3 threads (the kernels split their work differently), runs each on
+// the same inputs and wants the same bytes; it returns the number of nodes
+// absorbed into epilogues with fusion on.
 func runBoth(t *testing.T, m *Model, inputs []Tensor) int {
 	t.Helper()
 	var ref [][]byte
 	absorbed := -1
-	for _, noInPlace := range []bool{false, true} {
-		for _, noFusion := range []bool{true, false} {
-			exe, err := Compile(m, CPU, Options{Threads: 3, NoInPlace: noInPlace, NoFusion: noFusion, MemoryLimit: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, a := range exe.absorbed {
-				if a {
-					n++
+	for _, threads := range []int{3, 2} {
+		for _, noInPlace := range []bool{false, true} {
+			for _, noFusion := range []bool{true, false} {
+				if threads == 2 && noFusion {
+					continue
+				}
+				n := runOne(t, m, inputs, &ref, Options{Threads: threads, NoInPlace: noInPlace, NoFusion: noFusion, MemoryLimit: -1})
+				if !noFusion && !noInPlace && threads == 3 {
+					absorbed = n
 				}
 			}
-			if noFusion && n != 0 {
-				t.Fatalf("NoFusion, yet %d nodes absorbed", n)
-			}
-			if !noFusion && !noInPlace {
-				absorbed = n
-			}
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := s.Run(context.Background(), inputs...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ref == nil {
-				for _, r := range res {
-					ref = append(ref, bytes.Clone(r.Data))
-				}
-			} else {
-				for i, r := range res {
-					if !bytes.Equal(r.Data, ref[i]) {
-						t.Fatalf("in place %v, fusion %v: output %d differs from the unfused run", !noInPlace, !noFusion, i)
-					}
-				}
-			}
-			s.Close()
 		}
 	}
 	return absorbed
+}
+
+// runOne compiles m with opts, runs it on inputs and compares the outputs
+// with ref (which it sets when nil); it returns the number of nodes
+// absorbed into epilogues.
+func runOne(t *testing.T, m *Model, inputs []Tensor, ref *[][]byte, opts Options) int {
+	t.Helper()
+	noInPlace, noFusion := opts.NoInPlace, opts.NoFusion
+	exe, err := Compile(m, CPU, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range exe.absorbed {
+		if a {
+			n++
+		}
+	}
+	if noFusion && n != 0 {
+		t.Fatalf("NoFusion, yet %d nodes absorbed", n)
+	}
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Run(context.Background(), inputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *ref == nil {
+		for _, r := range res {
+			*ref = append(*ref, bytes.Clone(r.Data))
+		}
+	} else {
+		for i, r := range res {
+			if !bytes.Equal(r.Data, (*ref)[i]) {
+				t.Fatalf("%d threads, in place %v, fusion %v: output %d differs from the unfused run", opts.Threads, !noInPlace, !noFusion, i)
+			}
+		}
+	}
+	return n
 }
 
 // randomInputs draws every (float32) input of g from N(0, 1).
@@ -254,6 +270,7 @@ func TestOverwriteResidual(t *testing.T) {
 	}{
 		{"1x1", 8, 16, 64, 1, 0, false},
 		{"1x1 two k slices", 300, 16, 64, 1, 0, true},
+		{"1x1 two k slices whole panels", 300, 18, 64, 1, 0, false},
 		{"3x3", 8, 16, 64, 3, 1, false},
 		{"1x1 rows not whole panels", 5, 7, 80, 1, 0, true},
 		{"1x1 rows in chunks", 8, 130, 64, 1, 0, false},

@@ -349,7 +349,7 @@ func (f *fused) tileFrom(z, buf []float32, ld int, in [][]byte, work []float32, 
 // tempBuf is worker share's tile buffer in overwrite mode, in temps, the
 // fused kernel's fourth output.
 func (f *fused) tempBuf(temps []float32, share int) []float32 {
-	return temps[share*f.temp : (share+1)*f.temp]
+	return temps[share*f.temp : (share+1)*f.temp : (share+1)*f.temp]
 }
 
 // workFloats is the working memory the fused kernel takes as its third
@@ -421,7 +421,7 @@ func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp in
 			// made narrow enough to keep it within overwriteTemp floats
 			// where they can.
 			f.nc = min(k.nc, max(4*gemmNR, overwriteTemp/rows/gemmNR*gemmNR))
-			f.fuse.temp = roundUp(rows*f.nc, alignment/4)
+			f.fuse.temp = roundUp(rows*(f.nc+gemmNR), alignment/4)
 		}
 		return &f, 4 * f.fuse.shares * f.fuse.temp, true
 	}
