@@ -33,6 +33,9 @@ type convKernel struct {
 	nc          int       // widest column block, a multiple of gemmNR
 	per         int       // scratch floats of one worker's packed block
 	bOff        int       // scratch float offset of the workers' blocks
+	padOff      int       // float offset, in a worker's area, of im2colPadded's padded input, or 0
+	padW        int       // floats of a row of that padded input
+	padSplit    bool      // that padded input holds its rows' even and odd columns apart
 
 	dwPer int // scratch floats of one worker's padded depthwise plane, or 0
 
@@ -128,6 +131,14 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 	k.nc = min(roundUp(convNC, gemmNR), roundUp(k.outSp, gemmNR))
 	// Each worker's block starts on its own cache line.
 	k.per = roundUp(packedBSize(k.kc, k.nc), alignment/4)
+	if !k.pointwise {
+		// im2colPadded's padded input area follows the block.
+		if n := k.im2colPadFloats(); n > 0 {
+			// gemmNR floats of slack after the panels (im2colPadded).
+			k.padOff = roundUp(packedBSize(k.kc, k.nc)+gemmNR, alignment/4)
+			k.per = k.padOff + roundUp(n, alignment/4)
+		}
+	}
 	floats := 0
 	if wt.IsConst() {
 		k.wPre = make([]float32, k.g*k.aSize)

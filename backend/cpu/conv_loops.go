@@ -7,7 +7,262 @@ import "unsafe"
 // each kb rows deep): row r = ((c·KD + kd)·KH + kh)·KW + kw holds, for
 // each output pixel of a column, the input value that kernel tap (kd, kh,
 // kw) of channel c reads there, or 0 in the padding.
+//
+// A 2-D (or 1-D) convolution whose padded input area fits its scratch
+// (padOff > 0) goes through im2colPadded; any other one through the
+// general per-panel loops, im2colGeneral.
 func (k *convKernel) im2col(dst, x []float32, j0, ncb, k0, kb int) {
+	if k.padOff > 0 && k.im2colPadded(dst, x, j0, ncb, k0, kb) {
+		return
+	}
+	k.im2colGeneral(dst, x, j0, ncb, k0, kb)
+}
+
+// im2colPadMax bounds, in floats, the padded input area that im2colPadded
+// keeps after each worker's packed block.
+const im2colPadMax = 16384
+
+// im2colPadFloats sets padW and padSplit and returns the floats of the
+// padded input area that im2colPadded needs for any block of at most nc
+// columns and any k slice of at most kc rows, slack included, or 0 where
+// the convolution is not 2-D or 1-D, its k slices are deeper than convKC
+// or the area would exceed im2colPadMax.
+func (k *convKernel) im2colPadFloats() int {
+	if k.in[0] != 1 || k.out[0] != 1 || k.kern[0] != 1 || k.pad[0] != 0 || k.pad[1] < 0 || k.pad[2] < 0 || k.kc > convKC {
+		return 0
+	}
+	OH, OW := k.out[1], k.out[2]
+	kv := k.kern[1] * k.kern[2]
+	chans := min(k.cg, (k.kc-1)/kv+2)
+	orows := min(OH, (k.nc-1)/OW+2)
+	pr := (orows-1)*k.stride[1] + (k.kern[1]-1)*k.dil[1] + 1
+	pw := max(k.pad[2]+k.in[2], (OW-1)*k.stride[2]+(k.kern[2]-1)*k.dil[2]+1)
+	split := k.stride[2] == 2 && k.dil[2] == 1
+	if split {
+		pw = 2 * ceilDiv(pw, 2)
+	}
+	n := chans*pr*pw + gemmNR
+	if n > im2colPadMax {
+		return 0
+	}
+	k.padW, k.padSplit = pw, split
+	return n
+}
+
+// im2colPadRows writes rows rows of dst (ldd floats apart), each as pre
+// zeros, cols values of the source row (rows lds floats apart in src) and
+// post zeros: dwPadRows where the AVX2 kernels run, a Go loop elsewhere.
+func im2colPadRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols, post int) {
+	if dwAsm {
+		// Bounds: the last value written and the last one read.
+		_ = dst[(rows-1)*ldd+pre+cols+post-1]
+		_ = src[(rows-1)*lds+cols-1]
+		dwPadRows(&dst[0], ldd, &src[0], lds, rows, pre, cols, post)
+		return
+	}
+	for i := range rows {
+		d := dst[i*ldd:][:pre+cols+post]
+		clear(d[:pre])
+		copy(d[pre:pre+cols], src[i*lds:][:cols])
+		clear(d[pre+cols:])
+	}
+}
+
+// im2colSplitRows is im2colPadRows for a padded row of pw floats (pw
+// even) stored split: its even columns in the first pw/2 floats, its odd
+// ones in the last pw/2.
+func im2colSplitRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols, pw int) {
+	h := pw / 2
+	for i := range rows {
+		d := dst[i*ldd:][:pw]
+		e, o := d[:h], d[h:]
+		clear(d)
+		xr := src[i*lds:][:cols]
+		// Padded column p = iw + pre goes to e[p/2] or o[p/2]: the
+		// source columns of each half are every other one, from the
+		// first of their parity.
+		for par, half := range [2][]float32{e, o} {
+			iw := (pre + par) & 1 // first source column of parity par: (iw+pre)&1 == par
+			if iw >= cols {
+				continue
+			}
+			n := (cols - iw + 1) / 2
+			sv := xr[iw:][:2*(n-1)+1]
+			dv := half[(iw+pre)>>1:][:n]
+			for j := range dv {
+				dv[j] = sv[2*j]
+			}
+		}
+	}
+}
+
+// im2colPadded is im2col for a 2-D or 1-D convolution: it copies the input
+// rows that the block's columns and the slice's channels read into the
+// worker's padded area (dst from padOff, rows padW floats wide, zeros in
+// the padding; at stride 2 along the row, even and odd columns apart, so
+// that consecutive output columns read consecutive values), so that each
+// tap of a panel reads its 16 values at fixed offsets from one base, with
+// no padding tests. A panel's columns fall into runs that read
+// consecutive values; each run is one 16-float copy (the copies of a row
+// run in order, each one overrunning into the next row, which is written
+// after it; gemmNR floats of slack follow the panels and the area), or,
+// for panels of many runs, the 16 values are gathered one by one. It
+// returns false, having written nothing, where the area does not fit.
+func (k *convKernel) im2colPadded(dst, x []float32, j0, ncb, k0, kb int) bool {
+	H, W := k.in[1], k.in[2]
+	OW := k.out[2]
+	KH, KW := k.kern[1], k.kern[2]
+	s1, s2 := k.stride[1], k.stride[2]
+	d1 := k.dil[1]
+	kv := KH * KW
+	pw := k.padW
+	oh0, oh1 := j0/OW, (j0+ncb-1)/OW
+	r0 := oh0*s1 - k.pad[1] // input row of padded row 0
+	pr := (oh1-oh0)*s1 + (KH-1)*d1 + 1
+	plane := pr * pw
+	c0, c1 := k0/kv, (k0+kb-1)/kv+1
+	np := ceilDiv(ncb, gemmNR)
+	// The column offset within a padded row of output column ow's tap 0
+	// is ow·cs (tapCol gives tap kw's from there).
+	cs := s2
+	if k.padSplit {
+		cs = 1
+	}
+	// The area (the channels' planes and gemmNR floats of slack) must
+	// fit, and the panels must end gemmNR floats before it. Every read
+	// then lies inside it: a plane's last row is read at columns below
+	// pw (pw covers the last column's last tap), 16 floats at most from
+	// the start of a run.
+	if kb > convKC || k.padOff+(c1-c0)*plane+gemmNR > len(dst) || np*kb*gemmNR+gemmNR > k.padOff {
+		return false
+	}
+	pad := dst[k.padOff:][:(c1-c0)*plane+gemmNR]
+	lo, hi := max(0, -r0), max(0, min(pr, H-r0))
+	lo = min(lo, hi)
+	for c := c0; c < c1; c++ {
+		p := pad[(c-c0)*plane:][:plane]
+		clear(p[:lo*pw])
+		clear(p[hi*pw:])
+		if hi == lo {
+			continue
+		}
+		if k.padSplit {
+			im2colSplitRows(p[lo*pw:], pw, x[c*k.inSp+(r0+lo)*W:], W, hi-lo, k.pad[2], W, pw)
+		} else {
+			im2colPadRows(p[lo*pw:], pw, x[c*k.inSp+(r0+lo)*W:], W, hi-lo, k.pad[2], W, pw-k.pad[2]-W)
+		}
+	}
+	// taps[r]: the padded-area float offset of row r's tap (c, kh, kw)
+	// at a column whose tap (0, 0) is at offset 0 (the same for every
+	// panel).
+	var taps [convKC]int
+	kw := k0 % KW
+	kh := k0 / KW % KH
+	rb := (k0/kv-c0)*plane + kh*d1*pw // offset of the taps (c, kh, ·)
+	for r := range taps[:kb] {
+		taps[r] = rb + k.tapCol(kw)
+		if kw++; kw == KW {
+			kw = 0
+			rb += d1 * pw
+			if kh++; kh == KH {
+				kh = 0
+				rb += plane - KH*d1*pw
+			}
+		}
+	}
+	base := unsafe.Pointer(unsafe.SliceData(pad))
+	oh, ow := oh0, j0%OW
+	for q := range np {
+		cols := min(gemmNR, ncb-q*gemmNR)
+		d := dst[q*kb*gemmNR:][:kb*gemmNR+gemmNR]
+		dp := unsafe.Pointer(unsafe.SliceData(d))
+		// off[jj]: the padded-area float offset of tap (0, 0) of column
+		// jj; runs[i]: the first column of run i.
+		var off, runs [gemmNR]int
+		nr := 0
+		for jj := range cols {
+			off[jj] = (oh-oh0)*s1*pw + ow*cs
+			if jj == 0 || off[jj] != off[jj-1]+1 {
+				runs[nr] = jj
+				nr++
+			}
+			if ow++; ow == OW {
+				ow = 0
+				oh++
+			}
+		}
+		switch {
+		case nr == 1 && cols == gemmNR:
+			src := unsafe.Add(base, off[0]*4)
+			for r, tb := range taps[:kb] {
+				copy16(unsafe.Add(dp, r*gemmNR*4), unsafe.Add(src, tb*4))
+			}
+		case nr <= 4:
+			for r, tb := range taps[:kb] {
+				for _, jj := range runs[:nr] {
+					copy16(unsafe.Add(dp, (r*gemmNR+jj)*4), unsafe.Add(base, (tb+off[jj])*4))
+				}
+				if cols < gemmNR {
+					clear(d[r*gemmNR+cols : (r+1)*gemmNR])
+				}
+			}
+		case cols == gemmNR:
+			for r, tb := range taps[:kb] {
+				gather16((*[gemmNR]float32)(d[r*gemmNR:]), unsafe.Add(base, tb*4), &off)
+			}
+		default:
+			for r, tb := range taps[:kb] {
+				row := d[r*gemmNR:][:gemmNR]
+				for jj := range cols {
+					row[jj] = *(*float32)(unsafe.Add(base, (tb+off[jj])*4))
+				}
+				clear(row[cols:])
+			}
+		}
+	}
+	return true
+}
+
+// tapCol is the offset, within a row of im2colPadded's area, of kernel
+// column kw from the column's tap 0.
+func (k *convKernel) tapCol(kw int) int {
+	if k.padSplit {
+		return kw&1*(k.padW/2) + kw>>1
+	}
+	return kw * k.dil[2]
+}
+
+// copy16 copies 16 floats from src to dst, four at a time (a 16-float
+// array copy would call memmove).
+func copy16(dst, src unsafe.Pointer) {
+	*(*[4]float32)(dst) = *(*[4]float32)(src)
+	*(*[4]float32)(unsafe.Add(dst, 16)) = *(*[4]float32)(unsafe.Add(src, 16))
+	*(*[4]float32)(unsafe.Add(dst, 32)) = *(*[4]float32)(unsafe.Add(src, 32))
+	*(*[4]float32)(unsafe.Add(dst, 48)) = *(*[4]float32)(unsafe.Add(src, 48))
+}
+
+// gather16 sets row[j] = p[off[j]] for the 16 columns of a panel.
+func gather16(row *[gemmNR]float32, p unsafe.Pointer, off *[gemmNR]int) {
+	row[0] = *(*float32)(unsafe.Add(p, off[0]*4))
+	row[1] = *(*float32)(unsafe.Add(p, off[1]*4))
+	row[2] = *(*float32)(unsafe.Add(p, off[2]*4))
+	row[3] = *(*float32)(unsafe.Add(p, off[3]*4))
+	row[4] = *(*float32)(unsafe.Add(p, off[4]*4))
+	row[5] = *(*float32)(unsafe.Add(p, off[5]*4))
+	row[6] = *(*float32)(unsafe.Add(p, off[6]*4))
+	row[7] = *(*float32)(unsafe.Add(p, off[7]*4))
+	row[8] = *(*float32)(unsafe.Add(p, off[8]*4))
+	row[9] = *(*float32)(unsafe.Add(p, off[9]*4))
+	row[10] = *(*float32)(unsafe.Add(p, off[10]*4))
+	row[11] = *(*float32)(unsafe.Add(p, off[11]*4))
+	row[12] = *(*float32)(unsafe.Add(p, off[12]*4))
+	row[13] = *(*float32)(unsafe.Add(p, off[13]*4))
+	row[14] = *(*float32)(unsafe.Add(p, off[14]*4))
+	row[15] = *(*float32)(unsafe.Add(p, off[15]*4))
+}
+
+// im2colGeneral is im2col for any geometry, panel by panel.
+func (k *convKernel) im2colGeneral(dst, x []float32, j0, ncb, k0, kb int) {
 	for q := 0; q*gemmNR < ncb; q++ {
 		k.im2colPanel(dst[q*kb*gemmNR:][:kb*gemmNR], x, j0+q*gemmNR, min(gemmNR, ncb-q*gemmNR), k0, kb)
 	}
