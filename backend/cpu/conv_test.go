@@ -125,23 +125,41 @@ func TestConv(t *testing.T) {
 }
 
 func testConv(t *testing.T, c convCase, threads int) {
+	cg := buildConvCase(c, randF32)
+	got := exec(t, cg.tg.g, cg.n, threads, cg.feeds...)
+	near(t, "Y", asF32(got[0]), refConv(c, cg.x, cg.w, cg.b, cg.pads, cg.ys), 1e-5, 1e-5)
+}
+
+// convCaseGraph is the Conv node of a convCase with its values: x, w and
+// b, and feeds (x, then w unless it is a constant).
+type convCaseGraph struct {
+	tg       *tgraph
+	n        *ir.Node
+	wi       ir.TensorID
+	x, w, b  []float32
+	feeds    [][]byte
+	pads, ys []int64
+}
+
+// buildConvCase makes c's Conv node on values drawn by draw.
+func buildConvCase(c convCase, draw func(int) []float32) convCaseGraph {
 	pads, osp := resolvePads(c)
 	ys := append(ints64(c.x[0], c.m), osp...)
 	ws := append(ints64(c.m, c.x[1]/c.group), c.kern...)
-	x, w, b := randF32(int(elems(c.x))), randF32(int(elems(ws))), randF32(int(c.m))
-	tg := newTGraph(17)
+	cg := convCaseGraph{tg: newTGraph(17), pads: pads, ys: ys,
+		x: draw(int(elems(c.x))), w: draw(int(elems(ws))), b: draw(int(c.m))}
+	tg := cg.tg
 	xi := tg.input("x", ir.Float32, c.x...)
-	feeds := [][]byte{f32Bytes(x)}
-	var wi ir.TensorID
+	cg.feeds = [][]byte{f32Bytes(cg.x)}
 	if c.constW {
-		wi = tg.constant("w", ir.Float32, f32Bytes(w), ws...)
+		cg.wi = tg.constant("w", ir.Float32, f32Bytes(cg.w), ws...)
 	} else {
-		wi = tg.input("w", ir.Float32, ws...)
-		feeds = append(feeds, f32Bytes(w))
+		cg.wi = tg.input("w", ir.Float32, ws...)
+		cg.feeds = append(cg.feeds, f32Bytes(cg.w))
 	}
-	ins := []ir.TensorID{xi, wi}
+	ins := []ir.TensorID{xi, cg.wi}
 	if c.bias {
-		ins = append(ins, tg.constant("b", ir.Float32, f32Bytes(b), c.m))
+		ins = append(ins, tg.constant("b", ir.Float32, f32Bytes(cg.b), c.m))
 	}
 	attrs := ir.Attrs{
 		"strides":      {Kind: ir.AttrInts, Ints: c.strides},
@@ -154,9 +172,8 @@ func testConv(t *testing.T, c convCase, threads int) {
 	} else {
 		attrs["pads"] = ir.Attr{Kind: ir.AttrInts, Ints: c.pads}
 	}
-	n := tg.node("Conv", attrs, ins, out{ir.Float32, ys})
-	got := exec(t, tg.g, n, threads, feeds...)
-	near(t, "Y", asF32(got[0]), refConv(c, x, w, b, pads, ys), 1e-5, 1e-5)
+	cg.n = tg.node("Conv", attrs, ins, out{ir.Float32, ys})
+	return cg
 }
 
 func TestConvErrors(t *testing.T) {
@@ -197,30 +214,22 @@ func containsStr(s, sub string) bool {
 	return false
 }
 
-// BenchmarkConvDepthwise covers the depthwise shapes of MobileNet-v2 and
-// EfficientNet-B0 (3×3 and 5×5, stride 1 and 2), one thread.
+// BenchmarkConvDepthwise runs the depthwise layers of MobileNet-v2 and
+// EfficientNet-B0 (dwShapes) on the Go loops and on the kernels chosen at
+// run time, with one and two threads.
 func BenchmarkConvDepthwise(b *testing.B) {
-	cases := []struct {
-		name               string
-		c, h, k, stride, p int64
-	}{
-		{"3x3 s1 32 112²", 32, 112, 3, 1, 1},
-		{"3x3 s2 96 112²", 96, 112, 3, 2, 1},
-		{"3x3 s1 144 56²", 144, 56, 3, 1, 1},
-		{"3x3 s1 576 14²", 576, 14, 3, 1, 1},
-		{"5x5 s1 240 28²", 240, 28, 5, 1, 2},
-		{"5x5 s2 144 56²", 144, 56, 5, 2, 2},
-	}
 	saved := dwAsm
 	defer func() { dwAsm = saved }()
 	for _, asm := range []bool{false, saved} {
 		dwAsm = asm
-		for _, c := range cases {
-			b.Run(fmt.Sprintf("%s/asm=%v", c.name, asm), func(b *testing.B) {
-				g, n := convNode(1, c.c, c.h, c.h, c.c, c.k, c.stride, c.p, c.c, true)
-				y := g.Tensor(n.Outputs[0]).Shape
-				benchKernel(b, g, n, 1, 2*float64(y.Elements())*float64(c.k*c.k))
-			})
+		for _, c := range dwShapes {
+			for _, th := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%s/asm=%v/threads=%d", c.name, asm, th), func(b *testing.B) {
+					g, n := convNode(1, c.c, c.h, c.h, c.c, c.k, c.stride, c.p, c.c, true)
+					y := g.Tensor(n.Outputs[0]).Shape
+					benchKernel(b, g, n, th, 2*float64(y.Elements())*float64(c.k*c.k))
+				})
+			}
 		}
 	}
 }
@@ -313,44 +322,17 @@ func TestDepthwiseFast(t *testing.T) {
 // (k slices, blocks, micro-kernels with or without fused multiply-add)
 // gives the reference exactly, and a wrong index cannot hide in rounding.
 func testConvFor(t *testing.T, c convCase, built, threads int) {
-	pads, osp := resolvePads(c)
-	ys := append(ints64(c.x[0], c.m), osp...)
-	ws := append(ints64(c.m, c.x[1]/c.group), c.kern...)
-	x, w, b := randQuarters(int(elems(c.x))), randQuarters(int(elems(ws))), randQuarters(int(c.m))
-	tg := newTGraph(17)
-	xi := tg.input("x", ir.Float32, c.x...)
-	feeds := [][]byte{f32Bytes(x)}
-	var wi ir.TensorID
-	if c.constW {
-		wi = tg.constant("w", ir.Float32, f32Bytes(w), ws...)
-	} else {
-		wi = tg.input("w", ir.Float32, ws...)
-		feeds = append(feeds, f32Bytes(w))
-	}
-	ins := []ir.TensorID{xi, wi}
-	if c.bias {
-		ins = append(ins, tg.constant("b", ir.Float32, f32Bytes(b), c.m))
-	}
-	attrs := ir.Attrs{
-		"strides":   {Kind: ir.AttrInts, Ints: c.strides},
-		"dilations": {Kind: ir.AttrInts, Ints: c.dil},
-		"group":     {Kind: ir.AttrInt, Int: c.group},
-	}
-	if c.autoPad != "" {
-		attrs["auto_pad"] = ir.Attr{Kind: ir.AttrString, String: c.autoPad}
-	} else {
-		attrs["pads"] = ir.Attr{Kind: ir.AttrInts, Ints: c.pads}
-	}
-	n := tg.node("Conv", attrs, ins, out{ir.Float32, ys})
-	k, scratch, err := BuildFor(tg.g, n, built)
+	cg := buildConvCase(c, randQuarters)
+	x, w, b, ys := cg.x, cg.w, cg.b, cg.ys
+	k, scratch, err := BuildFor(cg.tg.g, cg.n, built)
 	if err != nil {
 		t.Fatalf("BuildFor: %v", err)
 	}
 	in := [][]byte{alignedCopy(f32Bytes(x)), nil}
 	if c.constW {
-		in[1] = alignedCopy(tg.g.Tensor(wi).Data)
+		in[1] = alignedCopy(cg.tg.g.Tensor(cg.wi).Data)
 	} else {
-		in[1] = alignedCopy(feeds[1])
+		in[1] = alignedCopy(cg.feeds[1])
 	}
 	if c.bias {
 		in = append(in, alignedCopy(f32Bytes(b)))
@@ -365,7 +347,7 @@ func testConvFor(t *testing.T, c convCase, built, threads int) {
 	sc := poisoned(scratch)
 	k.Run(pool, in, [][]byte{y}, sc)
 	k.Run(pool, in, [][]byte{y}, sc)
-	near(t, "Y", asF32(y), refConv(c, x, w, b, pads, ys), 0, 0) // exact: see above
+	near(t, "Y", asF32(y), refConv(c, x, w, b, cg.pads, ys), 0, 0) // exact: see above
 }
 
 // randQuarters returns n random multiples of 1/4 in [-1, 1].

@@ -23,20 +23,6 @@ var dwShapes = []struct {
 	{"effb0 5x5 s1 1152 7²", 1152, 7, 5, 1, 2},
 }
 
-// BenchmarkDepthwiseShapes runs each shape of dwShapes on the kernels
-// chosen at run time, with one and two threads.
-func BenchmarkDepthwiseShapes(b *testing.B) {
-	for _, c := range dwShapes {
-		for _, th := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/threads=%d", c.name, th), func(b *testing.B) {
-				g, n := convNode(1, c.c, c.h, c.h, c.c, c.k, c.stride, c.p, c.c, true)
-				y := g.Tensor(n.Outputs[0]).Shape
-				benchKernel(b, g, n, th, 2*float64(y.Elements())*float64(c.k*c.k))
-			})
-		}
-	}
-}
-
 // TestDepthwiseBands checks dwBandPlane, the assembly path of 3×3 and 5×5
 // depthwise filters with strides 1 and 2, against the reference loop:
 // pads 0 to 3 (symmetric or not), odd and even sizes, planes from 1×1 to
