@@ -125,7 +125,7 @@ type prologue struct {
 func (e *Executable) fusePrologue(p *plan.Problem, index []int, s int, readers [][]int, isOut []bool) {
 	g := e.g
 	n := &g.Nodes[s]
-	if n.Op != "Conv" || !defaultDomain(n) || len(n.Inputs) == 0 {
+	if n.Op != "Conv" || !n.DefaultDomain() || len(n.Inputs) == 0 {
 		return
 	}
 	// Walk back from the Conv's input: a Relu, then a BatchNormalization.
@@ -134,7 +134,7 @@ func (e *Executable) fusePrologue(p *plan.Problem, index []int, s int, readers [
 	id := n.Inputs[0]
 	for len(chain) < 2 && id != ir.NoTensor {
 		w := g.Tensors[id].Producer
-		if w < 0 || e.absorbed[w] || isOut[id] || len(readers[id]) != 1 || !defaultDomain(&g.Nodes[w]) {
+		if w < 0 || e.absorbed[w] || isOut[id] || len(readers[id]) != 1 || !g.Nodes[w].DefaultDomain() {
 			break
 		}
 		m := &g.Nodes[w]
@@ -187,9 +187,6 @@ func (e *Executable) fusePrologue(p *plan.Problem, index []int, s int, readers [
 	}
 	st.Outputs = slices.Insert(st.Outputs, 1, vals...)
 }
-
-// defaultDomain reports whether n is an operator of ONNX's default domain.
-func defaultDomain(n *ir.Node) bool { return n.Domain == "" || n.Domain == "ai.onnx" }
 
 // nodeInputs is what node i reads at run time: its inputs, with a
 // prologue's input in place of input 0.
@@ -255,7 +252,7 @@ func merge(p *plan.Problem, index []int, s int, y ir.TensorID, chain []*ir.Node,
 // y whose values are vals: one output of y's type and shape, reading a
 // chain value, every other input constant or computed before step s.
 func chainable(g *ir.Graph, m *ir.Node, y ir.TensorID, vals map[ir.TensorID]bool, producedAt func(ir.TensorID) int, s int) bool {
-	if m.Domain != "" && m.Domain != "ai.onnx" || !cpu.EpilogueOp(m.Op) || len(m.Outputs) != 1 || m.Outputs[0] == ir.NoTensor {
+	if !m.DefaultDomain() || !cpu.EpilogueOp(m.Op) || len(m.Outputs) != 1 || m.Outputs[0] == ir.NoTensor {
 		return false
 	}
 	if z, yt := g.Tensor(m.Outputs[0]), g.Tensor(y); z.DType != yt.DType || !z.Shape.Equal(yt.Shape) {

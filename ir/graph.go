@@ -50,6 +50,10 @@ type Node struct {
 	Implicit int
 }
 
+// DefaultDomain reports whether n is an operator of ONNX's default domain
+// ("" here; "ai.onnx" in files).
+func (n *Node) DefaultDomain() bool { return n.Domain == "" || n.Domain == "ai.onnx" }
+
 // Input returns the i-th input or NoTensor if the node has fewer inputs.
 func (n *Node) Input(i int) TensorID {
 	if i < len(n.Inputs) {

@@ -7,7 +7,7 @@ package ir
 func IsView(n *Node) bool {
 	switch n.Op {
 	case "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity":
-		return (n.Domain == "" || n.Domain == "ai.onnx") && len(n.Outputs) == 1
+		return n.DefaultDomain() && len(n.Outputs) == 1
 	}
 	return false
 }
@@ -31,7 +31,7 @@ type Piece struct {
 // none. The runtime may then place a part inside the whole, so that the
 // node's copy of it is one onto itself.
 func Pieces(g *Graph, n *Node) []Piece {
-	if n.Domain != "" && n.Domain != "ai.onnx" {
+	if !n.DefaultDomain() {
 		return nil
 	}
 	switch n.Op {

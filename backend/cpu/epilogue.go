@@ -113,7 +113,7 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 		return constOperand(v, t.Shape, yt.Shape, rowLen)
 	}
 	for _, n := range chain {
-		if n.Domain != "" && n.Domain != "ai.onnx" || len(n.Outputs) != 1 || !epilogueOps[n.Op] {
+		if !n.DefaultDomain() || len(n.Outputs) != 1 || !epilogueOps[n.Op] {
 			return nil, nil, fmt.Errorf("node %q (%s) is not a plain elementwise operator", n.Name, n.Op)
 		}
 		zt := g.Tensor(n.Outputs[0])

@@ -39,7 +39,7 @@ func WithPrologue(k Kernel, g *ir.Graph, chain []*ir.Node) (Kernel, bool) {
 		return nil, false
 	}
 	bn := chain[0]
-	if bn == nil || !defaultDomain(bn) || bn.Op != "BatchNormalization" || len(bn.Inputs) < 5 || len(bn.Outputs) < 1 {
+	if bn == nil || !bn.DefaultDomain() || bn.Op != "BatchNormalization" || len(bn.Inputs) < 5 || len(bn.Outputs) < 1 {
 		return nil, false
 	}
 	for _, id := range bn.Outputs[1:] {
@@ -59,7 +59,7 @@ func WithPrologue(k Kernel, g *ir.Graph, chain []*ir.Node) (Kernel, bool) {
 	relu := len(chain) == 2
 	if relu {
 		r := chain[1]
-		if r == nil || !defaultDomain(r) || r.Op != "Relu" || len(r.Inputs) != 1 || len(r.Outputs) != 1 || r.Inputs[0] != bn.Outputs[0] {
+		if r == nil || !r.DefaultDomain() || r.Op != "Relu" || len(r.Inputs) != 1 || len(r.Outputs) != 1 || r.Inputs[0] != bn.Outputs[0] {
 			return nil, false
 		}
 		ids = append(ids, r.Outputs[0])
@@ -76,10 +76,6 @@ func WithPrologue(k Kernel, g *ir.Graph, chain []*ir.Node) (Kernel, bool) {
 	f.pro = &prologue{a: bnk.ab[:bnk.c], b: bnk.ab[bnk.c : 2*bnk.c], relu: relu}
 	return &f, true
 }
-
-// defaultDomain reports whether n is an operator of the ONNX default
-// domain.
-func defaultDomain(n *ir.Node) bool { return n.Domain == "" || n.Domain == "ai.onnx" }
 
 // convInputShape reports whether s is the shape of k's input 0.
 func convInputShape(k *convKernel, s ir.Shape) bool {

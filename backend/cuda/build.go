@@ -141,7 +141,7 @@ func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs 
 	if c.opset == 0 {
 		c.opset = 17
 	}
-	if n.Domain != "" && n.Domain != "ai.onnx" {
+	if !n.DefaultDomain() {
 		return nil, c.errorf("operator domain %q is not supported by the CUDA backend", n.Domain)
 	}
 	f, ok := builders[n.Op]

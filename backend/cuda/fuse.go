@@ -92,7 +92,7 @@ func binaryOp(op string) bool {
 // kernel can compute: its inputs broadcast to its output.
 func fusable(g *ir.Graph, i int) bool {
 	n := &g.Nodes[i]
-	if !fusableOps[n.Op] || (n.Domain != "" && n.Domain != "ai.onnx") {
+	if !fusableOps[n.Op] || !n.DefaultDomain() {
 		return false
 	}
 	want := 1
