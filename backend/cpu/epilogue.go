@@ -25,6 +25,11 @@ type Epilogue struct {
 	regs   int // value registers: 0 is the producer's output
 	ext    int // activations read, bound after the producer's inputs
 	rowLen int
+	// flat is set when no operand depends on the row or the column (no
+	// constant vector along or across rows), so that a run of whole rows
+	// is one piece: the program then runs on long pieces instead of one
+	// call per row.
+	flat bool
 }
 
 // epChunk is how many elements of a row piece one pass of the program
@@ -181,6 +186,14 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 		return nil, nil, fmt.Errorf("empty chain")
 	}
 	e.ext = len(exts)
+	e.flat = true
+	for _, in := range e.instrs {
+		for _, o := range []epOperand{in.a, in.b} {
+			if o.kind == operandCol || o.kind == operandRow {
+				e.flat = false
+			}
+		}
+	}
 	return e, exts, nil
 }
 
@@ -259,30 +272,42 @@ func arithF32(op string) binFn[float32, float32] {
 	return minLoop[float32]
 }
 
-// epRegs is the register space one worker needs.
-func (e *Epilogue) epRegs() int { return e.regs * epChunk }
+// epRegs is the register space one worker needs: register 0 is read in
+// place and the last one is the result, so only those in between take
+// room.
+func (e *Epilogue) epRegs() int { return max(e.regs-2, 0) * epChunk }
+
+// reg is register i (0 < i < regs-1) of a piece of l elements in regs.
+func reg(regs []float32, i, l int) []float32 { return regs[(i-1)*epChunk:][:l] }
 
 // apply runs the epilogue on the piece [j0, j1) of row r: y holds the
 // producer's values of that piece, z receives the results (it may be y),
 // ext are the whole extra activations, regs is one worker's register space.
+// Register 0 is read from y and the last result is written to z directly;
+// the registers in between live in regs. Every operator is elementwise, so
+// z may be y or an activation that the chain reads.
 func (e *Epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32) {
 	n := len(y)
 	base := r*e.rowLen + j0
+	last := len(e.instrs) - 1
 	for c0 := 0; c0 < n; c0 += epChunk {
 		c1 := min(n, c0+epChunk)
 		l := c1 - c0
-		copy(regs[:l], y[c0:c1])
+		y0 := y[c0:c1]
 		for i := range e.instrs {
 			in := &e.instrs[i]
-			d := regs[in.dst*epChunk:][:l]
-			av, as := e.fetch(&in.a, regs, ext, r, j0+c0, base+c0, l)
+			d := z[c0:c1]
+			if i != last {
+				d = reg(regs, in.dst, l)
+			}
+			av, as := e.fetch(&in.a, y0, regs, ext, r, j0+c0, base+c0, l)
 			switch {
 			case in.unary != nil:
 				in.unary(f32bytes(d), f32bytes(av), in.ua)
 			case in.pow:
 				powLoop(d, av, in.b.vec, as, 0)
 			default:
-				bv, bs := e.fetch(&in.b, regs, ext, r, j0+c0, base+c0, l)
+				bv, bs := e.fetch(&in.b, y0, regs, ext, r, j0+c0, base+c0, l)
 				if as == 0 && bs == 0 {
 					in.bin(d[:1], av, bv, 1, 1)
 					fill(d[1:], d[0])
@@ -291,16 +316,19 @@ func (e *Epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32
 				}
 			}
 		}
-		copy(z[c0:c1], regs[(e.regs-1)*epChunk:][:l])
 	}
 }
 
 // fetch returns an operand's values for a piece of l elements starting at
-// column j of row r (flat index flat), and its stride (0: one value).
-func (e *Epilogue) fetch(o *epOperand, regs []float32, ext [][]byte, r, j, flat, l int) ([]float32, int) {
+// column j of row r (flat index flat), and its stride (0: one value); y0
+// is the producer's piece, register 0.
+func (e *Epilogue) fetch(o *epOperand, y0, regs []float32, ext [][]byte, r, j, flat, l int) ([]float32, int) {
 	switch o.kind {
 	case operandReg:
-		return regs[o.idx*epChunk:][:l], 1
+		if o.idx == 0 {
+			return y0, 1
+		}
+		return reg(regs, o.idx, l), 1
 	case operandExt:
 		return f32s(ext[o.idx])[flat : flat+l], 1
 	case operandScalar:
@@ -341,6 +369,11 @@ func (f *fused) tile(z, y []float32, in [][]byte, work []float32, share, r0, r1,
 func (f *fused) tileFrom(z, buf []float32, ld int, in [][]byte, work []float32, share, r0, r1, j0, j1 int) {
 	regs := work[share*f.ep.epRegs():][:f.ep.epRegs()]
 	rl, w := f.ep.rowLen, j1-j0
+	if f.ep.flat && w == rl && ld == rl {
+		// Whole rows, stored one after the other: one piece.
+		f.ep.apply(z[r0*rl:r1*rl], buf[:(r1-r0)*rl], in[f.nin:], r0, 0, regs)
+		return
+	}
 	for r := r0; r < r1; r++ {
 		f.ep.apply(z[r*rl+j0:r*rl+j1], buf[(r-r0)*ld:][:w], in[f.nin:], r, j0, regs)
 	}
