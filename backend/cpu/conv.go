@@ -324,7 +324,7 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 			if k.pro != nil {
 				k.pro.packB(buf, xg[k0*k.inSp+j0:], gi*k.cg+k0, kb, ncb, k.inSp)
 			} else if k.pointwise {
-				packB(buf, xg[k0*k.inSp+j0:], kb, ncb, k.inSp, 1, 0, ceilDiv(ncb, gemmNR))
+				k.pointwiseB(&g, buf, xg[k0*k.inSp+j0:], kb, ncb)
 			} else {
 				k.im2col(buf, xg, j0, ncb, k0, kb)
 			}
@@ -358,7 +358,7 @@ func (k *convKernel) chunks(xg, wp, bias, buf []float32, g *gemm, n, gi, p0, p1,
 	case k.pro != nil:
 		k.pro.packB(buf, xg[j0:], gi*k.cg, kb, ncb, k.inSp)
 	case k.pointwise:
-		packB(buf, xg[j0:], kb, ncb, k.inSp, 1, 0, ceilDiv(ncb, gemmNR))
+		k.pointwiseB(g, buf, xg[j0:], kb, ncb)
 	default:
 		k.im2col(buf, xg, j0, ncb, 0, kb)
 	}
@@ -366,7 +366,7 @@ func (k *convKernel) chunks(xg, wp, bias, buf []float32, g *gemm, n, gi, p0, p1,
 	for q0 := p0; q0 < p1; q0 += step {
 		q1 := min(p1, q0+step)
 		rows := min(k.mg, q1*gemmMR) - q0*gemmMR
-		c := gemm{m: rows, n: ncb, k: kb, b: buf, c: g.c, ldc: g.ldc,
+		c := gemm{m: rows, n: ncb, k: kb, b: buf, c: g.c, ldc: g.ldc, bRaw: g.bRaw, ldb: g.ldb,
 			a:  wp[gi*k.aSize+q0*kb*gemmMR:],
 			mt: min(q1-q0, convMT), nt: g.nt}
 		if bias != nil {
@@ -376,6 +376,15 @@ func (k *convKernel) chunks(xg, wp, bias, buf []float32, g *gemm, n, gi, p0, p1,
 		r0 := n*k.m + gi*k.mg + q0*gemmMR
 		k.fuse.tileFrom(f32s(out[1]), g.c, g.ldc, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
 	}
+}
+
+// pointwiseB prepares the B operand of a pointwise block, the kb×ncb
+// matrix x (rows k.inSp apart): the GEMM reads the pairs of 16 columns
+// inside it from x itself and only the columns after them are packed
+// into buf.
+func (k *convKernel) pointwiseB(g *gemm, buf, x []float32, kb, ncb int) {
+	g.n, g.bRaw, g.ldb = ncb, x, k.inSp
+	packB(buf, x, kb, ncb, k.inSp, 1, g.rawPanels(), ceilDiv(ncb, gemmNR))
 }
 
 // window is the geometry of a sliding window along each spatial dimension.

@@ -1,5 +1,7 @@
 package cpu
 
+import "unsafe"
+
 // Single-precision matrix product C = A·B on packed operands.
 //
 // A (m×k) is packed in panels of gemmMR rows: panel p holds rows
@@ -141,6 +143,21 @@ type gemm struct {
 	// kb-step slice at p·kb·MR, instead of the whole packed A. bSliced:
 	// likewise b, panel q at q·kb·NR.
 	aSliced, bSliced bool
+	// bRaw, when set, is B unpacked, element (l, j) at bRaw[l·ldb + j]:
+	// the AVX-512 kernels read the first rawPanels() panels of B from it
+	// and only the rest from b, which need not hold the first ones. Tiles
+	// must then start at even B panels.
+	bRaw []float32
+	ldb  int
+}
+
+// rawPanels is how many B panels, from the first, the kernels read from
+// bRaw: the whole pairs of panels inside B (none without bRaw or AVX-512).
+func (g *gemm) rawPanels() int {
+	if g.bRaw == nil || !useAVX512Kernel {
+		return 0
+	}
+	return 2 * (g.n / (2 * gemmNR))
 }
 
 // gemmTiles chooses a tile size, in panels: about gemmMT×gemmNT panels
@@ -235,75 +252,78 @@ func (g *gemm) bPanel(q, k0, kb int) []float32 {
 
 // slice2x2 is one k slice (steps [k0, k0+kb), kb ≥ 1) of the tile of A
 // panels [p0, p1) and B panels [q0, q1) for the AVX-512 kernels. It walks
-// the B panels in pairs and, for each pair, the A panels in pairs: a 2×2
-// block of panels whose 12×32 C tile lies inside C goes through
-// sgemm12x32. What is left goes through the narrower AVX-512 kernels where
-// their tile lies inside C (sgemm6x32 for a last odd A panel or a pair
-// clipped by C's bottom edge, sgemm12x16 for a last odd B panel or a pair
-// clipped by C's right edge) and through micro otherwise. The B pair slice (KC·2·NR
-// floats, 32 KiB) stays in L1 while the A panels stream from L2.
+// the B panels in pairs and, for each pair, the A panels in pairs: each
+// 2×2 block of panels is one 12×32 micro-tile (sgemm12x32), a last odd A
+// panel a 6×32 one (sgemm6x32), a last odd B panel a 12×16 one
+// (sgemm12x16), and a last odd pair of both goes through micro. Pairs of
+// B panels below rawPanels are read from the unpacked bRaw. A
+// micro-tile that lies inside C is written there by the kernel; one that
+// C's bottom or right edge clips is computed by the same kernel into a
+// local buffer, from which clip stores the part inside C (the packed
+// panels are zero-padded, so the kernel may run whole). The B pair slice
+// (KC·2·NR floats, 32 KiB) stays in L1 while the A panels stream from L2.
 func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, first bool) {
 	const mr2, nr2 = 2 * gemmMR, 2 * gemmNR
-	aSlice := func(p int) []float32 { return g.aPanel(p, k0, kb) }
-	bSlice := func(q int) []float32 { return g.bPanel(q, k0, kb) }
-	// tall runs the 12×16 block of A panels p, p+1 and B panel q through
-	// sgemm12x16 if it lies inside C, else through micro.
-	tall := func(p, q int, ap0, ap1, bp []float32) {
-		i0, j0 := p*gemmMR, q*gemmNR
-		if i0+mr2 > g.m || j0+gemmNR > g.n {
-			g.micro(p, q, ap0, bp, acc, first)
-			g.micro(p+1, q, ap1, bp, acc, first)
-			return
+	var buf [mr2 * nr2]float32
+	// tile returns where a rows×cols micro-tile at row i0, column j0
+	// goes: C itself, or buf (ld nr2, no biases, store mode) when C's
+	// edges clip it.
+	tile := func(i0, j0, rows, cols int) (c *float32, ld int, rb, cb *float32, mode int, inside bool) {
+		if i0+rows <= g.m && j0+cols <= g.n {
+			c, rb, cb, mode = g.direct(i0, j0, rows, cols, first)
+			return c, g.ldc, rb, cb, mode, true
 		}
-		c, rb, cb, mode := g.direct(i0, j0, mr2, gemmNR, first)
-		sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, g.ldc, rb, cb, mode)
+		return &buf[0], nr2, nil, nil, 0, false
 	}
-	// wide runs the 6×32 block of A panel p and B panels q, q+1 through
-	// sgemm6x32 if it lies inside C, else through micro.
-	wide := func(p, q int, ap, bp0, bp1 []float32) {
-		i0, j0 := p*gemmMR, q*gemmNR
-		if i0+gemmMR > g.m || j0+nr2 > g.n {
-			g.micro(p, q, ap, bp0, acc, first)
-			g.micro(p, q+1, ap, bp1, acc, first)
-			return
-		}
-		c, rb, cb, mode := g.direct(i0, j0, gemmMR, nr2, first)
-		sgemm6x32(kb, &ap[0], &bp0[0], &bp1[0], c, g.ldc, rb, cb, mode)
+	clipped := func(i0, j0, rows, cols int) {
+		g.clip(i0, j0, min(rows, g.m-i0), min(cols, g.n-j0), buf[:], nr2, first)
 	}
+	raw := g.rawPanels()
 	q := q0
 	for ; q+1 < q1; q += 2 {
-		bp0, bp1 := bSlice(q), bSlice(q+1)
 		j0 := q * gemmNR
+		var b0, b1 *float32
+		bstep := gemmNR
+		if q+1 < raw {
+			// Both panels inside B: read its rows where they are.
+			r := g.bRaw[k0*g.ldb+j0:][:(kb-1)*g.ldb+nr2]
+			b0, b1, bstep = &r[0], &r[gemmNR], g.ldb
+		} else {
+			b0, b1 = &g.bPanel(q, k0, kb)[0], &g.bPanel(q+1, k0, kb)[0]
+		}
 		p := p0
 		for ; p+1 < p1; p += 2 {
-			ap0, ap1 := aSlice(p), aSlice(p+1)
+			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
-			switch {
-			case i0+mr2 > g.m:
-				// Panel p+1 is clipped by C's bottom edge.
-				wide(p, q, ap0, bp0, bp1)
-				wide(p+1, q, ap1, bp0, bp1)
-			case j0+nr2 > g.n:
-				// Panel q+1 is clipped by C's right edge.
-				tall(p, q, ap0, ap1, bp0)
-				tall(p, q+1, ap0, ap1, bp1)
-			default:
-				c, rb, cb, mode := g.direct(i0, j0, mr2, nr2, first)
-				sgemm12x32(kb, &ap0[0], &ap1[0], &bp0[0], &bp1[0], c, g.ldc, rb, cb, mode)
+			c, ld, rb, cb, mode, inside := tile(i0, j0, mr2, nr2)
+			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode)
+			if !inside {
+				clipped(i0, j0, mr2, nr2)
 			}
 		}
 		if p < p1 {
-			wide(p, q, aSlice(p), bp0, bp1)
+			ap, i0 := g.aPanel(p, k0, kb), p*gemmMR
+			c, ld, rb, cb, mode, inside := tile(i0, j0, gemmMR, nr2)
+			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode)
+			if !inside {
+				clipped(i0, j0, gemmMR, nr2)
+			}
 		}
 	}
 	if q < q1 {
-		bp := bSlice(q)
+		bp, j0 := g.bPanel(q, k0, kb), q*gemmNR
 		p := p0
 		for ; p+1 < p1; p += 2 {
-			tall(p, q, aSlice(p), aSlice(p+1), bp)
+			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
+			i0 := p * gemmMR
+			c, ld, rb, cb, mode, inside := tile(i0, j0, mr2, gemmNR)
+			sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, ld, rb, cb, mode)
+			if !inside {
+				clipped(i0, j0, mr2, gemmNR)
+			}
 		}
 		if p < p1 {
-			g.micro(p, q, aSlice(p), bp, acc, first)
+			g.micro(p, q, g.aPanel(p, k0, kb), bp, acc, first)
 		}
 	}
 }
@@ -351,10 +371,15 @@ func (g *gemm) direct(i0, j0, rows, cols int, first bool) (c, rb, cb *float32, m
 // store writes (first) or adds one micro-tile into C, clipped to C's edges.
 func (g *gemm) store(p, q int, acc *[gemmMR][gemmNR]float32, first bool) {
 	i0, j0 := p*gemmMR, q*gemmNR
-	rows, cols := min(gemmMR, g.m-i0), min(gemmNR, g.n-j0)
+	g.clip(i0, j0, min(gemmMR, g.m-i0), min(gemmNR, g.n-j0), unsafe.Slice(&acc[0][0], gemmMR*gemmNR), gemmNR, first)
+}
+
+// clip writes (first, with the biases) or adds the rows×cols product in
+// buf (row i at buf[i·ld:]) into C at row i0, column j0.
+func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, first bool) {
 	for i := 0; i < rows; i++ {
 		c := g.c[(i0+i)*g.ldc+j0:][:cols]
-		a := acc[i][:cols]
+		a := buf[i*ld:][:cols]
 		if !first {
 			for j, v := range a {
 				c[j] += v

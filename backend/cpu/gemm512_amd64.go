@@ -12,23 +12,25 @@ var useAVX512Kernel = useAsmKernel && cpu.X86.HasAVX512F
 
 // sgemm12x32 computes the 12×32 product of kb steps of two consecutive
 // packed A panels (6 floats per step each: rows 0-5 at a0, rows 6-11 at
-// a1) and two consecutive packed B panels (16 floats per step each:
-// columns 0-15 at b0, columns 16-31 at b1) and writes it to the 12 rows of
-// C at c, ldc floats apart. With mode 0 it stores product + rb[i] + cb[j]
+// a1) and two B panels (16 floats per step each: columns 0-15 at b0,
+// columns 16-31 at b1, each moving bstep floats a step: 16 for packed
+// panels, the row length for 32 columns of an unpacked row-major B, b1
+// then being b0+16) and writes it to the 12 rows of C at c, ldc floats
+// apart. With mode 0 it stores product + rb[i] + cb[j]
 // (i < 12, j < 32), where a nil rb or cb counts as zeros; with mode 1 it
 // adds the product to C and ignores rb and cb. kb may be 0. It needs
 // AVX-512F.
 //
 //go:noescape
-func sgemm12x32(kb int, a0, a1, b0, b1, c *float32, ldc int, rb, cb *float32, mode int)
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int)
 
 // sgemm6x32 is sgemm12x32 for one A panel (6 floats per step at a): it
 // computes the 6×32 product of kb steps of a and the B panels at b0, b1
-// and writes it to the 6 rows of C at c as sgemm12x32 does (rb has 6
+// (bstep floats a step) and writes it to the 6 rows of C at c as sgemm12x32 does (rb has 6
 // values, cb 32). It needs AVX-512F.
 //
 //go:noescape
-func sgemm6x32(kb int, a, b0, b1, c *float32, ldc int, rb, cb *float32, mode int)
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int)
 
 // sgemm12x16 is sgemm12x32 for one B panel (16 floats per step at b): it
 // computes the 12×16 product of kb steps of the A panels at a0, a1 and b

@@ -11,13 +11,19 @@
 // embedded-broadcast form VFMADD231PS.BCST mem, Z24, Zi, which does two
 // broadcast loads per A value instead of one.
 
-// One k step: load the 32 values of B at boff(DI), boff(R12) into Z24:Z25,
-// broadcast each of the 12 values of A at aoff(SI), aoff(R11) and add the
-// outer product into the accumulators. VFMADD231PS x, y, z computes
-// z += y·x.
-#define STEP512(aoff, boff) \
-	VMOVUPS      boff(DI), Z24;     \
-	VMOVUPS      boff(R12), Z25;    \
+// B advances R13 bytes a k step: 64 for packed panels, a row of the
+// matrix when the kernel reads an unpacked B (the 32 columns of a row are
+// then at DI and R12 = DI+64).
+
+// One k step: load the 32 values of B at DI, R12 into Z24:Z25 and move
+// both on by R13, broadcast each of the 12 values of A at aoff(SI),
+// aoff(R11) and add the outer product into the accumulators.
+// VFMADD231PS x, y, z computes z += y·x.
+#define STEP512(aoff) \
+	VMOVUPS      (DI), Z24;         \
+	VMOVUPS      (R12), Z25;        \
+	ADDQ         R13, DI;           \
+	ADDQ         R13, R12;          \
 	VBROADCASTSS aoff(SI), Z26;     \
 	VFMADD231PS  Z24, Z26, Z0;      \
 	VFMADD231PS  Z25, Z26, Z1;      \
@@ -111,15 +117,17 @@
 	PREFETCHT0 124(AX); \
 	ADDQ       R8, AX
 
-// func sgemm12x32(kb int, a0, a1, b0, b1, c *float32, ldc int, rb, cb *float32, mode int)
-TEXT ·sgemm12x32(SB), NOSPLIT, $0-80
+// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int)
+TEXT ·sgemm12x32(SB), NOSPLIT, $0-88
 	MOVQ kb+0(FP), CX
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R11
 	MOVQ b0+24(FP), DI
 	MOVQ b1+32(FP), R12
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
+	MOVQ bstep+40(FP), R13
+	SHLQ $2, R13
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
 	SHLQ $2, R8
 
 	// Touch the twelve rows of C early so that the store finds them in L1.
@@ -167,35 +175,31 @@ loop4:
 	JLT        tail
 	PREFETCHT0 384(SI)
 	PREFETCHT0 384(R11)
-	STEP512(0, 0)
-	STEP512(24, 64)
-	STEP512(48, 128)
-	STEP512(72, 192)
+	STEP512(0)
+	STEP512(24)
+	STEP512(48)
+	STEP512(72)
 	ADDQ       $96, SI
 	ADDQ       $96, R11
-	ADDQ       $256, DI
-	ADDQ       $256, R12
 	SUBQ       $4, CX
 	JMP        loop4
 
 tail:
 	TESTQ CX, CX
 	JEQ   store
-	STEP512(0, 0)
+	STEP512(0)
 	ADDQ  $24, SI
 	ADDQ  $24, R11
-	ADDQ  $64, DI
-	ADDQ  $64, R12
 	DECQ  CX
 	JMP   tail
 
 store:
-	MOVQ  mode+72(FP), AX
+	MOVQ  mode+80(FP), AX
 	TESTQ AX, AX
 	JNE   accumulate
 
 	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+64(FP), R10
+	MOVQ    cb+72(FP), R10
 	TESTQ   R10, R10
 	JEQ     rowbias
 	VMOVUPS (R10), Z24
@@ -203,7 +207,7 @@ store:
 	ADDROWS512(Z24, Z25)
 
 rowbias:
-	MOVQ  rb+56(FP), R9
+	MOVQ  rb+64(FP), R9
 	TESTQ R9, R9
 	JEQ   put
 	ROWBIAS512(0, Z0, Z1)
@@ -256,9 +260,11 @@ accumulate:
 // as sgemm12x32, rows 0-5 only.
 
 // One k step of the 6×32 kernel.
-#define STEP6X32(aoff, boff) \
-	VMOVUPS      boff(DI), Z24;    \
-	VMOVUPS      boff(R12), Z25;   \
+#define STEP6X32(aoff) \
+	VMOVUPS      (DI), Z24;        \
+	VMOVUPS      (R12), Z25;       \
+	ADDQ         R13, DI;          \
+	ADDQ         R13, R12;         \
 	VBROADCASTSS aoff(SI), Z26;    \
 	VFMADD231PS  Z24, Z26, Z0;     \
 	VFMADD231PS  Z25, Z26, Z1;     \
@@ -278,14 +284,16 @@ accumulate:
 	VFMADD231PS  Z24, Z31, Z10;    \
 	VFMADD231PS  Z25, Z31, Z11
 
-// func sgemm6x32(kb int, a, b0, b1, c *float32, ldc int, rb, cb *float32, mode int)
-TEXT ·sgemm6x32(SB), NOSPLIT, $0-72
+// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int)
+TEXT ·sgemm6x32(SB), NOSPLIT, $0-80
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b0+16(FP), DI
 	MOVQ b1+24(FP), R12
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ bstep+32(FP), R13
+	SHLQ $2, R13
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
 
 	MOVQ DX, AX
@@ -313,33 +321,29 @@ loop4:
 	CMPQ       CX, $4
 	JLT        tail
 	PREFETCHT0 384(SI)
-	STEP6X32(0, 0)
-	STEP6X32(24, 64)
-	STEP6X32(48, 128)
-	STEP6X32(72, 192)
+	STEP6X32(0)
+	STEP6X32(24)
+	STEP6X32(48)
+	STEP6X32(72)
 	ADDQ       $96, SI
-	ADDQ       $256, DI
-	ADDQ       $256, R12
 	SUBQ       $4, CX
 	JMP        loop4
 
 tail:
 	TESTQ CX, CX
 	JEQ   store
-	STEP6X32(0, 0)
+	STEP6X32(0)
 	ADDQ  $24, SI
-	ADDQ  $64, DI
-	ADDQ  $64, R12
 	DECQ  CX
 	JMP   tail
 
 store:
-	MOVQ  mode+64(FP), AX
+	MOVQ  mode+72(FP), AX
 	TESTQ AX, AX
 	JNE   accumulate
 
 	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+56(FP), R10
+	MOVQ    cb+64(FP), R10
 	TESTQ   R10, R10
 	JEQ     rowbias
 	VMOVUPS (R10), Z24
@@ -358,7 +362,7 @@ store:
 	VADDPS  Z25, Z11, Z11
 
 rowbias:
-	MOVQ  rb+48(FP), R9
+	MOVQ  rb+56(FP), R9
 	TESTQ R9, R9
 	JEQ   put
 	ROWBIAS512(0, Z0, Z1)

@@ -44,7 +44,9 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int) {
 // sgemm12x32 is the portable form of the amd64 AVX-512 micro-kernel (see
 // gemm512_amd64.go for the contract): the four 6×16 quarters of the tile.
 // gemm.run does not call it on this platform.
-func sgemm12x32(kb int, a0, a1, b0, b1, c *float32, ldc int, rb, cb *float32, mode int) {
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int) {
+	var t0, t1 [gemmKC * gemmNR]float32
+	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	const right = 4 * gemmNR          // bytes from a row's column 0 to column 16
 	down := uintptr(4 * gemmMR * ldc) // bytes from row 0 to row 6 of C
 	var rbLow, cbRight *float32
@@ -66,7 +68,9 @@ func sgemm12x32(kb int, a0, a1, b0, b1, c *float32, ldc int, rb, cb *float32, mo
 // sgemm6x32 is the portable form of the amd64 AVX-512 6×32 kernel (see
 // gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
 // call it on this platform.
-func sgemm6x32(kb int, a, b0, b1, c *float32, ldc int, rb, cb *float32, mode int) {
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int) {
+	var t0, t1 [gemmKC * gemmNR]float32
+	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	const right = 4 * gemmNR // bytes from a row's column 0 to column 16
 	var cbRight *float32
 	if cb != nil {
@@ -86,4 +90,17 @@ func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode in
 	}
 	sgemm6x16(kb, a0, b, c, ldc, rb, cb, mode)
 	sgemm6x16(kb, a1, b, (*float32)(unsafe.Add(unsafe.Pointer(c), 4*gemmMR*ldc)), ldc, rbLow, cb, mode)
+}
+
+// packedPanel returns the B panel at b, whose k steps are bstep floats
+// apart, in the packed layout: b itself when it is packed (bstep = NR),
+// else a copy in t (kb ≤ KC).
+func packedPanel(b *float32, bstep, kb int, t *[gemmKC * gemmNR]float32) *float32 {
+	if bstep == gemmNR {
+		return b
+	}
+	for l := 0; l < kb; l++ {
+		copy(t[l*gemmNR:(l+1)*gemmNR], unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(b), 4*l*bstep)), gemmNR))
+	}
+	return &t[0]
 }

@@ -192,7 +192,7 @@ func TestSgemm12x32(t *testing.T) {
 		t.Skip("CPU lacks AVX-512F")
 	}
 	checkMicroKernel(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
-		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], &c[0], ldc, rb, cb, mode)
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode)
 	})
 }
 
@@ -204,7 +204,7 @@ func TestSgemm6x32(t *testing.T) {
 		t.Skip("CPU lacks AVX-512F")
 	}
 	checkMicroKernel(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
-		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], &c[0], ldc, rb, cb, mode)
+		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode)
 	})
 }
 
