@@ -335,14 +335,21 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 			if bias != nil && k0 == 0 {
 				g.rowBias = bias[gi*k.mg+p0*gemmMR:]
 			}
-			g.run(0, g.tiles())
-		}
-		if k.fuse != nil {
+			if k.fuse == nil || k0+k.kc < k.kdim {
+				g.run(0, g.tiles())
+				continue
+			}
+			// The last k slice: run the epilogue on each tile while
+			// it is still in cache.
 			r0 := n*k.m + gi*k.mg + p0*gemmMR
-			if k.fuse.temp > 0 {
-				k.fuse.tileFrom(f32s(out[1]), g.c, g.ldc, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
-			} else {
-				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
+			for t := range g.tiles() {
+				g.run(t, t+1)
+				i0, i1, c0, c1 := g.tileRect(t)
+				if k.fuse.temp > 0 {
+					k.fuse.tileFrom(f32s(out[1]), g.c[i0*g.ldc+c0:], g.ldc, in, f32s(out[2]), wi, r0+i0, r0+i1, j0+c0, j0+c1)
+				} else {
+					k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, r0+i0, r0+i1, j0+c0, j0+c1)
+				}
 			}
 		}
 	}
