@@ -124,6 +124,26 @@ func TestFusedChains(t *testing.T) {
 		at := ir.Attrs{"pads": {Kind: ir.AttrInts, Ints: []int64{1, 1, 1, 1}}}
 		return k.node("Conv", at, []ir.TensorID{x, w, b}, f32, cv...), cv
 	}
+	// A deep 3×3 convolution (several k slices) and a 1×1 one whose
+	// input the kernels read in place.
+	cvDeep := []int64{1, 14, 10, 12}
+	convDeep := func(k *kgraph) (ir.TensorID, []int64) {
+		x := k.input("x", f32, 1, 40, 10, 12)
+		w := k.constant("w", vals(14*40*9), 14, 40, 3, 3)
+		at := ir.Attrs{"pads": {Kind: ir.AttrInts, Ints: []int64{1, 1, 1, 1}}}
+		return k.node("Conv", at, []ir.TensorID{x, w}, f32, cvDeep...), cvDeep
+	}
+	cvPoint := []int64{1, 20, 12, 13}
+	convPoint := func(k *kgraph) (ir.TensorID, []int64) {
+		x := k.input("x", f32, 1, 300, 12, 13)
+		w := k.constant("w", vals(20*300), 20, 300, 1, 1)
+		b := k.constant("b", vals(20), 20)
+		return k.node("Conv", nil, []ir.TensorID{x, w, b}, f32, cvPoint...), cvPoint
+	}
+	clip := func(k *kgraph, y ir.TensorID, s []int64) ir.TensorID {
+		lo, hi := k.constant("lo", []float32{-0.5}), k.constant("hi", []float32{0.75})
+		return k.node("Clip", nil, []ir.TensorID{y, lo, hi}, f32, s...)
+	}
 	// A chain gets the producer's output y and adds nodes after it; r
 	// makes a residual input of y's shape.
 	type chain func(k *kgraph, y ir.TensorID, r func() ir.TensorID, shape []int64) ir.TensorID
@@ -167,6 +187,23 @@ func TestFusedChains(t *testing.T) {
 			return k.node("Clip", nil, []ir.TensorID{y, lo, hi}, f32, s...)
 		}, 1, nil},
 		{"conv relu", conv, un("Relu", nil), 1, nil},
+		{"conv deep relu", convDeep, un("Relu", nil), 1, nil},
+		{"conv 1x1 clip", convPoint, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return clip(k, y, s)
+		}, 1, nil},
+		// The clamp runs in the kernels, the rest of the chain after.
+		{"conv deep clip residual", convDeep, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Add", nil, []ir.TensorID{clip(k, y, s), r()}, f32, s...)
+		}, 2, cvDeep},
+		{"matmul relu scale", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Relu", nil, []ir.TensorID{y}, f32, s...)
+			return k.node("Mul", nil, []ir.TensorID{a, k.constant("half", []float32{0.5})}, f32, s...)
+		}, 2, nil},
+		// The chain reads y again after the Relu: the Relu stays in it.
+		{"conv relu rereads y", conv, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Relu", nil, []ir.TensorID{y}, f32, s...)
+			return k.node("Sub", nil, []ir.TensorID{a, y}, f32, s...)
+		}, 2, nil},
 		{"conv residual relu", conv, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
 			a := k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
 			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)

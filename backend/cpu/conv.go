@@ -40,6 +40,10 @@ type convKernel struct {
 	dwPer int // scratch floats of one worker's padded depthwise plane, or 0
 
 	fuse *fused // an epilogue applied block by block, or nil
+	// lim, when set, clamps the output as the GEMM kernels store it after
+	// the last k slice: a Relu or Clip taken from the head of the
+	// epilogue's chain (not for depthwise convolutions).
+	lim *[2]float32
 	// owRows, in overwrite mode with a single k slice, is how many output
 	// channels each pass over a packed block computes into the tile
 	// buffer (a multiple of gemmMR); 0 otherwise.
@@ -335,6 +339,10 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 			if bias != nil && k0 == 0 {
 				g.rowBias = bias[gi*k.mg+p0*gemmMR:]
 			}
+			g.lim = nil
+			if k0+k.kc >= k.kdim {
+				g.lim = k.lim
+			}
 			if k.fuse == nil || k0+k.kc < k.kdim {
 				g.run(0, g.tiles())
 				continue
@@ -373,7 +381,7 @@ func (k *convKernel) chunks(xg, wp, bias, buf []float32, g *gemm, n, gi, p0, p1,
 	for q0 := p0; q0 < p1; q0 += step {
 		q1 := min(p1, q0+step)
 		rows := min(k.mg, q1*gemmMR) - q0*gemmMR
-		c := gemm{m: rows, n: ncb, k: kb, b: buf, c: g.c, ldc: g.ldc, bRaw: g.bRaw, ldb: g.ldb,
+		c := gemm{m: rows, n: ncb, k: kb, b: buf, c: g.c, ldc: g.ldc, bRaw: g.bRaw, ldb: g.ldb, lim: k.lim,
 			a:  wp[gi*k.aSize+q0*kb*gemmMR:],
 			mt: min(q1-q0, convMT), nt: g.nt}
 		if bias != nil {

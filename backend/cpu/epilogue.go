@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/berth-ml/berth/ir"
@@ -59,6 +60,9 @@ type epInstr struct {
 	pow   bool                    // bin is unused: Pow through powLoop
 	a, b  epOperand
 	dst   int
+	// clamp, for a Relu or a Clip with constant bounds, is the interval
+	// it clamps to (the GEMM kernels can apply it as they store).
+	clamp *[2]float32
 }
 
 // epilogueOps are the operators an epilogue may run: elementwise, one
@@ -166,6 +170,13 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 			// already read.
 			inst.unary, inst.ua = uk.fn, uk.a
 			inst.a = ins[0]
+			switch n.Op {
+			case "Relu":
+				inst.clamp = &[2]float32{0, float32(math.Inf(1))}
+			case "Clip":
+				lo, hi := boundsOf[float32](uk.a)
+				inst.clamp = &[2]float32{lo, hi}
+			}
 		case len(ins) != 2:
 			return nil, nil, fmt.Errorf("node %q (%s) does not fuse", n.Name, n.Op)
 		case n.Op == "Add" || n.Op == "Sub" || n.Op == "Mul" || n.Op == "Div" || n.Op == "Max" || n.Op == "Min":
@@ -195,6 +206,36 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 		}
 	}
 	return e, exts, nil
+}
+
+// splitClamp separates a leading Relu or Clip that only the producer's
+// output feeds: it returns the interval to clamp the producer's output to
+// as the kernels store it, and the epilogue of the rest of the chain (with
+// no instructions when nothing is left). Otherwise it returns nil and e.
+func (e *Epilogue) splitClamp() (*[2]float32, *Epilogue) {
+	if len(e.instrs) == 0 || e.instrs[0].clamp == nil || e.instrs[0].a.kind != operandReg || e.instrs[0].a.idx != 0 {
+		return nil, e
+	}
+	rest := &Epilogue{regs: e.regs - 1, ext: e.ext, rowLen: e.rowLen, flat: e.flat}
+	for _, in := range e.instrs[1:] {
+		ops := []*epOperand{&in.a}
+		if in.unary == nil {
+			ops = append(ops, &in.b)
+		}
+		for _, o := range ops {
+			if o.kind != operandReg {
+				continue
+			}
+			if o.idx == 0 {
+				// The rest reads the value before the clamp.
+				return nil, e
+			}
+			o.idx--
+		}
+		in.dst--
+		rest.instrs = append(rest.instrs, in)
+	}
+	return e.instrs[0].clamp, rest
 }
 
 // constOperand classifies how a constant broadcasts over the output.
@@ -288,6 +329,14 @@ func reg(regs []float32, i, l int) []float32 { return regs[(i-1)*epChunk:][:l] }
 // z may be y or an activation that the chain reads.
 func (e *Epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32) {
 	n := len(y)
+	if len(e.instrs) == 0 {
+		// Nothing left after the kernel's clamp: the result is the
+		// producer's output.
+		if n > 0 && &z[0] != &y[0] {
+			copy(z, y)
+		}
+		return
+	}
 	base := r*e.rowLen + j0
 	last := len(e.instrs) - 1
 	for c0 := 0; c0 < n; c0 += epChunk {
@@ -436,6 +485,7 @@ func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp in
 			return nil, 0, false
 		}
 		f := *k
+		f.lim, ep = ep.splitClamp()
 		f.fuse = newFused(ep, nin, threads)
 		rows := roundUp(k.mg, gemmMR)
 		if k.kdim <= k.kc {
@@ -492,6 +542,7 @@ func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
 			return nil, false
 		}
 		f := *k
+		f.lim, ep = ep.splitClamp()
 		f.fuse = newFused(ep, nin, threads)
 		return &f, true
 	case *convKernel:
@@ -499,6 +550,9 @@ func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
 			return nil, false
 		}
 		f := *k
+		if !k.depthwise {
+			f.lim, ep = ep.splitClamp()
+		}
 		f.fuse = newFused(ep, nin, threads)
 		return &f, true
 	}

@@ -149,6 +149,9 @@ type gemm struct {
 	// must then start at even B panels.
 	bRaw []float32
 	ldb  int
+	// lim, when set, clamps C to [lim[0], lim[1]] as it is stored after
+	// the last k step (a Relu or Clip run by the kernels).
+	lim *[2]float32
 }
 
 // rawPanels is how many B panels, from the first, the kernels read from
@@ -206,30 +209,34 @@ func (g *gemm) run(lo, hi int) {
 			acc = [gemmMR][gemmNR]float32{}
 			for q := q0; q < q1; q++ {
 				for p := p0; p < p1; p++ {
-					g.store(p, q, &acc, !g.acc)
+					g.store(p, q, &acc, storeMode{first: !g.acc, last: true})
 				}
 			}
 			continue
 		}
 		for k0 := 0; k0 < g.k; k0 += kc {
 			kb := min(kc, g.k-k0)
-			g.slice(p0, p1, q0, q1, k0, kb, &acc, k0 == 0 && !g.acc)
+			g.slice(p0, p1, q0, q1, k0, kb, &acc, storeMode{first: k0 == 0 && !g.acc, last: k0+kb == g.k})
 		}
 	}
 }
 
+// storeMode says how a k slice's product goes into C: first writes it
+// (with the biases) instead of adding it, last clamps the result to lim.
+type storeMode struct{ first, last bool }
+
 // slice is one k slice (steps [k0, k0+kb), kb ≥ 1) of the tile of A
-// panels [p0, p1) and B panels [q0, q1): it writes (first) or adds the
-// slice's product into C.
-func (g *gemm) slice(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, first bool) {
+// panels [p0, p1) and B panels [q0, q1): it writes or adds the slice's
+// product into C as sm says.
+func (g *gemm) slice(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, sm storeMode) {
 	if useAVX512Kernel {
-		g.slice2x2(p0, p1, q0, q1, k0, kb, acc, first)
+		g.slice2x2(p0, p1, q0, q1, k0, kb, acc, sm)
 		return
 	}
 	for q := q0; q < q1; q++ {
 		bp := g.bPanel(q, k0, kb)
 		for p := p0; p < p1; p++ {
-			g.micro(p, q, g.aPanel(p, k0, kb), bp, acc, first)
+			g.micro(p, q, g.aPanel(p, k0, kb), bp, acc, sm)
 		}
 	}
 }
@@ -259,24 +266,50 @@ func (g *gemm) bPanel(q, k0, kb int) []float32 {
 // B panels below rawPanels are read from the unpacked bRaw. A
 // micro-tile that lies inside C is written there by the kernel; one that
 // C's bottom or right edge clips is computed by the same kernel into a
-// local buffer, from which clip stores the part inside C (the packed
-// panels are zero-padded, so the kernel may run whole). The B pair slice
+// local buffer, from which the part inside C is copied (the packed panels
+// are zero-padded, so the kernel may run whole). The B pair slice
 // (KC·2·NR floats, 32 KiB) stays in L1 while the A panels stream from L2.
-func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, first bool) {
+func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, sm storeMode) {
 	const mr2, nr2 = 2 * gemmMR, 2 * gemmNR
 	var buf [mr2 * nr2]float32
-	// tile returns where a rows×cols micro-tile at row i0, column j0
-	// goes: C itself, or buf (ld nr2, no biases, store mode) when C's
-	// edges clip it.
-	tile := func(i0, j0, rows, cols int) (c *float32, ld int, rb, cb *float32, mode int, inside bool) {
+	var rbuf [mr2]float32
+	var cbuf [nr2]float32
+	// tile returns where the kernel computes the rows×cols micro-tile at
+	// row i0, column j0: in C, or, where C's edges clip it, in buf, set up
+	// so that the kernel's store there (biases, accumulation, clamp) is
+	// what C needs; clipped then copies the part inside C back.
+	tile := func(i0, j0, rows, cols int) (c *float32, ld int, rb, cb *float32, mode int, lim *float32, inside bool) {
 		if i0+rows <= g.m && j0+cols <= g.n {
-			c, rb, cb, mode = g.direct(i0, j0, rows, cols, first)
-			return c, g.ldc, rb, cb, mode, true
+			c, rb, cb, mode, lim = g.direct(i0, j0, rows, cols, sm)
+			return c, g.ldc, rb, cb, mode, lim, true
 		}
-		return &buf[0], nr2, nil, nil, 0, false
+		r, w := min(rows, g.m-i0), min(cols, g.n-j0)
+		if sm.last && g.lim != nil {
+			lim = &g.lim[0]
+		}
+		if !sm.first {
+			for i := range r {
+				copy(buf[i*nr2:][:w], g.c[(i0+i)*g.ldc+j0:])
+			}
+			return &buf[0], nr2, nil, nil, 1, lim, false
+		}
+		if g.rowBias != nil {
+			rbuf = [mr2]float32{}
+			copy(rbuf[:r], g.rowBias[i0:])
+			rb = &rbuf[0]
+		}
+		if g.colBias != nil {
+			cbuf = [nr2]float32{}
+			copy(cbuf[:w], g.colBias[j0:])
+			cb = &cbuf[0]
+		}
+		return &buf[0], nr2, rb, cb, 0, lim, false
 	}
 	clipped := func(i0, j0, rows, cols int) {
-		g.clip(i0, j0, min(rows, g.m-i0), min(cols, g.n-j0), buf[:], nr2, first)
+		w := min(cols, g.n-j0)
+		for i := range min(rows, g.m-i0) {
+			copy(g.c[(i0+i)*g.ldc+j0:][:w], buf[i*nr2:])
+		}
 	}
 	raw := g.rawPanels()
 	q := q0
@@ -295,16 +328,16 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		for ; p+1 < p1; p += 2 {
 			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
-			c, ld, rb, cb, mode, inside := tile(i0, j0, mr2, nr2)
-			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode)
+			c, ld, rb, cb, mode, lim, inside := tile(i0, j0, mr2, nr2)
+			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim)
 			if !inside {
 				clipped(i0, j0, mr2, nr2)
 			}
 		}
 		if p < p1 {
 			ap, i0 := g.aPanel(p, k0, kb), p*gemmMR
-			c, ld, rb, cb, mode, inside := tile(i0, j0, gemmMR, nr2)
-			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode)
+			c, ld, rb, cb, mode, lim, inside := tile(i0, j0, gemmMR, nr2)
+			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode, lim)
 			if !inside {
 				clipped(i0, j0, gemmMR, nr2)
 			}
@@ -316,48 +349,52 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		for ; p+1 < p1; p += 2 {
 			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
-			c, ld, rb, cb, mode, inside := tile(i0, j0, mr2, gemmNR)
-			sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, ld, rb, cb, mode)
+			c, ld, rb, cb, mode, lim, inside := tile(i0, j0, mr2, gemmNR)
+			sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, ld, rb, cb, mode, lim)
 			if !inside {
 				clipped(i0, j0, mr2, gemmNR)
 			}
 		}
 		if p < p1 {
-			g.micro(p, q, g.aPanel(p, k0, kb), bp, acc, first)
+			g.micro(p, q, g.aPanel(p, k0, kb), bp, acc, sm)
 		}
 	}
 }
 
 // micro computes the micro-tile (p, q) of one k slice, kb = len(ap)/MR ≥ 1
-// steps deep, and writes (first) or adds it into C. The assembly kernel
+// steps deep, and writes or adds it into C as sm says. The assembly kernel
 // writes full tiles itself; other tiles go through acc and store.
-func (g *gemm) micro(p, q int, ap, bp []float32, acc *[gemmMR][gemmNR]float32, first bool) {
+func (g *gemm) micro(p, q int, ap, bp []float32, acc *[gemmMR][gemmNR]float32, sm storeMode) {
 	if !useAsmKernel {
 		microGo(ap, bp, acc)
-		g.store(p, q, acc, first)
+		g.store(p, q, acc, sm)
 		return
 	}
 	kb := len(ap) / gemmMR
 	i0, j0 := p*gemmMR, q*gemmNR
 	if i0+gemmMR > g.m || j0+gemmNR > g.n {
-		sgemm6x16(kb, &ap[0], &bp[0], &acc[0][0], gemmNR, nil, nil, 0)
-		g.store(p, q, acc, first)
+		sgemm6x16(kb, &ap[0], &bp[0], &acc[0][0], gemmNR, nil, nil, 0, nil)
+		g.store(p, q, acc, sm)
 		return
 	}
-	c, rb, cb, mode := g.direct(i0, j0, gemmMR, gemmNR, first)
+	c, rb, cb, mode, lim := g.direct(i0, j0, gemmMR, gemmNR, sm)
 	_ = bp[kb*gemmNR-1]
-	sgemm6x16(kb, &ap[0], &bp[0], c, g.ldc, rb, cb, mode)
+	sgemm6x16(kb, &ap[0], &bp[0], c, g.ldc, rb, cb, mode, lim)
 }
 
 // direct returns the arguments with which an assembly kernel writes the
 // rows×cols tile of C at row i0, column j0 itself: the tile's corner in
-// C, the row and column biases (nil unless first and present) and the
-// store mode (0: store with biases, 1: add into C). The slice
-// expressions check that the tile lies inside C and the biases.
-func (g *gemm) direct(i0, j0, rows, cols int, first bool) (c, rb, cb *float32, mode int) {
+// C, the row and column biases (nil unless first and present), the store
+// mode (0: store with biases, 1: add into C) and the clamp (nil unless
+// last and set). The slice expressions check that the tile lies inside C
+// and the biases.
+func (g *gemm) direct(i0, j0, rows, cols int, sm storeMode) (c, rb, cb *float32, mode int, lim *float32) {
 	c = &g.c[i0*g.ldc+j0:][:(rows-1)*g.ldc+cols][0]
-	if !first {
-		return c, nil, nil, 1
+	if sm.last && g.lim != nil {
+		lim = &g.lim[0]
+	}
+	if !sm.first {
+		return c, nil, nil, 1, lim
 	}
 	if g.rowBias != nil {
 		rb = &g.rowBias[i0:][:rows][0]
@@ -365,40 +402,48 @@ func (g *gemm) direct(i0, j0, rows, cols int, first bool) (c, rb, cb *float32, m
 	if g.colBias != nil {
 		cb = &g.colBias[j0:][:cols][0]
 	}
-	return c, rb, cb, 0
+	return c, rb, cb, 0, lim
 }
 
-// store writes (first) or adds one micro-tile into C, clipped to C's edges.
-func (g *gemm) store(p, q int, acc *[gemmMR][gemmNR]float32, first bool) {
+// store writes or adds one micro-tile into C as sm says, clipped to C's
+// edges.
+func (g *gemm) store(p, q int, acc *[gemmMR][gemmNR]float32, sm storeMode) {
 	i0, j0 := p*gemmMR, q*gemmNR
-	g.clip(i0, j0, min(gemmMR, g.m-i0), min(gemmNR, g.n-j0), unsafe.Slice(&acc[0][0], gemmMR*gemmNR), gemmNR, first)
+	g.clip(i0, j0, min(gemmMR, g.m-i0), min(gemmNR, g.n-j0), unsafe.Slice(&acc[0][0], gemmMR*gemmNR), gemmNR, sm)
 }
 
 // clip writes (first, with the biases) or adds the rows×cols product in
-// buf (row i at buf[i·ld:]) into C at row i0, column j0.
-func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, first bool) {
+// buf (row i at buf[i·ld:]) into C at row i0, column j0, and clamps the
+// result when last.
+func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, sm storeMode) {
 	for i := 0; i < rows; i++ {
 		c := g.c[(i0+i)*g.ldc+j0:][:cols]
 		a := buf[i*ld:][:cols]
-		if !first {
+		switch {
+		case !sm.first:
 			for j, v := range a {
 				c[j] += v
 			}
-			continue
-		}
-		var rb float32
-		if g.rowBias != nil {
-			rb = g.rowBias[i0+i]
-		}
-		if g.colBias != nil {
+		case g.colBias != nil:
+			var rb float32
+			if g.rowBias != nil {
+				rb = g.rowBias[i0+i]
+			}
 			cb := g.colBias[j0:][:cols]
 			for j, v := range a {
 				c[j] = v + rb + cb[j]
 			}
-			continue
+		default:
+			var rb float32
+			if g.rowBias != nil {
+				rb = g.rowBias[i0+i]
+			}
+			for j, v := range a {
+				c[j] = v + rb
+			}
 		}
-		for j, v := range a {
-			c[j] = v + rb
+		if sm.last && g.lim != nil {
+			clampLoop(c, c, g.lim[0], g.lim[1])
 		}
 	}
 }

@@ -117,8 +117,48 @@
 	PREFETCHT0 124(AX); \
 	ADDQ       R8, AX
 
-// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int)
-TEXT ·sgemm12x32(SB), NOSPLIT, $0-88
+// Clamps the accumulator r to [Z24, Z25] (the bounds broadcast), with
+// Clip's comparisons: VMAXPS x, lo, x keeps x unless lo > x, so a NaN
+// passes through.
+#define CLAMP512(r) \
+	VMAXPS r, Z24, r; \
+	VMINPS r, Z25, r
+
+// Loads the bounds at BX into Z24, Z25 and clamps Z0-Z11.
+#define CLAMP12 \
+	VBROADCASTSS (BX), Z24;  \
+	VBROADCASTSS 4(BX), Z25; \
+	CLAMP512(Z0);            \
+	CLAMP512(Z1);            \
+	CLAMP512(Z2);            \
+	CLAMP512(Z3);            \
+	CLAMP512(Z4);            \
+	CLAMP512(Z5);            \
+	CLAMP512(Z6);            \
+	CLAMP512(Z7);            \
+	CLAMP512(Z8);            \
+	CLAMP512(Z9);            \
+	CLAMP512(Z10);           \
+	CLAMP512(Z11)
+
+// Adds C's row at DX into the accumulator pair r0, r1 without storing it
+// and moves DX to the next row.
+#define LOADC512(r0, r1) \
+	VADDPS (DX), r0, r0;   \
+	VADDPS 64(DX), r1, r1; \
+	ADDQ   R8, DX
+
+// LOADC512 for the rows 0-5 of a 32-column tile.
+#define LOADC6 \
+	LOADC512(Z0, Z1);   \
+	LOADC512(Z2, Z3);   \
+	LOADC512(Z4, Z5);   \
+	LOADC512(Z6, Z7);   \
+	LOADC512(Z8, Z9);   \
+	LOADC512(Z10, Z11)
+
+// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
+TEXT ·sgemm12x32(SB), NOSPLIT, $0-96
 	MOVQ kb+0(FP), CX
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R11
@@ -195,6 +235,7 @@ tail:
 
 store:
 	MOVQ  mode+80(FP), AX
+	MOVQ  lim+88(FP), BX
 	TESTQ AX, AX
 	JNE   accumulate
 
@@ -224,6 +265,23 @@ rowbias:
 	ROWBIAS512(44, Z22, Z23)
 
 put:
+	TESTQ BX, BX
+	JEQ   putnow
+	CLAMP12
+	CLAMP512(Z12)
+	CLAMP512(Z13)
+	CLAMP512(Z14)
+	CLAMP512(Z15)
+	CLAMP512(Z16)
+	CLAMP512(Z17)
+	CLAMP512(Z18)
+	CLAMP512(Z19)
+	CLAMP512(Z20)
+	CLAMP512(Z21)
+	CLAMP512(Z22)
+	CLAMP512(Z23)
+
+putnow:
 	PUTC512(Z0, Z1)
 	PUTC512(Z2, Z3)
 	PUTC512(Z4, Z5)
@@ -240,6 +298,20 @@ put:
 	RET
 
 accumulate:
+	TESTQ BX, BX
+	JEQ   accnow
+	MOVQ  DX, AX
+	LOADC6
+	LOADC512(Z12, Z13)
+	LOADC512(Z14, Z15)
+	LOADC512(Z16, Z17)
+	LOADC512(Z18, Z19)
+	LOADC512(Z20, Z21)
+	LOADC512(Z22, Z23)
+	MOVQ  AX, DX
+	JMP   put
+
+accnow:
 	ADDC512(Z0, Z1)
 	ADDC512(Z2, Z3)
 	ADDC512(Z4, Z5)
@@ -284,8 +356,8 @@ accumulate:
 	VFMADD231PS  Z24, Z31, Z10;    \
 	VFMADD231PS  Z25, Z31, Z11
 
-// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int)
-TEXT ·sgemm6x32(SB), NOSPLIT, $0-80
+// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
+TEXT ·sgemm6x32(SB), NOSPLIT, $0-88
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b0+16(FP), DI
@@ -339,6 +411,7 @@ tail:
 
 store:
 	MOVQ  mode+72(FP), AX
+	MOVQ  lim+80(FP), BX
 	TESTQ AX, AX
 	JNE   accumulate
 
@@ -373,6 +446,11 @@ rowbias:
 	ROWBIAS512(20, Z10, Z11)
 
 put:
+	TESTQ BX, BX
+	JEQ   putnow
+	CLAMP12
+
+putnow:
 	PUTC512(Z0, Z1)
 	PUTC512(Z2, Z3)
 	PUTC512(Z4, Z5)
@@ -383,6 +461,14 @@ put:
 	RET
 
 accumulate:
+	TESTQ BX, BX
+	JEQ   accnow
+	MOVQ  DX, AX
+	LOADC6
+	MOVQ  AX, DX
+	JMP   put
+
+accnow:
 	ADDC512(Z0, Z1)
 	ADDC512(Z2, Z3)
 	ADDC512(Z4, Z5)
@@ -424,8 +510,8 @@ accumulate:
 	VBROADCASTSS aoff+20(R11), Z31; \
 	VFMADD231PS  Z24, Z31, Z11
 
-// func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int)
-TEXT ·sgemm12x16(SB), NOSPLIT, $0-72
+// func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
+TEXT ·sgemm12x16(SB), NOSPLIT, $0-80
 	MOVQ kb+0(FP), CX
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R11
@@ -512,6 +598,7 @@ tail:
 
 store:
 	MOVQ  mode+64(FP), AX
+	MOVQ  lim+72(FP), BX
 	TESTQ AX, AX
 	JNE   accumulate
 
@@ -563,6 +650,11 @@ rowbias:
 	VADDPS       Z26, Z11, Z11
 
 put:
+	TESTQ BX, BX
+	JEQ   putnow
+	CLAMP12
+
+putnow:
 	VMOVUPS Z0, (DX)
 	ADDQ    R8, DX
 	VMOVUPS Z1, (DX)
@@ -591,6 +683,37 @@ put:
 	RET
 
 accumulate:
+	TESTQ BX, BX
+	JEQ   accnow
+	MOVQ  DX, AX
+	VADDPS (DX), Z0, Z0
+	ADDQ   R8, DX
+	VADDPS (DX), Z1, Z1
+	ADDQ   R8, DX
+	VADDPS (DX), Z2, Z2
+	ADDQ   R8, DX
+	VADDPS (DX), Z3, Z3
+	ADDQ   R8, DX
+	VADDPS (DX), Z4, Z4
+	ADDQ   R8, DX
+	VADDPS (DX), Z5, Z5
+	ADDQ   R8, DX
+	VADDPS (DX), Z6, Z6
+	ADDQ   R8, DX
+	VADDPS (DX), Z7, Z7
+	ADDQ   R8, DX
+	VADDPS (DX), Z8, Z8
+	ADDQ   R8, DX
+	VADDPS (DX), Z9, Z9
+	ADDQ   R8, DX
+	VADDPS (DX), Z10, Z10
+	ADDQ   R8, DX
+	VADDPS (DX), Z11, Z11
+	ADDQ   R8, DX
+	MOVQ  AX, DX
+	JMP   put
+
+accnow:
 	VADDPS  (DX), Z0, Z0
 	VMOVUPS Z0, (DX)
 	ADDQ    R8, DX

@@ -10,10 +10,12 @@ var useAsmKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // (6 floats per step, at a) and a packed B panel (16 floats per step, at b)
 // and writes it to the 6 rows of C at c, ldc floats apart. With mode 0 it
 // stores product + rb[i] + cb[j], where a nil rb or cb counts as zeros;
-// with mode 1 it adds the product to C and ignores rb and cb. kb may be 0.
+// with mode 1 it adds the product to C and ignores rb and cb. A non-nil
+// lim clamps what it writes to [lim[0], lim[1]] (NaN passing through, as
+// Clip and Relu do). kb may be 0.
 //
 //go:noescape
-func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int)
+func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
 
 // fmaPeakLoop runs n iterations of 24 8-lane fused multiply-adds spread
 // over 12 independent register accumulators: 384·n floating-point

@@ -62,8 +62,8 @@
 	VMOVUPS r1, 32(DX); \
 	ADDQ    R8, DX
 
-// func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int)
-TEXT ·sgemm6x16(SB), NOSPLIT, $0-64
+// func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
+TEXT ·sgemm6x16(SB), NOSPLIT, $0-72
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -128,6 +128,7 @@ tail:
 
 store:
 	MOVQ mode+56(FP), AX
+	MOVQ  lim+64(FP), BX
 	TESTQ AX, AX
 	JNE   accumulate
 
@@ -151,6 +152,36 @@ rowbias:
 	ROWBIAS(20, Y10, Y11)
 
 put:
+	TESTQ BX, BX
+	JEQ   putnow
+	VBROADCASTSS (BX), Y12
+	VBROADCASTSS 4(BX), Y13
+	VMAXPS Y0, Y12, Y0
+	VMINPS Y0, Y13, Y0
+	VMAXPS Y1, Y12, Y1
+	VMINPS Y1, Y13, Y1
+	VMAXPS Y2, Y12, Y2
+	VMINPS Y2, Y13, Y2
+	VMAXPS Y3, Y12, Y3
+	VMINPS Y3, Y13, Y3
+	VMAXPS Y4, Y12, Y4
+	VMINPS Y4, Y13, Y4
+	VMAXPS Y5, Y12, Y5
+	VMINPS Y5, Y13, Y5
+	VMAXPS Y6, Y12, Y6
+	VMINPS Y6, Y13, Y6
+	VMAXPS Y7, Y12, Y7
+	VMINPS Y7, Y13, Y7
+	VMAXPS Y8, Y12, Y8
+	VMINPS Y8, Y13, Y8
+	VMAXPS Y9, Y12, Y9
+	VMINPS Y9, Y13, Y9
+	VMAXPS Y10, Y12, Y10
+	VMINPS Y10, Y13, Y10
+	VMAXPS Y11, Y12, Y11
+	VMINPS Y11, Y13, Y11
+
+putnow:
 	PUTC(Y0, Y1)
 	PUTC(Y2, Y3)
 	PUTC(Y4, Y5)
@@ -161,6 +192,31 @@ put:
 	RET
 
 accumulate:
+	TESTQ BX, BX
+	JEQ   accnow
+	MOVQ  DX, AX
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	ADDQ   R8, DX
+	VADDPS (DX), Y2, Y2
+	VADDPS 32(DX), Y3, Y3
+	ADDQ   R8, DX
+	VADDPS (DX), Y4, Y4
+	VADDPS 32(DX), Y5, Y5
+	ADDQ   R8, DX
+	VADDPS (DX), Y6, Y6
+	VADDPS 32(DX), Y7, Y7
+	ADDQ   R8, DX
+	VADDPS (DX), Y8, Y8
+	VADDPS 32(DX), Y9, Y9
+	ADDQ   R8, DX
+	VADDPS (DX), Y10, Y10
+	VADDPS 32(DX), Y11, Y11
+	ADDQ   R8, DX
+	MOVQ  AX, DX
+	JMP   put
+
+accnow:
 	ADDC(Y0, Y1)
 	ADDC(Y2, Y3)
 	ADDC(Y4, Y5)

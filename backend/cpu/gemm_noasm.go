@@ -14,7 +14,7 @@ var (
 // sgemm6x16 is the portable form of the amd64 micro-kernel (see
 // gemm_amd64.go for the contract). gemm.run does not call it on this
 // platform; it exists so that both builds share one call site.
-func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int) {
+func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32) {
 	var acc [gemmMR][gemmNR]float32
 	if kb > 0 {
 		microGo(unsafe.Slice(a, kb*gemmMR), unsafe.Slice(b, kb*gemmNR), &acc)
@@ -39,12 +39,18 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int) {
 			row[j] = v + r
 		}
 	}
+	if lim != nil {
+		for i := range gemmMR {
+			row := cs[i*ldc:][:gemmNR]
+			clampLoop(row, row, *lim, *(*float32)(unsafe.Add(unsafe.Pointer(lim), 4)))
+		}
+	}
 }
 
 // sgemm12x32 is the portable form of the amd64 AVX-512 micro-kernel (see
 // gemm512_amd64.go for the contract): the four 6×16 quarters of the tile.
 // gemm.run does not call it on this platform.
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int) {
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32) {
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	const right = 4 * gemmNR          // bytes from a row's column 0 to column 16
@@ -59,16 +65,16 @@ func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int,
 	cRight := (*float32)(unsafe.Add(unsafe.Pointer(c), right))
 	cLow := (*float32)(unsafe.Add(unsafe.Pointer(c), down))
 	cLowRight := (*float32)(unsafe.Add(unsafe.Pointer(cLow), right))
-	sgemm6x16(kb, a0, b0, c, ldc, rb, cb, mode)
-	sgemm6x16(kb, a0, b1, cRight, ldc, rb, cbRight, mode)
-	sgemm6x16(kb, a1, b0, cLow, ldc, rbLow, cb, mode)
-	sgemm6x16(kb, a1, b1, cLowRight, ldc, rbLow, cbRight, mode)
+	sgemm6x16(kb, a0, b0, c, ldc, rb, cb, mode, lim)
+	sgemm6x16(kb, a0, b1, cRight, ldc, rb, cbRight, mode, lim)
+	sgemm6x16(kb, a1, b0, cLow, ldc, rbLow, cb, mode, lim)
+	sgemm6x16(kb, a1, b1, cLowRight, ldc, rbLow, cbRight, mode, lim)
 }
 
 // sgemm6x32 is the portable form of the amd64 AVX-512 6×32 kernel (see
 // gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
 // call it on this platform.
-func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int) {
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32) {
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	const right = 4 * gemmNR // bytes from a row's column 0 to column 16
@@ -76,20 +82,20 @@ func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, c
 	if cb != nil {
 		cbRight = (*float32)(unsafe.Add(unsafe.Pointer(cb), right))
 	}
-	sgemm6x16(kb, a, b0, c, ldc, rb, cb, mode)
-	sgemm6x16(kb, a, b1, (*float32)(unsafe.Add(unsafe.Pointer(c), right)), ldc, rb, cbRight, mode)
+	sgemm6x16(kb, a, b0, c, ldc, rb, cb, mode, lim)
+	sgemm6x16(kb, a, b1, (*float32)(unsafe.Add(unsafe.Pointer(c), right)), ldc, rb, cbRight, mode, lim)
 }
 
 // sgemm12x16 is the portable form of the amd64 AVX-512 12×16 kernel (see
 // gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
 // call it on this platform.
-func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int) {
+func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32) {
 	var rbLow *float32
 	if rb != nil {
 		rbLow = (*float32)(unsafe.Add(unsafe.Pointer(rb), 4*gemmMR))
 	}
-	sgemm6x16(kb, a0, b, c, ldc, rb, cb, mode)
-	sgemm6x16(kb, a1, b, (*float32)(unsafe.Add(unsafe.Pointer(c), 4*gemmMR*ldc)), ldc, rbLow, cb, mode)
+	sgemm6x16(kb, a0, b, c, ldc, rb, cb, mode, lim)
+	sgemm6x16(kb, a1, b, (*float32)(unsafe.Add(unsafe.Pointer(c), 4*gemmMR*ldc)), ldc, rbLow, cb, mode, lim)
 }
 
 // packedPanel returns the B panel at b, whose k steps are bstep floats

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -66,15 +67,19 @@ type gemmCase struct {
 	rowBias        bool
 	colBias        bool
 	acc            bool
-	pad            int // ldc = n + pad
-	mt, nt         int // tile size in panels; 0: gemmTiles(m, n, threads)
-	threads        int // for gemmTiles
-	splits         int // run(lo, hi) calls the tiles are cut into
+	pad            int  // ldc = n + pad
+	mt, nt         int  // tile size in panels; 0: gemmTiles(m, n, threads)
+	threads        int  // for gemmTiles
+	splits         int  // run(lo, hi) calls the tiles are cut into
+	clamp          bool // clamp C to gemmLim after the last k step
 }
 
+// gemmLim is the clamp of the cases with clamp set.
+var gemmLim = [2]float32{-0.75, 0.5}
+
 func (c gemmCase) String() string {
-	return fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%g/rb=%v/cb=%v/acc=%v/pad=%d/tiles=%d,%d/th=%d/splits=%d",
-		c.m, c.n, c.k, c.transA, c.transB, c.alpha, c.rowBias, c.colBias, c.acc, c.pad, c.mt, c.nt, c.threads, c.splits)
+	return fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%g/rb=%v/cb=%v/acc=%v/pad=%d/tiles=%d,%d/th=%d/splits=%d/clamp=%v",
+		c.m, c.n, c.k, c.transA, c.transB, c.alpha, c.rowBias, c.colBias, c.acc, c.pad, c.mt, c.nt, c.threads, c.splits, c.clamp)
 }
 
 // gemmSentinel marks C's elements the product must not touch.
@@ -130,6 +135,9 @@ func checkGemm(t *testing.T, c gemmCase) {
 		mt, nt = gemmTiles(m, n, c.threads)
 	}
 	g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: cm, ldc: ldc, rowBias: rb, colBias: cb, acc: c.acc, mt: mt, nt: nt}
+	if c.clamp {
+		g.lim = &gemmLim
+	}
 	tiles := g.tiles()
 	parts := max(c.splits, 1)
 	for s := 0; s < parts; s++ {
@@ -165,6 +173,9 @@ func checkGemm(t *testing.T, c gemmCase) {
 					mag += math.Abs(float64(cb[j]))
 				}
 			}
+			if c.clamp {
+				want = min(max(want, float64(gemmLim[0])), float64(gemmLim[1]))
+			}
 			tol := float64(k+4) * 0x1p-23 * mag
 			if math.Abs(float64(got)-want) > tol {
 				t.Fatalf("C[%d][%d] = %g, want %g (tolerance %g)", i, j, got, want, tol)
@@ -179,8 +190,8 @@ func TestSgemm6x16(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAsmKernel {
 		t.Skip("CPU lacks AVX2 or FMA")
 	}
-	checkMicroKernel(t, 1, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
-		sgemm6x16(kb, &a[0][0], &b[0][0], &c[0], ldc, rb, cb, mode)
+	checkMicroKernel(t, 1, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32) {
+		sgemm6x16(kb, &a[0][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim)
 	})
 }
 
@@ -191,8 +202,8 @@ func TestSgemm12x32(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
-		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode)
+	checkMicroKernel(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32) {
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim)
 	})
 }
 
@@ -203,8 +214,8 @@ func TestSgemm6x32(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
-		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode)
+	checkMicroKernel(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32) {
+		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim)
 	})
 }
 
@@ -215,8 +226,8 @@ func TestSgemm12x16(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 2, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int) {
-		sgemm12x16(kb, &a[0][0], &a[1][0], &b[0][0], &c[0], ldc, rb, cb, mode)
+	checkMicroKernel(t, 2, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32) {
+		sgemm12x16(kb, &a[0][0], &a[1][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim)
 	})
 }
 
@@ -224,13 +235,18 @@ func TestSgemm12x16(t *testing.T) {
 // packed B panels (a (pa·MR)×(pb·NR) tile) against a float64 loop for
 // every k remainder of the 4-step unrolling and every store mode, and
 // that it writes nothing outside the tile.
-func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int)) {
+func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32)) {
 	t.Helper()
 	mr, nr := pa*gemmMR, pb*gemmNR
 	ldc := nr + 5
 	for _, kb := range []int{0, 1, 2, 3, 4, 5, 7, 8, 13, 64, 255} {
-		for _, mode := range []string{"store", "rowbias", "colbias", "bothbias", "accumulate"} {
+		for _, mode := range []string{"store", "rowbias", "colbias", "bothbias", "accumulate", "store+clamp", "bothbias+clamp", "accumulate+clamp"} {
 			t.Run(fmt.Sprintf("kb=%d/%s", kb, mode), func(t *testing.T) {
+				var plim *float32
+				lim := [2]float32{-0.3, 0.4}
+				if m, ok := strings.CutSuffix(mode, "+clamp"); ok {
+					mode, plim = m, &lim[0]
+				}
 				a, b := make([][]float32, pa), make([][]float32, pb)
 				for p := range a {
 					a[p] = randF32(kb*gemmMR + 1)
@@ -264,7 +280,7 @@ func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]flo
 						copy(c[i*ldc:], c0[i*nr:(i+1)*nr])
 					}
 				}
-				kernel(kb, a, b, c, ldc, prb, pcb, flag)
+				kernel(kb, a, b, c, ldc, prb, pcb, flag, plim)
 				for i := 0; i <= mr; i++ {
 					for j := 0; j < ldc; j++ {
 						got := c[i*ldc+j]
@@ -295,6 +311,10 @@ func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]flo
 						for _, e := range extra {
 							want += float64(e)
 							mag += math.Abs(float64(e))
+						}
+						if plim != nil {
+							// Clamping moves no value further from another.
+							want = min(max(want, float64(lim[0])), float64(lim[1]))
 						}
 						tol := float64(kb+4) * 0x1p-23 * mag
 						if math.Abs(float64(got)-want) > tol {
@@ -328,6 +348,7 @@ func TestGemmShapes(t *testing.T) {
 					acc:     i%5 == 4,
 					pad:     i % 3,
 					threads: 1 + i%3, splits: 1 + i%4,
+					clamp: i%7 == 3,
 				})
 				i++
 			}
@@ -359,6 +380,7 @@ func TestGemmTerms(t *testing.T) {
 					m: shape[0], n: shape[1], k: shape[2], alpha: -0.5,
 					rowBias: terms.rb, colBias: terms.cb, acc: terms.acc,
 					pad: 3, mt: tl.mt, nt: tl.nt, threads: 2, splits: tl.splits,
+					clamp: terms.acc,
 				})
 			}
 		}

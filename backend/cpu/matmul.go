@@ -47,6 +47,9 @@ type matmulKernel struct {
 	beta             float32
 
 	fuse *fused // an epilogue applied tile by tile, or nil
+	// lim, when set, clamps the output as the kernels store it: a Relu
+	// or Clip taken from the head of the epilogue's chain.
+	lim *[2]float32
 
 	// Band packing (per > 0): each worker's scratch area is per floats,
 	// room for the A slice of the tallest band, packed kc steps deep; bPre
@@ -158,7 +161,7 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 		}
 		return
 	}
-	g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: int(a[1]), nt: int(a[2])}
+	g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: int(a[1]), nt: int(a[2]), lim: k.lim}
 	g.rowBias, g.colBias = k.rowBias, k.colBias
 	switch k.biasIn {
 	case 1:
@@ -202,7 +205,7 @@ func (k *matmulKernel) pairs(in, out [][]byte, buf []float32, lo, hi, wi int) {
 	for b := lo; b < hi; b++ {
 		packA(ap, x[b*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha, 0, k.panelsA())
 		packB(bp, w[b*k.k*k.n:], k.k, k.n, k.bRS, k.bCS, 0, k.panelsB())
-		g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: mt, nt: nt, a: ap, b: bp, c: y[b*k.m*k.n:]}
+		g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: mt, nt: nt, a: ap, b: bp, c: y[b*k.m*k.n:], lim: k.lim}
 		g.run(0, g.tiles())
 		if k.fuse != nil {
 			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, b*k.m, (b+1)*k.m, 0, k.n)
@@ -615,7 +618,7 @@ func (k *matmulKernel) bandGemm(in, out [][]byte, b, p0, p1 int, buf []float32) 
 		b:       k.bPre[int(k.bIdx[b])*k.bSize:],
 		c:       f32s(out[0])[(b*k.m+i0)*k.n:],
 		rowBias: k.rowBias, colBias: k.colBias,
-		acc: k.prefill != nil,
+		acc: k.prefill != nil, lim: k.lim,
 	}
 	switch k.biasIn {
 	case 1:
@@ -643,7 +646,7 @@ func (k *matmulKernel) packSlice(in [][]byte, buf []float32, b, p0, p1, r0, r1, 
 // it swept, with the registers of share wi.
 func (k *matmulKernel) sweep(g gemm, in, out [][]byte, q0, q1, k0, kb, r0, wi int, acc *[gemmMR][gemmNR]float32) {
 	g.b = g.b[k0*k.panelsB()*gemmNR:]
-	g.slice(0, ceilDiv(g.m, gemmMR), q0, q1, k0, kb, acc, k0 == 0 && !g.acc)
+	g.slice(0, ceilDiv(g.m, gemmMR), q0, q1, k0, kb, acc, storeMode{first: k0 == 0 && !g.acc, last: k0+kb == k.k})
 	if k.fuse != nil && k0+kb == k.k {
 		k.fuse.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), wi, r0, r0+g.m, q0*gemmNR, min(k.n, q1*gemmNR))
 	}

@@ -207,6 +207,11 @@ func seluLoop[T float](d, s []T, a args) {
 // integers). With min > max every element becomes max, as ONNX specifies.
 func clipLoop[T number](d, s []T, a args) {
 	lo, hi := boundsOf[T](a)
+	clampLoop(d, s, lo, hi)
+}
+
+// clampLoop sets d[i] to s[i] clamped to [lo, hi] (a NaN passes through).
+func clampLoop[T number](d, s []T, lo, hi T) {
 	s = s[:len(d)]
 	for i, x := range s {
 		if x < lo {
