@@ -340,6 +340,7 @@ const (
 	vopErf
 	vopGelu
 	vopGeluTanh
+	vopSilu
 )
 
 func (op vop) run(d, s []float32) {
@@ -347,7 +348,9 @@ func (op vop) run(d, s []float32) {
 	case vopExp:
 		expAVX2(d, s)
 	case vopSigmoid:
-		sigmoidAVX2(d, s)
+		wide512(sigmoidAVX512, sigmoidAVX2, d, s)
+	case vopSilu:
+		wide512(siluAVX512, siluAVX2, d, s)
 	case vopTanh:
 		tanhAVX2(d, s)
 	case vopErf:
@@ -356,6 +359,21 @@ func (op vop) run(d, s []float32) {
 		geluAVX2(d, s)
 	case vopGeluTanh:
 		geluTanhAVX2(d, s)
+	}
+}
+
+// wide512 runs the whole sixteen-element blocks of d, s through k512 when
+// vmath512 is set, and the rest (or all) through k (eight-element blocks).
+func wide512(k512, k func(d, s []float32), d, s []float32) {
+	n := 0
+	if vmath512 {
+		n = len(d) &^ 15
+		if n > 0 {
+			k512(d[:n], s[:n])
+		}
+	}
+	if n < len(d) {
+		k(d[n:], s[n:])
 	}
 }
 
@@ -379,6 +397,18 @@ func vSigmoid(d, s []float32) {
 	}
 	for i, x := range s[:len(d)] {
 		d[i] = sigmoidf(x)
+	}
+}
+
+// vSilu sets d[i] = s[i]·sigmoid(s[i]): Sigmoid, then Mul, as two
+// elementwise steps would compute it, in one pass.
+func vSilu(d, s []float32) {
+	if vmathAsm {
+		vUnary(vopSilu, d, s)
+		return
+	}
+	for i, x := range s[:len(d)] {
+		d[i] = x * sigmoidf(x)
 	}
 }
 

@@ -5,6 +5,11 @@ import "golang.org/x/sys/cpu"
 // vmathHasAsm: the assembly kernels need AVX2 and FMA.
 var vmathHasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// vmath512 selects the sixteen-lane forms of the kernels that have one
+// (sigmoid and SiLU): the same bits as the AVX2 ones, twice the lanes.
+// It is a variable so that tests can compare both on AVX-512 machines.
+var vmath512 = vmathHasAsm && cpu.X86.HasAVX512F
+
 // The assembly kernels (vmath_amd64.s). Slices hold a whole number of
 // eight-element blocks; d and s (or y and x) have equal length and may be
 // the same memory.
@@ -18,6 +23,22 @@ func expAVX2(d, s []float32)
 //
 //go:noescape
 func sigmoidAVX2(d, s []float32)
+
+// siluAVX2 sets d[i] = s[i]·sigmoid(s[i]), the product rounded once
+// more after sigmoidAVX2's result.
+//
+//go:noescape
+func siluAVX2(d, s []float32)
+
+// sigmoidAVX512 and siluAVX512 are sigmoidAVX2 and siluAVX2 for slices
+// of a whole number of sixteen-element blocks, with the same results.
+// They need AVX-512F.
+//
+//go:noescape
+func sigmoidAVX512(d, s []float32)
+
+//go:noescape
+func siluAVX512(d, s []float32)
 
 // tanhAVX2 sets d[i] = tanh(s[i]).
 //

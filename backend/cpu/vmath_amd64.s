@@ -499,3 +499,117 @@ normloop:
 normdone:
 	VZEROUPPER
 	RET
+
+// AVX-512 forms of EXP8 and SIGMOID8 for sixteen lanes: the same
+// operations in the same order on the same constants (read as 32-bit
+// broadcasts of vk's first copy), so that they give the same bits; the
+// masks of the AVX2 code live in mask registers.
+
+// EXP16 sets X = e^X; T1..T3 and the mask register KM are clobbered.
+#define EXP16(X, T1, T2, T3, KM) \
+	VCMPPS.BCST       $1, K_EXPLO, X, KM; \
+	VBROADCASTSS      K_EXPHI, T1; \
+	VMINPS            X, T1, X; \
+	VBROADCASTSS      K_EXPLO, T1; \
+	VMAXPS            X, T1, X; \
+	VMULPS.BCST       K_LOG2E, X, T1; \
+	VRNDSCALEPS       $0, T1, T1; \
+	VFNMADD231PS.BCST K_LN2HI, T1, X; \
+	VFNMADD231PS.BCST K_LN2LO, T1, X; \
+	VBROADCASTSS      K_EXPP0, T2; \
+	VFMADD213PS.BCST  K_EXPP1, X, T2; \
+	VFMADD213PS.BCST  K_EXPP2, X, T2; \
+	VFMADD213PS.BCST  K_EXPP3, X, T2; \
+	VFMADD213PS.BCST  K_EXPP4, X, T2; \
+	VFMADD213PS.BCST  K_EXPP5, X, T2; \
+	VMULPS            X, X, T3; \
+	VFMADD213PS       X, T3, T2; \
+	VADDPS.BCST       K_ONE, T2, X; \
+	VCVTPS2DQ         T1, T1; \
+	VPSRAD            $1, T1, T2; \
+	VPSUBD            T2, T1, T1; \
+	VPADDD.BCST       K_BIAS, T2, T2; \
+	VPADDD.BCST       K_BIAS, T1, T1; \
+	VPSLLD            $23, T2, T2; \
+	VPSLLD            $23, T1, T1; \
+	VPXORD            T3, T3, T3; \
+	VMOVAPS           T3, KM, T1; \
+	VMULPS            T2, X, X; \
+	VMULPS            T1, X, X
+
+// SIGMOID16 sets Z0 = 1/(1+e^−Z0); Z1..Z4, K1 and K2 are clobbered.
+#define SIGMOID16 \
+	VPORD.BCST    K_SIGN, Z0, Z1; \
+	EXP16(Z1, Z2, Z3, Z4, K1); \
+	VADDPS.BCST   K_ONE, Z1, Z2; \
+	VBROADCASTSS  K_ONE, Z3; \
+	VPTESTMD.BCST K_SIGN, Z0, K2; \
+	VMOVAPS       Z1, K2, Z3; \
+	VDIVPS        Z2, Z3, Z0
+
+// func sigmoidAVX512(d, s []float32)
+TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $4, CX
+	JZ   sig16done
+
+sig16loop:
+	VMOVUPS (SI), Z0
+	SIGMOID16
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     sig16loop
+
+sig16done:
+	VZEROUPPER
+	RET
+
+// func siluAVX512(d, s []float32)
+TEXT ·siluAVX512(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $4, CX
+	JZ   silu16done
+
+silu16loop:
+	VMOVUPS (SI), Z0
+	VMOVAPS Z0, Z5
+	SIGMOID16
+	VMULPS  Z0, Z5, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     silu16loop
+
+silu16done:
+	VZEROUPPER
+	RET
+
+// func siluAVX2(d, s []float32)
+TEXT ·siluAVX2(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $3, CX
+	JZ   siludone
+
+siluloop:
+	VMOVUPS (SI), Y0
+	VMOVAPS Y0, Y6
+	SIGMOID8
+	VMULPS  Y0, Y6, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     siluloop
+
+siludone:
+	VZEROUPPER
+	RET

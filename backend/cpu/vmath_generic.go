@@ -7,16 +7,22 @@ import "math"
 // vmathHasAsm is false: only amd64 has assembly kernels.
 const vmathHasAsm = false
 
+// vmath512 is false: only amd64 has the AVX-512 kernels.
+var vmath512 = false
+
 // Stand-ins for the amd64 assembly kernels, with the same contracts, so
 // that the dispatching code in vmath.go stays portable; they only run if a
 // test forces vmathAsm on.
 
-func expAVX2(d, s []float32)      { mapf(expf, d, s) }
-func sigmoidAVX2(d, s []float32)  { mapf(sigmoidf, d, s) }
-func tanhAVX2(d, s []float32)     { mapf(tanhf, d, s) }
-func erfAVX2(d, s []float32)      { mapf(erff, d, s) }
-func geluAVX2(d, s []float32)     { mapf(geluf, d, s) }
-func geluTanhAVX2(d, s []float32) { mapf(geluTanhf, d, s) }
+func expAVX2(d, s []float32)       { mapf(expf, d, s) }
+func sigmoidAVX2(d, s []float32)   { mapf(sigmoidf, d, s) }
+func siluAVX2(d, s []float32)      { mapf(func(x float32) float32 { return x * sigmoidf(x) }, d, s) }
+func sigmoidAVX512(d, s []float32) { sigmoidAVX2(d, s) }
+func siluAVX512(d, s []float32)    { siluAVX2(d, s) }
+func tanhAVX2(d, s []float32)      { mapf(tanhf, d, s) }
+func erfAVX2(d, s []float32)       { mapf(erff, d, s) }
+func geluAVX2(d, s []float32)      { mapf(geluf, d, s) }
+func geluTanhAVX2(d, s []float32)  { mapf(geluTanhf, d, s) }
 
 func mapf(f func(float32) float32, d, s []float32) {
 	for i, x := range s[:len(d)] {

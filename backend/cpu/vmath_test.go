@@ -13,18 +13,24 @@ import (
 // assembly (where the CPU has it) and the Go code.
 func vmathPaths(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	saved := vmathAsm
-	defer func() { vmathAsm = saved }()
-	for _, asm := range []bool{true, false} {
-		if asm && !vmathHasAsm {
-			continue
+	saved, saved512 := vmathAsm, vmath512
+	defer func() { vmathAsm, vmath512 = saved, saved512 }()
+	for _, path := range []string{"avx512", "asm", "go"} {
+		switch path {
+		case "avx512":
+			if !saved512 {
+				continue
+			}
+			vmathAsm, vmath512 = true, true
+		case "asm":
+			if !vmathHasAsm {
+				continue
+			}
+			vmathAsm, vmath512 = true, false
+		default:
+			vmathAsm, vmath512 = false, false
 		}
-		vmathAsm = asm
-		name := "go"
-		if asm {
-			name = "asm"
-		}
-		t.Run(name, f)
+		t.Run(path, f)
 	}
 }
 
@@ -180,6 +186,7 @@ func TestVMathTails(t *testing.T) {
 	}{
 		{"exp", vExp, math.Exp}, {"sigmoid", vSigmoid, sigmoid64}, {"tanh", vTanh, math.Tanh},
 		{"erf", vErf, math.Erf}, {"gelu", vGelu, gelu64}, {"gelu_tanh", vGeluTanh, geluTanh64},
+		{"silu", vSilu, func(x float64) float64 { return x * sigmoid64(x) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vmathPaths(t, func(t *testing.T) {
@@ -211,6 +218,50 @@ func TestVMathTails(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestVMath512SameBits wants the sixteen-lane kernels to give the bits of
+// the eight-lane ones over the sweep: a fused epilogue and the operator's
+// own kernel cut a tensor into different pieces, so every element must
+// come out the same whichever kernel it meets.
+func TestVMath512SameBits(t *testing.T) {
+	if !vmath512 {
+		t.Skip("no AVX-512 on this machine")
+	}
+	defer func() { vmath512 = true }()
+	xs := sweepInputs()
+	for _, tc := range []struct {
+		name string
+		f    func(d, s []float32)
+	}{{"sigmoid", vSigmoid}, {"silu", vSilu}} {
+		a, b := make([]float32, len(xs)), make([]float32, len(xs))
+		vmath512 = true
+		tc.f(a, xs)
+		vmath512 = false
+		tc.f(b, xs)
+		for i := range xs {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("%s(%g): %g with AVX-512, %g with AVX2", tc.name, xs[i], a[i], b[i])
+			}
+		}
+	}
+}
+
+// TestSiluIsSigmoidTimesX wants vSilu to give, on every path, the bits of
+// Sigmoid followed by Mul, the two steps an epilogue fuses into it.
+func TestSiluIsSigmoidTimesX(t *testing.T) {
+	xs := sweepInputs()
+	vmathPaths(t, func(t *testing.T) {
+		got, sig := make([]float32, len(xs)), make([]float32, len(xs))
+		vSilu(got, xs)
+		vSigmoid(sig, xs)
+		for i, x := range xs {
+			want := x * sig[i]
+			if math.Float32bits(got[i]) != math.Float32bits(want) && !(math.IsNaN(float64(got[i])) && math.IsNaN(float64(want))) {
+				t.Fatalf("silu(%g) = %g, x·sigmoid(x) = %g", x, got[i], want)
+			}
+		}
+	})
 }
 
 // TestVMathPathsAgree compares the assembly with the Go code element by
