@@ -24,3 +24,9 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 //
 //go:noescape
 func fmaPeakLoop(n int)
+
+// prefetchL2 asks for the lines 64-byte lines from p on to be brought into
+// L2 (a hint: the addresses need not be valid).
+//
+//go:noescape
+func prefetchL2(p *float32, lines int)

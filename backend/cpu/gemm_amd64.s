@@ -225,3 +225,19 @@ accnow:
 	ADDC(Y10, Y11)
 	VZEROUPPER
 	RET
+
+// func prefetchL2(p *float32, lines int)
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ lines+8(FP), CX
+	TESTQ CX, CX
+	JLE  pfdone
+
+pfloop:
+	PREFETCHT1 (SI)
+	ADDQ       $64, SI
+	DECQ       CX
+	JNZ        pfloop
+
+pfdone:
+	RET

@@ -110,3 +110,6 @@ func packedPanel(b *float32, bstep, kb int, t *[gemmKC * gemmNR]float32) *float3
 	}
 	return &t[0]
 }
+
+// prefetchL2 is a hint with no portable form.
+func prefetchL2(p *float32, lines int) {}

@@ -185,6 +185,6 @@ func (k *globalPoolKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi 
 			y[p] = best
 			continue
 		}
-		y[p] = float32(sum64(xc) / float64(k.sp))
+		y[p] = float32(vSum(xc) / float64(k.sp))
 	}
 }
