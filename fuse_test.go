@@ -195,6 +195,22 @@ func TestFusedChains(t *testing.T) {
 		{"conv deep clip residual", convDeep, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
 			return k.node("Add", nil, []ir.TensorID{clip(k, y, s), r()}, f32, s...)
 		}, 2, cvDeep},
+		{"conv deep residual relu", convDeep, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Add", nil, []ir.TensorID{r(), y}, f32, s...)
+			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
+		}, 2, cvDeep},
+		{"conv 1x1 residual", convPoint, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
+		}, 1, cvPoint},
+		// A residual that is a graph input is never overwritten: the
+		// kernels add it as they store.
+		{"conv deep input residual relu", convDeep, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Add", nil, []ir.TensorID{k.input("r", f32, s...), y}, f32, s...)
+			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
+		}, 2, nil},
+		{"conv 1x1 input residual", convPoint, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Add", nil, []ir.TensorID{y, k.input("r", f32, s...)}, f32, s...)
+		}, 1, nil},
 		{"matmul relu scale", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
 			a := k.node("Relu", nil, []ir.TensorID{y}, f32, s...)
 			return k.node("Mul", nil, []ir.TensorID{a, k.constant("half", []float32{0.5})}, f32, s...)

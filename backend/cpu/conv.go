@@ -44,6 +44,11 @@ type convKernel struct {
 	// the last k slice: a Relu or Clip taken from the head of the
 	// epilogue's chain (not for depthwise convolutions).
 	lim *[2]float32
+	// res, when not 0, is 1 + the index of the epilogue activation that
+	// the GEMM kernels add to the output as they store it after the last
+	// k slice (a residual Add taken from the head of the chain, before
+	// lim).
+	res int
 	// owRows, in overwrite mode with a single k slice, is how many output
 	// channels each pass over a packed block computes into the tile
 	// buffer (a multiple of gemmMR); 0 otherwise.
@@ -339,9 +344,12 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 			if bias != nil && k0 == 0 {
 				g.rowBias = bias[gi*k.mg+p0*gemmMR:]
 			}
-			g.lim = nil
+			g.lim, g.res = nil, nil
 			if k0+k.kc >= k.kdim {
 				g.lim = k.lim
+				if k.res > 0 {
+					g.res = f32s(in[k.fuse.nin+k.res-1])[(n*k.m+gi*k.mg+p0*gemmMR)*k.outSp+j0:]
+				}
 			}
 			if k.fuse == nil || k0+k.kc < k.kdim {
 				g.run(0, g.tiles())

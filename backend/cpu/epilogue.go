@@ -250,9 +250,49 @@ func siluF32(d, s []byte, _ args) { vSilu(f32s(d), f32s(s)) }
 // as the kernels store it, and the epilogue of the rest of the chain (with
 // no instructions when nothing is left). Otherwise it returns nil and e.
 func (e *Epilogue) splitClamp() (*[2]float32, *Epilogue) {
-	if len(e.instrs) == 0 || e.instrs[0].clamp == nil || e.instrs[0].a.kind != operandReg || e.instrs[0].a.idx != 0 {
+	if len(e.instrs) == 0 || e.instrs[0].clamp == nil || !e.instrs[0].a.isReg(0) {
 		return nil, e
 	}
+	if rest, ok := e.dropFirst(); ok {
+		return e.instrs[0].clamp, rest
+	}
+	return nil, e
+}
+
+// splitResidual separates a leading Add of the producer's output and an
+// activation of its shape (a residual) that nothing after reads the
+// producer's output beside: it returns the residual's index among the
+// epilogue's activations, for the kernels to add as they store, and the
+// epilogue of the rest of the chain. Otherwise it returns -1 and e.
+func (e *Epilogue) splitResidual() (int, *Epilogue) {
+	if len(e.instrs) == 0 {
+		return -1, e
+	}
+	in := &e.instrs[0]
+	if in.op != "Add" || in.unary != nil || in.pow {
+		return -1, e
+	}
+	r := in.b
+	if in.b.isReg(0) {
+		r = in.a
+	} else if !in.a.isReg(0) {
+		return -1, e
+	}
+	if r.kind != operandExt {
+		return -1, e
+	}
+	if rest, ok := e.dropFirst(); ok {
+		return r.idx, rest
+	}
+	return -1, e
+}
+
+// isReg reports whether o is chain register r.
+func (o epOperand) isReg(r int) bool { return o.kind == operandReg && o.idx == r }
+
+// dropFirst is e without its first instruction, whose result takes the
+// place of register 0, when no later instruction reads register 0.
+func (e *Epilogue) dropFirst() (*Epilogue, bool) {
 	rest := &Epilogue{regs: e.regs - 1, ext: e.ext, rowLen: e.rowLen, flat: e.flat}
 	for _, in := range e.instrs[1:] {
 		ops := []*epOperand{&in.a}
@@ -264,15 +304,16 @@ func (e *Epilogue) splitClamp() (*[2]float32, *Epilogue) {
 				continue
 			}
 			if o.idx == 0 {
-				// The rest reads the value before the clamp.
-				return nil, e
+				// The rest reads the value before the first
+				// instruction.
+				return nil, false
 			}
 			o.idx--
 		}
 		in.dst--
 		rest.instrs = append(rest.instrs, in)
 	}
-	return e.instrs[0].clamp, rest
+	return rest, true
 }
 
 // constOperand classifies how a constant broadcasts over the output.
@@ -588,6 +629,9 @@ func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
 		}
 		f := *k
 		if !k.depthwise {
+			if r, rest := ep.splitResidual(); r >= 0 {
+				f.res, ep = r+1, rest
+			}
 			f.lim, ep = ep.splitClamp()
 		}
 		f.fuse = newFused(ep, nin, threads)

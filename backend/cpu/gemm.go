@@ -152,6 +152,10 @@ type gemm struct {
 	// lim, when set, clamps C to [lim[0], lim[1]] as it is stored after
 	// the last k step (a Relu or Clip run by the kernels).
 	lim *[2]float32
+	// res, when set, is a residual laid out as C (element (i, j) at
+	// res[i·ldc + j]) that the kernels add after the last k step, before
+	// the clamp. It must not be C's memory.
+	res []float32
 }
 
 // rawPanels is how many B panels, from the first, the kernels read from
@@ -278,20 +282,21 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 	// row i0, column j0: in C, or, where C's edges clip it, in buf, set up
 	// so that the kernel's store there (biases, accumulation, clamp) is
 	// what C needs; clipped then copies the part inside C back.
-	tile := func(i0, j0, rows, cols int) (c *float32, ld int, rb, cb *float32, mode int, lim *float32, inside bool) {
+	tile := func(i0, j0, rows, cols int) (c *float32, ld int, rb, cb *float32, mode int, lim, res *float32, inside bool) {
 		if i0+rows <= g.m && j0+cols <= g.n {
-			c, rb, cb, mode, lim = g.direct(i0, j0, rows, cols, sm)
-			return c, g.ldc, rb, cb, mode, lim, true
+			c, rb, cb, mode, lim, res = g.direct(i0, j0, rows, cols, sm)
+			return c, g.ldc, rb, cb, mode, lim, res, true
 		}
 		r, w := min(rows, g.m-i0), min(cols, g.n-j0)
-		if sm.last && g.lim != nil {
+		if sm.last && g.lim != nil && g.res == nil {
+			// With a residual, clipped adds it and clamps.
 			lim = &g.lim[0]
 		}
 		if !sm.first {
 			for i := range r {
 				copy(buf[i*nr2:][:w], g.c[(i0+i)*g.ldc+j0:])
 			}
-			return &buf[0], nr2, nil, nil, 1, lim, false
+			return &buf[0], nr2, nil, nil, 1, lim, nil, false
 		}
 		if g.rowBias != nil {
 			rbuf = [mr2]float32{}
@@ -303,12 +308,16 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			copy(cbuf[:w], g.colBias[j0:])
 			cb = &cbuf[0]
 		}
-		return &buf[0], nr2, rb, cb, 0, lim, false
+		return &buf[0], nr2, rb, cb, 0, lim, nil, false
 	}
 	clipped := func(i0, j0, rows, cols int) {
 		w := min(cols, g.n-j0)
 		for i := range min(rows, g.m-i0) {
-			copy(g.c[(i0+i)*g.ldc+j0:][:w], buf[i*nr2:])
+			c := g.c[(i0+i)*g.ldc+j0:][:w]
+			copy(c, buf[i*nr2:])
+			if sm.last && g.res != nil {
+				g.finish(c, g.res[(i0+i)*g.ldc+j0:][:w])
+			}
 		}
 	}
 	raw := g.rawPanels()
@@ -342,16 +351,16 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 				prefetchL2((*float32)(unsafe.Add(unsafe.Pointer(next0), 64*off)), n)
 				prefetchL2((*float32)(unsafe.Add(unsafe.Pointer(next1), 64*off)), n)
 			}
-			c, ld, rb, cb, mode, lim, inside := tile(i0, j0, mr2, nr2)
-			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim)
+			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, mr2, nr2)
+			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res)
 			if !inside {
 				clipped(i0, j0, mr2, nr2)
 			}
 		}
 		if p < p1 {
 			ap, i0 := g.aPanel(p, k0, kb), p*gemmMR
-			c, ld, rb, cb, mode, lim, inside := tile(i0, j0, gemmMR, nr2)
-			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode, lim)
+			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, gemmMR, nr2)
+			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res)
 			if !inside {
 				clipped(i0, j0, gemmMR, nr2)
 			}
@@ -363,8 +372,8 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		for ; p+1 < p1; p += 2 {
 			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
-			c, ld, rb, cb, mode, lim, inside := tile(i0, j0, mr2, gemmNR)
-			sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, ld, rb, cb, mode, lim)
+			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, mr2, gemmNR)
+			sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, ld, rb, cb, mode, lim, res)
 			if !inside {
 				clipped(i0, j0, mr2, gemmNR)
 			}
@@ -387,28 +396,31 @@ func (g *gemm) micro(p, q int, ap, bp []float32, acc *[gemmMR][gemmNR]float32, s
 	kb := len(ap) / gemmMR
 	i0, j0 := p*gemmMR, q*gemmNR
 	if i0+gemmMR > g.m || j0+gemmNR > g.n {
-		sgemm6x16(kb, &ap[0], &bp[0], &acc[0][0], gemmNR, nil, nil, 0, nil)
+		sgemm6x16(kb, &ap[0], &bp[0], &acc[0][0], gemmNR, nil, nil, 0, nil, nil)
 		g.store(p, q, acc, sm)
 		return
 	}
-	c, rb, cb, mode, lim := g.direct(i0, j0, gemmMR, gemmNR, sm)
+	c, rb, cb, mode, lim, res := g.direct(i0, j0, gemmMR, gemmNR, sm)
 	_ = bp[kb*gemmNR-1]
-	sgemm6x16(kb, &ap[0], &bp[0], c, g.ldc, rb, cb, mode, lim)
+	sgemm6x16(kb, &ap[0], &bp[0], c, g.ldc, rb, cb, mode, lim, res)
 }
 
 // direct returns the arguments with which an assembly kernel writes the
 // rows×cols tile of C at row i0, column j0 itself: the tile's corner in
 // C, the row and column biases (nil unless first and present), the store
-// mode (0: store with biases, 1: add into C) and the clamp (nil unless
-// last and set). The slice expressions check that the tile lies inside C
-// and the biases.
-func (g *gemm) direct(i0, j0, rows, cols int, sm storeMode) (c, rb, cb *float32, mode int, lim *float32) {
+// mode (0: store with biases, 1: add into C), the clamp and the tile's
+// corner in the residual (nil unless last and set). The slice expressions
+// check that the tile lies inside C, the residual and the biases.
+func (g *gemm) direct(i0, j0, rows, cols int, sm storeMode) (c, rb, cb *float32, mode int, lim, res *float32) {
 	c = &g.c[i0*g.ldc+j0:][:(rows-1)*g.ldc+cols][0]
 	if sm.last && g.lim != nil {
 		lim = &g.lim[0]
 	}
+	if sm.last && g.res != nil {
+		res = &g.res[i0*g.ldc+j0:][:(rows-1)*g.ldc+cols][0]
+	}
 	if !sm.first {
-		return c, nil, nil, 1, lim
+		return c, nil, nil, 1, lim, res
 	}
 	if g.rowBias != nil {
 		rb = &g.rowBias[i0:][:rows][0]
@@ -416,7 +428,7 @@ func (g *gemm) direct(i0, j0, rows, cols int, sm storeMode) (c, rb, cb *float32,
 	if g.colBias != nil {
 		cb = &g.colBias[j0:][:cols][0]
 	}
-	return c, rb, cb, 0, lim
+	return c, rb, cb, 0, lim, res
 }
 
 // store writes or adds one micro-tile into C as sm says, clipped to C's
@@ -456,8 +468,26 @@ func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, sm storeMode)
 				c[j] = v + rb
 			}
 		}
-		if sm.last && g.lim != nil {
-			clampLoop(c, c, g.lim[0], g.lim[1])
+		if sm.last {
+			var res []float32
+			if g.res != nil {
+				res = g.res[(i0+i)*g.ldc+j0:][:cols]
+			}
+			g.finish(c, res)
 		}
+	}
+}
+
+// finish is the last store's residual and clamp, as the kernels apply
+// them, for a piece c of C's row and its piece res of the residual (nil
+// without one).
+func (g *gemm) finish(c, res []float32) {
+	if res != nil {
+		for j, r := range res {
+			c[j] += r
+		}
+	}
+	if g.lim != nil {
+		clampLoop(c, c, g.lim[0], g.lim[1])
 	}
 }

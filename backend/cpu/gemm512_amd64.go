@@ -18,12 +18,12 @@ var useAVX512Kernel = useAsmKernel && cpu.X86.HasAVX512F
 // then being b0+16) and writes it to the 12 rows of C at c, ldc floats
 // apart. With mode 0 it stores product + rb[i] + cb[j]
 // (i < 12, j < 32), where a nil rb or cb counts as zeros; with mode 1 it
-// adds the product to C and ignores rb and cb. A non-nil lim clamps what
-// it writes to [lim[0], lim[1]] as sgemm6x16 does. kb may be 0. It needs
-// AVX-512F.
+// adds the product to C and ignores rb and cb. A non-nil res (rows ldc
+// floats apart) is added and a non-nil lim clamps what it writes, as
+// sgemm6x16 does. kb may be 0. It needs AVX-512F.
 //
 //go:noescape
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32)
 
 // sgemm6x32 is sgemm12x32 for one A panel (6 floats per step at a): it
 // computes the 6×32 product of kb steps of a and the B panels at b0, b1
@@ -31,7 +31,7 @@ func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int,
 // values, cb 32). It needs AVX-512F.
 //
 //go:noescape
-func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32)
 
 // sgemm12x16 is sgemm12x32 for one B panel (16 floats per step at b): it
 // computes the 12×16 product of kb steps of the A panels at a0, a1 and b
@@ -39,7 +39,7 @@ func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, c
 // values, cb 16). It needs AVX-512F.
 //
 //go:noescape
-func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
+func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32)
 
 // fmaPeakLoop512 runs n iterations of 24 16-lane fused multiply-adds
 // spread over 12 independent zmm accumulators: 768·n floating-point

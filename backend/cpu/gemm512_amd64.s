@@ -141,24 +141,53 @@
 	CLAMP512(Z10);           \
 	CLAMP512(Z11)
 
-// Adds C's row at DX into the accumulator pair r0, r1 without storing it
-// and moves DX to the next row.
-#define LOADC512(r0, r1) \
-	VADDPS (DX), r0, r0;   \
-	VADDPS 64(DX), r1, r1; \
-	ADDQ   R8, DX
+// Adds the row at p (C's, or the residual's) into the accumulator pair
+// r0, r1 without storing it and moves p to the next row.
+#define ADDM512(p, r0, r1) \
+	VADDPS (p), r0, r0;   \
+	VADDPS 64(p), r1, r1; \
+	ADDQ   R8, p
 
-// LOADC512 for the rows 0-5 of a 32-column tile.
-#define LOADC6 \
-	LOADC512(Z0, Z1);   \
-	LOADC512(Z2, Z3);   \
-	LOADC512(Z4, Z5);   \
-	LOADC512(Z6, Z7);   \
-	LOADC512(Z8, Z9);   \
-	LOADC512(Z10, Z11)
+// ADDM512 for the rows 0-5 (ADDM6) and 6-11 (ADDM6HI) of a 32-column
+// tile.
+#define ADDM6(p) \
+	ADDM512(p, Z0, Z1);   \
+	ADDM512(p, Z2, Z3);   \
+	ADDM512(p, Z4, Z5);   \
+	ADDM512(p, Z6, Z7);   \
+	ADDM512(p, Z8, Z9);   \
+	ADDM512(p, Z10, Z11)
 
-// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
-TEXT ·sgemm12x32(SB), NOSPLIT, $0-96
+#define ADDM6HI(p) \
+	ADDM512(p, Z12, Z13); \
+	ADDM512(p, Z14, Z15); \
+	ADDM512(p, Z16, Z17); \
+	ADDM512(p, Z18, Z19); \
+	ADDM512(p, Z20, Z21); \
+	ADDM512(p, Z22, Z23)
+
+// Adds the row at p into the accumulator r of a 16-column tile and moves
+// p on; ADDM12 does rows 0-11.
+#define ADDM16(p, r) \
+	VADDPS (p), r, r; \
+	ADDQ   R8, p
+
+#define ADDM12(p) \
+	ADDM16(p, Z0);  \
+	ADDM16(p, Z1);  \
+	ADDM16(p, Z2);  \
+	ADDM16(p, Z3);  \
+	ADDM16(p, Z4);  \
+	ADDM16(p, Z5);  \
+	ADDM16(p, Z6);  \
+	ADDM16(p, Z7);  \
+	ADDM16(p, Z8);  \
+	ADDM16(p, Z9);  \
+	ADDM16(p, Z10); \
+	ADDM16(p, Z11)
+
+// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
+TEXT ·sgemm12x32(SB), NOSPLIT, $0-104
 	MOVQ kb+0(FP), CX
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R11
@@ -265,6 +294,12 @@ rowbias:
 	ROWBIAS512(44, Z22, Z23)
 
 put:
+	MOVQ  res+96(FP), R10
+	TESTQ R10, R10
+	JEQ   resdone
+	ADDM6(R10)
+	ADDM6HI(R10)
+resdone:
 	TESTQ BX, BX
 	JEQ   putnow
 	CLAMP12
@@ -299,15 +334,15 @@ putnow:
 
 accumulate:
 	TESTQ BX, BX
+	JNE   accload
+	MOVQ  res+96(FP), R10
+	TESTQ R10, R10
 	JEQ   accnow
+
+accload:
 	MOVQ  DX, AX
-	LOADC6
-	LOADC512(Z12, Z13)
-	LOADC512(Z14, Z15)
-	LOADC512(Z16, Z17)
-	LOADC512(Z18, Z19)
-	LOADC512(Z20, Z21)
-	LOADC512(Z22, Z23)
+	ADDM6(DX)
+	ADDM6HI(DX)
 	MOVQ  AX, DX
 	JMP   put
 
@@ -356,8 +391,8 @@ accnow:
 	VFMADD231PS  Z24, Z31, Z10;    \
 	VFMADD231PS  Z25, Z31, Z11
 
-// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
-TEXT ·sgemm6x32(SB), NOSPLIT, $0-88
+// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
+TEXT ·sgemm6x32(SB), NOSPLIT, $0-96
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b0+16(FP), DI
@@ -446,6 +481,11 @@ rowbias:
 	ROWBIAS512(20, Z10, Z11)
 
 put:
+	MOVQ  res+88(FP), R10
+	TESTQ R10, R10
+	JEQ   resdone
+	ADDM6(R10)
+resdone:
 	TESTQ BX, BX
 	JEQ   putnow
 	CLAMP12
@@ -462,9 +502,14 @@ putnow:
 
 accumulate:
 	TESTQ BX, BX
+	JNE   accload
+	MOVQ  res+88(FP), R10
+	TESTQ R10, R10
 	JEQ   accnow
+
+accload:
 	MOVQ  DX, AX
-	LOADC6
+	ADDM6(DX)
 	MOVQ  AX, DX
 	JMP   put
 
@@ -510,8 +555,8 @@ accnow:
 	VBROADCASTSS aoff+20(R11), Z31; \
 	VFMADD231PS  Z24, Z31, Z11
 
-// func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
-TEXT ·sgemm12x16(SB), NOSPLIT, $0-80
+// func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
+TEXT ·sgemm12x16(SB), NOSPLIT, $0-88
 	MOVQ kb+0(FP), CX
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R11
@@ -650,6 +695,11 @@ rowbias:
 	VADDPS       Z26, Z11, Z11
 
 put:
+	MOVQ  res+80(FP), R10
+	TESTQ R10, R10
+	JEQ   resdone
+	ADDM12(R10)
+resdone:
 	TESTQ BX, BX
 	JEQ   putnow
 	CLAMP12
@@ -684,32 +734,14 @@ putnow:
 
 accumulate:
 	TESTQ BX, BX
+	JNE   accload
+	MOVQ  res+80(FP), R10
+	TESTQ R10, R10
 	JEQ   accnow
+
+accload:
 	MOVQ  DX, AX
-	VADDPS (DX), Z0, Z0
-	ADDQ   R8, DX
-	VADDPS (DX), Z1, Z1
-	ADDQ   R8, DX
-	VADDPS (DX), Z2, Z2
-	ADDQ   R8, DX
-	VADDPS (DX), Z3, Z3
-	ADDQ   R8, DX
-	VADDPS (DX), Z4, Z4
-	ADDQ   R8, DX
-	VADDPS (DX), Z5, Z5
-	ADDQ   R8, DX
-	VADDPS (DX), Z6, Z6
-	ADDQ   R8, DX
-	VADDPS (DX), Z7, Z7
-	ADDQ   R8, DX
-	VADDPS (DX), Z8, Z8
-	ADDQ   R8, DX
-	VADDPS (DX), Z9, Z9
-	ADDQ   R8, DX
-	VADDPS (DX), Z10, Z10
-	ADDQ   R8, DX
-	VADDPS (DX), Z11, Z11
-	ADDQ   R8, DX
+	ADDM12(DX)
 	MOVQ  AX, DX
 	JMP   put
 

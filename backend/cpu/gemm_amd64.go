@@ -11,11 +11,12 @@ var useAsmKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // and writes it to the 6 rows of C at c, ldc floats apart. With mode 0 it
 // stores product + rb[i] + cb[j], where a nil rb or cb counts as zeros;
 // with mode 1 it adds the product to C and ignores rb and cb. A non-nil
-// lim clamps what it writes to [lim[0], lim[1]] (NaN passing through, as
-// Clip and Relu do). kb may be 0.
+// res then adds the 6×16 residual at res (rows ldc floats apart, as C's),
+// and a non-nil lim clamps what it writes to [lim[0], lim[1]] (NaN
+// passing through, as Clip and Relu do). kb may be 0.
 //
 //go:noescape
-func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
+func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32)
 
 // fmaPeakLoop runs n iterations of 24 8-lane fused multiply-adds spread
 // over 12 independent register accumulators: 384·n floating-point

@@ -62,8 +62,23 @@
 	VMOVUPS r1, 32(DX); \
 	ADDQ    R8, DX
 
-// func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32)
-TEXT ·sgemm6x16(SB), NOSPLIT, $0-72
+// Adds the row at p (C's, or the residual's) into the accumulator pair
+// r0, r1 and moves p to the next row.
+#define ADDM(p, r0, r1) \
+	VADDPS (p), r0, r0;   \
+	VADDPS 32(p), r1, r1; \
+	ADDQ   R8, p
+
+#define ADDM6Y(p) \
+	ADDM(p, Y0, Y1);   \
+	ADDM(p, Y2, Y3);   \
+	ADDM(p, Y4, Y5);   \
+	ADDM(p, Y6, Y7);   \
+	ADDM(p, Y8, Y9);   \
+	ADDM(p, Y10, Y11)
+
+// func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
+TEXT ·sgemm6x16(SB), NOSPLIT, $0-80
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -152,6 +167,11 @@ rowbias:
 	ROWBIAS(20, Y10, Y11)
 
 put:
+	MOVQ  res+72(FP), R10
+	TESTQ R10, R10
+	JEQ   resdone
+	ADDM6Y(R10)
+resdone:
 	TESTQ BX, BX
 	JEQ   putnow
 	VBROADCASTSS (BX), Y12
@@ -193,26 +213,14 @@ putnow:
 
 accumulate:
 	TESTQ BX, BX
+	JNE   accload
+	MOVQ  res+72(FP), R10
+	TESTQ R10, R10
 	JEQ   accnow
+
+accload:
 	MOVQ  DX, AX
-	VADDPS (DX), Y0, Y0
-	VADDPS 32(DX), Y1, Y1
-	ADDQ   R8, DX
-	VADDPS (DX), Y2, Y2
-	VADDPS 32(DX), Y3, Y3
-	ADDQ   R8, DX
-	VADDPS (DX), Y4, Y4
-	VADDPS 32(DX), Y5, Y5
-	ADDQ   R8, DX
-	VADDPS (DX), Y6, Y6
-	VADDPS 32(DX), Y7, Y7
-	ADDQ   R8, DX
-	VADDPS (DX), Y8, Y8
-	VADDPS 32(DX), Y9, Y9
-	ADDQ   R8, DX
-	VADDPS (DX), Y10, Y10
-	VADDPS 32(DX), Y11, Y11
-	ADDQ   R8, DX
+	ADDM6Y(DX)
 	MOVQ  AX, DX
 	JMP   put
 

@@ -14,7 +14,7 @@ var (
 // sgemm6x16 is the portable form of the amd64 micro-kernel (see
 // gemm_amd64.go for the contract). gemm.run does not call it on this
 // platform; it exists so that both builds share one call site.
-func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32) {
+func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
 	var acc [gemmMR][gemmNR]float32
 	if kb > 0 {
 		microGo(unsafe.Slice(a, kb*gemmMR), unsafe.Slice(b, kb*gemmNR), &acc)
@@ -39,6 +39,15 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 			row[j] = v + r
 		}
 	}
+	if res != nil {
+		rs := unsafe.Slice(res, (gemmMR-1)*ldc+gemmNR)
+		for i := range gemmMR {
+			row, r := cs[i*ldc:][:gemmNR], rs[i*ldc:][:gemmNR]
+			for j := range row {
+				row[j] += r[j]
+			}
+		}
+	}
 	if lim != nil {
 		for i := range gemmMR {
 			row := cs[i*ldc:][:gemmNR]
@@ -50,52 +59,41 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 // sgemm12x32 is the portable form of the amd64 AVX-512 micro-kernel (see
 // gemm512_amd64.go for the contract): the four 6×16 quarters of the tile.
 // gemm.run does not call it on this platform.
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32) {
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
-	const right = 4 * gemmNR          // bytes from a row's column 0 to column 16
-	down := uintptr(4 * gemmMR * ldc) // bytes from row 0 to row 6 of C
-	var rbLow, cbRight *float32
-	if rb != nil {
-		rbLow = (*float32)(unsafe.Add(unsafe.Pointer(rb), 4*gemmMR))
-	}
-	if cb != nil {
-		cbRight = (*float32)(unsafe.Add(unsafe.Pointer(cb), right))
-	}
-	cRight := (*float32)(unsafe.Add(unsafe.Pointer(c), right))
-	cLow := (*float32)(unsafe.Add(unsafe.Pointer(c), down))
-	cLowRight := (*float32)(unsafe.Add(unsafe.Pointer(cLow), right))
-	sgemm6x16(kb, a0, b0, c, ldc, rb, cb, mode, lim)
-	sgemm6x16(kb, a0, b1, cRight, ldc, rb, cbRight, mode, lim)
-	sgemm6x16(kb, a1, b0, cLow, ldc, rbLow, cb, mode, lim)
-	sgemm6x16(kb, a1, b1, cLowRight, ldc, rbLow, cbRight, mode, lim)
+	down := 4 * gemmMR * ldc // bytes from row 0 to row 6 of C
+	rbLow := shift(rb, 4*gemmMR)
+	sgemm6x32(kb, a0, b0, b1, gemmNR, c, ldc, rb, cb, mode, lim, res)
+	sgemm6x32(kb, a1, b0, b1, gemmNR, shift(c, down), ldc, rbLow, cb, mode, lim, shift(res, down))
 }
 
 // sgemm6x32 is the portable form of the amd64 AVX-512 6×32 kernel (see
 // gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
 // call it on this platform.
-func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32) {
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	const right = 4 * gemmNR // bytes from a row's column 0 to column 16
-	var cbRight *float32
-	if cb != nil {
-		cbRight = (*float32)(unsafe.Add(unsafe.Pointer(cb), right))
-	}
-	sgemm6x16(kb, a, b0, c, ldc, rb, cb, mode, lim)
-	sgemm6x16(kb, a, b1, (*float32)(unsafe.Add(unsafe.Pointer(c), right)), ldc, rb, cbRight, mode, lim)
+	sgemm6x16(kb, a, b0, c, ldc, rb, cb, mode, lim, res)
+	sgemm6x16(kb, a, b1, shift(c, right), ldc, rb, shift(cb, right), mode, lim, shift(res, right))
 }
 
 // sgemm12x16 is the portable form of the amd64 AVX-512 12×16 kernel (see
 // gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
 // call it on this platform.
-func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32) {
-	var rbLow *float32
-	if rb != nil {
-		rbLow = (*float32)(unsafe.Add(unsafe.Pointer(rb), 4*gemmMR))
+func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+	down := 4 * gemmMR * ldc
+	sgemm6x16(kb, a0, b, c, ldc, rb, cb, mode, lim, res)
+	sgemm6x16(kb, a1, b, shift(c, down), ldc, shift(rb, 4*gemmMR), cb, mode, lim, shift(res, down))
+}
+
+// shift is p moved by n bytes, or nil for nil.
+func shift(p *float32, n int) *float32 {
+	if p == nil {
+		return nil
 	}
-	sgemm6x16(kb, a0, b, c, ldc, rb, cb, mode, lim)
-	sgemm6x16(kb, a1, b, (*float32)(unsafe.Add(unsafe.Pointer(c), 4*gemmMR*ldc)), ldc, rbLow, cb, mode, lim)
+	return (*float32)(unsafe.Add(unsafe.Pointer(p), n))
 }
 
 // packedPanel returns the B panel at b, whose k steps are bstep floats

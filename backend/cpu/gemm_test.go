@@ -72,14 +72,15 @@ type gemmCase struct {
 	threads        int  // for gemmTiles
 	splits         int  // run(lo, hi) calls the tiles are cut into
 	clamp          bool // clamp C to gemmLim after the last k step
+	res            bool // add a residual of C's layout before the clamp
 }
 
 // gemmLim is the clamp of the cases with clamp set.
 var gemmLim = [2]float32{-0.75, 0.5}
 
 func (c gemmCase) String() string {
-	return fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%g/rb=%v/cb=%v/acc=%v/pad=%d/tiles=%d,%d/th=%d/splits=%d/clamp=%v",
-		c.m, c.n, c.k, c.transA, c.transB, c.alpha, c.rowBias, c.colBias, c.acc, c.pad, c.mt, c.nt, c.threads, c.splits, c.clamp)
+	return fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%g/rb=%v/cb=%v/acc=%v/pad=%d/tiles=%d,%d/th=%d/splits=%d/clamp=%v/res=%v",
+		c.m, c.n, c.k, c.transA, c.transB, c.alpha, c.rowBias, c.colBias, c.acc, c.pad, c.mt, c.nt, c.threads, c.splits, c.clamp, c.res)
 }
 
 // gemmSentinel marks C's elements the product must not touch.
@@ -138,6 +139,11 @@ func checkGemm(t *testing.T, c gemmCase) {
 	if c.clamp {
 		g.lim = &gemmLim
 	}
+	var resid []float32
+	if c.res {
+		resid = randF32(max(m*ldc, 1))
+		g.res = resid
+	}
 	tiles := g.tiles()
 	parts := max(c.splits, 1)
 	for s := 0; s < parts; s++ {
@@ -173,6 +179,10 @@ func checkGemm(t *testing.T, c gemmCase) {
 					mag += math.Abs(float64(cb[j]))
 				}
 			}
+			if c.res {
+				want += float64(resid[i*ldc+j])
+				mag += math.Abs(float64(resid[i*ldc+j]))
+			}
 			if c.clamp {
 				want = min(max(want, float64(gemmLim[0])), float64(gemmLim[1]))
 			}
@@ -190,8 +200,8 @@ func TestSgemm6x16(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAsmKernel {
 		t.Skip("CPU lacks AVX2 or FMA")
 	}
-	checkMicroKernel(t, 1, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32) {
-		sgemm6x16(kb, &a[0][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim)
+	checkMicroKernel(t, 1, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+		sgemm6x16(kb, &a[0][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim, res)
 	})
 }
 
@@ -202,8 +212,8 @@ func TestSgemm12x32(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32) {
-		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim)
+	checkMicroKernel(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res)
 	})
 }
 
@@ -214,8 +224,8 @@ func TestSgemm6x32(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32) {
-		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim)
+	checkMicroKernel(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res)
 	})
 }
 
@@ -226,8 +236,8 @@ func TestSgemm12x16(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 2, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32) {
-		sgemm12x16(kb, &a[0][0], &a[1][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim)
+	checkMicroKernel(t, 2, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+		sgemm12x16(kb, &a[0][0], &a[1][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim, res)
 	})
 }
 
@@ -235,17 +245,23 @@ func TestSgemm12x16(t *testing.T) {
 // packed B panels (a (pa·MR)×(pb·NR) tile) against a float64 loop for
 // every k remainder of the 4-step unrolling and every store mode, and
 // that it writes nothing outside the tile.
-func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim *float32)) {
+func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32)) {
 	t.Helper()
 	mr, nr := pa*gemmMR, pb*gemmNR
 	ldc := nr + 5
 	for _, kb := range []int{0, 1, 2, 3, 4, 5, 7, 8, 13, 64, 255} {
-		for _, mode := range []string{"store", "rowbias", "colbias", "bothbias", "accumulate", "store+clamp", "bothbias+clamp", "accumulate+clamp"} {
+		for _, mode := range []string{"store", "rowbias", "colbias", "bothbias", "accumulate", "store+clamp", "bothbias+clamp", "accumulate+clamp",
+			"store+res", "bothbias+res+clamp", "accumulate+res", "accumulate+res+clamp"} {
 			t.Run(fmt.Sprintf("kb=%d/%s", kb, mode), func(t *testing.T) {
-				var plim *float32
+				var plim, pres *float32
 				lim := [2]float32{-0.3, 0.4}
 				if m, ok := strings.CutSuffix(mode, "+clamp"); ok {
 					mode, plim = m, &lim[0]
+				}
+				// The residual has C's layout, rows ldc apart.
+				resid := randF32(mr * ldc)
+				if m, ok := strings.CutSuffix(mode, "+res"); ok {
+					mode, pres = m, &resid[0]
 				}
 				a, b := make([][]float32, pa), make([][]float32, pb)
 				for p := range a {
@@ -280,7 +296,7 @@ func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]flo
 						copy(c[i*ldc:], c0[i*nr:(i+1)*nr])
 					}
 				}
-				kernel(kb, a, b, c, ldc, prb, pcb, flag, plim)
+				kernel(kb, a, b, c, ldc, prb, pcb, flag, plim, pres)
 				for i := 0; i <= mr; i++ {
 					for j := 0; j < ldc; j++ {
 						got := c[i*ldc+j]
@@ -307,6 +323,9 @@ func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]flo
 							if pcb != nil {
 								extra = append(extra, cb[j])
 							}
+						}
+						if pres != nil {
+							extra = append(extra, resid[i*ldc+j])
 						}
 						for _, e := range extra {
 							want += float64(e)
@@ -348,7 +367,7 @@ func TestGemmShapes(t *testing.T) {
 					acc:     i%5 == 4,
 					pad:     i % 3,
 					threads: 1 + i%3, splits: 1 + i%4,
-					clamp: i%7 == 3,
+					clamp: i%7 == 3, res: i%4 == 2,
 				})
 				i++
 			}
@@ -380,7 +399,7 @@ func TestGemmTerms(t *testing.T) {
 					m: shape[0], n: shape[1], k: shape[2], alpha: -0.5,
 					rowBias: terms.rb, colBias: terms.cb, acc: terms.acc,
 					pad: 3, mt: tl.mt, nt: tl.nt, threads: 2, splits: tl.splits,
-					clamp: terms.acc,
+					clamp: terms.acc, res: terms.rb,
 				})
 			}
 		}
