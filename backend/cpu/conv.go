@@ -125,7 +125,12 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 		k.depthwise = true
 		// Small unit-stride planes run through a padded copy in each
 		// worker's own scratch area (dwPaddedS1).
-		if n := dwPaddedFloats(k); n > 0 {
+		n := dwPaddedFloats(k)
+		if k.dwcFits() {
+			// Small planes also run sixteen channels at a time.
+			n = max(n, dwcFloats(k))
+		}
+		if n > 0 {
 			k.dwPer = roundUp(n, alignment/4)
 			return k, int64(max(1, c.threads)*k.dwPer) * 4, nil
 		}
@@ -213,7 +218,11 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		// One item per share, so that each share knows its registers
 		// and its scratch area.
 		planes := k.nb * k.m
-		parts := min(w.parts(planes*k.outSp*k.kvol), planes)
+		phase := int64(phaseDepthwise)
+		if dw512 && k.dwcFits() && k.dwPer >= dwcFloats(k) {
+			planes, phase = k.dwcGroups(), phaseDWC
+		}
+		parts := min(w.parts(k.nb*k.m*k.outSp*k.kvol), planes)
 		if k.fuse != nil {
 			parts = min(parts, k.fuse.shares)
 		}
@@ -221,7 +230,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 			parts = min(parts, len(scratch)/4/k.dwPer)
 		}
 		parts = max(parts, 1)
-		w.forArgs(parts, parts, k, args{phaseDepthwise, int64(parts)}, in, out, scratch)
+		w.forArgs(parts, parts, k, args{phase, int64(parts)}, in, out, scratch)
 		return
 	}
 	if k.outSp == 0 || k.nb == 0 {
@@ -238,6 +247,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 // Phases of a convolution run, in args[0].
 const (
 	phaseDepthwise = 2
+	phaseDWC       = 3 // depthwise, sixteen channels at a time
 	phaseBlocks    = 4
 )
 
@@ -248,6 +258,19 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 		bias = f32s(in[2])
 	}
 	switch a[0] {
+	case phaseDWC:
+		wt := f32s(in[1])
+		share, groups := lo, k.dwcGroups()
+		buf := f32s(scratch)[share*k.dwPer:][:k.dwPer]
+		per := ceilDiv(k.m, dwcLanes)
+		for it := share * groups / int(a[1]); it < (share+1)*groups/int(a[1]); it++ {
+			n, c0 := it/per, it%per*dwcLanes
+			k.dwcGroup(x, y, wt, bias, buf, n, c0)
+			if k.fuse != nil {
+				p := n*k.m + c0
+				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+min(dwcLanes, k.m-c0), 0, k.outSp)
+			}
+		}
 	case phaseDepthwise:
 		wt := f32s(in[1])
 		mult := k.mg

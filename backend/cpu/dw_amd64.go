@@ -44,3 +44,19 @@ var dw512 = dwAsm && cpu.X86.HasAVX512F
 //
 //go:noescape
 func dwTapsAVX512(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int, bias float32)
+
+// dwc16 computes n output positions of sixteen channels at once from a
+// channel-blocked input (sixteen floats a position): o[16j+l] = b[l] +
+// Σ_t w[16t+l]·x[16·step·j + offs[t]/4 + l], the ntaps ≥ 1 taps added in
+// order (offs in bytes). It needs AVX-512F (dw512).
+//
+//go:noescape
+func dwc16(o, x, w, b *float32, offs *int, ntaps, n, step int)
+
+// tr16 transposes a 16×16 block: for j < 16, the values src[i][j] (i <
+// 16, loaded under the lane mask loadMask, the other lanes reading as 0)
+// are stored as dst[j][i] under the lane mask storeMask (bit i for lane
+// i). It needs AVX-512F (dw512).
+//
+//go:noescape
+func tr16(dst, src *[16]*float32, loadMask, storeMask int)

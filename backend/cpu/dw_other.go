@@ -27,3 +27,11 @@ var dw512 = false
 func dwTapsAVX512(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int, bias float32) {
 	panic("dwTapsAVX512 without assembly")
 }
+
+func dwc16(o, x, w, b *float32, offs *int, ntaps, n, step int) {
+	panic("dwc16: no assembly on this platform")
+}
+
+func tr16(dst, src *[16]*float32, loadMask, storeMask int) {
+	panic("tr16: no assembly on this platform")
+}

@@ -121,8 +121,15 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 			continue
 		}
 		// At most 4 sub-arrays of a band of ~dwBandOut floats (plus
-		// the filter's rows), and the band's output.
-		if limit := int64(2*(5*dwBandOut+4*(c.h+8)*(c.k+8))) * 4; scratch > limit {
+		// the filter's rows), and the band's output; or, for planes
+		// small enough to run sixteen channels at a time, sixteen
+		// interleaved padded input planes and output planes (rows at
+		// most a padded input row apart).
+		limit := int64(2*(5*dwBandOut+4*(c.h+8)*(c.k+8))) * 4
+		if o, hp := (c.h+2*c.p-c.k)/c.stride+1, c.h+2*c.p; o*o <= dwcMaxOut {
+			limit = max(limit, int64(2*dwcLanes*(hp*hp+o*hp+c.k*c.k+1+16))*4)
+		}
+		if scratch > limit {
 			t.Errorf("%s: scratch %d bytes, want at most %d", c.name, scratch, limit)
 		}
 	}

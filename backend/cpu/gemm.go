@@ -339,18 +339,23 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		per := 0
 		if q+3 < q1 && q+2 >= raw {
 			next0, next1 = &g.bPanel(q+2, k0, kb)[0], &g.bPanel(q+3, k0, kb)[0]
-			per = ceilDiv(kb, max(1, (p1-p0)/2))
+			per = ceilDiv(kb, ceilDiv(p1-p0, 2))
 		}
-		p := p0
-		for ; p+1 < p1; p += 2 {
-			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
-			i0 := p * gemmMR
+		// prefetch asks for the part of the next pair that goes with the
+		// micro-tile of A panel p.
+		prefetch := func(p int) {
 			if per > 0 {
 				off := (p - p0) / 2 * per
 				n := max(0, min(per, kb-off))
 				prefetchL2((*float32)(unsafe.Add(unsafe.Pointer(next0), 64*off)), n)
 				prefetchL2((*float32)(unsafe.Add(unsafe.Pointer(next1), 64*off)), n)
 			}
+		}
+		p := p0
+		for ; p+1 < p1; p += 2 {
+			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
+			i0 := p * gemmMR
+			prefetch(p)
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, mr2, nr2)
 			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res)
 			if !inside {
@@ -359,6 +364,7 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		}
 		if p < p1 {
 			ap, i0 := g.aPanel(p, k0, kb), p*gemmMR
+			prefetch(p)
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, gemmMR, nr2)
 			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res)
 			if !inside {

@@ -1,0 +1,157 @@
+package cpu
+
+import "unsafe"
+
+// Channel-blocked depthwise convolution for small planes.
+//
+// On a plane of a few dozen outputs the band kernel (dwBandPlane) spends
+// most of its time setting the plane up, and its vectors run along a row
+// of seven or fourteen outputs. Here sixteen channels go together: their
+// input planes are interleaved into one zero-padded block (sixteen floats
+// a position) in the worker's scratch, each output position is one zmm
+// register that sums the taps with the sixteen channels' weights (dwc16),
+// and the results are de-interleaved into the output planes. The taps are
+// added in the band kernel's order, starting from the bias, so the bits
+// are the same.
+
+// dwcMaxOut is the largest output plane, in positions, that runs
+// channel-blocked.
+const dwcMaxOut = 400
+
+// dwcLanes is the number of channels that go together.
+const dwcLanes = 16
+
+// dwcFits reports whether k's planes may run channel-blocked: a dwFast
+// geometry with one output channel per group and small output planes.
+func (k *convKernel) dwcFits() bool {
+	return k.depthwise && k.mg == 1 && k.dwFast() && k.out[1]*k.out[2] <= dwcMaxOut && k.out[1]*k.out[2] > 0
+}
+
+// dwcPadded is the input extent, in rows and columns, that the outputs of
+// one plane read, padding included.
+func (k *convKernel) dwcPadded() (hp, wp int) {
+	return (k.out[1]-1)*k.stride[1] + k.kern[1], (k.out[2]-1)*k.stride[2] + k.kern[2]
+}
+
+// dwcFloats is the scratch, in floats, that one worker needs for a group
+// of channels: the interleaved input, the interleaved output (rows up to
+// wp positions apart), the weights and the biases.
+func dwcFloats(k *convKernel) int {
+	hp, wp := k.dwcPadded()
+	return dwcLanes * (hp*wp + k.out[1]*max(k.out[2], wp) + k.kvol + 1)
+}
+
+// dwcGroups is the number of groups of channels of one run.
+func (k *convKernel) dwcGroups() int { return k.nb * ceilDiv(k.m, dwcLanes) }
+
+// dwcGroup computes output channels [c0, c0+16) of image n (fewer at the
+// end) in buf (dwcFloats of it).
+func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int) {
+	W := k.in[2]
+	OH, OW := k.out[1], k.out[2]
+	KH, KW := k.kern[1], k.kern[2]
+	ph, pw := k.pad[1], k.pad[2]
+	hp, wp := k.dwcPadded()
+	cnt := min(dwcLanes, k.m-c0)
+	const L = dwcLanes
+	xb := buf[:L*hp*wp]
+	ob := buf[len(xb):][:L*OH*max(OW, wp)]
+	wb := buf[len(xb)+len(ob):][:L*k.kvol]
+	bb := buf[len(xb)+len(ob)+len(wb):][:L]
+	// Zero the padding around the input's place in the block; the
+	// transposes below fill the rest.
+	r1, c1 := min(hp, ph+k.in[1]), min(wp, pw+W)
+	clear(xb[:L*wp*min(ph, hp)])
+	clear(xb[L*wp*r1:])
+	for r := min(ph, hp); r < r1; r++ {
+		row := xb[L*wp*r:][:L*wp]
+		clear(row[:L*min(pw, wp)])
+		clear(row[L*c1:])
+	}
+	// Input position q of the planes (row q/W, column q%W) goes to padded
+	// row q/W+ph, column q%W+pw, where those lie inside the block.
+	var zeros, sink [L]float32
+	var src, dst [L]*float32
+	for i := range src {
+		src[i] = &zeros[0]
+	}
+	for l := 0; l < cnt; l++ {
+		src[l] = &x[(n*k.c+c0+l)*k.inSp]
+	}
+	base := src
+	qr, qc := 0, 0 // row and column of position q0
+	for q0 := 0; q0 < k.inSp; q0 += L {
+		m := min(L, k.inSp-q0)
+		for j := range dst {
+			dst[j] = &sink[0]
+			if j < m && qr+ph < hp && qc+pw < wp {
+				dst[j] = &xb[((qr+ph)*wp+qc+pw)*L]
+			}
+			if qc++; qc == W {
+				qr, qc = qr+1, 0
+			}
+		}
+		for l := 0; l < cnt; l++ {
+			src[l] = (*float32)(unsafe.Add(unsafe.Pointer(base[l]), 4*q0))
+		}
+		tr16(&dst, &src, 1<<m-1, 1<<L-1)
+	}
+	clear(wb)
+	clear(bb)
+	for l := 0; l < cnt; l++ {
+		for t, v := range wt[(c0+l)*k.kvol:][:k.kvol] {
+			wb[t*L+l] = v
+		}
+		if bias != nil {
+			bb[l] = bias[c0+l]
+		}
+	}
+	var offs [dwMaxTaps]int
+	for r := 0; r < KH; r++ {
+		for c := 0; c < KW; c++ {
+			offs[r*KW+c] = 4 * L * (r*wp + c)
+		}
+	}
+	// Every tap of row oh reads inside xb: the last position's last tap
+	// is at row (OH−1)·sh+KH−1 < hp, column (OW−1)·sw+KW−1 < wp.
+	sh, sw := k.stride[1], k.stride[2]
+	pitch := OW // of the output rows in ob
+	if sh == 1 && sw == 1 {
+		// Unit strides: output (oh, ow) reads from position oh·wp+ow
+		// on, so the rows run as one, wp apart, the wp−OW positions
+		// between them computed and discarded.
+		pitch = wp
+		dwc16(&ob[0], &xb[0], &wb[0], &bb[0], &offs[0], KH*KW, (OH-1)*wp+OW, 1)
+	} else {
+		for oh := 0; oh < OH; oh++ {
+			dwc16(&ob[oh*OW*L], &xb[oh*sh*wp*L], &wb[0], &bb[0], &offs[0], KH*KW, OW, sw)
+		}
+	}
+	// Output position p of channel l is lane l of ob's position p.
+	for i := range src {
+		src[i] = &zeros[0]
+	}
+	for j := range dst {
+		dst[j] = &sink[0]
+	}
+	for l := 0; l < cnt; l++ {
+		base[l] = &y[(n*k.m+c0+l)*k.outSp]
+	}
+	pr, pc := 0, 0 // row and column of position p0
+	for p0 := 0; p0 < k.outSp; p0 += L {
+		m := min(L, k.outSp-p0)
+		for i := range src {
+			src[i] = &zeros[0]
+			if i < m {
+				src[i] = &ob[(pr*pitch+pc)*L]
+			}
+			if pc++; pc == OW {
+				pr, pc = pr+1, 0
+			}
+		}
+		for l := 0; l < cnt; l++ {
+			dst[l] = (*float32)(unsafe.Add(unsafe.Pointer(base[l]), 4*p0))
+		}
+		tr16(&dst, &src, 1<<L-1, 1<<m-1)
+	}
+}
