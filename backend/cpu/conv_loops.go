@@ -20,7 +20,7 @@ func (k *convKernel) im2col(dst, x []float32, j0, ncb, k0, kb int) {
 
 // im2colPadMax bounds, in floats, the padded input area that im2colPadded
 // keeps after each worker's packed block.
-const im2colPadMax = 16384
+const im2colPadMax = 40960
 
 // im2colPadFloats sets padW and padSplit and returns the floats of the
 // padded input area that im2colPadded needs for any block of at most nc
