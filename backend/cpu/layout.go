@@ -97,10 +97,68 @@ func newStrided(esize int, shape, str []int, base int) (*strided, error) {
 }
 
 func (s *strided) run(w *Workers, in, out [][]byte) {
+	if n := s.blockItems(); n > 0 {
+		w.forArgs(n, w.parts(s.total), s, args{1}, in, out, nil)
+		return
+	}
 	w.forArgs(s.rows, w.parts(s.total), s, args{}, in, out, nil)
 }
 
-func (s *strided) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
+// blockItems is, for a copy that transposes — 4-byte elements, rows
+// gathered with a stride, consecutive rows starting at consecutive source
+// elements — the number of blocks of sixteen rows it runs as, sixteen
+// columns at a time through tr16; 0 for any other copy or without
+// AVX-512. A row-by-row gather reads each source line sixteen times over.
+func (s *strided) blockItems() int {
+	k := len(s.dims)
+	if !dw512 || s.esize != 4 || s.istep == 0 || s.istep == 1 || k == 0 || s.str[k-1] != 1 || s.rows == 0 {
+		return 0
+	}
+	return s.rows / s.dims[k-1] * ceilDiv(s.dims[k-1], dwcLanes)
+}
+
+// blocks copies blocks [lo, hi) of blockItems: block b is rows
+// [r0, r0+16) (fewer at the end of the last outer dimension) of outer
+// index b / nb.
+func (s *strided) blocks(in, out [][]byte, lo, hi int) {
+	const L = dwcLanes
+	k := len(s.dims)
+	dl := s.dims[k-1]
+	nb := ceilDiv(dl, L)
+	src, dst := f32s(in[0]), f32s(out[0])
+	var zeros, sink [L]float32
+	var sp, dp [L]*float32
+	for b := lo; b < hi; b++ {
+		o, d0 := b/nb, b%nb*L
+		md := min(L, dl-d0)
+		// The source element of row o·dl + d0, column 0.
+		off := s.base + d0
+		for i, r := k-2, o; i >= 0; i-- {
+			off += r % s.dims[i] * s.str[i]
+			r /= s.dims[i]
+		}
+		row := (o*dl + d0) * s.inner
+		for j0 := 0; j0 < s.inner; j0 += L {
+			mj := min(L, s.inner-j0)
+			for i := range sp {
+				sp[i], dp[i] = &zeros[0], &sink[0]
+				if i < mj {
+					sp[i] = &src[off+(j0+i)*s.istep]
+				}
+				if i < md {
+					dp[i] = &dst[row+i*s.inner+j0]
+				}
+			}
+			tr16(&dp, &sp, 1<<md-1, 1<<mj-1)
+		}
+	}
+}
+
+func (s *strided) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
+	if a[0] == 1 {
+		s.blocks(in, out, lo, hi)
+		return
+	}
 	var idx [maxDims]int
 	off := s.base
 	r := lo

@@ -74,6 +74,10 @@ func TestTranspose(t *testing.T) {
 		{[]int64{1, 5, 1, 7}, []int64{2, 3, 0, 1}},
 		{[]int64{64, 130}, []int64{1, 0}},
 		{[]int64{}, []int64{}},
+		// Blocks of sixteen rows and columns with AVX-512, tails in both.
+		{[]int64{37, 33}, []int64{1, 0}},
+		{[]int64{1, 20, 3, 18}, []int64{0, 2, 3, 1}},
+		{[]int64{2, 17, 40}, []int64{0, 2, 1}},
 	}
 	for _, dt := range moveTypes {
 		for _, c := range cases {
