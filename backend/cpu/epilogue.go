@@ -554,8 +554,10 @@ const overwriteTemp = 32 << 10
 // and never writes its own output (the first of its outputs is unused),
 // so that every element of the activation is read before the epilogue
 // writes the result over it. The tile buffers are a fourth output of
-// temp bytes, 64-byte aligned, that no other run uses at the same time.
-// ok is false when k cannot run so.
+// temp bytes, 64-byte aligned, that no other run uses at the same time
+// (none where the kernels add the residual themselves in a single k
+// slice: they then write the result directly). ok is false when k cannot
+// run so.
 func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp int, ok bool) {
 	switch k := k.(type) {
 	case *convKernel:
@@ -563,6 +565,20 @@ func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp in
 			return nil, 0, false
 		}
 		f := *k
+		if k.kdim <= k.kc && ep.ext == 1 {
+			// One k slice and one activation read: if the chain is
+			// that residual's Add (and a clamp), the kernels read each
+			// element of the residual in the store that writes the
+			// same element of the result, which may therefore be the
+			// residual's memory, with no tile buffer and no pass.
+			if r, rest := ep.splitResidual(); r >= 0 {
+				if lim, rest := rest.splitClamp(); len(rest.instrs) == 0 {
+					f.res, f.lim = r+1, lim
+					f.fuse = newFused(rest, nin, threads)
+					return &f, 0, true
+				}
+			}
+		}
 		f.lim, ep = ep.splitClamp()
 		f.fuse = newFused(ep, nin, threads)
 		rows := roundUp(k.mg, gemmMR)

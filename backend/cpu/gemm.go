@@ -1,6 +1,9 @@
 package cpu
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // Single-precision matrix product C = A·B on packed operands.
 //
@@ -154,7 +157,7 @@ type gemm struct {
 	lim *[2]float32
 	// res, when set, is a residual laid out as C (element (i, j) at
 	// res[i·ldc + j]) that the kernels add after the last k step, before
-	// the clamp. It must not be C's memory.
+	// the clamp. It may be C's memory only where k is one slice deep.
 	res []float32
 }
 
@@ -210,9 +213,9 @@ func (g *gemm) run(lo, hi int) {
 		p0, p1 := ti*pm/tm, (ti+1)*pm/tm
 		q0, q1 := tj*pn/tn, (tj+1)*pn/tn
 		if g.k == 0 {
-			acc = [gemmMR][gemmNR]float32{}
 			for q := q0; q < q1; q++ {
 				for p := p0; p < p1; p++ {
+					acc = [gemmMR][gemmNR]float32{} // store changes it
 					g.store(p, q, &acc, storeMode{first: !g.acc, last: true})
 				}
 			}
@@ -314,10 +317,11 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		w := min(cols, g.n-j0)
 		for i := range min(rows, g.m-i0) {
 			c := g.c[(i0+i)*g.ldc+j0:][:w]
-			copy(c, buf[i*nr2:])
 			if sm.last && g.res != nil {
-				g.finish(c, g.res[(i0+i)*g.ldc+j0:][:w])
+				g.finish(c, buf[i*nr2:][:w], g.res[(i0+i)*g.ldc+j0:][:w])
+				continue
 			}
+			copy(c, buf[i*nr2:])
 		}
 	}
 	raw := g.rawPanels()
@@ -445,16 +449,16 @@ func (g *gemm) store(p, q int, acc *[gemmMR][gemmNR]float32, sm storeMode) {
 }
 
 // clip writes (first, with the biases) or adds the rows×cols product in
-// buf (row i at buf[i·ld:]) into C at row i0, column j0, and clamps the
-// result when last.
+// buf (row i at buf[i·ld:]) into C at row i0, column j0, and adds the
+// residual and clamps the result when last. It changes buf.
 func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, sm storeMode) {
 	for i := 0; i < rows; i++ {
 		c := g.c[(i0+i)*g.ldc+j0:][:cols]
 		a := buf[i*ld:][:cols]
 		switch {
 		case !sm.first:
-			for j, v := range a {
-				c[j] += v
+			for j, v := range c {
+				a[j] += v
 			}
 		case g.colBias != nil:
 			var rb float32
@@ -463,7 +467,7 @@ func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, sm storeMode)
 			}
 			cb := g.colBias[j0:][:cols]
 			for j, v := range a {
-				c[j] = v + rb + cb[j]
+				a[j] = v + rb + cb[j]
 			}
 		default:
 			var rb float32
@@ -471,29 +475,40 @@ func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, sm storeMode)
 				rb = g.rowBias[i0+i]
 			}
 			for j, v := range a {
-				c[j] = v + rb
+				a[j] = v + rb
 			}
 		}
-		if sm.last {
-			var res []float32
-			if g.res != nil {
-				res = g.res[(i0+i)*g.ldc+j0:][:cols]
-			}
-			g.finish(c, res)
+		if !sm.last {
+			copy(c, a)
+			continue
 		}
+		var res []float32
+		if g.res != nil {
+			res = g.res[(i0+i)*g.ldc+j0:][:cols]
+		}
+		g.finish(c, a, res)
 	}
 }
 
-// finish is the last store's residual and clamp, as the kernels apply
-// them, for a piece c of C's row and its piece res of the residual (nil
-// without one).
-func (g *gemm) finish(c, res []float32) {
-	if res != nil {
-		for j, r := range res {
-			c[j] += r
-		}
-	}
+// finish stores a piece a of the last store's values into c, adding the
+// piece res of the residual (nil without one) and clamping as the kernels
+// do. Each element of res is read before the same element of c is
+// written, so res may be c's memory.
+func (g *gemm) finish(c, a, res []float32) {
+	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
 	if g.lim != nil {
-		clampLoop(c, c, g.lim[0], g.lim[1])
+		lo, hi = g.lim[0], g.lim[1]
+	}
+	for j, v := range a {
+		if res != nil {
+			v += res[j]
+		}
+		if v < lo {
+			v = lo
+		}
+		if v > hi {
+			v = hi
+		}
+		c[j] = v
 	}
 }
