@@ -199,8 +199,11 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-104
 	MOVQ ldc+56(FP), R8
 	SHLQ $2, R8
 
-	// Touch the twelve rows of C early so that the store finds them in L1.
+	// Touch the twelve rows of C early so that the store finds them in L1
+	// (not worth it for a short product).
 	MOVQ DX, AX
+	CMPQ CX, $32
+	JLT  touched
 	TOUCHC512
 	TOUCHC512
 	TOUCHC512
@@ -213,6 +216,8 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-104
 	TOUCHC512
 	TOUCHC512
 	TOUCHC512
+
+touched:
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -404,12 +409,16 @@ TEXT ·sgemm6x32(SB), NOSPLIT, $0-96
 	SHLQ $2, R8
 
 	MOVQ DX, AX
+	CMPQ CX, $32
+	JLT  touched
 	TOUCHC512
 	TOUCHC512
 	TOUCHC512
 	TOUCHC512
 	TOUCHC512
 	TOUCHC512
+
+touched:
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
