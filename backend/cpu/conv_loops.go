@@ -70,9 +70,31 @@ func im2colPadRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols, 
 
 // im2colSplitRows is im2colPadRows for a padded row of pw floats (pw
 // even) stored split: its even columns in the first pw/2 floats, its odd
-// ones in the last pw/2.
+// ones in the last pw/2; dwSplitRows where the AVX2 kernels run.
 func im2colSplitRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols, pw int) {
 	h := pw / 2
+	if dwAsm && rows > 0 && cols > 0 {
+		// dwSplitRows with the padded row's halves as its two
+		// sub-arrays: padded column p = iw + pre is stored column p/2 of
+		// the half of p's parity (dwBandPlane's stride-2 geometry). It
+		// zeroes whole vectors past each half; that lands in the next
+		// half or row, written after it, or in the slack after the
+		// padded area.
+		lo := min((pre+1)/2, h)
+		hi := max(lo, min((cols+pre)/2, h))
+		off, pairs := 2*lo-pre, hi-lo
+		head, tail := 0, -1
+		if pre%2 == 1 && (pre+1)/2 <= h {
+			head = 1 // odd column lo−1 is source column 0
+		}
+		if (cols+pre)%2 == 1 && (cols+pre)/2 < h {
+			tail = cols - 1 // even column hi is the last source column
+		}
+		_ = dst[(rows-1)*ldd+pw-1]
+		_ = src[(rows-1)*lds+cols-1]
+		dwSplitRows(&dst[0], &dst[h], ldd, &src[0], lds, rows, h, lo, off, pairs, head, tail)
+		return
+	}
 	for i := range rows {
 		d := dst[i*ldd:][:pw]
 		e, o := d[:h], d[h:]
