@@ -214,6 +214,17 @@ func (k *convKernel) im2colPadded(dst, x []float32, j0, ncb, k0, kb int) bool {
 			}
 		}
 		switch {
+		case dwAsm && nr <= 4:
+			var ro, rd [4]int
+			for i, jj := range runs[:nr] {
+				ro[i], rd[i] = off[jj]*4, jj*4
+			}
+			copyRuns(dp, base, &taps[0], kb, &ro[0], &rd[0], nr)
+			if cols < gemmNR {
+				for r := range kb {
+					clear(d[r*gemmNR+cols : (r+1)*gemmNR])
+				}
+			}
 		case nr == 1 && cols == gemmNR:
 			src := unsafe.Add(base, off[0]*4)
 			for r, tb := range taps[:kb] {

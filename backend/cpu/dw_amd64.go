@@ -1,6 +1,10 @@
 package cpu
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // dwAsm reports whether depthwise planes run on the AVX2+FMA kernels
 // (dwBandPlane, and the rows of unit stride of depthwise2D); tests clear
@@ -60,3 +64,11 @@ func dwc16(o, x, w, b *float32, offs *int, ntaps, n, step int)
 //
 //go:noescape
 func tr16(dst, src *[16]*float32, loadMask, storeMask int)
+
+// copyRuns copies, for each of the n rows r of 16 floats at dst and each
+// of the nr runs i in order, the 16 floats at src + 4·taps[r] + ro[i] to
+// dst + 64·r + rd[i] (ro and rd in bytes): im2colPadded's panel rows. It
+// needs AVX2 (dwAsm).
+//
+//go:noescape
+func copyRuns(dst, src unsafe.Pointer, taps *int, n int, ro, rd *int, nr int)

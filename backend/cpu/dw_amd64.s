@@ -811,3 +811,43 @@ z1s:
 zdone:
 	VZEROUPPER
 	RET
+
+// func copyRuns(dst, src unsafe.Pointer, taps *int, n int, ro, rd *int, nr int)
+//
+// For r < n, for i < nr in order: copies the 16 floats at src +
+// 4·taps[r] + ro[i] to dst + 64·r + rd[i] (ro, rd in bytes).
+TEXT ·copyRuns(SB), NOSPLIT, $0-56
+	MOVQ  dst+0(FP), DI
+	MOVQ  src+8(FP), SI
+	MOVQ  taps+16(FP), R8
+	MOVQ  n+24(FP), CX
+	MOVQ  ro+32(FP), R9
+	MOVQ  rd+40(FP), R10
+	MOVQ  nr+48(FP), R11
+	TESTQ CX, CX
+	JLE   crdone
+
+crrow:
+	MOVQ (R8), AX
+	SHLQ $2, AX
+	ADDQ SI, AX
+	XORQ BX, BX
+
+crrun:
+	MOVQ    (R9)(BX*8), DX
+	MOVQ    (R10)(BX*8), R12
+	VMOVUPS (AX)(DX*1), Y0
+	VMOVUPS 32(AX)(DX*1), Y1
+	VMOVUPS Y0, (DI)(R12*1)
+	VMOVUPS Y1, 32(DI)(R12*1)
+	INCQ    BX
+	CMPQ    BX, R11
+	JLT     crrun
+	ADDQ    $8, R8
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     crrow
+
+crdone:
+	VZEROUPPER
+	RET

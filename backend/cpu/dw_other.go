@@ -2,6 +2,8 @@
 
 package cpu
 
+import "unsafe"
+
 // dwAsm is false: there is no assembly kernel on this platform.
 var dwAsm = false
 
@@ -34,4 +36,8 @@ func dwc16(o, x, w, b *float32, offs *int, ntaps, n, step int) {
 
 func tr16(dst, src *[16]*float32, loadMask, storeMask int) {
 	panic("tr16: no assembly on this platform")
+}
+
+func copyRuns(dst, src unsafe.Pointer, taps *int, n int, ro, rd *int, nr int) {
+	panic("copyRuns: no assembly on this platform")
 }
