@@ -19,20 +19,27 @@
 // weights once, at build time), C is cut into tiles that the workers share,
 // and micro-kernels in assembly accumulate over slices of k: 12×32 tiles in
 // zmm registers where the CPU has AVX-512, 6×16 in ymm with AVX2 and FMA,
-// a pure-Go 6×16 kernel elsewhere (gemm*.go). A convolution packs im2col
-// in blocks of at most 256×256 into each worker's own scratch area (none
-// for 1×1); a depthwise convolution runs directly, its unit-stride rows on
-// an AVX2 kernel.
+// a pure-Go 6×16 kernel elsewhere (gemm*.go). The kernels can add a
+// residual and clamp (Relu, Clip) as they store the last k slice. A
+// convolution packs im2col in blocks of at most 256×256 into each
+// worker's own scratch area, from a zero-padded copy of the rows it
+// reads; a 1×1 convolution reads its input in place. A depthwise
+// convolution runs in bands of output rows on AVX2/AVX-512 kernels, or,
+// on small planes, sixteen channels at a time interleaved in registers
+// (conv_dwc.go).
 //
 // Fuse and FuseAfter attach an Epilogue to a MatMul, Gemm or Conv kernel:
 // the elementwise nodes that follow it in the plan, run on each tile of its
 // output while the tile is in cache (or in one more pass), each with its
-// own kernel's loop, so the result is the same bit for bit.
+// own kernel's loop, so the result is the same bit for bit. A leading
+// residual Add and Relu or Clip move into the GEMM kernels' store, and
+// Sigmoid followed by Mul runs as one SiLU pass.
 //
 // Float32 Add, Sub, Mul, Div, Relu, Clip, Square, Cube, Exp, Sigmoid,
 // Tanh, Erf, Softmax and LayerNormalization have AVX2 kernels that round
-// as the scalar loops do or stay within 2 ulp of float64 math (vmath.go);
-// the Go loops remain for other types and CPUs.
+// as the scalar loops do or stay within 2 ulp of float64 math (vmath.go;
+// sigmoid also on AVX-512, with the same bits); the Go loops remain for
+// other types and CPUs.
 //
 // Elementwise operators broadcast like numpy through a loop nest planned at
 // build time: adjacent dimensions with the same broadcast pattern merge, and
