@@ -21,3 +21,9 @@ func clipAVX2(d, s []float32, lo, hi float32)
 //
 //go:noescape
 func powAVX2(d, s []float32, cube bool)
+
+// maxIntoAVX2 sets d[i] = max(d[i], s[i]), the builtin max, for the first
+// len(d)&^7 elements.
+//
+//go:noescape
+func maxIntoAVX2(d, s []float32)

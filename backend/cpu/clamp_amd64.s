@@ -84,3 +84,36 @@ powstore:
 powdone:
 	VZEROUPPER
 	RET
+
+// func maxIntoAVX2(d, s []float32)
+//
+// d[i] = max(d[i], s[i]) for the first len(d)&^7 elements, bit for bit
+// as the compiler computes the builtin max (a NaN, a +0 over a −0): on
+// the negated operands x' = −x, y' = −y, m = MINPS(x', y') (y' where
+// either is a NaN), then −(m | MINPS(m, x')).
+TEXT ·maxIntoAVX2(SB), NOSPLIT, $0-48
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         s_base+24(FP), SI
+	ANDQ         $-8, CX
+	XORQ         AX, AX
+	MOVL         $0x80000000, DX
+	MOVD         DX, X5
+	VPBROADCASTD X5, Y5
+
+mxloop:
+	CMPQ    AX, CX
+	JGE     mxdone
+	VXORPS  (DI)(AX*4), Y5, Y0 // x'
+	VXORPS  (SI)(AX*4), Y5, Y1 // y'
+	VMINPS  Y1, Y0, Y2         // m = x' < y' ? x' : y'
+	VMINPS  Y0, Y2, Y3         // m < x' ? m : x'
+	VORPS   Y3, Y2, Y2
+	VXORPS  Y5, Y2, Y2
+	VMOVUPS Y2, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     mxloop
+
+mxdone:
+	VZEROUPPER
+	RET

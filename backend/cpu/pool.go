@@ -18,6 +18,7 @@ type poolKernel struct {
 	inSp, outSp int
 	stride, dil [3]int
 	pad         [3]int
+	kern        [3]int
 	tlo, thi    [3][]int32 // per dim and output index: taps [tlo, thi) are inside
 	padCount    [3][]int32 // per dim and output index: taps inside the padded input
 	includePad  bool
@@ -80,6 +81,7 @@ func buildPool(c *bctx) (Kernel, int64, error) {
 		end := 0
 		if j := i - off; j >= 0 {
 			k.in[i], k.out[i], kern = int(x.Shape[2+j]), int(y.Shape[2+j]), kk[j]
+			k.kern[i] = kern
 			k.stride[i], k.dil[i], k.pad[i], end = w.stride[j], w.dil[j], w.begin[j], w.end[j]
 		}
 		n, o := k.in[i], k.out[i]

@@ -108,9 +108,12 @@ func (k *poolKernel) rowsFit() bool {
 // the window walk at a fraction of its cost.
 func maxPlaneRows(k *poolKernel, y, x []float32) {
 	W, OW := k.in[2], k.out[2]
-	sw, pw := k.stride[2], k.pad[2]
-	var buf [maxRowBuf]float32
+	KW, sw, pw := k.kern[2], k.stride[2], k.pad[2]
+	var buf, wbuf [maxRowBuf]float32
 	v := buf[:W]
+	// wv[i] is the maximum of v[i : i+KW], for the windows that lie
+	// inside the row.
+	wv := wbuf[:max(0, min(W, W-KW+1))]
 	for oh := 0; oh < k.out[1]; oh++ {
 		yr := y[oh*OW:][:OW]
 		t0, t1 := int(k.tlo[1][oh]), int(k.thi[1][oh])
@@ -121,9 +124,12 @@ func maxPlaneRows(k *poolKernel, y, x []float32) {
 		ih := oh*k.stride[1] - k.pad[1]
 		copy(v, x[(ih+t0)*W:][:W])
 		for t := t0 + 1; t < t1; t++ {
-			r := x[(ih+t)*W:][:W]
-			for i, a := range r {
-				v[i] = max(v[i], a)
+			maxInto(v, x[(ih+t)*W:][:W])
+		}
+		if len(wv) > 0 {
+			copy(wv, v)
+			for t := 1; t < KW; t++ {
+				maxInto(wv, v[t:][:len(wv)])
 			}
 		}
 		for ow := range yr {
@@ -133,12 +139,30 @@ func maxPlaneRows(k *poolKernel, y, x []float32) {
 				continue
 			}
 			iw := ow*sw - pw
+			if w0 == 0 && w1 == KW {
+				yr[ow] = wv[iw]
+				continue
+			}
 			best := v[iw+w0]
 			for _, a := range v[iw+w0+1 : iw+w1] {
 				best = max(best, a)
 			}
 			yr[ow] = best
 		}
+	}
+}
+
+// maxInto sets d[i] = max(d[i], s[i]) (the builtin max), on the AVX2
+// kernel where it runs.
+func maxInto(d, s []float32) {
+	s = s[:len(d)]
+	n := 0
+	if clampAsm {
+		maxIntoAVX2(d, s)
+		n = len(d) &^ 7
+	}
+	for i, a := range s[n:] {
+		d[n+i] = max(d[n+i], a)
 	}
 }
 

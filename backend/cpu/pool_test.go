@@ -49,6 +49,9 @@ func TestPool(t *testing.T) {
 		{name: "3-D", x: ints64(1, 2, 5, 6, 5), kern: ints64(2, 3, 2), strides: ints64(2, 1, 2), pads: ints64(0, 1, 1, 1, 1, 0)},
 		{name: "dilated", x: ints64(1, 2, 10, 10), kern: ints64(2, 3), strides: ints64(1, 2), dil: ints64(2, 2), pads: ints64(1, 1, 1, 1)},
 		{name: "dilated ceil", x: ints64(1, 1, 9, 9), kern: ints64(2, 2), strides: ints64(2, 2), dil: ints64(2, 1), ceil: true},
+		{name: "wide rows 3x3 s2 p1", x: ints64(1, 3, 20, 37), kern: ints64(3, 3), strides: ints64(2, 2), pads: ints64(1, 1, 1, 1)},
+		{name: "wide rows 5x4 s1", x: ints64(1, 2, 9, 45), kern: ints64(5, 4), strides: ints64(1, 1), pads: ints64(0, 2, 1, 0)},
+		{name: "kernel wider than the row", x: ints64(1, 2, 6, 3), kern: ints64(2, 5), strides: ints64(1, 1), pads: ints64(0, 2, 0, 2)},
 	}
 	for _, op := range []string{"MaxPool", "AveragePool"} {
 		for _, c := range cases {
@@ -191,6 +194,32 @@ func TestGlobalPool(t *testing.T) {
 			tg := newTGraph(13)
 			n := tg.node(op, nil, []ir.TensorID{tg.input("x", ir.Float32, shape...)}, out{ir.Float32, ys})
 			near(t, fmt.Sprint(op, shape), asF32(exec(t, tg.g, n, 2, f32Bytes(x))[0]), want, 1e-6, 1e-7)
+		}
+	}
+}
+
+// TestMaxInto wants maxInto to give the builtin max's bits for every pair
+// of special and ordinary values (NaNs of several payloads, zeros of both
+// signs, infinities) in every position of a vector and its tail.
+func TestMaxInto(t *testing.T) {
+	vals := []float32{
+		float32(math.NaN()), math.Float32frombits(0x7fc00001), math.Float32frombits(0xffc00002),
+		0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		1, -1, 2.5, -3.25, math.SmallestNonzeroFloat32, -math.MaxFloat32,
+	}
+	var xs, ys []float32
+	for _, a := range vals {
+		for _, b := range vals {
+			xs, ys = append(xs, a), append(ys, b)
+		}
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 23, len(xs)} {
+		d := append([]float32(nil), xs[:n]...)
+		maxInto(d, ys[:n])
+		for i := range d {
+			if want := max(xs[i], ys[i]); math.Float32bits(d[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d: max(%x, %x) = %x, want %x", n, math.Float32bits(xs[i]), math.Float32bits(ys[i]), math.Float32bits(d[i]), math.Float32bits(want))
+			}
 		}
 	}
 }
