@@ -2,7 +2,10 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // useAsmKernel and useAVX512Kernel are false: this platform has no
 // assembly micro-kernel.
@@ -19,39 +22,42 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 	if kb > 0 {
 		microGo(unsafe.Slice(a, kb*gemmMR), unsafe.Slice(b, kb*gemmNR), &acc)
 	}
+	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1)) // no clamp
+	if lim != nil {
+		lo, hi = *lim, *(*float32)(unsafe.Add(unsafe.Pointer(lim), 4))
+	}
 	cs := unsafe.Slice(c, (gemmMR-1)*ldc+gemmNR)
+	var rs []float32
+	if res != nil {
+		rs = unsafe.Slice(res, (gemmMR-1)*ldc+gemmNR)
+	}
+	// Element by element, the residual read before C is written: res may
+	// be C's memory.
 	for i := range gemmMR {
 		row := cs[i*ldc:][:gemmNR]
-		if mode != 0 {
-			for j, v := range acc[i] {
-				row[j] += v
-			}
-			continue
-		}
 		var r float32
-		if rb != nil {
+		if rb != nil && mode == 0 {
 			r = *(*float32)(unsafe.Add(unsafe.Pointer(rb), 4*i))
 		}
 		for j, v := range acc[i] {
-			if cb != nil {
-				v += *(*float32)(unsafe.Add(unsafe.Pointer(cb), 4*j))
+			switch {
+			case mode != 0:
+				v += row[j]
+			case cb != nil:
+				v = v + *(*float32)(unsafe.Add(unsafe.Pointer(cb), 4*j)) + r
+			default:
+				v += r
 			}
-			row[j] = v + r
-		}
-	}
-	if res != nil {
-		rs := unsafe.Slice(res, (gemmMR-1)*ldc+gemmNR)
-		for i := range gemmMR {
-			row, r := cs[i*ldc:][:gemmNR], rs[i*ldc:][:gemmNR]
-			for j := range row {
-				row[j] += r[j]
+			if rs != nil {
+				v += rs[i*ldc+j]
 			}
-		}
-	}
-	if lim != nil {
-		for i := range gemmMR {
-			row := cs[i*ldc:][:gemmNR]
-			clampLoop(row, row, *lim, *(*float32)(unsafe.Add(unsafe.Pointer(lim), 4)))
+			if v < lo { // Clip's comparisons: a NaN passes
+				v = lo
+			}
+			if v > hi {
+				v = hi
+			}
+			row[j] = v
 		}
 	}
 }
