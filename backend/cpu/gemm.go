@@ -467,7 +467,7 @@ func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, sm storeMode)
 			}
 			cb := g.colBias[j0:][:cols]
 			for j, v := range a {
-				a[j] = v + rb + cb[j]
+				a[j] = v + cb[j] + rb // the kernels' order
 			}
 		default:
 			var rb float32
