@@ -417,8 +417,14 @@ func (e *Epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32
 	}
 	base := r*e.rowLen + j0
 	last := len(e.instrs) - 1
-	for c0 := 0; c0 < n; c0 += epChunk {
-		c1 := min(n, c0+epChunk)
+	chunk := epChunk
+	if last == 0 {
+		// One operator reads y and writes z: no registers, so the
+		// whole piece at once.
+		chunk = max(n, 1)
+	}
+	for c0 := 0; c0 < n; c0 += chunk {
+		c1 := min(n, c0+chunk)
 		l := c1 - c0
 		y0 := y[c0:c1]
 		for i := range e.instrs {
