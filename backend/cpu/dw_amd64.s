@@ -475,6 +475,18 @@ srow:
 	CMPQ R10, $0
 	JLE  sdone
 	XORQ AX, AX
+	CMPQ R12, $32
+	JGT  szero
+
+	// lo ≤ 8: one vector of zeros covers [0, lo), and the zeros after
+	// the pairs start at the vector that holds e[lo+pairs]; the values
+	// written below cover the rest.
+	VMOVUPS Y5, (DI)
+	VMOVUPS Y5, (SI)
+	MOVQ    R12, AX
+	SHRQ    $2, AX
+	ADDQ    R14, AX
+	ANDQ    $-8, AX
 
 szero:
 	CMPQ    AX, R11
