@@ -38,6 +38,9 @@ type convKernel struct {
 	padSplit    bool      // that padded input holds its rows' even and odd columns apart
 
 	dwPer int // scratch floats of one worker's padded depthwise plane, or 0
+	// dwcIn and dwcOut are the channel-blocked depthwise path's position
+	// tables (dwcTables), or nil.
+	dwcIn, dwcOut []int32
 
 	fuse *fused // an epilogue applied block by block, or nil
 	// lim, when set, clamps the output as the GEMM kernels store it after
@@ -129,6 +132,7 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 		if k.dwcFits() {
 			// Small planes also run sixteen channels at a time.
 			n = max(n, dwcFloats(k))
+			k.dwcTables()
 		}
 		if n > 0 {
 			k.dwPer = roundUp(n, alignment/4)
@@ -219,7 +223,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		// and its scratch area.
 		planes := k.nb * k.m
 		phase := int64(phaseDepthwise)
-		if dw512 && k.dwcFits() && k.dwPer >= dwcFloats(k) {
+		if dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k) {
 			planes, phase = k.dwcGroups(), phaseDWC
 		}
 		parts := min(w.parts(k.nb*k.m*k.outSp*k.kvol), planes)

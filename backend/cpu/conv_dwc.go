@@ -41,6 +41,31 @@ func dwcFloats(k *convKernel) int {
 	return dwcLanes * (hp*wp + k.out[1]*max(k.out[2], wp) + k.kvol + 1)
 }
 
+// dwcTables sets k.dwcIn and k.dwcOut: where each input position's
+// sixteen lanes go in the padded block (−1 outside it: row q/W+ph,
+// column q%W+pw) and where each output position's come from in the
+// output block (rows wp apart with unit strides, else OW apart).
+func (k *convKernel) dwcTables() {
+	W, OW := k.in[2], k.out[2]
+	hp, wp := k.dwcPadded()
+	ph, pw := k.pad[1], k.pad[2]
+	k.dwcIn = make([]int32, k.inSp)
+	for q := range k.dwcIn {
+		k.dwcIn[q] = -1
+		if r, c := q/W+ph, q%W+pw; r < hp && c < wp {
+			k.dwcIn[q] = int32((r*wp + c) * dwcLanes)
+		}
+	}
+	pitch := OW
+	if k.stride[1] == 1 && k.stride[2] == 1 {
+		pitch = wp
+	}
+	k.dwcOut = make([]int32, k.outSp)
+	for p := range k.dwcOut {
+		k.dwcOut[p] = int32((p/OW*pitch + p%OW) * dwcLanes)
+	}
+}
+
 // dwcGroups is the number of groups of channels of one run.
 func (k *convKernel) dwcGroups() int { return k.nb * ceilDiv(k.m, dwcLanes) }
 
@@ -79,17 +104,16 @@ func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int) {
 		src[l] = &x[(n*k.c+c0+l)*k.inSp]
 	}
 	base := src
-	qr, qc := 0, 0 // row and column of position q0
 	for q0 := 0; q0 < k.inSp; q0 += L {
 		m := min(L, k.inSp-q0)
-		for j := range dst {
+		for j, off := range k.dwcIn[q0:][:m] {
 			dst[j] = &sink[0]
-			if j < m && qr+ph < hp && qc+pw < wp {
-				dst[j] = &xb[((qr+ph)*wp+qc+pw)*L]
+			if off >= 0 {
+				dst[j] = &xb[off]
 			}
-			if qc++; qc == W {
-				qr, qc = qr+1, 0
-			}
+		}
+		for j := m; j < L; j++ {
+			dst[j] = &sink[0]
 		}
 		for l := 0; l < cnt; l++ {
 			src[l] = (*float32)(unsafe.Add(unsafe.Pointer(base[l]), 4*q0))
@@ -115,12 +139,10 @@ func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int) {
 	// Every tap of row oh reads inside xb: the last position's last tap
 	// is at row (OH−1)·sh+KH−1 < hp, column (OW−1)·sw+KW−1 < wp.
 	sh, sw := k.stride[1], k.stride[2]
-	pitch := OW // of the output rows in ob
 	if sh == 1 && sw == 1 {
 		// Unit strides: output (oh, ow) reads from position oh·wp+ow
 		// on, so the rows run as one, wp apart, the wp−OW positions
-		// between them computed and discarded.
-		pitch = wp
+		// between them computed and discarded (dwcTables).
 		dwc16(&ob[0], &xb[0], &wb[0], &bb[0], &offs[0], KH*KW, (OH-1)*wp+OW, 1)
 	} else {
 		for oh := 0; oh < OH; oh++ {
@@ -137,17 +159,13 @@ func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int) {
 	for l := 0; l < cnt; l++ {
 		base[l] = &y[(n*k.m+c0+l)*k.outSp]
 	}
-	pr, pc := 0, 0 // row and column of position p0
 	for p0 := 0; p0 < k.outSp; p0 += L {
 		m := min(L, k.outSp-p0)
-		for i := range src {
+		for i, off := range k.dwcOut[p0:][:m] {
+			src[i] = &ob[off]
+		}
+		for i := m; i < L; i++ {
 			src[i] = &zeros[0]
-			if i < m {
-				src[i] = &ob[(pr*pitch+pc)*L]
-			}
-			if pc++; pc == OW {
-				pr, pc = pr+1, 0
-			}
 		}
 		for l := 0; l < cnt; l++ {
 			dst[l] = (*float32)(unsafe.Add(unsafe.Pointer(base[l]), 4*p0))
