@@ -140,6 +140,15 @@ func TestFusedChains(t *testing.T) {
 		b := k.constant("b", vals(20), 20)
 		return k.node("Conv", nil, []ir.TensorID{x, w, b}, f32, cvPoint...), cvPoint
 	}
+	// A 1×1 convolution of 1×1 planes (squeeze-and-excitation), run as
+	// one product with the images as rows.
+	cvSE := []int64{3, 40, 1, 1}
+	convSE := func(k *kgraph) (ir.TensorID, []int64) {
+		x := k.input("x", f32, 3, 300, 1, 1)
+		w := k.constant("w", vals(40*300), 40, 300, 1, 1)
+		b := k.constant("b", vals(40), 40)
+		return k.node("Conv", nil, []ir.TensorID{x, w, b}, f32, cvSE...), cvSE
+	}
 	clip := func(k *kgraph, y ir.TensorID, s []int64) ir.TensorID {
 		lo, hi := k.constant("lo", []float32{-0.5}), k.constant("hi", []float32{0.75})
 		return k.node("Clip", nil, []ir.TensorID{y, lo, hi}, f32, s...)
@@ -199,6 +208,14 @@ func TestFusedChains(t *testing.T) {
 			a := k.node("Add", nil, []ir.TensorID{r(), y}, f32, s...)
 			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
 		}, 2, cvDeep},
+		{"conv 1x1 of 1x1 planes silu", convSE, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			sg := k.node("Sigmoid", nil, []ir.TensorID{y}, f32, s...)
+			return k.node("Mul", nil, []ir.TensorID{y, sg}, f32, s...)
+		}, 2, nil},
+		{"conv 1x1 of 1x1 planes residual clip", convSE, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Add", nil, []ir.TensorID{y, k.input("r", f32, s...)}, f32, s...)
+			return clip(k, a, s)
+		}, 2, nil},
 		{"conv 1x1 residual", convPoint, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
 			return k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
 		}, 1, cvPoint},

@@ -41,6 +41,11 @@ type convKernel struct {
 	// dwcIn and dwcOut are the channel-blocked depthwise path's position
 	// tables (dwcTables), or nil.
 	dwcIn, dwcOut []int32
+	// wT, for a small 1×1 convolution of 1×1 planes (vecFits), is its
+	// weight matrix transposed and packed as a GEMM B operand: the
+	// convolution runs as one product with the images as the rows of A
+	// and the output channels along the vectors (runVec). nil otherwise.
+	wT []float32
 
 	fuse *fused // an epilogue applied block by block, or nil
 	// lim, when set, clamps the output as the GEMM kernels store it after
@@ -143,6 +148,11 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 	if k.outSp == 0 || k.nb == 0 {
 		return k, 0, nil
 	}
+	if k.vecFits() && wt.IsConst() {
+		k.wT = make([]float32, packedBSize(k.kdim, k.m))
+		packB(k.wT, constF32(wt), k.kdim, k.m, 1, k.kdim, 0, ceilDiv(k.m, gemmNR))
+		return k, int64(roundUp(packedASize(k.nb, k.kdim), alignment/4)) * 4, nil
+	}
 	k.aSize = packedASize(k.mg, k.kdim)
 	// Even k slices: 300 deep is two of 150, not 256 and 44.
 	k.kc = max(1, ceilDiv(k.kdim, max(1, ceilDiv(k.kdim, convKC))))
@@ -238,6 +248,10 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		return
 	}
 	if k.outSp == 0 || k.nb == 0 {
+		return
+	}
+	if k.wT != nil {
+		k.runVec(in, out, scratch)
 		return
 	}
 	if k.wPre == nil {
@@ -435,6 +449,43 @@ func (k *convKernel) chunks(xg, wp, bias, buf []float32, g *gemm, n, gi, p0, p1,
 func (k *convKernel) pointwiseB(g *gemm, buf, x []float32, kb, ncb int) {
 	g.n, g.bRaw, g.ldb = ncb, x, k.inSp
 	packB(buf, x, kb, ncb, k.inSp, 1, g.rawPanels(), ceilDiv(ncb, gemmNR))
+}
+
+// vecFitsWork bounds the multiply-adds of a convolution that runVec
+// takes, on one thread.
+const vecFitsWork = 1 << 20
+
+// vecFits reports whether k is a small 1×1 convolution of 1×1 planes
+// (squeeze-and-excitation blocks): with the output channels along the
+// GEMM's rows it would compute 16 columns for each one it keeps.
+func (k *convKernel) vecFits() bool {
+	return k.pointwise && k.outSp == 1 && k.g == 1 && k.nb*k.m*k.kdim <= vecFitsWork
+}
+
+// runVec runs k as Y = X·Wᵀ on one thread: the images' input vectors as
+// the rows of A (packed into scratch, the prologue applied), wT as B, and Y, whose images'
+// output vectors lie one after the other, as C; the bias is C's column
+// bias, and the kernels add the residual and clamp as they store. The
+// epilogue then runs over the whole output.
+func (k *convKernel) runVec(in, out [][]byte, scratch []byte) {
+	x, y := f32s(in[0]), f32s(out[0])
+	a := f32s(scratch)[:packedASize(k.nb, k.kdim)]
+	packA(a, x, k.nb, k.kdim, k.kdim, 1, 1, 0, ceilDiv(k.nb, gemmMR))
+	if k.pro != nil {
+		k.pro.applyA(a, k.nb, k.kdim, 0)
+	}
+	mt, nt := gemmTiles(k.nb, k.m, 1)
+	g := gemm{m: k.nb, n: k.m, k: k.kdim, a: a, b: k.wT, c: y, ldc: k.m, mt: mt, nt: nt, lim: k.lim}
+	if k.hasBias {
+		g.colBias = f32s(in[2])
+	}
+	if k.res > 0 {
+		g.res = f32s(in[k.fuse.nin+k.res-1])
+	}
+	g.run(0, g.tiles())
+	if k.fuse != nil {
+		k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), 0, 0, k.nb*k.m, 0, 1)
+	}
 }
 
 // window is the geometry of a sliding window along each spatial dimension.

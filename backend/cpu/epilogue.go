@@ -567,7 +567,7 @@ const overwriteTemp = 32 << 10
 func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp int, ok bool) {
 	switch k := k.(type) {
 	case *convKernel:
-		if k.fuse != nil || ep.rowLen != k.outSp || k.depthwise || k.outSp == 0 || k.nb == 0 {
+		if k.fuse != nil || ep.rowLen != k.outSp || k.depthwise || k.outSp == 0 || k.nb == 0 || k.wT != nil {
 			return nil, 0, false
 		}
 		f := *k

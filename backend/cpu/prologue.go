@@ -123,6 +123,22 @@ func (p *prologue) packB(dst, src []float32, c0, k, n, rs int) {
 // mode is the flags of prologuePanelAVX2: 1 applies the Relu, 2 computes
 // v·a + b with one fused multiply-add, as the compiled Go code does when
 // it fuses (see bnFused).
+// applyA applies the prologue to a packed A operand of rows×k whose
+// column l is input channel c0+l (runVec's images × channels), rows
+// beyond rows left as they are.
+func (p *prologue) applyA(a []float32, rows, k, c0 int) {
+	for i := 0; i < rows; i++ {
+		panel := a[i/gemmMR*k*gemmMR:][:k*gemmMR]
+		for l := 0; l < k; l++ {
+			v := float32(float64(panel[l*gemmMR+i])*p.a[c0+l] + p.b[c0+l])
+			if p.relu && v < 0 {
+				v = 0
+			}
+			panel[l*gemmMR+i] = v
+		}
+	}
+}
+
 func (p *prologue) mode() int {
 	m := 0
 	if p.relu {
