@@ -23,7 +23,8 @@
 // residual and clamp (Relu, Clip) as they store the last k slice. A
 // convolution packs im2col in blocks of at most 256×256 into each
 // worker's own scratch area, from a zero-padded copy of the rows it
-// reads; a 1×1 convolution reads its input in place. A depthwise
+// reads; a 1×1 convolution reads its input in place, or, on 1×1 planes,
+// runs with the images as the product's rows. A depthwise
 // convolution runs in bands of output rows on AVX2/AVX-512 kernels, or,
 // on small planes, sixteen channels at a time interleaved in registers
 // (conv_dwc.go).
