@@ -133,22 +133,22 @@ func TestFusedChains(t *testing.T) {
 		at := ir.Attrs{"pads": {Kind: ir.AttrInts, Ints: []int64{1, 1, 1, 1}}}
 		return k.node("Conv", at, []ir.TensorID{x, w}, f32, cvDeep...), cvDeep
 	}
-	cvPoint := []int64{1, 20, 12, 13}
-	convPoint := func(k *kgraph) (ir.TensorID, []int64) {
-		x := k.input("x", f32, 1, 300, 12, 13)
-		w := k.constant("w", vals(20*300), 20, 300, 1, 1)
-		b := k.constant("b", vals(20), 20)
-		return k.node("Conv", nil, []ir.TensorID{x, w, b}, f32, cvPoint...), cvPoint
+	// pointwise is a biased 1×1 convolution of 300 channels into m on
+	// n images of h×w.
+	pointwise := func(n, m, h, w int64) ([]int64, producer) {
+		shape := []int64{n, m, h, w}
+		return shape, func(k *kgraph) (ir.TensorID, []int64) {
+			x := k.input("x", f32, n, 300, h, w)
+			wt := k.constant("w", vals(int(m)*300), m, 300, 1, 1)
+			b := k.constant("b", vals(int(m)), m)
+			return k.node("Conv", nil, []ir.TensorID{x, wt, b}, f32, shape...), shape
+		}
 	}
-	// A 1×1 convolution of 1×1 planes (squeeze-and-excitation), run as
-	// one product with the images as rows.
-	cvSE := []int64{3, 40, 1, 1}
-	convSE := func(k *kgraph) (ir.TensorID, []int64) {
-		x := k.input("x", f32, 3, 300, 1, 1)
-		w := k.constant("w", vals(40*300), 40, 300, 1, 1)
-		b := k.constant("b", vals(40), 40)
-		return k.node("Conv", nil, []ir.TensorID{x, w, b}, f32, cvSE...), cvSE
-	}
+	cvPoint, convPoint := pointwise(1, 20, 12, 13)
+	// 1×1 planes (squeeze-and-excitation): one product with the images
+	// as rows; 7×7 planes: the positions as rows.
+	_, convSE := pointwise(3, 40, 1, 1)
+	cvSmall, convSmall := pointwise(2, 64, 7, 7)
 	clip := func(k *kgraph, y ir.TensorID, s []int64) ir.TensorID {
 		lo, hi := k.constant("lo", []float32{-0.5}), k.constant("hi", []float32{0.75})
 		return k.node("Clip", nil, []ir.TensorID{y, lo, hi}, f32, s...)
@@ -216,6 +216,13 @@ func TestFusedChains(t *testing.T) {
 			a := k.node("Add", nil, []ir.TensorID{y, k.input("r", f32, s...)}, f32, s...)
 			return clip(k, a, s)
 		}, 2, nil},
+		{"conv 1x1 of 7x7 planes clip", convSmall, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return clip(k, y, s)
+		}, 1, nil},
+		{"conv 1x1 of 7x7 planes residual relu", convSmall, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
+			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
+		}, 2, cvSmall},
 		{"conv 1x1 residual", convPoint, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
 			return k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
 		}, 1, cvPoint},

@@ -41,11 +41,16 @@ type convKernel struct {
 	// dwcIn and dwcOut are the channel-blocked depthwise path's position
 	// tables (dwcTables), or nil.
 	dwcIn, dwcOut []int32
-	// wT, for a small 1×1 convolution of 1×1 planes (vecFits), is its
-	// weight matrix transposed and packed as a GEMM B operand: the
-	// convolution runs as one product with the images as the rows of A
-	// and the output channels along the vectors (runVec). nil otherwise.
+	// wT, for a small 1×1 convolution of 1×1 planes (vecFits) or a 1×1
+	// convolution of small planes (tFits), is its weight matrix
+	// transposed and packed as a GEMM B operand: the product runs with
+	// the images (runVec) or the positions (runT) as the rows of A and
+	// the output channels along the vectors. nil otherwise.
 	wT []float32
+	// tPath marks the small-plane product (runT); its scratch holds the
+	// packed positions (tOff floats) and then the transposed output.
+	tPath bool
+	tOff  int
 
 	fuse *fused // an epilogue applied block by block, or nil
 	// lim, when set, clamps the output as the GEMM kernels store it after
@@ -148,9 +153,14 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 	if k.outSp == 0 || k.nb == 0 {
 		return k, 0, nil
 	}
-	if k.vecFits() && wt.IsConst() {
+	if (k.vecFits() || k.tFits()) && wt.IsConst() {
 		k.wT = make([]float32, packedBSize(k.kdim, k.m))
 		packB(k.wT, constF32(wt), k.kdim, k.m, 1, k.kdim, 0, ceilDiv(k.m, gemmNR))
+		if !k.vecFits() {
+			k.tPath = true
+			k.tOff = roundUp(packedASize(k.outSp, k.kdim), alignment/4)
+			return k, int64(k.tOff+roundUp(k.outSp*k.m, alignment/4)) * 4, nil
+		}
 		return k, int64(roundUp(packedASize(k.nb, k.kdim), alignment/4)) * 4, nil
 	}
 	k.aSize = packedASize(k.mg, k.kdim)
@@ -250,6 +260,10 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.outSp == 0 || k.nb == 0 {
 		return
 	}
+	if k.tPath {
+		k.runT(w, in, out, scratch)
+		return
+	}
 	if k.wT != nil {
 		k.runVec(in, out, scratch)
 		return
@@ -266,6 +280,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 const (
 	phaseDepthwise = 2
 	phaseDWC       = 3 // depthwise, sixteen channels at a time
+	phaseT         = 5 // small planes, the positions as rows (runT)
 	phaseBlocks    = 4
 )
 
@@ -276,6 +291,11 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 		bias = f32s(in[2])
 	}
 	switch a[0] {
+	case phaseT:
+		// Items are shares: one per call, or all in turn inline.
+		for share := lo; share < hi; share++ {
+			k.tColumns(in, out, scratch, int(a[2]), share, int(a[1]))
+		}
 	case phaseDWC:
 		wt := f32s(in[1])
 		share, groups := lo, k.dwcGroups()
@@ -485,6 +505,81 @@ func (k *convKernel) runVec(in, out [][]byte, scratch []byte) {
 	g.run(0, g.tiles())
 	if k.fuse != nil {
 		k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), 0, 0, k.nb*k.m, 0, 1)
+	}
+}
+
+// tFitsPlane is the largest output plane, in positions, that runT takes.
+const tFitsPlane = 64
+
+// tFits reports whether k is a 1×1 convolution of small planes (the 7×7
+// stages) that computes fewer columns as runT does: along the usual
+// product's vectors, 49 positions take 64 lanes.
+func (k *convKernel) tFits() bool {
+	return k.pointwise && k.g == 1 && k.outSp > 1 && k.outSp <= tFitsPlane && k.outSp%(2*gemmNR) != 0
+}
+
+// runT runs k image by image as Yᵀ = Xᵀ·Wᵀ: the positions' input vectors
+// as the rows of A (packed into scratch, the prologue applied), wT as B
+// and the output channels along the vectors. The workers share the
+// output channels, pairs of panels each (tColumns).
+func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
+	x := f32s(in[0])
+	a := f32s(scratch)[:k.tOff]
+	parts := max(1, min(w.Threads(), w.parts(k.outSp*k.m*k.kdim), ceilDiv(k.m, 2*gemmNR)))
+	if k.fuse != nil {
+		parts = min(parts, k.fuse.shares)
+	}
+	for n := 0; n < k.nb; n++ {
+		packA(a, x[n*k.c*k.inSp:], k.outSp, k.kdim, 1, k.inSp, 1, 0, ceilDiv(k.outSp, gemmMR))
+		if k.pro != nil {
+			k.pro.applyA(a, k.outSp, k.kdim, 0)
+		}
+		w.forArgs(parts, parts, k, args{phaseT, int64(parts), int64(n)}, in, out, scratch)
+	}
+}
+
+// tColumns is share lo of parts of image n in runT: the product's output
+// channels of its pairs of panels into the transposed output in scratch,
+// then those channels' planes transposed into Y (tr16) and the epilogue
+// run over them.
+func (k *convKernel) tColumns(in, out [][]byte, scratch []byte, n, share, parts int) {
+	const L = dwcLanes
+	hw, m := k.outSp, k.m
+	pairs := ceilDiv(m, 2*gemmNR)
+	j0 := share * pairs / parts * 2 * gemmNR
+	j1 := min(m, (share+1)*pairs/parts*2*gemmNR)
+	if j0 >= j1 {
+		return
+	}
+	sc := f32s(scratch)
+	ct := sc[k.tOff:][:hw*m]
+	g := gemm{m: hw, n: j1 - j0, k: k.kdim, a: sc[:k.tOff], b: k.wT[j0*k.kdim:], c: ct[j0:], ldc: m, lim: k.lim}
+	g.mt, g.nt = gemmTiles(g.m, g.n, 1)
+	if k.hasBias {
+		g.colBias = f32s(in[2])[j0:j1]
+	}
+	g.run(0, g.tiles())
+	y := f32s(out[0])[n*m*hw:][:m*hw]
+	var zeros, sink [L]float32
+	var sp, dp [L]*float32
+	for p0 := 0; p0 < hw; p0 += L {
+		mp := min(L, hw-p0)
+		for c0 := j0; c0 < j1; c0 += L {
+			mc := min(L, j1-c0)
+			for i := range sp {
+				sp[i], dp[i] = &zeros[0], &sink[0]
+				if i < mp {
+					sp[i] = &ct[(p0+i)*m+c0]
+				}
+				if i < mc {
+					dp[i] = &y[(c0+i)*hw+p0]
+				}
+			}
+			tr16(&dp, &sp, 1<<mc-1, 1<<mp-1)
+		}
+	}
+	if k.fuse != nil {
+		k.fuse.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), share, n*m+j0, n*m+j1, 0, hw)
 	}
 }
 

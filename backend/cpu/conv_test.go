@@ -252,6 +252,8 @@ func TestConvBlocking(t *testing.T) {
 		{name: "pointwise k slices blocks", x: ints64(1, 300, 17, 19), m: 11, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
 		{name: "pointwise batch runtime W", x: ints64(3, 20, 9, 31), m: 8, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: false, constW: false},
 		{name: "pointwise 1x1 planes", x: ints64(3, 70, 1, 1), m: 45, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
+		{name: "pointwise 7x7 planes", x: ints64(2, 70, 7, 7), m: 100, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
+		{name: "pointwise 5x9 planes deep", x: ints64(1, 600, 5, 9), m: 37, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: false, constW: true},
 		{name: "pointwise 1x1 planes batch 8", x: ints64(8, 33, 1, 1), m: 70, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
 		{name: "pointwise 1x1 planes deep", x: ints64(1, 600, 1, 1), m: 20, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: false, constW: true},
 		{name: "pointwise raw pairs and packed tail", x: ints64(2, 70, 28, 28), m: 40, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},

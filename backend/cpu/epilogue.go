@@ -650,7 +650,12 @@ func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
 			return nil, false
 		}
 		f := *k
-		if !k.depthwise {
+		switch {
+		case k.tPath:
+			// The kernels store a transposed output: a clamp may run
+			// there, a residual of the output's layout may not.
+			f.lim, ep = ep.splitClamp()
+		case !k.depthwise:
 			if r, rest := ep.splitResidual(); r >= 0 {
 				f.res, ep = r+1, rest
 			}

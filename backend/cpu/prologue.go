@@ -128,13 +128,13 @@ func (p *prologue) packB(dst, src []float32, c0, k, n, rs int) {
 // beyond rows left as they are.
 func (p *prologue) applyA(a []float32, rows, k, c0 int) {
 	for i := 0; i < rows; i++ {
-		panel := a[i/gemmMR*k*gemmMR:][:k*gemmMR]
+		panel, r := a[i/gemmMR*k*gemmMR:][:k*gemmMR], i%gemmMR
 		for l := 0; l < k; l++ {
-			v := float32(float64(panel[l*gemmMR+i])*p.a[c0+l] + p.b[c0+l])
+			v := float32(float64(panel[l*gemmMR+r])*p.a[c0+l] + p.b[c0+l])
 			if p.relu && v < 0 {
 				v = 0
 			}
-			panel[l*gemmMR+i] = v
+			panel[l*gemmMR+r] = v
 		}
 	}
 }

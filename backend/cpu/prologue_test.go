@@ -218,6 +218,8 @@ var proCases = []proCase{
 	{name: "C40 groups 4", n: 2, c: 40, m: 12, gr: 4, sp: []int64{5, 9}, kern: 1, stride: 1, bias: true, relu: true, constW: true},
 	{name: "C6 3D", n: 1, c: 6, m: 5, gr: 1, sp: []int64{3, 4, 5}, kern: 1, stride: 1, relu: true, constW: true},
 	{name: "C32 1x1", n: 2, c: 32, m: 4, gr: 1, sp: []int64{1, 1}, kern: 1, stride: 1, bias: true, relu: true, constW: true},
+	{name: "C20 1x1 batch 9", n: 9, c: 20, m: 33, gr: 1, sp: []int64{1, 1}, kern: 1, stride: 1, bias: true, relu: false, constW: true},
+	{name: "C24 7x7", n: 2, c: 24, m: 40, gr: 1, sp: []int64{7, 7}, kern: 1, stride: 1, bias: false, relu: true, constW: true},
 	{name: "C48 wide 40x33", n: 1, c: 48, m: 16, gr: 1, sp: []int64{40, 33}, kern: 1, stride: 1, bias: true, relu: true, constW: true},
 }
 
