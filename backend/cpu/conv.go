@@ -155,7 +155,7 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 	}
 	if (k.vecFits() || k.tFits()) && wt.IsConst() {
 		k.wT = make([]float32, packedBSize(k.kdim, k.m))
-		packB(k.wT, constF32(wt), k.kdim, k.m, 1, k.kdim, 0, ceilDiv(k.m, gemmNR))
+		constSrc(wt).packB(k.wT, 0, k.kdim, k.m, 1, k.kdim)
 		if !k.vecFits() {
 			k.tPath = true
 			k.tOff = roundUp(packedASize(k.outSp, k.kdim), alignment/4)

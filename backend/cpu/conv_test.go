@@ -395,3 +395,28 @@ func TestConvScratchBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestConvWeightsPrepacked wants every convolution whose constant weights
+// are packed at build time, whichever layout it packs them in, to say so:
+// a runtime then keeps the file's bytes out of memory.
+func TestConvWeightsPrepacked(t *testing.T) {
+	for _, c := range []struct {
+		name                  string
+		c, h, m, k, stride, p int64
+	}{
+		{"3x3", 16, 9, 8, 3, 1, 1},
+		{"1x1 56²", 32, 56, 16, 1, 1, 0},
+		{"1x1 7² (positions as rows)", 64, 7, 40, 1, 1, 0},
+		{"1x1 1² (images as rows)", 64, 1, 40, 1, 1, 0},
+	} {
+		g, n := convNode(1, c.c, c.h, c.h, c.m, c.k, c.stride, c.p, 1, true)
+		k, _, err := BuildFor(g, n, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk, ok := k.(Prepacked)
+		if !ok || !pk.Prepacked(1) || pk.PackedBytes() < 4*c.m*c.c*c.k*c.k {
+			t.Errorf("%s: weights not reported prepacked (%T)", c.name, k)
+		}
+	}
+}
