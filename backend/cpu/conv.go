@@ -543,7 +543,6 @@ func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 // then those channels' planes transposed into Y (tr16) and the epilogue
 // run over them.
 func (k *convKernel) tColumns(in, out [][]byte, scratch []byte, n, share, parts int) {
-	const L = dwcLanes
 	hw, m := k.outSp, k.m
 	pairs := ceilDiv(m, 2*gemmNR)
 	j0 := share * pairs / parts * 2 * gemmNR
@@ -559,25 +558,8 @@ func (k *convKernel) tColumns(in, out [][]byte, scratch []byte, n, share, parts 
 		g.colBias = f32s(in[2])[j0:j1]
 	}
 	g.run(0, g.tiles())
-	y := f32s(out[0])[n*m*hw:][:m*hw]
-	var zeros, sink [L]float32
-	var sp, dp [L]*float32
-	for p0 := 0; p0 < hw; p0 += L {
-		mp := min(L, hw-p0)
-		for c0 := j0; c0 < j1; c0 += L {
-			mc := min(L, j1-c0)
-			for i := range sp {
-				sp[i], dp[i] = &zeros[0], &sink[0]
-				if i < mp {
-					sp[i] = &ct[(p0+i)*m+c0]
-				}
-				if i < mc {
-					dp[i] = &y[(c0+i)*hw+p0]
-				}
-			}
-			tr16(&dp, &sp, 1<<mc-1, 1<<mp-1)
-		}
-	}
+	// Channels [j0, j1) of the positions' rows, into their planes.
+	transpose(f32s(out[0]), (n*m+j0)*hw, hw, ct, j0, m, hw, j1-j0)
 	if k.fuse != nil {
 		k.fuse.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), share, n*m+j0, n*m+j1, 0, hw)
 	}

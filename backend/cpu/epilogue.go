@@ -234,12 +234,23 @@ func (e *Epilogue) fuseSilu() {
 
 // reads reports whether an instruction from the i-th on reads register r.
 func (e *Epilogue) reads(i, r int) bool {
-	for _, in := range e.instrs[i:] {
-		if in.a.kind == operandReg && in.a.idx == r || in.unary == nil && in.b.kind == operandReg && in.b.idx == r {
-			return true
+	for j := range e.instrs[i:] {
+		for _, o := range e.instrs[i+j].operands() {
+			if o.isReg(r) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// operands are the operands the instruction reads: a, and b unless it is
+// a one-input operator.
+func (in *epInstr) operands() []*epOperand {
+	if in.unary != nil {
+		return []*epOperand{&in.a}
+	}
+	return []*epOperand{&in.a, &in.b}
 }
 
 // siluF32 is the float32 loop of the fused SiLU.
@@ -295,11 +306,7 @@ func (o epOperand) isReg(r int) bool { return o.kind == operandReg && o.idx == r
 func (e *Epilogue) dropFirst() (*Epilogue, bool) {
 	rest := &Epilogue{regs: e.regs - 1, ext: e.ext, rowLen: e.rowLen, flat: e.flat}
 	for _, in := range e.instrs[1:] {
-		ops := []*epOperand{&in.a}
-		if in.unary == nil {
-			ops = append(ops, &in.b)
-		}
-		for _, o := range ops {
+		for _, o := range in.operands() {
 			if o.kind != operandReg {
 				continue
 			}

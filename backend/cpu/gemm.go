@@ -1,9 +1,6 @@
 package cpu
 
-import (
-	"math"
-	"unsafe"
-)
+import "unsafe"
 
 // Single-precision matrix product C = A·B on packed operands.
 //
@@ -495,20 +492,14 @@ func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, sm storeMode)
 // do. Each element of res is read before the same element of c is
 // written, so res may be c's memory.
 func (g *gemm) finish(c, a, res []float32) {
-	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
-	if g.lim != nil {
-		lo, hi = g.lim[0], g.lim[1]
+	if res != nil {
+		for j, v := range a {
+			c[j] = v + res[j]
+		}
+	} else {
+		copy(c, a)
 	}
-	for j, v := range a {
-		if res != nil {
-			v += res[j]
-		}
-		if v < lo {
-			v = lo
-		}
-		if v > hi {
-			v = hi
-		}
-		c[j] = v
+	if g.lim != nil {
+		clampLoop(c, c, g.lim[0], g.lim[1])
 	}
 }

@@ -2,10 +2,7 @@
 
 package cpu
 
-import (
-	"math"
-	"unsafe"
-)
+import "unsafe"
 
 // useAsmKernel and useAVX512Kernel are false: this platform has no
 // assembly micro-kernel.
@@ -21,10 +18,6 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 	var acc [gemmMR][gemmNR]float32
 	if kb > 0 {
 		microGo(unsafe.Slice(a, kb*gemmMR), unsafe.Slice(b, kb*gemmNR), &acc)
-	}
-	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1)) // no clamp
-	if lim != nil {
-		lo, hi = *lim, *(*float32)(unsafe.Add(unsafe.Pointer(lim), 4))
 	}
 	cs := unsafe.Slice(c, (gemmMR-1)*ldc+gemmNR)
 	var rs []float32
@@ -51,13 +44,10 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 			if rs != nil {
 				v += rs[i*ldc+j]
 			}
-			if v < lo { // Clip's comparisons: a NaN passes
-				v = lo
-			}
-			if v > hi {
-				v = hi
-			}
 			row[j] = v
+		}
+		if lim != nil {
+			clampLoop(row, row, *lim, *(*float32)(unsafe.Add(unsafe.Pointer(lim), 4)))
 		}
 	}
 }

@@ -121,35 +121,44 @@ func (s *strided) blockItems() int {
 // [r0, r0+16) (fewer at the end of the last outer dimension) of outer
 // index b / nb.
 func (s *strided) blocks(in, out [][]byte, lo, hi int) {
-	const L = dwcLanes
 	k := len(s.dims)
 	dl := s.dims[k-1]
-	nb := ceilDiv(dl, L)
+	nb := ceilDiv(dl, dwcLanes)
 	src, dst := f32s(in[0]), f32s(out[0])
-	var zeros, sink [L]float32
-	var sp, dp [L]*float32
 	for b := lo; b < hi; b++ {
-		o, d0 := b/nb, b%nb*L
-		md := min(L, dl-d0)
+		o, d0 := b/nb, b%nb*dwcLanes
 		// The source element of row o·dl + d0, column 0.
 		off := s.base + d0
 		for i, r := k-2, o; i >= 0; i-- {
 			off += r % s.dims[i] * s.str[i]
 			r /= s.dims[i]
 		}
-		row := (o*dl + d0) * s.inner
-		for j0 := 0; j0 < s.inner; j0 += L {
-			mj := min(L, s.inner-j0)
+		// Source row j (every istep) holds the blocks' rows' column j.
+		transpose(dst, (o*dl+d0)*s.inner, s.inner, src, off, s.istep, s.inner, min(dwcLanes, dl-d0))
+	}
+}
+
+// transpose sets dst[d0 + c·ldd + r] = src[s0 + r·lds + c] for r < rows,
+// c < cols (lds may be negative), sixteen rows by sixteen columns at a
+// time through tr16.
+func transpose(dst []float32, d0, ldd int, src []float32, s0, lds, rows, cols int) {
+	const L = dwcLanes
+	var zeros, sink [L]float32
+	var sp, dp [L]*float32
+	for r0 := 0; r0 < rows; r0 += L {
+		mr := min(L, rows-r0)
+		for c0 := 0; c0 < cols; c0 += L {
+			mc := min(L, cols-c0)
 			for i := range sp {
 				sp[i], dp[i] = &zeros[0], &sink[0]
-				if i < mj {
-					sp[i] = &src[off+(j0+i)*s.istep]
+				if i < mr {
+					sp[i] = &src[s0+(r0+i)*lds+c0]
 				}
-				if i < md {
-					dp[i] = &dst[row+i*s.inner+j0]
+				if i < mc {
+					dp[i] = &dst[d0+(c0+i)*ldd+r0]
 				}
 			}
-			tr16(&dp, &sp, 1<<md-1, 1<<mj-1)
+			tr16(&dp, &sp, 1<<mc-1, 1<<mr-1)
 		}
 	}
 }
