@@ -3,6 +3,49 @@
 // The channel-blocked depthwise kernel: sixteen channels side by side,
 // one zmm register per output position (see dwcPlanes).
 
+// Four accumulators a..d start from the bias (Z31).
+#define BIAS4(a, b, c, d) \
+	VMOVAPS Z31, a; \
+	VMOVAPS Z31, b; \
+	VMOVAPS Z31, c; \
+	VMOVAPS Z31, d
+
+// Starts the walk over the taps: AX the weights, DX the offsets, BX the
+// taps left.
+#define TAPS \
+	MOVQ w+16(FP), AX;    \
+	MOVQ offs+32(FP), DX; \
+	MOVQ R8, BX
+
+// Points R13 at the current tap of position 0 and loads its weights
+// into Z4.
+#define TAP \
+	MOVQ    (DX), R13; \
+	ADDQ    SI, R13;   \
+	VMOVUPS (AX), Z4
+
+// Adds the tap of four positions from p on (R10 bytes apart, R12 = 3·R10)
+// into a..d.
+#define FMA4(p, a, b, c, d) \
+	VFMADD231PS (p), Z4, a;        \
+	VFMADD231PS (p)(R10*1), Z4, b; \
+	VFMADD231PS (p)(R10*2), Z4, c; \
+	VFMADD231PS (p)(R12*1), Z4, d
+
+// Moves on to the next tap, back to label while taps are left.
+#define NEXTTAP(label) \
+	ADDQ $8, DX;  \
+	ADDQ $64, AX; \
+	DECQ BX;      \
+	JNZ  label
+
+// Stores a..d as four positions from off(DI).
+#define PUT4(off, a, b, c, d) \
+	VMOVUPS a, off(DI);    \
+	VMOVUPS b, off+64(DI); \
+	VMOVUPS c, off+128(DI); \
+	VMOVUPS d, off+192(DI)
+
 // func dwc16(o, x, w, b *float32, offs *int, ntaps, n, step int)
 //
 // For j < n: o[16j+l] = b[l] + Σ_t w[16t+l]·x[16·step·j + offs[t]/4 + l],
@@ -21,104 +64,56 @@ TEXT ·dwc16(SB), NOSPLIT, $0-64
 	LEAQ    (R10)(R10*2), R12
 
 oct:
-	CMPQ    CX, $8
-	JLT     quad
-	VMOVAPS Z31, Z0
-	VMOVAPS Z31, Z1
-	VMOVAPS Z31, Z2
-	VMOVAPS Z31, Z3
-	VMOVAPS Z31, Z5
-	VMOVAPS Z31, Z6
-	VMOVAPS Z31, Z7
-	VMOVAPS Z31, Z8
-	MOVQ    w+16(FP), AX
-	MOVQ    offs+32(FP), DX
-	MOVQ    R8, BX
+	CMPQ CX, $8
+	JLT  quad
+	BIAS4(Z0, Z1, Z2, Z3)
+	BIAS4(Z5, Z6, Z7, Z8)
+	TAPS
 
 otap:
-	MOVQ        (DX), R13
-	ADDQ        SI, R13
-	LEAQ        (R13)(R10*4), R9
-	VMOVUPS     (AX), Z4
-	VFMADD231PS (R13), Z4, Z0
-	VFMADD231PS (R13)(R10*1), Z4, Z1
-	VFMADD231PS (R13)(R10*2), Z4, Z2
-	VFMADD231PS (R13)(R12*1), Z4, Z3
-	VFMADD231PS (R9), Z4, Z5
-	VFMADD231PS (R9)(R10*1), Z4, Z6
-	VFMADD231PS (R9)(R10*2), Z4, Z7
-	VFMADD231PS (R9)(R12*1), Z4, Z8
-	ADDQ        $8, DX
-	ADDQ        $64, AX
-	DECQ        BX
-	JNZ         otap
-	VMOVUPS     Z0, (DI)
-	VMOVUPS     Z1, 64(DI)
-	VMOVUPS     Z2, 128(DI)
-	VMOVUPS     Z3, 192(DI)
-	VMOVUPS     Z5, 256(DI)
-	VMOVUPS     Z6, 320(DI)
-	VMOVUPS     Z7, 384(DI)
-	VMOVUPS     Z8, 448(DI)
-	ADDQ        $512, DI
-	LEAQ        (SI)(R10*8), SI
-	SUBQ        $8, CX
-	JMP         oct
+	TAP
+	LEAQ (R13)(R10*4), R9
+	FMA4(R13, Z0, Z1, Z2, Z3)
+	FMA4(R9, Z5, Z6, Z7, Z8)
+	NEXTTAP(otap)
+	PUT4(0, Z0, Z1, Z2, Z3)
+	PUT4(256, Z5, Z6, Z7, Z8)
+	ADDQ $512, DI
+	LEAQ (SI)(R10*8), SI
+	SUBQ $8, CX
+	JMP  oct
 
 quad:
-	CMPQ    CX, $4
-	JLT     single
-	VMOVAPS Z31, Z0
-	VMOVAPS Z31, Z1
-	VMOVAPS Z31, Z2
-	VMOVAPS Z31, Z3
-	MOVQ    w+16(FP), AX
-	MOVQ    offs+32(FP), DX
-	MOVQ    R8, BX
+	CMPQ CX, $4
+	JLT  single
+	BIAS4(Z0, Z1, Z2, Z3)
+	TAPS
 
 qtap:
-	MOVQ        (DX), R13
-	ADDQ        SI, R13
-	VMOVUPS     (AX), Z4
-	VFMADD231PS (R13), Z4, Z0
-	VFMADD231PS (R13)(R10*1), Z4, Z1
-	VFMADD231PS (R13)(R10*2), Z4, Z2
-	VFMADD231PS (R13)(R12*1), Z4, Z3
-	ADDQ        $8, DX
-	ADDQ        $64, AX
-	DECQ        BX
-	JNZ         qtap
-	VMOVUPS     Z0, (DI)
-	VMOVUPS     Z1, 64(DI)
-	VMOVUPS     Z2, 128(DI)
-	VMOVUPS     Z3, 192(DI)
-	ADDQ        $256, DI
-	LEAQ        (SI)(R10*4), SI
-	SUBQ        $4, CX
-	JMP         quad
+	TAP
+	FMA4(R13, Z0, Z1, Z2, Z3)
+	NEXTTAP(qtap)
+	PUT4(0, Z0, Z1, Z2, Z3)
+	ADDQ $256, DI
+	LEAQ (SI)(R10*4), SI
+	SUBQ $4, CX
+	JMP  quad
 
 single:
 	TESTQ   CX, CX
 	JEQ     done
 	VMOVAPS Z31, Z0
-	MOVQ    w+16(FP), AX
-	MOVQ    offs+32(FP), DX
-	MOVQ    R8, BX
+	TAPS
 
 stap:
-	MOVQ        (DX), R13
-	ADDQ        SI, R13
-	VMOVUPS     (AX), Z4
+	TAP
 	VFMADD231PS (R13), Z4, Z0
-	ADDQ        $8, DX
-	ADDQ        $64, AX
-	DECQ        BX
-	JNZ         stap
-	VMOVUPS     Z0, (DI)
-	ADDQ        $64, DI
-	ADDQ        R10, SI
-	DECQ        CX
-	JMP         single
+	NEXTTAP(stap)
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, DI
+	ADDQ    R10, SI
+	DECQ    CX
+	JMP     single
 
 done:
 	VZEROUPPER
