@@ -57,7 +57,7 @@ func im2colPadRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols, 
 		// Bounds: the last value written and the last one read.
 		_ = dst[(rows-1)*ldd+pre+cols+post-1]
 		_ = src[(rows-1)*lds+cols-1]
-		dwPadRows(&dst[0], ldd, &src[0], lds, rows, pre, cols, post)
+		zeroPadRows(&dst[0], ldd, &src[0], lds, rows, pre, cols, post)
 		return
 	}
 	for i := range rows {
@@ -66,6 +66,24 @@ func im2colPadRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols, 
 		copy(d[pre:pre+cols], src[i*lds:][:cols])
 		clear(d[pre+cols:])
 	}
+}
+
+// zeroPadRows is dwPadRows, on zmm registers where they exist.
+func zeroPadRows(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int) {
+	if dw512 {
+		dwPadRows512(dst, ldd, src, lds, rows, pre, cols, post)
+		return
+	}
+	dwPadRows(dst, ldd, src, lds, rows, pre, cols, post)
+}
+
+// splitRows is dwSplitRows, on zmm registers where they exist.
+func splitRows(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int) {
+	if dw512 {
+		dwSplitRows512(e, o, ld, x, ldx, rows, p, lo, off, pairs, head, tail)
+		return
+	}
+	dwSplitRows(e, o, ld, x, ldx, rows, p, lo, off, pairs, head, tail)
 }
 
 // im2colSplitRows is im2colPadRows for a padded row of pw floats (pw
@@ -92,7 +110,7 @@ func im2colSplitRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols
 		}
 		_ = dst[(rows-1)*ldd+pw-1]
 		_ = src[(rows-1)*lds+cols-1]
-		dwSplitRows(&dst[0], &dst[h], ldd, &src[0], lds, rows, h, lo, off, pairs, head, tail)
+		splitRows(&dst[0], &dst[h], ldd, &src[0], lds, rows, h, lo, off, pairs, head, tail)
 		return
 	}
 	for i := range rows {
@@ -505,6 +523,12 @@ func (k *convKernel) dwBands() (dwBandGeom, bool) {
 		return dwBandGeom{}, false
 	}
 	g.rows = min(OH, max(1, ceilDiv(dwBandOut, g.pitch)))
+	if k.dw3Rows() {
+		// Whole groups of four rows of whole vectors for dw3s1x4 and
+		// dw3s2x4.
+		g.pitch = roundUp(g.pitch, 16)
+		g.rows = roundUp(g.rows, 4)
+	}
 	if sh == 1 {
 		g.nr = g.rows + KH - 1
 	} else {
@@ -515,6 +539,14 @@ func (k *convKernel) dwBands() (dwBandGeom, bool) {
 	// up to KW+15 values beyond it.
 	g.size = roundUp(g.nr*g.pitch+KW+16, 16)
 	return g, true
+}
+
+// dw3Rows reports whether k's bands may run on the row-blocked 3×3
+// kernels (dw3s1x4, dw3s2x4): a 3×3 filter with strides 1 or 2, the same
+// along both axes. Their band layout (whole vectors, whole groups of four
+// rows) is kept whichever kernel runs.
+func (k *convKernel) dw3Rows() bool {
+	return k.kern[1] == 3 && k.kern[2] == 3 && k.stride[1] == k.stride[2] && k.stride[1] <= 2
 }
 
 // dwPaddedFloats is the scratch, in floats, that dwBandPlane needs for
@@ -612,20 +644,38 @@ func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32
 			a := par * sw * S
 			src := x[(top+sh*j0+par)*W:]
 			if sw == 1 {
-				dwPadRows(&buf[a+j0*P], P, &src[0], sh*W, j1-j0, pre, cols, post)
+				zeroPadRows(&buf[a+j0*P], P, &src[0], sh*W, j1-j0, pre, cols, post)
 				continue
 			}
-			dwSplitRows(&buf[a+j0*P], &buf[a+S+j0*P], P, &src[0], sh*W, j1-j0, P, lo, off, pairs, head, tail)
+			splitRows(&buf[a+j0*P], &buf[a+S+j0*P], P, &src[0], sh*W, j1-j0, P, lo, off, pairs, head, tail)
 		}
 		// Whole vectors of 16 (or two of 8): the columns past the band
 		// are discarded.
 		n := roundUp(rb*P, 16)
-		if dw512 {
+		if dw512 && k.dw3Rows() {
+			// Whole groups of four rows straight into y; the rest
+			// through out.
+			kern := dw3s1x4
+			if sh == 2 {
+				kern = dw3s2x4
+			}
+			full := rb / 4
+			if full > 0 {
+				kern(&y[oh0*OW], &buf[0], &wt[0], S, P, OW, OW, full, bias)
+			}
+			if r := rb - 4*full; r > 0 {
+				kern(&out[0], &buf[4*full*P], &wt[0], S, P, P, OW, 1, bias)
+				zeroPadRows(&y[(oh0+4*full)*OW], OW, &out[0], P, r, 0, OW, 0)
+			}
+			continue
+		}
+		switch {
+		case dw512:
 			dwTapsAVX512(&out[0], &tp, &wt[0], KH*KW, n, bias)
-		} else {
+		default:
 			dwTapsAVX2(&out[0], &tp, &wt[0], KH*KW, n, bias)
 		}
-		dwPadRows(&y[oh0*OW], OW, &out[0], P, rb, 0, OW, 0)
+		zeroPadRows(&y[oh0*OW], OW, &out[0], P, rb, 0, OW, 0)
 	}
 }
 

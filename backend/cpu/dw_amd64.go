@@ -72,3 +72,32 @@ func tr16(dst, src *[16]*float32, loadMask, storeMask int)
 //
 //go:noescape
 func copyRuns(dst, src unsafe.Pointer, taps *int, n int, ro, rd *int, nr int)
+
+// dw3s1x4 computes groups groups of four output rows of a 3×3 filter
+// with unit strides from the padded input rows x (p floats apart, p a
+// multiple of 16): o[(4g+q)·ld + j] = bias + Σ_r Σ_c w[3r+c]·x[(4g+q+r)·p
+// + j + c] for q < 4 and j < cols, the taps added in order. Every input
+// row read needs roundUp(cols, 32) + 16 readable floats. s is unused. It
+// needs AVX-512F (dw512).
+//
+//go:noescape
+func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
+
+// dw3s2x4 is dw3s1x4 for strides 2 on dwBandPlane's four sub-arrays, s
+// floats apart: sub(a, b) holds the padded input rows of parity a and
+// their columns of parity b, and o[(4g+q)·ld + j] = bias + Σ_r Σ_c
+// w[3r+c]·sub(r mod 2, c mod 2)[(4g+q+r/2)·p + j + c/2].
+//
+//go:noescape
+func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
+
+// dwPadRows512 is dwPadRows on zmm registers. It needs AVX-512F (dw512).
+//
+//go:noescape
+func dwPadRows512(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int)
+
+// dwSplitRows512 is dwSplitRows on zmm registers, except that it writes
+// exactly e[0, p) and o[0, p) of each row. It needs AVX-512F (dw512).
+//
+//go:noescape
+func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int)

@@ -41,3 +41,19 @@ func tr16(dst, src *[16]*float32, loadMask, storeMask int) {
 func copyRuns(dst, src unsafe.Pointer, taps *int, n int, ro, rd *int, nr int) {
 	panic("copyRuns: no assembly on this platform")
 }
+
+func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32) {
+	panic("dw3s1x4: no assembly on this platform")
+}
+
+func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32) {
+	panic("dw3s2x4: no assembly on this platform")
+}
+
+func dwPadRows512(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int) {
+	panic("dwPadRows512: no assembly on this platform")
+}
+
+func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int) {
+	panic("dwSplitRows512: no assembly on this platform")
+}

@@ -1,0 +1,480 @@
+#include "textflag.h"
+
+// Row-blocked 3×3 depthwise kernels on dwBandPlane's band layout (rows p
+// floats apart, p a multiple of 16). Four output rows of two vectors
+// (4 × 32 outputs) are summed at once: each input row is loaded once as
+// three aligned vectors and shifted in registers (VALIGND) for the taps
+// of columns 1 and 2, and serves every output row it is a tap row of. An
+// output still adds its taps in row-major order from the bias, one fused
+// multiply-add each, so the results are dwTapsAVX512's bit for bit.
+//
+// Registers: Z0..Z8 the weights, Z9 the bias, Z10..Z17 the accumulators
+// (output row q, vector v in Z10+2q+v), Z18..Z24 the current input row.
+
+// Broadcasts the nine weights at AX and the bias.
+#define WEIGHTS \
+	VBROADCASTSS (AX), Z0;   \
+	VBROADCASTSS 4(AX), Z1;  \
+	VBROADCASTSS 8(AX), Z2;  \
+	VBROADCASTSS 12(AX), Z3; \
+	VBROADCASTSS 16(AX), Z4; \
+	VBROADCASTSS 20(AX), Z5; \
+	VBROADCASTSS 24(AX), Z6; \
+	VBROADCASTSS 28(AX), Z7; \
+	VBROADCASTSS 32(AX), Z8; \
+	VBROADCASTSS bias+64(FP), Z9
+
+// Starts the eight accumulators from the bias.
+#define BIAS8 \
+	VMOVAPS Z9, Z10; \
+	VMOVAPS Z9, Z11; \
+	VMOVAPS Z9, Z12; \
+	VMOVAPS Z9, Z13; \
+	VMOVAPS Z9, Z14; \
+	VMOVAPS Z9, Z15; \
+	VMOVAPS Z9, Z16; \
+	VMOVAPS Z9, Z17
+
+// Unit stride: loads the 48 values of an input row from m (an address
+// operand and its two successors 64 and 128 bytes on) and shifts them:
+// Z18, Z21, Z22 are columns x, x+1, x+2 of vector 0; Z19, Z23, Z24 of
+// vector 1.
+#define ROW1(m0, m1, m2) \
+	VMOVUPS m0, Z18;              \
+	VMOVUPS m1, Z19;              \
+	VMOVUPS m2, Z20;              \
+	VALIGND $1, Z18, Z19, Z21;    \
+	VALIGND $2, Z18, Z19, Z22;    \
+	VALIGND $1, Z19, Z20, Z23;    \
+	VALIGND $2, Z19, Z20, Z24
+
+// Adds the current row's three taps with weights a, b, c into the
+// accumulators u (vector 0) and v (vector 1): Z18/Z19 the first tap,
+// Z21/Z23 the second, Z22/Z24 the third.
+#define TAPS3(a, b, c, u, v) \
+	VFMADD231PS Z18, a, u; \
+	VFMADD231PS Z19, a, v; \
+	VFMADD231PS Z21, b, u; \
+	VFMADD231PS Z23, b, v; \
+	VFMADD231PS Z22, c, u; \
+	VFMADD231PS Z24, c, v
+
+// Filter rows 0, 1, 2 of output row q (accumulators u, v).
+#define KR0(u, v) TAPS3(Z0, Z1, Z2, u, v)
+#define KR1(u, v) TAPS3(Z3, Z4, Z5, u, v)
+#define KR2(u, v) TAPS3(Z6, Z7, Z8, u, v)
+
+// Stores the eight accumulators under the masks ka (vector 0) and kb
+// (vector 1): output row q at DI + q·R10 bytes (AX the address of row 2).
+#define STORE8(ka, kb) \
+	LEAQ    (DI)(R10*2), AX;       \
+	VMOVUPS Z10, ka, (DI);         \
+	VMOVUPS Z11, kb, 64(DI);       \
+	VMOVUPS Z12, ka, (DI)(R10*1);  \
+	VMOVUPS Z13, kb, 64(DI)(R10*1); \
+	VMOVUPS Z14, ka, (AX);         \
+	VMOVUPS Z15, kb, 64(AX);       \
+	VMOVUPS Z16, ka, (AX)(R10*1);  \
+	VMOVUPS Z17, kb, 64(AX)(R10*1)
+
+// Stores a step: whole vectors, or the last step's masks (BX = 1).
+#define STORESTEP(last, next) \
+	CMPQ BX, $1;      \
+	JEQ  last;        \
+	STORE8(K1, K1);   \
+	JMP  next;        \
+last:                 \
+	STORE8(K3, K4);   \
+next:
+
+// Ends a step: stores it, moves on to the next step of the group (back
+// to step) or to the next group (back to group).
+#define STEPEND(last, next, step, group) \
+	STORESTEP(last, next);  \
+	ADDQ $128, SI;          \
+	ADDQ $128, DI;          \
+	DECQ BX;                \
+	JNZ  step;              \
+	LEAQ (R12)(R8*4), SI;   \
+	LEAQ (R13)(R10*4), DI;  \
+	DECQ CX;                \
+	JMP  group
+
+// Sets R11 to the 32-column steps of a row of cols+0(FP) columns, K1 to
+// all lanes and K3, K4 to the lanes of the last step's two vectors
+// (clobbers AX, BX, CX).
+#define STEPS \
+	MOVQ  cols+48(FP), R11; \
+	MOVQ  R11, CX;          \
+	ADDQ  $31, R11;         \
+	SHRQ  $5, R11;          \
+	MOVQ  R11, AX;          \
+	SHLQ  $5, AX;           \
+	SUBQ  $32, AX;          \
+	SUBQ  AX, CX;           \
+	MOVQ  $1, AX;           \
+	SHLQ  CX, AX;           \
+	DECQ  AX;               \
+	KMOVW AX, K3;           \
+	SHRQ  $16, AX;          \
+	KMOVW AX, K4;           \
+	MOVQ  $0xFFFF, AX;      \
+	KMOVW AX, K1
+
+// Loads the arguments common to both kernels: DI the output, SI the
+// input, R8 the input pitch (floats), R10 the output pitch (bytes), CX
+// the groups, and the weights, bias and step masks.
+#define ARGS \
+	MOVQ o+0(FP), DI;      \
+	MOVQ x+8(FP), SI;      \
+	MOVQ w+16(FP), AX;     \
+	MOVQ p+32(FP), R8;     \
+	WEIGHTS;               \
+	STEPS;                 \
+	MOVQ groups+56(FP), CX; \
+	MOVQ ld+40(FP), R10;   \
+	SHLQ $2, R10
+
+// func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
+//
+// For each of groups groups of four output rows (row 4g+q, q < 4, at
+// o + (4g+q)·ld) and each column j < cols of them: o[(4g+q)·ld + j] =
+// bias + Σ_r Σ_c w[3r+c]·x[(4g+q+r)·p + j + c]. The input is read in
+// 32-column steps: every row of x read needs roundUp(cols, 32) + 16
+// readable values. s is unused (the sub-array size of the strided form).
+TEXT ·dw3s1x4(SB), NOSPLIT, $0-68
+	ARGS
+	SHLQ $2, R8              // input row pitch in bytes
+	LEAQ (R8)(R8*2), R9      // three rows
+	LEAQ (R8)(R8*4), R14     // five rows
+
+s1group:
+	TESTQ CX, CX
+	JEQ   s1done
+	MOVQ  SI, R12
+	MOVQ  DI, R13
+	MOVQ  R11, BX
+
+s1step:
+	BIAS8
+	ROW1((SI), 64(SI), 128(SI))
+	KR0(Z10, Z11)
+	ROW1((SI)(R8*1), 64(SI)(R8*1), 128(SI)(R8*1))
+	KR1(Z10, Z11)
+	KR0(Z12, Z13)
+	ROW1((SI)(R8*2), 64(SI)(R8*2), 128(SI)(R8*2))
+	KR2(Z10, Z11)
+	KR1(Z12, Z13)
+	KR0(Z14, Z15)
+	ROW1((SI)(R9*1), 64(SI)(R9*1), 128(SI)(R9*1))
+	KR2(Z12, Z13)
+	KR1(Z14, Z15)
+	KR0(Z16, Z17)
+	ROW1((SI)(R8*4), 64(SI)(R8*4), 128(SI)(R8*4))
+	KR2(Z14, Z15)
+	KR1(Z16, Z17)
+	ROW1((SI)(R14*1), 64(SI)(R14*1), 128(SI)(R14*1))
+	KR2(Z16, Z17)
+	STEPEND(s1last, s1next, s1step, s1group)
+
+s1done:
+	VZEROUPPER
+	RET
+
+// Stride 2: loads an input row from its even columns at AX and its odd
+// columns at AX+DX: Z18, Z19 even columns of vectors 0 and 1, Z21, Z22
+// odd ones, Z23, Z24 the even ones one column on.
+#define ROW2 \
+	VMOVUPS (AX), Z18;         \
+	VMOVUPS 64(AX), Z19;       \
+	VMOVUPS 128(AX), Z20;      \
+	VMOVUPS (AX)(DX*1), Z21;   \
+	VMOVUPS 64(AX)(DX*1), Z22; \
+	VALIGND $1, Z18, Z19, Z23; \
+	VALIGND $1, Z19, Z20, Z24
+
+// Adds a row's taps (columns 0, 1, 2: even, odd, even one on) with
+// weights a, b, c into u and v.
+#define TAPS3S2(a, b, c, u, v) \
+	VFMADD231PS Z18, a, u; \
+	VFMADD231PS Z19, a, v; \
+	VFMADD231PS Z21, b, u; \
+	VFMADD231PS Z22, b, v; \
+	VFMADD231PS Z23, c, u; \
+	VFMADD231PS Z24, c, v
+
+#define S2KR0(u, v) TAPS3S2(Z0, Z1, Z2, u, v)
+#define S2KR1(u, v) TAPS3S2(Z3, Z4, Z5, u, v)
+#define S2KR2(u, v) TAPS3S2(Z6, Z7, Z8, u, v)
+
+// Loads padded input row i of the group (ROW2): sub-array row i/2 (at
+// rowaddr) of the even rows (i even) or of the odd rows, R14 bytes on.
+#define EVENROW(rowaddr) LEAQ rowaddr, AX; ROW2
+#define ODDROW(rowaddr) LEAQ rowaddr, AX; ADDQ R14, AX; ROW2
+
+// func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
+//
+// dw3s1x4 for stride 2 on dwBandPlane's four sub-arrays of s floats each
+// (even rows' even and odd columns, then odd rows' even and odd
+// columns): output i = bias + Σ_r Σ_c w[3r+c]·sub(r mod 2, c mod 2)[i +
+// (r/2)·p + c/2].
+TEXT ·dw3s2x4(SB), NOSPLIT, $0-68
+	ARGS
+	MOVQ s+24(FP), DX
+	SHLQ $2, DX              // sub-array size in bytes
+	LEAQ (DX)(DX*1), R14     // even rows to odd rows
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+
+s2group:
+	TESTQ CX, CX
+	JEQ   s2done
+	MOVQ  SI, R12
+	MOVQ  DI, R13
+	MOVQ  R11, BX
+
+s2step:
+	BIAS8
+	EVENROW((SI))
+	S2KR0(Z10, Z11)
+	ODDROW((SI))
+	S2KR1(Z10, Z11)
+	EVENROW((SI)(R8*1))
+	S2KR2(Z10, Z11)
+	S2KR0(Z12, Z13)
+	ODDROW((SI)(R8*1))
+	S2KR1(Z12, Z13)
+	EVENROW((SI)(R8*2))
+	S2KR2(Z12, Z13)
+	S2KR0(Z14, Z15)
+	ODDROW((SI)(R8*2))
+	S2KR1(Z14, Z15)
+	EVENROW((SI)(R9*1))
+	S2KR2(Z14, Z15)
+	S2KR0(Z16, Z17)
+	ODDROW((SI)(R9*1))
+	S2KR1(Z16, Z17)
+	EVENROW((SI)(R8*4))
+	S2KR2(Z16, Z17)
+	STEPEND(s2last, s2next, s2step, s2group)
+
+s2done:
+	VZEROUPPER
+	RET
+
+// Sets K1 to the first n lanes (n in CX, 0 ≤ n ≤ 16), clobbering AX.
+#define LANES(k) \
+	MOVQ  $1, AX; \
+	SHLQ  CX, AX; \
+	DECQ  AX;     \
+	KMOVW AX, k
+
+// Zeroes n floats from p (registers; p is advanced past them), sixteen
+// at a time and then the rest under a mask (K1 clobbered with AX, CX).
+#define ZERON(p, n, loop, tail, done) \
+	MOVQ n, CX;           \
+loop:                     \
+	CMPQ CX, $16;         \
+	JLT  tail;            \
+	VMOVUPS Z31, (p);     \
+	ADDQ $64, p;          \
+	SUBQ $16, CX;         \
+	JMP  loop;            \
+tail:                     \
+	TESTQ CX, CX;         \
+	JEQ   done;           \
+	LEAQ (p)(CX*4), BX;   \
+	LANES(K1);            \
+	VMOVUPS Z31, K1, (p); \
+	MOVQ BX, p;           \
+done:
+
+// func dwPadRows512(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int)
+//
+// dwPadRows on zmm registers: for each of rows rows, pre zeros, cols
+// values of the source row and post zeros, touching nothing else.
+TEXT ·dwPadRows512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVQ pre+40(FP), R11
+	MOVQ cols+48(FP), R12
+	MOVQ post+56(FP), R13
+	SHLQ $2, R8
+	SHLQ $2, R9
+	VPXORD Z31, Z31, Z31
+	// K2: the last cols mod 16 values of a row.
+	MOVQ R12, CX
+	ANDQ $15, CX
+	LANES(K2)
+	MOVQ R12, R14
+	ANDQ $-16, R14
+
+prow:
+	TESTQ R10, R10
+	JEQ   pdone
+	MOVQ  DI, DX
+	ZERON(DX, R11, ppre, ppret, pprez)
+	XORQ  AX, AX
+
+pvec:
+	CMPQ    AX, R14
+	JGE     ptail
+	VMOVUPS (SI)(AX*4), Z0
+	VMOVUPS Z0, (DX)(AX*4)
+	ADDQ    $16, AX
+	JMP     pvec
+
+ptail:
+	CMPQ      AX, R12
+	JGE       ppost
+	VMOVUPS.Z (SI)(AX*4), K2, Z0
+	VMOVUPS   Z0, K2, (DX)(AX*4)
+
+ppost:
+	LEAQ (DX)(R12*4), DX
+	ZERON(DX, R13, ppo, ppot, ppoz)
+	ADDQ R8, DI
+	ADDQ R9, SI
+	DECQ R10
+	JMP  prow
+
+pdone:
+	VZEROUPPER
+	RET
+
+// dwEvenOdd<>: the lane indices of the even values (0, 2, …, 30) and of
+// the odd values (1, 3, …, 31) of two vectors, for VPERMT2PS.
+DATA dwEvenOdd<>+0(SB)/4, $0
+DATA dwEvenOdd<>+4(SB)/4, $2
+DATA dwEvenOdd<>+8(SB)/4, $4
+DATA dwEvenOdd<>+12(SB)/4, $6
+DATA dwEvenOdd<>+16(SB)/4, $8
+DATA dwEvenOdd<>+20(SB)/4, $10
+DATA dwEvenOdd<>+24(SB)/4, $12
+DATA dwEvenOdd<>+28(SB)/4, $14
+DATA dwEvenOdd<>+32(SB)/4, $16
+DATA dwEvenOdd<>+36(SB)/4, $18
+DATA dwEvenOdd<>+40(SB)/4, $20
+DATA dwEvenOdd<>+44(SB)/4, $22
+DATA dwEvenOdd<>+48(SB)/4, $24
+DATA dwEvenOdd<>+52(SB)/4, $26
+DATA dwEvenOdd<>+56(SB)/4, $28
+DATA dwEvenOdd<>+60(SB)/4, $30
+DATA dwEvenOdd<>+64(SB)/4, $1
+DATA dwEvenOdd<>+68(SB)/4, $3
+DATA dwEvenOdd<>+72(SB)/4, $5
+DATA dwEvenOdd<>+76(SB)/4, $7
+DATA dwEvenOdd<>+80(SB)/4, $9
+DATA dwEvenOdd<>+84(SB)/4, $11
+DATA dwEvenOdd<>+88(SB)/4, $13
+DATA dwEvenOdd<>+92(SB)/4, $15
+DATA dwEvenOdd<>+96(SB)/4, $17
+DATA dwEvenOdd<>+100(SB)/4, $19
+DATA dwEvenOdd<>+104(SB)/4, $21
+DATA dwEvenOdd<>+108(SB)/4, $23
+DATA dwEvenOdd<>+112(SB)/4, $25
+DATA dwEvenOdd<>+116(SB)/4, $27
+DATA dwEvenOdd<>+120(SB)/4, $29
+DATA dwEvenOdd<>+124(SB)/4, $31
+GLOBL dwEvenOdd<>(SB), RODATA, $128
+
+// func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int)
+//
+// dwSplitRows on zmm registers, writing exactly e[0, p) and o[0, p) of
+// each row (no zeros past p).
+TEXT ·dwSplitRows512(SB), NOSPLIT, $0-96
+	MOVQ e+0(FP), DI
+	MOVQ o+8(FP), SI
+	MOVQ ld+16(FP), R8
+	MOVQ x+24(FP), DX
+	MOVQ ldx+32(FP), R9
+	MOVQ rows+40(FP), R10
+	SHLQ $2, R8
+	SHLQ $2, R9
+	VPXORD  Z31, Z31, Z31
+	LEAQ    dwEvenOdd<>(SB), AX
+	VMOVUPS (AX), Z29
+	VMOVUPS 64(AX), Z30
+	// K5, K6: the loaded lanes of the last pairs mod 16 pairs' two
+	// vectors; K7 the pairs stored.
+	MOVQ pairs+72(FP), CX
+	ANDQ $15, CX
+	LANES(K7)
+	SHLQ $1, CX
+	MOVQ CX, BX
+	CMPQ CX, $16
+	JLE  2(PC)
+	MOVQ $16, CX
+	LANES(K5)
+	SUBQ CX, BX
+	MOVQ BX, CX
+	LANES(K6)
+
+srow:
+	TESTQ R10, R10
+	JEQ   sdone
+	// Zeros in e[0, p) and o[0, p).
+	MOVQ DI, R11
+	ZERON(R11, p+48(FP), sze, szet, szez)
+	MOVQ SI, R11
+	ZERON(R11, p+48(FP), szo, szot, szoz)
+	MOVQ lo+56(FP), R11
+	LEAQ (DI)(R11*4), R12     // e + lo
+	LEAQ (SI)(R11*4), R11     // o + lo
+	MOVQ off+64(FP), R13
+	LEAQ (DX)(R13*4), R13     // x + off
+	MOVQ pairs+72(FP), R14
+	ANDQ $-16, R14
+	XORQ AX, AX
+
+svec:
+	CMPQ        AX, R14
+	JGE         stl
+	VMOVUPS     (R13)(AX*8), Z0
+	VMOVUPS     64(R13)(AX*8), Z1
+	VMOVAPS     Z0, Z2
+	VPERMT2PS   Z1, Z29, Z2
+	VPERMT2PS   Z1, Z30, Z0
+	VMOVUPS     Z2, (R12)(AX*4)
+	VMOVUPS     Z0, (R11)(AX*4)
+	ADDQ        $16, AX
+	JMP         svec
+
+stl:
+	CMPQ        AX, pairs+72(FP)
+	JGE         sfix
+	VMOVUPS.Z   (R13)(AX*8), K5, Z0
+	VMOVUPS.Z   64(R13)(AX*8), K6, Z1
+	VMOVAPS     Z0, Z2
+	VPERMT2PS   Z1, Z29, Z2
+	VPERMT2PS   Z1, Z30, Z0
+	VMOVUPS     Z2, K7, (R12)(AX*4)
+	VMOVUPS     Z0, K7, (R11)(AX*4)
+
+sfix:
+	CMPQ head+80(FP), $0
+	JEQ  stail
+	MOVL (DX), BX
+	MOVL BX, -4(R11)
+
+stail:
+	MOVQ tail+88(FP), BX
+	CMPQ BX, $0
+	JLT  snext
+	MOVL (DX)(BX*4), BX
+	MOVQ pairs+72(FP), CX
+	MOVL BX, (R12)(CX*4)
+
+snext:
+	ADDQ R8, DI
+	ADDQ R8, SI
+	ADDQ R9, DX
+	DECQ R10
+	JMP  srow
+
+sdone:
+	VZEROUPPER
+	RET
