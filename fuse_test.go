@@ -149,6 +149,29 @@ func TestFusedChains(t *testing.T) {
 	// as rows; 7×7 planes: the positions as rows.
 	_, convSE := pointwise(3, 40, 1, 1)
 	cvSmall, convSmall := pointwise(2, 64, 7, 7)
+	// depthwise is a biased depthwise kk×kk convolution with stride st
+	// and pads kk/2 of c channels of h×w: planes of more than 400
+	// outputs run in bands (3×3 on the row-blocked kernels), smaller
+	// ones sixteen channels at a time.
+	depthwise := func(c, h, w, kk, st int64) ([]int64, producer) {
+		p := kk / 2
+		shape := []int64{1, c, (h+2*p-kk)/st + 1, (w+2*p-kk)/st + 1}
+		return shape, func(k *kgraph) (ir.TensorID, []int64) {
+			x := k.input("x", f32, 1, c, h, w)
+			wt := k.constant("w", vals(int(c*kk*kk)), c, 1, kk, kk)
+			b := k.constant("b", vals(int(c)), c)
+			at := ir.Attrs{
+				"group":   {Kind: ir.AttrInt, Int: c},
+				"pads":    {Kind: ir.AttrInts, Ints: []int64{p, p, p, p}},
+				"strides": {Kind: ir.AttrInts, Ints: []int64{st, st}},
+			}
+			return k.node("Conv", at, []ir.TensorID{x, wt, b}, f32, shape...), shape
+		}
+	}
+	_, convDW := depthwise(20, 27, 30, 3, 1)
+	_, convDW2 := depthwise(18, 45, 38, 3, 2)
+	_, convDW5 := depthwise(5, 25, 26, 5, 1)
+	_, convDWSmall := depthwise(20, 9, 9, 3, 1)
 	clip := func(k *kgraph, y ir.TensorID, s []int64) ir.TensorID {
 		lo, hi := k.constant("lo", []float32{-0.5}), k.constant("hi", []float32{0.75})
 		return k.node("Clip", nil, []ir.TensorID{y, lo, hi}, f32, s...)
@@ -223,6 +246,21 @@ func TestFusedChains(t *testing.T) {
 			a := k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
 			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
 		}, 2, cvSmall},
+		// Depthwise planes are clamped by the kernels that store them,
+		// or after them.
+		{"depthwise clip", convDW, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return clip(k, y, s)
+		}, 1, nil},
+		{"depthwise s2 relu", convDW2, un("Relu", nil), 1, nil},
+		{"depthwise 5x5 clip", convDW5, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return clip(k, y, s)
+		}, 1, nil},
+		{"depthwise small planes clip", convDWSmall, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return clip(k, y, s)
+		}, 1, nil},
+		{"depthwise clip scale", convDW2, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Mul", nil, []ir.TensorID{clip(k, y, s), k.constant("half", []float32{0.5})}, f32, s...)
+		}, 2, nil},
 		{"conv 1x1 residual", convPoint, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
 			return k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
 		}, 1, cvPoint},

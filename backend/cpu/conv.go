@@ -55,7 +55,8 @@ type convKernel struct {
 	fuse *fused // an epilogue applied block by block, or nil
 	// lim, when set, clamps the output as the GEMM kernels store it after
 	// the last k slice: a Relu or Clip taken from the head of the
-	// epilogue's chain (not for depthwise convolutions).
+	// epilogue's chain. Depthwise planes are clamped by their kernels or
+	// after each plane (clampOut).
 	lim *[2]float32
 	// res, when not 0, is 1 + the index of the epilogue activation that
 	// the GEMM kernels add to the output as they store it after the last
@@ -304,8 +305,9 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 		for it := share * groups / int(a[1]); it < (share+1)*groups/int(a[1]); it++ {
 			n, c0 := it/per, it%per*dwcLanes
 			k.dwcGroup(x, y, wt, bias, buf, n, c0)
+			p := n*k.m + c0
+			k.clampOut(y[p*k.outSp : (p+min(dwcLanes, k.m-c0))*k.outSp])
 			if k.fuse != nil {
-				p := n*k.m + c0
 				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+min(dwcLanes, k.m-c0), 0, k.outSp)
 			}
 		}

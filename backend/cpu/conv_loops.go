@@ -423,16 +423,38 @@ func (k *convKernel) im2colPanel(d, x []float32, j0, cols, k0, kb int) {
 // into one output plane y. Filters of at most dwMaxK × dwMaxK without
 // dilation on a 1-D or 2-D input take depthwise2D; any other geometry goes
 // row by row through depthwiseRow.
+// A clamp moved into the convolution (k.lim) is applied to the plane
+// by the kernels that store it, or after them.
 func (k *convKernel) depthwisePlane(y, x, wt []float32, bias float32, buf []float32) {
-	if k.dwFast() {
-		k.depthwise2D(y, x, wt, bias, buf)
-		return
-	}
-	for od := 0; od < k.out[0]; od++ {
-		for oh := 0; oh < k.out[1]; oh++ {
-			k.depthwiseRow(y[(od*k.out[1]+oh)*k.out[2]:][:k.out[2]], x, wt, od, oh, bias)
+	switch {
+	case k.dwFast() && dwAsm && len(buf) > 0:
+		// buf is there only for dwBandPlane (see dwPaddedFloats).
+		if k.dwBandPlane(y, x, wt, bias, buf) {
+			return
+		}
+	case k.dwFast():
+		k.depthwise2D(y, x, wt, bias)
+	default:
+		for od := 0; od < k.out[0]; od++ {
+			for oh := 0; oh < k.out[1]; oh++ {
+				k.depthwiseRow(y[(od*k.out[1]+oh)*k.out[2]:][:k.out[2]], x, wt, od, oh, bias)
+			}
 		}
 	}
+	k.clampOut(y)
+}
+
+// clampOut clamps y to k.lim where it is set, as the Clip kernels do.
+func (k *convKernel) clampOut(y []float32) {
+	if k.lim == nil {
+		return
+	}
+	n := 0
+	if clampAsm {
+		clipAVX2(y, y, k.lim[0], k.lim[1])
+		n = len(y) &^ 7
+	}
+	clampLoop(y[n:], y[n:], k.lim[0], k.lim[1])
 }
 
 // depthwiseRow computes output row (od, oh) of one depthwise plane: every
@@ -572,7 +594,10 @@ func dwPaddedFloats(k *convKernel) int {
 // are copied out. The columns between the rows of the flat layout (and
 // past the band) are computed too, from zeros or neighbouring values,
 // and discarded.
-func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32) {
+//
+// It reports whether it clamped the plane to k.lim (the row-blocked 3×3
+// kernels do as they store).
+func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32) (clamped bool) {
 	g, _ := k.dwBands()
 	H, W := k.in[1], k.in[2]
 	OH, OW := k.out[1], k.out[2]
@@ -659,12 +684,16 @@ func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32
 			if sh == 2 {
 				kern = dw3s2x4
 			}
+			var lim *float32
+			if k.lim != nil {
+				lim, clamped = &k.lim[0], true
+			}
 			full := rb / 4
 			if full > 0 {
-				kern(&y[oh0*OW], &buf[0], &wt[0], S, P, OW, OW, full, bias)
+				kern(&y[oh0*OW], &buf[0], &wt[0], S, P, OW, OW, full, lim, bias)
 			}
 			if r := rb - 4*full; r > 0 {
-				kern(&out[0], &buf[4*full*P], &wt[0], S, P, P, OW, 1, bias)
+				kern(&out[0], &buf[4*full*P], &wt[0], S, P, P, OW, 1, lim, bias)
 				zeroPadRows(&y[(oh0+4*full)*OW], OW, &out[0], P, r, 0, OW, 0)
 			}
 			continue
@@ -677,6 +706,7 @@ func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32
 		}
 		zeroPadRows(&y[oh0*OW], OW, &out[0], P, rb, 0, OW, 0)
 	}
+	return clamped
 }
 
 // dwMaxK is the largest filter side that depthwise2D takes.
@@ -700,17 +730,12 @@ func (k *convKernel) dwFast() bool {
 // dw3x3s2 for the common 3×3 filters, dwBlock for the others); the border
 // pixels of those rows are summed one by one with checks, and the border
 // rows go through depthwiseRow.
-func (k *convKernel) depthwise2D(y, x, wt []float32, bias float32, buf []float32) {
+func (k *convKernel) depthwise2D(y, x, wt []float32, bias float32) {
 	H, W := k.in[1], k.in[2]
 	OH, OW := k.out[1], k.out[2]
 	KH, KW := k.kern[1], k.kern[2]
 	sh, sw := k.stride[1], k.stride[2]
 	ph, pw := k.pad[1], k.pad[2]
-	if dwAsm && len(buf) > 0 {
-		// buf is there only for dwBandPlane (see dwPaddedFloats).
-		k.dwBandPlane(y, x, wt, bias, buf)
-		return
-	}
 	wt = wt[:KH*KW]
 	// Interior columns: 0 <= ow·sw − pw and ow·sw − pw + KW <= W.
 	lo := min(ceilDiv(pw, sw), OW)

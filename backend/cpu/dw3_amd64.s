@@ -22,7 +22,7 @@
 	VBROADCASTSS 24(AX), Z6; \
 	VBROADCASTSS 28(AX), Z7; \
 	VBROADCASTSS 32(AX), Z8; \
-	VBROADCASTSS bias+64(FP), Z9
+	VBROADCASTSS bias+72(FP), Z9
 
 // Starts the eight accumulators from the bias.
 #define BIAS8 \
@@ -77,8 +77,33 @@
 	VMOVUPS Z16, ka, (AX)(R10*1);  \
 	VMOVUPS Z17, kb, 64(AX)(R10*1)
 
-// Stores a step: whole vectors, or the last step's masks (BX = 1).
-#define STORESTEP(last, next) \
+// Clamps the eight accumulators to [Z25, Z26] as the GEMM kernels do
+// (a NaN passes) when lim is set.
+#define CLAMP8(skip) \
+	CMPQ   lim+64(FP), $0; \
+	JEQ    skip;           \
+	VMAXPS Z10, Z25, Z10;  \
+	VMAXPS Z11, Z25, Z11;  \
+	VMAXPS Z12, Z25, Z12;  \
+	VMAXPS Z13, Z25, Z13;  \
+	VMAXPS Z14, Z25, Z14;  \
+	VMAXPS Z15, Z25, Z15;  \
+	VMAXPS Z16, Z25, Z16;  \
+	VMAXPS Z17, Z25, Z17;  \
+	VMINPS Z10, Z26, Z10;  \
+	VMINPS Z11, Z26, Z11;  \
+	VMINPS Z12, Z26, Z12;  \
+	VMINPS Z13, Z26, Z13;  \
+	VMINPS Z14, Z26, Z14;  \
+	VMINPS Z15, Z26, Z15;  \
+	VMINPS Z16, Z26, Z16;  \
+	VMINPS Z17, Z26, Z17;  \
+skip:
+
+// Stores a step (clamped when lim is set): whole vectors, or the last
+// step's masks (BX = 1).
+#define STORESTEP(last, next, skip) \
+	CLAMP8(skip);     \
 	CMPQ BX, $1;      \
 	JEQ  last;        \
 	STORE8(K1, K1);   \
@@ -89,8 +114,8 @@ next:
 
 // Ends a step: stores it, moves on to the next step of the group (back
 // to step) or to the next group (back to group).
-#define STEPEND(last, next, step, group) \
-	STORESTEP(last, next);  \
+#define STEPEND(last, next, skip, step, group) \
+	STORESTEP(last, next, skip); \
 	ADDQ $128, SI;          \
 	ADDQ $128, DI;          \
 	DECQ BX;                \
@@ -123,7 +148,7 @@ next:
 
 // Loads the arguments common to both kernels: DI the output, SI the
 // input, R8 the input pitch (floats), R10 the output pitch (bytes), CX
-// the groups, and the weights, bias and step masks.
+// the groups, and the weights, bias, step masks and clamp bounds.
 #define ARGS \
 	MOVQ o+0(FP), DI;      \
 	MOVQ x+8(FP), SI;      \
@@ -133,16 +158,22 @@ next:
 	STEPS;                 \
 	MOVQ groups+56(FP), CX; \
 	MOVQ ld+40(FP), R10;   \
-	SHLQ $2, R10
+	SHLQ $2, R10;          \
+	MOVQ lim+64(FP), AX;   \
+	TESTQ AX, AX;          \
+	JEQ  3(PC);            \
+	VBROADCASTSS (AX), Z25; \
+	VBROADCASTSS 4(AX), Z26
 
-// func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
+// func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, lim *float32, bias float32)
 //
 // For each of groups groups of four output rows (row 4g+q, q < 4, at
 // o + (4g+q)·ld) and each column j < cols of them: o[(4g+q)·ld + j] =
 // bias + Σ_r Σ_c w[3r+c]·x[(4g+q+r)·p + j + c]. The input is read in
 // 32-column steps: every row of x read needs roundUp(cols, 32) + 16
 // readable values. s is unused (the sub-array size of the strided form).
-TEXT ·dw3s1x4(SB), NOSPLIT, $0-68
+// With lim set, the outputs are clamped to [lim[0], lim[1]] as stored.
+TEXT ·dw3s1x4(SB), NOSPLIT, $0-76
 	ARGS
 	SHLQ $2, R8              // input row pitch in bytes
 	LEAQ (R8)(R8*2), R9      // three rows
@@ -175,7 +206,7 @@ s1step:
 	KR1(Z16, Z17)
 	ROW1((SI)(R14*1), 64(SI)(R14*1), 128(SI)(R14*1))
 	KR2(Z16, Z17)
-	STEPEND(s1last, s1next, s1step, s1group)
+	STEPEND(s1last, s1next, s1noclamp, s1step, s1group)
 
 s1done:
 	VZEROUPPER
@@ -212,13 +243,13 @@ s1done:
 #define EVENROW(rowaddr) LEAQ rowaddr, AX; ROW2
 #define ODDROW(rowaddr) LEAQ rowaddr, AX; ADDQ R14, AX; ROW2
 
-// func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
+// func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, lim *float32, bias float32)
 //
 // dw3s1x4 for stride 2 on dwBandPlane's four sub-arrays of s floats each
 // (even rows' even and odd columns, then odd rows' even and odd
 // columns): output i = bias + Σ_r Σ_c w[3r+c]·sub(r mod 2, c mod 2)[i +
 // (r/2)·p + c/2].
-TEXT ·dw3s2x4(SB), NOSPLIT, $0-68
+TEXT ·dw3s2x4(SB), NOSPLIT, $0-76
 	ARGS
 	MOVQ s+24(FP), DX
 	SHLQ $2, DX              // sub-array size in bytes
@@ -256,7 +287,7 @@ s2step:
 	S2KR1(Z16, Z17)
 	EVENROW((SI)(R8*4))
 	S2KR2(Z16, Z17)
-	STEPEND(s2last, s2next, s2step, s2group)
+	STEPEND(s2last, s2next, s2noclamp, s2step, s2group)
 
 s2done:
 	VZEROUPPER

@@ -78,10 +78,11 @@ func copyRuns(dst, src unsafe.Pointer, taps *int, n int, ro, rd *int, nr int)
 // multiple of 16): o[(4g+q)·ld + j] = bias + Σ_r Σ_c w[3r+c]·x[(4g+q+r)·p
 // + j + c] for q < 4 and j < cols, the taps added in order. Every input
 // row read needs roundUp(cols, 32) + 16 readable floats. s is unused. It
-// needs AVX-512F (dw512).
+// needs AVX-512F (dw512). With lim not nil, the outputs are clamped to
+// [lim[0], lim[1]] as they are stored, as the GEMM kernels do.
 //
 //go:noescape
-func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
+func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, lim *float32, bias float32)
 
 // dw3s2x4 is dw3s1x4 for strides 2 on dwBandPlane's four sub-arrays, s
 // floats apart: sub(a, b) holds the padded input rows of parity a and
@@ -89,7 +90,7 @@ func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
 // w[3r+c]·sub(r mod 2, c mod 2)[(4g+q+r/2)·p + j + c/2].
 //
 //go:noescape
-func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32)
+func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, lim *float32, bias float32)
 
 // dwPadRows512 is dwPadRows on zmm registers. It needs AVX-512F (dw512).
 //

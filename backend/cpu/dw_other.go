@@ -42,11 +42,11 @@ func copyRuns(dst, src unsafe.Pointer, taps *int, n int, ro, rd *int, nr int) {
 	panic("copyRuns: no assembly on this platform")
 }
 
-func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32) {
+func dw3s1x4(o, x, w *float32, s, p, ld, cols, groups int, lim *float32, bias float32) {
 	panic("dw3s1x4: no assembly on this platform")
 }
 
-func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, bias float32) {
+func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, lim *float32, bias float32) {
 	panic("dw3s2x4: no assembly on this platform")
 }
 

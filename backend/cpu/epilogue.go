@@ -667,6 +667,10 @@ func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
 				f.res, ep = r+1, rest
 			}
 			f.lim, ep = ep.splitClamp()
+		default:
+			// Depthwise planes are clamped as the row-blocked kernels
+			// store them, or right after each plane or group.
+			f.lim, ep = ep.splitClamp()
 		}
 		f.fuse = newFused(ep, nin, threads)
 		return &f, true
