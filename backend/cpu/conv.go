@@ -69,6 +69,8 @@ type convKernel struct {
 	owRows int
 
 	pro *prologue // applied to the input while packing it (pointwise only), or nil
+
+	wg *winograd // the Winograd F(2×2, 3×3) path (winograd.go), or nil
 }
 
 // Blocking of the convolution product (see convKernel). A worker's packed
@@ -163,6 +165,9 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 			return k, int64(k.tOff+roundUp(k.outSp*k.m, alignment/4)) * 4, nil
 		}
 		return k, int64(roundUp(packedASize(k.nb, k.kdim), alignment/4)) * 4, nil
+	}
+	if k.winogradFits(wt.IsConst()) {
+		return k, int64(k.buildWinograd(constSrc(wt), c.threads)) * 4, nil
 	}
 	k.aSize = packedASize(k.mg, k.kdim)
 	// Even k slices: 300 deep is two of 150, not 256 and 44.
@@ -261,6 +266,10 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.outSp == 0 || k.nb == 0 {
 		return
 	}
+	if k.wg != nil {
+		k.runWinograd(w, in, out, scratch)
+		return
+	}
 	if k.tPath {
 		k.runT(w, in, out, scratch)
 		return
@@ -290,6 +299,10 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	var bias []float32
 	if k.hasBias {
 		bias = f32s(in[2])
+	}
+	if a[0] >= phaseWgIn {
+		k.wgRange(in, out, scratch, a, lo, hi)
+		return
 	}
 	switch a[0] {
 	case phaseT:

@@ -68,6 +68,28 @@ func im2colPadRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols, 
 	}
 }
 
+// splitGeom is how dwSplitRows splits a row of cols values with pre
+// zeros before it into halves of h floats (see dwSplitRows): stored
+// column j holds padded columns 2j (even half) and 2j+1 (odd half);
+// columns [lo, lo+pairs) take both from the row, from its column off, and
+// at most one more value goes on each side (head, tail).
+type splitGeom struct{ lo, off, pairs, head, tail int }
+
+// splitRowGeom is the splitGeom of a row of cols values after pre zeros,
+// in halves of h floats.
+func splitRowGeom(pre, cols, h int) splitGeom {
+	g := splitGeom{lo: min((pre+1)/2, h), tail: -1}
+	hi := max(g.lo, min((cols+pre)/2, h))
+	g.off, g.pairs = 2*g.lo-pre, hi-g.lo
+	if pre%2 == 1 && (pre+1)/2 <= h {
+		g.head = 1 // odd column lo−1 is the row's column 0
+	}
+	if (cols+pre)%2 == 1 && (cols+pre)/2 < h {
+		g.tail = cols - 1 // even column lo+pairs is the row's last column
+	}
+	return g
+}
+
 // zeroPadRows is dwPadRows, on zmm registers where they exist.
 func zeroPadRows(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int) {
 	if dw512 {
@@ -98,19 +120,10 @@ func im2colSplitRows(dst []float32, ldd int, src []float32, lds, rows, pre, cols
 		// zeroes whole vectors past each half; that lands in the next
 		// half or row, written after it, or in the slack after the
 		// padded area.
-		lo := min((pre+1)/2, h)
-		hi := max(lo, min((cols+pre)/2, h))
-		off, pairs := 2*lo-pre, hi-lo
-		head, tail := 0, -1
-		if pre%2 == 1 && (pre+1)/2 <= h {
-			head = 1 // odd column lo−1 is source column 0
-		}
-		if (cols+pre)%2 == 1 && (cols+pre)/2 < h {
-			tail = cols - 1 // even column hi is the last source column
-		}
+		sg := splitRowGeom(pre, cols, h)
 		_ = dst[(rows-1)*ldd+pw-1]
 		_ = src[(rows-1)*lds+cols-1]
-		splitRows(&dst[0], &dst[h], ldd, &src[0], lds, rows, h, lo, off, pairs, head, tail)
+		splitRows(&dst[0], &dst[h], ldd, &src[0], lds, rows, h, sg.lo, sg.off, sg.pairs, sg.head, sg.tail)
 		return
 	}
 	for i := range rows {
@@ -634,18 +647,9 @@ func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32
 	// Stride 2 along rows: stored column j holds padded columns 2j and
 	// 2j+1; columns [lo, lo+pairs) take both from the input row, from
 	// its column off, and at most one more value on each side.
-	var lo, off, pairs, head, tail int
+	var sg splitGeom
 	if sw == 2 {
-		lo = min((pw+1)/2, P)
-		hi := max(lo, min((W+pw)/2, P))
-		off, pairs = 2*lo-pw, hi-lo
-		if pw%2 == 1 && (pw+1)/2 <= P {
-			head = 1 // odd column lo−1 is input column 0
-		}
-		tail = -1
-		if (W+pw)%2 == 1 && (W+pw)/2 < P {
-			tail = W - 1 // even column hi is the last input column
-		}
+		sg = splitRowGeom(pw, W, P)
 	}
 	for oh0 := 0; oh0 < OH; oh0 += g.rows {
 		rb := min(g.rows, OH-oh0)
@@ -672,7 +676,7 @@ func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32
 				zeroPadRows(&buf[a+j0*P], P, &src[0], sh*W, j1-j0, pre, cols, post)
 				continue
 			}
-			splitRows(&buf[a+j0*P], &buf[a+S+j0*P], P, &src[0], sh*W, j1-j0, P, lo, off, pairs, head, tail)
+			splitRows(&buf[a+j0*P], &buf[a+S+j0*P], P, &src[0], sh*W, j1-j0, P, sg.lo, sg.off, sg.pairs, sg.head, sg.tail)
 		}
 		// Whole vectors of 16 (or two of 8): the columns past the band
 		// are discarded.

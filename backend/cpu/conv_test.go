@@ -368,6 +368,11 @@ func randQuarters(n int) []float32 {
 // TestConvScratchBounded checks that the scratch of a large convolution is
 // a few packed blocks per worker, not a whole im2col matrix.
 func TestConvScratchBounded(t *testing.T) {
+	// The Winograd path bounds its scratch otherwise
+	// (TestWinogradScratchBounded).
+	saved := winogradOn
+	winogradOn = false
+	defer func() { winogradOn = saved }()
 	for _, c := range []struct {
 		name                     string
 		ch, h, m, k, stride, pad int64

@@ -574,7 +574,7 @@ const overwriteTemp = 32 << 10
 func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp int, ok bool) {
 	switch k := k.(type) {
 	case *convKernel:
-		if k.fuse != nil || ep.rowLen != k.outSp || k.depthwise || k.outSp == 0 || k.nb == 0 || k.wT != nil {
+		if k.fuse != nil || ep.rowLen != k.outSp || k.depthwise || k.outSp == 0 || k.nb == 0 || k.wT != nil || k.wg != nil {
 			return nil, 0, false
 		}
 		f := *k
@@ -658,9 +658,10 @@ func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
 		}
 		f := *k
 		switch {
-		case k.tPath:
-			// The kernels store a transposed output: a clamp may run
-			// there, a residual of the output's layout may not.
+		case k.tPath, k.wg != nil:
+			// The kernels store a transposed output, or the Winograd
+			// products: a clamp may run as the output is stored, a
+			// residual of its layout may not.
 			f.lim, ep = ep.splitClamp()
 		case !k.depthwise:
 			if r, rest := ep.splitResidual(); r >= 0 {

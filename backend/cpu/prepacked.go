@@ -22,14 +22,22 @@ func (k *matmulKernel) Prepacked(i int) bool {
 }
 
 // Prepacked reports whether input i, the weights, is held packed (as
-// the product's A, or transposed as its B).
-func (k *convKernel) Prepacked(i int) bool { return i == 1 && (k.wPre != nil || k.wT != nil) }
+// the product's A, transposed as its B, or transformed for Winograd).
+func (k *convKernel) Prepacked(i int) bool {
+	return i == 1 && (k.wPre != nil || k.wT != nil || k.wg != nil)
+}
 
 // PackedBytes is the size of the packed operands.
 func (k *matmulKernel) PackedBytes() int64 { return 4 * int64(len(k.aPre)+len(k.bPre)) }
 
 // PackedBytes is the size of the packed weights.
-func (k *convKernel) PackedBytes() int64 { return 4 * int64(len(k.wPre)+len(k.wT)) }
+func (k *convKernel) PackedBytes() int64 {
+	n := len(k.wPre) + len(k.wT)
+	if k.wg != nil {
+		n += len(k.wg.u)
+	}
+	return 4 * int64(n)
+}
 
 // ByteReader is implemented by kernels that only copy some inputs byte
 // by byte: such an input may sit at any address, so a runtime can hand

@@ -1,0 +1,289 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Winograd convolution F(2×2, 3×3).
+//
+// A 3×3 convolution with unit strides computes each 2×2 tile of outputs
+// from the 4×4 patch of (padded) input under it as Aᵀ·[(G·g·Gᵀ) ⊙
+// (Bᵀ·d·B)]·A, with
+//
+//	Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1]
+//	G  = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1]
+//	Aᵀ = [1 1 1 0; 0 1 −1 −1]
+//
+// Summed over the input channels, the element-wise products become 16
+// matrix products, one per position ξ = 4v+u of the 4×4 transforms:
+// M_ξ = U_ξ·V_ξ, with U_ξ (output channels × input channels) the
+// transformed filters and V_ξ (input channels × tiles) the transformed
+// input. That is 16 multiply-adds per tile and channel pair where the
+// direct product takes 36: 2.25 times fewer.
+//
+// A run, image by image, has three parallel phases. The input transform
+// (wgIn, sixteen tiles of a tile row at a time) writes every V_ξ; the
+// sixteen products run on the GEMM kernels with V_ξ as their unpacked B
+// operand; the output transform (wgOut) adds the bias, clamps, and writes
+// the outputs. The results differ from the direct product's by rounding
+// only; a run is still the same bit for bit whatever the threads, and the
+// epilogue sees the same values fused or not.
+
+// winogradOn lets convolutions take the Winograd path where they fit;
+// tests clear it to compare with the direct product.
+var winogradOn = true
+
+// wgMinChannels is the fewest input and output channels a convolution
+// needs for the Winograd path: below, the transforms outweigh the
+// products they save.
+const wgMinChannels = 32
+
+// wgBlockFloats bounds the transformed input and products of one block of
+// tiles, in floats (1 MiB): a run goes through the tiles block by block,
+// so that the scratch stays bounded whatever the image size.
+const wgBlockFloats = 1 << 18
+
+// wgMaxTileRow bounds the tiles of a tile row (wider outputs take the
+// direct product), which bounds the split input rows.
+const wgMaxTileRow = 2048
+
+// winograd is the Winograd state of a convolution kernel.
+type winograd struct {
+	u      []float32 // the 16 transformed filters, packed as GEMM A operands (uSize floats each)
+	uSize  int
+	tw, th int // tiles per row, tile rows
+	t      int // tiles
+	tb     int // tiles of a full block, a multiple of 16
+	p      int // floats of a half (even or odd columns) of a split input row
+	rows   int // split padded input rows of a block
+	// Scratch, in floats: V (16 × c × tb), M (16 × m × tb), the packed B
+	// tails (16 × tail), then each worker's split rows.
+	vOff, mOff, tOff, sOff int
+	tail                   int
+}
+
+// winogradFits reports whether k runs as Winograd F(2×2, 3×3): a 2-D 3×3
+// convolution with unit strides and dilations, one group, constant
+// weights and enough channels, on a machine with the AVX-512 kernels.
+func (k *convKernel) winogradFits(constW bool) bool {
+	return winogradOn && dw512 && useAVX512Kernel && constW && k.g == 1 && !k.depthwise &&
+		k.in[0] == 1 && k.kern == [3]int{1, 3, 3} && k.stride == [3]int{1, 1, 1} && k.dil == [3]int{1, 1, 1} &&
+		k.pad[1] >= 0 && k.pad[2] >= 0 && k.out[1] >= 2 && k.out[2] >= 2 && ceilDiv(k.out[2], 2) <= wgMaxTileRow &&
+		k.c >= wgMinChannels && k.m >= wgMinChannels && 16*(k.c+k.m)*16 <= wgBlockFloats && k.pro == nil
+}
+
+// buildWinograd sets k.wg from the weights w and returns the scratch, in
+// floats, that a run on threads workers takes.
+func (k *convKernel) buildWinograd(w f32src, threads int) int {
+	g := &winograd{tw: ceilDiv(k.out[2], 2), th: ceilDiv(k.out[1], 2)}
+	g.t = g.tw * g.th
+	// Equal blocks of whole vectors of tiles, as large as the bound
+	// allows.
+	most := max(16, wgBlockFloats/(16*(k.c+k.m))/16*16)
+	g.tb = roundUp(ceilDiv(g.t, ceilDiv(g.t, most)), 16)
+	g.p = roundUp(g.tw+1, 16)
+	// A block spans at most tb/tw + 2 tile rows.
+	g.rows = 2*min(g.th, g.tb/g.tw+2) + 2
+	g.uSize = packedASize(k.m, k.c)
+	g.u = make([]float32, 16*g.uSize)
+	// U_ξ = G·g·Gᵀ for every filter, one ξ at a time in tmp (m × c).
+	tmp := make([]float32, k.m*k.c)
+	var f [9]float32
+	var gg [4][3]float32 // G·g
+	for xi := 0; xi < 16; xi++ {
+		v, u := xi/4, xi%4
+		for i := 0; i < k.m*k.c; i++ {
+			for t := range f {
+				f[t] = w.at(i*9 + t)
+			}
+			for r := 0; r < 3; r++ {
+				gg[0][r], gg[1][r], gg[2][r], gg[3][r] = wgG(f[r], f[3+r], f[6+r])
+			}
+			var out [4]float32
+			out[0], out[1], out[2], out[3] = wgG(gg[v][0], gg[v][1], gg[v][2])
+			tmp[i] = out[u]
+		}
+		packA(g.u[xi*g.uSize:], tmp, k.m, k.c, k.c, 1, 1, 0, ceilDiv(k.m, gemmMR))
+	}
+	// The kernels read B's first whole pairs of 16 columns from V
+	// itself; the packed tail holds the rest (two panels at most).
+	g.tail = 2 * gemmNR * k.c
+	g.vOff = 0
+	g.mOff = roundUp(16*k.c*g.tb, alignment/4)
+	g.tOff = g.mOff + roundUp(16*k.m*g.tb, alignment/4)
+	g.sOff = g.tOff + roundUp(16*g.tail, alignment/4)
+	k.wg = g
+	return g.sOff + max(1, threads)*g.splitFloats()
+}
+
+// wgG applies G to the column (a, b, c): a, (a+b+c)/2, (a−b+c)/2, c.
+func wgG(a, b, c float32) (float32, float32, float32, float32) {
+	return a, (a + b + c) * 0.5, (a - b + c) * 0.5, c
+}
+
+// at is value i of s.
+func (s f32src) at(i int) float32 {
+	if s.f != nil {
+		return s.f[i]
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(s.b[4*i:]))
+}
+
+// splitFloats is the scratch, in floats, of one worker's split rows.
+func (g *winograd) splitFloats() int { return roundUp(g.rows*2*g.p, alignment/4) }
+
+// Phases of a Winograd run, in args[0]; args[1] is the image, args[2]
+// the shares of the transforms, args[3] the block of tiles.
+const (
+	phaseWgIn   = 7 // input transform, items are shares of the input channels
+	phaseWgPack = 8 // packed B tails, items are ξ
+	phaseWgMul  = 9 // products, items are (ξ, GEMM tile)
+	phaseWgOut  = 10
+)
+
+// runWinograd runs k on w image by image and block by block.
+func (k *convKernel) runWinograd(w *Workers, in, out [][]byte, scratch []byte) {
+	g := k.wg
+	// The transforms go one share of channels per worker, so that each
+	// knows its split rows and its epilogue registers.
+	parts := max(1, min(w.Threads(), (len(scratch)/4-g.sOff)/g.splitFloats(), k.c, k.m))
+	if k.fuse != nil {
+		parts = min(parts, k.fuse.shares)
+	}
+	for n := 0; n < k.nb; n++ {
+		for t0 := 0; t0 < g.t; t0 += g.tb {
+			a := args{phaseWgIn, int64(n), int64(parts), int64(t0)}
+			w.forArgs(parts, parts, k, a, in, out, scratch)
+			shape := k.wgGemm(nil, 0, t0)
+			if shape.n%(2*gemmNR) != 0 {
+				a[0] = phaseWgPack
+				w.forArgs(16, w.Threads(), k, a, in, out, scratch)
+			}
+			a[0] = phaseWgMul
+			w.forArgs(16*shape.tiles(), w.Threads(), k, a, in, out, scratch)
+			a[0] = phaseWgOut
+			w.forArgs(parts, parts, k, a, in, out, scratch)
+		}
+	}
+}
+
+// wgGemm is product ξ of the block of tiles from t0 over the scratch sc
+// (nil: only its shape).
+func (k *convKernel) wgGemm(sc []float32, xi, t0 int) gemm {
+	g := k.wg
+	n := min(g.tb, g.t-t0)
+	// Tiles span all of B's panels (raw B wants them to start at even
+	// panels); the sixteen products give the workers enough of them.
+	mt, _ := gemmTiles(k.m, n, 1)
+	nt := ceilDiv(n, gemmNR)
+	p := gemm{m: k.m, n: n, k: k.c, a: g.u[xi*g.uSize:][:g.uSize], ldb: g.tb, ldc: g.tb, mt: mt, nt: nt}
+	if sc != nil {
+		p.bRaw = sc[g.vOff+xi*k.c*g.tb:][:k.c*g.tb]
+		p.c = sc[g.mOff+xi*k.m*g.tb:][:k.m*g.tb]
+		// Panel q of B is read at q·c·16 of b: only the tail panels
+		// (from rawPanels on) are, and they lie in ξ's tail area.
+		tail := g.tOff + xi*g.tail
+		p.b = sc[tail-p.rawPanels()*gemmNR*k.c:][:(p.rawPanels()+2)*gemmNR*k.c]
+	}
+	return p
+}
+
+// wgSplit writes padded rows [r0, r0+rows) of the input plane x into buf,
+// split into their even and odd columns: padded row r0+i's even columns
+// at buf[2i·p:], its odd ones p floats on (dwBandPlane's stride-2
+// layout).
+func (k *convKernel) wgSplit(buf, x []float32, r0, rows int) {
+	g := k.wg
+	H, W := k.in[1], k.in[2]
+	ph, P := k.pad[1], g.p
+	sg := splitRowGeom(k.pad[2], W, P)
+	// Rows [i0, i1) of the band are input rows r0 + i − ph.
+	i0 := min(rows, max(0, ph-r0))
+	i1 := max(i0, min(rows, H+ph-r0))
+	clear(buf[:2*P*i0])
+	clear(buf[2*P*i1 : 2*P*rows])
+	if i1 > i0 {
+		dwSplitRows512(&buf[2*P*i0], &buf[2*P*i0+P], 2*P, &x[(r0+i0-ph)*W], W, i1-i0, P, sg.lo, sg.off, sg.pairs, sg.head, sg.tail)
+	}
+}
+
+// wgRows calls f for each tile row ty that tiles [t0, t1) meet, with
+// the tiles [tx0, tx1) of it that they hold.
+func (g *winograd) wgRows(t0, t1 int, f func(ty, tx0, tx1 int)) {
+	for ty := t0 / g.tw; ty*g.tw < t1; ty++ {
+		f(ty, max(0, t0-ty*g.tw), min(g.tw, t1-ty*g.tw))
+	}
+}
+
+// wgRange runs items [lo, hi) of phase a[0] (see the phases).
+func (k *convKernel) wgRange(in, out [][]byte, scratch []byte, a args, lo, hi int) {
+	g := k.wg
+	sc := f32s(scratch)
+	n, parts, t0 := int(a[1]), int(a[2]), int(a[3])
+	t1 := min(g.t, t0+g.tb)
+	ty0 := t0 / g.tw
+	switch a[0] {
+	case phaseWgIn:
+		x := f32s(in[0])
+		rows := 2*((t1-1)/g.tw-ty0+1) + 2
+		for share := lo; share < hi; share++ {
+			buf := sc[g.sOff+share*g.splitFloats():][:g.rows*2*g.p]
+			for c := share * k.c / parts; c < (share+1)*k.c/parts; c++ {
+				k.wgSplit(buf, x[(n*k.c+c)*k.inSp:][:k.inSp], 2*ty0, rows)
+				v := sc[g.vOff+c*g.tb:]
+				g.wgRows(t0, t1, func(ty, tx0, tx1 int) {
+					wgIn(&v[ty*g.tw+tx0-t0], k.c*g.tb, &buf[2*(ty-ty0)*2*g.p+tx0], g.p, tx1-tx0)
+				})
+			}
+		}
+	case phaseWgPack:
+		for xi := lo; xi < hi; xi++ {
+			p := k.wgGemm(sc, xi, t0)
+			r := p.rawPanels()
+			packB(p.b, p.bRaw, k.c, p.n, g.tb, 1, r, ceilDiv(p.n, gemmNR))
+		}
+	case phaseWgMul:
+		shape := k.wgGemm(nil, 0, t0)
+		tiles := shape.tiles()
+		for it := lo; it < hi; it++ {
+			p := k.wgGemm(sc, it/tiles, t0)
+			p.run(it%tiles, it%tiles+1)
+		}
+	case phaseWgOut:
+		y := f32s(out[0])
+		var bias []float32
+		if k.hasBias {
+			bias = f32s(in[2])
+		}
+		var lim *float32
+		if k.lim != nil {
+			lim = &k.lim[0]
+		}
+		OH, OW := k.out[1], k.out[2]
+		for share := lo; share < hi; share++ {
+			for m := share * k.m / parts; m < (share+1)*k.m/parts; m++ {
+				var b float32
+				if bias != nil {
+					b = bias[m]
+				}
+				plane := y[(n*k.m+m)*k.outSp:][:k.outSp]
+				mm := sc[g.mOff+m*g.tb:]
+				g.wgRows(t0, t1, func(ty, tx0, tx1 int) {
+					wgOut(&plane[2*ty*OW+2*tx0], OW, &mm[ty*g.tw+tx0-t0], k.m*g.tb, tx1-tx0, OW-2*tx0, min(2, OH-2*ty), lim, b)
+				})
+				if k.fuse != nil {
+					// The output rows of the tile rows this block
+					// completes: each once, when its last tile is done.
+					j0, j1 := min(k.outSp, 2*(t0/g.tw)*OW), min(k.outSp, 2*(t1/g.tw)*OW)
+					if t1 == g.t {
+						j1 = k.outSp
+					}
+					if r := n*k.m + m; j1 > j0 {
+						k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, r, r+1, j0, j1)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package cpu
+
+func wgIn(v *float32, vstep int, e *float32, p, n int) {
+	panic("wgIn: no assembly on this platform")
+}
+
+func wgOut(y *float32, ldy int, m *float32, mstep, n, cols, rows int, lim *float32, bias float32) {
+	panic("wgOut: no assembly on this platform")
+}
