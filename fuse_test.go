@@ -168,6 +168,16 @@ func TestFusedChains(t *testing.T) {
 			return k.node("Conv", at, []ir.TensorID{x, wt, b}, f32, shape...), shape
 		}
 	}
+	// A 3×3 convolution on the Winograd path, its tile blocks ending
+	// inside a tile row.
+	cvWino := []int64{1, 40, 30, 25}
+	convWino := func(k *kgraph) (ir.TensorID, []int64) {
+		x := k.input("x", f32, 1, 48, 30, 25)
+		w := k.constant("w", vals(40*48*9), 40, 48, 3, 3)
+		b := k.constant("b", vals(40), 40)
+		at := ir.Attrs{"pads": {Kind: ir.AttrInts, Ints: []int64{1, 1, 1, 1}}}
+		return k.node("Conv", at, []ir.TensorID{x, w, b}, f32, cvWino...), cvWino
+	}
 	_, convDW := depthwise(20, 27, 30, 3, 1)
 	_, convDW2 := depthwise(18, 45, 38, 3, 2)
 	_, convDW5 := depthwise(5, 25, 26, 5, 1)
@@ -246,6 +256,14 @@ func TestFusedChains(t *testing.T) {
 			a := k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
 			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
 		}, 2, cvSmall},
+		{"winograd relu", convWino, un("Relu", nil), 1, nil},
+		{"winograd clip residual", convWino, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Add", nil, []ir.TensorID{clip(k, y, s), r()}, f32, s...)
+		}, 2, cvWino},
+		{"winograd residual relu", convWino, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Add", nil, []ir.TensorID{r(), y}, f32, s...)
+			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
+		}, 2, cvWino},
 		// Depthwise planes are clamped by the kernels that store them,
 		// or after them.
 		{"depthwise clip", convDW, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
