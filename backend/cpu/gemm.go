@@ -43,6 +43,14 @@ func packedBSize(k, n int) int { return roundUp(n, gemmNR) * k }
 // alpha·src[i·rs + l·cs]. Its fast paths are unrolled for gemmMR = 6
 // (gemm_kernel.go fails to compile for another value).
 func packA(dst, src []float32, m, k, rs, cs int, alpha float32, p0, p1 int) {
+	if full := min(p1, m/gemmMR) - p0; useAsmKernel && rs == 1 && alpha == 1 && full > 0 && k > 0 {
+		// Whole panels of contiguous columns in one pass over the
+		// columns (the transposed activations of runT).
+		_ = src[(k-1)*cs+(p0+full)*gemmMR-1]
+		_ = dst[(p0+full)*k*gemmMR-1]
+		packA6Cols(&dst[p0*k*gemmMR], &src[p0*gemmMR], k, cs, full)
+		p0 += full
+	}
 	for p := p0; p < p1; p++ {
 		d := dst[p*k*gemmMR : (p+1)*k*gemmMR]
 		i0 := p * gemmMR

@@ -31,3 +31,10 @@ func fmaPeakLoop(n int)
 //
 //go:noescape
 func prefetchL2(p *float32, lines int)
+
+// packA6Cols packs panels whole A panels of an operand whose columns are
+// contiguous (packA's rs = 1, alpha = 1 case): for l < k and p < panels,
+// dst[(p·k + l)·6 + i] = src[l·cs + 6p + i], i < 6. It needs only SSE2.
+//
+//go:noescape
+func packA6Cols(dst, src *float32, k, cs, panels int)

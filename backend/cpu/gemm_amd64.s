@@ -249,3 +249,45 @@ pfloop:
 
 pfdone:
 	RET
+
+// func packA6Cols(dst, src *float32, k, cs, panels int)
+//
+// Packs panels whole A panels whose columns are contiguous: for l < k
+// and p < panels, dst[(p·k + l)·6 + i] = src[l·cs + 6p + i], i < 6.
+TEXT ·packA6Cols(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ k+16(FP), CX
+	MOVQ cs+24(FP), R8
+	MOVQ panels+32(FP), R9
+	SHLQ $2, R8             // column step in bytes
+	LEAQ (CX)(CX*2), R10
+	SHLQ $3, R10            // one panel: k·24 bytes
+
+pcol:
+	TESTQ CX, CX
+	JEQ   pdone
+	MOVQ  SI, AX
+	MOVQ  DI, DX
+	MOVQ  R9, BX
+
+ppanel:
+	TESTQ  BX, BX
+	JEQ    pnext
+	MOVUPS (AX), X0
+	MOVQ   16(AX), R11
+	MOVUPS X0, (DX)
+	MOVQ   R11, 16(DX)
+	ADDQ   $24, AX
+	ADDQ   R10, DX
+	DECQ   BX
+	JMP    ppanel
+
+pnext:
+	ADDQ R8, SI
+	ADDQ $24, DI
+	DECQ CX
+	JMP  pcol
+
+pdone:
+	RET
