@@ -37,7 +37,8 @@ type convKernel struct {
 	padW        int       // floats of a row of that padded input
 	padSplit    bool      // that padded input holds its rows' even and odd columns apart
 
-	dwPer int // scratch floats of one worker's padded depthwise plane, or 0
+	dwPer int        // scratch floats of one worker's padded depthwise plane, or 0
+	dwg   dwBandGeom // dwBandPlane's layout, where dwBands gives one
 	// dwcIn and dwcOut are the channel-blocked depthwise path's position
 	// tables (dwcTables), or nil.
 	dwcIn, dwcOut []int32
@@ -142,6 +143,7 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 		// Small unit-stride planes run through a padded copy in each
 		// worker's own scratch area (dwPaddedS1).
 		n := dwPaddedFloats(k)
+		k.dwg, _ = k.dwBands()
 		if k.dwcFits() {
 			// Small planes also run sixteen channels at a time.
 			n = max(n, dwcFloats(k))

@@ -440,8 +440,9 @@ func (k *convKernel) im2colPanel(d, x []float32, j0, cols, k0, kb int) {
 // by the kernels that store it, or after them.
 func (k *convKernel) depthwisePlane(y, x, wt []float32, bias float32, buf []float32) {
 	switch {
-	case k.dwFast() && dwAsm && len(buf) > 0:
-		// buf is there only for dwBandPlane (see dwPaddedFloats).
+	case k.dwg.rows > 0 && dwAsm && len(buf) >= k.dwg.floats():
+		// The geometry has bands (dwBands) and buf holds one: a
+		// worker's scratch may be there for dwcGroup only.
 		if k.dwBandPlane(y, x, wt, bias, buf) {
 			return
 		}
@@ -592,8 +593,11 @@ func dwPaddedFloats(k *convKernel) int {
 	if !ok {
 		return 0
 	}
-	return g.subs*g.size + roundUp(g.rows*g.pitch+16, 16)
+	return g.floats()
 }
+
+// floats is the scratch, in floats, of one plane of the layout g.
+func (g dwBandGeom) floats() int { return g.subs*g.size + roundUp(g.rows*g.pitch+16, 16) }
 
 // dwBandPlane computes one plane of a stride 1 or 2 geometry (k.dwBands)
 // on the assembly kernel, a band of output rows at a time, in buf
@@ -611,7 +615,7 @@ func dwPaddedFloats(k *convKernel) int {
 // It reports whether it clamped the plane to k.lim (the row-blocked 3×3
 // kernels do as they store).
 func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32) (clamped bool) {
-	g, _ := k.dwBands()
+	g := k.dwg
 	H, W := k.in[1], k.in[2]
 	OH, OW := k.out[1], k.out[2]
 	KH, KW := k.kern[1], k.kern[2]
@@ -619,23 +623,26 @@ func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32
 	ph, pw := k.pad[1], k.pad[2]
 	P, S := g.pitch, g.size
 	hs, ws := sh-1, sw-1 // strides are 1 or 2: shifts and masks
-	// Tap (r, c) reads sub-array (r mod sh, c mod sw) at row r/sh,
-	// column c/sw.
 	out := buf[g.subs*S:][:roundUp(g.rows*P+16, 16)]
-	// Every tap offset lies in buf[:g.subs*S] (checked just above), so
-	// the pointers are formed without a bounds check each.
-	var colOff [dwMaxK]int
-	for c := 0; c < KW; c++ {
-		colOff[c] = ((c&ws)*S + c>>ws) * 4
-	}
+	rowBlocked := dw512 && k.dw3Rows()
 	var tp [dwMaxTaps]*float32
-	base := unsafe.Pointer(&buf[0])
-	t := 0
-	for r := 0; r < KH; r++ {
-		row := unsafe.Add(base, (((r&hs)<<ws)*S+(r>>hs)*P)*4)
-		for _, co := range colOff[:KW] {
-			tp[t] = (*float32)(unsafe.Add(row, co))
-			t++
+	if !rowBlocked {
+		// Tap (r, c) reads sub-array (r mod sh, c mod sw) at row r/sh,
+		// column c/sw. Every tap offset lies in buf[:g.subs*S]
+		// (checked just above), so the pointers are formed without a
+		// bounds check each.
+		var colOff [dwMaxK]int
+		for c := 0; c < KW; c++ {
+			colOff[c] = ((c&ws)*S + c>>ws) * 4
+		}
+		base := unsafe.Pointer(&buf[0])
+		t := 0
+		for r := 0; r < KH; r++ {
+			row := unsafe.Add(base, (((r&hs)<<ws)*S+(r>>hs)*P)*4)
+			for _, co := range colOff[:KW] {
+				tp[t] = (*float32)(unsafe.Add(row, co))
+				t++
+			}
 		}
 	}
 	wt = wt[:KH*KW]
@@ -681,7 +688,7 @@ func (k *convKernel) dwBandPlane(y, x, wt []float32, bias float32, buf []float32
 		// Whole vectors of 16 (or two of 8): the columns past the band
 		// are discarded.
 		n := roundUp(rb*P, 16)
-		if dw512 && k.dw3Rows() {
+		if rowBlocked {
 			// Whole groups of four rows straight into y; the rest
 			// through out.
 			kern := dw3s1x4
