@@ -211,32 +211,47 @@ func (k *convKernel) packWeights(dst []float32, w f32src) {
 }
 
 // convSplit is how a run shares the product out: the output columns of
-// every image and group are cut into nblk blocks of nc columns (the last
-// may be narrower) and, when there are fewer blocks than workers, the
-// output channels into mparts parts. Item ((u·nblk)+blk)·mparts+mp, u =
-// image·groups + group, is one part of one block; worker i of P runs items
-// [i·T/P, (i+1)·T/P) of the T.
+// every image and group are cut into nblk blocks of whole B panels, as
+// even as panels allow (block bi holds panels [bi·P/nblk, (bi+1)·P/nblk)
+// of the P, the last one clipped to the output), and, when there are
+// fewer blocks than workers, the output channels into mparts parts. Item
+// ((u·nblk)+blk)·mparts+mp, u = image·groups + group, is one part of one
+// block; worker i of P runs items [i·T/P, (i+1)·T/P) of the T.
 type convSplit struct {
-	nc, nblk, mparts int
+	panels, nblk, mparts int
 }
 
 // split chooses the blocking for P workers.
 func (k *convKernel) split(p int) convSplit {
 	units := k.nb * k.g
+	panels := ceilDiv(k.outSp, gemmNR)
+	if k.pointwise && units == 1 && p > 1 && panels%p != 0 && panels*gemmNR <= k.nc {
+		// One block whose panels the workers cannot share evenly (13
+		// of them at 14²): they share its output channels instead,
+		// each reading the whole input, which pointwise blocks do not
+		// pack.
+		return convSplit{panels: panels, nblk: 1, mparts: min(p, ceilDiv(k.mg, gemmMR))}
+	}
 	nblk := ceilDiv(k.outSp, k.nc)
 	if units*nblk < 8*p {
 		// Few items: make their number a multiple of the workers (so
 		// that every worker gets as many), at least one each.
-		for (units*nblk)%p != 0 && nblk < k.outSp {
+		for (units*nblk)%p != 0 && nblk < panels {
 			nblk++
 		}
 	}
-	nc := min(k.nc, roundUp(ceilDiv(k.outSp, nblk), gemmNR))
-	s := convSplit{nc: nc, nblk: ceilDiv(k.outSp, nc), mparts: 1}
+	s := convSplit{panels: panels, nblk: max(1, min(nblk, panels)), mparts: 1}
 	if t := units * s.nblk; t < p {
 		s.mparts = min(ceilDiv(p, t), ceilDiv(k.mg, gemmMR))
 	}
 	return s
+}
+
+// block is the columns of block bi: from j0, n of them (at most k.nc).
+func (s convSplit) block(bi, outSp int) (j0, n int) {
+	q0, q1 := bi*s.panels/s.nblk, (bi+1)*s.panels/s.nblk
+	j0 = q0 * gemmNR
+	return j0, min(q1*gemmNR, outSp) - j0
 }
 
 // workers is how many workers a run on w uses: one per scratch area, at
@@ -384,8 +399,7 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 		if p0 == p1 {
 			continue
 		}
-		j0 := bi * s.nc
-		ncb := min(s.nc, k.outSp-j0)
+		j0, ncb := s.block(bi, k.outSp)
 		rows := min(k.mg, p1*gemmMR) - p0*gemmMR
 		xg := x[(n*k.c+gi*k.cg)*k.inSp:]
 		g := gemm{
@@ -542,7 +556,7 @@ func (k *convKernel) tFits() bool {
 func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 	x := f32s(in[0])
 	a := f32s(scratch)[:k.tOff]
-	parts := max(1, min(w.Threads(), w.parts(k.outSp*k.m*k.kdim), ceilDiv(k.m, 2*gemmNR)))
+	parts := max(1, min(w.Threads(), w.parts(k.outSp*k.m*k.kdim), ceilDiv(k.m, gemmNR)))
 	if k.fuse != nil {
 		parts = min(parts, k.fuse.shares)
 	}
@@ -556,14 +570,16 @@ func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 }
 
 // tColumns is share lo of parts of image n in runT: the product's output
-// channels of its pairs of panels into the transposed output in scratch,
+// channels of its panels into the transposed output in scratch,
 // then those channels' planes transposed into Y (tr16) and the epilogue
 // run over them.
 func (k *convKernel) tColumns(in, out [][]byte, scratch []byte, n, share, parts int) {
+	// Shares of whole B panels: 160 channels are five pairs of panels,
+	// which two workers share evenly only as ten panels.
 	hw, m := k.outSp, k.m
-	pairs := ceilDiv(m, 2*gemmNR)
-	j0 := share * pairs / parts * 2 * gemmNR
-	j1 := min(m, (share+1)*pairs/parts*2*gemmNR)
+	panels := ceilDiv(m, gemmNR)
+	j0 := share * panels / parts * gemmNR
+	j1 := min(m, (share+1)*panels/parts*gemmNR)
 	if j0 >= j1 {
 		return
 	}
