@@ -178,6 +178,20 @@ func TestFusedChains(t *testing.T) {
 		at := ir.Attrs{"pads": {Kind: ir.AttrInts, Ints: []int64{1, 1, 1, 1}}}
 		return k.node("Conv", at, []ir.TensorID{x, w, b}, f32, cvWino...), cvWino
 	}
+	// 1×1 convolutions of stride 2 (a residual block's shortcut) run on
+	// their input's subsampled copy, into 7×7 planes or blocks.
+	downsample := func(c, h, w, m int64) ([]int64, producer) {
+		shape := []int64{1, m, (h + 1) / 2, (w + 1) / 2}
+		return shape, func(k *kgraph) (ir.TensorID, []int64) {
+			x := k.input("x", f32, 1, c, h, w)
+			wt := k.constant("w", vals(int(m*c)), m, c, 1, 1)
+			b := k.constant("b", vals(int(m)), m)
+			at := ir.Attrs{"strides": {Kind: ir.AttrInts, Ints: []int64{2, 2}}}
+			return k.node("Conv", at, []ir.TensorID{x, wt, b}, f32, shape...), shape
+		}
+	}
+	cvDown7, convDown7 := downsample(48, 14, 13, 40)
+	cvDown, convDown := downsample(36, 30, 29, 44)
 	_, convDW := depthwise(20, 27, 30, 3, 1)
 	_, convDW2 := depthwise(18, 45, 38, 3, 2)
 	_, convDW5 := depthwise(5, 25, 26, 5, 1)
@@ -256,6 +270,14 @@ func TestFusedChains(t *testing.T) {
 			a := k.node("Add", nil, []ir.TensorID{y, r()}, f32, s...)
 			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
 		}, 2, cvSmall},
+		{"downsample residual relu", convDown, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Add", nil, []ir.TensorID{r(), y}, f32, s...)
+			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
+		}, 2, cvDown},
+		{"downsample 7x7 residual relu", convDown7, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
+			a := k.node("Add", nil, []ir.TensorID{r(), y}, f32, s...)
+			return k.node("Relu", nil, []ir.TensorID{a}, f32, s...)
+		}, 2, cvDown7},
 		{"winograd relu", convWino, un("Relu", nil), 1, nil},
 		{"winograd clip residual", convWino, func(k *kgraph, y ir.TensorID, r func() ir.TensorID, s []int64) ir.TensorID {
 			return k.node("Add", nil, []ir.TensorID{clip(k, y, s), r()}, f32, s...)

@@ -72,6 +72,50 @@ type convKernel struct {
 	pro *prologue // applied to the input while packing it (pointwise only), or nil
 
 	wg *winograd // the Winograd F(2×2, 3×3) path (winograd.go), or nil
+
+	// sub, for a 1×1 convolution of stride 2 (subsampleFits), is 2: a
+	// run first copies every other column of every other row of the
+	// input (of shape subIn) to scratch from float subOff on, and then
+	// runs as the pointwise convolution of that copy. 0 otherwise.
+	sub    int
+	subIn  [3]int
+	subOff int
+}
+
+// subsampleFits reports whether k is a 2-D 1×1 convolution of stride 2,
+// no pads and one group that runs as the pointwise convolution of its
+// input's even rows and columns (on AVX-512, which copies them).
+func (k *convKernel) subsampleFits() bool {
+	return dw512 && k.kvol == 1 && k.g == 1 && k.in[0] == 1 && k.stride == [3]int{1, 2, 2} &&
+		k.pad == [3]int{} && k.dil == [3]int{1, 1, 1} &&
+		k.out[1] == ceilDiv(k.in[1], 2) && k.out[2] == ceilDiv(k.in[2], 2) && k.outSp > 0
+}
+
+// subsample turns k into the pointwise convolution of its input's even
+// rows and columns.
+func (k *convKernel) subsample() {
+	k.sub, k.subIn = 2, k.in
+	k.in, k.inSp, k.stride = k.out, k.outSp, [3]int{1, 1, 1}
+	k.pointwise = true
+}
+
+// input is the input the product reads: input 0, or its subsampled copy
+// in scratch.
+func (k *convKernel) input(in [][]byte, scratch []byte) []float32 {
+	if k.sub > 0 {
+		return f32s(scratch)[k.subOff:][:k.nb*k.c*k.outSp]
+	}
+	return f32s(in[0])
+}
+
+// subsamplePlanes copies the even rows and columns of input planes [lo,
+// hi) of x to dst (planes outSp floats apart).
+func (k *convKernel) subsamplePlanes(x, dst []float32, lo, hi int) {
+	H, W, OW := k.subIn[1], k.subIn[2], k.out[2]
+	for p := lo; p < hi; p++ {
+		src := x[p*H*W:][:H*W]
+		evenCols(&dst[p*k.outSp], &src[0], OW, k.out[1], OW, 2*W)
+	}
 }
 
 // Blocking of the convolution product (see convKernel). A worker's packed
@@ -84,6 +128,17 @@ const (
 )
 
 func buildConv(c *bctx) (Kernel, int64, error) {
+	kk, scratch, err := buildConvKernel(c)
+	if k, ok := kk.(*convKernel); ok && err == nil && k.sub > 0 {
+		// The subsampled input follows the scratch the rest of the
+		// run uses.
+		k.subOff = roundUp(int(scratch/4), alignment/4)
+		scratch = int64(k.subOff+k.nb*k.c*k.outSp) * 4
+	}
+	return kk, scratch, err
+}
+
+func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -138,6 +193,9 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 	k.kvol = prod(k.kern[:])
 	k.kdim = k.cg * k.kvol
 	k.pointwise = k.kvol == 1 && k.stride == [3]int{1, 1, 1} && k.pad == [3]int{} && k.in == k.out
+	if k.subsampleFits() {
+		k.subsample()
+	}
 	if k.g > 1 && k.cg == 1 {
 		k.depthwise = true
 		// Small unit-stride planes run through a padded copy in each
@@ -257,7 +315,11 @@ func (s convSplit) block(bi, outSp int) (j0, n int) {
 // workers is how many workers a run on w uses: one per scratch area, at
 // most.
 func (k *convKernel) workers(w *Workers, scratch []byte) int {
-	return max(1, min(w.Threads(), (len(scratch)/4-k.bOff)/k.per))
+	n := len(scratch) / 4
+	if k.sub > 0 {
+		n = k.subOff
+	}
+	return max(1, min(w.Threads(), (n-k.bOff)/k.per))
 }
 
 func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
@@ -282,6 +344,9 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	}
 	if k.outSp == 0 || k.nb == 0 {
 		return
+	}
+	if k.sub > 0 {
+		w.forArgs(k.nb*k.c, w.parts(k.nb*k.c*k.outSp), k, args{phaseSubsample}, in, out, scratch)
 	}
 	if k.wg != nil {
 		k.runWinograd(w, in, out, scratch)
@@ -309,19 +374,22 @@ const (
 	phaseDWC       = 3 // depthwise, sixteen channels at a time
 	phaseT         = 5 // small planes, the positions as rows (runT)
 	phaseBlocks    = 4
+	phaseSubsample = 11 // items are input planes (subsample)
 )
 
 func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
-	x, y := f32s(in[0]), f32s(out[0])
+	x, y := k.input(in, scratch), f32s(out[0])
 	var bias []float32
 	if k.hasBias {
 		bias = f32s(in[2])
 	}
-	if a[0] >= phaseWgIn {
+	if a[0] >= phaseWgIn && a[0] <= phaseWgOut {
 		k.wgRange(in, out, scratch, a, lo, hi)
 		return
 	}
 	switch a[0] {
+	case phaseSubsample:
+		k.subsamplePlanes(f32s(in[0]), x, lo, hi)
 	case phaseT:
 		// Items are shares: one per call, or all in turn inline.
 		for share := lo; share < hi; share++ {
@@ -519,7 +587,7 @@ func (k *convKernel) vecFits() bool {
 // bias, and the kernels add the residual and clamp as they store. The
 // epilogue then runs over the whole output.
 func (k *convKernel) runVec(in, out [][]byte, scratch []byte) {
-	x, y := f32s(in[0]), f32s(out[0])
+	x, y := k.input(in, scratch), f32s(out[0])
 	a := f32s(scratch)[:packedASize(k.nb, k.kdim)]
 	packA(a, x, k.nb, k.kdim, k.kdim, 1, 1, 0, ceilDiv(k.nb, gemmMR))
 	if k.pro != nil {
@@ -554,7 +622,7 @@ func (k *convKernel) tFits() bool {
 // and the output channels along the vectors. The workers share the
 // output channels, pairs of panels each (tColumns).
 func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
-	x := f32s(in[0])
+	x := k.input(in, scratch)
 	a := f32s(scratch)[:k.tOff]
 	parts := max(1, min(w.Threads(), w.parts(k.outSp*k.m*k.kdim), ceilDiv(k.m, gemmNR)))
 	if k.fuse != nil {

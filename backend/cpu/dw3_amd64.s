@@ -509,3 +509,73 @@ snext:
 sdone:
 	VZEROUPPER
 	RET
+
+// func evenCols(dst, src *float32, n, rows, ldd, lds int)
+//
+// For each of rows rows (ldd floats apart in dst, lds in src): dst[j] =
+// src[2j] for j < n, reading nothing past src[2n−2].
+TEXT ·evenCols(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), R8
+	MOVQ rows+24(FP), R9
+	MOVQ ldd+32(FP), R10
+	MOVQ lds+40(FP), R11
+	SHLQ $2, R10
+	SHLQ $2, R11
+	LEAQ    dwEvenOdd<>(SB), AX
+	VMOVUPS (AX), Z29
+	TESTQ R8, R8
+	JEQ   edone
+	// R12: the outputs before the last vector of them (which may be
+	// whole), so that no whole vector reads past src[2n−2]. K7: the r
+	// outputs of the last vector; K5, K6 the lanes of its two input
+	// vectors that hold its 2r−1 values.
+	LEAQ -1(R8), R12
+	SHRQ $4, R12
+	SHLQ $4, R12
+	MOVQ R8, CX
+	SUBQ R12, CX
+	LANES(K7)
+	LEAQ -1(CX)(CX*1), BX
+	MOVQ BX, CX
+	CMPQ CX, $16
+	JLE  2(PC)
+	MOVQ $16, CX
+	LANES(K5)
+	SUBQ CX, BX
+	MOVQ BX, CX
+	LANES(K6)
+
+erow:
+	TESTQ R9, R9
+	JEQ   edone
+	XORQ  AX, AX
+
+evec:
+	CMPQ      AX, R12
+	JGE       etail
+	VMOVUPS   (SI)(AX*8), Z0
+	VMOVUPS   64(SI)(AX*8), Z1
+	VPERMT2PS Z1, Z29, Z0
+	VMOVUPS   Z0, (DI)(AX*4)
+	ADDQ      $16, AX
+	JMP       evec
+
+etail:
+	CMPQ      AX, R8
+	JGE       enext
+	VMOVUPS.Z (SI)(AX*8), K5, Z0
+	VMOVUPS.Z 64(SI)(AX*8), K6, Z1
+	VPERMT2PS Z1, Z29, Z0
+	VMOVUPS   Z0, K7, (DI)(AX*4)
+
+enext:
+	ADDQ R10, DI
+	ADDQ R11, SI
+	DECQ R9
+	JMP  erow
+
+edone:
+	VZEROUPPER
+	RET

@@ -102,3 +102,10 @@ func dwPadRows512(dst *float32, ldd int, src *float32, lds, rows, pre, cols, pos
 //
 //go:noescape
 func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int)
+
+// evenCols sets, for each of rows rows (ldd floats apart in dst, lds in
+// src), dst[j] = src[2j] for j < n, reading nothing past src[2n−2]. It
+// needs AVX-512F (dw512).
+//
+//go:noescape
+func evenCols(dst, src *float32, n, rows, ldd, lds int)

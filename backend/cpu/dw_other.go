@@ -57,3 +57,7 @@ func dwPadRows512(dst *float32, ldd int, src *float32, lds, rows, pre, cols, pos
 func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int) {
 	panic("dwSplitRows512: no assembly on this platform")
 }
+
+func evenCols(dst, src *float32, n, rows, ldd, lds int) {
+	panic("evenCols: no assembly on this platform")
+}

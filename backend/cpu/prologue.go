@@ -35,7 +35,7 @@ type prologue struct {
 // BatchNormalization is in inference mode with constant statistics.
 func WithPrologue(k Kernel, g *ir.Graph, chain []*ir.Node) (Kernel, bool) {
 	ck, ok := k.(*convKernel)
-	if !ok || !ck.pointwise || ck.depthwise || ck.pro != nil || g == nil || len(chain) < 1 || len(chain) > 2 {
+	if !ok || !ck.pointwise || ck.sub > 0 || ck.depthwise || ck.pro != nil || g == nil || len(chain) < 1 || len(chain) > 2 {
 		return nil, false
 	}
 	bn := chain[0]
