@@ -300,6 +300,18 @@ s2done:
 	DECQ  AX;     \
 	KMOVW AX, k
 
+// Sets K5 and K6 to the first BX values (at most 32) of two vectors,
+// clobbering AX, BX and CX.
+#define PAIRLANES \
+	MOVQ BX, CX;   \
+	CMPQ CX, $16;  \
+	JLE  2(PC);    \
+	MOVQ $16, CX;  \
+	LANES(K5);     \
+	SUBQ CX, BX;   \
+	MOVQ BX, CX;   \
+	LANES(K6)
+
 // Zeroes n floats from p (registers; p is advanced past them), sixteen
 // at a time and then the rest under a mask (K1 clobbered with AX, CX).
 #define ZERON(p, n, loop, tail, done) \
@@ -436,13 +448,7 @@ TEXT ·dwSplitRows512(SB), NOSPLIT, $0-96
 	LANES(K7)
 	SHLQ $1, CX
 	MOVQ CX, BX
-	CMPQ CX, $16
-	JLE  2(PC)
-	MOVQ $16, CX
-	LANES(K5)
-	SUBQ CX, BX
-	MOVQ BX, CX
-	LANES(K6)
+	PAIRLANES
 
 srow:
 	TESTQ R10, R10
@@ -538,14 +544,7 @@ TEXT ·evenCols(SB), NOSPLIT, $0-48
 	SUBQ R12, CX
 	LANES(K7)
 	LEAQ -1(CX)(CX*1), BX
-	MOVQ BX, CX
-	CMPQ CX, $16
-	JLE  2(PC)
-	MOVQ $16, CX
-	LANES(K5)
-	SUBQ CX, BX
-	MOVQ BX, CX
-	LANES(K6)
+	PAIRLANES
 
 erow:
 	TESTQ R9, R9
