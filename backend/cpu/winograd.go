@@ -78,10 +78,10 @@ func (k *convKernel) winogradFits(constW bool) bool {
 func (k *convKernel) buildWinograd(w f32src, threads int) int {
 	g := &winograd{tw: ceilDiv(k.out[2], 2), th: ceilDiv(k.out[1], 2)}
 	g.t = g.tw * g.th
-	// Equal blocks of whole vectors of tiles, as large as the bound
-	// allows.
+	// Equal blocks of whole pairs of vectors of tiles (the products'
+	// widest micro-tiles), about as large as the bound allows.
 	most := max(16, wgBlockFloats/(16*(k.c+k.m))/16*16)
-	g.tb = roundUp(ceilDiv(g.t, ceilDiv(g.t, most)), 16)
+	g.tb = roundUp(ceilDiv(g.t, ceilDiv(g.t, most)), 2*gemmNR)
 	g.p = roundUp(g.tw+1, 16)
 	// A block spans at most tb/tw + 2 tile rows.
 	g.rows = 2*min(g.th, g.tb/g.tw+2) + 2
