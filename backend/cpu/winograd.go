@@ -40,8 +40,9 @@ var winogradOn = true
 const wgMinChannels = 32
 
 // wgBlockFloats bounds the transformed input and products of one block of
-// tiles, in floats (1 MiB): a run goes through the tiles block by block,
-// so that the scratch stays bounded whatever the image size.
+// tiles, in floats (1 MiB; twice that where 32 tiles, the smallest block,
+// take more): a run goes through the tiles block by block, so that the
+// scratch stays bounded whatever the image size.
 const wgBlockFloats = 1 << 18
 
 // wgMaxTileRow bounds the tiles of a tile row (wider outputs take the
@@ -54,7 +55,7 @@ type winograd struct {
 	uSize  int
 	tw, th int // tiles per row, tile rows
 	t      int // tiles
-	tb     int // tiles of a full block, a multiple of 16
+	tb     int // tiles of a full block, a multiple of 32
 	p      int // floats of a half (even or odd columns) of a split input row
 	rows   int // split padded input rows of a block
 	// Scratch, in floats: V (16 × c × tb), M (16 × m × tb), the packed B
@@ -70,7 +71,7 @@ func (k *convKernel) winogradFits(constW bool) bool {
 	return winogradOn && dw512 && useAVX512Kernel && constW && k.g == 1 && !k.depthwise &&
 		k.in[0] == 1 && k.kern == [3]int{1, 3, 3} && k.stride == [3]int{1, 1, 1} && k.dil == [3]int{1, 1, 1} &&
 		k.pad[1] >= 0 && k.pad[2] >= 0 && k.out[1] >= 2 && k.out[2] >= 2 && ceilDiv(k.out[2], 2) <= wgMaxTileRow &&
-		k.c >= wgMinChannels && k.m >= wgMinChannels && 16*(k.c+k.m)*16 <= wgBlockFloats && k.pro == nil
+		k.c >= wgMinChannels && k.m >= wgMinChannels && 16*(k.c+k.m)*gemmNR <= wgBlockFloats && k.pro == nil
 }
 
 // buildWinograd sets k.wg from the weights w and returns the scratch, in
@@ -80,7 +81,7 @@ func (k *convKernel) buildWinograd(w f32src, threads int) int {
 	g.t = g.tw * g.th
 	// Equal blocks of whole pairs of vectors of tiles (the products'
 	// widest micro-tiles), about as large as the bound allows.
-	most := max(16, wgBlockFloats/(16*(k.c+k.m))/16*16)
+	most := max(2*gemmNR, wgBlockFloats/(16*(k.c+k.m))/(2*gemmNR)*(2*gemmNR))
 	g.tb = roundUp(ceilDiv(g.t, ceilDiv(g.t, most)), 2*gemmNR)
 	g.p = roundUp(g.tw+1, 16)
 	// A block spans at most tb/tw + 2 tile rows.
