@@ -114,6 +114,19 @@ func maxPlaneRows(k *poolKernel, y, x []float32) {
 	// wv[i] is the maximum of v[i : i+KW], for the windows that lie
 	// inside the row.
 	wv := wbuf[:max(0, min(W, W-KW+1))]
+	// Outputs [full0, full1) have their whole window inside the row; with
+	// stride 2 on AVX-512 they are every other value of wv, copied in one
+	// pass (evenCols).
+	full0, full1 := 0, 0
+	if sw == 2 && dw512 {
+		for full0 < OW && (k.tlo[2][full0] != 0 || int(k.thi[2][full0]) != KW) {
+			full0++
+		}
+		full1 = full0
+		for full1 < OW && k.tlo[2][full1] == 0 && int(k.thi[2][full1]) == KW {
+			full1++
+		}
+	}
 	for oh := 0; oh < k.out[1]; oh++ {
 		yr := y[oh*OW:][:OW]
 		t0, t1 := int(k.tlo[1][oh]), int(k.thi[1][oh])
@@ -132,7 +145,14 @@ func maxPlaneRows(k *poolKernel, y, x []float32) {
 				maxInto(wv, v[t:][:len(wv)])
 			}
 		}
-		for ow := range yr {
+		if full1 > full0 {
+			evenCols(&yr[full0], &wv[full0*2-pw], full1-full0, 1, 0, 0)
+		}
+		for ow := 0; ow < OW; ow++ {
+			if ow == full0 && full1 > full0 {
+				ow = full1 - 1
+				continue
+			}
 			w0, w1 := int(k.tlo[2][ow]), int(k.thi[2][ow])
 			if w0 >= w1 {
 				yr[ow] = -math.MaxFloat32

@@ -149,22 +149,29 @@ func testPool(t *testing.T, op string, c poolCase) {
 	} else if c.pads != nil {
 		attrs["pads"] = ir.Attr{Kind: ir.AttrInts, Ints: c.pads}
 	}
-	tg := newTGraph(12)
-	outs := []out{{ir.Float32, ys}}
-	if op == "MaxPool" {
-		outs = append(outs, out{ir.Int64, ys})
-	}
-	n := tg.node(op, attrs, []ir.TensorID{tg.input("x", ir.Float32, c.x...)}, outs...)
-	for _, threads := range []int{1, 3} {
-		got := exec(t, tg.g, n, threads, f32Bytes(x))
-		near(t, "Y", asF32(got[0]), want, 1e-6, 1e-7)
-		if op == "MaxPool" {
-			gi := asI64(got[1])
-			for i := range gi {
-				if gi[i] != wantIdx[i] {
-					t.Fatalf("Indices[%d] = %d, want %d", i, gi[i], wantIdx[i])
+	// MaxPool runs with and without its Indices output: without, float32
+	// planes take the row-wise path (maxPlaneRows).
+	for _, indices := range []bool{op == "MaxPool", false} {
+		tg := newTGraph(12)
+		outs := []out{{ir.Float32, ys}}
+		if indices {
+			outs = append(outs, out{ir.Int64, ys})
+		}
+		n := tg.node(op, attrs, []ir.TensorID{tg.input("x", ir.Float32, c.x...)}, outs...)
+		for _, threads := range []int{1, 3} {
+			got := exec(t, tg.g, n, threads, f32Bytes(x))
+			near(t, "Y", asF32(got[0]), want, 1e-6, 1e-7)
+			if indices {
+				gi := asI64(got[1])
+				for i := range gi {
+					if gi[i] != wantIdx[i] {
+						t.Fatalf("Indices[%d] = %d, want %d", i, gi[i], wantIdx[i])
+					}
 				}
 			}
+		}
+		if op != "MaxPool" {
+			break
 		}
 	}
 }
