@@ -620,7 +620,7 @@ func (k *convKernel) tFits() bool {
 // runT runs k image by image as Yᵀ = Xᵀ·Wᵀ: the positions' input vectors
 // as the rows of A (packed into scratch, the prologue applied), wT as B
 // and the output channels along the vectors. The workers share the
-// output channels, pairs of panels each (tColumns).
+// output channels, whole panels each (tColumns).
 func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 	x := k.input(in, scratch)
 	a := f32s(scratch)[:k.tOff]
