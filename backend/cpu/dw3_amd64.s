@@ -9,7 +9,12 @@
 // multiply-add each, so the results are dwTapsAVX512's bit for bit.
 //
 // Registers: Z0..Z8 the weights, Z9 the bias, Z10..Z17 the accumulators
-// (output row q, vector v in Z10+2q+v), Z18..Z24 the current input row.
+// (output row q, vector v in Z10+2q+v), Z18..Z24 the current input row,
+// Z25 and Z26 the clamp's bounds.
+//
+// The zmm row copies that feed these kernels, the Winograd transforms
+// and strided 1×1 convolutions follow: dwPadRows512, dwSplitRows512 and
+// evenCols.
 
 // Broadcasts the nine weights at AX and the bias.
 #define WEIGHTS \
