@@ -218,30 +218,18 @@ s1done:
 	RET
 
 // Stride 2: loads an input row from its even columns at AX and its odd
-// columns at AX+DX: Z18, Z19 even columns of vectors 0 and 1, Z21, Z22
-// odd ones, Z23, Z24 the even ones one column on.
+// columns at AX+DX into ROW1's registers, so that KR0..KR2 add its taps
+// (columns 0, 1, 2: even, odd, even one on): Z18, Z19 the even columns of
+// vectors 0 and 1, Z21, Z23 the odd ones, Z22, Z24 the even ones one
+// column on.
 #define ROW2 \
 	VMOVUPS (AX), Z18;         \
 	VMOVUPS 64(AX), Z19;       \
 	VMOVUPS 128(AX), Z20;      \
 	VMOVUPS (AX)(DX*1), Z21;   \
-	VMOVUPS 64(AX)(DX*1), Z22; \
-	VALIGND $1, Z18, Z19, Z23; \
+	VMOVUPS 64(AX)(DX*1), Z23; \
+	VALIGND $1, Z18, Z19, Z22; \
 	VALIGND $1, Z19, Z20, Z24
-
-// Adds a row's taps (columns 0, 1, 2: even, odd, even one on) with
-// weights a, b, c into u and v.
-#define TAPS3S2(a, b, c, u, v) \
-	VFMADD231PS Z18, a, u; \
-	VFMADD231PS Z19, a, v; \
-	VFMADD231PS Z21, b, u; \
-	VFMADD231PS Z22, b, v; \
-	VFMADD231PS Z23, c, u; \
-	VFMADD231PS Z24, c, v
-
-#define S2KR0(u, v) TAPS3S2(Z0, Z1, Z2, u, v)
-#define S2KR1(u, v) TAPS3S2(Z3, Z4, Z5, u, v)
-#define S2KR2(u, v) TAPS3S2(Z6, Z7, Z8, u, v)
 
 // Loads padded input row i of the group (ROW2): sub-array row i/2 (at
 // rowaddr) of the even rows (i even) or of the odd rows, R14 bytes on.
@@ -272,26 +260,26 @@ s2group:
 s2step:
 	BIAS8
 	EVENROW((SI))
-	S2KR0(Z10, Z11)
+	KR0(Z10, Z11)
 	ODDROW((SI))
-	S2KR1(Z10, Z11)
+	KR1(Z10, Z11)
 	EVENROW((SI)(R8*1))
-	S2KR2(Z10, Z11)
-	S2KR0(Z12, Z13)
+	KR2(Z10, Z11)
+	KR0(Z12, Z13)
 	ODDROW((SI)(R8*1))
-	S2KR1(Z12, Z13)
+	KR1(Z12, Z13)
 	EVENROW((SI)(R8*2))
-	S2KR2(Z12, Z13)
-	S2KR0(Z14, Z15)
+	KR2(Z12, Z13)
+	KR0(Z14, Z15)
 	ODDROW((SI)(R8*2))
-	S2KR1(Z14, Z15)
+	KR1(Z14, Z15)
 	EVENROW((SI)(R9*1))
-	S2KR2(Z14, Z15)
-	S2KR0(Z16, Z17)
+	KR2(Z14, Z15)
+	KR0(Z16, Z17)
 	ODDROW((SI)(R9*1))
-	S2KR1(Z16, Z17)
+	KR1(Z16, Z17)
 	EVENROW((SI)(R8*4))
-	S2KR2(Z16, Z17)
+	KR2(Z16, Z17)
 	STEPEND(s2last, s2next, s2noclamp, s2step, s2group)
 
 s2done:
