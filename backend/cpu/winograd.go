@@ -62,6 +62,7 @@ type winograd struct {
 	// tails (16 × tail), then each worker's split rows.
 	vOff, mOff, tOff, sOff int
 	tail                   int
+	split                  splitGeom // of an input row into halves of p floats
 }
 
 // winogradFits reports whether k runs as Winograd F(2×2, 3×3): a 2-D 3×3
@@ -84,6 +85,7 @@ func (k *convKernel) buildWinograd(w f32src, threads int) int {
 	most := max(2*gemmNR, wgBlockFloats/(16*(k.c+k.m))/(2*gemmNR)*(2*gemmNR))
 	g.tb = roundUp(ceilDiv(g.t, ceilDiv(g.t, most)), 2*gemmNR)
 	g.p = roundUp(g.tw+1, 16)
+	g.split = splitRowGeom(k.pad[2], k.in[2], g.p)
 	// A block spans at most tb/tw + 2 tile rows.
 	g.rows = 2*min(g.th, g.tb/g.tw+2) + 2
 	g.uSize = packedASize(k.m, k.c)
@@ -197,8 +199,7 @@ func (k *convKernel) wgGemm(sc []float32, xi, t0 int) gemm {
 func (k *convKernel) wgSplit(buf, x []float32, r0, rows int) {
 	g := k.wg
 	H, W := k.in[1], k.in[2]
-	ph, P := k.pad[1], g.p
-	sg := splitRowGeom(k.pad[2], W, P)
+	ph, P, sg := k.pad[1], g.p, g.split
 	// Rows [i0, i1) of the band are input rows r0 + i − ph.
 	i0 := min(rows, max(0, ph-r0))
 	i1 := max(i0, min(rows, H+ph-r0))
