@@ -126,8 +126,12 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	}
 	scratch := make([]int64, len(g.Nodes))
 	e.kernels = make([]cpu.Kernel, len(g.Nodes))
+	bopts := cpu.BuildOptions{Threads: e.threads}
+	if m.src != nil {
+		bopts.Release = m.src.Release
+	}
 	for i := range g.Nodes {
-		k, s, err := cpu.BuildFor(g, &g.Nodes[i], e.threads)
+		k, s, err := cpu.BuildWith(g, &g.Nodes[i], bopts)
 		if err != nil {
 			return nil, err
 		}

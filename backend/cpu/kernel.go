@@ -95,6 +95,27 @@ func Build(g *ir.Graph, n *ir.Node) (k Kernel, scratch int64, err error) {
 // its own scratch area size their scratch for that many; run on a larger
 // pool, they use only as many workers as their scratch has areas for.
 func BuildFor(g *ir.Graph, n *ir.Node, threads int) (k Kernel, scratch int64, err error) {
+	return BuildWith(g, n, BuildOptions{Threads: threads})
+}
+
+// BuildOptions are the settings of BuildWith.
+type BuildOptions struct {
+	// Threads is the thread count of the Workers that will run the kernel
+	// (0 or less: runtime.GOMAXPROCS), as for BuildFor.
+	Threads int
+	// Release, when set, is handed parts of a constant input's Data that
+	// the kernel has copied into a layout of its own and will not read
+	// again, as soon as each part is copied. A runtime that reads
+	// constants from a mapped file can drop those pages while a large
+	// operand is still being packed, so that the file's copy and the
+	// packed copy of one operand are never resident whole at once. It is
+	// a hint: the bytes stay readable.
+	Release func(b []byte)
+}
+
+// BuildWith is Build with options.
+func BuildWith(g *ir.Graph, n *ir.Node, opts BuildOptions) (k Kernel, scratch int64, err error) {
+	threads := opts.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
@@ -105,7 +126,7 @@ func BuildFor(g *ir.Graph, n *ir.Node, threads int) (k Kernel, scratch int64, er
 	if !ok {
 		return nil, 0, fmt.Errorf("node %q: operator %s is not supported by the CPU backend", n.Name, n.Op)
 	}
-	c := &bctx{g: g, n: n, opset: g.Opset(), threads: threads}
+	c := &bctx{g: g, n: n, opset: g.Opset(), threads: threads, release: opts.Release}
 	if c.opset == 0 {
 		c.opset = 17
 	}
@@ -209,6 +230,15 @@ type bctx struct {
 	n       *ir.Node
 	opset   int64
 	threads int // threads of the Workers that will run the kernel
+	release func([]byte)
+}
+
+// copied tells BuildOptions.Release that b, part of a constant's Data, has
+// been copied and will not be read again.
+func (c *bctx) copied(b []byte) {
+	if c.release != nil && len(b) > 0 {
+		c.release(b)
+	}
 }
 
 // in returns the i-th input tensor, or nil when it is absent.
@@ -302,6 +332,29 @@ func (s f32src) packB(dst []float32, off, k, n, rs, cs int) {
 		return
 	}
 	packBBytes(dst, s.b[4*off:], k, n, rs, cs)
+}
+
+// packBRows packs rows [l0, l1) of the whole k×n row-major operand whose
+// element (l, j) is src[off + l·rs + j] into dst, laid out as packB lays
+// out the whole operand: a large constant can be packed a few rows at a
+// time, each run of rows released once copied.
+func (s f32src) packBRows(dst []float32, off, k, n, rs, l0, l1 int) {
+	for q := 0; q < ceilDiv(n, gemmNR); q++ {
+		d := dst[q*k*gemmNR:]
+		j0 := q * gemmNR
+		cols := min(gemmNR, n-j0)
+		for l := l0; l < l1; l++ {
+			row := d[l*gemmNR : (l+1)*gemmNR]
+			if s.f != nil {
+				copy(row[:cols], s.f[off+l*rs+j0:])
+			} else {
+				for j := range cols {
+					row[j] = f32At(s.b, off+l*rs+j0+j)
+				}
+			}
+			clear(row[cols:])
+		}
+	}
 }
 
 // f32At reads float32 element i of little-endian bytes at any alignment.

@@ -227,6 +227,10 @@ func (k *matmulKernel) bandsPay(threads int) bool {
 	return k.batch*k.m*k.n <= bandC && k.nA*packedASize(k.m, k.k) >= 2*max(threads, 1)*band
 }
 
+// releaseBytes is about how many bytes of a large constant B are packed
+// between two releases of its source (BuildOptions.Release).
+const releaseBytes = 8 << 20
+
 // bandC is the most floats of C for which band packing is used.
 const bandC = 256 << 10
 
@@ -285,9 +289,10 @@ func (k *matmulKernel) fillC(cb, yb []byte) {
 	}
 }
 
-// finish prepacks constant operands and lays out scratch for threads
+// finish prepacks constant operands and lays out scratch for c.threads
 // workers.
-func (k *matmulKernel) finish(a, b *ir.Tensor, threads int) int64 {
+func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
+	threads := c.threads
 	k.aSize, k.bSize = packedASize(k.m, k.k), packedBSize(k.k, k.n)
 	if !a.IsConst() && b.IsConst() && k.k > 0 && k.m > 0 && k.n > 0 && k.bandsPay(threads) {
 		// Bands: one A slice of the tallest band per worker, each area
@@ -299,6 +304,11 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, threads int) int64 {
 			for k0 := 0; k0 < k.k; k0 += k.kc {
 				kb := min(k.kc, k.k-k0)
 				src.packB(k.bPre[mat*k.bSize+k0*pn*gemmNR:], mat*k.k*k.n+k0*k.bRS, kb, k.n, k.bRS, k.bCS)
+				if k.bCS == 1 && k.bRS == k.n {
+					// Rows k0..k0+kb of a row-major B: one run of bytes.
+					lo := 4 * (mat*k.k*k.n + k0*k.n)
+					c.copied(b.Data[lo : lo+4*kb*k.n])
+				}
 			}
 		}
 		k.per = roundUp(min(k.panelsA(), gemmMT)*gemmMR*k.kc, alignment/4)
@@ -323,8 +333,23 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, threads int) int64 {
 	if b.IsConst() {
 		k.bPre = make([]float32, k.nB*k.bSize)
 		src := constSrc(b)
+		// A large row-major B is packed a run of rows (about
+		// releaseBytes) at a time, each run released once copied.
+		rows := k.k
+		if k.bCS == 1 && k.bRS == k.n && k.n > 0 {
+			rows = max(1, releaseBytes/(4*k.n))
+		}
 		for mat := 0; mat < k.nB; mat++ {
-			src.packB(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.bRS, k.bCS)
+			if rows >= k.k {
+				src.packB(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.bRS, k.bCS)
+				continue
+			}
+			for l0 := 0; l0 < k.k; l0 += rows {
+				l1 := min(l0+rows, k.k)
+				src.packBRows(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.n, l0, l1)
+				lo := 4 * (mat*k.k*k.n + l0*k.n)
+				c.copied(b.Data[lo : lo+4*(l1-l0)*k.n])
+			}
 		}
 	} else {
 		k.bOff = floats
@@ -376,7 +401,7 @@ func buildMatMul(c *bctx) (Kernel, int64, error) {
 		return nil, 0, c.errorf("output %v does not hold the %d elements of %v × %v", y.Shape, want, a.Shape, b.Shape)
 	}
 	k.aIdx, k.bIdx = batchIndex(ob, aB), batchIndex(ob, bB)
-	return k, k.finish(a, b, c.threads), nil
+	return k, k.finish(a, b, c), nil
 }
 
 // broadcastDims is numpy broadcasting of two dimension lists.
@@ -492,7 +517,7 @@ func buildGemm(c *bctx) (Kernel, int64, error) {
 			k.prefill = p
 		}
 	}
-	return k, k.finish(a, b, c.threads), nil
+	return k, k.finish(a, b, c), nil
 }
 
 // packABytes is packA of a whole m×k operand read from bytes that may be
