@@ -506,6 +506,9 @@ normdone:
 // masks of the AVX2 code live in mask registers.
 
 // EXP16 sets X = e^X; T1..T3 and the mask register KM are clobbered.
+// It scales by 2^n with one VSCALEFPS where EXP8 builds 2^⌊n/2⌋ and
+// 2^(n−⌊n/2⌋) and multiplies by both: the first of those products is
+// exact (it stays normal), so both round once, to the same bits.
 #define EXP16(X, T1, T2, T3, KM) \
 	VCMPPS.BCST       $1, K_EXPLO, X, KM; \
 	VBROADCASTSS      K_EXPHI, T1; \
@@ -525,17 +528,9 @@ normdone:
 	VMULPS            X, X, T3; \
 	VFMADD213PS       X, T3, T2; \
 	VADDPS.BCST       K_ONE, T2, X; \
-	VCVTPS2DQ         T1, T1; \
-	VPSRAD            $1, T1, T2; \
-	VPSUBD            T2, T1, T1; \
-	VPADDD.BCST       K_BIAS, T2, T2; \
-	VPADDD.BCST       K_BIAS, T1, T1; \
-	VPSLLD            $23, T2, T2; \
-	VPSLLD            $23, T1, T1; \
+	VSCALEFPS         T1, X, X; \
 	VPXORD            T3, T3, T3; \
-	VMOVAPS           T3, KM, T1; \
-	VMULPS            T2, X, X; \
-	VMULPS            T1, X, X
+	VMOVAPS           T3, KM, X
 
 // SIGMOID16 sets Z0 = 1/(1+e^−Z0); Z1..Z4, K1 and K2 are clobbered.
 #define SIGMOID16 \

@@ -409,6 +409,7 @@ func benchVMath(b *testing.B, f func(d, s []float32)) {
 
 func BenchmarkVExp(b *testing.B)      { benchVMath(b, vExp) }
 func BenchmarkVSigmoid(b *testing.B)  { benchVMath(b, vSigmoid) }
+func BenchmarkVSilu(b *testing.B)     { benchVMath(b, vSilu) }
 func BenchmarkVTanh(b *testing.B)     { benchVMath(b, vTanh) }
 func BenchmarkVErf(b *testing.B)      { benchVMath(b, vErf) }
 func BenchmarkVGelu(b *testing.B)     { benchVMath(b, vGelu) }
