@@ -138,3 +138,26 @@ func BenchmarkTransformerGEMM(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClassifierGEMV is a classifier head of batch 1: one row of
+// activations by a constant weight matrix. In a model the weights come
+// from memory, so the runs go round robin over copies of the product
+// whose weights together are larger than the last-level cache (GB/s
+// counts the weights' bytes).
+func BenchmarkClassifierGEMV(b *testing.B) {
+	for _, s := range []struct{ k, n int64 }{{1280, 1000}, {2048, 1000}} {
+		for _, th := range threadCounts() {
+			b.Run(fmt.Sprintf("1x%dx%d/threads=%d", s.k, s.n, th), func(b *testing.B) {
+				bytes := 4 * s.k * s.n
+				copies := int((64<<20)/bytes) + 1
+				var ps []*prepared
+				for range copies {
+					g, n := matmulNode(1, s.k, s.n, true)
+					ps = append(ps, prepare(b, g, n))
+				}
+				benchRoundRobin(b, th, ps, 2*float64(s.k*s.n))
+				b.ReportMetric(float64(bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}

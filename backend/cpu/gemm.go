@@ -98,6 +98,26 @@ func packA(dst, src []float32, m, k, rs, cs int, alpha float32, p0, p1 int) {
 // packB packs panels [q0, q1) of the k×n matrix whose element (l, j) is
 // src[l·rs + j·cs].
 func packB(dst, src []float32, k, n, rs, cs int, q0, q1 int) {
+	if whole := min(q1, n/gemmNR); cs == 1 && whole > q0 {
+		// Whole panels of rows: a few rows at a time across the panels,
+		// so that each row is read as one run of memory (panel by panel,
+		// every row would start a new page and stream).
+		const rows = 16
+		for l0 := 0; l0 < k; l0 += rows {
+			l1 := min(l0+rows, k)
+			for q := q0; q < whole; q++ {
+				d := dst[q*k*gemmNR : (q+1)*k*gemmNR]
+				j0 := q * gemmNR
+				// Through a local: a direct array assignment between
+				// two slices that may overlap compiles to a memmove.
+				for l := l0; l < l1; l++ {
+					v := *(*[gemmNR]float32)(src[l*rs+j0:])
+					*(*[gemmNR]float32)(d[l*gemmNR:]) = v
+				}
+			}
+		}
+		q0 = whole
+	}
 	for q := q0; q < q1; q++ {
 		d := dst[q*k*gemmNR : (q+1)*k*gemmNR]
 		j0 := q * gemmNR

@@ -148,16 +148,22 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 	if a[0] == phasePack {
 		na, _ := k.packItems()
 		pa, pb := k.panelsA(), k.panelsB()
-		for it := lo; it < hi; it++ {
+		// Items are A panels and then B panels: each call packs the
+		// range's panels of one matrix.
+		for it := lo; it < hi; {
 			if it < na {
 				mat, p := it/pa, it%pa
+				end := min(hi, na, (mat+1)*pa)
 				src := f32s(in[0])[mat*k.m*k.k:]
-				packA(s[k.aOff+mat*k.aSize:], src, k.m, k.k, k.aRS, k.aCS, k.alpha, p, p+1)
-			} else {
-				mat, q := (it-na)/pb, (it-na)%pb
-				src := f32s(in[1])[mat*k.k*k.n:]
-				packB(s[k.bOff+mat*k.bSize:], src, k.k, k.n, k.bRS, k.bCS, q, q+1)
+				packA(s[k.aOff+mat*k.aSize:], src, k.m, k.k, k.aRS, k.aCS, k.alpha, p, p+end-it)
+				it = end
+				continue
 			}
+			mat, q := (it-na)/pb, (it-na)%pb
+			end := min(hi, na+(mat+1)*pb)
+			src := f32s(in[1])[mat*k.k*k.n:]
+			packB(s[k.bOff+mat*k.bSize:], src, k.k, k.n, k.bRS, k.bCS, q, q+end-it)
+			it = end
 		}
 		return
 	}

@@ -199,6 +199,44 @@ func TestGemmTiles(t *testing.T) {
 	}
 }
 
+// TestPackBPanelRanges packs every range of panels of row-major B
+// operands (rows longer than the operand, row counts around the rows
+// packB copies at a time, a last panel cut short) and wants those panels
+// as packBBytes makes them and the others left alone.
+func TestPackBPanelRanges(t *testing.T) {
+	for _, c := range []struct{ k, n, rs int }{{1, 16, 16}, {15, 33, 35}, {16, 64, 64}, {17, 70, 75}, {40, 48, 50}} {
+		vals := make([]float32, c.k*c.rs)
+		for i := range vals {
+			vals[i] = float32(i%29) - 14.25
+		}
+		src := make([]byte, 4*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(src[4*i:], math.Float32bits(v))
+		}
+		want := make([]float32, packedBSize(c.k, c.n))
+		packBBytes(want, src, c.k, c.n, c.rs, 1)
+		pn := ceilDiv(c.n, gemmNR)
+		for q0 := 0; q0 <= pn; q0++ {
+			for q1 := q0; q1 <= pn; q1++ {
+				got := make([]float32, len(want))
+				for i := range got {
+					got[i] = float32(math.NaN())
+				}
+				packB(got, vals, c.k, c.n, c.rs, 1, q0, q1)
+				for q := 0; q < pn; q++ {
+					g, w := got[q*c.k*gemmNR:][:c.k*gemmNR], want[q*c.k*gemmNR:][:c.k*gemmNR]
+					inside := q >= q0 && q < q1
+					for i := range g {
+						if inside && g[i] != w[i] || !inside && !math.IsNaN(float64(g[i])) {
+							t.Fatalf("k %d n %d rows %d apart, panels [%d, %d): panel %d element %d is %v, want %v (inside %v)", c.k, c.n, c.rs, q0, q1, q, i, g[i], w[i], inside)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestPackFromBytes packs operands read from unaligned bytes and wants
 // exactly what packA and packB make of the same values.
 func TestPackFromBytes(t *testing.T) {
