@@ -72,7 +72,12 @@ func packA(dst, src []float32, m, k, rs, cs int, alpha float32, p0, p1 int) {
 			// by side and write each group of MR once.
 			r0, r1, r2 := src[i0*rs:][:k], src[(i0+1)*rs:][:k], src[(i0+2)*rs:][:k]
 			r3, r4, r5 := src[(i0+3)*rs:][:k], src[(i0+4)*rs:][:k], src[(i0+5)*rs:][:k]
-			for l := range r0 {
+			l0 := 0
+			if k4 := k &^ 3; useAsmKernel && alpha == 1 && k4 > 0 {
+				packA6Rows(&d[0], &r0[0], k4, rs)
+				l0 = k4
+			}
+			for l := l0; l < k; l++ {
 				dd := (*[gemmMR]float32)(d[l*gemmMR:])
 				dd[0], dd[1], dd[2] = alpha*r0[l], alpha*r1[l], alpha*r2[l]
 				dd[3], dd[4], dd[5] = alpha*r3[l], alpha*r4[l], alpha*r5[l]

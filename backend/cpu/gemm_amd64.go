@@ -38,3 +38,11 @@ func prefetchL2(p *float32, lines int)
 //
 //go:noescape
 func packA6Cols(dst, src *float32, k, cs, panels int)
+
+// packA6Rows packs the first k4 columns (a multiple of 4) of one A panel
+// of an operand whose rows are contiguous (packA's cs = 1, alpha = 1
+// case): for l < k4, dst[l·6 + i] = src[i·rs + l], i < 6. It needs only
+// SSE2.
+//
+//go:noescape
+func packA6Rows(dst, src *float32, k4, rs int)

@@ -291,3 +291,62 @@ pnext:
 
 pdone:
 	RET
+
+// func packA6Rows(dst, src *float32, k4, rs int)
+//
+// Packs the first k4 columns (a multiple of 4) of one A panel whose rows
+// are contiguous: for l < k4, dst[l·6 + i] = src[i·rs + l], i < 6. Four
+// columns at a time: a 4×4 transpose of rows 0–3 and an interleave of
+// rows 4 and 5.
+TEXT ·packA6Rows(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DX
+	MOVQ src+8(FP), SI
+	MOVQ k4+16(FP), CX
+	MOVQ rs+24(FP), R8
+	SHLQ $2, R8               // row step in bytes
+	LEAQ (SI)(R8*1), R9       // row 1
+	LEAQ (SI)(R8*2), R10      // row 2
+	LEAQ (R9)(R8*2), R11      // row 3
+	LEAQ (R10)(R8*2), R12     // row 4
+	LEAQ (R11)(R8*2), R13     // row 5
+	XORQ AX, AX
+	SHRQ $2, CX
+	JZ   rdone
+
+rloop:
+	MOVUPS   (SI)(AX*1), X0
+	MOVUPS   (R9)(AX*1), X1
+	MOVUPS   (R10)(AX*1), X2
+	MOVUPS   (R11)(AX*1), X3
+	MOVUPS   (R12)(AX*1), X4
+	MOVUPS   (R13)(AX*1), X5
+	MOVAPS   X0, X6
+	UNPCKLPS X1, X6           // r0[0] r1[0] r0[1] r1[1]
+	UNPCKHPS X1, X0           // r0[2] r1[2] r0[3] r1[3]
+	MOVAPS   X2, X7
+	UNPCKLPS X3, X7           // r2[0] r3[0] r2[1] r3[1]
+	UNPCKHPS X3, X2           // r2[2] r3[2] r2[3] r3[3]
+	MOVAPS   X6, X8
+	MOVLHPS  X7, X8           // rows 0–3 of column 0
+	MOVHLPS  X6, X7           // column 1
+	MOVAPS   X0, X9
+	MOVLHPS  X2, X9           // column 2
+	MOVHLPS  X0, X2           // column 3
+	MOVAPS   X4, X10
+	UNPCKLPS X5, X10          // r4[0] r5[0] r4[1] r5[1]
+	UNPCKHPS X5, X4           // r4[2] r5[2] r4[3] r5[3]
+	MOVUPS   X8, (DX)
+	MOVLPS   X10, 16(DX)
+	MOVUPS   X7, 24(DX)
+	MOVHPS   X10, 40(DX)
+	MOVUPS   X9, 48(DX)
+	MOVLPS   X4, 64(DX)
+	MOVUPS   X2, 72(DX)
+	MOVHPS   X4, 88(DX)
+	ADDQ     $16, AX
+	ADDQ     $96, DX
+	DECQ     CX
+	JNZ      rloop
+
+rdone:
+	RET

@@ -111,3 +111,7 @@ func prefetchL2(p *float32, lines int) {}
 func packA6Cols(dst, src *float32, k, cs, panels int) {
 	panic("packA6Cols: no assembly on this platform")
 }
+
+func packA6Rows(dst, src *float32, k4, rs int) {
+	panic("packA6Rows: no assembly on this platform")
+}

@@ -240,7 +240,7 @@ func TestPackBPanelRanges(t *testing.T) {
 // TestPackFromBytes packs operands read from unaligned bytes and wants
 // exactly what packA and packB make of the same values.
 func TestPackFromBytes(t *testing.T) {
-	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {7, 5, 17}, {13, 40, 33}, {6, 16, 16}} {
+	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {7, 5, 17}, {13, 40, 33}, {6, 16, 16}, {12, 11, 20}} {
 		vals := make([]float32, max(c.m*c.k, c.k*c.n))
 		for i := range vals {
 			vals[i] = float32(i%23) - 11.5
@@ -255,17 +255,20 @@ func TestPackFromBytes(t *testing.T) {
 			if tr {
 				rs, cs = 1, c.m
 			}
-			want, got := make([]float32, packedASize(c.m, c.k)), make([]float32, packedASize(c.m, c.k))
-			packA(want, vals, c.m, c.k, rs, cs, 0.5, 0, ceilDiv(c.m, gemmMR))
-			packABytes(got, src, c.m, c.k, rs, cs, 0.5)
-			if !slices.Equal(got, want) {
-				t.Errorf("A %v transposed %v: packed from bytes differs", c, tr)
+			// Alpha 1 takes packA's assembly paths.
+			for _, alpha := range []float32{0.5, 1} {
+				want, got := make([]float32, packedASize(c.m, c.k)), make([]float32, packedASize(c.m, c.k))
+				packA(want, vals, c.m, c.k, rs, cs, alpha, 0, ceilDiv(c.m, gemmMR))
+				packABytes(got, src, c.m, c.k, rs, cs, alpha)
+				if !slices.Equal(got, want) {
+					t.Errorf("A %v transposed %v alpha %v: packed from bytes differs", c, tr, alpha)
+				}
 			}
 			rs, cs = c.n, 1
 			if tr {
 				rs, cs = 1, c.k
 			}
-			want, got = make([]float32, packedBSize(c.k, c.n)), make([]float32, packedBSize(c.k, c.n))
+			want, got := make([]float32, packedBSize(c.k, c.n)), make([]float32, packedBSize(c.k, c.n))
 			packB(want, vals, c.k, c.n, rs, cs, 0, ceilDiv(c.n, gemmNR))
 			packBBytes(got, src, c.k, c.n, rs, cs)
 			if !slices.Equal(got, want) {
