@@ -505,14 +505,18 @@ normdone:
 // broadcasts of vk's first copy), so that they give the same bits; the
 // masks of the AVX2 code live in mask registers.
 
-// EXP16 sets X = e^X; T1..T3 and the mask register KM are clobbered.
-// It scales by 2^n with one VSCALEFPS where EXP8 builds 2^⌊n/2⌋ and
-// 2^(n−⌊n/2⌋) and multiplies by both: the first of those products is
-// exact (it stays normal), so both round once, to the same bits.
-#define EXP16(X, T1, T2, T3, KM) \
-	VCMPPS.BCST       $1, K_EXPLO, X, KM; \
-	VBROADCASTSS      K_EXPHI, T1; \
-	VMINPS            X, T1, X; \
+// EXPNEG16 sets X = e^X for X ≤ 0 or NaN (SIGMOID16's −|x|); T1..T3 and
+// the mask register KM are clobbered. It computes EXP8's bits with fewer
+// operations:
+//   - EXP8's upper clamp (min with 89) leaves such X as they are, so it
+//     is left out;
+//   - it scales by 2^n with one VSCALEFPS where EXP8 builds 2^⌊n/2⌋ and
+//     2^(n−⌊n/2⌋) and multiplies by both: the first of those products is
+//     exact (it stays normal), so both round once, to the same bits;
+//   - the lanes below the lower clamp, which EXP8 sets to 0, are zeroed
+//     by the scaling's mask (KM: not below it, NaN included).
+#define EXPNEG16(X, T1, T2, T3, KM) \
+	VCMPPS.BCST       $5, K_EXPLO, X, KM; \
 	VBROADCASTSS      K_EXPLO, T1; \
 	VMAXPS            X, T1, X; \
 	VMULPS.BCST       K_LOG2E, X, T1; \
@@ -528,19 +532,18 @@ normdone:
 	VMULPS            X, X, T3; \
 	VFMADD213PS       X, T3, T2; \
 	VADDPS.BCST       K_ONE, T2, X; \
-	VSCALEFPS         T1, X, X; \
-	VPXORD            T3, T3, T3; \
-	VMOVAPS           T3, KM, X
+	VSCALEFPS.Z       T1, X, KM, X
 
-// SIGMOID16 sets Z0 = 1/(1+e^−Z0); Z1..Z4, K1 and K2 are clobbered.
+// SIGMOID16 sets Z0 = 1/(1+e^−Z0); Z1..Z4, K1 and K2 are clobbered. The
+// numerator is e^−|x| where x's sign bit is set and 1 elsewhere (one
+// masked blend with the broadcast 1).
 #define SIGMOID16 \
-	VPORD.BCST    K_SIGN, Z0, Z1; \
-	EXP16(Z1, Z2, Z3, Z4, K1); \
-	VADDPS.BCST   K_ONE, Z1, Z2; \
-	VBROADCASTSS  K_ONE, Z3; \
-	VPTESTMD.BCST K_SIGN, Z0, K2; \
-	VMOVAPS       Z1, K2, Z3; \
-	VDIVPS        Z2, Z3, Z0
+	VPORD.BCST     K_SIGN, Z0, Z1; \
+	EXPNEG16(Z1, Z2, Z3, Z4, K1); \
+	VADDPS.BCST    K_ONE, Z1, Z2; \
+	VPTESTNMD.BCST K_SIGN, Z0, K2; \
+	VBLENDMPS.BCST K_ONE, Z1, K2, Z3; \
+	VDIVPS         Z2, Z3, Z0
 
 // func sigmoidAVX512(d, s []float32)
 TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-48

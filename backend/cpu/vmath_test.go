@@ -64,6 +64,8 @@ func sweepInputs() []float32 {
 		88.72283, 88.72284, 88.7229, 89, 89.5, 100, -87.33, -87.34, -100, -103.9, -103.98, -104, -110,
 		0.625, -0.625, 0.62499994, 0.875, -0.875, 0.87499994, 3.92, 3.93, 3.94, 5, -5, 9, 10, 20, -20,
 		0.5, -0.5, 1, -1, 2, -2, 44, -44, 45,
+		// The exponential's lower clamp and its neighbours.
+		cExpLo, math.Nextafter32(cExpLo, 0), math.Nextafter32(cExpLo, -200), -cExpLo,
 	}
 	for b := uint32(0); b < 0x7f800000; b += 997 {
 		x := math.Float32frombits(b)
