@@ -42,6 +42,9 @@ type convKernel struct {
 	// dwcIn and dwcOut are the channel-blocked depthwise path's position
 	// tables (dwcTables), or nil.
 	dwcIn, dwcOut []int32
+	// dwcW, with constant weights and bias, is each group's weights and
+	// biases interleaved as dwc16 reads them (dwcWeights), or nil.
+	dwcW []float32
 	// wT, for a small 1×1 convolution of 1×1 planes (vecFits) or a 1×1
 	// convolution of small planes (tFits), is its weight matrix
 	// transposed and packed as a GEMM B operand: the product runs with
@@ -206,6 +209,9 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 			// Small planes also run sixteen channels at a time.
 			n = max(n, dwcFloats(k))
 			k.dwcTables()
+			if wt.IsConst() && (b == nil || b.IsConst()) {
+				k.dwcWeights(constSrc(wt), b)
+			}
 		}
 		if n > 0 {
 			k.dwPer = roundUp(n, alignment/4)
@@ -400,9 +406,10 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 		share, groups := lo, k.dwcGroups()
 		buf := f32s(scratch)[share*k.dwPer:][:k.dwPer]
 		per := ceilDiv(k.m, dwcLanes)
-		for it := share * groups / int(a[1]); it < (share+1)*groups/int(a[1]); it++ {
+		first := share * groups / int(a[1])
+		for it := first; it < (share+1)*groups/int(a[1]); it++ {
 			n, c0 := it/per, it%per*dwcLanes
-			k.dwcGroup(x, y, wt, bias, buf, n, c0)
+			k.dwcGroup(x, y, wt, bias, buf, n, c0, it == first)
 			p := n*k.m + c0
 			k.clampOut(y[p*k.outSp : (p+min(dwcLanes, k.m-c0))*k.outSp])
 			if k.fuse != nil {

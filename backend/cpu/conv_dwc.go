@@ -1,6 +1,10 @@
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/berth-ml/berth/ir"
+)
 
 // Channel-blocked depthwise convolution for small planes.
 //
@@ -66,12 +70,37 @@ func (k *convKernel) dwcTables() {
 	}
 }
 
+// dwcWeights sets k.dwcW from constant weights and bias (b may be nil):
+// for the group of channels from c0 = 16g, (kvol+1)·16 floats from
+// (kvol+1)·16·g on, tap t of channel c0+l at t·16 + l and then the
+// channels' biases, zeros past the last channel.
+func (k *convKernel) dwcWeights(w f32src, b *ir.Tensor) {
+	const L = dwcLanes
+	per := (k.kvol + 1) * L
+	k.dwcW = make([]float32, ceilDiv(k.m, L)*per)
+	var bs f32src
+	if b != nil {
+		bs = constSrc(b)
+	}
+	for c := 0; c < k.m; c++ {
+		g := k.dwcW[c/L*per:][:per]
+		for t := range k.kvol {
+			g[t*L+c%L] = w.at(c*k.kvol + t)
+		}
+		if b != nil {
+			g[k.kvol*L+c%L] = bs.at(c)
+		}
+	}
+}
+
 // dwcGroups is the number of groups of channels of one run.
 func (k *convKernel) dwcGroups() int { return k.nb * ceilDiv(k.m, dwcLanes) }
 
 // dwcGroup computes output channels [c0, c0+16) of image n (fewer at the
-// end) in buf (dwcFloats of it).
-func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int) {
+// end) in buf (dwcFloats of it). fresh says buf's padding may hold
+// anything: a worker's first group of a run zeroes it, and the groups
+// after it leave it as it is (they write only inside it).
+func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int, fresh bool) {
 	W := k.in[2]
 	OH, OW := k.out[1], k.out[2]
 	KH, KW := k.kern[1], k.kern[2]
@@ -85,13 +114,15 @@ func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int) {
 	bb := buf[len(xb)+len(ob)+len(wb):][:L]
 	// Zero the padding around the input's place in the block; the
 	// transposes below fill the rest.
-	r1, c1 := min(hp, ph+k.in[1]), min(wp, pw+W)
-	clear(xb[:L*wp*min(ph, hp)])
-	clear(xb[L*wp*r1:])
-	for r := min(ph, hp); r < r1; r++ {
-		row := xb[L*wp*r:][:L*wp]
-		clear(row[:L*min(pw, wp)])
-		clear(row[L*c1:])
+	if fresh {
+		r1, c1 := min(hp, ph+k.in[1]), min(wp, pw+W)
+		clear(xb[:L*wp*min(ph, hp)])
+		clear(xb[L*wp*r1:])
+		for r := min(ph, hp); r < r1; r++ {
+			row := xb[L*wp*r:][:L*wp]
+			clear(row[:L*min(pw, wp)])
+			clear(row[L*c1:])
+		}
 	}
 	// Input position q of the planes (row q/W, column q%W) goes to padded
 	// row q/W+ph, column q%W+pw, where those lie inside the block.
@@ -120,14 +151,19 @@ func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int) {
 		}
 		tr16(&dst, &src, 1<<m-1, 1<<L-1)
 	}
-	clear(wb)
-	clear(bb)
-	for l := 0; l < cnt; l++ {
-		for t, v := range wt[(c0+l)*k.kvol:][:k.kvol] {
-			wb[t*L+l] = v
-		}
-		if bias != nil {
-			bb[l] = bias[c0+l]
+	if k.dwcW != nil {
+		g := k.dwcW[c0/L*(k.kvol+1)*L:][:(k.kvol+1)*L]
+		wb, bb = g[:k.kvol*L], g[k.kvol*L:]
+	} else {
+		clear(wb)
+		clear(bb)
+		for l := 0; l < cnt; l++ {
+			for t, v := range wt[(c0+l)*k.kvol:][:k.kvol] {
+				wb[t*L+l] = v
+			}
+			if bias != nil {
+				bb[l] = bias[c0+l]
+			}
 		}
 	}
 	var offs [dwMaxTaps]int

@@ -30,9 +30,11 @@ func (k *convKernel) Prepacked(i int) bool {
 // PackedBytes is the size of the packed operands.
 func (k *matmulKernel) PackedBytes() int64 { return 4 * int64(len(k.aPre)+len(k.bPre)) }
 
-// PackedBytes is the size of the packed weights.
+// PackedBytes is the size of the packed weights, with the channel-blocked
+// depthwise path's interleaved copy (which the weights stay beside: other
+// paths of the kernel read them).
 func (k *convKernel) PackedBytes() int64 {
-	n := len(k.wPre) + len(k.wT)
+	n := len(k.wPre) + len(k.wT) + len(k.dwcW)
 	if k.wg != nil {
 		n += len(k.wg.u)
 	}
