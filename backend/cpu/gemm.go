@@ -389,18 +389,46 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		for ; p+1 < p1; p += 2 {
 			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
-			prefetch(p)
+			// The kernel brings lines in as it goes (pfn times two lines
+			// of each of pf0 and pf1, one time every four steps): over
+			// the first pair of B panels, the next pair of A panels,
+			// whose slice comes from memory there when A is the
+			// weights; over the others, this call's part of the next
+			// pair of B panels.
+			var pf0, pf1 *float32
+			pfn := 0
+			switch off := (p - p0) / 2 * per; {
+			case q == q0 && p+3 < p1:
+				pf0, pf1 = &g.aPanel(p+2, k0, kb)[0], &g.aPanel(p+3, k0, kb)[0]
+				pfn = ceilDiv(kb*gemmMR*4, 128)
+				prefetch(p)
+			case per > 0 && ceilDiv(per, 2) <= kb/4:
+				pfn = ceilDiv(max(0, min(per, kb-off)), 2)
+				pf0 = (*float32)(unsafe.Add(unsafe.Pointer(next0), 64*off))
+				pf1 = (*float32)(unsafe.Add(unsafe.Pointer(next1), 64*off))
+			default:
+				prefetch(p)
+			}
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, mr2, nr2)
-			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res)
+			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn)
 			if !inside {
 				clipped(i0, j0, mr2, nr2)
 			}
 		}
 		if p < p1 {
 			ap, i0 := g.aPanel(p, k0, kb), p*gemmMR
-			prefetch(p)
+			// Four lines of each panel every four steps.
+			var pf0, pf1 *float32
+			pfn := 0
+			if off := (p - p0) / 2 * per; per > 0 && ceilDiv(per, 4) <= kb/4 {
+				pfn = ceilDiv(max(0, min(per, kb-off)), 4)
+				pf0 = (*float32)(unsafe.Add(unsafe.Pointer(next0), 64*off))
+				pf1 = (*float32)(unsafe.Add(unsafe.Pointer(next1), 64*off))
+			} else {
+				prefetch(p)
+			}
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, gemmMR, nr2)
-			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res)
+			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn)
 			if !inside {
 				clipped(i0, j0, gemmMR, nr2)
 			}

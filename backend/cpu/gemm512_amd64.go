@@ -22,16 +22,23 @@ var useAVX512Kernel = useAsmKernel && cpu.X86.HasAVX512F
 // floats apart) is added and a non-nil lim clamps what it writes, as
 // sgemm6x16 does. kb may be 0. It needs AVX-512F.
 //
+// While it runs it asks for the next data to be brought into the L2
+// cache, spread over its steps: every four steps (for the first kb/4·4),
+// until pfn times, two 64-byte lines from pf0 and two from pf1, each
+// pointer moving on by them. These are hints: the addresses need not be
+// valid.
+//
 //go:noescape
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32)
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int)
 
 // sgemm6x32 is sgemm12x32 for one A panel (6 floats per step at a): it
 // computes the 6×32 product of kb steps of a and the B panels at b0, b1
 // (bstep floats a step) and writes it to the 6 rows of C at c as sgemm12x32 does (rb has 6
-// values, cb 32). It needs AVX-512F.
+// values, cb 32). Its hints are four lines from each of pf0 and pf1
+// every four steps, pfn times. It needs AVX-512F.
 //
 //go:noescape
-func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32)
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int)
 
 // sgemm12x16 is sgemm12x32 for one B panel (16 floats per step at b): it
 // computes the 12×16 product of kb steps of the A panels at a0, a1 and b

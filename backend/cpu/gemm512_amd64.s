@@ -186,8 +186,11 @@
 	ADDM16(p, Z10); \
 	ADDM16(p, Z11)
 
-// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
-TEXT ·sgemm12x32(SB), NOSPLIT, $0-104
+// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int)
+TEXT ·sgemm12x32(SB), NOSPLIT, $0-128
+	MOVQ pf0+104(FP), R9
+	MOVQ pf1+112(FP), R10
+	MOVQ pfn+120(FP), BX
 	MOVQ kb+0(FP), CX
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R11
@@ -249,6 +252,17 @@ loop4:
 	JLT        tail
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2048(R11)
+	TESTQ      BX, BX
+	JEQ        nopf
+	PREFETCHT1 (R9)
+	PREFETCHT1 64(R9)
+	PREFETCHT1 (R10)
+	PREFETCHT1 64(R10)
+	ADDQ       $128, R9
+	ADDQ       $128, R10
+	DECQ       BX
+
+nopf:
 	STEP512(0)
 	STEP512(24)
 	STEP512(48)
@@ -396,8 +410,11 @@ accnow:
 	VFMADD231PS  Z24, Z31, Z10;    \
 	VFMADD231PS  Z25, Z31, Z11
 
-// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
-TEXT ·sgemm6x32(SB), NOSPLIT, $0-96
+// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int)
+TEXT ·sgemm6x32(SB), NOSPLIT, $0-120
+	MOVQ pf0+96(FP), R9
+	MOVQ pf1+104(FP), R10
+	MOVQ pfn+112(FP), BX
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b0+16(FP), DI
@@ -437,6 +454,21 @@ loop4:
 	CMPQ       CX, $4
 	JLT        tail
 	PREFETCHT0 2048(SI)
+	TESTQ      BX, BX
+	JEQ        nopf6
+	PREFETCHT1 (R9)
+	PREFETCHT1 64(R9)
+	PREFETCHT1 128(R9)
+	PREFETCHT1 192(R9)
+	PREFETCHT1 (R10)
+	PREFETCHT1 64(R10)
+	PREFETCHT1 128(R10)
+	PREFETCHT1 192(R10)
+	ADDQ       $256, R9
+	ADDQ       $256, R10
+	DECQ       BX
+
+nopf6:
 	STEP6X32(0)
 	STEP6X32(24)
 	STEP6X32(48)

@@ -55,19 +55,19 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 // sgemm12x32 is the portable form of the amd64 AVX-512 micro-kernel (see
 // gemm512_amd64.go for the contract): the four 6×16 quarters of the tile.
 // gemm.run does not call it on this platform.
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int) {
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	down := 4 * gemmMR * ldc // bytes from row 0 to row 6 of C
 	rbLow := shift(rb, 4*gemmMR)
-	sgemm6x32(kb, a0, b0, b1, gemmNR, c, ldc, rb, cb, mode, lim, res)
-	sgemm6x32(kb, a1, b0, b1, gemmNR, shift(c, down), ldc, rbLow, cb, mode, lim, shift(res, down))
+	sgemm6x32(kb, a0, b0, b1, gemmNR, c, ldc, rb, cb, mode, lim, res, nil, nil, 0)
+	sgemm6x32(kb, a1, b0, b1, gemmNR, shift(c, down), ldc, rbLow, cb, mode, lim, shift(res, down), nil, nil, 0)
 }
 
 // sgemm6x32 is the portable form of the amd64 AVX-512 6×32 kernel (see
 // gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
 // call it on this platform.
-func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int) {
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	const right = 4 * gemmNR // bytes from a row's column 0 to column 16

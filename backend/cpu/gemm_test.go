@@ -212,8 +212,8 @@ func TestSgemm12x32(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
-		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res)
+	checkMicroKernelPrefetch(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn)
 	})
 }
 
@@ -224,9 +224,27 @@ func TestSgemm6x32(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
-		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res)
+	checkMicroKernelPrefetch(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn)
 	})
+}
+
+// checkMicroKernelPrefetch is checkMicroKernel for a kernel that takes
+// lines to bring into the cache as it goes, run without them and with
+// more than it has steps for: the hints must change nothing.
+func checkMicroKernelPrefetch(t *testing.T, ap, bp int, call func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int)) {
+	for _, pf := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prefetch=%v", pf), func(t *testing.T) {
+			checkMicroKernel(t, ap, bp, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+				var pf0, pf1 *float32
+				pfn := 0
+				if pf {
+					pf0, pf1, pfn = &b[len(b)-1][0], &a[0][0], kb/4+3
+				}
+				call(kb, a, b, c, ldc, rb, cb, mode, lim, res, pf0, pf1, pfn)
+			})
+		})
+	}
 }
 
 // TestSgemm12x16 checks the 12×16 micro-kernel entry point on its own (the
