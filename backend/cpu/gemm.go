@@ -440,8 +440,16 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		for ; p+1 < p1; p += 2 {
 			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
+			// A lone B panel is the tile's first: the next pair of A
+			// panels, as over the first pair above.
+			var pf0, pf1 *float32
+			pfn := 0
+			if q == q0 && p+3 < p1 {
+				pf0, pf1 = &g.aPanel(p+2, k0, kb)[0], &g.aPanel(p+3, k0, kb)[0]
+				pfn = ceilDiv(kb*gemmMR*4, 128)
+			}
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, mr2, gemmNR)
-			sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, ld, rb, cb, mode, lim, res)
+			sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn)
 			if !inside {
 				clipped(i0, j0, mr2, gemmNR)
 			}

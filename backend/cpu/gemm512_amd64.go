@@ -43,10 +43,10 @@ func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, c
 // sgemm12x16 is sgemm12x32 for one B panel (16 floats per step at b): it
 // computes the 12×16 product of kb steps of the A panels at a0, a1 and b
 // and writes it to the 12 rows of C at c as sgemm12x32 does (rb has 12
-// values, cb 16). It needs AVX-512F.
+// values, cb 16). Its hints are sgemm12x32's. It needs AVX-512F.
 //
 //go:noescape
-func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32)
+func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int)
 
 // fmaPeakLoop512 runs n iterations of 24 16-lane fused multiply-adds
 // spread over 12 independent zmm accumulators: 768·n floating-point

@@ -596,8 +596,11 @@ accnow:
 	VBROADCASTSS aoff+20(R11), Z31; \
 	VFMADD231PS  Z24, Z31, Z11
 
-// func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
-TEXT ·sgemm12x16(SB), NOSPLIT, $0-88
+// func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int)
+TEXT ·sgemm12x16(SB), NOSPLIT, $0-112
+	MOVQ pf0+88(FP), R9
+	MOVQ pf1+96(FP), R10
+	MOVQ pfn+104(FP), BX
 	MOVQ kb+0(FP), CX
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R11
@@ -662,6 +665,17 @@ loop4:
 	JLT        tail
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2048(R11)
+	TESTQ      BX, BX
+	JEQ        nopf16
+	PREFETCHT1 (R9)
+	PREFETCHT1 64(R9)
+	PREFETCHT1 (R10)
+	PREFETCHT1 64(R10)
+	ADDQ       $128, R9
+	ADDQ       $128, R10
+	DECQ       BX
+
+nopf16:
 	STEP12X16(0, 0)
 	STEP12X16(24, 64)
 	STEP12X16(48, 128)

@@ -78,7 +78,7 @@ func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, c
 // sgemm12x16 is the portable form of the amd64 AVX-512 12×16 kernel (see
 // gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
 // call it on this platform.
-func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int) {
 	down := 4 * gemmMR * ldc
 	sgemm6x16(kb, a0, b, c, ldc, rb, cb, mode, lim, res)
 	sgemm6x16(kb, a1, b, shift(c, down), ldc, shift(rb, 4*gemmMR), cb, mode, lim, shift(res, down))

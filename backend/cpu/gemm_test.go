@@ -254,8 +254,8 @@ func TestSgemm12x16(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernel(t, 2, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
-		sgemm12x16(kb, &a[0][0], &a[1][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim, res)
+	checkMicroKernelPrefetch(t, 2, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+		sgemm12x16(kb, &a[0][0], &a[1][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn)
 	})
 }
 
