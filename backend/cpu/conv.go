@@ -55,6 +55,12 @@ type convKernel struct {
 	// packed positions (tOff floats) and then the transposed output.
 	tPath bool
 	tOff  int
+	// tIdx, for a runT convolution of a kernel larger than 1×1, says
+	// where each packed element of A comes from: entry (q·kvol + t)·gemmMR
+	// + i is the offset in an input plane of kernel tap t of position
+	// q·gemmMR + i, or -1 where the tap falls in the padding (or past the
+	// last position).
+	tIdx []int32
 
 	fuse *fused // an epilogue applied block by block, or nil
 	// lim, when set, clamps the output as the GEMM kernels store it after
@@ -227,6 +233,9 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		constSrc(wt).packB(k.wT, 0, k.kdim, k.m, 1, k.kdim)
 		if !k.vecFits() {
 			k.tPath = true
+			if !k.pointwise {
+				k.tTable()
+			}
 			k.tOff = roundUp(packedASize(k.outSp, k.kdim), alignment/4)
 			return k, int64(k.tOff+roundUp(k.outSp*k.m, alignment/4)) * 4, nil
 		}
@@ -379,6 +388,7 @@ const (
 	phaseDepthwise = 2
 	phaseDWC       = 3 // depthwise, sixteen channels at a time
 	phaseT         = 5 // small planes, the positions as rows (runT)
+	phaseTPack     = 6 // runT's windows into A, items are input channels
 	phaseBlocks    = 4
 	phaseSubsample = 11 // items are input planes (subsample)
 )
@@ -396,6 +406,8 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	switch a[0] {
 	case phaseSubsample:
 		k.subsamplePlanes(f32s(in[0]), x, lo, hi)
+	case phaseTPack:
+		k.packTWindows(f32s(scratch)[:k.tOff], x[int(a[2])*k.c*k.inSp:], lo, hi)
 	case phaseT:
 		// Items are shares: one per call, or all in turn inline.
 		for share := lo; share < hi; share++ {
@@ -617,11 +629,71 @@ func (k *convKernel) runVec(in, out [][]byte, scratch []byte) {
 // tFitsPlane is the largest output plane, in positions, that runT takes.
 const tFitsPlane = 64
 
-// tFits reports whether k is a 1×1 convolution of small planes (the 7×7
+// tFits reports whether k is a convolution of small planes (the 7×7
 // stages) that computes fewer columns as runT does: along the usual
-// product's vectors, 49 positions take 64 lanes.
+// product's vectors, 49 positions take 64 lanes. A 1×1 convolution
+// always does; a larger kernel does on AVX-512 when its product is deep
+// and wide and Winograd does not take it (its positions' input windows
+// are gathered into A by tTable's offsets): ResNet-50's stride-2 3×3
+// convolution onto 7² planes, its weights from memory, 0.78 → 0.67 ms.
 func (k *convKernel) tFits() bool {
-	return k.pointwise && k.g == 1 && k.outSp > 1 && k.outSp <= tFitsPlane && k.outSp%(2*gemmNR) != 0
+	if k.g != 1 || k.outSp <= 1 || k.outSp > tFitsPlane || k.outSp%(2*gemmNR) == 0 {
+		return false
+	}
+	return k.pointwise || dw512 && k.sub == 0 && k.kvol > 1 && k.kdim >= tWindowDepth && k.m >= tWindowWidth && !k.winogradFits(true)
+}
+
+// The smallest product depth and width for which a convolution of a
+// kernel larger than 1×1 runs through runT.
+const (
+	tWindowDepth = 256
+	tWindowWidth = 64
+)
+
+// tTable builds tIdx.
+func (k *convKernel) tTable() {
+	kv, rows := k.kvol, roundUp(k.outSp, gemmMR)
+	k.tIdx = make([]int32, rows*kv)
+	for p := 0; p < rows; p++ {
+		o := [3]int{p / (k.out[1] * k.out[2]), p / k.out[2] % k.out[1], p % k.out[2]}
+		for t := 0; t < kv; t++ {
+			tap := [3]int{t / (k.kern[1] * k.kern[2]), t / k.kern[2] % k.kern[1], t % k.kern[2]}
+			at := int32(-1)
+			if p < k.outSp {
+				var c [3]int
+				inside := true
+				for d := range c {
+					c[d] = o[d]*k.stride[d] - k.pad[d] + tap[d]*k.dil[d]
+					inside = inside && c[d] >= 0 && c[d] < k.in[d]
+				}
+				if inside {
+					at = int32((c[0]*k.in[1]+c[1])*k.in[2] + c[2])
+				}
+			}
+			k.tIdx[(p/gemmMR*kv+t)*gemmMR+p%gemmMR] = at
+		}
+	}
+}
+
+// packTWindows packs input channels [c0, c1) of image x (its planes) into
+// runT's A: channel c's taps are a run of kvol·gemmMR floats of each
+// panel, laid out as tIdx.
+func (k *convKernel) packTWindows(a, x []float32, c0, c1 int) {
+	run := k.kvol * gemmMR
+	for q := 0; q < ceilDiv(k.outSp, gemmMR); q++ {
+		idx := k.tIdx[q*run:][:run]
+		panel := a[q*k.kdim*gemmMR:][:k.kdim*gemmMR]
+		for c := c0; c < c1; c++ {
+			plane, d := x[c*k.inSp:][:k.inSp], panel[c*run:][:run]
+			for j, at := range idx {
+				v := float32(0)
+				if at >= 0 {
+					v = plane[at]
+				}
+				d[j] = v
+			}
+		}
+	}
 }
 
 // runT runs k image by image as Yᵀ = Xᵀ·Wᵀ: the positions' input vectors
@@ -636,7 +708,11 @@ func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 		parts = min(parts, k.fuse.shares)
 	}
 	for n := 0; n < k.nb; n++ {
-		packA(a, x[n*k.c*k.inSp:], k.outSp, k.kdim, 1, k.inSp, 1, 0, ceilDiv(k.outSp, gemmMR))
+		if k.tIdx != nil {
+			w.forArgs(k.c, w.parts(k.c*k.kvol*k.outSp), k, args{phaseTPack, 0, int64(n)}, in, out, scratch)
+		} else {
+			packA(a, x[n*k.c*k.inSp:], k.outSp, k.kdim, 1, k.inSp, 1, 0, ceilDiv(k.outSp, gemmMR))
+		}
 		if k.pro != nil {
 			k.pro.applyA(a, k.outSp, k.kdim, 0)
 		}

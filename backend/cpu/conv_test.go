@@ -281,6 +281,42 @@ func TestConvBlocking(t *testing.T) {
 	}
 }
 
+// TestConvWindowsAsRows covers runT for kernels larger than 1×1: the
+// positions' input windows gathered into A (tTable), from unit and larger
+// strides, dilation, negative and uneven pads, batches, 3-D, and products
+// deep enough for several k slices, on pools larger and smaller than the
+// one the kernel was built for.
+func TestConvWindowsAsRows(t *testing.T) {
+	if !dw512 {
+		t.Skip("the window path runs on AVX-512 only")
+	}
+	one, two := ints64(1, 1), ints64(2, 2)
+	p1 := ints64(1, 1, 1, 1)
+	cases := []convCase{
+		{name: "7x7 s1 (too few channels for Winograd)", x: ints64(2, 30, 7, 7), m: 64, group: 1, kern: ints64(3, 3), strides: one, dil: one, pads: p1, bias: true, constW: true},
+		{name: "14x13 s2 to 7x7", x: ints64(1, 30, 14, 13), m: 70, group: 1, kern: ints64(3, 3), strides: two, dil: one, pads: p1, bias: false, constW: true},
+		{name: "s2 deep", x: ints64(1, 64, 14, 14), m: 96, group: 1, kern: ints64(3, 3), strides: two, dil: one, pads: p1, bias: true, constW: true},
+		{name: "dilation negative pads", x: ints64(1, 29, 9, 8), m: 65, group: 1, kern: ints64(3, 3), strides: one, dil: two, pads: ints64(-1, 2, 1, 0), bias: true, constW: true},
+		{name: "deep 5x5", x: ints64(1, 40, 6, 5), m: 100, group: 1, kern: ints64(5, 5), strides: one, dil: one, pads: ints64(2, 2, 2, 2), bias: true, constW: true},
+		{name: "3-D", x: ints64(1, 12, 3, 4, 4), m: 64, group: 1, kern: ints64(3, 3, 3), strides: ints64(1, 1, 1), dil: ints64(1, 1, 1), pads: ints64(1, 1, 1, 1, 1, 1), bias: true, constW: true},
+	}
+	for _, c := range cases {
+		cg := buildConvCase(c, randQuarters)
+		k, _, err := BuildFor(cg.tg.g, cg.n, 2)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ck, ok := k.(*convKernel); !ok || ck.tIdx == nil {
+			t.Fatalf("%s: not built for the window path", c.name)
+		}
+		for _, th := range [][2]int{{1, 1}, {2, 2}, {3, 3}, {2, 7}, {7, 1}} {
+			t.Run(fmt.Sprintf("%s/built=%d/threads=%d", c.name, th[0], th[1]), func(t *testing.T) {
+				testConvFor(t, c, th[0], th[1])
+			})
+		}
+	}
+}
+
 // TestDepthwiseFast covers the depthwise fast paths (3×3 and other small
 // filters): rows and columns with and without an interior, outputs not a
 // multiple of four, mixed strides, pads other than 1, 1-D inputs and
