@@ -19,8 +19,13 @@ import (
 // are the same.
 
 // dwcMaxOut is the largest output plane, in positions, that runs
-// channel-blocked.
-const dwcMaxOut = 400
+// channel-blocked; dwcMaxOut5 that for 5×5 (or larger) filters of unit
+// stride, whose taps pay for the transposes on larger planes too (240
+// channels of 28², two threads: 66 → 56 µs).
+const (
+	dwcMaxOut  = 400
+	dwcMaxOut5 = 1024
+)
 
 // dwcLanes is the number of channels that go together.
 const dwcLanes = 16
@@ -28,7 +33,11 @@ const dwcLanes = 16
 // dwcFits reports whether k's planes may run channel-blocked: a dwFast
 // geometry with one output channel per group and small output planes.
 func (k *convKernel) dwcFits() bool {
-	return k.depthwise && k.mg == 1 && k.dwFast() && k.out[1]*k.out[2] <= dwcMaxOut && k.out[1]*k.out[2] > 0
+	limit := dwcMaxOut
+	if k.kvol >= 25 && k.stride == [3]int{1, 1, 1} {
+		limit = dwcMaxOut5
+	}
+	return k.depthwise && k.mg == 1 && k.dwFast() && k.out[1]*k.out[2] <= limit && k.out[1]*k.out[2] > 0
 }
 
 // dwcPadded is the input extent, in rows and columns, that the outputs of

@@ -18,6 +18,7 @@ var dwShapes = []struct {
 	{"mbv2 f12 3x3 s1 576 14²", 576, 14, 3, 1, 1},
 	{"mbv2 f15 3x3 s1 960 7²", 960, 7, 3, 1, 1},
 	{"effb0 5x5 s2 144 56²", 144, 56, 5, 2, 2},
+	{"effb0 5x5 s1 240 28²", 240, 28, 5, 1, 2},
 	{"effb0 5x5 s1 672 14²", 672, 14, 5, 1, 2},
 	{"effb0 5x5 s2 672 14²", 672, 14, 5, 2, 2},
 	{"effb0 5x5 s1 1152 7²", 1152, 7, 5, 1, 2},
@@ -60,6 +61,7 @@ func TestDepthwiseBands(t *testing.T) {
 		{"3x3 s1,2", 11, 20, 3, [2]int64{1, 2}, ints64(1, 2, 1, 0)},
 		{"5x5 s1 p2 7²", 7, 7, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
 		{"5x5 s1 p2 56²", 56, 56, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"5x5 s1 p2 27x30", 27, 30, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
 		{"5x5 s1 p0 odd", 11, 13, 5, [2]int64{1, 1}, ints64(0, 0, 0, 0)},
 		{"5x5 s1 p1", 9, 12, 5, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
 		{"5x5 s2 p2 112²", 112, 112, 5, [2]int64{2, 2}, ints64(2, 2, 2, 2)},
@@ -137,7 +139,7 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 		// interleaved padded input planes and output planes (rows at
 		// most a padded input row apart).
 		limit := int64(2*(5*dwBandOut+4*(c.h+8)*(c.k+8))) * 4
-		if o, hp := (c.h+2*c.p-c.k)/c.stride+1, c.h+2*c.p; o*o <= dwcMaxOut {
+		if o, hp := (c.h+2*c.p-c.k)/c.stride+1, c.h+2*c.p; ck.dwcFits() {
 			limit = max(limit, int64(2*dwcLanes*(hp*hp+o*hp+c.k*c.k+1+16))*4)
 		}
 		if scratch > limit {
