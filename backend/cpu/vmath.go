@@ -509,9 +509,15 @@ func vSum(x []float32) float64 {
 	var s float64
 	n := 0
 	if vmathAsm {
-		n = len(x) &^ 7
-		if n > 0 {
-			s = sumAVX2(x[:n])
+		if vmath512 {
+			n = len(x) &^ 31
+			if n > 0 {
+				s = sumAVX512(x[:n])
+			}
+		}
+		if m := (len(x) - n) &^ 7; m > 0 {
+			s += sumAVX2(x[n : n+m])
+			n += m
 		}
 	}
 	for _, v := range x[n:] {

@@ -75,6 +75,12 @@ func expSumAVX2(d, x []float32, m float32) float64
 //go:noescape
 func sumAVX2(x []float32) float64
 
+// sumAVX512 is sumAVX2 for lengths that are multiples of 32, on zmm
+// registers. It needs AVX-512F (vmath512).
+//
+//go:noescape
+func sumAVX512(x []float32) float64
+
 // sumSqDevAVX2 returns Σ(x[i]−m)² in float64.
 //
 //go:noescape

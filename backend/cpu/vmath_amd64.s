@@ -420,6 +420,43 @@ sumdone:
 	VZEROUPPER
 	RET
 
+// func sumAVX512(x []float32) float64
+//
+// sumAVX2 for lengths that are multiples of 32, on four zmm accumulators
+// of eight float64 each.
+TEXT ·sumAVX512(SB), NOSPLIT, $0-32
+	MOVQ   x_base+0(FP), SI
+	MOVQ   x_len+8(FP), CX
+	VXORPD Z0, Z0, Z0
+	VXORPD Z1, Z1, Z1
+	VXORPD Z2, Z2, Z2
+	VXORPD Z3, Z3, Z3
+	SHRQ   $5, CX
+	JZ     sum512done
+
+sum512loop:
+	VCVTPS2PD (SI), Z4
+	VCVTPS2PD 32(SI), Z5
+	VCVTPS2PD 64(SI), Z6
+	VCVTPS2PD 96(SI), Z7
+	VADDPD    Z4, Z0, Z0
+	VADDPD    Z5, Z1, Z1
+	VADDPD    Z6, Z2, Z2
+	VADDPD    Z7, Z3, Z3
+	ADDQ      $128, SI
+	DECQ      CX
+	JNZ       sum512loop
+
+sum512done:
+	VADDPD        Z2, Z0, Z0
+	VADDPD        Z3, Z1, Z1
+	VADDPD        Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	HSUMPD
+	VMOVSD        X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func sumSqDevAVX2(x []float32, m float32) float64
 TEXT ·sumSqDevAVX2(SB), NOSPLIT, $0-40
 	MOVQ         x_base+0(FP), SI
