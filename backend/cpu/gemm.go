@@ -440,8 +440,8 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		for ; p+1 < p1; p += 2 {
 			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
-			// A lone B panel is the tile's first: the next pair of A
-			// panels, as over the first pair above.
+			// Where the lone B panel is the tile's only one, the next
+			// pair of A panels, as over a first pair above.
 			var pf0, pf1 *float32
 			pfn := 0
 			if q == q0 && p+3 < p1 {
