@@ -375,15 +375,29 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			next0, next1 = &g.bPanel(q+2, k0, kb)[0], &g.bPanel(q+3, k0, kb)[0]
 			per = ceilDiv(kb, ceilDiv(p1-p0, 2))
 		}
-		// prefetch asks for the part of the next pair that goes with the
-		// micro-tile of A panel p.
+		// part is the part of the next pair that goes with the
+		// micro-tile of A panel p: n lines from pf0 and from pf1.
+		part := func(p int) (pf0, pf1 *float32, n int) {
+			off := (p - p0) / 2 * per
+			return (*float32)(unsafe.Add(unsafe.Pointer(next0), 64*off)), (*float32)(unsafe.Add(unsafe.Pointer(next1), 64*off)), max(0, min(per, kb-off))
+		}
+		// prefetch asks for it in one burst.
 		prefetch := func(p int) {
 			if per > 0 {
-				off := (p - p0) / 2 * per
-				n := max(0, min(per, kb-off))
-				prefetchL2((*float32)(unsafe.Add(unsafe.Pointer(next0), 64*off)), n)
-				prefetchL2((*float32)(unsafe.Add(unsafe.Pointer(next1), 64*off)), n)
+				pf0, pf1, n := part(p)
+				prefetchL2(pf0, n)
+				prefetchL2(pf1, n)
 			}
+		}
+		// hintB is the kernels' hints for that part, lines lines of
+		// each panel every four steps, or ok false where the kernel has
+		// too few steps for them.
+		hintB := func(p, lines int) (pf0, pf1 *float32, pfn int, ok bool) {
+			if per == 0 || ceilDiv(per, lines) > kb/4 {
+				return nil, nil, 0, false
+			}
+			pf0, pf1, n := part(p)
+			return pf0, pf1, ceilDiv(n, lines), true
 		}
 		p := p0
 		for ; p+1 < p1; p += 2 {
@@ -397,16 +411,12 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			// pair of B panels.
 			var pf0, pf1 *float32
 			pfn := 0
-			switch off := (p - p0) / 2 * per; {
-			case q == q0 && p+3 < p1:
-				pf0, pf1 = &g.aPanel(p+2, k0, kb)[0], &g.aPanel(p+3, k0, kb)[0]
-				pfn = ceilDiv(kb*gemmMR*4, 128)
+			if q == q0 && p+3 < p1 {
+				pf0, pf1, pfn = g.nextAPair(p, k0, kb)
 				prefetch(p)
-			case per > 0 && ceilDiv(per, 2) <= kb/4:
-				pfn = ceilDiv(max(0, min(per, kb-off)), 2)
-				pf0 = (*float32)(unsafe.Add(unsafe.Pointer(next0), 64*off))
-				pf1 = (*float32)(unsafe.Add(unsafe.Pointer(next1), 64*off))
-			default:
+			} else if h0, h1, n, ok := hintB(p, 2); ok {
+				pf0, pf1, pfn = h0, h1, n
+			} else {
 				prefetch(p)
 			}
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, mr2, nr2)
@@ -418,13 +428,8 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		if p < p1 {
 			ap, i0 := g.aPanel(p, k0, kb), p*gemmMR
 			// Four lines of each panel every four steps.
-			var pf0, pf1 *float32
-			pfn := 0
-			if off := (p - p0) / 2 * per; per > 0 && ceilDiv(per, 4) <= kb/4 {
-				pfn = ceilDiv(max(0, min(per, kb-off)), 4)
-				pf0 = (*float32)(unsafe.Add(unsafe.Pointer(next0), 64*off))
-				pf1 = (*float32)(unsafe.Add(unsafe.Pointer(next1), 64*off))
-			} else {
+			pf0, pf1, pfn, ok := hintB(p, 4)
+			if !ok {
 				prefetch(p)
 			}
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, gemmMR, nr2)
@@ -445,8 +450,7 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			var pf0, pf1 *float32
 			pfn := 0
 			if q == q0 && p+3 < p1 {
-				pf0, pf1 = &g.aPanel(p+2, k0, kb)[0], &g.aPanel(p+3, k0, kb)[0]
-				pfn = ceilDiv(kb*gemmMR*4, 128)
+				pf0, pf1, pfn = g.nextAPair(p, k0, kb)
 			}
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, mr2, gemmNR)
 			sgemm12x16(kb, &ap0[0], &ap1[0], &bp[0], c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn)
@@ -458,6 +462,13 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			g.micro(p, q, g.aPanel(p, k0, kb), bp, acc, sm)
 		}
 	}
+}
+
+// nextAPair is the kernels' hints for the k slice (k0, kb steps) of the
+// pair of A panels after p, p+1: all of both, two lines of each every
+// four steps.
+func (g *gemm) nextAPair(p, k0, kb int) (pf0, pf1 *float32, pfn int) {
+	return &g.aPanel(p+2, k0, kb)[0], &g.aPanel(p+3, k0, kb)[0], ceilDiv(kb*gemmMR*4, 128)
 }
 
 // micro computes the micro-tile (p, q) of one k slice, kb = len(ap)/MR ≥ 1
