@@ -103,60 +103,59 @@ func packA(dst, src []float32, m, k, rs, cs int, alpha float32, p0, p1 int) {
 // packB packs panels [q0, q1) of the k×n matrix whose element (l, j) is
 // src[l·rs + j·cs].
 func packB(dst, src []float32, k, n, rs, cs int, q0, q1 int) {
-	if whole := min(q1, n/gemmNR); cs == 1 && whole > q0 {
-		// Whole panels of rows: a few rows at a time across the panels,
-		// so that each row is read as one run of memory (panel by panel,
-		// every row would start a new page and stream).
+	if cs == 1 {
+		// Rows of B: a few rows at a time across the panels, so that
+		// each row is read as one run of memory (panel by panel, every
+		// row would start a new page and stream).
 		const rows = 16
 		for l0 := 0; l0 < k; l0 += rows {
-			l1 := min(l0+rows, k)
-			for q := q0; q < whole; q++ {
-				d := dst[q*k*gemmNR : (q+1)*k*gemmNR]
-				j0 := q * gemmNR
-				// Through a local: a direct array assignment between
-				// two slices that may overlap compiles to a memmove.
-				for l := l0; l < l1; l++ {
-					v := *(*[gemmNR]float32)(src[l*rs+j0:])
-					*(*[gemmNR]float32)(d[l*gemmNR:]) = v
-				}
-			}
+			packBRowRange(dst, src, k, n, rs, q0, q1, l0, min(l0+rows, k))
 		}
-		q0 = whole
+		return
 	}
 	for q := q0; q < q1; q++ {
 		d := dst[q*k*gemmNR : (q+1)*k*gemmNR]
 		j0 := q * gemmNR
 		cols := min(gemmNR, n-j0)
-		switch {
-		case cs == 1 && cols == gemmNR:
-			// Through a local: a direct array assignment between two
-			// slices that may overlap compiles to a memmove call per row.
-			for l := 0; l < k; l++ {
-				v := *(*[gemmNR]float32)(src[l*rs+j0:])
-				*(*[gemmNR]float32)(d[l*gemmNR:]) = v
-			}
-		case cs == 1:
+		if cols < gemmNR {
 			clear(d)
+		}
+		for j := 0; j < cols; j++ {
+			base := (j0 + j) * cs
+			if rs == 1 {
+				col := src[base : base+k]
+				for l, v := range col {
+					d[l*gemmNR+j] = v
+				}
+				continue
+			}
 			for l := 0; l < k; l++ {
-				copy(d[l*gemmNR:l*gemmNR+cols], src[l*rs+j0:])
+				d[l*gemmNR+j] = src[base+l*rs]
 			}
-		default:
-			if cols < gemmNR {
-				clear(d)
+		}
+	}
+}
+
+// packBRowRange packs rows [l0, l1) of panels [q0, q1) of the k×n
+// matrix whose element (l, j) is src[l·rs + j] to where packB puts them,
+// a last panel cut short padded with zeros.
+func packBRowRange(dst, src []float32, k, n, rs, q0, q1, l0, l1 int) {
+	for q := q0; q < q1; q++ {
+		d := dst[q*k*gemmNR:]
+		j0 := q * gemmNR
+		if cols := n - j0; cols < gemmNR {
+			for l := l0; l < l1; l++ {
+				row := d[l*gemmNR : (l+1)*gemmNR]
+				copy(row[:cols], src[l*rs+j0:])
+				clear(row[cols:])
 			}
-			for j := 0; j < cols; j++ {
-				base := (j0 + j) * cs
-				if rs == 1 {
-					col := src[base : base+k]
-					for l, v := range col {
-						d[l*gemmNR+j] = v
-					}
-					continue
-				}
-				for l := 0; l < k; l++ {
-					d[l*gemmNR+j] = src[base+l*rs]
-				}
-			}
+			continue
+		}
+		// Through a local: a direct array assignment between two
+		// slices that may overlap compiles to a memmove call per row.
+		for l := l0; l < l1; l++ {
+			v := *(*[gemmNR]float32)(src[l*rs+j0:])
+			*(*[gemmNR]float32)(d[l*gemmNR:]) = v
 		}
 	}
 }

@@ -339,18 +339,18 @@ func (s f32src) packB(dst []float32, off, k, n, rs, cs int) {
 // out the whole operand: a large constant can be packed a few rows at a
 // time, each run of rows released once copied.
 func (s f32src) packBRows(dst []float32, off, k, n, rs, l0, l1 int) {
+	if s.f != nil {
+		packBRowRange(dst, s.f[off:], k, n, rs, 0, ceilDiv(n, gemmNR), l0, l1)
+		return
+	}
 	for q := 0; q < ceilDiv(n, gemmNR); q++ {
 		d := dst[q*k*gemmNR:]
 		j0 := q * gemmNR
 		cols := min(gemmNR, n-j0)
 		for l := l0; l < l1; l++ {
 			row := d[l*gemmNR : (l+1)*gemmNR]
-			if s.f != nil {
-				copy(row[:cols], s.f[off+l*rs+j0:])
-			} else {
-				for j := range cols {
-					row[j] = f32At(s.b, off+l*rs+j0+j)
-				}
+			for j := range cols {
+				row[j] = f32At(s.b, off+l*rs+j0+j)
 			}
 			clear(row[cols:])
 		}
