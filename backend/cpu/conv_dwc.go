@@ -80,9 +80,8 @@ func (k *convKernel) dwcTables() {
 }
 
 // dwcWeights sets k.dwcW from constant weights and bias (b may be nil):
-// for the group of channels from c0 = 16g, (kvol+1)·16 floats from
-// (kvol+1)·16·g on, tap t of channel c0+l at t·16 + l and then the
-// channels' biases, zeros past the last channel.
+// each group of sixteen channels interleaved as dwcInterleave lays it
+// out, (kvol+1)·16 floats a group.
 func (k *convKernel) dwcWeights(w f32src, b *ir.Tensor) {
 	const L = dwcLanes
 	per := (k.kvol + 1) * L
@@ -91,13 +90,24 @@ func (k *convKernel) dwcWeights(w f32src, b *ir.Tensor) {
 	if b != nil {
 		bs = constSrc(b)
 	}
-	for c := 0; c < k.m; c++ {
-		g := k.dwcW[c/L*per:][:per]
+	for c0 := 0; c0 < k.m; c0 += L {
+		k.dwcInterleave(k.dwcW[c0/L*per:][:per], w, bs, b != nil, c0, min(L, k.m-c0))
+	}
+}
+
+// dwcInterleave writes the weights and biases of channels [c0, c0+cnt)
+// (cnt ≤ 16) to g as dwc16 reads them: tap t of channel c0+l at t·16 + l,
+// then the channels' biases, zeros for the lanes past cnt and for an
+// absent bias.
+func (k *convKernel) dwcInterleave(g []float32, w, b f32src, hasBias bool, c0, cnt int) {
+	const L = dwcLanes
+	clear(g)
+	for l := range cnt {
 		for t := range k.kvol {
-			g[t*L+c%L] = w.at(c*k.kvol + t)
+			g[t*L+l] = w.at((c0+l)*k.kvol + t)
 		}
-		if b != nil {
-			g[k.kvol*L+c%L] = bs.at(c)
+		if hasBias {
+			g[k.kvol*L+l] = b.at(c0 + l)
 		}
 	}
 }
@@ -119,8 +129,6 @@ func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int, fresh bo
 	const L = dwcLanes
 	xb := buf[:L*hp*wp]
 	ob := buf[len(xb):][:L*OH*max(OW, wp)]
-	wb := buf[len(xb)+len(ob):][:L*k.kvol]
-	bb := buf[len(xb)+len(ob)+len(wb):][:L]
 	// Zero the padding around the input's place in the block; the
 	// transposes below fill the rest.
 	if fresh {
@@ -160,21 +168,16 @@ func (k *convKernel) dwcGroup(x, y, wt, bias, buf []float32, n, c0 int, fresh bo
 		}
 		tr16(&dst, &src, 1<<m-1, 1<<L-1)
 	}
+	// The group's weights and biases: interleaved at build when they
+	// are constants, else here, after the output block.
+	var g []float32
 	if k.dwcW != nil {
-		g := k.dwcW[c0/L*(k.kvol+1)*L:][:(k.kvol+1)*L]
-		wb, bb = g[:k.kvol*L], g[k.kvol*L:]
+		g = k.dwcW[c0/L*(k.kvol+1)*L:][:(k.kvol+1)*L]
 	} else {
-		clear(wb)
-		clear(bb)
-		for l := 0; l < cnt; l++ {
-			for t, v := range wt[(c0+l)*k.kvol:][:k.kvol] {
-				wb[t*L+l] = v
-			}
-			if bias != nil {
-				bb[l] = bias[c0+l]
-			}
-		}
+		g = buf[len(xb)+len(ob):][:(k.kvol+1)*L]
+		k.dwcInterleave(g, f32src{f: wt}, f32src{f: bias}, bias != nil, c0, cnt)
 	}
+	wb, bb := g[:k.kvol*L], g[k.kvol*L:]
 	var offs [dwMaxTaps]int
 	for r := 0; r < KH; r++ {
 		for c := 0; c < KW; c++ {

@@ -88,6 +88,7 @@ func TestDepthwiseBands(t *testing.T) {
 			// padding zeroed once per worker), on small planes only.
 			{1, 37, 1, false, true},
 			{2, 40, 1, true, true},
+			{1, 20, 1, true, false}, // weights interleaved at run time
 		} {
 			if v.c > 16 && g.h*g.w > 400 {
 				continue
