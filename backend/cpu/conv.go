@@ -45,6 +45,10 @@ type convKernel struct {
 	// dwcW, with constant weights and bias, is each group's weights and
 	// biases interleaved as dwc16 reads them (dwcWeights), or nil.
 	dwcW []float32
+	// dwr and dwrCols are the row-vector depthwise path's table and
+	// column masks (dwrTable); dwr is nil where it does not run.
+	dwr     []dwrVec
+	dwrCols [4]uint16
 	// wT, for a small 1×1 convolution of 1×1 planes (vecFits) or a 1×1
 	// convolution of small planes (tFits), is its weight matrix
 	// transposed and packed as a GEMM B operand: the product runs with
@@ -207,10 +211,15 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	}
 	if k.g > 1 && k.cg == 1 {
 		k.depthwise = true
+		k.dwg, _ = k.dwBands()
+		if dw512 && k.dwrFits() {
+			// Narrow planes run as row vectors, with no scratch.
+			k.dwrTable()
+			return k, 0, nil
+		}
 		// Small unit-stride planes run through a padded copy in each
 		// worker's own scratch area (dwPaddedS1).
 		n := dwPaddedFloats(k)
-		k.dwg, _ = k.dwBands()
 		if k.dwcFits() {
 			// Small planes also run sixteen channels at a time.
 			n = max(n, dwcFloats(k))
@@ -349,7 +358,10 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		// and its scratch area.
 		planes := k.nb * k.m
 		phase := int64(phaseDepthwise)
-		if dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k) {
+		switch {
+		case dw512 && k.dwr != nil:
+			phase = phaseDWR
+		case dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k):
 			planes, phase = k.dwcGroups(), phaseDWC
 		}
 		parts := min(w.parts(k.nb*k.m*k.outSp*k.kvol), planes)
@@ -392,9 +404,10 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 // Phases of a convolution run, in args[0].
 const (
 	phaseDepthwise = 2
-	phaseDWC       = 3 // depthwise, sixteen channels at a time
-	phaseT         = 5 // small planes, the positions as rows (runT)
-	phaseTPack     = 6 // runT's windows into A, items are input channels
+	phaseDWC       = 3  // depthwise, sixteen channels at a time
+	phaseDWR       = 12 // depthwise, row vectors (dwr3, dwr5)
+	phaseT         = 5  // small planes, the positions as rows (runT)
+	phaseTPack     = 6  // runT's windows into A, items are input channels
 	phaseBlocks    = 4
 	phaseSubsample = 11 // items are input planes (subsample)
 )
@@ -433,6 +446,14 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 			if k.fuse != nil {
 				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+min(dwcLanes, k.m-c0), 0, k.outSp)
 			}
+		}
+	case phaseDWR:
+		// Item lo is share lo of a[1] shares of the planes.
+		share, planes := lo, k.nb*k.m
+		p0, p1 := share*planes/int(a[1]), (share+1)*planes/int(a[1])
+		k.dwrPlanes(x, y, f32s(in[1]), bias, p0, p1)
+		if k.fuse != nil {
+			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p0, p1, 0, k.outSp)
 		}
 	case phaseDepthwise:
 		wt := f32s(in[1])

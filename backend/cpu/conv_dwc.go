@@ -8,7 +8,9 @@ import (
 
 // Channel-blocked depthwise convolution for small planes.
 //
-// On a plane of a few dozen outputs the band kernel (dwBandPlane) spends
+// Planes at most sixteen columns wide of unit stride run as row vectors
+// (conv_dwr.go); the rest of the small ones run here. On a plane of a
+// few dozen outputs the band kernel (dwBandPlane) spends
 // most of its time setting the plane up, and its vectors run along a row
 // of seven or fourteen outputs. Here sixteen channels go together: their
 // input planes are interleaved into one zero-padded block (sixteen floats

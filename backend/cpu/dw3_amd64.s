@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "dw9_amd64.h"
 
 // Row-blocked 3×3 depthwise kernels on dwBandPlane's band layout (rows p
 // floats apart, p a multiple of 16). Four output rows of two vectors
@@ -18,15 +19,7 @@
 
 // Broadcasts the nine weights at AX and the bias.
 #define WEIGHTS \
-	VBROADCASTSS (AX), Z0;   \
-	VBROADCASTSS 4(AX), Z1;  \
-	VBROADCASTSS 8(AX), Z2;  \
-	VBROADCASTSS 12(AX), Z3; \
-	VBROADCASTSS 16(AX), Z4; \
-	VBROADCASTSS 20(AX), Z5; \
-	VBROADCASTSS 24(AX), Z6; \
-	VBROADCASTSS 28(AX), Z7; \
-	VBROADCASTSS 32(AX), Z8; \
+	BCAST9(AX); \
 	VBROADCASTSS bias+72(FP), Z9
 
 // Starts the eight accumulators from the bias.

@@ -109,3 +109,16 @@ func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pa
 //
 //go:noescape
 func evenCols(dst, src *float32, n, rows, ldd, lds int)
+
+// dwr3 and dwr5 compute nch depthwise planes of sp floats, 3×3 or 5×5
+// filters, a few whole rows of a plane at most sixteen columns wide to a
+// vector, from the row-vector table tab (dwrTable: nvec vectors); row is
+// the plane's width and cols the masks of the column shifts −1, +1, −2,
+// +2: see dwr_amd64.s. b may be nil (no bias), lim nil (no clamp). They
+// need AVX-512F (dw512).
+//
+//go:noescape
+func dwr3(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)
+
+//go:noescape
+func dwr5(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)

@@ -61,3 +61,11 @@ func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pa
 func evenCols(dst, src *float32, n, rows, ldd, lds int) {
 	panic("evenCols: no assembly on this platform")
 }
+
+func dwr3(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32) {
+	panic("dwr3: no assembly on this platform")
+}
+
+func dwr5(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32) {
+	panic("dwr5: no assembly on this platform")
+}

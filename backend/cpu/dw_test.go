@@ -29,7 +29,8 @@ var dwShapes = []struct {
 // pads 0 to 3 (symmetric or not), odd and even sizes, planes from 1×1 to
 // 112×112 (several bands, the last one partial), mixed strides, channel
 // multipliers 1 and 2, batches, with and without bias, on 1 to 3 threads,
-// on the AVX2 kernel and, where the machine has it, the AVX-512 one. Rows
+// on the AVX2 kernel and, where the machine has it, the AVX-512 one
+// (with the row-vector kernels dwr3 and dwr5 on narrow planes). Rows
 // wider than dwMaxPitch take the row-by-row path instead. It is skipped
 // without the assembly kernel, where the Go code that TestDepthwiseFast
 // covers runs instead.
@@ -73,6 +74,16 @@ func TestDepthwiseBands(t *testing.T) {
 		{"3x3 1×1 plane", 1, 1, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
 		{"5x5 trailing clip", 20, 22, 5, [2]int64{2, 2}, ints64(2, 2, 0, 0)},
 		{"3x3 s2 wider than dwMaxPitch", 3, 2*dwMaxPitch + 40, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
+		// Row vectors: planes at most sixteen columns wide, one row or
+		// several a vector.
+		{"3x3 s1 p1 14²", 14, 14, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+		{"5x5 s1 p2 14²", 14, 14, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"3x3 s1 p1 9x13", 9, 13, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+		{"3x3 s1 p1 5x16", 5, 16, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+		{"5x5 s1 p2 10x5", 10, 5, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"5x5 s1 p2 1x8", 1, 8, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"5x5 s1 p2 11x2", 11, 2, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"3x3 s1 p1 4x3", 4, 3, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
 		{"3x3 s1 wider than dwMaxPitch", 3, dwMaxPitch + 7, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
 	}
 	var cases []convCase
@@ -118,7 +129,7 @@ func TestDepthwiseBands(t *testing.T) {
 
 // TestDepthwiseBandsTaken checks that the shapes of dwShapes run through
 // dwBandPlane where the assembly kernel exists, with a scratch area of a
-// few rows per worker.
+// few rows per worker, or, narrow enough, as row vectors (dwr3, dwr5).
 func TestDepthwiseBandsTaken(t *testing.T) {
 	if !dwAsm {
 		t.Skip("no assembly depthwise kernel")
@@ -130,7 +141,18 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 			t.Fatal(err)
 		}
 		ck, ok := k.(*convKernel)
-		if !ok || ck.dwPer == 0 {
+		if !ok {
+			t.Fatalf("%s: %T, not a convolution kernel", c.name, k)
+		}
+		// Planes at most sixteen columns wide of unit stride run as row
+		// vectors on AVX-512, with no scratch.
+		if rows := dw512 && c.stride == 1 && c.h <= dwcLanes; rows || ck.dwr != nil {
+			if !rows || ck.dwr == nil || scratch != 0 {
+				t.Errorf("%s: row vectors %v (want %v), scratch %d bytes", c.name, ck.dwr != nil, rows, scratch)
+			}
+			continue
+		}
+		if ck.dwPer == 0 {
 			t.Errorf("%s: depthwise bands not taken", c.name)
 			continue
 		}

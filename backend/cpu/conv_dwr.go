@@ -1,0 +1,94 @@
+package cpu
+
+// Row-vector depthwise convolution.
+//
+// On planes at most sixteen columns wide (the 14² and 7² stages) the
+// band kernel's vectors of thirty-two columns are mostly padding, and the
+// channel-blocked path (dwcGroup) pays two transposes a plane. Here a
+// vector holds as many whole rows of one plane as fit in sixteen lanes,
+// the filter's weights sit in registers, and a filter row's taps are one
+// masked load of the rows it reads (zero outside the plane) shifted along
+// the lanes: dwr3 and dwr5, for 3×3 and 5×5 filters of unit stride whose
+// padding keeps the plane's size. The taps are added in the band
+// kernel's order, starting from the bias; a tap that falls outside the
+// plane adds nothing where the padded kernels add w·0.
+
+// dwrVec is one vector of dwr3's and dwr5's table: its byte offset in the
+// plane, its store mask (the lanes of its whole rows inside the plane),
+// and, for each filter row, the lanes of the rows it reads that lie
+// inside the plane.
+type dwrVec struct {
+	off   int64
+	store uint16
+	rows  [5]uint16
+	_     [12]byte
+}
+
+// dwrFits reports whether k's planes run as row vectors: a 2-D depthwise
+// convolution, one output channel per group, a 3×3 or 5×5 filter of unit
+// strides and dilations whose padding (half the filter each side) keeps
+// the plane's size, and planes at most sixteen columns wide.
+func (k *convKernel) dwrFits() bool {
+	kw := k.kern[2]
+	return k.depthwise && k.mg == 1 && k.in == k.out && k.in[0] == 1 && k.kern[0] == 1 &&
+		(kw == 3 || kw == 5) && k.kern[1] == kw && k.stride == [3]int{1, 1, 1} &&
+		k.dil == [3]int{1, 1, 1} && k.pad == [3]int{0, kw / 2, kw / 2} &&
+		k.in[2] <= dwcLanes && k.outSp > 0
+}
+
+// dwrTable sets k.dwr and k.dwrCols: the plane's vectors, g = 16/W rows
+// each, and the masks of the column shifts.
+func (k *convKernel) dwrTable() {
+	const L = dwcLanes
+	H, W := k.in[1], k.in[2]
+	g := L / W
+	pad := k.kern[1] / 2
+	k.dwr = make([]dwrVec, ceilDiv(H, g))
+	for i := range k.dwr {
+		v := &k.dwr[i]
+		r0 := i * g
+		v.off = int64(4 * r0 * W)
+		for l := range min(g, H-r0) * W {
+			v.store |= 1 << l
+		}
+		for t := range k.kern[1] {
+			for l := range g * W {
+				if r := r0 + l/W + t - pad; r >= 0 && r < H {
+					v.rows[t] |= 1 << l
+				}
+			}
+		}
+	}
+	// A shift by s columns reads lane l+s: masked off where that is
+	// another row's (or past the vector's rows).
+	for i, s := range [4]int{-1, 1, -2, 2} {
+		for l := range g * W {
+			if c := l%W + s; c >= 0 && c < W {
+				k.dwrCols[i] |= 1 << l
+			}
+		}
+	}
+}
+
+// dwrPlanes computes planes [lo, hi) of the images' nb·m output planes
+// through dwr3 or dwr5, a run of channels of one image per call.
+func (k *convKernel) dwrPlanes(x, y, wt, bias []float32, lo, hi int) {
+	var lim *float32
+	if k.lim != nil {
+		lim = &k.lim[0]
+	}
+	kern := dwr3
+	if k.kvol == 25 {
+		kern = dwr5
+	}
+	for lo < hi {
+		ch := lo % k.m
+		n := min(hi-lo, k.m-ch)
+		var b *float32
+		if bias != nil {
+			b = &bias[ch]
+		}
+		kern(&y[lo*k.outSp], &x[lo*k.inSp], &wt[ch*k.kvol], b, &k.dwr[0], len(k.dwr), k.in[2], k.outSp, n, &k.dwrCols, lim)
+		lo += n
+	}
+}
