@@ -307,8 +307,9 @@ func (g *gemm) bPanel(q, k0, kb int) []float32 {
 // (KC·2·NR floats, 32 KiB) stays in L1 while the A panels stream from L2.
 func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, sm storeMode) {
 	const mr2, nr2 = 2 * gemmMR, 2 * gemmNR
-	var buf [mr2 * nr2]float32
-	var rbuf [mr2]float32
+	// A micro-tile has up to mr2+1 rows (sgemm12x32's a2).
+	var buf [(mr2 + 1) * nr2]float32
+	var rbuf [mr2 + 1]float32
 	var cbuf [nr2]float32
 	// tile returns where the kernel computes the rows×cols micro-tile at
 	// row i0, column j0: in C, or, where C's edges clip it, in buf, set up
@@ -331,7 +332,7 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			return &buf[0], nr2, nil, nil, 1, lim, nil, false
 		}
 		if g.rowBias != nil {
-			rbuf = [mr2]float32{}
+			rbuf = [mr2 + 1]float32{}
 			copy(rbuf[:r], g.rowBias[i0:])
 			rb = &rbuf[0]
 		}
@@ -354,6 +355,13 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		}
 	}
 	raw := g.rawPanels()
+	// A last A panel of C with one row (49 rows: four pairs and one)
+	// rides with the pair before it as its thirteenth row: the A panels
+	// run in pairs up to pairs, and from there on only where pairs is p1.
+	pairs := p1
+	if (p1-p0)%2 == 1 && p1-p0 >= 3 && g.m-(p1-1)*gemmMR == 1 {
+		pairs = p1 - 1
+	}
 	q := q0
 	for ; q+1 < q1; q += 2 {
 		j0 := q * gemmNR
@@ -399,9 +407,13 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			return pf0, pf1, ceilDiv(n, lines), true
 		}
 		p := p0
-		for ; p+1 < p1; p += 2 {
+		for ; p+1 < pairs; p += 2 {
 			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
+			rows, a2 := mr2, (*float32)(nil)
+			if p+2 == pairs && pairs < p1 {
+				rows, a2 = mr2+1, &g.aPanel(p+2, k0, kb)[0]
+			}
 			// The kernel brings lines in as it goes (pfn times two lines
 			// of each of pf0 and pf1, one time every four steps): over
 			// the first pair of B panels, the next pair of A panels,
@@ -418,13 +430,13 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			} else {
 				prefetch(p)
 			}
-			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, mr2, nr2)
-			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn)
+			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, rows, nr2)
+			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn, a2)
 			if !inside {
-				clipped(i0, j0, mr2, nr2)
+				clipped(i0, j0, rows, nr2)
 			}
 		}
-		if p < p1 {
+		if p < pairs {
 			ap, i0 := g.aPanel(p, k0, kb), p*gemmMR
 			// Four lines of each panel every four steps.
 			pf0, pf1, pfn, ok := hintB(p, 4)

@@ -28,8 +28,13 @@ var useAVX512Kernel = useAsmKernel && cpu.X86.HasAVX512F
 // pointer moving on by them. These are hints: the addresses need not be
 // valid.
 //
+// With a2 not nil it computes a thirteenth row too, A's row 12 read from
+// a2 (6 floats a step, like a0's row 0), into C's row 12 (and rb[12],
+// res's row 12): the last one-row panel of a 49-row product rides with
+// the pair before it.
+//
 //go:noescape
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int)
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a2 *float32)
 
 // sgemm6x32 is sgemm12x32 for one A panel (6 floats per step at a): it
 // computes the 6×32 product of kb steps of a and the B panels at b0, b1

@@ -15,51 +15,51 @@
 // matrix when the kernel reads an unpacked B (the 32 columns of a row are
 // then at DI and R12 = DI+64).
 
-// One k step: load the 32 values of B at DI, R12 into Z24:Z25 and move
-// both on by R13, broadcast each of the 12 values of A at aoff(SI),
-// aoff(R11) and add the outer product into the accumulators.
-// VFMADD231PS x, y, z computes z += y·x.
-#define STEP512(aoff) \
-	VMOVUPS      (DI), Z24;         \
-	VMOVUPS      (R12), Z25;        \
-	ADDQ         R13, DI;           \
-	ADDQ         R13, R12;          \
-	VBROADCASTSS aoff(SI), Z26;     \
-	VFMADD231PS  Z24, Z26, Z0;      \
-	VFMADD231PS  Z25, Z26, Z1;      \
-	VBROADCASTSS aoff+4(SI), Z27;   \
-	VFMADD231PS  Z24, Z27, Z2;      \
-	VFMADD231PS  Z25, Z27, Z3;      \
-	VBROADCASTSS aoff+8(SI), Z28;   \
-	VFMADD231PS  Z24, Z28, Z4;      \
-	VFMADD231PS  Z25, Z28, Z5;      \
-	VBROADCASTSS aoff+12(SI), Z29;  \
-	VFMADD231PS  Z24, Z29, Z6;      \
-	VFMADD231PS  Z25, Z29, Z7;      \
-	VBROADCASTSS aoff+16(SI), Z30;  \
-	VFMADD231PS  Z24, Z30, Z8;      \
-	VFMADD231PS  Z25, Z30, Z9;      \
-	VBROADCASTSS aoff+20(SI), Z31;  \
-	VFMADD231PS  Z24, Z31, Z10;     \
-	VFMADD231PS  Z25, Z31, Z11;     \
-	VBROADCASTSS aoff(R11), Z26;    \
-	VFMADD231PS  Z24, Z26, Z12;     \
-	VFMADD231PS  Z25, Z26, Z13;     \
-	VBROADCASTSS aoff+4(R11), Z27;  \
-	VFMADD231PS  Z24, Z27, Z14;     \
-	VFMADD231PS  Z25, Z27, Z15;     \
-	VBROADCASTSS aoff+8(R11), Z28;  \
-	VFMADD231PS  Z24, Z28, Z16;     \
-	VFMADD231PS  Z25, Z28, Z17;     \
-	VBROADCASTSS aoff+12(R11), Z29; \
-	VFMADD231PS  Z24, Z29, Z18;     \
-	VFMADD231PS  Z25, Z29, Z19;     \
-	VBROADCASTSS aoff+16(R11), Z30; \
-	VFMADD231PS  Z24, Z30, Z20;     \
-	VFMADD231PS  Z25, Z30, Z21;     \
-	VBROADCASTSS aoff+20(R11), Z31; \
-	VFMADD231PS  Z24, Z31, Z22;     \
-	VFMADD231PS  Z25, Z31, Z23
+// Loads one k step of B, the 32 values at DI and R12, into b0:b1 and
+// moves both on by R13.
+#define LOADB(b0, b1) \
+	VMOVUPS (DI), b0;  \
+	VMOVUPS (R12), b1; \
+	ADDQ    R13, DI;   \
+	ADDQ    R13, R12
+
+// Broadcasts the value of A at a into t and adds its products with
+// b0:b1 into the row's accumulators r0:r1. VFMADD231PS x, y, z computes
+// z += y·x.
+#define ROWFMA(a, t, b0, b1, r0, r1) \
+	VBROADCASTSS a, t;          \
+	VFMADD231PS  b0, t, r0;     \
+	VFMADD231PS  b1, t, r1
+
+// The six rows of one A panel at aoff(p) (broadcast into t0..t5 in
+// turn) times b0:b1, into the accumulator pairs from r (rows 0-5: Z0 on,
+// rows 6-11: Z12 on; the pairs as rows(r) lists them).
+#define SIXROWS(aoff, p, b0, b1, t0, t1, t2, t3, t4, t5, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11) \
+	ROWFMA(aoff(p), t0, b0, b1, r0, r1);    \
+	ROWFMA(aoff+4(p), t1, b0, b1, r2, r3);  \
+	ROWFMA(aoff+8(p), t2, b0, b1, r4, r5);  \
+	ROWFMA(aoff+12(p), t3, b0, b1, r6, r7); \
+	ROWFMA(aoff+16(p), t4, b0, b1, r8, r9); \
+	ROWFMA(aoff+20(p), t5, b0, b1, r10, r11)
+
+// One k step of the 12×32 tile: B into b0:b1, the 12 values of A at
+// aoff(SI) and aoff(R11) broadcast into t0..t5 in turn, the outer
+// product added into Z0..Z23.
+#define STEPROWS(aoff, b0, b1, t0, t1, t2, t3, t4, t5) \
+	LOADB(b0, b1); \
+	SIXROWS(aoff, SI, b0, b1, t0, t1, t2, t3, t4, t5, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11); \
+	SIXROWS(aoff, R11, b0, b1, t0, t1, t2, t3, t4, t5, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+
+// The 12×32 kernel's step: B in Z24:Z25, A in Z26..Z31.
+#define STEP512(aoff) STEPROWS(aoff, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+
+// The 13×32 kernel's step: row 12 (A at aoff(R14)) in Z24:Z25, so B in
+// Z26:Z27 and A in Z28..Z31.
+#define STEP13(aoff) \
+	STEPROWS(aoff, Z26, Z27, Z28, Z29, Z30, Z31, Z28, Z29); \
+	VBROADCASTSS aoff(R14), Z30;                            \
+	VFMADD231PS  Z26, Z30, Z24;                             \
+	VFMADD231PS  Z27, Z30, Z25
 
 // Adds the vector pair x, y to every row's accumulators.
 #define ADDROWS512(x, y) \
@@ -212,8 +212,12 @@
 	ADDQ       $256, R10; \
 	DECQ       BX
 
-// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int)
-TEXT ·sgemm12x32(SB), NOSPLIT, $0-128
+// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int, a2 *float32)
+//
+// With a2 not nil, a thirteenth row (A at a2, 6 floats a step like a0's)
+// runs in Z24:Z25 and is moved to Z28:Z29 for the store.
+TEXT ·sgemm12x32(SB), NOSPLIT, $0-136
+	MOVQ a2+128(FP), R14
 	MOVQ pf0+104(FP), R9
 	MOVQ pf1+112(FP), R10
 	MOVQ pfn+120(FP), BX
@@ -272,6 +276,8 @@ touched:
 	VPXORD Z21, Z21, Z21
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
+	TESTQ  R14, R14
+	JNE    rows13
 
 loop4:
 	CMPQ       CX, $4
@@ -301,6 +307,49 @@ tail:
 	DECQ  CX
 	JMP   tail
 
+rows13:
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+
+loop13:
+	CMPQ       CX, $4
+	JLT        tail13
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2048(R11)
+	TESTQ      BX, BX
+	JEQ        nopf13
+	HINTS2
+
+nopf13:
+	STEP13(0)
+	STEP13(24)
+	STEP13(48)
+	STEP13(72)
+	ADDQ       $96, SI
+	ADDQ       $96, R11
+	ADDQ       $96, R14
+	SUBQ       $4, CX
+	JMP        loop13
+
+tail13:
+	TESTQ   CX, CX
+	JEQ     store13
+	STEP13(0)
+	ADDQ    $24, SI
+	ADDQ    $24, R11
+	ADDQ    $24, R14
+	DECQ    CX
+	JMP     tail13
+
+store13:
+	// Row 12 to Z28:Z29, out of the way of the store's temporaries
+	// (R14 stays not 0).
+	VMOVAPS Z24, Z28
+	VMOVAPS Z25, Z29
+
+	// The store: rows 0-11, and row 12 (Z28:Z29) where R14 is not 0;
+	// with R14 0, Z28:Z29 take part in the arithmetic but are not
+	// stored.
 store:
 	MOVQ  mode+80(FP), AX
 	MOVQ  lim+88(FP), BX
@@ -314,6 +363,8 @@ store:
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
 	ADDROWS512(Z24, Z25)
+	VADDPS  Z24, Z28, Z28
+	VADDPS  Z25, Z29, Z29
 
 rowbias:
 	MOVQ  rb+64(FP), R9
@@ -331,6 +382,9 @@ rowbias:
 	ROWBIAS512(36, Z18, Z19)
 	ROWBIAS512(40, Z20, Z21)
 	ROWBIAS512(44, Z22, Z23)
+	TESTQ R14, R14
+	JEQ   put
+	ROWBIAS512(48, Z28, Z29)
 
 put:
 	MOVQ  res+96(FP), R10
@@ -338,6 +392,10 @@ put:
 	JEQ   resdone
 	ADDM6(R10)
 	ADDM6HI(R10)
+	TESTQ R14, R14
+	JEQ   resdone
+	ADDM512(R10, Z28, Z29)
+
 resdone:
 	TESTQ BX, BX
 	JEQ   putnow
@@ -354,6 +412,8 @@ resdone:
 	CLAMP512(Z21)
 	CLAMP512(Z22)
 	CLAMP512(Z23)
+	CLAMP512(Z28)
+	CLAMP512(Z29)
 
 putnow:
 	PUTC512(Z0, Z1)
@@ -368,6 +428,11 @@ putnow:
 	PUTC512(Z18, Z19)
 	PUTC512(Z20, Z21)
 	PUTC512(Z22, Z23)
+	TESTQ R14, R14
+	JEQ   putdone
+	PUTC512(Z28, Z29)
+
+putdone:
 	VZEROUPPER
 	RET
 
@@ -382,8 +447,13 @@ accload:
 	MOVQ  DX, AX
 	ADDM6(DX)
 	ADDM6HI(DX)
-	MOVQ  AX, DX
-	JMP   put
+	TESTQ R14, R14
+	JEQ   accloaded
+	ADDM512(DX, Z28, Z29)
+
+accloaded:
+	MOVQ AX, DX
+	JMP  put
 
 accnow:
 	ADDC512(Z0, Z1)
@@ -398,6 +468,11 @@ accnow:
 	ADDC512(Z18, Z19)
 	ADDC512(Z20, Z21)
 	ADDC512(Z22, Z23)
+	TESTQ R14, R14
+	JEQ   accdone
+	ADDC512(Z28, Z29)
+
+accdone:
 	VZEROUPPER
 	RET
 
@@ -407,28 +482,8 @@ accnow:
 
 // One k step of the 6×32 kernel.
 #define STEP6X32(aoff) \
-	VMOVUPS      (DI), Z24;        \
-	VMOVUPS      (R12), Z25;       \
-	ADDQ         R13, DI;          \
-	ADDQ         R13, R12;         \
-	VBROADCASTSS aoff(SI), Z26;    \
-	VFMADD231PS  Z24, Z26, Z0;     \
-	VFMADD231PS  Z25, Z26, Z1;     \
-	VBROADCASTSS aoff+4(SI), Z27;  \
-	VFMADD231PS  Z24, Z27, Z2;     \
-	VFMADD231PS  Z25, Z27, Z3;     \
-	VBROADCASTSS aoff+8(SI), Z28;  \
-	VFMADD231PS  Z24, Z28, Z4;     \
-	VFMADD231PS  Z25, Z28, Z5;     \
-	VBROADCASTSS aoff+12(SI), Z29; \
-	VFMADD231PS  Z24, Z29, Z6;     \
-	VFMADD231PS  Z25, Z29, Z7;     \
-	VBROADCASTSS aoff+16(SI), Z30; \
-	VFMADD231PS  Z24, Z30, Z8;     \
-	VFMADD231PS  Z25, Z30, Z9;     \
-	VBROADCASTSS aoff+20(SI), Z31; \
-	VFMADD231PS  Z24, Z31, Z10;    \
-	VFMADD231PS  Z25, Z31, Z11
+	LOADB(Z24, Z25); \
+	SIXROWS(aoff, SI, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 
 // func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int)
 TEXT ·sgemm6x32(SB), NOSPLIT, $0-120

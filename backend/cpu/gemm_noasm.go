@@ -55,7 +55,25 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 // sgemm12x32 is the portable form of the amd64 AVX-512 micro-kernel (see
 // gemm512_amd64.go for the contract): the four 6×16 quarters of the tile.
 // gemm.run does not call it on this platform.
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int) {
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a2 *float32) {
+	if a2 != nil {
+		// Row 12 through a 6×32 tile of which only row 0 is kept.
+		const nr2 = 2 * gemmNR
+		var t, r [gemmMR * nr2]float32
+		var tb [gemmMR]float32
+		row := unsafe.Slice(shift(c, 4*2*gemmMR*ldc), nr2)
+		copy(t[:], row)
+		var trb, tres *float32
+		if rb != nil {
+			tb[0], trb = *shift(rb, 4*2*gemmMR), &tb[0]
+		}
+		if res != nil {
+			copy(r[:], unsafe.Slice(shift(res, 4*2*gemmMR*ldc), nr2))
+			tres = &r[0]
+		}
+		sgemm6x32(kb, a2, b0, b1, bstep, &t[0], nr2, trb, cb, mode, lim, tres, nil, nil, 0)
+		copy(row, t[:nr2])
+	}
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	down := 4 * gemmMR * ldc // bytes from row 0 to row 6 of C

@@ -212,8 +212,20 @@ func TestSgemm12x32(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernelPrefetch(t, 2, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
-		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn)
+	checkMicroKernelPrefetch(t, 2, 2, 0, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, nil)
+	})
+}
+
+// TestSgemm13x32 checks the 12×32 micro-kernel with a thirteenth row (its
+// a2) on its own: rows 0-12 of three A panels, the rows after them left
+// alone.
+func TestSgemm13x32(t *testing.T) {
+	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
+		t.Skip("CPU lacks AVX-512F")
+	}
+	checkMicroKernelPrefetch(t, 3, 2, 2*gemmMR+1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, &a[2][0])
 	})
 }
 
@@ -224,18 +236,22 @@ func TestSgemm6x32(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernelPrefetch(t, 1, 2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+	checkMicroKernelPrefetch(t, 1, 2, 0, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
 		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn)
 	})
 }
 
 // checkMicroKernelPrefetch is checkMicroKernel for a kernel that takes
 // lines to bring into the cache as it goes, run without them and with
-// more than it has steps for: the hints must change nothing.
-func checkMicroKernelPrefetch(t *testing.T, ap, bp int, call func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int)) {
+// more than it has steps for: the hints must change nothing. rows, if not
+// 0, is the rows of the tile (checkMicroKernelRows).
+func checkMicroKernelPrefetch(t *testing.T, ap, bp, rows int, call func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int)) {
+	if rows == 0 {
+		rows = ap * gemmMR
+	}
 	for _, pf := range []bool{false, true} {
 		t.Run(fmt.Sprintf("prefetch=%v", pf), func(t *testing.T) {
-			checkMicroKernel(t, ap, bp, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
+			checkMicroKernelRows(t, ap, bp, rows, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32) {
 				var pf0, pf1 *float32
 				pfn := 0
 				if pf {
@@ -254,7 +270,7 @@ func TestSgemm12x16(t *testing.T) {
 	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
 		t.Skip("CPU lacks AVX-512F")
 	}
-	checkMicroKernelPrefetch(t, 2, 1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+	checkMicroKernelPrefetch(t, 2, 1, 0, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
 		sgemm12x16(kb, &a[0][0], &a[1][0], &b[0][0], &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn)
 	})
 }
@@ -265,7 +281,14 @@ func TestSgemm12x16(t *testing.T) {
 // that it writes nothing outside the tile.
 func checkMicroKernel(t *testing.T, pa, pb int, kernel func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32)) {
 	t.Helper()
-	mr, nr := pa*gemmMR, pb*gemmNR
+	checkMicroKernelRows(t, pa, pb, pa*gemmMR, kernel)
+}
+
+// checkMicroKernelRows is checkMicroKernel for a tile of the first mr rows
+// of the pa A panels.
+func checkMicroKernelRows(t *testing.T, pa, pb, mr int, kernel func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res *float32)) {
+	t.Helper()
+	nr := pb * gemmNR
 	ldc := nr + 5
 	for _, kb := range []int{0, 1, 2, 3, 4, 5, 7, 8, 13, 64, 255} {
 		for _, mode := range []string{"store", "rowbias", "colbias", "bothbias", "accumulate", "store+clamp", "bothbias+clamp", "accumulate+clamp",
