@@ -430,6 +430,10 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	case phaseT:
 		// Items are shares: one per call, or all in turn inline.
 		for share := lo; share < hi; share++ {
+			if a[3] == 1 {
+				k.tRows(in, out, scratch, int(a[2]), share, int(a[1]))
+				continue
+			}
 			k.tColumns(in, out, scratch, int(a[2]), share, int(a[1]))
 		}
 	case phaseDWC:
@@ -734,6 +738,10 @@ func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.fuse != nil {
 		parts = min(parts, k.fuse.shares)
 	}
+	rows := int64(0)
+	if k.tByRows(parts) {
+		rows = 1
+	}
 	for n := 0; n < k.nb; n++ {
 		if k.tIdx != nil {
 			w.forArgs(k.c, w.parts(k.c*k.kvol*k.outSp), k, args{phaseTPack, 0, int64(n)}, in, out, scratch)
@@ -743,7 +751,52 @@ func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 		if k.pro != nil {
 			k.pro.applyA(a, k.outSp, k.kdim, 0)
 		}
-		w.forArgs(parts, parts, k, args{phaseT, int64(parts), int64(n)}, in, out, scratch)
+		w.forArgs(parts, parts, k, args{phaseT, int64(parts), int64(n), rows}, in, out, scratch)
+	}
+}
+
+// tByRows reports whether runT's parts shares take the positions (the
+// rows of the product) rather than the output channels: where some
+// share of the channels would hold an odd number of B panels, whose
+// last one runs through the 12×16 kernel at about half the speed of the
+// 12×32 one (160 channels on two workers: five panels each), and the
+// positions are enough for every share to have a pair of A panels.
+func (k *convKernel) tByRows(parts int) bool {
+	if parts < 2 || !useAVX512Kernel || ceilDiv(k.outSp, gemmMR) < 2*parts {
+		return false
+	}
+	panels := ceilDiv(k.m, gemmNR)
+	for s := range parts {
+		if ((s+1)*panels/parts-s*panels/parts)%2 == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// tRows is share lo of parts of image n in runT split by positions: the
+// rows of whole A panels of the share, every output channel, into the
+// transposed output in scratch, then those positions transposed into
+// the channels' planes of Y and the epilogue run over them.
+func (k *convKernel) tRows(in, out [][]byte, scratch []byte, n, share, parts int) {
+	hw, m := k.outSp, k.m
+	panels := ceilDiv(hw, gemmMR)
+	p0, p1 := share*panels/parts, (share+1)*panels/parts
+	r0, r1 := p0*gemmMR, min(hw, p1*gemmMR)
+	if r0 >= r1 {
+		return
+	}
+	sc := f32s(scratch)
+	ct := sc[k.tOff:][:hw*m]
+	g := gemm{m: r1 - r0, n: m, k: k.kdim, a: sc[p0*k.kdim*gemmMR : k.tOff], b: k.wT, c: ct[r0*m:], ldc: m, lim: k.lim}
+	g.mt, g.nt = gemmTiles(g.m, g.n, 1)
+	if k.hasBias {
+		g.colBias = f32s(in[2])
+	}
+	g.run(0, g.tiles())
+	transpose(f32s(out[0]), n*m*hw+r0, hw, ct, r0*m, m, r1-r0, m)
+	if k.fuse != nil {
+		k.fuse.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), share, n*m, n*m+m, r0, r1)
 	}
 }
 

@@ -318,6 +318,41 @@ func TestConvWindowsAsRows(t *testing.T) {
 	}
 }
 
+// TestConvPositionsAsShares covers runT split among workers by positions
+// (tRows) where a split by output channels would leave a worker an odd
+// number of B panels: 160 channels (ten panels) on two workers, 80 (five)
+// on three, and 48 (three) on two, with and without bias, batches, and a
+// last A panel of one row.
+func TestConvPositionsAsShares(t *testing.T) {
+	if !useAVX512Kernel {
+		t.Skip("runT's 12×32 tiles run on AVX-512 only")
+	}
+	one := ints64(1, 1)
+	cases := []struct {
+		convCase
+		parts int
+	}{
+		{convCase{name: "7x7 160 channels", x: ints64(1, 96, 7, 7), m: 160, group: 1, kern: one, strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true}, 2},
+		{convCase{name: "7x7 80 channels", x: ints64(1, 64, 7, 7), m: 80, group: 1, kern: one, strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: false, constW: true}, 3},
+		{convCase{name: "5x9 48 channels batch", x: ints64(2, 40, 5, 9), m: 48, group: 1, kern: one, strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true}, 2},
+	}
+	for _, c := range cases {
+		cg := buildConvCase(c.convCase, randQuarters)
+		k, _, err := BuildFor(cg.tg.g, cg.n, c.parts)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ck, ok := k.(*convKernel); !ok || !ck.tPath || !ck.tByRows(c.parts) {
+			t.Fatalf("%s: not split by positions on %d workers", c.name, c.parts)
+		}
+		for _, th := range [][2]int{{c.parts, c.parts}, {1, 1}, {c.parts, 7}} {
+			t.Run(fmt.Sprintf("%s/built=%d/threads=%d", c.name, th[0], th[1]), func(t *testing.T) {
+				testConvFor(t, c.convCase, th[0], th[1])
+			})
+		}
+	}
+}
+
 // TestDepthwiseFast covers the depthwise fast paths (3×3 and other small
 // filters): rows and columns with and without an interior, outputs not a
 // multiple of four, mixed strides, pads other than 1, 1-D inputs and
