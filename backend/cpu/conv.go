@@ -49,6 +49,8 @@ type convKernel struct {
 	// column masks (dwrTable); dwr is nil where it does not run.
 	dwr     []dwrVec
 	dwrCols [4]uint16
+	// dws is the stride-2 row-vector path's table (dwsTable), or nil.
+	dws []dwsVec
 	// wT, for a small 1×1 convolution of 1×1 planes (vecFits) or a 1×1
 	// convolution of small planes (tFits), is its weight matrix
 	// transposed and packed as a GEMM B operand: the product runs with
@@ -212,9 +214,13 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	if k.g > 1 && k.cg == 1 {
 		k.depthwise = true
 		k.dwg, _ = k.dwBands()
-		if dw512 && k.dwrFits() {
+		if dw512 && (k.dwrFits() || k.dwsFits()) {
 			// Narrow planes run as row vectors, with no scratch.
-			k.dwrTable()
+			if k.dwrFits() {
+				k.dwrTable()
+			} else {
+				k.dwsTable()
+			}
 			return k, 0, nil
 		}
 		// Small unit-stride planes run through a padded copy in each
@@ -359,7 +365,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		planes := k.nb * k.m
 		phase := int64(phaseDepthwise)
 		switch {
-		case dw512 && k.dwr != nil:
+		case dw512 && (k.dwr != nil || k.dws != nil):
 			phase = phaseDWR
 		case dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k):
 			planes, phase = k.dwcGroups(), phaseDWC

@@ -70,25 +70,95 @@ func (k *convKernel) dwrTable() {
 	}
 }
 
+// dwsVec is one output row of dws3's and dws5's table: the byte offsets
+// of its first filter row's input row (negative above the plane) and of
+// the output row, its store mask (its columns), and, for each filter
+// row, the load masks of the input row's first sixteen columns and of
+// the rest (none for a row outside the plane).
+type dwsVec struct {
+	in, out int64
+	store   uint16
+	rowsA   [5]uint16
+	rowsB   [5]uint16
+	_       [10]byte
+}
+
+// dwsIdx holds the even column indices 0, 2, …, 30 and then the odd ones.
+var dwsIdx = func() (v [32]int32) {
+	for j := range 16 {
+		v[j], v[16+j] = int32(2*j), int32(2*j+1)
+	}
+	return v
+}()
+
+// dwsFits reports whether k's planes run as stride-2 row vectors: a 2-D
+// depthwise convolution, one output channel per group, a 3×3 or 5×5
+// filter of strides 2 and unit dilations padded half the filter before
+// the plane, output rows at most sixteen columns, input rows at most
+// thirty-two.
+func (k *convKernel) dwsFits() bool {
+	kw := k.kern[2]
+	return k.depthwise && k.mg == 1 && k.in[0] == 1 && k.kern[0] == 1 &&
+		(kw == 3 || kw == 5) && k.kern[1] == kw && k.stride == [3]int{1, 2, 2} &&
+		k.dil == [3]int{1, 1, 1} && k.pad == [3]int{0, kw / 2, kw / 2} &&
+		k.out[2] <= dwcLanes && k.in[2] <= 2*dwcLanes && k.outSp > 0
+}
+
+// dwsTable sets k.dws: one vector per output row.
+func (k *convKernel) dwsTable() {
+	const L = dwcLanes
+	H, W, OW := k.in[1], k.in[2], k.out[2]
+	pad := k.kern[1] / 2
+	k.dws = make([]dwsVec, k.out[1])
+	for i := range k.dws {
+		v := &k.dws[i]
+		v.in, v.out = int64(4*(2*i-pad)*W), int64(4*i*OW)
+		v.store = 1<<OW - 1
+		for r := range k.kern[1] {
+			if row := 2*i + r - pad; row >= 0 && row < H {
+				v.rowsA[r] = 1<<min(W, L) - 1
+				v.rowsB[r] = 1<<max(W-L, 0) - 1
+			}
+		}
+	}
+}
+
+// dwsZero is the bias of a stride-2 row-vector convolution without one.
+var dwsZero float32
+
 // dwrPlanes computes planes [lo, hi) of the images' nb·m output planes
-// through dwr3 or dwr5, a run of channels of one image per call.
+// through the row-vector kernels (dwr3 or dwr5, or dws3 or dws5 for
+// strides 2), a run of channels of one image per call.
 func (k *convKernel) dwrPlanes(x, y, wt, bias []float32, lo, hi int) {
 	var lim *float32
 	if k.lim != nil {
 		lim = &k.lim[0]
 	}
-	kern := dwr3
-	if k.kvol == 25 {
-		kern = dwr5
-	}
 	for lo < hi {
 		ch := lo % k.m
 		n := min(hi-lo, k.m-ch)
-		var b *float32
-		if bias != nil {
-			b = &bias[ch]
+		o, xi, w := &y[lo*k.outSp], &x[lo*k.inSp], &wt[ch*k.kvol]
+		if k.dws != nil {
+			b, bstep := &dwsZero, 0
+			if bias != nil {
+				b, bstep = &bias[ch], 4
+			}
+			kern := dws3
+			if k.kvol == 25 {
+				kern = dws5
+			}
+			kern(o, xi, w, b, bstep, &k.dws[0], len(k.dws), k.in[2], k.outSp, k.inSp, n, &dwsIdx, lim)
+		} else {
+			var b *float32
+			if bias != nil {
+				b = &bias[ch]
+			}
+			kern := dwr3
+			if k.kvol == 25 {
+				kern = dwr5
+			}
+			kern(o, xi, w, b, &k.dwr[0], len(k.dwr), k.in[2], k.outSp, n, &k.dwrCols, lim)
 		}
-		kern(&y[lo*k.outSp], &x[lo*k.inSp], &wt[ch*k.kvol], b, &k.dwr[0], len(k.dwr), k.in[2], k.outSp, n, &k.dwrCols, lim)
 		lo += n
 	}
 }

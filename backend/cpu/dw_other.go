@@ -69,3 +69,11 @@ func dwr3(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uin
 func dwr5(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32) {
 	panic("dwr5: no assembly on this platform")
 }
+
+func dws3(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32) {
+	panic("dws3: no assembly on this platform")
+}
+
+func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32) {
+	panic("dws5: no assembly on this platform")
+}

@@ -30,7 +30,8 @@ var dwShapes = []struct {
 // 112×112 (several bands, the last one partial), mixed strides, channel
 // multipliers 1 and 2, batches, with and without bias, on 1 to 3 threads,
 // on the AVX2 kernel and, where the machine has it, the AVX-512 one
-// (with the row-vector kernels dwr3 and dwr5 on narrow planes). Rows
+// (with the row-vector kernels dwr3, dwr5, dws3 and dws5 on narrow
+// planes). Rows
 // wider than dwMaxPitch take the row-by-row path instead. It is skipped
 // without the assembly kernel, where the Go code that TestDepthwiseFast
 // covers runs instead.
@@ -83,6 +84,13 @@ func TestDepthwiseBands(t *testing.T) {
 		{"5x5 s1 p2 10x5", 10, 5, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
 		{"5x5 s1 p2 1x8", 1, 8, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
 		{"5x5 s1 p2 11x2", 11, 2, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"3x3 s2 p1 28²", 28, 28, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
+		{"3x3 s2 p1 9x32", 9, 32, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
+		{"3x3 s2 p1 6x5", 6, 5, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
+		{"5x5 s2 p2 14²", 14, 14, 5, [2]int64{2, 2}, ints64(2, 2, 2, 2)},
+		{"5x5 s2 p2 11x31", 11, 31, 5, [2]int64{2, 2}, ints64(2, 2, 2, 2)},
+		{"5x5 s2 p2 3x2", 3, 2, 5, [2]int64{2, 2}, ints64(2, 2, 2, 2)},
+		{"5x5 s2 p2,1 uneven", 12, 17, 5, [2]int64{2, 2}, ints64(2, 2, 1, 1)},
 		{"3x3 s1 p1 4x3", 4, 3, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
 		{"3x3 s1 wider than dwMaxPitch", 3, dwMaxPitch + 7, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
 	}
@@ -129,7 +137,8 @@ func TestDepthwiseBands(t *testing.T) {
 
 // TestDepthwiseBandsTaken checks that the shapes of dwShapes run through
 // dwBandPlane where the assembly kernel exists, with a scratch area of a
-// few rows per worker, or, narrow enough, as row vectors (dwr3, dwr5).
+// few rows per worker, or, narrow enough, as row vectors (dwr3, dwr5,
+// dws3, dws5).
 func TestDepthwiseBandsTaken(t *testing.T) {
 	if !dwAsm {
 		t.Skip("no assembly depthwise kernel")
@@ -144,11 +153,13 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: %T, not a convolution kernel", c.name, k)
 		}
-		// Planes at most sixteen columns wide of unit stride run as row
-		// vectors on AVX-512, with no scratch.
-		if rows := dw512 && c.stride == 1 && c.h <= dwcLanes; rows || ck.dwr != nil {
-			if !rows || ck.dwr == nil || scratch != 0 {
-				t.Errorf("%s: row vectors %v (want %v), scratch %d bytes", c.name, ck.dwr != nil, rows, scratch)
+		// Planes at most sixteen columns wide of unit stride, and of
+		// stride 2 from at most thirty-two, run as row vectors on
+		// AVX-512, with no scratch.
+		narrow := c.stride == 1 && c.h <= dwcLanes || c.stride == 2 && c.h <= 2*dwcLanes
+		if rows, got := dw512 && narrow, ck.dwr != nil || ck.dws != nil; rows || got {
+			if !rows || !got || scratch != 0 {
+				t.Errorf("%s: row vectors %v (want %v), scratch %d bytes", c.name, got, rows, scratch)
 			}
 			continue
 		}
