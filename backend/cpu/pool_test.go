@@ -177,7 +177,9 @@ func testPool(t *testing.T, op string, c poolCase) {
 }
 
 func TestGlobalPool(t *testing.T) {
-	for _, shape := range [][]int64{{2, 3, 5, 5}, {1, 4, 7}, {2, 2, 1, 1}} {
+	// Planes of 25, 7, 1, 49 (many of them), 16 and 33 values (whole
+	// steps of sixteen and tails), and 112².
+	for _, shape := range [][]int64{{2, 3, 5, 5}, {1, 4, 7}, {2, 2, 1, 1}, {1, 1280, 7, 7}, {3, 5, 4, 4}, {1, 37, 3, 11}, {1, 3, 112, 112}} {
 		for _, op := range []string{"GlobalAveragePool", "GlobalMaxPool"} {
 			x := randF32(int(elems(shape)))
 			ys := append([]int64(nil), shape...)

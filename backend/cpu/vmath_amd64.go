@@ -81,6 +81,12 @@ func sumAVX2(x []float32) float64
 //go:noescape
 func sumAVX512(x []float32) float64
 
+// meanRows512 sets y[i] = float32(scale·Σ_j x[i·n+j]) for i < rows, the
+// sums in float64, n ≥ 1. It needs AVX-512F (vmath512).
+//
+//go:noescape
+func meanRows512(y, x *float32, rows, n int, scale float64)
+
 // sumSqDevAVX2 returns Σ(x[i]−m)² in float64.
 //
 //go:noescape

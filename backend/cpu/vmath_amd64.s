@@ -457,6 +457,66 @@ sum512done:
 	VZEROUPPER
 	RET
 
+// func meanRows512(y, x *float32, rows, n int, scale float64)
+//
+// For each of rows rows of n ≥ 1 floats at x (one after the other):
+// y[i] = float32(scale·Σ row i), the sum in float64, sixteen values a
+// step in two partial sums and the last n mod 16 under a lane mask.
+TEXT ·meanRows512(SB), NOSPLIT, $0-40
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         rows+16(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVSD        scale+32(FP), X7
+	MOVQ         DX, AX
+	ANDQ         $15, AX
+	MOVQ         $1, BX
+	SHLXQ        AX, BX, BX
+	DECQ         BX
+	KMOVW        BX, K1
+	SHLQ         $2, AX        // the tail's bytes
+	SHRQ         $4, DX        // whole steps of a row
+	TESTQ        CX, CX
+	JEQ          meandone
+
+meanrow:
+	VXORPD Z0, Z0, Z0
+	VXORPD Z1, Z1, Z1
+	MOVQ   DX, R8
+	TESTQ  R8, R8
+	JEQ    meantail
+
+meanstep:
+	VCVTPS2PD (SI), Z2
+	VCVTPS2PD 32(SI), Z3
+	VADDPD    Z2, Z0, Z0
+	VADDPD    Z3, Z1, Z1
+	ADDQ      $64, SI
+	DECQ      R8
+	JNZ       meanstep
+
+meantail:
+	VMOVUPS.Z     (SI), K1, Z4
+	VCVTPS2PD     Y4, Z2
+	VEXTRACTF32X8 $1, Z4, Y5
+	VCVTPS2PD     Y5, Z3
+	VADDPD        Z2, Z0, Z0
+	VADDPD        Z3, Z1, Z1
+	ADDQ          AX, SI
+	VADDPD        Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	HSUMPD
+	VMULSD        X7, X0, X0
+	VCVTSD2SS     X0, X0, X0
+	VMOVSS        X0, (DI)
+	ADDQ          $4, DI
+	DECQ          CX
+	JNZ           meanrow
+
+meandone:
+	VZEROUPPER
+	RET
+
 // func sumSqDevAVX2(x []float32, m float32) float64
 TEXT ·sumSqDevAVX2(SB), NOSPLIT, $0-40
 	MOVQ         x_base+0(FP), SI
