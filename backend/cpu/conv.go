@@ -414,6 +414,7 @@ const (
 	phaseDWR       = 12 // depthwise, row vectors (dwr3, dwr5)
 	phaseT         = 5  // small planes, the positions as rows (runT)
 	phaseTPack     = 6  // runT's windows into A, items are input channels
+	phaseTOut      = 13 // runT split by positions: the planes, items are shares
 	phaseBlocks    = 4
 	phaseSubsample = 11 // items are input planes (subsample)
 )
@@ -431,13 +432,17 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	switch a[0] {
 	case phaseSubsample:
 		k.subsamplePlanes(f32s(in[0]), x, lo, hi)
+	case phaseTOut:
+		for share := lo; share < hi; share++ {
+			k.tOut(in, out, scratch, int(a[2]), share, int(a[1]))
+		}
 	case phaseTPack:
 		k.packTWindows(f32s(scratch)[:k.tOff], x[int(a[2])*k.c*k.inSp:], lo, hi)
 	case phaseT:
 		// Items are shares: one per call, or all in turn inline.
 		for share := lo; share < hi; share++ {
-			if a[3] == 1 {
-				k.tRows(in, out, scratch, int(a[2]), share, int(a[1]))
+			if a[3] != 0 {
+				k.tRows(in, scratch, int(a[2]), share, int(a[1]), a[3] == 2)
 				continue
 			}
 			k.tColumns(in, out, scratch, int(a[2]), share, int(a[1]))
@@ -744,20 +749,33 @@ func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.fuse != nil {
 		parts = min(parts, k.fuse.shares)
 	}
-	rows := int64(0)
-	if k.tByRows(parts) {
-		rows = 1
+	// split: 0 by output channels, 1 by positions (tByRows), 2 by
+	// positions with each share packing its own rows of A.
+	byRows := k.tByRows(parts)
+	split := int64(0)
+	if byRows {
+		split = 1
+		if k.tIdx == nil && k.pro == nil {
+			split = 2
+		}
 	}
 	for n := 0; n < k.nb; n++ {
-		if k.tIdx != nil {
+		switch {
+		case split == 2:
+		case k.tIdx != nil:
 			w.forArgs(k.c, w.parts(k.c*k.kvol*k.outSp), k, args{phaseTPack, 0, int64(n)}, in, out, scratch)
-		} else {
+		default:
 			packA(a, x[n*k.c*k.inSp:], k.outSp, k.kdim, 1, k.inSp, 1, 0, ceilDiv(k.outSp, gemmMR))
 		}
 		if k.pro != nil {
 			k.pro.applyA(a, k.outSp, k.kdim, 0)
 		}
-		w.forArgs(parts, parts, k, args{phaseT, int64(parts), int64(n), rows}, in, out, scratch)
+		w.forArgs(parts, parts, k, args{phaseT, int64(parts), int64(n), split}, in, out, scratch)
+		if byRows {
+			// Every position of every channel is in scratch now: the
+			// planes, channel by channel.
+			w.forArgs(parts, parts, k, args{phaseTOut, int64(parts), int64(n)}, in, out, scratch)
+		}
 	}
 }
 
@@ -781,10 +799,10 @@ func (k *convKernel) tByRows(parts int) bool {
 }
 
 // tRows is share lo of parts of image n in runT split by positions: the
-// rows of whole A panels of the share, every output channel, into the
-// transposed output in scratch, then those positions transposed into
-// the channels' planes of Y and the epilogue run over them.
-func (k *convKernel) tRows(in, out [][]byte, scratch []byte, n, share, parts int) {
+// rows of whole A panels of the share (packed here first if pack is
+// set), every output channel, into the transposed output in scratch.
+// tOut then makes the planes.
+func (k *convKernel) tRows(in [][]byte, scratch []byte, n, share, parts int, pack bool) {
 	hw, m := k.outSp, k.m
 	panels := ceilDiv(hw, gemmMR)
 	p0, p1 := share*panels/parts, (share+1)*panels/parts
@@ -793,16 +811,31 @@ func (k *convKernel) tRows(in, out [][]byte, scratch []byte, n, share, parts int
 		return
 	}
 	sc := f32s(scratch)
+	a := sc[:k.tOff]
+	if pack {
+		packA(a, k.input(in, scratch)[n*k.c*k.inSp:], hw, k.kdim, 1, k.inSp, 1, p0, p1)
+	}
 	ct := sc[k.tOff:][:hw*m]
-	g := gemm{m: r1 - r0, n: m, k: k.kdim, a: sc[p0*k.kdim*gemmMR : k.tOff], b: k.wT, c: ct[r0*m:], ldc: m, lim: k.lim}
+	g := gemm{m: r1 - r0, n: m, k: k.kdim, a: a[p0*k.kdim*gemmMR:], b: k.wT, c: ct[r0*m:], ldc: m, lim: k.lim}
 	g.mt, g.nt = gemmTiles(g.m, g.n, 1)
 	if k.hasBias {
 		g.colBias = f32s(in[2])
 	}
 	g.run(0, g.tiles())
-	transpose(f32s(out[0]), n*m*hw+r0, hw, ct, r0*m, m, r1-r0, m)
+}
+
+// tOut is share lo of parts of image n after tRows: its output channels'
+// positions transposed from scratch into their planes of Y, and the
+// epilogue run over them.
+func (k *convKernel) tOut(in, out [][]byte, scratch []byte, n, share, parts int) {
+	hw, m := k.outSp, k.m
+	j0, j1 := share*m/parts, (share+1)*m/parts
+	if j0 >= j1 {
+		return
+	}
+	transpose(f32s(out[0]), (n*m+j0)*hw, hw, f32s(scratch)[k.tOff:][:hw*m], j0, m, hw, j1-j0)
 	if k.fuse != nil {
-		k.fuse.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), share, n*m, n*m+m, r0, r1)
+		k.fuse.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), share, n*m+j0, n*m+j1, 0, hw)
 	}
 }
 
