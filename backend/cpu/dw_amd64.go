@@ -136,3 +136,12 @@ func dws3(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch i
 
 //go:noescape
 func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32)
+
+// maxPool3s2 is a float32 3×3 max pool of strides 2 and padding 1 over
+// planes planes of h×w floats at x into oh×ow at y (oh = (h+1)/2, ow =
+// (w+1)/2), bit for bit as maxPlaneRows: full chunks of sixteen outputs
+// a row, then one under masks (bits 0-31 the loads', 32-47 the store's);
+// idx is dwsIdx. See maxpool_amd64.s. It needs AVX-512F (dw512).
+//
+//go:noescape
+func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]int32, planes int)

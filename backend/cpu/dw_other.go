@@ -77,3 +77,7 @@ func dws3(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch i
 func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32) {
 	panic("dws5: no assembly on this platform")
 }
+
+func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]int32, planes int) {
+	panic("maxPool3s2: no assembly on this platform")
+}

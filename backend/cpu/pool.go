@@ -23,6 +23,9 @@ type poolKernel struct {
 	padCount    [3][]int32 // per dim and output index: taps inside the padded input
 	includePad  bool
 	colMajor    bool // Indices in column-major order (storage_order 1)
+	// s2 marks a float32 3×3 max pool of strides 2 and padding 1 on
+	// planes that maxPool3s2 takes (on AVX-512).
+	s2 bool
 }
 
 func buildPool(c *bctx) (Kernel, int64, error) {
@@ -105,7 +108,24 @@ func buildPool(c *bctx) (Kernel, int64, error) {
 		}
 	}
 	k.inSp, k.outSp = prod(k.in[:]), prod(k.out[:])
+	k.s2 = dw512 && k.isMax && k.dt == ir.Float32 && k.in[0] == 1 && k.kern == [3]int{0, 3, 3} &&
+		k.stride == [3]int{1, 2, 2} && k.dil == [3]int{1, 1, 1} && k.pad == [3]int{0, 1, 1} &&
+		k.out[1] == (k.in[1]+1)/2 && k.out[2] == (k.in[2]+1)/2
 	return k, 0, nil
+}
+
+// maxPool3s2Planes runs planes [lo, hi) through maxPool3s2: whole chunks
+// of sixteen outputs from thirty-two input columns, and a last one under
+// masks.
+func (k *poolKernel) maxPool3s2Planes(y, x []float32, lo, hi int) {
+	W, OW := k.in[2], k.out[2]
+	full := 0
+	for 32*full+32 <= W && 16*full+16 <= OW {
+		full++
+	}
+	lanes := func(n int) uint64 { return 1<<min(max(n, 0), 16) - 1 }
+	masks := lanes(W-32*full) | lanes(W-32*full-16)<<16 | lanes(OW-16*full)<<32
+	maxPool3s2(&y[lo*k.outSp], &x[lo*k.inSp], k.in[1], W, k.out[1], OW, full, masks, &dwsIdx, hi-lo)
 }
 
 func (k *poolKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
@@ -124,6 +144,10 @@ func (k *poolKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
 		maxPlanes(k, out[0], ind, in[0], lo, hi)
 	default:
 		if k.isMax {
+			if ind == nil && k.s2 && lo < hi {
+				k.maxPool3s2Planes(f32s(out[0]), f32s(in[0]), lo, hi)
+				return
+			}
 			if ind == nil && k.rowsFit() {
 				x, y := f32s(in[0]), f32s(out[0])
 				for p := lo; p < hi; p++ {

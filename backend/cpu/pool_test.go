@@ -232,3 +232,79 @@ func TestMaxInto(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxPool3s2 checks the AVX-512 3×3 stride-2 max pool (maxPool3s2)
+// bit for bit against the builtin max taken as maxPlaneRows takes it
+// (rows first, then columns, in order), on planes of NaNs of several
+// payloads, zeros of both signs, infinities and ordinary values: odd and
+// even sizes, rows of whole chunks only, of a chunk and a tail, of a tail
+// only, and one value.
+func TestMaxPool3s2(t *testing.T) {
+	if !dw512 {
+		t.Skip("the 3×3 stride-2 max pool kernel runs on AVX-512 only")
+	}
+	vals := []float32{
+		float32(math.NaN()), math.Float32frombits(0x7fc00001), math.Float32frombits(0xffc00002),
+		0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+	}
+	for _, sh := range [][2]int64{{112, 112}, {9, 10}, {20, 37}, {56, 64}, {1, 1}, {2, 33}, {3, 31}, {7, 7}} {
+		h, w := sh[0], sh[1]
+		x := randF32(int(3 * h * w))
+		for i := range x {
+			if i%5 == 0 {
+				x[i] = vals[(i/5)%len(vals)]
+			}
+		}
+		oh, ow := (h+1)/2, (w+1)/2
+		tg := newTGraph(13)
+		n := tg.node("MaxPool", ir.Attrs{
+			"kernel_shape": {Kind: ir.AttrInts, Ints: ints64(3, 3)},
+			"strides":      {Kind: ir.AttrInts, Ints: ints64(2, 2)},
+			"pads":         {Kind: ir.AttrInts, Ints: ints64(1, 1, 1, 1)},
+		},
+			[]ir.TensorID{tg.input("x", ir.Float32, 1, 3, h, w)}, out{ir.Float32, []int64{1, 3, oh, ow}})
+		k, _, err := Build(tg.g, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !k.(*poolKernel).s2 {
+			t.Fatalf("%dx%d: not built for maxPool3s2", h, w)
+		}
+		got := asF32(exec(t, tg.g, n, 2, f32Bytes(x))[0])
+		for p := range 3 {
+			xp := x[p*int(h*w):]
+			for i := range int(oh) {
+				for j := range int(ow) {
+					var v [3]float32
+					for c := range 3 {
+						col := 2*j - 1 + c
+						if col < 0 || col >= int(w) {
+							continue
+						}
+						first := true
+						for r := 2*i - 1; r <= 2*i+1; r++ {
+							if r < 0 || r >= int(h) {
+								continue
+							}
+							if a := xp[r*int(w)+col]; first {
+								v[c], first = a, false
+							} else {
+								v[c] = max(v[c], a)
+							}
+						}
+					}
+					want := v[1]
+					if j > 0 {
+						want = max(v[0], v[1])
+					}
+					if 2*j+1 < int(w) {
+						want = max(want, v[2])
+					}
+					if g := got[(p*int(oh)+i)*int(ow)+j]; math.Float32bits(g) != math.Float32bits(want) {
+						t.Fatalf("%dx%d plane %d (%d,%d) = %x, want %x", h, w, p, i, j, math.Float32bits(g), math.Float32bits(want))
+					}
+				}
+			}
+		}
+	}
+}
