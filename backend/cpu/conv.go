@@ -49,8 +49,12 @@ type convKernel struct {
 	// column masks (dwrTable); dwr is nil where it does not run.
 	dwr     []dwrVec
 	dwrCols [4]uint16
-	// dws is the stride-2 row-vector path's table (dwsTable), or nil.
-	dws []dwsVec
+	// dws, or dws3Rows and dws3Zero, are the stride-2 row-vector path's
+	// tables (dwsTable): for 5×5 filters and for 3×3 ones; nil where it
+	// does not run.
+	dws      []dwsVec
+	dws3Rows []int64
+	dws3Zero []float32
 	// wT, for a small 1×1 convolution of 1×1 planes (vecFits) or a 1×1
 	// convolution of small planes (tFits), is its weight matrix
 	// transposed and packed as a GEMM B operand: the product runs with
@@ -365,7 +369,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		planes := k.nb * k.m
 		phase := int64(phaseDepthwise)
 		switch {
-		case dw512 && (k.dwr != nil || k.dws != nil):
+		case dw512 && (k.dwr != nil || k.dws != nil || k.dws3Rows != nil):
 			phase = phaseDWR
 		case dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k):
 			planes, phase = k.dwcGroups(), phaseDWC

@@ -70,7 +70,7 @@ func (k *convKernel) dwrTable() {
 	}
 }
 
-// dwsVec is one output row of dws3's and dws5's table: the byte offsets
+// dwsVec is one output row of dws5's table: the byte offsets
 // of its first filter row's input row (negative above the plane) and of
 // the output row, its store mask (its columns), and, for each filter
 // row, the load masks of the input row's first sixteen columns and of
@@ -92,22 +92,40 @@ var dwsIdx = func() (v [32]int32) {
 }()
 
 // dwsFits reports whether k's planes run as stride-2 row vectors: a 2-D
-// depthwise convolution, one output channel per group, a 3×3 or 5×5
-// filter of strides 2 and unit dilations padded half the filter before
-// the plane, output rows at most sixteen columns, input rows at most
-// thirty-two.
+// depthwise convolution, one output channel per group, of strides 2 and
+// unit dilations, and either a 3×3 filter padded one before the plane
+// (dws3, any width) or a 5×5 one padded two, onto output rows of at most
+// sixteen columns from input rows of at most thirty-two (dws5).
 func (k *convKernel) dwsFits() bool {
 	kw := k.kern[2]
-	return k.depthwise && k.mg == 1 && k.in[0] == 1 && k.kern[0] == 1 &&
-		(kw == 3 || kw == 5) && k.kern[1] == kw && k.stride == [3]int{1, 2, 2} &&
-		k.dil == [3]int{1, 1, 1} && k.pad == [3]int{0, kw / 2, kw / 2} &&
-		k.out[2] <= dwcLanes && k.in[2] <= 2*dwcLanes && k.outSp > 0
+	if !k.depthwise || k.mg != 1 || k.in[0] != 1 || k.kern[0] != 1 || k.kern[1] != kw ||
+		k.stride != [3]int{1, 2, 2} || k.dil != [3]int{1, 1, 1} || k.pad != [3]int{0, kw / 2, kw / 2} || k.outSp == 0 {
+		return false
+	}
+	return kw == 3 || kw == 5 && k.out[2] <= dwcLanes && k.in[2] <= 2*dwcLanes
 }
 
-// dwsTable sets k.dws: one vector per output row.
+// dwsTable sets, for a 3×3 filter, k.dws3Rows (each output row's input
+// rows' byte offsets, −1 outside the plane, and its own) and k.dws3Zero;
+// for a 5×5 one k.dws, one vector per output row.
 func (k *convKernel) dwsTable() {
 	const L = dwcLanes
 	H, W, OW := k.in[1], k.in[2], k.out[2]
+	if k.kvol == 9 {
+		k.dws3Rows = make([]int64, 4*k.out[1])
+		for i := range k.out[1] {
+			for r := range 3 {
+				off := int64(-1)
+				if row := 2*i + r - 1; row >= 0 && row < H {
+					off = int64(4 * row * W)
+				}
+				k.dws3Rows[4*i+r] = off
+			}
+			k.dws3Rows[4*i+3] = int64(4 * i * OW)
+		}
+		k.dws3Zero = make([]float32, roundUp(W, 2*L)+2*L)
+		return
+	}
 	pad := k.kern[1] / 2
 	k.dws = make([]dwsVec, k.out[1])
 	for i := range k.dws {
@@ -121,6 +139,18 @@ func (k *convKernel) dwsTable() {
 			}
 		}
 	}
+}
+
+// s2Chunks is how a row of w input columns and ow outputs runs sixteen
+// outputs at a time from thirty-two columns (dws3, maxPool3s2): full
+// whole chunks, then one whose loads are under masks' bits 0-15 and
+// 16-31 and whose store is under bits 32-47 (none if those are 0).
+func s2Chunks(w, ow int) (full int, masks uint64) {
+	for 32*full+32 <= w && 16*full+16 <= ow {
+		full++
+	}
+	lanes := func(n int) uint64 { return 1<<min(max(n, 0), 16) - 1 }
+	return full, lanes(w-32*full) | lanes(w-32*full-16)<<16 | lanes(ow-16*full)<<32
 }
 
 // dwsZero is the bias of a stride-2 row-vector convolution without one.
@@ -138,16 +168,17 @@ func (k *convKernel) dwrPlanes(x, y, wt, bias []float32, lo, hi int) {
 		ch := lo % k.m
 		n := min(hi-lo, k.m-ch)
 		o, xi, w := &y[lo*k.outSp], &x[lo*k.inSp], &wt[ch*k.kvol]
-		if k.dws != nil {
+		if k.dws3Rows != nil || k.dws != nil {
 			b, bstep := &dwsZero, 0
 			if bias != nil {
 				b, bstep = &bias[ch], 4
 			}
-			kern := dws3
-			if k.kvol == 25 {
-				kern = dws5
+			if k.dws3Rows != nil {
+				full, masks := s2Chunks(k.in[2], k.out[2])
+				dws3(o, xi, w, b, bstep, &k.dws3Rows[0], k.out[1], full, masks, k.outSp, k.inSp, n, &dwsIdx, lim, &k.dws3Zero[0])
+			} else {
+				dws5(o, xi, w, b, bstep, &k.dws[0], len(k.dws), k.in[2], k.outSp, k.inSp, n, &dwsIdx, lim)
 			}
-			kern(o, xi, w, b, bstep, &k.dws[0], len(k.dws), k.in[2], k.outSp, k.inSp, n, &dwsIdx, lim)
 		} else {
 			var b *float32
 			if bias != nil {

@@ -123,16 +123,20 @@ func dwr3(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uin
 //go:noescape
 func dwr5(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)
 
-// dws3 and dws5 compute nch depthwise planes of stride 2, 3×3 or 5×5
-// filters, one output row of at most sixteen columns a vector, from input
-// rows of at most thirty-two (row floats wide, planes isp floats apart;
-// output planes sp apart), from the table tab (dwsTable: nvec vectors);
-// the biases are bstep bytes apart (0: one for all), idx the even and odd
-// column indices (dwsIdx): see dws_amd64.s. lim may be nil (no clamp).
-// They need AVX-512F (dw512).
+// dws3 computes nch depthwise planes of a 3×3 filter of stride 2 and
+// padding 1, an output row sixteen columns at a time from thirty-two
+// input columns of each of its input rows (rows: dws3Rows), full whole
+// chunks a row and a last one under masks; zero is a row of zeros as
+// long as the chunks reach. dws5 computes them for 5×5 filters, one
+// output row of at most sixteen columns a vector, from input rows of at
+// most thirty-two (row floats wide), from the table tab (dwsTable: nvec
+// vectors). Output planes are sp floats apart, input planes isp; the
+// biases bstep bytes apart (0: one for all), idx the even and odd column
+// indices (dwsIdx): see dws_amd64.s. lim may be nil (no clamp). They need
+// AVX-512F (dw512).
 //
 //go:noescape
-func dws3(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32)
+func dws3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32)
 
 //go:noescape
 func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32)

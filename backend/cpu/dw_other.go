@@ -70,7 +70,7 @@ func dwr5(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uin
 	panic("dwr5: no assembly on this platform")
 }
 
-func dws3(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32) {
+func dws3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32) {
 	panic("dws3: no assembly on this platform")
 }
 

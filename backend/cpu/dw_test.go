@@ -153,11 +153,12 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: %T, not a convolution kernel", c.name, k)
 		}
-		// Planes at most sixteen columns wide of unit stride, and of
-		// stride 2 from at most thirty-two, run as row vectors on
+		// Planes at most sixteen columns wide of unit stride, 3×3
+		// filters of stride 2 and padding 1, and 5×5 ones of stride 2
+		// from at most thirty-two columns, run as row vectors on
 		// AVX-512, with no scratch.
-		narrow := c.stride == 1 && c.h <= dwcLanes || c.stride == 2 && c.h <= 2*dwcLanes
-		if rows, got := dw512 && narrow, ck.dwr != nil || ck.dws != nil; rows || got {
+		narrow := c.stride == 1 && c.h <= dwcLanes || c.stride == 2 && (c.k == 3 && c.p == 1 || c.h <= 2*dwcLanes)
+		if rows, got := dw512 && narrow, ck.dwr != nil || ck.dws != nil || ck.dws3Rows != nil; rows || got {
 			if !rows || !got || scratch != 0 {
 				t.Errorf("%s: row vectors %v (want %v), scratch %d bytes", c.name, got, rows, scratch)
 			}

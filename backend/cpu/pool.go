@@ -118,14 +118,8 @@ func buildPool(c *bctx) (Kernel, int64, error) {
 // of sixteen outputs from thirty-two input columns, and a last one under
 // masks.
 func (k *poolKernel) maxPool3s2Planes(y, x []float32, lo, hi int) {
-	W, OW := k.in[2], k.out[2]
-	full := 0
-	for 32*full+32 <= W && 16*full+16 <= OW {
-		full++
-	}
-	lanes := func(n int) uint64 { return 1<<min(max(n, 0), 16) - 1 }
-	masks := lanes(W-32*full) | lanes(W-32*full-16)<<16 | lanes(OW-16*full)<<32
-	maxPool3s2(&y[lo*k.outSp], &x[lo*k.inSp], k.in[1], W, k.out[1], OW, full, masks, &dwsIdx, hi-lo)
+	full, masks := s2Chunks(k.in[2], k.out[2])
+	maxPool3s2(&y[lo*k.outSp], &x[lo*k.inSp], k.in[1], k.in[2], k.out[1], k.out[2], full, masks, &dwsIdx, hi-lo)
 }
 
 func (k *poolKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
