@@ -128,7 +128,7 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	e.kernels = make([]cpu.Kernel, len(g.Nodes))
 	bopts := cpu.BuildOptions{Threads: e.threads}
 	if m.src != nil {
-		bopts.Release = m.src.Release
+		bopts.Release, bopts.Read = m.src.Release, m.src.ReadInto
 	}
 	for i := range g.Nodes {
 		k, s, err := cpu.BuildWith(g, &g.Nodes[i], bopts)

@@ -14,6 +14,7 @@ import (
 // allowed: the mapping is read-only and a write faults.
 type MappedFile struct {
 	path   string
+	file   *os.File // open while mapped, for ReadInto; nil for an empty file
 	data   []byte
 	unmap  func([]byte) error // nil when data is ordinary heap memory
 	closed bool
@@ -26,7 +27,12 @@ func MapFile(path string) (*MappedFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -47,7 +53,7 @@ func MapFile(path string) (*MappedFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", path, err)
 	}
-	m.data, m.unmap = data, unmap
+	m.data, m.unmap, m.file, keep = data, unmap, f, true
 	return m, nil
 }
 
@@ -66,14 +72,45 @@ func (m *MappedFile) Close() error {
 		return nil
 	}
 	m.closed = true
-	data, unmap := m.data, m.unmap
-	m.data, m.unmap = nil, nil
+	data, unmap, f := m.data, m.unmap, m.file
+	m.data, m.unmap, m.file = nil, nil, nil
+	if f != nil {
+		f.Close()
+	}
 	if unmap != nil {
 		if err := unmap(data); err != nil {
 			return fmt.Errorf("unmap %s: %w", m.path, err)
 		}
 	}
 	return nil
+}
+
+// ReadInto copies b, a window of Bytes, into dst (len(dst) ≥ len(b)) by
+// reading the file rather than the mapping, so that the pages of b do not
+// become part of the process's resident memory (the system may map a
+// large block of the file for one small read through the mapping). It
+// reports whether it did; on false dst holds nothing useful and b is
+// still readable. It does not allocate.
+func (m *MappedFile) ReadInto(dst, b []byte) bool {
+	if m == nil || m.closed || m.file == nil || len(b) == 0 || len(dst) < len(b) {
+		return false
+	}
+	off, ok := m.offsetOf(b)
+	if !ok {
+		return false
+	}
+	n, err := m.file.ReadAt(dst[:len(b)], int64(off))
+	return err == nil && n == len(b)
+}
+
+// offsetOf is where b starts in the mapping, if b lies inside it.
+func (m *MappedFile) offsetOf(b []byte) (uintptr, bool) {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(m.data)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if p < base || p-base > uintptr(len(m.data)) || uintptr(len(b)) > uintptr(len(m.data))-(p-base) {
+		return 0, false
+	}
+	return p - base, true
 }
 
 // Release tells the system that the pages of the mapping wholly inside b
@@ -85,14 +122,13 @@ func (m *MappedFile) Release(b []byte) {
 	if m == nil || m.closed || m.unmap == nil || len(b) == 0 || len(m.data) == 0 {
 		return
 	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(m.data)))
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	if p < base || p-base > uintptr(len(m.data)) || uintptr(len(b)) > uintptr(len(m.data))-(p-base) {
+	off, ok := m.offsetOf(b)
+	if !ok {
 		return
 	}
 	page := uintptr(os.Getpagesize())
-	lo := (p - base + page - 1) / page * page
-	hi := (p - base + uintptr(len(b))) / page * page
+	lo := (off + page - 1) / page * page
+	hi := (off + uintptr(len(b))) / page * page
 	if hi > lo {
 		releasePages(m.data[lo:hi])
 	}

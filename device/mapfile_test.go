@@ -83,3 +83,41 @@ func ExampleMapFile() {
 	fmt.Println(m.Size(), m.Bytes())
 	// Output: 4 [1 2 3 4]
 }
+
+// TestMapFileReadInto checks that ReadInto copies windows of the mapping
+// from the file, byte for byte, and refuses what lies outside it, a short
+// destination, and a closed file.
+func TestMapFileReadInto(t *testing.T) {
+	data := make([]byte, 3*os.Getpagesize()+123)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := MapFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := m.Bytes()
+	for _, w := range [][2]int{{0, 1}, {5, 4096}, {4000, 200}, {len(data) - 10, 10}, {0, len(data)}} {
+		dst := make([]byte, w[1])
+		if !m.ReadInto(dst, b[w[0]:w[0]+w[1]]) || !bytes.Equal(dst, data[w[0]:w[0]+w[1]]) {
+			t.Errorf("window %v: not read, or read wrong", w)
+		}
+	}
+	other := make([]byte, 16)
+	if m.ReadInto(make([]byte, 16), other) {
+		t.Error("read a window outside the mapping")
+	}
+	if m.ReadInto(make([]byte, 3), b[:4]) {
+		t.Error("read into a destination too short")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m.ReadInto(make([]byte, 4), data[:4]) {
+		t.Error("read after Close")
+	}
+}

@@ -63,6 +63,18 @@ func (m *Model) Release(b []byte) {
 	}
 }
 
+// ReadInto copies b, part of a constant's Data, into dst by reading the
+// file it is mapped from rather than the mapping (device.MappedFile's
+// ReadInto), and reports whether it did. It does not allocate.
+func (m *Model) ReadInto(dst, b []byte) bool {
+	for _, f := range m.files {
+		if f.ReadInto(dst, b) {
+			return true
+		}
+	}
+	return false
+}
+
 // Close unmaps the model's files. The graph's constant Data must not be
 // used afterwards. Close is safe to call more than once.
 func (m *Model) Close() error {

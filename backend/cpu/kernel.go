@@ -111,6 +111,13 @@ type BuildOptions struct {
 	// packed copy of one operand are never resident whole at once. It is
 	// a hint: the bytes stay readable.
 	Release func(b []byte)
+	// Read, when set, copies src, part of a constant input's Data, into
+	// dst (len(dst) ≥ len(src)) without reading src's memory (from the
+	// file a mapping came from), and reports whether it did; it must not
+	// allocate. Gather reads the rows it picks from a large constant table
+	// (an embedding) through it, so that a few rows spread over the table
+	// do not make large blocks of the mapped file resident.
+	Read func(dst, src []byte) bool
 }
 
 // BuildWith is Build with options.
@@ -126,7 +133,7 @@ func BuildWith(g *ir.Graph, n *ir.Node, opts BuildOptions) (k Kernel, scratch in
 	if !ok {
 		return nil, 0, fmt.Errorf("node %q: operator %s is not supported by the CPU backend", n.Name, n.Op)
 	}
-	c := &bctx{g: g, n: n, opset: g.Opset(), threads: threads, release: opts.Release}
+	c := &bctx{g: g, n: n, opset: g.Opset(), threads: threads, release: opts.Release, read: opts.Read}
 	if c.opset == 0 {
 		c.opset = 17
 	}
@@ -231,6 +238,7 @@ type bctx struct {
 	opset   int64
 	threads int // threads of the Workers that will run the kernel
 	release func([]byte)
+	read    func(dst, src []byte) bool // BuildOptions.Read
 }
 
 // copied tells BuildOptions.Release that b, part of a constant's Data, has

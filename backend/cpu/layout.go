@@ -469,7 +469,14 @@ type gatherKernel struct {
 	outer, dim, n int // outer blocks, size of the axis, number of indices
 	blk           int // bytes of one slice
 	idx64         bool
+	// read, for a large constant table, copies a slice from the file the
+	// table is mapped from (BuildOptions.Read); nil otherwise.
+	read func(dst, src []byte) bool
 }
+
+// gatherReadMin is the smallest constant table, in bytes, whose slices
+// Gather reads through BuildOptions.Read.
+const gatherReadMin = 8 << 20
 
 func buildGather(c *bctx) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
@@ -495,6 +502,9 @@ func buildGather(c *bctx) (Kernel, int64, error) {
 		blk: prod(xs[axis+1:]) * x.DType.Size(), idx64: ix.DType == ir.Int64}
 	if want := int64(k.outer * k.n * k.blk); want != y.Bytes() {
 		return nil, 0, c.errorf("output %v does not match data %v gathered by %v", y.Shape, x.Shape, ix.Shape)
+	}
+	if x.IsConst() && x.Bytes() >= gatherReadMin {
+		k.read = c.read
 	}
 	return k, 0, nil
 }
@@ -526,7 +536,9 @@ func (k *gatherKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 				continue
 			}
 			s := (o*k.dim + int(i)) * b
-			copy(d, x[s:s+b])
+			if k.read == nil || !k.read(d, x[s:s+b]) {
+				copy(d, x[s:s+b])
+			}
 		}
 	}
 }

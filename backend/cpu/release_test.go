@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"testing"
@@ -78,6 +79,61 @@ func TestBuildReleasesPackedRows(t *testing.T) {
 					t.Fatal("B packed in runs of rows differs from B packed whole")
 				}
 			})
+		}
+	}
+}
+
+// TestGatherReadsLargeTables checks that Gather reads the rows it picks
+// from a constant table of gatherReadMin bytes or more through
+// BuildOptions.Read, copies them from memory where Read declines, and
+// leaves smaller tables alone.
+func TestGatherReadsLargeTables(t *testing.T) {
+	for _, c := range []struct {
+		rows, cols int64
+		declines   bool
+		wantReads  bool
+	}{
+		{rows: gatherReadMin / 4 / 64, cols: 64, wantReads: true},
+		{rows: gatherReadMin / 4 / 64, cols: 64, declines: true, wantReads: true},
+		{rows: 100, cols: 64},
+	} {
+		tv := randF32(int(c.rows * c.cols))
+		tg := newTGraph(13)
+		x := tg.constant("table", ir.Float32, f32Bytes(tv), c.rows, c.cols)
+		ids := []int64{3, c.rows - 1, 0, 3, -1}
+		ix := tg.input("ids", ir.Int64, int64(len(ids)))
+		n := tg.node("Gather", nil, []ir.TensorID{x, ix}, out{ir.Float32, []int64{int64(len(ids)), c.cols}})
+		reads := 0
+		k, _, err := BuildWith(tg.g, n, BuildOptions{Threads: 1, Read: func(dst, src []byte) bool {
+			reads++
+			if c.declines {
+				return false
+			}
+			copy(dst, src)
+			return true
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ib := make([]byte, 8*len(ids))
+		for i, v := range ids {
+			binary.LittleEndian.PutUint64(ib[8*i:], uint64(v))
+		}
+		y := make([]byte, 4*len(ids)*int(c.cols))
+		k.Run(nil, [][]byte{tg.g.Tensor(x).Data, ib}, [][]byte{y}, nil)
+		if got := reads > 0; got != c.wantReads {
+			t.Errorf("%d rows: %d reads through Read, want some: %v", c.rows, reads, c.wantReads)
+		}
+		yv := asF32(y)
+		for i, id := range ids {
+			if id < 0 {
+				id += c.rows
+			}
+			for j := range c.cols {
+				if got, want := yv[i*int(c.cols)+int(j)], tv[id*c.cols+j]; got != want {
+					t.Fatalf("%d rows: row %d column %d = %g, want %g", c.rows, i, j, got, want)
+				}
+			}
 		}
 	}
 }
