@@ -55,6 +55,8 @@ type convKernel struct {
 	dws      []dwsVec
 	dws3Rows []int64
 	dws3Zero []float32
+	// dwrZero, a row of zeros, marks the wide-row 3×3 path (dwr3w).
+	dwrZero []float32
 	// wT, for a small 1×1 convolution of 1×1 planes (vecFits) or a 1×1
 	// convolution of small planes (tFits), is its weight matrix
 	// transposed and packed as a GEMM B operand: the product runs with
@@ -218,12 +220,15 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	if k.g > 1 && k.cg == 1 {
 		k.depthwise = true
 		k.dwg, _ = k.dwBands()
-		if dw512 && (k.dwrFits() || k.dwsFits()) {
-			// Narrow planes run as row vectors, with no scratch.
-			if k.dwrFits() {
+		if dw512 && (k.dwrFits() || k.dwsFits() || k.dwr3wFits()) {
+			// These run as row vectors, with no scratch.
+			switch {
+			case k.dwrFits():
 				k.dwrTable()
-			} else {
+			case k.dwsFits():
 				k.dwsTable()
+			default:
+				k.dwrZero = make([]float32, roundUp(k.in[2], dwcLanes)+dwcLanes)
 			}
 			return k, 0, nil
 		}
@@ -369,7 +374,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		planes := k.nb * k.m
 		phase := int64(phaseDepthwise)
 		switch {
-		case dw512 && (k.dwr != nil || k.dws != nil || k.dws3Rows != nil):
+		case dw512 && (k.dwr != nil || k.dws != nil || k.dws3Rows != nil || k.dwrZero != nil):
 			phase = phaseDWR
 		case dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k):
 			planes, phase = k.dwcGroups(), phaseDWC

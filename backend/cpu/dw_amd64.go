@@ -149,3 +149,12 @@ func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch i
 //
 //go:noescape
 func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]int32, planes int)
+
+// dwr3w computes nch depthwise planes of h×width floats, a 3×3 filter of
+// unit strides and padding 1 on rows wider than sixteen columns, an
+// output row sixteen columns at a time: see dwr_amd64.s. b may be nil (no
+// bias), lim nil (no clamp); zero is a row of at least width+16 zeros.
+// It needs AVX-512F (dw512).
+//
+//go:noescape
+func dwr3w(o, x, w, b *float32, h, width, nch int, lim, zero *float32)

@@ -81,3 +81,7 @@ func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch i
 func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]int32, planes int) {
 	panic("maxPool3s2: no assembly on this platform")
 }
+
+func dwr3w(o, x, w, b *float32, h, width, nch int, lim, zero *float32) {
+	panic("dwr3w: no assembly on this platform")
+}

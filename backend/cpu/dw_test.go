@@ -84,6 +84,8 @@ func TestDepthwiseBands(t *testing.T) {
 		{"5x5 s1 p2 10x5", 10, 5, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
 		{"5x5 s1 p2 1x8", 1, 8, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
 		{"5x5 s1 p2 11x2", 11, 2, 5, [2]int64{1, 1}, ints64(2, 2, 2, 2)},
+		{"3x3 s1 p1 5x70", 5, 70, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
+		{"3x3 s1 p1 2x81", 2, 81, 3, [2]int64{1, 1}, ints64(1, 1, 1, 1)},
 		{"3x3 s2 p1 28²", 28, 28, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
 		{"3x3 s2 p1 9x32", 9, 32, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
 		{"3x3 s2 p1 6x5", 6, 5, 3, [2]int64{2, 2}, ints64(1, 1, 1, 1)},
@@ -154,11 +156,12 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 			t.Fatalf("%s: %T, not a convolution kernel", c.name, k)
 		}
 		// Planes at most sixteen columns wide of unit stride, 3×3
-		// filters of stride 2 and padding 1, and 5×5 ones of stride 2
-		// from at most thirty-two columns, run as row vectors on
-		// AVX-512, with no scratch.
-		narrow := c.stride == 1 && c.h <= dwcLanes || c.stride == 2 && (c.k == 3 && c.p == 1 || c.h <= 2*dwcLanes)
-		if rows, got := dw512 && narrow, ck.dwr != nil || ck.dws != nil || ck.dws3Rows != nil; rows || got {
+		// filters of stride 2 and padding 1 (and of stride 1 on planes
+		// wider than dwr3wMin), and 5×5 ones of
+		// stride 2 from at most thirty-two columns, run as row vectors
+		// on AVX-512, with no scratch.
+		narrow := c.stride == 1 && (c.h <= dwcLanes || c.k == 3 && c.p == 1 && c.h > dwr3wMin) || c.stride == 2 && (c.k == 3 && c.p == 1 || c.h <= 2*dwcLanes)
+		if rows, got := dw512 && narrow, ck.dwr != nil || ck.dws != nil || ck.dws3Rows != nil || ck.dwrZero != nil; rows || got {
 			if !rows || !got || scratch != 0 {
 				t.Errorf("%s: row vectors %v (want %v), scratch %d bytes", c.name, got, rows, scratch)
 			}
