@@ -420,7 +420,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 const (
 	phaseDepthwise = 2
 	phaseDWC       = 3  // depthwise, sixteen channels at a time
-	phaseDWR       = 12 // depthwise, row vectors (dwr3, dwr5)
+	phaseDWR       = 12 // depthwise, row vectors (conv_dwr.go)
 	phaseT         = 5  // small planes, the positions as rows (runT)
 	phaseTPack     = 6  // runT's windows into A, items are input channels
 	phaseTOut      = 13 // runT split by positions: the planes, items are shares
@@ -791,7 +791,7 @@ func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
 // tByRows reports whether runT's parts shares take the positions (the
 // rows of the product) rather than the output channels: where some
 // share of the channels would hold an odd number of B panels, whose
-// last one runs through the 12×16 kernel at about half the speed of the
+// last one runs through the 12×16 kernel, slower a column than the
 // 12×32 one (160 channels on two workers: five panels each), and the
 // positions are enough for every share to have a pair of A panels.
 func (k *convKernel) tByRows(parts int) bool {
