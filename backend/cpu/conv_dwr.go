@@ -12,6 +12,13 @@ package cpu
 // padding keeps the plane's size. The taps are added in the band
 // kernel's order, starting from the bias; a tap that falls outside the
 // plane adds nothing where the padded kernels add w·0.
+//
+// The same file holds the kernels' kin: dws3 (3×3, stride 2, any width)
+// and dws5 (5×5, stride 2, narrow planes), which split input rows into
+// even and odd columns, and dwr3w (3×3, unit stride, planes wider than
+// dwr3wMin), which walks a row sixteen columns at a time. dws3 and dwr3w
+// read rows outside the plane from a row of zeros, so their taps add w·0
+// as the band kernel's do.
 
 // dwrVec is one vector of dwr3's and dwr5's table: its byte offset in the
 // plane, its store mask (the lanes of its whole rows inside the plane),
