@@ -9,7 +9,8 @@ import (
 
 // MappedFile is a file mapped read-only into memory.
 //
-// The bytes returned by Bytes stay valid until Close; reading them after
+// It keeps the file open until Close (ReadInto reads through it). The
+// bytes returned by Bytes stay valid until Close; reading them after
 // Close faults (on Unix the pages are unmapped). Writing to them is never
 // allowed: the mapping is read-only and a write faults.
 type MappedFile struct {

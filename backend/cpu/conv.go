@@ -374,7 +374,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		planes := k.nb * k.m
 		phase := int64(phaseDepthwise)
 		switch {
-		case dw512 && (k.dwr != nil || k.dws != nil || k.dws3Rows != nil || k.dwrZero != nil):
+		case dw512 && k.rowVectors():
 			phase = phaseDWR
 		case dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k):
 			planes, phase = k.dwcGroups(), phaseDWC

@@ -177,6 +177,12 @@ func s2Chunks(w, ow int) (full int, masks uint64) {
 // dwsZero is the bias of a stride-2 row-vector convolution without one.
 var dwsZero float32
 
+// rowVectors reports whether k was built for one of the row-vector
+// kernels (its table or zero row is set).
+func (k *convKernel) rowVectors() bool {
+	return k.dwr != nil || k.dws != nil || k.dws3Rows != nil || k.dwrZero != nil
+}
+
 // dwrPlanes computes planes [lo, hi) of the images' nb·m output planes
 // through the row-vector kernels (dwr3, dwr5 or dwr3w, or dws3 or dws5
 // for strides 2), a run of channels of one image per call.
@@ -189,10 +195,17 @@ func (k *convKernel) dwrPlanes(x, y, wt, bias []float32, lo, hi int) {
 		ch := lo % k.m
 		n := min(hi-lo, k.m-ch)
 		o, xi, w := &y[lo*k.outSp], &x[lo*k.inSp], &wt[ch*k.kvol]
-		if k.dws3Rows != nil || k.dws != nil {
-			b, bstep := &dwsZero, 0
-			if bias != nil {
-				b, bstep = &bias[ch], 4
+		var b *float32
+		if bias != nil {
+			b = &bias[ch]
+		}
+		switch {
+		case k.dws3Rows != nil || k.dws != nil:
+			// The stride-2 kernels read a bias always: one zero for
+			// all channels where there is none.
+			bstep := 4
+			if b == nil {
+				b, bstep = &dwsZero, 0
 			}
 			if k.dws3Rows != nil {
 				full, masks := s2Chunks(k.in[2], k.out[2])
@@ -200,22 +213,12 @@ func (k *convKernel) dwrPlanes(x, y, wt, bias []float32, lo, hi int) {
 			} else {
 				dws5(o, xi, w, b, bstep, &k.dws[0], len(k.dws), k.in[2], k.outSp, k.inSp, n, &dwsIdx, lim)
 			}
-		} else if k.dwrZero != nil {
-			var b *float32
-			if bias != nil {
-				b = &bias[ch]
-			}
+		case k.dwrZero != nil:
 			dwr3w(o, xi, w, b, k.in[1], k.in[2], n, lim, &k.dwrZero[0])
-		} else {
-			var b *float32
-			if bias != nil {
-				b = &bias[ch]
-			}
-			kern := dwr3
-			if k.kvol == 25 {
-				kern = dwr5
-			}
-			kern(o, xi, w, b, &k.dwr[0], len(k.dwr), k.in[2], k.outSp, n, &k.dwrCols, lim)
+		case k.kvol == 25:
+			dwr5(o, xi, w, b, &k.dwr[0], len(k.dwr), k.in[2], k.outSp, n, &k.dwrCols, lim)
+		default:
+			dwr3(o, xi, w, b, &k.dwr[0], len(k.dwr), k.in[2], k.outSp, n, &k.dwrCols, lim)
 		}
 		lo += n
 	}

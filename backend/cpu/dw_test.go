@@ -161,7 +161,7 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 		// stride 2 from at most thirty-two columns, run as row vectors
 		// on AVX-512, with no scratch.
 		narrow := c.stride == 1 && (c.h <= dwcLanes || c.k == 3 && c.p == 1 && c.h > dwr3wMin) || c.stride == 2 && (c.k == 3 && c.p == 1 || c.h <= 2*dwcLanes)
-		if rows, got := dw512 && narrow, ck.dwr != nil || ck.dws != nil || ck.dws3Rows != nil || ck.dwrZero != nil; rows || got {
+		if rows, got := dw512 && narrow, ck.rowVectors(); rows || got {
 			if !rows || !got || scratch != 0 {
 				t.Errorf("%s: row vectors %v (want %v), scratch %d bytes", c.name, got, rows, scratch)
 			}
