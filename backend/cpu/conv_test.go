@@ -465,7 +465,11 @@ func TestConvScratchBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			limit := c.threads * convKC * roundUp(convNC, gemmNR)
+			// Per worker: a packed block of about convKC×convNC floats
+			// (a shallow product's wider blocks round up to a whole
+			// panel) and the padded input rows im2colPadded keeps
+			// beside it.
+			limit := c.threads * (convKC*roundUp(convNC, gemmNR) + convKC*gemmNR + im2colPadMax + alignment/2)
 			if !c.constW {
 				limit += packedASize(int(c.m), int(c.ch*c.k*c.k)) + alignment/4
 			}
