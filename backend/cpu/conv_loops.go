@@ -225,10 +225,23 @@ func (k *convKernel) im2colPadded(dst, x []float32, j0, ncb, k0, kb int) bool {
 	}
 	base := unsafe.Pointer(unsafe.SliceData(pad))
 	oh, ow := oh0, j0%OW
+	// Rows of whole panels, and a block of whole panels from the start
+	// of one (as convolutions take them): every panel is one run of 16
+	// columns of one output row.
+	rowPanels := dwAsm && cs == 1 && OW%gemmNR == 0 && j0%gemmNR == 0 && ncb%gemmNR == 0
 	for q := range np {
 		cols := min(gemmNR, ncb-q*gemmNR)
 		d := dst[q*kb*gemmNR:][:kb*gemmNR+gemmNR]
 		dp := unsafe.Pointer(unsafe.SliceData(d))
+		if rowPanels {
+			ro, rd := [4]int{((oh-oh0)*s1*pw + ow) * 4}, [4]int{}
+			copyRuns(dp, base, &taps[0], kb, &ro[0], &rd[0], 1)
+			if ow += gemmNR; ow == OW {
+				ow = 0
+				oh++
+			}
+			continue
+		}
 		// off[jj]: the padded-area float offset of tap (0, 0) of column
 		// jj; runs[i]: the first column of run i.
 		var off, runs [gemmNR]int
