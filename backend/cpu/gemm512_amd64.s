@@ -109,8 +109,8 @@
 	VMOVUPS r1, 64(DX); \
 	ADDQ    R8, DX
 
-// Touches the 128-byte row of C at AX (three lines when it straddles) and
-// moves AX to the next row.
+// Touches the 128-byte row of C (or of the residual) at AX (three lines
+// when it straddles) and moves AX to the next row.
 #define TOUCHC512 \
 	PREFETCHT0 (AX);    \
 	PREFETCHT0 64(AX);  \
@@ -237,6 +237,25 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-136
 	MOVQ DX, AX
 	CMPQ CX, $32
 	JLT  touched
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+	TOUCHC512
+
+	// And the residual's, which the store reads: a product of 64 steps
+	// (a 1×1 convolution from 64 channels adding its block's input)
+	// waited on them.
+	MOVQ  res+96(FP), AX
+	TESTQ AX, AX
+	JEQ   touched
 	TOUCHC512
 	TOUCHC512
 	TOUCHC512
