@@ -35,6 +35,11 @@
 #   - Agreement: one extra run of each writes its outputs (ort_runner.js
 #     --output-dir, berth run --output-dir); bench/npy_compare.py prints
 #     ‖berth − ORT‖₂ / ‖ORT‖₂ per output.
+#   - Placement: before every round bench/corelat (built with Go, skipped
+#     without it) times a cache line's round trip between the first two
+#     CPUs. A virtual machine's CPUs may share a last-level cache or not,
+#     and the host may move them while the guest runs; the per-round
+#     numbers say which rounds ran in which placement.
 #
 # ONNX Runtime is installed once with `npm install --ignore-scripts` (the
 # install script would fetch CUDA pieces) into ~/.cache/berth/ort/VERSION,
@@ -155,6 +160,18 @@ if [[ -z $berth ]]; then
 fi
 [[ -x $berth ]] || die "berth binary $berth is not executable"
 
+# bench/corelat: the round trip of a cache line between the first two CPUs,
+# measured before every round (the placement of a virtual machine's CPUs
+# can change while it runs, and with it the speed of two-thread code).
+corelat=""
+if command -v go >/dev/null && (cd "$repo" && CGO_ENABLED=0 go build -o "$work/corelat" ./bench/corelat) 2>/dev/null; then
+	corelat="$work/corelat"
+fi
+# roundtrip prints corelat's median round trip in ns, or "?".
+roundtrip() {
+	if [[ -n $corelat ]]; then "$corelat" -ns -n 5000 -reps 3 2>/dev/null || echo "?"; else echo "?"; fi
+}
+
 # ---------------------------------------------------------------------------
 # The machine
 # ---------------------------------------------------------------------------
@@ -260,6 +277,7 @@ for m in $models; do
 
 	for ((r = 1; r <= rounds; r++)); do
 		if ((r % 2 == 1)); then order="ort berth"; else order="berth ort"; fi
+		roundtrip >>"$dir/roundtrip"
 		for side in $order; do
 			if [[ $side == ort && -n $ort_ok ]]; then
 				if ! timed "ort_$r" "$dir/rss_ort_$r" "${ort_cmd[@]}" --warmup "$warmup" --iters "$n"; then
@@ -310,9 +328,13 @@ def ratio(a, b, fmt):
 def meds(xs):
     return "[" + ", ".join(format(x, ".2f") for x in xs) + "]" if xs else "—"
 
+trips = ""
+if os.path.exists(os.path.join(d, "roundtrip")):
+    trips = "; cross-CPU round trip before each round [" + ", ".join(open(os.path.join(d, "roundtrip")).read().split()) + "] ns"
+
 with open(os.path.join(d, "detail.txt"), "w") as out:
     print(f"- {model}: ORT {meds(omeds)}, fastest run {f(omin, '.2f')}; "
-          f"berth {meds(bmeds)}, fastest run {f(bmin, '.2f')}", file=out)
+          f"berth {meds(bmeds)}, fastest run {f(bmin, '.2f')}{trips}", file=out)
 
 print(f"| {model} | {f(om, '.2f')} | {f(bm, '.2f')} | {ratio(om, bm, '.3f')} | {f(orss, '.0f')} | {f(brss, '.0f')} "
       f"| {ratio(brss, orss, '.2f')} | {agree} | {n} × {rounds} |")
@@ -332,7 +354,7 @@ report() {
 	local row
 	for row in "${rows[@]}"; do echo "$row"; done
 	echo
-	echo "Per-round medians and the fastest single run, in ms (each round: one fresh process per runtime):"
+	echo "Per-round medians and the fastest single run, in ms (each round: one fresh process per runtime), and the round trip of a cache line between the first two CPUs (bench/corelat) before each round:"
 	echo
 	local m
 	for m in $models; do

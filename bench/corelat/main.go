@@ -1,0 +1,153 @@
+// Command corelat measures how long it takes two CPUs to pass a cache line
+// back and forth: the round trip of a hand-off between two threads of
+// work, which is what a parallel loop pays at its start and end and what
+// every byte one core writes and the other reads goes through.
+//
+//	go run ./bench/corelat            # the first two CPUs this process may use
+//	go run ./bench/corelat -cpus 0,3  # a chosen pair
+//	go run ./bench/corelat -ns        # only the number, for scripts
+//
+// Two goroutines, each locked to its OS thread and that thread pinned to
+// one CPU, take turns bumping a counter on a cache line of its own: each
+// waits, spinning, until the other has bumped it. The result is the median
+// over -reps batches of -n round trips, in nanoseconds.
+//
+// On a virtual machine this can change while the guest runs: the host may
+// place two virtual CPUs on cores that share a last-level cache (round
+// trips near 100 ns on the development machine of bench/RESULTS.md) or on
+// cores that do not (near 400 ns), and code that moves data between its
+// threads runs markedly slower in the second placement.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "corelat:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("corelat", flag.ContinueOnError)
+	cpus := fs.String("cpus", "", "the two CPUs, as \"A,B\" (default: the first two this process may run on)")
+	n := fs.Int("n", 20000, "round trips per batch")
+	reps := fs.Int("reps", 5, "batches; the median is reported")
+	bare := fs.Bool("ns", false, "print only the median round trip in nanoseconds")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *n < 1 || *n > 1e7 || *reps < 1 || *reps > 1000 {
+		return errors.New("-n must be in [1, 1e7] and -reps in [1, 1000]")
+	}
+	a, b, err := pair(*cpus)
+	if err != nil {
+		return err
+	}
+	times := make([]time.Duration, *reps)
+	for i := range times {
+		if times[i], err = roundTrip(a, b, *n); err != nil {
+			return err
+		}
+	}
+	slices.Sort(times)
+	med := times[len(times)/2]
+	if *bare {
+		fmt.Println(med.Nanoseconds())
+		return nil
+	}
+	fmt.Printf("cpu %d ↔ cpu %d: %d ns a round trip (median of %d × %d; fastest batch %d ns, slowest %d ns)\n",
+		a, b, med.Nanoseconds(), *reps, *n, times[0].Nanoseconds(), times[len(times)-1].Nanoseconds())
+	return nil
+}
+
+// pair parses "A,B", or, when s is empty, picks the first two CPUs this
+// process may run on.
+func pair(s string) (a, b int, err error) {
+	if s == "" {
+		cpus, err := allowedCPUs()
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(cpus) < 2 {
+			return 0, 0, errors.New("this process may run on one CPU only; there is no pair to measure")
+		}
+		return cpus[0], cpus[1], nil
+	}
+	fields := strings.Split(s, ",")
+	if len(fields) != 2 {
+		return 0, 0, fmt.Errorf("-cpus %q: want two CPU numbers, as \"0,1\"", s)
+	}
+	var v [2]int
+	for i, f := range fields {
+		if v[i], err = strconv.Atoi(strings.TrimSpace(f)); err != nil || v[i] < 0 || v[i] >= maxCPU {
+			return 0, 0, fmt.Errorf("-cpus %q: %q is not a CPU number", s, f)
+		}
+	}
+	if v[0] == v[1] {
+		return 0, 0, fmt.Errorf("-cpus %q: the two CPUs must differ", s)
+	}
+	return v[0], v[1], nil
+}
+
+// line is a counter alone on its cache line.
+type line struct {
+	_ [64]byte
+	v atomic.Int64
+	_ [64]byte
+}
+
+// roundTrip times n round trips between CPUs a and b and returns the time
+// of one.
+func roundTrip(a, b, n int) (time.Duration, error) {
+	var l line
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := pin(b); err != nil {
+			errc <- err
+			l.v.Store(-1)
+			return
+		}
+		errc <- nil
+		for i := int64(0); i < int64(n); i++ {
+			for v := l.v.Load(); v != 2*i+1; v = l.v.Load() {
+				if v < 0 {
+					return // the other side could not pin itself
+				}
+			}
+			l.v.Store(2*i + 2)
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := pin(a); err != nil {
+		l.v.Store(-1)
+		return 0, err
+	}
+	if err := <-errc; err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := int64(0); i < int64(n); i++ {
+		l.v.Store(2*i + 1)
+		for l.v.Load() != 2*i+2 {
+		}
+	}
+	return time.Since(start) / time.Duration(n), nil
+}
