@@ -313,7 +313,9 @@ def side(name, ok):
 
 om, orss, omeds, omin = side("ort", ort_ok)
 bm, brss, bmeds, bmin = side("berth", berth_ok)
-json.dump({"model": model, "iters": int(n), "rounds": rounds,
+rt = os.path.join(d, "roundtrip")
+trip_ns = open(rt).read().split() if os.path.exists(rt) else []
+json.dump({"model": model, "iters": int(n), "rounds": rounds, "roundtrip_ns": trip_ns,
            "ort_round_medians_ms": omeds, "berth_round_medians_ms": bmeds,
            "ort_median_ms": om, "berth_median_ms": bm, "ort_min_ms": omin, "berth_min_ms": bmin,
            "ort_peak_rss_mib": orss, "berth_peak_rss_mib": brss, "rel_l2": agree},
@@ -328,9 +330,7 @@ def ratio(a, b, fmt):
 def meds(xs):
     return "[" + ", ".join(format(x, ".2f") for x in xs) + "]" if xs else "—"
 
-trips = ""
-if os.path.exists(os.path.join(d, "roundtrip")):
-    trips = "; cross-CPU round trip before each round [" + ", ".join(open(os.path.join(d, "roundtrip")).read().split()) + "] ns"
+trips = "; cross-CPU round trip before each round [" + ", ".join(trip_ns) + "] ns" if trip_ns else ""
 
 with open(os.path.join(d, "detail.txt"), "w") as out:
     print(f"- {model}: ORT {meds(omeds)}, fastest run {f(omin, '.2f')}; "
