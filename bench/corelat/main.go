@@ -104,6 +104,10 @@ func pair(s string) (a, b int, err error) {
 	return v[0], v[1], nil
 }
 
+// maxCPU bounds the CPU numbers taken: the size of the kernel's default
+// CPU set, which the affinity calls use.
+const maxCPU = 1024
+
 // line is a counter alone on its cache line.
 type line struct {
 	_ [64]byte
@@ -112,42 +116,53 @@ type line struct {
 }
 
 // roundTrip times n round trips between CPUs a and b and returns the time
-// of one.
+// of one. Each side runs in a goroutine of its own, locked to its thread
+// and never unlocked, so that the pinned threads end with the goroutines
+// instead of going back to the scheduler with their affinity changed.
 func roundTrip(a, b, n int) (time.Duration, error) {
 	var l line
-	errc := make(chan error, 1)
+	echo := make(chan error, 1) // the echoing side is pinned, or why not
 	go func() {
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		if err := pin(b); err != nil {
-			errc <- err
 			l.v.Store(-1)
+			echo <- err
 			return
 		}
-		errc <- nil
+		echo <- nil
 		for i := int64(0); i < int64(n); i++ {
 			for v := l.v.Load(); v != 2*i+1; v = l.v.Load() {
 				if v < 0 {
-					return // the other side could not pin itself
+					return // the timing side could not pin itself
 				}
 			}
 			l.v.Store(2*i + 2)
 		}
 	}()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := pin(a); err != nil {
-		l.v.Store(-1)
-		return 0, err
+	type result struct {
+		d   time.Duration
+		err error
 	}
-	if err := <-errc; err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	for i := int64(0); i < int64(n); i++ {
-		l.v.Store(2*i + 1)
-		for l.v.Load() != 2*i+2 {
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := pin(a); err != nil {
+			l.v.Store(-1)
+			res <- result{err: err}
+			return
 		}
-	}
-	return time.Since(start) / time.Duration(n), nil
+		if err := <-echo; err != nil {
+			res <- result{err: err}
+			return
+		}
+		start := time.Now()
+		for i := int64(0); i < int64(n); i++ {
+			l.v.Store(2*i + 1)
+			for l.v.Load() != 2*i+2 {
+			}
+		}
+		res <- result{d: time.Since(start) / time.Duration(n)}
+	}()
+	r := <-res
+	return r.d, r.err
 }

@@ -6,9 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxCPU bounds the CPU numbers the affinity calls take.
-const maxCPU = 1024
-
 // pin keeps the calling thread on one CPU.
 func pin(cpu int) error {
 	var s unix.CPUSet
