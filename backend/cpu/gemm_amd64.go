@@ -32,6 +32,14 @@ func fmaPeakLoop(n int)
 //go:noescape
 func prefetchL2(p *float32, lines int)
 
+// prefetchRowsL2 asks for 128 bytes from p on, and as many from each of
+// the rows-1 rows after it (stride floats apart), to be brought into L2:
+// 32 columns of rows of a row-major matrix. It is a hint: the addresses
+// need not be valid.
+//
+//go:noescape
+func prefetchRowsL2(p *float32, stride, rows int)
+
 // packA6Cols packs panels whole A panels of an operand whose columns are
 // contiguous (packA's rs = 1, alpha = 1 case): for l < k and p < panels,
 // dst[(p·k + l)·6 + i] = src[l·cs + 6p + i], i < 6. It needs only SSE2.

@@ -250,6 +250,26 @@ pfloop:
 pfdone:
 	RET
 
+// func prefetchRowsL2(p *float32, stride, rows int)
+TEXT ·prefetchRowsL2(SB), NOSPLIT, $0-24
+	MOVQ  p+0(FP), SI
+	MOVQ  stride+8(FP), DX
+	SHLQ  $2, DX
+	MOVQ  rows+16(FP), CX
+	TESTQ CX, CX
+	JLE   prdone
+
+prloop:
+	PREFETCHT1 (SI)
+	PREFETCHT1 64(SI)
+	PREFETCHT1 124(SI)
+	ADDQ       DX, SI
+	DECQ       CX
+	JNZ        prloop
+
+prdone:
+	RET
+
 // func packA6Cols(dst, src *float32, k, cs, panels int)
 //
 // Packs panels whole A panels whose columns are contiguous: for l < k

@@ -126,6 +126,9 @@ func packedPanel(b *float32, bstep, kb int, t *[gemmKC * gemmNR]float32) *float3
 // prefetchL2 is a hint with no portable form.
 func prefetchL2(p *float32, lines int) {}
 
+// prefetchRowsL2 is a hint with no portable form.
+func prefetchRowsL2(p *float32, stride, rows int) {}
+
 func packA6Cols(dst, src *float32, k, cs, panels int) {
 	panic("packA6Cols: no assembly on this platform")
 }
