@@ -148,7 +148,9 @@ const (
 	convMT = 16  // rows of a GEMM tile over a block, in A panels
 	// A pointwise product at most rowWalkDepth deep whose block of C
 	// is larger than rowWalkBytes runs one pair of A panels per tile.
-	rowWalkDepth = 64
+	// Deeper ones read more rows of B at once than the hardware
+	// follows as streams (ResNet-50's 64→256 at 56² 15 % slower).
+	rowWalkDepth = 32
 	rowWalkBytes = 512 << 10
 )
 

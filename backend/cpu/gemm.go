@@ -391,11 +391,34 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		// A next pair read from bRaw is rows of 32 columns, which the
 		// hardware does not bring in ahead (each row is in another
 		// page): each micro-tile of this pair asks for its share of
-		// them (MobileNetV2's projections at 56², 25 % faster).
+		// them (MobileNetV2's projections at 56², 25 % faster), as
+		// the kernel's hints where it has enough steps for them, two
+		// rows a hint where rows are whole cache lines and one (two
+		// lines 60 bytes apart) elsewhere.
 		rawNext := q+3 < raw && q+3 < q1
-		rowsPer := 0
+		rowsPer, rowsHint := 0, 1
 		if rawNext {
 			rowsPer = ceilDiv(kb, ceilDiv(p1-p0, 2))
+			if g.ldb%16 == 0 && uintptr(unsafe.Pointer(&g.bRaw[k0*g.ldb+j0+nr2]))%64 == 0 {
+				rowsHint = 2
+			}
+		}
+		// rawHints is micro-tile p's share of the next raw pair as the
+		// kernel's hints, or ok false where they do not fit its steps.
+		rawHints := func(p int) (pf0, pf1 *float32, pfn, step int, ok bool) {
+			r0 := (p - p0) / 2 * rowsPer
+			n := min(rowsPer, kb-r0)
+			if n <= 0 {
+				return nil, nil, 0, 0, true
+			}
+			if ceilDiv(n, rowsHint) > kb/4 {
+				return nil, nil, 0, 0, false
+			}
+			row := g.bRaw[(k0+r0)*g.ldb+j0+nr2:]
+			if rowsHint == 2 && n >= 2 {
+				return &row[0], &row[g.ldb], ceilDiv(n, 2), 8 * g.ldb, true
+			}
+			return &row[0], &row[15], n, 4 * g.ldb, true
 		}
 		// prefetch asks for it in one burst.
 		prefetch := func(p int) {
@@ -436,17 +459,19 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			// weights; over the others, this call's part of the next
 			// pair of B panels.
 			var pf0, pf1 *float32
-			pfn := 0
+			pfn, pfstep := 0, 128
 			if q == q0 && p+3 < p1 {
 				pf0, pf1, pfn = g.nextAPair(p, k0, kb)
 				prefetch(p)
 			} else if h0, h1, n, ok := hintB(p, 2); ok {
 				pf0, pf1, pfn = h0, h1, n
+			} else if h0, h1, n, st, ok := rawHints(p); rawNext && ok {
+				pf0, pf1, pfn, pfstep = h0, h1, n, st
 			} else {
 				prefetch(p)
 			}
 			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, rows, nr2)
-			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn, a2)
+			sgemm12x32(kb, &ap0[0], &ap1[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn, a2, pfstep)
 			if !inside {
 				clipped(i0, j0, rows, nr2)
 			}

@@ -25,8 +25,9 @@ var useAVX512Kernel = useAsmKernel && cpu.X86.HasAVX512F
 // While it runs it asks for the next data to be brought into the L2
 // cache, spread over its steps: every four steps (for the first kb/4·4),
 // until pfn times, two 64-byte lines from pf0 and two from pf1, each
-// pointer moving on by them. These are hints: the addresses need not be
-// valid.
+// pointer then moving on by pfstep bytes (128 for what follows them, or
+// a row's length to walk rows). These are hints: the addresses need not
+// be valid.
 //
 // With a2 not nil it computes a thirteenth row too, A's row 12 read from
 // a2 (6 floats a step, like a0's row 0), into C's row 12 (and rb[12],
@@ -34,7 +35,7 @@ var useAVX512Kernel = useAsmKernel && cpu.X86.HasAVX512F
 // the pair before it.
 //
 //go:noescape
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a2 *float32)
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a2 *float32, pfstep int)
 
 // sgemm6x32 is sgemm12x32 for one A panel (6 floats per step at a): it
 // computes the 6×32 product of kb steps of a and the B panels at b0, b1

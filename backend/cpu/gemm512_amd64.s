@@ -199,6 +199,18 @@
 	ADDQ       $128, R10; \
 	DECQ       BX
 
+// HINTSS is HINTS2 with both pointers moving on by AX bytes instead of
+// 128 (sgemm12x32's pfstep): two rows of an unpacked B, or two parts of
+// one.
+#define HINTSS \
+	PREFETCHT1 (R9);    \
+	PREFETCHT1 64(R9);  \
+	PREFETCHT1 (R10);   \
+	PREFETCHT1 64(R10); \
+	ADDQ       AX, R9;  \
+	ADDQ       AX, R10; \
+	DECQ       BX
+
 #define HINTS4 \
 	PREFETCHT1 (R9);     \
 	PREFETCHT1 64(R9);   \
@@ -212,11 +224,11 @@
 	ADDQ       $256, R10; \
 	DECQ       BX
 
-// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int, a2 *float32)
+// func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int, a2 *float32, pfstep int)
 //
 // With a2 not nil, a thirteenth row (A at a2, 6 floats a step like a0's)
 // runs in Z24:Z25 and is moved to Z28:Z29 for the store.
-TEXT ·sgemm12x32(SB), NOSPLIT, $0-136
+TEXT ·sgemm12x32(SB), NOSPLIT, $0-144
 	MOVQ a2+128(FP), R14
 	MOVQ pf0+104(FP), R9
 	MOVQ pf1+112(FP), R10
@@ -270,6 +282,8 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-136
 	TOUCHC512
 
 touched:
+	// The hints' step (the touches above used AX).
+	MOVQ pfstep+136(FP), AX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -305,7 +319,7 @@ loop4:
 	PREFETCHT0 2048(R11)
 	TESTQ      BX, BX
 	JEQ        nopf
-	HINTS2
+	HINTSS
 
 nopf:
 	STEP512(0)
@@ -337,7 +351,7 @@ loop13:
 	PREFETCHT0 2048(R11)
 	TESTQ      BX, BX
 	JEQ        nopf13
-	HINTS2
+	HINTSS
 
 nopf13:
 	STEP13(0)

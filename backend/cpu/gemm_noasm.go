@@ -55,7 +55,7 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 // sgemm12x32 is the portable form of the amd64 AVX-512 micro-kernel (see
 // gemm512_amd64.go for the contract): the four 6×16 quarters of the tile.
 // gemm.run does not call it on this platform.
-func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a2 *float32) {
+func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a2 *float32, pfstep int) {
 	if a2 != nil {
 		// Row 12 through a 6×32 tile of which only row 0 is kept.
 		const nr2 = 2 * gemmNR

@@ -213,7 +213,7 @@ func TestSgemm12x32(t *testing.T) {
 		t.Skip("CPU lacks AVX-512F")
 	}
 	checkMicroKernelPrefetch(t, 2, 2, 0, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
-		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, nil)
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, nil, 128)
 	})
 }
 
@@ -225,7 +225,7 @@ func TestSgemm13x32(t *testing.T) {
 		t.Skip("CPU lacks AVX-512F")
 	}
 	checkMicroKernelPrefetch(t, 3, 2, 2*gemmMR+1, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
-		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, &a[2][0])
+		sgemm12x32(kb, &a[0][0], &a[1][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, &a[2][0], 128)
 	})
 }
 
