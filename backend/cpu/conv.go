@@ -26,16 +26,21 @@ type convKernel struct {
 	kdim        int    // cg·kvol, the depth of the product
 	pointwise   bool   // 1×1 kernel, unit stride, no padding: the input is the im2col matrix
 	depthwise   bool
-	hasBias     bool
-	wPre        []float32 // packed weights, aSize floats per group; nil when W is computed at run time
-	aSize       int       // floats of one group's packed weights
-	kc          int       // depth of a k slice (the last one may be shorter)
-	nc          int       // widest column block, a multiple of gemmNR
-	per         int       // scratch floats of one worker's packed block
-	bOff        int       // scratch float offset of the workers' blocks
-	padOff      int       // float offset, in a worker's area, of im2colPadded's padded input, or 0
-	padW        int       // floats of a row of that padded input
-	padSplit    bool      // that padded input holds its rows' even and odd columns apart
+	// kSplit, when more than 1, is how many workers share a pointwise
+	// product by its depth (splitK): each its own input channels, into
+	// C (the first) or its own partial product in scratch from float
+	// partOff on, which a second pass adds up.
+	kSplit, partOff int
+	hasBias         bool
+	wPre            []float32 // packed weights, aSize floats per group; nil when W is computed at run time
+	aSize           int       // floats of one group's packed weights
+	kc              int       // depth of a k slice (the last one may be shorter)
+	nc              int       // widest column block, a multiple of gemmNR
+	per             int       // scratch floats of one worker's packed block
+	bOff            int       // scratch float offset of the workers' blocks
+	padOff          int       // float offset, in a worker's area, of im2colPadded's padded input, or 0
+	padW            int       // floats of a row of that padded input
+	padSplit        bool      // that padded input holds its rows' even and odd columns apart
 
 	dwPer int        // scratch floats of one worker's padded depthwise plane, or 0
 	dwg   dwBandGeom // dwBandPlane's layout, where dwBands gives one
@@ -277,6 +282,14 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	k.aSize = packedASize(k.mg, k.kdim)
 	// Even k slices: 300 deep is two of 150, not 256 and 44.
 	k.kc = max(1, ceilDiv(k.kdim, max(1, ceilDiv(k.kdim, convKC))))
+	if k.splitKFits() && wt.IsConst() && depthwiseInput(c.g, c.n.Input(0)) {
+		// Two k slices at least, whatever the threads, so that the
+		// sums are the same on any number of them (splitK).
+		k.kc = ceilDiv(k.kdim, max(2, ceilDiv(k.kdim, convKC)))
+		if c.threads > 1 {
+			k.kSplit = min(c.threads, ceilDiv(k.kdim, k.kc))
+		}
+	}
 	k.nc = min(roundUp(convNC, gemmNR), roundUp(k.outSp, gemmNR))
 	if k.kdim < convKC {
 		// A shallow product takes wider blocks of about as many
@@ -306,7 +319,63 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	}
 	k.bOff = floats
 	floats += max(1, c.threads) * k.per
+	if k.kSplit > 1 {
+		k.partOff = roundUp(floats, alignment/4)
+		floats = k.partOff + (ceilDiv(k.kdim, k.kc)-1)*k.m*k.outSp
+	}
 	return k, int64(floats) * 4, nil
+}
+
+// depthwiseInput reports whether tensor id is written by a depthwise
+// convolution, directly or through a few elementwise nodes (its
+// activation, a squeeze-and-excitation scale): its run leaves each
+// worker's channels in that worker's cache, which is how splitK reads
+// them.
+func depthwiseInput(g *ir.Graph, id ir.TensorID) bool {
+	for range 4 {
+		t := g.Tensor(id)
+		if t.Producer < 0 {
+			return false
+		}
+		n := &g.Nodes[t.Producer]
+		switch n.Op {
+		case "Conv":
+			x, w := n.Input(0), n.Input(1)
+			if x == ir.NoTensor || w == ir.NoTensor {
+				return false
+			}
+			xs, ws := g.Tensor(x).Shape, g.Tensor(w).Shape
+			return xs.Rank() >= 3 && ws.Rank() == xs.Rank() && ws[1] == 1 && xs[1] > 1 &&
+				n.Attrs.Int("group", 1) == xs[1]
+		case "Clip", "Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Mul", "Add":
+			// On through the input of the output's shape.
+			next := ir.NoTensor
+			for i := range n.Inputs {
+				if in := n.Input(i); in != ir.NoTensor && g.Tensor(in).Shape.Equal(t.Shape) {
+					next = in
+					break
+				}
+			}
+			if next == ir.NoTensor {
+				return false
+			}
+			id = next
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// splitKFits reports whether workers may share k's product by its depth
+// (splitK): a pointwise convolution of one image and one group, its input
+// read in place by AVX-512 kernels, at least twice as deep as it is wide
+// (a projection: the partial products the workers add up are smaller
+// than the input, half of which each worker would otherwise read from
+// the other's cache) and 64 deep at least.
+func (k *convKernel) splitKFits() bool {
+	return useAVX512Kernel && k.pointwise && k.sub == 0 && k.nb == 1 && k.g == 1 &&
+		k.kdim >= 2*k.m && k.kdim >= 64 && k.outSp >= 2*gemmNR
 }
 
 // packWeights packs every group's [mg, kdim] weight block, one k slice
@@ -417,6 +486,11 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		k.runVec(in, out, scratch)
 		return
 	}
+	if p := k.kSplit; p > 1 && w.Threads() >= p && k.pro == nil && (k.fuse == nil || k.fuse.temp == 0) && k.wPre != nil {
+		w.forArgs(p, p, k, args{phaseSplitK, int64(p)}, in, out, scratch)
+		w.forArgs(p, p, k, args{phaseSplitKSum, int64(p)}, in, out, scratch)
+		return
+	}
 	if k.wPre == nil {
 		k.packWeights(f32s(scratch), f32src{f: f32s(in[1])})
 	}
@@ -434,6 +508,8 @@ const (
 	phaseTPack     = 6  // runT's windows into A, items are input channels
 	phaseTOut      = 13 // runT split by positions: the planes, items are shares
 	phaseBlocks    = 4
+	phaseSplitK    = 15 // splitK's products, items are workers
+	phaseSplitKSum = 16 // splitK's sums, items are workers
 	phaseSubsample = 11 // items are input planes (subsample)
 )
 
@@ -509,6 +585,14 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 			if k.fuse != nil {
 				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+1, 0, k.outSp)
 			}
+		}
+	case phaseSplitK:
+		for wi := lo; wi < hi; wi++ {
+			k.splitK(x, y, bias, f32s(scratch), wi, int(a[1]))
+		}
+	case phaseSplitKSum:
+		for wi := lo; wi < hi; wi++ {
+			k.splitKSum(y, f32s(scratch), in, out, wi, int(a[1]))
 		}
 	case phaseBlocks:
 		// Items are workers here: one call per worker index, or, inline,
@@ -646,6 +730,68 @@ func (k *convKernel) chunks(xg, wp, bias, buf []float32, g *gemm, n, gi, p0, p1,
 		c.run(0, c.tiles())
 		r0 := n*k.m + gi*k.mg + q0*gemmMR
 		k.fuse.tileFrom(f32s(out[1]), g.c, g.ldc, in, f32s(out[2]), wi, r0, r0+rows, j0, j0+ncb)
+	}
+}
+
+// splitKSlices is worker wi's k slices of p, [s0, s1).
+func (k *convKernel) splitKSlices(wi, p int) (s0, s1 int) {
+	n := ceilDiv(k.kdim, k.kc)
+	return wi * n / p, (wi + 1) * n / p
+}
+
+// splitK is worker wi's part of a product shared by its depth among p
+// workers (kSplit): its k slices of every block of columns. The first
+// worker adds its slices up into C, from the bias, as the blocks would;
+// each later slice goes to a partial product of its own in scratch
+// (slice s at partOff + (s-1)·m·outSp), which splitKSum adds to C in the
+// slices' order: the same sums, rounded the same way, as on one thread.
+func (k *convKernel) splitK(x, y, bias, sc []float32, wi, p int) {
+	s0, s1 := k.splitKSlices(wi, p)
+	buf := sc[k.bOff+wi*k.per:][:k.per]
+	pm := ceilDiv(k.m, gemmMR)
+	for j0 := 0; j0 < k.outSp; j0 += k.nc {
+		ncb := min(k.nc, k.outSp-j0)
+		for sl := s0; sl < s1; sl++ {
+			k0 := sl * k.kc
+			kb := min(k.kc, k.kdim-k0)
+			g := gemm{m: k.m, n: ncb, k: kb, a: k.wPre[pm*gemmMR*k0:], b: buf, c: y[j0:], ldc: k.outSp,
+				mt: min(pm, convMT), nt: ceilDiv(ncb, gemmNR), acc: sl > 0}
+			if sl == 0 {
+				g.rowBias = bias
+			} else if wi > 0 {
+				g.c, g.acc = sc[k.partOff+(sl-1)*k.m*k.outSp+j0:], false
+			}
+			k.pointwiseB(&g, buf, x[k0*k.inSp+j0:], kb, ncb)
+			g.run(0, g.tiles())
+		}
+	}
+}
+
+// splitKSum is worker wi's part of a split product's second pass: its
+// share of the output channels, to which it adds the partial products of
+// the slices the first worker left, in order, and then, as the kernels do
+// after the last k slice, the residual, the clamp and the epilogue.
+func (k *convKernel) splitKSum(y, sc []float32, in, out [][]byte, wi, p int) {
+	r0, r1 := wi*k.m/p, (wi+1)*k.m/p
+	if r0 == r1 {
+		return
+	}
+	sp := k.outSp
+	yr := y[r0*sp : r1*sp]
+	_, first := k.splitKSlices(0, p)
+	for sl := first; sl < ceilDiv(k.kdim, k.kc); sl++ {
+		part := sc[k.partOff+(sl-1)*k.m*sp:][:k.m*sp]
+		addF32(yr, yr, part[r0*sp:r1*sp], 1, 1)
+	}
+	if k.res > 0 {
+		res := f32s(in[k.fuse.nin+k.res-1])[r0*sp : r1*sp]
+		addF32(yr, yr, res, 1, 1)
+	}
+	if k.lim != nil {
+		clampLoop(yr, yr, k.lim[0], k.lim[1])
+	}
+	if k.fuse != nil {
+		k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, r0, r1, 0, sp)
 	}
 }
 

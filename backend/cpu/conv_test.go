@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -502,6 +503,81 @@ func TestConvWeightsPrepacked(t *testing.T) {
 		pk, ok := k.(Prepacked)
 		if !ok || !pk.Prepacked(1) || pk.PackedBytes() < 4*c.m*c.c*c.k*c.k {
 			t.Errorf("%s: weights not reported prepacked (%T)", c.name, k)
+		}
+	}
+}
+
+// TestConvSplitK covers splitK: a pointwise convolution of a depthwise
+// convolution's output, shared by its depth on pools of 2 to 4 workers,
+// wants the bytes of its one-thread run (the partial products add up in
+// the order of the slices) and the reference product.
+func TestConvSplitK(t *testing.T) {
+	if !useAVX512Kernel {
+		t.Skip("splitK needs the AVX-512 kernels")
+	}
+	for _, c := range []struct {
+		name   string
+		ch, m  int64
+		h, w   int64
+		slices int
+	}{
+		{"96→24 20×21", 96, 24, 20, 21, 2},
+		{"150→40 9×30", 150, 40, 9, 30, 2},
+		{"600→64 14²", 600, 64, 14, 14, 3},
+	} {
+		tg := newTGraph(17)
+		x := tg.input("x", ir.Float32, 1, c.ch, c.h, c.w)
+		dw := tg.constant("dw", ir.Float32, f32Bytes(randF32(int(c.ch*9))), c.ch, 1, 3, 3)
+		tg.node("Conv", ir.Attrs{
+			"pads":  {Kind: ir.AttrInts, Ints: []int64{1, 1, 1, 1}},
+			"group": {Kind: ir.AttrInt, Int: c.ch},
+		}, []ir.TensorID{x, dw}, out{ir.Float32, []int64{1, c.ch, c.h, c.w}})
+		y1 := tg.g.Nodes[0].Outputs[0]
+		wv, bv := randF32(int(c.m*c.ch)), randF32(int(c.m))
+		wt := tg.constant("w", ir.Float32, f32Bytes(wv), c.m, c.ch, 1, 1)
+		b := tg.constant("b", ir.Float32, f32Bytes(bv), c.m)
+		tg.node("Conv", nil, []ir.TensorID{y1, wt, b}, out{ir.Float32, []int64{1, c.m, c.h, c.w}})
+		g, n := tg.g, &tg.g.Nodes[1]
+		xv := randF32(int(c.ch * c.h * c.w))
+		sp := int(c.h * c.w)
+		want := make([]float64, int(c.m)*sp)
+		for o := range int(c.m) {
+			for p := range sp {
+				s := float64(bv[o])
+				for i := range int(c.ch) {
+					s += float64(wv[o*int(c.ch)+i]) * float64(xv[i*sp+p])
+				}
+				want[o*sp+p] = s
+			}
+		}
+		var one []byte
+		for _, th := range []int{1, 2, 3, 4} {
+			t.Run(fmt.Sprintf("%s/threads=%d", c.name, th), func(t *testing.T) {
+				k, scratch, err := BuildFor(g, n, th)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ck := k.(*convKernel)
+				if slices := ceilDiv(ck.kdim, ck.kc); slices != c.slices {
+					t.Fatalf("%d k slices, want %d", slices, c.slices)
+				}
+				if wantSplit := min(th, c.slices); th > 1 && ck.kSplit != wantSplit {
+					t.Fatalf("kSplit %d, want %d", ck.kSplit, wantSplit)
+				}
+				in := [][]byte{alignedCopy(f32Bytes(xv)), alignedCopy(g.Tensor(wt).Data), alignedCopy(f32Bytes(bv))}
+				y := alignedBytes(int64(len(want)) * 4)
+				pool := NewWorkers(th)
+				defer pool.Close()
+				sc := poisoned(scratch)
+				k.Run(pool, in, [][]byte{y}, sc)
+				k.Run(pool, in, [][]byte{y}, sc)
+				near(t, "Y", asF32(y), want, 1e-5, 1e-5)
+				if th == 1 {
+					one = append([]byte(nil), y...)
+				} else if !bytes.Equal(y, one) {
+					t.Errorf("%d threads: output differs from the one-thread run", th)
+				}
+			})
 		}
 	}
 }
