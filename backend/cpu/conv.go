@@ -283,9 +283,10 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	// Even k slices: 300 deep is two of 150, not 256 and 44.
 	k.kc = max(1, ceilDiv(k.kdim, max(1, ceilDiv(k.kdim, convKC))))
 	if k.splitKFits() && wt.IsConst() && depthwiseInput(c.g, c.n.Input(0)) {
-		// Two k slices at least, whatever the threads, so that the
-		// sums are the same on any number of them (splitK).
-		k.kc = ceilDiv(k.kdim, max(2, ceilDiv(k.kdim, convKC)))
+		// An even number of k slices, whatever the threads, so that
+		// the sums are the same on any number of them and two workers
+		// share them evenly (splitK).
+		k.kc = ceilDiv(k.kdim, roundUp(ceilDiv(k.kdim, convKC), 2))
 		if c.threads > 1 {
 			k.kSplit = min(c.threads, ceilDiv(k.kdim, k.kc))
 		}
