@@ -55,7 +55,10 @@ func (k *binKernel[T, O]) Run(w *Workers, in, out [][]byte, scratch []byte) {
 }
 
 func (k *binKernel[T, O]) step(w *Workers, p *bplan, j int, in, out [][]byte) {
-	w.forArgs(p.items(), w.parts(p.total), k, args{int64(j)}, in, out, nil)
+	// Four times the elements, as globalPoolKernel does: the operands
+	// were mostly written by every worker of the step before
+	// (EfficientNet-B0's 7² excitation scales).
+	w.forArgs(p.items(), w.parts(4*p.total), k, args{int64(j)}, in, out, nil)
 }
 
 func (k *binKernel[T, O]) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
