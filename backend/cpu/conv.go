@@ -31,16 +31,19 @@ type convKernel struct {
 	// C (the first) or its own partial product in scratch from float
 	// partOff on, which a second pass adds up.
 	kSplit, partOff int
-	hasBias         bool
-	wPre            []float32 // packed weights, aSize floats per group; nil when W is computed at run time
-	aSize           int       // floats of one group's packed weights
-	kc              int       // depth of a k slice (the last one may be shorter)
-	nc              int       // widest column block, a multiple of gemmNR
-	per             int       // scratch floats of one worker's packed block
-	bOff            int       // scratch float offset of the workers' blocks
-	padOff          int       // float offset, in a worker's area, of im2colPadded's padded input, or 0
-	padW            int       // floats of a row of that padded input
-	padSplit        bool      // that padded input holds its rows' even and odd columns apart
+	// tKC, when set, is the k slice of a runT product that its workers
+	// share by depth (tSplitK); kSplit is then how many of them.
+	tKC      int
+	hasBias  bool
+	wPre     []float32 // packed weights, aSize floats per group; nil when W is computed at run time
+	aSize    int       // floats of one group's packed weights
+	kc       int       // depth of a k slice (the last one may be shorter)
+	nc       int       // widest column block, a multiple of gemmNR
+	per      int       // scratch floats of one worker's packed block
+	bOff     int       // scratch float offset of the workers' blocks
+	padOff   int       // float offset, in a worker's area, of im2colPadded's padded input, or 0
+	padW     int       // floats of a row of that padded input
+	padSplit bool      // that padded input holds its rows' even and odd columns apart
 
 	dwPer int        // scratch floats of one worker's padded depthwise plane, or 0
 	dwg   dwBandGeom // dwBandPlane's layout, where dwBands gives one
@@ -272,6 +275,14 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 				k.tTable()
 			}
 			k.tOff = roundUp(packedASize(k.outSp, k.kdim), alignment/4)
+			if k.pointwise && k.splitKFits() && depthwiseInput(c.g, c.n.Input(0)) {
+				// As splitK, positions as rows (tSplitK).
+				k.tKC = ceilDiv(k.kdim, roundUp(ceilDiv(k.kdim, convKC), 2))
+				k.kSplit = max(1, min(c.threads, ceilDiv(k.kdim, k.tKC)))
+				k.tOff = max(k.tOff, k.kSplit*k.tAFloats())
+				k.partOff = k.tOff + roundUp(k.outSp*k.m, alignment/4)
+				return k, int64(k.partOff+(ceilDiv(k.kdim, k.tKC)-1)*k.outSp*k.m) * 4, nil
+			}
 			return k, int64(k.tOff+roundUp(k.outSp*k.m, alignment/4)) * 4, nil
 		}
 		return k, int64(roundUp(packedASize(k.nb, k.kdim), alignment/4)) * 4, nil
@@ -502,16 +513,18 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 
 // Phases of a convolution run, in args[0].
 const (
-	phaseDepthwise = 2
-	phaseDWC       = 3  // depthwise, sixteen channels at a time
-	phaseDWR       = 12 // depthwise, row vectors (conv_dwr.go)
-	phaseT         = 5  // small planes, the positions as rows (runT)
-	phaseTPack     = 6  // runT's windows into A, items are input channels
-	phaseTOut      = 13 // runT split by positions: the planes, items are shares
-	phaseBlocks    = 4
-	phaseSplitK    = 15 // splitK's products, items are workers
-	phaseSplitKSum = 16 // splitK's sums, items are workers
-	phaseSubsample = 11 // items are input planes (subsample)
+	phaseDepthwise  = 2
+	phaseDWC        = 3  // depthwise, sixteen channels at a time
+	phaseDWR        = 12 // depthwise, row vectors (conv_dwr.go)
+	phaseT          = 5  // small planes, the positions as rows (runT)
+	phaseTPack      = 6  // runT's windows into A, items are input channels
+	phaseTOut       = 13 // runT split by positions: the planes, items are shares
+	phaseBlocks     = 4
+	phaseSplitK     = 15 // splitK's products, items are workers
+	phaseSplitKSum  = 16 // splitK's sums, items are workers
+	phaseTSplitK    = 17 // tSplitK's products, items are workers
+	phaseTSplitKSum = 18 // tSplitK's sums, items are workers
+	phaseSubsample  = 11 // items are input planes (subsample)
 )
 
 func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
@@ -590,6 +603,14 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	case phaseSplitK:
 		for wi := lo; wi < hi; wi++ {
 			k.splitK(x, y, bias, f32s(scratch), wi, int(a[1]))
+		}
+	case phaseTSplitK:
+		for wi := lo; wi < hi; wi++ {
+			k.tSplitK(x, bias, f32s(scratch), wi, int(a[1]))
+		}
+	case phaseTSplitKSum:
+		for wi := lo; wi < hi; wi++ {
+			k.tSplitKSum(in, out, f32s(scratch), wi, int(a[1]))
 		}
 	case phaseSplitKSum:
 		for wi := lo; wi < hi; wi++ {
@@ -796,6 +817,66 @@ func (k *convKernel) splitKSum(y, sc []float32, in, out [][]byte, wi, p int) {
 	}
 }
 
+// tAFloats is the scratch one worker of tSplitK packs a k slice of the
+// positions into.
+func (k *convKernel) tAFloats() int { return roundUp(packedASize(k.outSp, k.tKC), alignment/4) }
+
+// tSplitK is worker wi's part of a runT product shared by its depth among
+// p workers: for each of its k slices (of tKC input channels) it packs
+// the positions' values of those channels and multiplies them by the
+// slice of wT, as splitK does with the positions as rows: the first
+// worker adds its slices up into the transposed output, from the bias,
+// the others each slice into a partial product of its own.
+func (k *convKernel) tSplitK(x, bias, sc []float32, wi, p int) {
+	hw, m := k.outSp, k.m
+	n := ceilDiv(k.kdim, k.tKC)
+	s0, s1 := wi*n/p, (wi+1)*n/p
+	a := sc[wi*k.tAFloats():][:k.tAFloats()]
+	ct := sc[k.tOff:][:hw*m]
+	for sl := s0; sl < s1; sl++ {
+		k0 := sl * k.tKC
+		kb := min(k.tKC, k.kdim-k0)
+		packA(a, x[k0*k.inSp:], hw, kb, 1, k.inSp, 1, 0, ceilDiv(hw, gemmMR))
+		g := gemm{m: hw, n: m, k: kb, a: a, b: k.wT[k0*gemmNR:], bDepth: k.kdim, c: ct, ldc: m, acc: sl > 0}
+		if sl == 0 && k.hasBias {
+			g.colBias = bias
+		}
+		if wi > 0 {
+			g.c, g.acc = sc[k.partOff+(sl-1)*hw*m:][:hw*m], false
+		}
+		g.mt, g.nt = gemmTiles(g.m, g.n, 1)
+		g.run(0, g.tiles())
+	}
+}
+
+// tSplitKSum is worker wi's part of tSplitK's second pass: its share of
+// the output channels, to which it adds the partial products in the
+// slices' order, then the clamp, the planes (transposed) and the epilogue,
+// as tOut does.
+func (k *convKernel) tSplitKSum(in, out [][]byte, sc []float32, wi, p int) {
+	hw, m := k.outSp, k.m
+	j0, j1 := wi*m/p, (wi+1)*m/p
+	if j0 >= j1 {
+		return
+	}
+	ct := sc[k.tOff:][:hw*m]
+	n := ceilDiv(k.kdim, k.tKC)
+	first := n / p
+	for r := range hw {
+		row := ct[r*m+j0 : r*m+j1]
+		for sl := first; sl < n; sl++ {
+			addF32(row, row, sc[k.partOff+(sl-1)*hw*m+r*m+j0:][:j1-j0], 1, 1)
+		}
+		if k.lim != nil {
+			clampLoop(row, row, k.lim[0], k.lim[1])
+		}
+	}
+	transpose(f32s(out[0]), j0*hw, hw, ct, j0, m, hw, j1-j0)
+	if k.fuse != nil {
+		k.fuse.tile(f32s(out[1]), f32s(out[0]), in, f32s(out[2]), wi, j0, j1, 0, hw)
+	}
+}
+
 // pointwiseB prepares the B operand of a pointwise block, the kb×ncb
 // matrix x (rows k.inSp apart): the GEMM reads the pairs of 16 columns
 // inside it from x itself and only the columns after them are packed
@@ -917,6 +998,12 @@ func (k *convKernel) packTWindows(a, x []float32, c0, c1 int) {
 // and the output channels along the vectors. The workers share the
 // output channels, whole panels each (tColumns).
 func (k *convKernel) runT(w *Workers, in, out [][]byte, scratch []byte) {
+	if k.tKC > 0 && k.pro == nil {
+		p := max(1, min(k.kSplit, w.Threads()))
+		w.forArgs(p, p, k, args{phaseTSplitK, int64(p)}, in, out, scratch)
+		w.forArgs(p, p, k, args{phaseTSplitKSum, int64(p)}, in, out, scratch)
+		return
+	}
 	x := k.input(in, scratch)
 	a := f32s(scratch)[:k.tOff]
 	parts := max(1, min(w.Threads(), w.parts(k.outSp*k.m*k.kdim), ceilDiv(k.m, gemmNR)))

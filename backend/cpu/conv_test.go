@@ -507,8 +507,9 @@ func TestConvWeightsPrepacked(t *testing.T) {
 	}
 }
 
-// TestConvSplitK covers splitK: a pointwise convolution of a depthwise
-// convolution's output, shared by its depth on pools of 2 to 4 workers,
+// TestConvSplitK covers splitK and tSplitK: a pointwise convolution of a
+// depthwise convolution's output, shared by its depth on pools of 2 to 4
+// workers,
 // wants the bytes of its one-thread run (the partial products add up in
 // the order of the slices) and the reference product.
 func TestConvSplitK(t *testing.T) {
@@ -525,6 +526,9 @@ func TestConvSplitK(t *testing.T) {
 		{"150→40 9×30", 150, 40, 9, 30, 2},
 		{"600→64 14²", 600, 64, 14, 14, 4},
 		{"1100→96 9²", 1100, 96, 9, 9, 6},
+		// Small planes: the positions as rows (tSplitK).
+		{"960→160 7²", 960, 160, 7, 7, 4},
+		{"200→40 6²", 200, 40, 6, 6, 2},
 	} {
 		tg := newTGraph(17)
 		x := tg.input("x", ir.Float32, 1, c.ch, c.h, c.w)
@@ -559,7 +563,11 @@ func TestConvSplitK(t *testing.T) {
 					t.Fatal(err)
 				}
 				ck := k.(*convKernel)
-				if slices := ceilDiv(ck.kdim, ck.kc); slices != c.slices {
+				kc := ck.kc
+				if ck.tPath {
+					kc = ck.tKC
+				}
+				if slices := ceilDiv(ck.kdim, max(kc, 1)); slices != c.slices {
 					t.Fatalf("%d k slices, want %d", slices, c.slices)
 				}
 				if wantSplit := min(th, c.slices); th > 1 && ck.kSplit != wantSplit {

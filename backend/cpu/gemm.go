@@ -171,6 +171,10 @@ type gemm struct {
 	colBias []float32 // added to every element of column j (length n), or nil
 	acc     bool      // accumulate into C instead of overwriting it
 	mt, nt  int       // tile size in panels
+	// bDepth, when set, is the depth B was packed with, larger than k:
+	// b then starts at the product's first k step of B's first panel,
+	// and its panels are bDepth·NR floats apart.
+	bDepth int
 	// aSliced: a holds only the k slice being computed, panel p of a
 	// kb-step slice at p·kb·MR, instead of the whole packed A. bSliced:
 	// likewise b, panel q at q·kb·NR.
@@ -290,7 +294,11 @@ func (g *gemm) bPanel(q, k0, kb int) []float32 {
 	if g.bSliced {
 		return g.b[q*kb*gemmNR:][:kb*gemmNR]
 	}
-	return g.b[q*g.k*gemmNR+k0*gemmNR:][:kb*gemmNR]
+	depth := g.k
+	if g.bDepth > 0 {
+		depth = g.bDepth
+	}
+	return g.b[q*depth*gemmNR+k0*gemmNR:][:kb*gemmNR]
 }
 
 // slice2x2 is one k slice (steps [k0, k0+kb), kb ≥ 1) of the tile of A
