@@ -6,11 +6,17 @@
 //	go run ./bench/corelat            # the first two CPUs this process may use
 //	go run ./bench/corelat -cpus 0,3  # a chosen pair
 //	go run ./bench/corelat -ns        # only the number, for scripts
+//	go run ./bench/corelat -mib 1     # and reading 1 MiB the other CPU wrote
 //
 // Two goroutines, each locked to its OS thread and that thread pinned to
 // one CPU, take turns bumping a counter on a cache line of its own: each
 // waits, spinning, until the other has bumped it. The result is the median
 // over -reps batches of -n round trips, in nanoseconds.
+//
+// With -mib M it also times one CPU reading M MiB, one word a cache line,
+// right after the other CPU wrote it, and right after writing it itself:
+// what a step of a parallel run pays to read what another worker of the
+// step before produced, against reading its own.
 //
 // On a virtual machine this can change while the guest runs: the host may
 // place two virtual CPUs on cores that share a last-level cache (round
@@ -45,6 +51,7 @@ func run(args []string) error {
 	n := fs.Int("n", 20000, "round trips per batch")
 	reps := fs.Int("reps", 5, "batches; the median is reported")
 	bare := fs.Bool("ns", false, "print only the median round trip in nanoseconds")
+	mib := fs.Int("mib", 0, "also time reading this many MiB that the other CPU just wrote (0: no)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,6 +60,9 @@ func run(args []string) error {
 	}
 	if *n < 1 || *n > 1e7 || *reps < 1 || *reps > 1000 {
 		return errors.New("-n must be in [1, 1e7] and -reps in [1, 1000]")
+	}
+	if *mib < 0 || *mib > 1024 {
+		return errors.New("-mib must be in [0, 1024]")
 	}
 	a, b, err := pair(*cpus)
 	if err != nil {
@@ -72,7 +82,101 @@ func run(args []string) error {
 	}
 	fmt.Printf("cpu %d ↔ cpu %d: %d ns a round trip (median of %d × %d; fastest batch %d ns, slowest %d ns)\n",
 		a, b, med.Nanoseconds(), *reps, *n, times[0].Nanoseconds(), times[len(times)-1].Nanoseconds())
+	if *mib > 0 {
+		remote, local, err := transfer(a, b, *mib<<20, *reps)
+		if err != nil {
+			return err
+		}
+		perMiB := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(*mib) }
+		fmt.Printf("cpu %d reading %d MiB: %.0f µs a MiB written by cpu %d, %.0f µs a MiB written by itself (medians of %d)\n",
+			a, *mib, perMiB(remote), b, perMiB(local), *reps)
+	}
 	return nil
+}
+
+// transfer times CPU a reading size bytes, one word of every cache line,
+// right after CPU b wrote all of them, and right after writing them
+// itself; it returns the median of reps of each. Both sides run pinned,
+// in goroutines that end with their threads, as in roundTrip.
+func transfer(a, b, size, reps int) (remote, local time.Duration, err error) {
+	buf := make([]uint64, size/8)
+	var turn line // odd: b is to write the buffer; even: b has written it
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := pin(b); err != nil {
+			turn.v.Store(-1)
+			done <- err
+			return
+		}
+		done <- nil
+		for i := int64(0); i < int64(reps); i++ {
+			for v := turn.v.Load(); v != 2*i+1; v = turn.v.Load() {
+				if v < 0 {
+					return
+				}
+			}
+			touch(buf, uint64(i))
+			turn.v.Store(2*i + 2)
+		}
+	}()
+	type result struct {
+		remote, local time.Duration
+		err           error
+	}
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := pin(a); err != nil {
+			turn.v.Store(-1)
+			res <- result{err: err}
+			return
+		}
+		if err := <-done; err != nil {
+			res <- result{err: err}
+			return
+		}
+		r, l := make([]time.Duration, reps), make([]time.Duration, reps)
+		for i := range reps {
+			turn.v.Store(2*int64(i) + 1)
+			for turn.v.Load() != 2*int64(i)+2 {
+			}
+			start := time.Now()
+			sink.Add(sumLines(buf))
+			r[i] = time.Since(start)
+			touch(buf, uint64(i))
+			start = time.Now()
+			sink.Add(sumLines(buf))
+			l[i] = time.Since(start)
+		}
+		slices.Sort(r)
+		slices.Sort(l)
+		res <- result{remote: r[reps/2], local: l[reps/2]}
+	}()
+	out := <-res
+	return out.remote, out.local, out.err
+}
+
+// sink keeps the sums alive.
+var sink atomic.Uint64
+
+// touch writes every word of b.
+func touch(b []uint64, v uint64) {
+	for i := range b {
+		b[i] = v
+	}
+}
+
+// sumLines reads one word of every 64-byte line of b.
+func sumLines(b []uint64) uint64 {
+	var s0, s1, s2, s3 uint64
+	for i := 0; i+31 < len(b); i += 32 {
+		s0 += b[i]
+		s1 += b[i+8]
+		s2 += b[i+16]
+		s3 += b[i+24]
+	}
+	return s0 + s1 + s2 + s3
 }
 
 // pair parses "A,B", or, when s is empty, picks the first two CPUs this

@@ -52,3 +52,26 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("round trip %v, want > 0", d)
 	}
 }
+
+func TestTransfer(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("pinning is implemented for Linux only")
+	}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) < 2 {
+		t.Skip("one CPU only")
+	}
+	remote, local, err := transfer(cpus[0], cpus[1], 1<<16, 3)
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
+		t.Skipf("the system refuses to pin threads here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if remote <= 0 || local <= 0 {
+		t.Fatalf("reads took %v and %v, want > 0", remote, local)
+	}
+}
