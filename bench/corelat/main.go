@@ -94,69 +94,6 @@ func run(args []string) error {
 	return nil
 }
 
-// transfer times CPU a reading size bytes, one word of every cache line,
-// right after CPU b wrote all of them, and right after writing them
-// itself; it returns the median of reps of each. Both sides run pinned,
-// in goroutines that end with their threads, as in roundTrip.
-func transfer(a, b, size, reps int) (remote, local time.Duration, err error) {
-	buf := make([]uint64, size/8)
-	var turn line // odd: b is to write the buffer; even: b has written it
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := pin(b); err != nil {
-			turn.v.Store(-1)
-			done <- err
-			return
-		}
-		done <- nil
-		for i := int64(0); i < int64(reps); i++ {
-			for v := turn.v.Load(); v != 2*i+1; v = turn.v.Load() {
-				if v < 0 {
-					return
-				}
-			}
-			touch(buf, uint64(i))
-			turn.v.Store(2*i + 2)
-		}
-	}()
-	type result struct {
-		remote, local time.Duration
-		err           error
-	}
-	res := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := pin(a); err != nil {
-			turn.v.Store(-1)
-			res <- result{err: err}
-			return
-		}
-		if err := <-done; err != nil {
-			res <- result{err: err}
-			return
-		}
-		r, l := make([]time.Duration, reps), make([]time.Duration, reps)
-		for i := range reps {
-			turn.v.Store(2*int64(i) + 1)
-			for turn.v.Load() != 2*int64(i)+2 {
-			}
-			start := time.Now()
-			sink.Add(sumLines(buf))
-			r[i] = time.Since(start)
-			touch(buf, uint64(i))
-			start = time.Now()
-			sink.Add(sumLines(buf))
-			l[i] = time.Since(start)
-		}
-		slices.Sort(r)
-		slices.Sort(l)
-		res <- result{remote: r[reps/2], local: l[reps/2]}
-	}()
-	out := <-res
-	return out.remote, out.local, out.err
-}
-
 // sink keeps the sums alive.
 var sink atomic.Uint64
 
@@ -219,54 +156,108 @@ type line struct {
 	_ [64]byte
 }
 
-// roundTrip times n round trips between CPUs a and b and returns the time
-// of one. Each side runs in a goroutine of its own, locked to its thread
-// and never unlocked, so that the pinned threads end with the goroutines
-// instead of going back to the scheduler with their affinity changed.
-func roundTrip(a, b, n int) (time.Duration, error) {
-	var l line
-	echo := make(chan error, 1) // the echoing side is pinned, or why not
+// onPair runs side on CPU b and timed on CPU a, each in a goroutine locked
+// to its thread and that thread pinned, and returns once timed has
+// returned, or with the error of a pinning that failed. The threads are
+// never unlocked, so that they end with their goroutines instead of going
+// back to the scheduler with their affinity changed. flag is the line the
+// two sides take turns on: a side that cannot pin itself sets it to -1,
+// which side must watch for while it waits.
+func onPair(a, b int, flag *line, side, timed func()) error {
+	ready := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		if err := pin(b); err != nil {
-			l.v.Store(-1)
-			echo <- err
+			flag.v.Store(-1)
+			ready <- err
 			return
 		}
-		echo <- nil
-		for i := int64(0); i < int64(n); i++ {
-			for v := l.v.Load(); v != 2*i+1; v = l.v.Load() {
-				if v < 0 {
-					return // the timing side could not pin itself
-				}
-			}
-			l.v.Store(2*i + 2)
-		}
+		ready <- nil
+		side()
 	}()
-	type result struct {
-		d   time.Duration
-		err error
-	}
-	res := make(chan result, 1)
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		if err := pin(a); err != nil {
-			l.v.Store(-1)
-			res <- result{err: err}
+			flag.v.Store(-1)
+			done <- err
 			return
 		}
-		if err := <-echo; err != nil {
-			res <- result{err: err}
+		if err := <-ready; err != nil {
+			done <- err
 			return
 		}
+		timed()
+		done <- nil
+	}()
+	return <-done
+}
+
+// await spins until flag holds v, and reports false if it turns negative
+// first (the other side could not pin itself).
+func await(flag *line, v int64) bool {
+	for {
+		switch x := flag.v.Load(); {
+		case x == v:
+			return true
+		case x < 0:
+			return false
+		}
+	}
+}
+
+// roundTrip times n round trips between CPUs a and b and returns the time
+// of one.
+func roundTrip(a, b, n int) (d time.Duration, err error) {
+	var l line
+	err = onPair(a, b, &l, func() {
+		for i := int64(0); i < int64(n); i++ {
+			if !await(&l, 2*i+1) {
+				return
+			}
+			l.v.Store(2*i + 2)
+		}
+	}, func() {
 		start := time.Now()
 		for i := int64(0); i < int64(n); i++ {
 			l.v.Store(2*i + 1)
-			for l.v.Load() != 2*i+2 {
-			}
+			await(&l, 2*i+2)
 		}
-		res <- result{d: time.Since(start) / time.Duration(n)}
-	}()
-	r := <-res
-	return r.d, r.err
+		d = time.Since(start) / time.Duration(n)
+	})
+	return d, err
+}
+
+// transfer times CPU a reading size bytes, one word of every cache line,
+// right after CPU b wrote all of them, and right after writing them
+// itself; it returns the median of reps of each.
+func transfer(a, b, size, reps int) (remote, local time.Duration, err error) {
+	buf := make([]uint64, size/8)
+	var turn line // 2i+1: b is to write the buffer; 2i+2: b has written it
+	err = onPair(a, b, &turn, func() {
+		for i := int64(0); i < int64(reps); i++ {
+			if !await(&turn, 2*i+1) {
+				return
+			}
+			touch(buf, uint64(i))
+			turn.v.Store(2*i + 2)
+		}
+	}, func() {
+		r, l := make([]time.Duration, reps), make([]time.Duration, reps)
+		for i := range int64(reps) {
+			turn.v.Store(2*i + 1)
+			await(&turn, 2*i+2)
+			start := time.Now()
+			sink.Add(sumLines(buf))
+			r[i] = time.Since(start)
+			touch(buf, uint64(i))
+			start = time.Now()
+			sink.Add(sumLines(buf))
+			l[i] = time.Since(start)
+		}
+		slices.Sort(r)
+		slices.Sort(l)
+		remote, local = r[reps/2], l[reps/2]
+	})
+	return remote, local, err
 }
