@@ -277,7 +277,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 			k.tOff = roundUp(packedASize(k.outSp, k.kdim), alignment/4)
 			if k.pointwise && k.splitKFits() && depthwiseInput(c.g, c.n.Input(0)) {
 				// As splitK, positions as rows (tSplitK).
-				k.tKC = ceilDiv(k.kdim, roundUp(ceilDiv(k.kdim, convKC), 2))
+				k.tKC = k.splitKC()
 				k.kSplit = max(1, min(c.threads, ceilDiv(k.kdim, k.tKC)))
 				k.tOff = max(k.tOff, k.kSplit*k.tAFloats())
 				k.partOff = k.tOff + roundUp(k.outSp*k.m, alignment/4)
@@ -294,10 +294,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	// Even k slices: 300 deep is two of 150, not 256 and 44.
 	k.kc = max(1, ceilDiv(k.kdim, max(1, ceilDiv(k.kdim, convKC))))
 	if k.splitKFits() && wt.IsConst() && depthwiseInput(c.g, c.n.Input(0)) {
-		// An even number of k slices, whatever the threads, so that
-		// the sums are the same on any number of them and two workers
-		// share them evenly (splitK).
-		k.kc = ceilDiv(k.kdim, roundUp(ceilDiv(k.kdim, convKC), 2))
+		k.kc = k.splitKC()
 		if c.threads > 1 {
 			k.kSplit = min(c.threads, ceilDiv(k.kdim, k.kc))
 		}
@@ -336,6 +333,14 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		floats = k.partOff + (ceilDiv(k.kdim, k.kc)-1)*k.m*k.outSp
 	}
 	return k, int64(floats) * 4, nil
+}
+
+// splitKC is the k slice of a product that workers share by depth
+// (splitK, tSplitK): an even number of slices of at most convKC, whatever
+// the threads, so that the sums are the same on any number of them and
+// two workers share them evenly.
+func (k *convKernel) splitKC() int {
+	return ceilDiv(k.kdim, roundUp(ceilDiv(k.kdim, convKC), 2))
 }
 
 // depthwiseInput reports whether tensor id is written by a depthwise

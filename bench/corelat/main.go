@@ -166,9 +166,7 @@ type line struct {
 func onPair(a, b int, flag *line, side, timed func()) error {
 	ready := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread()
-		if err := pin(b); err != nil {
-			flag.v.Store(-1)
+		if err := lockAndPin(b, flag); err != nil {
 			ready <- err
 			return
 		}
@@ -177,9 +175,7 @@ func onPair(a, b int, flag *line, side, timed func()) error {
 	}()
 	done := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread()
-		if err := pin(a); err != nil {
-			flag.v.Store(-1)
+		if err := lockAndPin(a, flag); err != nil {
 			done <- err
 			return
 		}
@@ -191,6 +187,17 @@ func onPair(a, b int, flag *line, side, timed func()) error {
 		done <- nil
 	}()
 	return <-done
+}
+
+// lockAndPin locks the calling goroutine to its thread and pins that
+// thread to cpu; where it cannot, it sets flag to -1 for the other side.
+func lockAndPin(cpu int, flag *line) error {
+	runtime.LockOSThread()
+	if err := pin(cpu); err != nil {
+		flag.v.Store(-1)
+		return err
+	}
+	return nil
 }
 
 // await spins until flag holds v, and reports false if it turns negative

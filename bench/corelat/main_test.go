@@ -30,7 +30,10 @@ func TestPair(t *testing.T) {
 	}
 }
 
-func TestRoundTrip(t *testing.T) {
+// testPair is two CPUs to measure between, or skips the test where
+// there are none or pinning is not implemented.
+func testPair(t *testing.T) (a, b int) {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("pinning is implemented for Linux only")
 	}
@@ -41,36 +44,34 @@ func TestRoundTrip(t *testing.T) {
 	if len(cpus) < 2 {
 		t.Skip("one CPU only")
 	}
-	d, err := roundTrip(cpus[0], cpus[1], 1000)
+	return cpus[0], cpus[1]
+}
+
+// checkPinned skips the test where the system refuses to pin threads and
+// fails it on any other error.
+func checkPinned(t *testing.T, err error) {
+	t.Helper()
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
 		t.Skipf("the system refuses to pin threads here: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	a, b := testPair(t)
+	d, err := roundTrip(a, b, 1000)
+	checkPinned(t, err)
 	if d <= 0 {
 		t.Fatalf("round trip %v, want > 0", d)
 	}
 }
 
 func TestTransfer(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("pinning is implemented for Linux only")
-	}
-	cpus, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cpus) < 2 {
-		t.Skip("one CPU only")
-	}
-	remote, local, err := transfer(cpus[0], cpus[1], 1<<16, 3)
-	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
-		t.Skipf("the system refuses to pin threads here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := testPair(t)
+	remote, local, err := transfer(a, b, 1<<16, 3)
+	checkPinned(t, err)
 	if remote <= 0 || local <= 0 {
 		t.Fatalf("reads took %v and %v, want > 0", remote, local)
 	}
