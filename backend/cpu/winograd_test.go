@@ -10,15 +10,15 @@ import (
 // wgCases are convolutions that take the Winograd path: odd output sizes
 // (clipped tiles), channel counts that are not multiples of the GEMM's
 // panels, k slices (300 input channels), tile blocks that end inside a
-// tile row (56²), fewer tiles than a GEMM panel (7²), pads 0 and
-// asymmetric pads, batches, with and without bias.
+// tile row (56²), tiles that end in a lone GEMM panel (11²: 36 tiles),
+// pads 0 and asymmetric pads, batches, with and without bias.
 var wgCases = []convCase{
-	{name: "32→32 7² p1", x: ints64(1, 32, 7, 7), m: 32, pads: ints64(1, 1, 1, 1), bias: true},
+	{name: "32→32 11² p1", x: ints64(1, 32, 11, 11), m: 32, pads: ints64(1, 1, 1, 1), bias: true},
 	{name: "64→40 56² p1 blocks", x: ints64(1, 64, 56, 56), m: 40, pads: ints64(1, 1, 1, 1), bias: true},
 	{name: "33→35 13×11 p1", x: ints64(1, 33, 13, 11), m: 35, pads: ints64(1, 1, 1, 1), bias: false},
-	{name: "300→36 9×10 k slices", x: ints64(1, 300, 9, 10), m: 36, pads: ints64(1, 1, 1, 1), bias: true},
+	{name: "300→36 11×12 k slices", x: ints64(1, 300, 11, 12), m: 36, pads: ints64(1, 1, 1, 1), bias: true},
 	{name: "40→48 15×17 asymmetric", x: ints64(1, 40, 15, 17), m: 48, pads: ints64(0, 2, 1, 0), bias: true},
-	{name: "32→32 10² p0", x: ints64(1, 32, 10, 10), m: 32, pads: ints64(0, 0, 0, 0), bias: true},
+	{name: "32→32 14² p0", x: ints64(1, 32, 14, 14), m: 32, pads: ints64(0, 0, 0, 0), bias: true},
 	{name: "batch 2 32→33 14²", x: ints64(2, 32, 14, 14), m: 33, pads: ints64(1, 1, 1, 1), bias: true},
 	{name: "48→40 60×50 blocks", x: ints64(1, 48, 60, 50), m: 40, pads: ints64(1, 1, 1, 1), bias: true},
 }
@@ -108,7 +108,8 @@ func TestWinogradRounding(t *testing.T) {
 
 // TestWinogradScratchBounded checks that the Winograd path's scratch is
 // its blocks of tiles and a few split rows per worker, whatever the image
-// size, and that wide rows take the direct product.
+// size, and that wide rows and planes of few tiles take the direct
+// product.
 func TestWinogradScratchBounded(t *testing.T) {
 	if !dw512 || !useAVX512Kernel {
 		t.Skip("no AVX-512 kernels")
@@ -120,6 +121,10 @@ func TestWinogradScratchBounded(t *testing.T) {
 		{64, 512, 512, 64, true},
 		{256, 56, 56, 256, true},
 		{32, 4, 2*wgMaxTileRow + 2, 32, false},
+		// Fewer tiles than one 12×32 micro-tile: the direct product.
+		{512, 7, 7, 512, false},
+		{32, 8, 14, 32, false},
+		{32, 8, 16, 32, true},
 	} {
 		g, n := convNode(1, c.ch, c.h, c.w, c.m, 3, 1, 1, 1, true)
 		k, scratch, err := BuildFor(g, n, 2)
