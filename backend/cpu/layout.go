@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/berth-ml/berth/ir"
 )
@@ -139,29 +140,57 @@ func (s *strided) blocks(in, out [][]byte, lo, hi int) {
 }
 
 // transpose sets dst[d0 + c·ldd + r] = src[s0 + r·lds + c] for r < rows,
-// c < cols (lds may be negative), sixteen rows by sixteen columns at a
-// time through tr16.
+// c < cols (lds and ldd may be negative), sixteen rows by sixteen columns
+// at a time through tr16, and a last band of at most transposeTail rows
+// element by element (the 49 positions of a 7² plane: three blocks and
+// one row). The bounds are checked once, at the corners; the blocks'
+// row pointers then move on by address.
 func transpose(dst []float32, d0, ldd int, src []float32, s0, lds, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	_, _ = src[s0+min(0, (rows-1)*lds)], src[s0+max(0, (rows-1)*lds)+cols-1]
+	_, _ = dst[d0+min(0, (cols-1)*ldd)], dst[d0+max(0, (cols-1)*ldd)+rows-1]
 	const L = dwcLanes
 	var zeros, sink [L]float32
 	var sp, dp [L]*float32
-	for r0 := 0; r0 < rows; r0 += L {
+	sb, db := unsafe.Pointer(unsafe.SliceData(src)), unsafe.Pointer(unsafe.SliceData(dst))
+	r0 := 0
+	for ; rows-r0 > transposeTail; r0 += L {
 		mr := min(L, rows-r0)
+		for i := range sp {
+			sp[i] = &zeros[0]
+			if i < mr {
+				sp[i] = (*float32)(unsafe.Add(sb, 4*(s0+(r0+i)*lds)))
+			}
+		}
 		for c0 := 0; c0 < cols; c0 += L {
 			mc := min(L, cols-c0)
-			for i := range sp {
-				sp[i], dp[i] = &zeros[0], &sink[0]
-				if i < mr {
-					sp[i] = &src[s0+(r0+i)*lds+c0]
-				}
+			for i := range dp {
+				dp[i] = &sink[0]
 				if i < mc {
-					dp[i] = &dst[d0+(c0+i)*ldd+r0]
+					dp[i] = (*float32)(unsafe.Add(db, 4*(d0+(c0+i)*ldd+r0)))
 				}
 			}
 			tr16(&dp, &sp, 1<<mc-1, 1<<mr-1)
+			if c0+L < cols {
+				// Still inside the rows: the next block's columns.
+				for i := range mr {
+					sp[i] = (*float32)(unsafe.Add(unsafe.Pointer(sp[i]), 4*L))
+				}
+			}
+		}
+	}
+	for r := r0; r < rows; r++ {
+		for c, v := range src[s0+r*lds:][:cols] {
+			dst[d0+c*ldd+r] = v
 		}
 	}
 }
+
+// transposeTail is the most rows that transpose copies one by one rather
+// than through a block of sixteen.
+const transposeTail = 2
 
 func (s *strided) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
 	if a[0] == 1 {

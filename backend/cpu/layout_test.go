@@ -110,6 +110,47 @@ func TestTranspose(t *testing.T) {
 	}
 }
 
+// TestTransposeBlocks checks transpose itself against the element-by-
+// element definition: bands of sixteen rows, tails of one to fifteen rows
+// (those of at most transposeTail go element by element), clipped
+// columns, a negative source stride, and nothing written outside the
+// destination's elements.
+func TestTransposeBlocks(t *testing.T) {
+	if !dw512 {
+		t.Skip("no AVX-512 kernels")
+	}
+	for _, c := range []struct{ rows, cols, lds, ldd int }{
+		{1, 7, 9, 3}, {2, 16, 20, 5}, {3, 17, 17, 4}, {16, 16, 16, 16},
+		{17, 33, 40, 20}, {18, 5, 5, 18}, {49, 480, 960, 49}, {49, 40, -41, 50},
+		{31, 1, 3, 31},
+	} {
+		t.Run(fmt.Sprintf("%dx%d/lds=%d", c.rows, c.cols, c.lds), func(t *testing.T) {
+			s0 := 0
+			if c.lds < 0 {
+				s0 = (c.rows - 1) * -c.lds
+			}
+			src := randF32(s0 + max(c.lds, -c.lds)*(c.rows-1) + c.cols + 3)
+			const d0 = 5
+			dst := make([]float32, d0+c.ldd*(c.cols-1)+c.rows+7)
+			for i := range dst {
+				dst[i] = -1
+			}
+			want := append([]float32(nil), dst...)
+			for r := range c.rows {
+				for j := range c.cols {
+					want[d0+j*c.ldd+r] = src[s0+r*c.lds+j]
+				}
+			}
+			transpose(dst, d0, c.ldd, src, s0, c.lds, c.rows, c.cols)
+			for i := range want {
+				if dst[i] != want[i] {
+					t.Fatalf("dst[%d] = %v, want %v", i, dst[i], want[i])
+				}
+			}
+		})
+	}
+}
+
 func TestSlice(t *testing.T) {
 	shape := []int64{5, 6, 7}
 	cases := []struct {
