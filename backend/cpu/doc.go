@@ -25,9 +25,10 @@
 // worker's own scratch area, from a zero-padded copy of the rows it
 // reads; a 1×1 convolution reads its input in place, or, on 1×1 planes,
 // runs with the images as the product's rows. With AVX-512, a 3×3
-// convolution of unit stride and at least 32 channels each way runs as
-// Winograd F(2×2, 3×3): sixteen products of transformed filters and
-// tiles, block by block of tiles (winograd.go). A depthwise
+// convolution of unit stride, at least 32 channels each way and at least
+// 32 output tiles of 2×2 runs as Winograd F(2×2, 3×3): sixteen products
+// of transformed filters and tiles, block by block of tiles
+// (winograd.go). A depthwise
 // convolution runs in bands of output rows on AVX2/AVX-512 kernels (3×3
 // ones on AVX-512 four rows at a time, each input row loaded once), or,
 // on small planes, sixteen channels at a time interleaved in registers
