@@ -82,19 +82,27 @@ type winograd struct {
 
 // winogradFits reports whether k runs as Winograd F(2×2, 3×3): a 2-D 3×3
 // convolution with unit strides and dilations, one group, constant
-// weights and enough channels, on a machine with the AVX-512 kernels.
+// weights, enough channels and tiles, on a machine with the AVX-512
+// kernels.
 func (k *convKernel) winogradFits(constW bool) bool {
+	tw, th := k.wgTileGrid()
 	return winogradOn && dw512 && useAVX512Kernel && constW && k.g == 1 && !k.depthwise &&
 		k.in[0] == 1 && k.kern == [3]int{1, 3, 3} && k.stride == [3]int{1, 1, 1} && k.dil == [3]int{1, 1, 1} &&
-		k.pad[1] >= 0 && k.pad[2] >= 0 && k.out[1] >= 2 && k.out[2] >= 2 && ceilDiv(k.out[2], 2) <= wgMaxTileRow &&
+		k.pad[1] >= 0 && k.pad[2] >= 0 && k.out[1] >= 2 && k.out[2] >= 2 && tw <= wgMaxTileRow &&
 		k.c >= wgMinChannels && k.m >= wgMinChannels && k.c+k.m <= wgMaxChannels && k.pro == nil &&
-		ceilDiv(k.out[1], 2)*ceilDiv(k.out[2], 2) >= wgMinTiles
+		tw*th >= wgMinTiles
+}
+
+// wgTileGrid is the output's 2×2 tiles: tw to a tile row, th rows.
+func (k *convKernel) wgTileGrid() (tw, th int) {
+	return ceilDiv(k.out[2], 2), ceilDiv(k.out[1], 2)
 }
 
 // buildWinograd sets k.wg from the weights w and returns the scratch, in
 // floats, that a run on threads workers takes.
 func (k *convKernel) buildWinograd(w f32src, threads int) int {
-	g := &winograd{tw: ceilDiv(k.out[2], 2), th: ceilDiv(k.out[1], 2)}
+	g := &winograd{}
+	g.tw, g.th = k.wgTileGrid()
 	g.t = g.tw * g.th
 	// Equal blocks of whole pairs of vectors of tiles (the products'
 	// widest micro-tiles), about as large as the bound allows.
