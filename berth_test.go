@@ -177,6 +177,25 @@ func TestFixturesMatchPyTorch(t *testing.T) {
 	}
 }
 
+// TestMergedShortcut checks that loading the bottleneck fixture merges
+// its first block's last 1×1 convolution and the 1×1 projection added to
+// it into one convolution over both inputs (passes.MergePointwiseSums),
+// so that TestFixturesMatchPyTorch holds the merged graph to PyTorch's
+// outputs. The second block's projection is strided and stays a
+// convolution of its own.
+func TestMergedShortcut(t *testing.T) {
+	m, err := berth.Load("testdata/models/bottleneck/model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ops := m.Graph().OpCounts()
+	// The stem, three in the first block, four in the second.
+	if ops["Concat"] != 1 || ops["Conv"] != 1+3+4 || ops["Add"] != 1 {
+		t.Fatalf("ops after loading %v: want one Concat, 8 Conv, one Add", ops)
+	}
+}
+
 func TestEmbeddedDemoMatchesPyTorch(t *testing.T) {
 	m, err := berth.LoadBytes(demo.Model(), "")
 	if err != nil {

@@ -116,6 +116,18 @@ func (g *Graph) NewTensor(name string, dt DType, shape Shape, data []byte) Tenso
 	return g.AddTensor(Tensor{Name: name, DType: dt, Shape: shape, Data: data, Producer: -1})
 }
 
+// SetProducers sets every tensor's Producer from the nodes' outputs (after
+// the nodes were reordered), leaving the others as they are.
+func (g *Graph) SetProducers() {
+	for i := range g.Nodes {
+		for _, out := range g.Nodes[i].Outputs {
+			if out != NoTensor {
+				g.Tensors[out].Producer = i
+			}
+		}
+	}
+}
+
 // Opset returns the opset version imported for the default ONNX domain.
 func (g *Graph) Opset() int64 {
 	if v, ok := g.Opsets[""]; ok {

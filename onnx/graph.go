@@ -246,13 +246,7 @@ func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
 		return err
 	}
 	g.Nodes = sorted
-	for i := range g.Nodes {
-		for _, out := range g.Nodes[i].Outputs {
-			if out != ir.NoTensor {
-				g.Tensors[out].Producer = i
-			}
-		}
-	}
+	g.SetProducers()
 	return nil
 }
 

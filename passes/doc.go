@@ -18,6 +18,13 @@
 //     prepared like a main graph (inferred, folded, pruned) before its own
 //     outputs are inferred. A Loop that only its condition bounds never
 //     runs at load time.
+//   - MergePointwiseSums: a sum of two 1×1 convolutions of unit stride
+//     (ResNet's first bottleneck block adds its projection shortcut to its
+//     last convolution so) becomes one convolution over the two inputs
+//     concatenated along the channels, with the weights side by side and
+//     the biases summed: one product of depth C1+C2 instead of two
+//     products and an Add, and no intermediate output. The planner lets
+//     the inputs' producers write straight into the Concat's output.
 //   - EliminateDeadCode: drops folded nodes and nodes that no graph output
 //     depends on, and compacts the tensor table to what remains in use.
 //   - MaterializeOutputs: makes every graph output a distinct tensor

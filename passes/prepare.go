@@ -25,15 +25,17 @@ var ErrNoFold = errors.New("node not folded")
 // than stored as constants.
 const MaxFoldBytes = 16 << 20
 
-// Prepare infers every tensor's type and shape, folds constants, removes
-// dead code, materializes the graph outputs and verifies the result. eval
-// may be nil: then only Shape nodes and views of constants fold.
+// Prepare infers every tensor's type and shape, folds constants, merges
+// sums of pointwise convolutions, removes dead code, materializes the
+// graph outputs and verifies the result. eval may be nil: then only Shape
+// nodes and views of constants fold.
 //
 // Prepare renumbers nodes and tensors. Errors name the node at fault.
 func Prepare(g *ir.Graph, eval Evaluator) error {
 	if err := Fold(g, eval); err != nil {
 		return err
 	}
+	MergePointwiseSums(g)
 	EliminateDeadCode(g)
 	MaterializeOutputs(g)
 	if err := ir.Verify(g); err != nil {

@@ -16,6 +16,11 @@ Fixtures:
     resnet     ResNet-style CNN (Conv, BatchNormalization, MaxPool, residual
                blocks incl. a strided 1x1 projection, GlobalAveragePool, Gemm),
                opset 13
+    bottleneck ResNet-50-style bottleneck blocks (1x1, 3x3, 1x1 with a 1x1
+               projection shortcut, the second block strided), exported in
+               eval form so that the batch norms fold into the convolutions
+               and each block's last convolution and its shortcut meet at
+               an Add, opset 13
     mobilenet  MobileNetV2-style CNN (inverted residuals, depthwise conv,
                ReLU6/Clip, HardSwish, squeeze-excite with Sigmoid and
                HardSigmoid), opset 13
@@ -38,8 +43,8 @@ The script fails (non-zero exit) if an exported graph uses an op type outside
 the set the runtime supports. If onnxruntime happens to be importable, the
 exported models are also run with it and compared against PyTorch.
 
-Run from the repository root:
-    /usr/bin/python3 scripts/gen_fixtures.py
+Run from the repository root (naming fixtures generates only those):
+    /usr/bin/python3 scripts/gen_fixtures.py [NAME ...]
 
 Requires the Debian packages python3-torch, python3-onnx and python3-numpy.
 """
@@ -122,26 +127,51 @@ class BasicBlock(nn.Module):
 
 
 class ResNet(nn.Module):
-    def __init__(self, num_classes=10):
+    """A stem, residual blocks, a global average pool and a classifier
+    (layers builds the blocks; features is the last block's width)."""
+
+    def __init__(self, num_classes=10, pool_stem=True, layers=None, features=32):
         super().__init__()
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, 16, 3, 1, 1, bias=False),
-            nn.BatchNorm2d(16),
-            nn.ReLU(),
-            nn.MaxPool2d(3, 2, 1),
-        )
-        self.layers = nn.Sequential(
+        stem = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+        if pool_stem:
+            stem.append(nn.MaxPool2d(3, 2, 1))
+        self.stem = nn.Sequential(*stem)
+        self.layers = (layers or (lambda: nn.Sequential(
             BasicBlock(16, 16, 1),
             BasicBlock(16, 32, 2),
             BasicBlock(32, 32, 1),
-        )
+        )))()
         self.pool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(32, num_classes)
+        self.fc = nn.Linear(features, num_classes)
 
     def forward(self, x):
         x = self.layers(self.stem(x))
         x = torch.flatten(self.pool(x), 1)
         return self.fc(x)
+
+
+class Bottleneck(nn.Module):
+    """ResNet-50's block: 1×1, 3×3 (with the stride), 1×1, and a 1×1
+    projection shortcut added to the last convolution."""
+
+    def __init__(self, cin, mid, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, mid, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(mid)
+        self.conv2 = nn.Conv2d(mid, mid, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(mid)
+        self.conv3 = nn.Conv2d(mid, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential(
+            nn.Conv2d(cin, cout, 1, stride, bias=False),
+            nn.BatchNorm2d(cout),
+        )
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return F.relu(out + self.shortcut(x))
 
 
 # ---------------------------------------------------------------------------
@@ -421,6 +451,20 @@ def make_resnet():
                 training=torch.onnx.TrainingMode.PRESERVE)
 
 
+def make_bottleneck():
+    model = ResNet(pool_stem=False, features=64, layers=lambda: nn.Sequential(
+        Bottleneck(16, 8, 32, 1),
+        Bottleneck(32, 16, 64, 2),
+    ))
+    randomize_norms(model)
+    x = torch.randn(1, 3, 16, 16)
+    # Exported in eval form: the batch norms fold into the convolutions,
+    # so each block's last convolution and its shortcut meet at an Add.
+    return dict(model=model, inputs=(x,), input_names=["image"],
+                output_names=["logits"], opset=13,
+                training=torch.onnx.TrainingMode.EVAL)
+
+
 def make_mobilenet():
     model = MobileNet()
     randomize_norms(model)
@@ -473,6 +517,7 @@ def make_qdq_cnn():
 
 FIXTURES = [
     ("resnet", make_resnet),
+    ("bottleneck", make_bottleneck),
     ("mobilenet", make_mobilenet),
     ("bert", make_bert),
     ("gpt", make_gpt),
@@ -613,8 +658,10 @@ def generate(name, factory):
 def main():
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
+    only = set(sys.argv[1:])
     for name, factory in FIXTURES:
-        generate(name, factory)
+        if not only or name in only:
+            generate(name, factory)
     return 0
 
 

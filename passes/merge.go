@@ -1,0 +1,218 @@
+package passes
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// MergePointwiseSums rewrites every sum of two pointwise convolutions,
+//
+//	Add(Conv(x1, W1, b1), Conv(x2, W2, b2)),
+//
+// into one convolution over the inputs side by side,
+//
+//	Conv(Concat(x1, x2), W1‖W2, b1+b2),
+//
+// which is the same function: the product's depth is C1+C2 instead of two
+// products of C1 and C2, and the two M-channel outputs are never written
+// and read back (a ResNet's first bottleneck block adds its projection
+// shortcut to its last convolution this way, both 1×1 from 64 channels
+// to 256 at 56²). The Concat costs nothing where the planner lets x1's
+// and x2's producers write straight into its output (plan.SharePieces),
+// and at most what the sum saved where it does not: a pair is merged only
+// when C1+C2 ≤ M. The sums round in another order than the two products
+// and the Add did.
+//
+// A pair qualifies when both convolutions are float32, of the default
+// domain, 1×1 in every spatial dimension, of unit strides and dilations,
+// no padding and one group, with constant weights (and biases, where
+// given), read different inputs of the same shape but for the channels,
+// and write outputs of the same shape that only the Add reads and that
+// are not graph outputs. The Add's output keeps its tensor; the two
+// convolutions are left without readers, for EliminateDeadCode. It
+// returns the number of pairs merged.
+func MergePointwiseSums(g *ir.Graph) int {
+	readers := g.Consumers()
+	producer := make([]int, len(g.Tensors))
+	for i := range producer {
+		producer[i] = -1
+	}
+	for i := range g.Nodes {
+		for _, o := range g.Nodes[i].Outputs {
+			if o != ir.NoTensor {
+				producer[o] = i
+			}
+		}
+	}
+	isOut := make([]bool, len(g.Tensors))
+	for _, o := range g.Outputs {
+		isOut[o] = true
+	}
+	// operand returns the convolution that writes id, if it is one that
+	// a merge may take.
+	operand := func(id ir.TensorID) *ir.Node {
+		if id == ir.NoTensor || isOut[id] || len(readers[id]) != 1 || producer[id] < 0 {
+			return nil
+		}
+		n := &g.Nodes[producer[id]]
+		if !pointwiseConv(g, n) {
+			return nil
+		}
+		return n
+	}
+	var merged int
+	nodes := make([]ir.Node, 0, len(g.Nodes))
+	for i := range g.Nodes {
+		add := g.Nodes[i]
+		if add.Op != "Add" || !add.DefaultDomain() || len(add.Inputs) != 2 || len(add.Outputs) != 1 || add.Implicit != 0 {
+			nodes = append(nodes, add)
+			continue
+		}
+		a, b := operand(add.Inputs[0]), operand(add.Inputs[1])
+		if a == nil || b == nil || a == b || !mergeable(g, a, b, add.Outputs[0]) {
+			nodes = append(nodes, add)
+			continue
+		}
+		x1, x2 := g.Tensor(a.Inputs[0]), g.Tensor(b.Inputs[0])
+		shape := append(ir.Shape(nil), x1.Shape...)
+		shape[1] += x2.Shape[1]
+		y := g.Tensor(add.Outputs[0])
+		cat := g.AddTensor(ir.Tensor{Name: y.Name + "/inputs", DType: ir.Float32, Shape: shape, Producer: -1})
+		ws := make(ir.Shape, len(shape))
+		ws[0], ws[1] = y.Shape[1], shape[1]
+		for k := 2; k < len(ws); k++ {
+			ws[k] = 1
+		}
+		w := g.NewTensor(y.Name+"/weights", ir.Float32, ws, sideBySide(g, a, b))
+		bias := g.NewTensor(y.Name+"/bias", ir.Float32, ir.Shape{y.Shape[1]}, biasSum(g, a, b, int(y.Shape[1])))
+		nodes = append(nodes,
+			ir.Node{Name: add.Name + "/concat", Op: "Concat", Inputs: []ir.TensorID{a.Inputs[0], b.Inputs[0]}, Outputs: []ir.TensorID{cat},
+				Attrs: ir.Attrs{"axis": {Kind: ir.AttrInt, Int: 1}}},
+			ir.Node{Name: a.Name + "+" + b.Name, Op: "Conv", Inputs: []ir.TensorID{cat, w, bias}, Outputs: add.Outputs,
+				Attrs: ir.Attrs{"group": {Kind: ir.AttrInt, Int: 1}}})
+		// The two convolutions stay in place without readers.
+		merged++
+	}
+	if merged == 0 {
+		return 0
+	}
+	g.Nodes = nodes
+	g.SetProducers()
+	return merged
+}
+
+// pointwiseConv reports whether n is a convolution that
+// MergePointwiseSums may merge, taken alone.
+func pointwiseConv(g *ir.Graph, n *ir.Node) bool {
+	if n.Op != "Conv" || !n.DefaultDomain() || len(n.Inputs) < 2 || len(n.Inputs) > 3 || len(n.Outputs) != 1 || n.Implicit != 0 {
+		return false
+	}
+	x, w := n.Inputs[0], n.Inputs[1]
+	if x == ir.NoTensor || w == ir.NoTensor || g.Tensor(x).IsConst() || !g.Tensor(w).IsConst() {
+		return false
+	}
+	ws, xs, ys := g.Tensor(w).Shape, g.Tensor(x).Shape, g.Tensor(n.Outputs[0]).Shape
+	r := len(xs)
+	if r < 3 || len(ws) != r || len(ys) != r || ws[1] != xs[1] || ys[1] != ws[0] || ys[0] != xs[0] {
+		return false
+	}
+	for k := 2; k < r; k++ {
+		if ws[k] != 1 || xs[k] != ys[k] {
+			return false
+		}
+	}
+	for _, id := range []ir.TensorID{x, w, n.Outputs[0]} {
+		if g.Tensor(id).DType != ir.Float32 {
+			return false
+		}
+	}
+	if b := n.Input(2); b != ir.NoTensor {
+		if t := g.Tensor(b); !t.IsConst() || t.DType != ir.Float32 || t.Shape.Elements() != ws[0] {
+			return false
+		}
+	}
+	for name, a := range n.Attrs {
+		switch name {
+		case "group":
+			if a.Kind != ir.AttrInt || a.Int != 1 {
+				return false
+			}
+		case "auto_pad":
+			if a.Kind != ir.AttrString || a.String != "NOTSET" && a.String != "VALID" {
+				return false
+			}
+		case "kernel_shape", "strides", "dilations", "pads":
+			want := int64(1)
+			if name == "pads" {
+				want = 0
+			}
+			if a.Kind != ir.AttrInts {
+				return false
+			}
+			for _, v := range a.Ints {
+				if v != want {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// mergeable reports whether the pointwise convolutions a and b, whose
+// outputs an Add writing y sums, may become one: different inputs of the
+// same shape but for the channels, the same output shape as y's, and
+// together no more input channels than output channels.
+func mergeable(g *ir.Graph, a, b *ir.Node, y ir.TensorID) bool {
+	if a.Inputs[0] == b.Inputs[0] {
+		return false
+	}
+	x1, x2 := g.Tensor(a.Inputs[0]).Shape, g.Tensor(b.Inputs[0]).Shape
+	ya, yb, ys := g.Tensor(a.Outputs[0]).Shape, g.Tensor(b.Outputs[0]).Shape, g.Tensor(y).Shape
+	if !ya.Equal(yb) || !ya.Equal(ys) || g.Tensor(y).DType != ir.Float32 || len(x1) != len(x2) {
+		return false
+	}
+	for k := range x1 {
+		if k != 1 && x1[k] != x2[k] {
+			return false
+		}
+	}
+	return x1[1]+x2[1] <= ys[1]
+}
+
+// sideBySide is the weights of a and b as one M×(C1+C2)×1… tensor: row m
+// is a's row m followed by b's.
+func sideBySide(g *ir.Graph, a, b *ir.Node) []byte {
+	wa, wb := g.Tensor(a.Inputs[1]), g.Tensor(b.Inputs[1])
+	m := int(wa.Shape[0])
+	ra, rb := len(wa.Data)/m, len(wb.Data)/m
+	out := make([]byte, m*(ra+rb))
+	for i := range m {
+		copy(out[i*(ra+rb):], wa.Data[i*ra:(i+1)*ra])
+		copy(out[i*(ra+rb)+ra:], wb.Data[i*rb:(i+1)*rb])
+	}
+	return out
+}
+
+// biasSum is the sum of a's and b's biases (zeros where one has none), m
+// float32 values.
+func biasSum(g *ir.Graph, a, b *ir.Node, m int) []byte {
+	out := make([]byte, 4*m)
+	sum := make([]float32, m)
+	for _, n := range []*ir.Node{a, b} {
+		if id := n.Input(2); id != ir.NoTensor {
+			d := g.Tensor(id).Data
+			for i := range sum {
+				sum[i] += math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:]))
+			}
+		}
+	}
+	for i, v := range sum {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+	}
+	return out
+}
