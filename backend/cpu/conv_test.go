@@ -258,6 +258,7 @@ func TestConvBlocking(t *testing.T) {
 		{name: "pointwise 1x1 planes batch 8", x: ints64(8, 33, 1, 1), m: 70, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
 		{name: "pointwise 1x1 planes deep", x: ints64(1, 600, 1, 1), m: 20, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: false, constW: true},
 		{name: "pointwise raw pairs and packed tail", x: ints64(2, 70, 28, 28), m: 40, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
+		{name: "pointwise raw rows 256 bytes apart", x: ints64(1, 203, 8, 16), m: 30, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
 		{name: "pointwise shallow wide blocks", x: ints64(1, 16, 70, 71), m: 26, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
 		{name: "pointwise shallow blocks walked by rows", x: ints64(1, 24, 90, 91), m: 50, group: 1, kern: ints64(1, 1), strides: one, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},
 		{name: "1x1 s2 odd sizes batch", x: ints64(2, 40, 15, 13), m: 24, group: 1, kern: ints64(1, 1), strides: two, dil: one, pads: ints64(0, 0, 0, 0), bias: true, constW: true},

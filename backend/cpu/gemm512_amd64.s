@@ -53,6 +53,16 @@
 // The 12×32 kernel's step: B in Z24:Z25, A in Z26..Z31.
 #define STEP512(aoff) STEPROWS(aoff, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
 
+// Four steps of the 12×32 kernel, A moved on past them.
+#define FOURSTEPS \
+	STEP512(0);      \
+	STEP512(24);     \
+	STEP512(48);     \
+	STEP512(72);     \
+	ADDQ $96, SI;    \
+	ADDQ $96, R11;   \
+	SUBQ $4, CX
+
 // The 13×32 kernel's step: row 12 (A at aoff(R14)) in Z24:Z25, so B in
 // Z26:Z27 and A in Z28..Z31.
 #define STEP13(aoff) \
@@ -224,6 +234,10 @@
 	ADDQ       $256, R10; \
 	DECQ       BX
 
+// rawAheadMin is the fewest steps for which sgemm12x32 fetches the rows
+// of an unpacked B ahead itself (loopRaw).
+#define rawAheadMin 128
+
 // func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int, a2 *float32, pfstep int)
 //
 // With a2 not nil, a thirteenth row (A at a2, 6 floats a step like a0's)
@@ -312,6 +326,51 @@ touched:
 	TESTQ  R14, R14
 	JNE    rows13
 
+	// An unpacked B whose rows lie a multiple of 256 bytes apart (the
+	// planes of a 56² image) puts every row's two lines into the same
+	// half of L1's sets: a deep slice of it does not stay there from
+	// one micro-tile to the next, and the rows, far apart, are not
+	// fetched ahead by the hardware. loopRaw asks for them itself,
+	// eight steps ahead, in DX (C's row, reloaded before the store)
+	// with R8 (eight rows of B; ldc reloaded too).
+	CMPQ  CX, $rawAheadMin
+	JLT   loop4
+	TESTQ $255, R13
+	JNE   loop4
+	MOVQ R13, R8
+	SHLQ $3, R8
+
+loopRaw:
+	CMPQ       CX, $4
+	JLT        rawDone
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2048(R11)
+	TESTQ      BX, BX
+	JEQ        nopfRaw
+	HINTSS
+
+nopfRaw:
+	LEAQ       (DI)(R8*1), DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 64(DX)
+	ADDQ       R13, DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 64(DX)
+	ADDQ       R13, DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 64(DX)
+	ADDQ       R13, DX
+	PREFETCHT0 (DX)
+	PREFETCHT0 64(DX)
+	FOURSTEPS
+	JMP        loopRaw
+
+rawDone:
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
+	SHLQ $2, R8
+	JMP  tail
+
 loop4:
 	CMPQ       CX, $4
 	JLT        tail
@@ -322,13 +381,7 @@ loop4:
 	HINTSS
 
 nopf:
-	STEP512(0)
-	STEP512(24)
-	STEP512(48)
-	STEP512(72)
-	ADDQ       $96, SI
-	ADDQ       $96, R11
-	SUBQ       $4, CX
+	FOURSTEPS
 	JMP        loop4
 
 tail:
