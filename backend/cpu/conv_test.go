@@ -3,6 +3,7 @@ package cpu
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/berth-ml/berth/ir"
@@ -546,14 +547,26 @@ func TestConvSplitK(t *testing.T) {
 		g, n := tg.g, &tg.g.Nodes[1]
 		xv := randF32(int(c.ch * c.h * c.w))
 		sp := int(c.h * c.w)
+		// The products are up to 1100 deep: float32 sums of that many
+		// terms of [-1, 1)² drift from the exact value by about the unit
+		// roundoff times the root sum of squares of the partial sums (a
+		// random walk of rounding errors), which for 960 terms is about
+		// 1.4e-5, and a sequential float32 sum exceeds a fixed 1e-5 in
+		// about one sum of ten thousand. Each value may be off by six
+		// times that, or 1e-5 where that is less; a wrong or missing
+		// slice, or term, is off by far more.
 		want := make([]float64, int(c.m)*sp)
+		bound := make([]float64, len(want))
 		for o := range int(c.m) {
 			for p := range sp {
 				s := float64(bv[o])
+				var sq float64
 				for i := range int(c.ch) {
 					s += float64(wv[o*int(c.ch)+i]) * float64(xv[i*sp+p])
+					sq += s * s
 				}
 				want[o*sp+p] = s
+				bound[o*sp+p] = max(1e-5, 6*0x1p-24*math.Sqrt(sq))
 			}
 		}
 		var one []byte
@@ -581,7 +594,11 @@ func TestConvSplitK(t *testing.T) {
 				sc := poisoned(scratch)
 				k.Run(pool, in, [][]byte{y}, sc)
 				k.Run(pool, in, [][]byte{y}, sc)
-				near(t, "Y", asF32(y), want, 1e-5, 1e-5)
+				for i, g := range asF32(y) {
+					if d := math.Abs(float64(g) - want[i]); !(d <= 1e-5*math.Abs(want[i])+bound[i]) {
+						t.Fatalf("Y[%d] = %v, want %v (off by %.3g, bound %.3g)", i, g, want[i], d, bound[i])
+					}
+				}
 				if th == 1 {
 					one = append([]byte(nil), y...)
 				} else if !bytes.Equal(y, one) {
