@@ -452,8 +452,17 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			pf0, pf1, n := part(p)
 			return pf0, pf1, ceilDiv(n, lines), true
 		}
+		// A last pair that C's bottom edge cuts inside its second panel
+		// (32 rows: the pair of rows 24-35) runs as two 6×32 tiles, the
+		// first written in place: only the second goes through the
+		// buffer and back (a shallow product such as a 27-deep stem
+		// spent a tenth of its time copying clipped tiles).
+		pairEnd := pairs
+		if pairs == p1 && pairs-p0 >= 2 && (pairs-p0)%2 == 0 && (pairs-1)*gemmMR < g.m && g.m < pairs*gemmMR {
+			pairEnd = pairs - 2
+		}
 		p := p0
-		for ; p+1 < pairs; p += 2 {
+		for ; p+1 < pairEnd; p += 2 {
 			ap0, ap1 := g.aPanel(p, k0, kb), g.aPanel(p+1, k0, kb)
 			i0 := p * gemmMR
 			rows, a2 := mr2, (*float32)(nil)
@@ -484,7 +493,7 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 				clipped(i0, j0, rows, nr2)
 			}
 		}
-		if p < pairs {
+		for ; p < pairs; p++ {
 			ap, i0 := g.aPanel(p, k0, kb), p*gemmMR
 			// Four lines of each panel every four steps.
 			pf0, pf1, pfn, ok := hintB(p, 4)
