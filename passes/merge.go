@@ -75,18 +75,19 @@ func MergePointwiseSums(g *ir.Graph) int {
 			nodes = append(nodes, add)
 			continue
 		}
-		x1, x2 := g.Tensor(a.Inputs[0]), g.Tensor(b.Inputs[0])
-		shape := append(ir.Shape(nil), x1.Shape...)
-		shape[1] += x2.Shape[1]
-		y := g.Tensor(add.Outputs[0])
-		cat := g.AddTensor(ir.Tensor{Name: y.Name + "/inputs", DType: ir.Float32, Shape: shape, Producer: -1})
+		// Read before the new tensors are appended (which may move the
+		// table).
+		shape := append(ir.Shape(nil), g.Tensor(a.Inputs[0]).Shape...)
+		shape[1] += g.Tensor(b.Inputs[0]).Shape[1]
+		name, m := g.Tensor(add.Outputs[0]).Name, g.Tensor(add.Outputs[0]).Shape[1]
 		ws := make(ir.Shape, len(shape))
-		ws[0], ws[1] = y.Shape[1], shape[1]
+		ws[0], ws[1] = m, shape[1]
 		for k := 2; k < len(ws); k++ {
 			ws[k] = 1
 		}
-		w := g.NewTensor(y.Name+"/weights", ir.Float32, ws, sideBySide(g, a, b))
-		bias := g.NewTensor(y.Name+"/bias", ir.Float32, ir.Shape{y.Shape[1]}, biasSum(g, a, b, int(y.Shape[1])))
+		cat := g.AddTensor(ir.Tensor{Name: name + "/inputs", DType: ir.Float32, Shape: shape, Producer: -1})
+		w := g.NewTensor(name+"/weights", ir.Float32, ws, sideBySide(g, a, b))
+		bias := g.NewTensor(name+"/bias", ir.Float32, ir.Shape{m}, biasSum(g, a, b, int(m)))
 		nodes = append(nodes,
 			ir.Node{Name: add.Name + "/concat", Op: "Concat", Inputs: []ir.TensorID{a.Inputs[0], b.Inputs[0]}, Outputs: []ir.TensorID{cat},
 				Attrs: ir.Attrs{"axis": {Kind: ir.AttrInt, Int: 1}}},
@@ -166,7 +167,8 @@ func pointwiseConv(g *ir.Graph, n *ir.Node) bool {
 // mergeable reports whether the pointwise convolutions a and b, whose
 // outputs an Add writing y sums, may become one: different inputs of the
 // same shape but for the channels, the same output shape as y's, and
-// together no more input channels than output channels.
+// together no more input channels (at least one each) than output
+// channels.
 func mergeable(g *ir.Graph, a, b *ir.Node, y ir.TensorID) bool {
 	if a.Inputs[0] == b.Inputs[0] {
 		return false
@@ -181,7 +183,7 @@ func mergeable(g *ir.Graph, a, b *ir.Node, y ir.TensorID) bool {
 			return false
 		}
 	}
-	return x1[1]+x2[1] <= ys[1]
+	return x1[1] > 0 && x2[1] > 0 && x1[1]+x2[1] <= ys[1]
 }
 
 // sideBySide is the weights of a and b as one M×(C1+C2)×1… tensor: row m

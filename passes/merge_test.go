@@ -65,6 +65,8 @@ func TestMergePointwiseSums(t *testing.T) {
 			wantOpsPrepare: []string{"Concat", "Conv", "Relu"}},
 		{name: "more input channels than output", c1: 8, c2: 8, m: 12, h: 3,
 			wantOpsPrepare: []string{"Conv", "Conv", "Add", "Relu"}},
+		{name: "no channels at all", c1: 0, c2: 0, m: 0, h: 3,
+			wantOpsPrepare: []string{"Conv", "Conv", "Add", "Relu"}},
 		{name: "strided", c1: 4, c2: 4, m: 16, h: 4,
 			mutate: func(b *builder, a, c *ir.Node, _ ir.TensorID) {
 				c.Attrs["strides"] = ir.Attr{Kind: ir.AttrInts, Ints: []int64{2, 2}}
