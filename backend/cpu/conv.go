@@ -760,9 +760,10 @@ func (k *convKernel) chunks(xg, wp, bias, buf []float32, g *gemm, n, gi, p0, p1,
 	}
 }
 
-// splitKSlices is worker wi's k slices of p, [s0, s1).
-func (k *convKernel) splitKSlices(wi, p int) (s0, s1 int) {
-	n := ceilDiv(k.kdim, k.kc)
+// splitKSlices is worker wi's k slices of p, [s0, s1), the product cut
+// into slices kc deep (splitK's kc, tSplitK's tKC).
+func (k *convKernel) splitKSlices(kc, wi, p int) (s0, s1 int) {
+	n := ceilDiv(k.kdim, kc)
 	return wi * n / p, (wi + 1) * n / p
 }
 
@@ -773,7 +774,7 @@ func (k *convKernel) splitKSlices(wi, p int) (s0, s1 int) {
 // (slice s at partOff + (s-1)·m·outSp), which splitKSum adds to C in the
 // slices' order: the same sums, rounded the same way, as on one thread.
 func (k *convKernel) splitK(x, y, bias, sc []float32, wi, p int) {
-	s0, s1 := k.splitKSlices(wi, p)
+	s0, s1 := k.splitKSlices(k.kc, wi, p)
 	buf := sc[k.bOff+wi*k.per:][:k.per]
 	pm := ceilDiv(k.m, gemmMR)
 	for j0 := 0; j0 < k.outSp; j0 += k.nc {
@@ -805,7 +806,7 @@ func (k *convKernel) splitKSum(y, sc []float32, in, out [][]byte, wi, p int) {
 	}
 	sp := k.outSp
 	yr := y[r0*sp : r1*sp]
-	_, first := k.splitKSlices(0, p)
+	_, first := k.splitKSlices(k.kc, 0, p)
 	for sl := first; sl < ceilDiv(k.kdim, k.kc); sl++ {
 		part := sc[k.partOff+(sl-1)*k.m*sp:][:k.m*sp]
 		addF32(yr, yr, part[r0*sp:r1*sp], 1, 1)
@@ -834,8 +835,7 @@ func (k *convKernel) tAFloats() int { return roundUp(packedASize(k.outSp, k.tKC)
 // the others each slice into a partial product of its own.
 func (k *convKernel) tSplitK(x, bias, sc []float32, wi, p int) {
 	hw, m := k.outSp, k.m
-	n := ceilDiv(k.kdim, k.tKC)
-	s0, s1 := wi*n/p, (wi+1)*n/p
+	s0, s1 := k.splitKSlices(k.tKC, wi, p)
 	a := sc[wi*k.tAFloats():][:k.tAFloats()]
 	ct := sc[k.tOff:][:hw*m]
 	for sl := s0; sl < s1; sl++ {
@@ -866,7 +866,7 @@ func (k *convKernel) tSplitKSum(in, out [][]byte, sc []float32, wi, p int) {
 	}
 	ct := sc[k.tOff:][:hw*m]
 	n := ceilDiv(k.kdim, k.tKC)
-	first := n / p
+	_, first := k.splitKSlices(k.tKC, 0, p)
 	for r := range hw {
 		row := ct[r*m+j0 : r*m+j1]
 		for sl := first; sl < n; sl++ {
