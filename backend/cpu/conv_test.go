@@ -408,7 +408,15 @@ func TestDepthwiseFast(t *testing.T) {
 // gives the reference exactly, and a wrong index cannot hide in rounding.
 func testConvFor(t *testing.T, c convCase, built, threads int) {
 	cg := buildConvCase(c, randQuarters)
-	x, w, b, ys := cg.x, cg.w, cg.b, cg.ys
+	y := runConvCase(t, c, cg, built, threads)
+	near(t, "Y", y, refConv(c, cg.x, cg.w, cg.b, cg.pads, cg.ys), 0, 0) // exact: see above
+}
+
+// runConvCase runs cg's convolution, built for built threads, twice on a
+// pool of threads workers, and returns its output.
+func runConvCase(t *testing.T, c convCase, cg convCaseGraph, built, threads int) []float32 {
+	t.Helper()
+	x, b, ys := cg.x, cg.b, cg.ys
 	k, scratch, err := BuildFor(cg.tg.g, cg.n, built)
 	if err != nil {
 		t.Fatalf("BuildFor: %v", err)
@@ -432,7 +440,7 @@ func testConvFor(t *testing.T, c convCase, built, threads int) {
 	sc := poisoned(scratch)
 	k.Run(pool, in, [][]byte{y}, sc)
 	k.Run(pool, in, [][]byte{y}, sc)
-	near(t, "Y", asF32(y), refConv(c, x, w, b, cg.pads, ys), 0, 0) // exact: see above
+	return asF32(y)
 }
 
 // randQuarters returns n random multiples of 1/4 in [-1, 1].

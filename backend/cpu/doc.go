@@ -27,7 +27,9 @@
 // runs with the images as the product's rows. With AVX-512, a 3×3
 // convolution of unit stride, at least 32 channels each way and at least
 // 32 output tiles of 2×2 runs as Winograd F(2×2, 3×3): sixteen products
-// of transformed filters and tiles, block by block of tiles
+// of transformed filters and tiles, block by block of tiles, or, on
+// planes of at least 64 tiles of 4×4 with at most 512 channels in all,
+// as F(4×4, 3×3): 36 products, 2.25 times fewer multiply-adds
 // (winograd.go). A depthwise
 // convolution runs in bands of output rows on AVX2/AVX-512 kernels (3×3
 // ones on AVX-512 four rows at a time, each input row loaded once), or,

@@ -9,3 +9,11 @@ func wgIn(v *float32, vstep int, e *float32, p, n int) {
 func wgOut(y *float32, ldy int, m *float32, mstep, n, cols, rows int, lim *float32, bias float32) {
 	panic("wgOut: no assembly on this platform")
 }
+
+func wgIn4(v *float32, vstep int, e *float32, p, n int) {
+	panic("wgIn4: no assembly on this platform")
+}
+
+func wgOut4(y *float32, ldy int, m *float32, mstep, n, cols, rows int, lim *float32, bias float32) {
+	panic("wgOut4: no assembly on this platform")
+}
