@@ -2,7 +2,7 @@
 
 // The AVX-512 micro-kernel: a 12×32 tile of C from two consecutive packed
 // A panels (rows 0-5 at SI, rows 6-11 at R11) and two consecutive packed B
-// panels (columns 0-15 at DI, columns 16-31 at R12). Row i of the tile
+// panels (columns 0-15 at DI, columns 16-31 at DI+R15). Row i of the tile
 // lives in the accumulators Z(2i) (columns 0-15) and Z(2i+1) (columns
 // 16-31); Z24, Z25 hold one k step of B and Z26..Z31 the broadcast values
 // of A. The packed layout is the one of the 6×16 kernel (gemm_amd64.s).
@@ -13,15 +13,15 @@
 
 // B advances R13 bytes a k step: 64 for packed panels, a row of the
 // matrix when the kernel reads an unpacked B (the 32 columns of a row are
-// then at DI and R12 = DI+64).
+// then at DI and DI+64). Its second 16 columns lie R15 bytes after its
+// first, so that one register moves on for both.
 
-// Loads one k step of B, the 32 values at DI and R12, into b0:b1 and
-// moves both on by R13.
+// Loads one k step of B, the 32 values at DI and DI+R15, into b0:b1 and
+// moves DI on by R13.
 #define LOADB(b0, b1) \
-	VMOVUPS (DI), b0;  \
-	VMOVUPS (R12), b1; \
-	ADDQ    R13, DI;   \
-	ADDQ    R13, R12
+	VMOVUPS (DI), b0;        \
+	VMOVUPS (DI)(R15*1), b1; \
+	ADDQ    R13, DI
 
 // Broadcasts the value of A at a into t and adds its products with
 // b0:b1 into the row's accumulators r0:r1. VFMADD231PS x, y, z computes
@@ -52,6 +52,27 @@
 
 // The 12×32 kernel's step: B in Z24:Z25, A in Z26..Z31.
 #define STEP512(aoff) STEPROWS(aoff, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+
+// STEP512 on packed B panels, their k step boff bytes from DI (which does
+// not move): the loop then spends no integer operation per step, which
+// would take turns on the ports that do the multiply-adds.
+#define STEP512P(aoff, boff) \
+	VMOVUPS boff(DI), Z24;        \
+	VMOVUPS boff(DI)(R15*1), Z25; \
+	SIXROWS(aoff, SI, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11); \
+	SIXROWS(aoff, R11, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+
+// Four steps of the 12×32 kernel on packed B panels, A and B moved on
+// past them.
+#define FOURSTEPSP \
+	STEP512P(0, 0);    \
+	STEP512P(24, 64);  \
+	STEP512P(48, 128); \
+	STEP512P(72, 192); \
+	ADDQ $256, DI;     \
+	ADDQ $96, SI;      \
+	ADDQ $96, R11;     \
+	SUBQ $4, CX
 
 // Four steps of the 12×32 kernel, A moved on past them.
 #define FOURSTEPS \
@@ -251,7 +272,8 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-144
 	MOVQ a0+8(FP), SI
 	MOVQ a1+16(FP), R11
 	MOVQ b0+24(FP), DI
-	MOVQ b1+32(FP), R12
+	MOVQ b1+32(FP), R15
+	SUBQ DI, R15
 	MOVQ bstep+40(FP), R13
 	SHLQ $2, R13
 	MOVQ c+48(FP), DX
@@ -333,6 +355,8 @@ touched:
 	// fetched ahead by the hardware. loopRaw asks for them itself,
 	// eight steps ahead, in DX (C's row, reloaded before the store)
 	// with R8 (eight rows of B; ldc reloaded too).
+	CMPQ  R13, $64
+	JEQ   loopPacked
 	CMPQ  CX, $rawAheadMin
 	JLT   loop4
 	TESTQ $255, R13
@@ -383,6 +407,19 @@ loop4:
 nopf:
 	FOURSTEPS
 	JMP        loop4
+
+loopPacked:
+	CMPQ       CX, $4
+	JLT        tail
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2048(R11)
+	TESTQ      BX, BX
+	JEQ        nopfPacked
+	HINTSS
+
+nopfPacked:
+	FOURSTEPSP
+	JMP        loopPacked
 
 tail:
 	TESTQ CX, CX
@@ -562,7 +599,7 @@ accdone:
 	VZEROUPPER
 	RET
 
-// The 6×32 kernel: one A panel (rows 0-5 at SI) by two B panels (DI, R12),
+// The 6×32 kernel: one A panel (rows 0-5 at SI) by two B panels (DI, DI+R15),
 // for the last A panel of a tile with an odd number of them. Same registers
 // as sgemm12x32, rows 0-5 only.
 
@@ -579,7 +616,8 @@ TEXT ·sgemm6x32(SB), NOSPLIT, $0-120
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b0+16(FP), DI
-	MOVQ b1+24(FP), R12
+	MOVQ b1+24(FP), R15
+	SUBQ DI, R15
 	MOVQ bstep+32(FP), R13
 	SHLQ $2, R13
 	MOVQ c+40(FP), DX
