@@ -682,12 +682,8 @@ func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
 // tileRect is the part of C that tile t covers: rows [i0, i1), columns
 // [j0, j1).
 func (g *gemm) tileRect(t int) (i0, i1, j0, j1 int) {
-	pm, pn := ceilDiv(g.m, gemmMR), ceilDiv(g.n, gemmNR)
-	tm, tn := ceilDiv(pm, g.mt), ceilDiv(pn, g.nt)
-	ti, tj := t/tn, t%tn
-	i0, i1 = ti*pm/tm*gemmMR, min((ti+1)*pm/tm*gemmMR, g.m)
-	j0, j1 = tj*pn/tn*gemmNR, min((tj+1)*pn/tn*gemmNR, g.n)
-	return i0, i1, j0, j1
+	p0, p1, q0, q1 := g.tilePanels(t)
+	return p0 * gemmMR, min(p1*gemmMR, g.m), q0 * gemmNR, min(q1*gemmNR, g.n)
 }
 
 // FuseAfter returns a kernel that runs k and then ep over k's whole
