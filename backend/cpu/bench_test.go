@@ -10,7 +10,7 @@ import (
 
 // benchKernel runs a prepared node b.N times and reports GFLOP/s.
 func benchKernel(b *testing.B, g *ir.Graph, n *ir.Node, threads int, flops float64) {
-	p := prepare(b, g, n)
+	p := prepareFor(b, g, n, threads)
 	w := NewWorkers(threads)
 	defer w.Close()
 	p.k.Run(w, p.in, p.out, p.scratch)

@@ -614,7 +614,7 @@ func BenchmarkSGEMMRun(b *testing.B) {
 	for _, th := range threadCounts() {
 		b.Run(fmt.Sprintf("%d/threads=%d", size, th), func(b *testing.B) {
 			g, n := matmulNode(size, size, size, false)
-			p := prepare(b, g, n)
+			p := prepareFor(b, g, n, th)
 			w := NewWorkers(th)
 			defer w.Close()
 			p.k.Run(w, p.in, p.out, p.scratch)

@@ -110,13 +110,6 @@ func TestMatMulBands(t *testing.T) {
 			feeds := [][]byte{f32Bytes(a), nil}
 			var n *ir.Node
 			if o := c.gemm; o != nil {
-				m, nn := c.a[0], c.b[1]
-				if o.transA {
-					m = c.a[1]
-				}
-				if o.transB {
-					nn = c.b[0]
-				}
 				if o.c != nil {
 					cv := f32Bytes(randF32(int(elems(o.c))))
 					if o.constC {
@@ -127,19 +120,7 @@ func TestMatMulBands(t *testing.T) {
 						feeds = append(feeds, cv)
 					}
 				}
-				tA, tB := int64(0), int64(0)
-				if o.transA {
-					tA = 1
-				}
-				if o.transB {
-					tB = 1
-				}
-				n = tg.node("Gemm", ir.Attrs{
-					"transA": {Kind: ir.AttrInt, Int: tA},
-					"transB": {Kind: ir.AttrInt, Int: tB},
-					"alpha":  {Kind: ir.AttrFloat, Float: o.alpha},
-					"beta":   {Kind: ir.AttrFloat, Float: o.beta},
-				}, ins, out{ir.Float32, []int64{m, nn}})
+				n = gemmNodeOf(tg, ins, c.a, c.b, o.transA, o.transB, o.alpha, o.beta)
 			} else {
 				_, shape := refMatMul(t, a, c.a, b, c.b)
 				n = tg.node("MatMul", nil, ins, out{ir.Float32, shape})
@@ -179,6 +160,30 @@ func TestMatMulBands(t *testing.T) {
 			})
 		})
 	}
+}
+
+// gemmNodeOf adds to tg a Gemm node of inputs ins (A and B, of shapes a
+// and b as stored, and C if any).
+func gemmNodeOf(tg *tgraph, ins []ir.TensorID, a, b []int64, transA, transB bool, alpha, beta float32) *ir.Node {
+	m, n := a[0], b[1]
+	if transA {
+		m = a[1]
+	}
+	if transB {
+		n = b[0]
+	}
+	flag := func(b bool) int64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	return tg.node("Gemm", ir.Attrs{
+		"transA": {Kind: ir.AttrInt, Int: flag(transA)},
+		"transB": {Kind: ir.AttrInt, Int: flag(transB)},
+		"alpha":  {Kind: ir.AttrFloat, Float: alpha},
+		"beta":   {Kind: ir.AttrFloat, Float: beta},
+	}, ins, out{ir.Float32, []int64{m, n}})
 }
 
 // eachBuild runs check on n's kernel built for 1, 2 and 3 threads, with

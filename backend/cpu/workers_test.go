@@ -108,7 +108,14 @@ type prepared struct {
 
 func prepare(tb testing.TB, g *ir.Graph, n *ir.Node) *prepared {
 	tb.Helper()
-	k, scratch, err := Build(g, n)
+	return prepareFor(tb, g, n, 0)
+}
+
+// prepareFor is prepare with the kernel built for threads workers, as a
+// session of that many builds it (0: GOMAXPROCS).
+func prepareFor(tb testing.TB, g *ir.Graph, n *ir.Node, threads int) *prepared {
+	tb.Helper()
+	k, scratch, err := BuildFor(g, n, threads)
 	if err != nil {
 		tb.Fatal(err)
 	}
