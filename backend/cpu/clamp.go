@@ -31,6 +31,17 @@ func cubeF32(d, s []byte, a args) { onVectors(d, s, a, cubeAVX2, cubeLoop[float3
 // reluF32 is reluLoop for float32.
 func reluF32(d, s []byte, a args) { onVectors(d, s, a, reluAVX2, reluLoop[float32]) }
 
+// clampF32s clamps y to [lo, hi] in place, as the Clip kernels do (a NaN
+// passes through): branch-free vectors, then the Go loop for the tail.
+func clampF32s(y []float32, lo, hi float32) {
+	n := 0
+	if clampAsm {
+		clipAVX2(y, y, lo, hi)
+		n = len(y) &^ 7
+	}
+	clampLoop(y[n:], y[n:], lo, hi)
+}
+
 // clipF32 is clipLoop for float32 (bounds in a).
 func clipF32(d, s []byte, a args) {
 	lo, hi := boundsOf[float32](a)

@@ -473,15 +473,9 @@ func (k *convKernel) depthwisePlane(y, x, wt []float32, bias float32, buf []floa
 
 // clampOut clamps y to k.lim where it is set, as the Clip kernels do.
 func (k *convKernel) clampOut(y []float32) {
-	if k.lim == nil {
-		return
+	if k.lim != nil {
+		clampF32s(y, k.lim[0], k.lim[1])
 	}
-	n := 0
-	if clampAsm {
-		clipAVX2(y, y, k.lim[0], k.lim[1])
-		n = len(y) &^ 7
-	}
-	clampLoop(y[n:], y[n:], k.lim[0], k.lim[1])
 }
 
 // depthwiseRow computes output row (od, oh) of one depthwise plane: every

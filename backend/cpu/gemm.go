@@ -657,13 +657,19 @@ func (g *gemm) clip(i0, j0, rows, cols int, buf []float32, ld int, sm storeMode)
 // written, so res may be c's memory.
 func (g *gemm) finish(c, a, res []float32) {
 	if res != nil {
-		for j, v := range a {
-			c[j] = v + res[j]
+		// Vectors, then the Go loop: addF32, a function value, would
+		// move the callers' tile buffers to the heap.
+		a, res = a[:len(c)], res[:len(c)]
+		n := 0
+		if arithAsm && len(c) >= 8 {
+			n = len(c) &^ 7
+			arithAVX2(arithAdd, &c[0], &a[0], &res[0], n, 1, 1)
 		}
+		addLoop(c[n:], a[n:], res[n:], 1, 1)
 	} else {
 		copy(c, a)
 	}
 	if g.lim != nil {
-		clampLoop(c, c, g.lim[0], g.lim[1])
+		clampF32s(c, g.lim[0], g.lim[1])
 	}
 }
