@@ -7,7 +7,7 @@ import (
 // matmulKernel is a batch of products Y[b] = alpha·A[aIdx[b]]·B[bIdx[b]]
 // (+ bias), the common form of MatMul and Gemm. A constant operand is
 // packed once at build time. The others are packed at run time in one of
-// two ways:
+// four ways:
 //
 //   - Bands, when A is an activation and B a constant (a layer applied
 //     to activations; k, m, n > 0), C is small and the whole packed A
@@ -22,13 +22,13 @@ import (
 //     (batched attention products, a head each): each worker packs the
 //     A and B of one product at a time into its own area and computes
 //     it. Scratch is one pair per worker, not the whole batch.
-//   - Blocks, when both operands of a single product are activations and
-//     C is wide enough for every worker to own columns of it: the GotoBLAS
-//     loop. Worker i owns blocks of columns; for each k slice (sliced as
-//     gemm.run slices k) it packs its block's B slice (at most gemmNT
-//     panels) into its own area, then, band after band of at most gemmMT
-//     A panels, packs the band's A slice next to it and computes the band
-//     by the block. The packed slices are written into and read from the
+//   - Blocks, when both operands of a single product are activations,
+//     there are two workers or more and C is wide enough for every worker
+//     to own columns of it (blocksPay): the GotoBLAS loop. Worker i owns
+//     blocks of columns; for each k slice (sliced as gemm.run slices k)
+//     it packs its block's B slice (at most gemmNT panels) into its own
+//     area, then, band after band of at most gemmMT A panels, packs the
+//     band's A slice next to it and computes the band by the block. The packed slices are written into and read from the
 //     worker's cache instead of a whole packed copy of A and B in memory;
 //     scratch is one block and one band slice per worker.
 //   - Whole, in every other case: A constant (its packing is done once,

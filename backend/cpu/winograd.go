@@ -116,10 +116,9 @@ type winograd struct {
 }
 
 // winogradFits reports whether k runs as Winograd F(2×2, 3×3) or F(4×4,
-// 3×3): a 2-D 3×3
-// convolution with unit strides and dilations, one group, constant
-// weights, enough channels and tiles, on a machine with the AVX-512
-// kernels.
+// 3×3) (wg4Fits): a 2-D 3×3 convolution with unit strides and dilations,
+// one group, constant weights, enough channels and tiles, on a machine
+// with the AVX-512 kernels.
 func (k *convKernel) winogradFits(constW bool) bool {
 	tw, th := k.wgTileGrid(2)
 	return winogradOn && dw512 && useAVX512Kernel && constW && k.g == 1 && !k.depthwise &&
@@ -157,11 +156,8 @@ func (k *convKernel) buildWinograd(w f32src, threads int) int {
 	most := max(2*gemmNR, wgBlockFloats/(g.xis*(k.c+k.m))/(2*gemmNR)*(2*gemmNR))
 	g.tb = roundUp(ceilDiv(g.t, ceilDiv(g.t, most)), 2*gemmNR)
 	g.p = roundUp(g.tw+1, 16)
-	if g.r == 2 {
-		g.split = splitRowGeom(k.pad[2], k.in[2], g.p)
-	} else {
-		g.split = splitRowGeom(k.pad[2], k.in[2], 2*g.p)
-	}
+	// Halves of p floats, or for F(4×4) of 2p (each split in two again).
+	g.split = splitRowGeom(k.pad[2], k.in[2], g.r/2*g.p)
 	// A block spans at most tb/tw + 2 tile rows.
 	g.rows = g.r*min(g.th, g.tb/g.tw+2) + 2
 	g.uSize = packedASize(k.m, k.c)
