@@ -28,17 +28,27 @@ func arithF32Loop(op int) binFn[float32, float32] {
 		tail = divLoop[float32]
 	}
 	return func(o, a, b []float32, sa, sb int) {
-		n := 0
-		if arithAsm && len(o) >= 8 {
-			n = len(o) &^ 7
-			// The slice expressions check the operands' lengths.
-			_, _ = a[(n-1)*sa], b[(n-1)*sb]
-			arithAVX2(op, &o[0], &a[0], &b[0], n, sa, sb)
-		}
+		n := arithVectors(op, o, a, b, sa, sb)
 		if n < len(o) {
 			tail(o[n:], a[n*sa:], b[n*sb:], sa, sb)
 		}
 	}
+}
+
+// arithVectors runs op over the whole vectors of o on the assembly
+// kernel, where there is one, and returns how many elements it did (a
+// multiple of 8, or 0); the caller's Go loop does the rest. Called
+// directly, not through a function value, it leaves its callers' buffers
+// on their stacks.
+func arithVectors(op int, o, a, b []float32, sa, sb int) int {
+	if !arithAsm || len(o) < 8 {
+		return 0
+	}
+	n := len(o) &^ 7
+	// The slice expressions check the operands' lengths.
+	_, _ = a[(n-1)*sa], b[(n-1)*sb]
+	arithAVX2(op, &o[0], &a[0], &b[0], n, sa, sb)
+	return n
 }
 
 // Float32 loops of the binary operators.

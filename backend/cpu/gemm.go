@@ -254,10 +254,17 @@ func (g *gemm) tilePanels(t int) (p0, p1, q0, q1 int) {
 	return bound(ti), bound(ti + 1), tj * pn / tn, (tj + 1) * pn / tn
 }
 
+// sliceDepth is the depth of the k slices of a k-deep product: equal
+// slices of at most gemmKC steps (300 runs as 150+150 rather than
+// 256+44). Every packing that slices k does so, so that its sums are
+// those of gemm.run bit for bit.
+func sliceDepth(k int) int {
+	return ceilDiv(k, max(ceilDiv(k, gemmKC), 1))
+}
+
 // run computes tiles [lo, hi) (see tilePanels).
 func (g *gemm) run(lo, hi int) {
-	// Equal k slices: k = 300 runs as 150+150 rather than 256+44.
-	kc := ceilDiv(g.k, max(ceilDiv(g.k, gemmKC), 1))
+	kc := sliceDepth(g.k)
 	var acc [gemmMR][gemmNR]float32
 	for t := lo; t < hi; t++ {
 		p0, p1, q0, q1 := g.tilePanels(t)
@@ -660,11 +667,7 @@ func (g *gemm) finish(c, a, res []float32) {
 		// Vectors, then the Go loop: addF32, a function value, would
 		// move the callers' tile buffers to the heap.
 		a, res = a[:len(c)], res[:len(c)]
-		n := 0
-		if arithAsm && len(c) >= 8 {
-			n = len(c) &^ 7
-			arithAVX2(arithAdd, &c[0], &a[0], &res[0], n, 1, 1)
-		}
+		n := arithVectors(arithAdd, c, a, res, 1, 1)
 		addLoop(c[n:], a[n:], res[n:], 1, 1)
 	} else {
 		copy(c, a)

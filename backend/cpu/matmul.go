@@ -266,7 +266,7 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 	pm, pn := k.panelsA(), k.panelsB()
 	blocks := roundUp(ceilDiv(pn, gemmNT), p)
 	bands := ceilDiv(pm, gemmMT)
-	kc := ceilDiv(k.k, ceilDiv(k.k, gemmKC))
+	kc := sliceDepth(k.k)
 	bb, ab := buf[:k.blockA], buf[k.blockA:]
 	g := gemm{ldc: k.n, lim: k.lim, aSliced: true, bSliced: true, acc: k.prefill != nil}
 	g.rowBias, g.colBias = k.biases(in)
@@ -327,7 +327,7 @@ func (k *matmulKernel) bandsPay(threads int) bool {
 	if bandsAlways {
 		return true
 	}
-	kc := ceilDiv(k.k, ceilDiv(k.k, gemmKC))
+	kc := sliceDepth(k.k)
 	band := roundUp(min(k.panelsA(), gemmMT)*gemmMR*kc, alignment/4)
 	return k.batch*k.m*k.n <= bandC && k.nA*packedASize(k.m, k.k) >= 2*max(threads, 1)*band
 }
@@ -402,7 +402,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 	if !a.IsConst() && b.IsConst() && k.k > 0 && k.m > 0 && k.n > 0 && k.bandsPay(threads) {
 		// Bands: one A slice of the tallest band per worker, each area
 		// on its own cache line.
-		k.kc = ceilDiv(k.k, ceilDiv(k.k, gemmKC))
+		k.kc = sliceDepth(k.k)
 		k.bPre = make([]float32, k.nB*k.bSize)
 		src, pn := constSrc(b), k.panelsB()
 		for mat := 0; mat < k.nB; mat++ {
@@ -420,7 +420,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 		return int64(max(threads, 1)*k.per) * 4
 	}
 	if !a.IsConst() && !b.IsConst() && k.blocksPay(threads) {
-		kc := ceilDiv(k.k, ceilDiv(k.k, gemmKC))
+		kc := sliceDepth(k.k)
 		k.blockA = roundUp(min(k.panelsB(), gemmNT)*gemmNR*kc, alignment/4)
 		k.block = k.blockA + roundUp(gemmMT*gemmMR*kc, alignment/4)
 		return int64(max(threads, 1)*k.block) * 4

@@ -223,7 +223,7 @@ func TestMatMulBandsScratch(t *testing.T) {
 				t.Fatal(err)
 			}
 			rows := min(roundUp(int(s.m), gemmMR), gemmMT*gemmMR)
-			kc := ceilDiv(int(s.k), ceilDiv(int(s.k), gemmKC))
+			kc := sliceDepth(int(s.k))
 			want := int64(threads*roundUp(rows*kc, alignment/4)) * 4
 			if scratch != want {
 				t.Errorf("%v threads=%d: scratch %d bytes, want %d", s, threads, scratch, want)
