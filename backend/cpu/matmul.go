@@ -269,7 +269,7 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 	kc := sliceDepth(k.k)
 	bb, ab := buf[:k.blockA], buf[k.blockA:]
 	g := gemm{ldc: k.n, lim: k.lim, aSliced: true, bSliced: true, acc: k.prefill != nil}
-	g.rowBias, g.colBias = k.biases(in)
+	rb, cb := k.biases(in)
 	var acc [gemmMR][gemmNR]float32
 	for jb := wi * blocks / p; jb < (wi+1)*blocks/p; jb++ {
 		q0, q1 := jb*pn/blocks, (jb+1)*pn/blocks
@@ -287,7 +287,6 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 				packA(ab, x[i0*k.aRS+k0*k.aCS:], i1-i0, kb, k.aRS, k.aCS, k.alpha, 0, p1-p0)
 				g.m, g.n, g.k, g.a, g.b = i1-i0, j1-j0, kb, ab, bb
 				g.c = y[i0*k.n+j0:]
-				rb, cb := g.rowBias, g.colBias
 				if rb != nil {
 					g.rowBias = rb[i0:]
 				}
@@ -295,7 +294,6 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 					g.colBias = cb[j0:]
 				}
 				g.slice(0, p1-p0, 0, q1-q0, k0, kb, &acc, sm)
-				g.rowBias, g.colBias = rb, cb
 				if k.fuse != nil && sm.last {
 					k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, i0, i1, j0, j1)
 				}
