@@ -55,10 +55,19 @@ type Options struct {
 	NoInPlace bool
 	// NoFusion runs every node as a step of its own instead of applying
 	// the elementwise nodes that follow a MatMul, Gemm or Conv to each
-	// tile of its output. Results are the same bit for bit; fusion saves
-	// the passes over memory, and the planner sees each fused chain as one
-	// step, whose intermediate values take no bytes.
+	// tile of its output. With NoBlocking, results are the same bit for
+	// bit (without it, fusion lets more activations be held in NCHW16c,
+	// whose products round differently); fusion saves the passes over
+	// memory, and the planner sees each fused chain as one step, whose
+	// intermediate values take no bytes.
 	NoFusion bool
+	// NoBlocking keeps every activation in NCHW instead of holding those
+	// between convolutions with sixteen channels of a position side by
+	// side (NCHW16c) where every kernel that writes or reads them can (a
+	// ResNet's 1×1 and Winograd 3×3 layers then read and write their
+	// activations in runs of whole cache lines). Results agree to
+	// rounding: the products sum in another order.
+	NoBlocking bool
 }
 
 // ErrMemoryLimit is returned when a compiled model would not fit the
@@ -89,6 +98,10 @@ type Executable struct {
 	packedBytes int64    // of which copied into the packed region
 	packed      *device.HostBuffer
 	planTime    time.Duration
+
+	// blocked marks the activations held in NCHW16c (blockLayouts), by
+	// ir.TensorID; nil when none are.
+	blocked []bool
 
 	fusions   map[int]*fusion   // node → its fused kernel
 	prologues map[int]*prologue // node → the chain it applies to its input
@@ -158,6 +171,11 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	start := time.Now()
 	if !opts.NoFusion {
 		e.fuse(p, index, scratch)
+	}
+	if !opts.NoBlocking {
+		if err := e.blockLayouts(scratch); err != nil {
+			return nil, fmt.Errorf("compile: %w", err)
+		}
 	}
 	if !opts.NoInPlace {
 		// Concat inputs written straight into the output, Split and

@@ -30,7 +30,8 @@ func runBoth(t *testing.T, m *Model, inputs []Tensor) int {
 				if threads == 2 && noFusion {
 					continue
 				}
-				n := runOne(t, m, inputs, &ref, Options{Threads: threads, NoInPlace: noInPlace, NoFusion: noFusion, MemoryLimit: -1})
+				// Blocked layouts follow fusion and round otherwise.
+				n := runOne(t, m, inputs, &ref, Options{Threads: threads, NoInPlace: noInPlace, NoFusion: noFusion, NoBlocking: true, MemoryLimit: -1})
 				if !noFusion && !noInPlace && threads == 3 {
 					absorbed = n
 				}

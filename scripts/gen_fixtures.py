@@ -21,6 +21,11 @@ Fixtures:
                eval form so that the batch norms fold into the convolutions
                and each block's last convolution and its shortcut meet at
                an Add, opset 13
+    resnet_blocked
+               ResNet-50's bottleneck blocks (identity and projection
+               shortcuts, strides 2) at widths and plane sizes where the
+               CPU backend holds the activations between blocks in NCHW16c,
+               opset 13
     mobilenet  MobileNetV2-style CNN (inverted residuals, depthwise conv,
                ReLU6/Clip, HardSwish, squeeze-excite with Sigmoid and
                HardSigmoid), opset 13
@@ -152,9 +157,10 @@ class ResNet(nn.Module):
 
 class Bottleneck(nn.Module):
     """ResNet-50's block: 1×1, 3×3 (with the stride), 1×1, and a 1×1
-    projection shortcut added to the last convolution."""
+    projection shortcut added to the last convolution (the input itself
+    with identity, which needs cin == cout and stride 1)."""
 
-    def __init__(self, cin, mid, cout, stride):
+    def __init__(self, cin, mid, cout, stride, identity=False):
         super().__init__()
         self.conv1 = nn.Conv2d(cin, mid, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(mid)
@@ -162,7 +168,7 @@ class Bottleneck(nn.Module):
         self.bn2 = nn.BatchNorm2d(mid)
         self.conv3 = nn.Conv2d(mid, cout, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(cout)
-        self.shortcut = nn.Sequential(
+        self.shortcut = nn.Identity() if identity else nn.Sequential(
             nn.Conv2d(cin, cout, 1, stride, bias=False),
             nn.BatchNorm2d(cout),
         )
@@ -465,6 +471,27 @@ def make_bottleneck():
                 training=torch.onnx.TrainingMode.EVAL)
 
 
+def make_resnet_blocked():
+    # ResNet-50's blocks at widths and plane sizes where the CPU backend
+    # holds the activations between them with sixteen channels of a
+    # position side by side: identity shortcuts, Winograd F(4×4) at 32²
+    # and F(2×2) at 16², stride-2 shortcuts onto 16², 8² (blocked) and
+    # 4² (read blocked, written in planes).
+    model = ResNet(pool_stem=False, features=128, layers=lambda: nn.Sequential(
+        Bottleneck(16, 32, 64, 1),
+        Bottleneck(64, 32, 64, 1, identity=True),
+        Bottleneck(64, 32, 128, 2),
+        Bottleneck(128, 32, 128, 1, identity=True),
+        Bottleneck(128, 32, 128, 2),
+        Bottleneck(128, 32, 128, 2),
+    ))
+    randomize_norms(model)
+    x = torch.randn(1, 3, 32, 32)
+    return dict(model=model, inputs=(x,), input_names=["image"],
+                output_names=["logits"], opset=13,
+                training=torch.onnx.TrainingMode.EVAL)
+
+
 def make_mobilenet():
     model = MobileNet()
     randomize_norms(model)
@@ -518,6 +545,7 @@ def make_qdq_cnn():
 FIXTURES = [
     ("resnet", make_resnet),
     ("bottleneck", make_bottleneck),
+    ("resnet_blocked", make_resnet_blocked),
     ("mobilenet", make_mobilenet),
     ("bert", make_bert),
     ("gpt", make_gpt),

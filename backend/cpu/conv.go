@@ -109,6 +109,14 @@ type convKernel struct {
 	sub    int
 	subIn  [3]int
 	subOff int
+
+	// blk, when set, runs the convolution on channel-blocked activations
+	// (conv_blocked.go); nothing else of the product's layout is used.
+	blk *blockedPW
+	// subBlocked marks a subsampled input in NCHW16c: the subsample
+	// phase reads it so, a block of sixteen channels an item, and writes
+	// planes, on which the run goes on as on any other input.
+	subBlocked bool
 }
 
 // subsampleFits reports whether k is a 2-D 1×1 convolution of stride 2,
@@ -488,8 +496,20 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.outSp == 0 || k.nb == 0 {
 		return
 	}
+	if k.blk != nil {
+		k.runBlocked(w, in, out, scratch)
+		return
+	}
 	if k.sub > 0 {
-		w.forArgs(k.nb*k.c, w.parts(k.nb*k.c*k.outSp), k, args{phaseSubsample}, in, out, scratch)
+		items := k.nb * k.c
+		if k.subBlocked {
+			items /= blockLanes
+		}
+		w.forArgs(items, w.parts(k.nb*k.c*k.outSp), k, args{phaseSubsample}, in, out, scratch)
+	}
+	if k.wg != nil && k.wg.ut != nil {
+		k.runWinogradBlocked(w, in, out, scratch)
+		return
 	}
 	if k.wg != nil {
 		k.runWinograd(w, in, out, scratch)
@@ -530,6 +550,8 @@ const (
 	phaseTSplitK    = 17 // tSplitK's products, items are workers
 	phaseTSplitKSum = 18 // tSplitK's sums, items are workers
 	phaseSubsample  = 11 // items are input planes (subsample)
+	phaseBlocked    = 19 // the channel-blocked path, items are shares
+	phaseBlockedSub = 20 // its subsampled input, items are channel blocks
 )
 
 func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
@@ -542,8 +564,22 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 		k.wgRange(in, out, scratch, a, lo, hi)
 		return
 	}
+	if a[0] >= phaseWgInB && a[0] <= phaseWgOutB {
+		k.wgBlockedRange(in, out, scratch, a, lo, hi)
+		return
+	}
 	switch a[0] {
+	case phaseBlocked:
+		for s := lo; s < hi; s++ {
+			k.blockedShare(in, out, scratch, s, int(a[1]))
+		}
+	case phaseBlockedSub:
+		k.subsampleBlocks(f32s(in[0]), x, lo, hi)
 	case phaseSubsample:
+		if k.subBlocked {
+			k.subsampleUnblock(f32s(in[0]), x, lo, hi)
+			break
+		}
 		k.subsamplePlanes(f32s(in[0]), x, lo, hi)
 	case phaseTOut:
 		for share := lo; share < hi; share++ {

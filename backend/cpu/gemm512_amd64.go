@@ -68,3 +68,24 @@ func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode in
 //
 //go:noescape
 func fmaPeakLoop512(n int)
+
+// pwb12x32 computes a 12×32 tile of a 1×1 convolution's output with its
+// rows twelve positions and its columns 32 output channels: kb16 blocks
+// of sixteen input channels of A (blocked: NCHW16c in place, a block's
+// twelve positions 64 bytes apart and the next block akb bytes further;
+// packed, packed not 0: each channel's twelve positions side by side,
+// blocks 768 bytes apart) times B, the transposed weights packed 32
+// channels a step. It writes row i to C in NCHW16c: channels 0-15 at
+// c + 64·i bytes, 16-31 chalf bytes further, after adding the 32 biases
+// at bias and the tile at res (C's layout), and clamping to lim, where
+// those are not nil. It needs AVX-512F.
+//
+//go:noescape
+func pwb12x32(kb16 int, a *float32, akb int, packed int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+
+// pwb13x32 is pwb12x32 for thirteen positions of a blocked A read in
+// place (no packed form): the last position of a plane of 12n+1 rides
+// with the twelve before it. It needs AVX-512F.
+//
+//go:noescape
+func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)

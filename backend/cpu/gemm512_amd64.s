@@ -1022,3 +1022,334 @@ accnow:
 	ADDQ    R8, DX
 	VZEROUPPER
 	RET
+
+// The channel-blocked pointwise kernel (pwb12x32): a 12×32 tile of a
+// 1×1 convolution's output, its rows twelve positions and its columns 32
+// output channels, from A, the positions' input channels, and B, the
+// weights transposed and packed 32 columns a step (128 bytes). A is read
+// sixteen steps (channels) at a time, in one of two forms:
+//
+//   - blocked (NCHW16c in place): position i of a block of sixteen
+//     channels 64 bytes after position i-1, its channel j 4 bytes after
+//     channel j-1, the next block R8 bytes further;
+//   - packed: the twelve positions of one channel side by side (48
+//     bytes a step), the next sixteen channels 768 bytes further.
+//
+// Row i of the tile lives in Z(2i) (channels 0-15) and Z(2i+1) (16-31).
+
+// One step of B into Z24:Z25 and the twelve positions of A, broadcast
+// from rs·i + ss·j bytes after SI, multiplied into the accumulators.
+#define PWROW(off, t, r0, r1) \
+	VBROADCASTSS off(SI), t; \
+	VFMADD231PS  Z24, t, r0; \
+	VFMADD231PS  Z25, t, r1
+
+#define PWSTEP(j, rs, ss) \
+	VMOVUPS j*128(DI), Z24;                    \
+	VMOVUPS j*128+64(DI), Z25;                 \
+	PWROW(0*rs+j*ss, Z26, Z0, Z1);             \
+	PWROW(1*rs+j*ss, Z27, Z2, Z3);             \
+	PWROW(2*rs+j*ss, Z28, Z4, Z5);             \
+	PWROW(3*rs+j*ss, Z29, Z6, Z7);             \
+	PWROW(4*rs+j*ss, Z30, Z8, Z9);             \
+	PWROW(5*rs+j*ss, Z31, Z10, Z11);           \
+	PWROW(6*rs+j*ss, Z26, Z12, Z13);           \
+	PWROW(7*rs+j*ss, Z27, Z14, Z15);           \
+	PWROW(8*rs+j*ss, Z28, Z16, Z17);           \
+	PWROW(9*rs+j*ss, Z29, Z18, Z19);           \
+	PWROW(10*rs+j*ss, Z30, Z20, Z21);          \
+	PWROW(11*rs+j*ss, Z31, Z22, Z23)
+
+#define PWBLOCK(rs, ss) \
+	PWSTEP(0, rs, ss);  \
+	PWSTEP(1, rs, ss);  \
+	PWSTEP(2, rs, ss);  \
+	PWSTEP(3, rs, ss);  \
+	PWSTEP(4, rs, ss);  \
+	PWSTEP(5, rs, ss);  \
+	PWSTEP(6, rs, ss);  \
+	PWSTEP(7, rs, ss);  \
+	PWSTEP(8, rs, ss);  \
+	PWSTEP(9, rs, ss);  \
+	PWSTEP(10, rs, ss); \
+	PWSTEP(11, rs, ss); \
+	PWSTEP(12, rs, ss); \
+	PWSTEP(13, rs, ss); \
+	PWSTEP(14, rs, ss); \
+	PWSTEP(15, rs, ss)
+
+// Adds row i of the blocked tile at p (R9 bytes between its halves) into
+// r0:r1, or stores r0:r1 there.
+#define PWADD(i, p, r0, r1) \
+	VADDPS i*64(p), r0, r0;         \
+	VADDPS i*64(p)(R9*1), r1, r1
+
+#define PWPUT(i, r0, r1) \
+	VMOVUPS r0, i*64(DX);         \
+	VMOVUPS r1, i*64(DX)(R9*1)
+
+// Zeroes the accumulators of twelve rows, Z0..Z23.
+#define PWZERO12 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23
+
+// Brings the twelve rows of the next block of a blocked A (R8 bytes on)
+// into L1.
+#define PWNEXT12 \
+	PREFETCHT0 0(SI)(R8*1) \
+	PREFETCHT0 64(SI)(R8*1) \
+	PREFETCHT0 128(SI)(R8*1) \
+	PREFETCHT0 192(SI)(R8*1) \
+	PREFETCHT0 256(SI)(R8*1) \
+	PREFETCHT0 320(SI)(R8*1) \
+	PREFETCHT0 384(SI)(R8*1) \
+	PREFETCHT0 448(SI)(R8*1) \
+	PREFETCHT0 512(SI)(R8*1) \
+	PREFETCHT0 576(SI)(R8*1) \
+	PREFETCHT0 640(SI)(R8*1) \
+	PREFETCHT0 704(SI)(R8*1)
+
+// Adds rows 0..11 of the blocked tile at R10 (R9 bytes between halves).
+#define PWADD12 \
+	PWADD(0, R10, Z0, Z1) \
+	PWADD(1, R10, Z2, Z3) \
+	PWADD(2, R10, Z4, Z5) \
+	PWADD(3, R10, Z6, Z7) \
+	PWADD(4, R10, Z8, Z9) \
+	PWADD(5, R10, Z10, Z11) \
+	PWADD(6, R10, Z12, Z13) \
+	PWADD(7, R10, Z14, Z15) \
+	PWADD(8, R10, Z16, Z17) \
+	PWADD(9, R10, Z18, Z19) \
+	PWADD(10, R10, Z20, Z21) \
+	PWADD(11, R10, Z22, Z23)
+
+// Stores rows 0..11 to the blocked tile at DX.
+#define PWPUT12 \
+	PWPUT(0, Z0, Z1) \
+	PWPUT(1, Z2, Z3) \
+	PWPUT(2, Z4, Z5) \
+	PWPUT(3, Z6, Z7) \
+	PWPUT(4, Z8, Z9) \
+	PWPUT(5, Z10, Z11) \
+	PWPUT(6, Z12, Z13) \
+	PWPUT(7, Z14, Z15) \
+	PWPUT(8, Z16, Z17) \
+	PWPUT(9, Z18, Z19) \
+	PWPUT(10, Z20, Z21) \
+	PWPUT(11, Z22, Z23)
+
+// func pwb12x32(kb16 int, a *float32, akb int, packed int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+TEXT ·pwb12x32(SB), NOSPLIT, $0-80
+	MOVQ kb16+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ akb+16(FP), R8
+	MOVQ b+32(FP), DI
+
+	PWZERO12
+
+	MOVQ  packed+24(FP), AX
+	TESTQ AX, AX
+	JNE   pwPacked
+
+pwBlocked:
+	PWNEXT12
+	PWBLOCK(64, 4)
+	ADDQ R8, SI
+	ADDQ $2048, DI
+	DECQ CX
+	JNE  pwBlocked
+	JMP  pwStore
+
+pwPacked:
+	PWBLOCK(4, 48)
+	ADDQ $768, SI
+	ADDQ $2048, DI
+	DECQ CX
+	JNE  pwPacked
+
+pwStore:
+	MOVQ  c+40(FP), DX
+	MOVQ  chalf+48(FP), R9
+	MOVQ  bias+56(FP), R10
+	TESTQ R10, R10
+	JEQ   pwRes
+	VMOVUPS (R10), Z24
+	VMOVUPS 64(R10), Z25
+	ADDROWS512(Z24, Z25)
+
+pwRes:
+	MOVQ  res+64(FP), R10
+	TESTQ R10, R10
+	JEQ   pwLim
+	PWADD12
+
+pwLim:
+	MOVQ  lim+72(FP), BX
+	TESTQ BX, BX
+	JEQ   pwPut
+	CLAMP12
+	CLAMP512(Z12)
+	CLAMP512(Z13)
+	CLAMP512(Z14)
+	CLAMP512(Z15)
+	CLAMP512(Z16)
+	CLAMP512(Z17)
+	CLAMP512(Z18)
+	CLAMP512(Z19)
+	CLAMP512(Z20)
+	CLAMP512(Z21)
+	CLAMP512(Z22)
+	CLAMP512(Z23)
+
+pwPut:
+	PWPUT12
+	VZEROUPPER
+	RET
+
+// pwb13x32's step: row 12 too, in Z24:Z25; B in Z26:Z27, A broadcast
+// into Z28..Z31 in turn (blocked A in place only: rows 64 bytes apart).
+#define PW13ROW(off, t, r0, r1) \
+	VBROADCASTSS off(SI), t; \
+	VFMADD231PS  Z26, t, r0; \
+	VFMADD231PS  Z27, t, r1
+
+#define PW13STEP(j) \
+	VMOVUPS j*128(DI), Z26;          \
+	VMOVUPS j*128+64(DI), Z27;       \
+	PW13ROW(0*64+j*4, Z28, Z0, Z1);   \
+	PW13ROW(1*64+j*4, Z29, Z2, Z3);   \
+	PW13ROW(2*64+j*4, Z30, Z4, Z5);   \
+	PW13ROW(3*64+j*4, Z31, Z6, Z7);   \
+	PW13ROW(4*64+j*4, Z28, Z8, Z9);   \
+	PW13ROW(5*64+j*4, Z29, Z10, Z11); \
+	PW13ROW(6*64+j*4, Z30, Z12, Z13); \
+	PW13ROW(7*64+j*4, Z31, Z14, Z15); \
+	PW13ROW(8*64+j*4, Z28, Z16, Z17); \
+	PW13ROW(9*64+j*4, Z29, Z18, Z19); \
+	PW13ROW(10*64+j*4, Z30, Z20, Z21); \
+	PW13ROW(11*64+j*4, Z31, Z22, Z23); \
+	PW13ROW(12*64+j*4, Z28, Z24, Z25)
+
+// Clamps r to [Z26, Z27].
+#define PW13CLAMP(r) \
+	VMAXPS r, Z26, r; \
+	VMINPS r, Z27, r
+
+// func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+//
+// pwb12x32 for thirteen positions of a blocked A in place: the last
+// rows of a plane of 12n+1 positions (49: ResNet-50's 7² planes, and the
+// 2×2 tiles of its 14² ones) ride with the twelve before them.
+TEXT ·pwb13x32(SB), NOSPLIT, $0-72
+	MOVQ kb16+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ akb+16(FP), R8
+	MOVQ b+24(FP), DI
+
+	PWZERO12
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+
+pw13Loop:
+	PWNEXT12
+	PREFETCHT0 768(SI)(R8*1)
+	PW13STEP(0)
+	PW13STEP(1)
+	PW13STEP(2)
+	PW13STEP(3)
+	PW13STEP(4)
+	PW13STEP(5)
+	PW13STEP(6)
+	PW13STEP(7)
+	PW13STEP(8)
+	PW13STEP(9)
+	PW13STEP(10)
+	PW13STEP(11)
+	PW13STEP(12)
+	PW13STEP(13)
+	PW13STEP(14)
+	PW13STEP(15)
+	ADDQ R8, SI
+	ADDQ $2048, DI
+	DECQ CX
+	JNE  pw13Loop
+
+	MOVQ  c+32(FP), DX
+	MOVQ  chalf+40(FP), R9
+	MOVQ  bias+48(FP), R10
+	TESTQ R10, R10
+	JEQ   pw13Res
+	VMOVUPS (R10), Z26
+	VMOVUPS 64(R10), Z27
+	ADDROWS512(Z26, Z27)
+	VADDPS  Z26, Z24, Z24
+	VADDPS  Z27, Z25, Z25
+
+pw13Res:
+	MOVQ  res+56(FP), R10
+	TESTQ R10, R10
+	JEQ   pw13Lim
+	PWADD12
+	PWADD(12, R10, Z24, Z25)
+
+pw13Lim:
+	MOVQ  lim+64(FP), BX
+	TESTQ BX, BX
+	JEQ   pw13Put
+	VBROADCASTSS (BX), Z26
+	VBROADCASTSS 4(BX), Z27
+	PW13CLAMP(Z0)
+	PW13CLAMP(Z1)
+	PW13CLAMP(Z2)
+	PW13CLAMP(Z3)
+	PW13CLAMP(Z4)
+	PW13CLAMP(Z5)
+	PW13CLAMP(Z6)
+	PW13CLAMP(Z7)
+	PW13CLAMP(Z8)
+	PW13CLAMP(Z9)
+	PW13CLAMP(Z10)
+	PW13CLAMP(Z11)
+	PW13CLAMP(Z12)
+	PW13CLAMP(Z13)
+	PW13CLAMP(Z14)
+	PW13CLAMP(Z15)
+	PW13CLAMP(Z16)
+	PW13CLAMP(Z17)
+	PW13CLAMP(Z18)
+	PW13CLAMP(Z19)
+	PW13CLAMP(Z20)
+	PW13CLAMP(Z21)
+	PW13CLAMP(Z22)
+	PW13CLAMP(Z23)
+	PW13CLAMP(Z24)
+	PW13CLAMP(Z25)
+
+pw13Put:
+	PWPUT12
+	PWPUT(12, Z24, Z25)
+	VZEROUPPER
+	RET

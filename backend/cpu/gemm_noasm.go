@@ -136,3 +136,11 @@ func packA6Cols(dst, src *float32, k, cs, panels int) {
 func packA6Rows(dst, src *float32, k4, rs int) {
 	panic("packA6Rows: no assembly on this platform")
 }
+
+func pwb12x32(kb16 int, a *float32, akb int, packed int, b *float32, c *float32, chalf int, bias, res, lim *float32) {
+	panic("pwb12x32: no assembly on this platform")
+}
+
+func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32) {
+	panic("pwb13x32: no assembly on this platform")
+}

@@ -164,6 +164,10 @@ type globalPoolKernel struct {
 	isMax  bool
 	planes int
 	sp     int
+	c      int // channels of an image
+	// blocked marks an NCHW16c input (conv_blocked.go): items are then
+	// blocks of sixteen channels.
+	blocked bool
 }
 
 func buildGlobalPool(c *bctx) (Kernel, int64, error) {
@@ -181,7 +185,7 @@ func buildGlobalPool(c *bctx) (Kernel, int64, error) {
 	if y.Shape.Elements() != int64(planes) {
 		return nil, 0, c.errorf("output %v must have one element per channel of %v", y.Shape, x.Shape)
 	}
-	return &globalPoolKernel{isMax: c.n.Op == "GlobalMaxPool", planes: planes, sp: prod(ints(x.Shape[2:]))}, 0, nil
+	return &globalPoolKernel{isMax: c.n.Op == "GlobalMaxPool", planes: planes, sp: prod(ints(x.Shape[2:])), c: int(x.Shape[1])}, 0, nil
 }
 
 func (k *globalPoolKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
@@ -191,11 +195,19 @@ func (k *globalPoolKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	// would take the others' shares from their caches, which costs more
 	// than handing them theirs (EfficientNet-B0's 7² pools at 2 threads
 	// 13 µs on one, 7 µs on both).
-	w.forArgs(k.planes, w.parts(8*k.planes*k.sp), k, args{}, in, out, nil)
+	items := k.planes
+	if k.blocked {
+		items /= blockLanes
+	}
+	w.forArgs(items, w.parts(8*k.planes*k.sp), k, args{}, in, out, nil)
 }
 
 func (k *globalPoolKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
 	x, y := f32s(in[0]), f32s(out[0])
+	if k.blocked {
+		k.blockedRange(x, y, lo, hi)
+		return
+	}
 	if !k.isMax && vmathAsm && vmath512 && k.sp > 0 && lo < hi {
 		// Plane by plane in one call: small planes (7², 1280 of them
 		// at the end of a classifier) cost a call and a horizontal sum

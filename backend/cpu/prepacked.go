@@ -24,7 +24,7 @@ func (k *matmulKernel) Prepacked(i int) bool {
 // Prepacked reports whether input i, the weights, is held packed (as
 // the product's A, transposed as its B, or transformed for Winograd).
 func (k *convKernel) Prepacked(i int) bool {
-	return i == 1 && (k.wPre != nil || k.wT != nil || k.wg != nil)
+	return i == 1 && (k.wPre != nil || k.wT != nil || k.wg != nil || k.blk != nil)
 }
 
 // PackedBytes is the size of the packed operands.
@@ -35,8 +35,11 @@ func (k *matmulKernel) PackedBytes() int64 { return 4 * int64(len(k.aPre)+len(k.
 // paths of the kernel read them).
 func (k *convKernel) PackedBytes() int64 {
 	n := len(k.wPre) + len(k.wT) + len(k.dwcW)
+	if k.blk != nil {
+		n += len(k.blk.wT)
+	}
 	if k.wg != nil {
-		n += len(k.wg.u)
+		n += len(k.wg.u) + len(k.wg.ut)
 	}
 	return 4 * int64(n)
 }

@@ -113,6 +113,11 @@ type winograd struct {
 	vOff, mOff, tOff, sOff int
 	tail                   int
 	split                  splitGeom // of an input row into halves of p floats (2p with r = 4)
+
+	// ut, on channel-blocked activations (winograd_blocked.go), is the
+	// transformed filters transposed: for each ξ, m/32 panels of c
+	// steps of 32 output channels, pwb12x32's B. u is then nil.
+	ut []float32
 }
 
 // winogradFits reports whether k runs as Winograd F(2×2, 3×3) or F(4×4,
@@ -174,8 +179,9 @@ func (k *convKernel) buildWinograd(w f32src, threads int) int {
 	// itself; the packed tail holds the rest (two panels at most).
 	g.tail = 2 * gemmNR * k.c
 	g.vOff = 0
-	g.mOff = roundUp(g.xis*k.c*g.tb, alignment/4)
-	g.tOff = g.mOff + roundUp(g.xis*k.m*g.tb, alignment/4)
+	// V and M hold whole tiles of twelve tiles for the blocked path.
+	g.mOff = roundUp(g.xis*k.c*roundUp(g.tb, pwbMR), alignment/4)
+	g.tOff = g.mOff + roundUp(g.xis*k.m*roundUp(g.tb, pwbMR), alignment/4)
 	g.sOff = g.tOff + roundUp(g.xis*g.tail, alignment/4)
 	k.wg = g
 	return g.sOff + max(1, threads)*g.splitFloats()
@@ -234,10 +240,12 @@ func (s f32src) at(i int) float32 {
 // with r = 4, the rows split four ways and, after them, the same rows
 // split in two (wgSplit4).
 func (g *winograd) splitFloats() int {
+	n := g.rows * 2 * g.p
 	if g.r == 4 {
-		return roundUp(g.rows*8*g.p, alignment/4)
+		n = g.rows * 8 * g.p
 	}
-	return roundUp(g.rows*2*g.p, alignment/4)
+	// The blocked path's patches and transforms' rows (wgBlockedFloats).
+	return roundUp(max(n, wgBlockedFloats), alignment/4)
 }
 
 // Phases of a Winograd run, in args[0]; args[1] is the image, args[2]
@@ -379,14 +387,7 @@ func (k *convKernel) wgRange(in, out [][]byte, scratch []byte, a args, lo, hi in
 		}
 	case phaseWgOut:
 		y := f32s(out[0])
-		var bias []float32
-		if k.hasBias {
-			bias = f32s(in[2])
-		}
-		var lim *float32
-		if k.lim != nil {
-			lim = &k.lim[0]
-		}
+		bias, lim := k.biasLim(in)
 		OH, OW := k.out[1], k.out[2]
 		for share := lo; share < hi; share++ {
 			for m := share * k.m / parts; m < (share+1)*k.m/parts; m++ {

@@ -1,0 +1,356 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// toBlocked lays an NCHW tensor of n images and c channels (a multiple
+// of 16) of sp positions out in NCHW16c; fromBlocked undoes it.
+func toBlocked(x []float32, n, c, sp int) []float32 {
+	y := make([]float32, len(x))
+	for i := range n {
+		for ch := range c {
+			for p := range sp {
+				y[((i*c/16+ch/16)*sp+p)*16+ch%16] = x[(i*c+ch)*sp+p]
+			}
+		}
+	}
+	return y
+}
+
+func fromBlocked(y []float32, n, c, sp int) []float32 {
+	x := make([]float32, len(y))
+	for i := range n {
+		for ch := range c {
+			for p := range sp {
+				x[(i*c+ch)*sp+p] = y[((i*c/16+ch/16)*sp+p)*16+ch%16]
+			}
+		}
+	}
+	return x
+}
+
+// TestConvBlocked runs 1×1 convolutions on the channel-blocked path with
+// every combination of input and output layouts it takes, with and
+// without a residual and a Relu, against refConv.
+func TestConvBlocked(t *testing.T) {
+	if !useAVX512Kernel || !dw512 {
+		t.Skip("the channel-blocked path needs AVX-512")
+	}
+	cases := []struct {
+		n, c, m, h, w, stride int
+	}{
+		{1, 32, 64, 10, 10, 1},  // 100 positions: 8 tiles and a tail of 4
+		{2, 48, 32, 8, 9, 1},    // two images, 72 positions each
+		{1, 32, 64, 17, 19, 2},  // stride 2 onto 9×10
+		{1, 20, 32, 9, 9, 1},    // channels not a multiple of 16: NCHW input only
+		{1, 2048, 96, 8, 8, 1},  // panels in two blocks
+		{1, 64, 256, 12, 12, 1}, // whole tiles only
+		{2, 256, 64, 21, 23, 2}, // stride 2 onto 11×12, two images
+		{1, 64, 64, 13, 13, 2},  // stride 2 onto 7×7: blocked input only
+	}
+	for _, cs := range cases {
+		for _, threads := range []int{1, 3} {
+			for _, inB := range []bool{false, true} {
+				if inB && cs.c%16 != 0 {
+					continue
+				}
+				for _, outB := range []bool{false, true} {
+					if !inB && !outB {
+						continue // the planes' own paths
+					}
+					for _, fused := range []bool{false, true} {
+						name := fmt.Sprintf("%v/t%d/in%v/out%v/res%v", cs, threads, inB, outB, fused)
+						t.Run(name, func(t *testing.T) {
+							testConvBlocked(t, cs.n, cs.c, cs.m, cs.h, cs.w, cs.stride, threads, inB, outB, fused)
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+func testConvBlocked(t *testing.T, n, c, m, h, w, stride, threads int, inB, outB, fused bool) {
+	cc := convCase{x: ints64(int64(n), int64(c), int64(h), int64(w)), m: int64(m), group: 1,
+		kern: ints64(1, 1), strides: ints64(int64(stride), int64(stride)), dil: ints64(1, 1),
+		pads: ints64(0, 0, 0, 0), bias: true, constW: true}
+	cg := buildConvCase(cc, randF32)
+	want, bound := refConvBound(cc, cg)
+	k, scratch, err := BuildFor(cg.tg.g, cg.n, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := int(cg.ys[2] * cg.ys[3])
+	res := randF32(n * m * sp)
+	if fused {
+		k = fuseResidualRelu(t, cg, k, threads)
+		for i := range want {
+			want[i] = max(0, want[i]+float64(res[i]))
+			bound[i] += math.Abs(float64(res[i]))
+		}
+	}
+	bin, bout := BlockRoles(k, scratch)
+	if bin != (c%16 == 0) {
+		t.Fatalf("BlockRoles = %v, %v", bin, bout)
+	}
+	if inB && !bin || (outB || !inB) && !bout {
+		t.Skipf("scratch of %d bytes: roles %v, %v", scratch, bin, bout)
+	}
+	ks, err := Block([]Kernel{k}, inB, outB, cg.tg.g.Tensor(cg.wi).Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := cg.x
+	if inB {
+		x = toBlocked(x, n, c, h*w)
+	}
+	r := res
+	if outB {
+		r = toBlocked(r, n, m, sp)
+	}
+	bytes := int64(4 * len(want))
+	in := [][]byte{f32Bytes(x), cg.tg.g.Tensor(cg.wi).Data, f32Bytes(cg.b), f32Bytes(r)}
+	for i := range in {
+		a := alignedBytes(int64(len(in[i])))
+		copy(a, in[i])
+		in[i] = a
+	}
+	out := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, WorkBytes(ks[0]))))}
+	for i := range out[:2] {
+		for j := range out[i] {
+			out[i][j] = 0xA5
+		}
+	}
+	wk := NewWorkers(threads)
+	defer wk.Close()
+	ks[0].Run(wk, in, out, poisoned(scratch))
+	got := asF32(out[0])
+	if fused {
+		got = asF32(out[1])
+	}
+	if outB {
+		got = fromBlocked(got, n, m, sp)
+	}
+	// 64 roundings of float32 of the sum of absolute terms: far below
+	// one product left out or counted twice (about 1/c of that sum).
+	checkBound(t, got, want, bound, 64*0x1p-24)
+}
+
+// refConvBound is refConv of cg and, for each output, the sum of its
+// terms' absolute values, which bounds its rounding error.
+func refConvBound(cc convCase, cg convCaseGraph) (want, bound []float64) {
+	abs := func(v []float32) []float32 {
+		a := make([]float32, len(v))
+		for i, x := range v {
+			a[i] = float32(math.Abs(float64(x)))
+		}
+		return a
+	}
+	return refConv(cc, cg.x, cg.w, cg.b, cg.pads, cg.ys), refConv(cc, abs(cg.x), abs(cg.w), abs(cg.b), cg.pads, cg.ys)
+}
+
+// checkBound wants each got[i] within scale·bound[i] of want[i].
+func checkBound(t *testing.T, got []float32, want, bound []float64, scale float64) {
+	t.Helper()
+	bad := 0
+	for i, g := range got {
+		if d := math.Abs(float64(g) - want[i]); !(d <= scale*bound[i]) {
+			if bad++; bad <= 5 {
+				t.Errorf("Y[%d] = %v, want %v (bound %.3g)", i, g, want[i], scale*bound[i])
+			}
+		}
+	}
+}
+
+// fuseResidualRelu fuses k, cg's convolution, with an Add of a residual
+// (a fourth input) and a Relu, as the compiler does.
+func fuseResidualRelu(t *testing.T, cg convCaseGraph, k Kernel, threads int) Kernel {
+	t.Helper()
+	y := cg.n.Outputs[0]
+	shape := []int64(cg.tg.g.Tensor(y).Shape)
+	r := cg.tg.input("r", ir.Float32, shape...)
+	add := cg.tg.node("Add", nil, []ir.TensorID{y, r}, out{ir.Float32, shape})
+	relu := cg.tg.node("Relu", nil, []ir.TensorID{add.Outputs[0]}, out{ir.Float32, shape})
+	ep, _, err := NewEpilogue(cg.tg.g, y, int(shape[2]*shape[3]), []*ir.Node{add, relu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := Fuse(k, ep, 3, threads)
+	if !ok {
+		t.Fatal("Fuse refused the convolution")
+	}
+	return f
+}
+
+// TestGlobalPoolBlocked averages NCHW16c planes against the NCHW kernel.
+func TestGlobalPoolBlocked(t *testing.T) {
+	for _, sp := range []int{1, 49, 50} {
+		tg := newTGraph(17)
+		x := tg.input("x", ir.Float32, 2, 32, int64(sp), 1)
+		nd := tg.node("GlobalAveragePool", nil, []ir.TensorID{x}, out{ir.Float32, []int64{2, 32, 1, 1}})
+		v := randF32(2 * 32 * sp)
+		want := exec(t, tg.g, nd, 2, f32Bytes(v))
+		k, _, err := Build(tg.g, nd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, _ := BlockRoles(k, 0)
+		if !bin {
+			t.Fatal("GlobalAveragePool does not take a blocked input")
+		}
+		ks, err := Block([]Kernel{k}, true, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := [][]byte{alignedBytes(int64(4 * len(v)))}
+		copy(in[0], f32Bytes(toBlocked(v, 2, 32, sp)))
+		got := [][]byte{alignedBytes(4 * 64)}
+		wk := NewWorkers(2)
+		ks[0].Run(wk, in, got, nil)
+		wk.Close()
+		near(t, "Y", asF32(got[0]), widen(asF32(want[0])), 1e-6, 1e-6)
+	}
+}
+
+// BenchmarkConvBlocked runs ResNet-50's 1×1 convolutions on planes and on
+// the channel-blocked path with the layouts ResNet-50's blocks give them
+// (in: the input blocked, out: the output and residual, both: both),
+// with the residual and Relu where the model adds one.
+func BenchmarkConvBlocked(b *testing.B) {
+	cases := []struct {
+		name            string
+		c, h, m, stride int64
+		res             bool
+	}{
+		{"256→64 56²", 256, 56, 64, 1, false},
+		{"64→256 56² +res", 64, 56, 256, 1, true},
+		{"128→256 56²", 128, 56, 256, 1, false},
+		{"256→128 56²", 256, 56, 128, 1, false},
+		{"s2 256→512 56²", 256, 56, 512, 2, false},
+		{"128→512 28² +res", 128, 28, 512, 1, true},
+		{"512→128 28²", 512, 28, 128, 1, false},
+		{"512→256 28²", 512, 28, 256, 1, false},
+		{"1024→256 14²", 1024, 14, 256, 1, false},
+		{"256→1024 14² +res", 256, 14, 1024, 1, true},
+		{"512→2048 7² +res", 512, 7, 2048, 1, true},
+		{"2048→512 7²", 2048, 7, 512, 1, false},
+		{"s2 512→1024 28² +res", 512, 28, 1024, 2, true},
+		{"s2 1024→2048 14² +res", 1024, 14, 2048, 2, true},
+	}
+	for _, c := range cases {
+		for _, th := range threadCounts() {
+			for _, mode := range []string{"planes", "in", "out", "both"} {
+				b.Run(fmt.Sprintf("%s/%s/threads=%d", c.name, mode, th), func(b *testing.B) {
+					g, n := convNode(1, c.c, c.h, c.h, c.m, 1, c.stride, 0, 1, true)
+					y := g.Tensor(n.Outputs[0]).Shape
+					p := prepareFor(b, g, n, th)
+					k := p.k
+					if c.res {
+						f := *k.(*convKernel)
+						f.fuse = newFused(&Epilogue{rowLen: int(y[2] * y[3])}, 3, th)
+						f.res, f.lim = 1, &[2]float32{0, float32(math.Inf(1))}
+						k = &f
+						p.in = append(p.in, alignedBytes(int64(len(p.out[0]))))
+						p.out = append(p.out, p.out[0], alignedBytes(64))
+					}
+					if mode != "planes" {
+						ks, err := Block([]Kernel{k}, mode != "out", mode != "in", g.Tensor(n.Inputs[1]).Data)
+						if err != nil {
+							b.Fatal(err)
+						}
+						k = ks[0]
+					}
+					w := NewWorkers(th)
+					defer w.Close()
+					k.Run(w, p.in, p.out, p.scratch)
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						k.Run(w, p.in, p.out, p.scratch)
+					}
+					flops := 2 * float64(y.Elements()) * float64(c.c)
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// TestWinogradBlocked runs 3×3 convolutions on the blocked Winograd path,
+// F(2×2, 3×3) and F(4×4, 3×3), against refConv: each output within 2⁻¹⁶
+// of its sum of absolute terms (TestWinograd4's bound; one product left
+// out would move it by about 1/(9c) of that sum).
+func TestWinogradBlocked(t *testing.T) {
+	if !useAVX512Kernel || !dw512 {
+		t.Skip("the channel-blocked path needs AVX-512")
+	}
+	cases := []struct {
+		n, c, m, h, w, pad, r int
+	}{
+		{1, 32, 32, 20, 20, 1, 2}, // F(2×2): 100 tiles
+		{1, 32, 64, 14, 14, 1, 2}, // 49 tiles: the last thirteen at once
+		{1, 64, 96, 17, 19, 1, 2}, // partial tiles on two sides
+		{2, 48, 64, 16, 18, 0, 2}, // no padding, two images
+		{1, 64, 64, 34, 34, 1, 4}, // F(4×4): 81 tiles
+		{1, 32, 64, 35, 33, 1, 4}, // F(4×4), partial tiles
+		{1, 32, 32, 56, 56, 1, 4}, // 196 tiles, as ResNet-50's 56² layers
+	}
+	for _, cs := range cases {
+		for _, threads := range []int{1, 3} {
+			for _, clamp := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/t%d/clamp%v", cs, threads, clamp), func(t *testing.T) {
+					testWinogradBlocked(t, cs.n, cs.c, cs.m, cs.h, cs.w, cs.pad, cs.r, threads, clamp)
+				})
+			}
+		}
+	}
+}
+
+func testWinogradBlocked(t *testing.T, n, c, m, h, w, pad, r, threads int, clamp bool) {
+	p := int64(pad)
+	cc := convCase{x: ints64(int64(n), int64(c), int64(h), int64(w)), m: int64(m), group: 1,
+		kern: ints64(3, 3), strides: ints64(1, 1), dil: ints64(1, 1),
+		pads: ints64(p, p, p, p), bias: true, constW: true}
+	cg := buildConvCase(cc, randF32)
+	want, bound := refConvBound(cc, cg)
+	k, scratch, err := BuildFor(cg.tg.g, cg.n, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := k.(*convKernel)
+	if ck.wg == nil || ck.wg.r != r {
+		t.Fatalf("not on the Winograd path F(%d×%d, 3×3)", r, r)
+	}
+	if clamp {
+		f := *ck
+		f.lim = &[2]float32{-0.5, 0.5}
+		k = &f
+		for i := range want {
+			want[i] = min(0.5, max(-0.5, want[i]))
+		}
+	}
+	if in, out := BlockRoles(k, scratch); !in || !out || !BlockTied(k) {
+		t.Fatalf("BlockRoles = %v, %v, BlockTied = %v", in, out, BlockTied(k))
+	}
+	ks, err := Block([]Kernel{k}, true, true, cg.tg.g.Tensor(cg.wi).Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := int(cg.ys[2] * cg.ys[3])
+	in := [][]byte{alignedBytes(int64(4 * len(cg.x))), cg.tg.g.Tensor(cg.wi).Data, alignedBytes(int64(4 * m))}
+	copy(in[0], f32Bytes(toBlocked(cg.x, n, c, h*w)))
+	copy(in[2], f32Bytes(cg.b))
+	out := [][]byte{alignedBytes(int64(4 * len(want)))}
+	for j := range out[0] {
+		out[0][j] = 0xA5
+	}
+	wk := NewWorkers(threads)
+	defer wk.Close()
+	ks[0].Run(wk, in, out, poisoned(scratch))
+	checkBound(t, fromBlocked(asF32(out[0]), n, m, sp), want, bound, 0x1p-16)
+}

@@ -1,0 +1,112 @@
+package berth
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/internal/compare"
+	"github.com/berth-ml/berth/npy"
+)
+
+// TestBlockLayouts compiles the resnet_blocked fixture (ResNet-50's
+// bottleneck blocks) and checks which activations blockLayouts holds in
+// NCHW16c: those between the blocks whose convolutions take them, and
+// none elsewhere; and that the results agree with the same model run in
+// NCHW throughout to rounding.
+func TestBlockLayouts(t *testing.T) {
+	const path = "testdata/models/resnet_blocked/model.onnx"
+	m, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	e, err := Compile(m, CPU, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Compile(m, CPU, Options{Threads: 2, NoBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cpuBlocks() {
+		if e.blocked != nil {
+			for id, b := range e.blocked {
+				if b {
+					t.Errorf("tensor %q blocked without the AVX-512 kernels", e.g.Tensors[id].Name)
+				}
+			}
+		}
+		return
+	}
+	var names []string
+	for id, b := range e.blocked {
+		if b {
+			names = append(names, e.g.Tensors[id].Name)
+			if sh := e.g.Tensors[id].Shape; sh.Rank() != 4 || sh[1]%16 != 0 {
+				t.Errorf("tensor %q of shape %v blocked", e.g.Tensors[id].Name, sh)
+			}
+		}
+	}
+	// Block 1's result and what follows up to the 4² planes: the two
+	// 32² residual streams, the Winograd layers' inputs and outputs at
+	// 32² and 16², and the 16² and 8² streams.
+	if len(names) < 10 {
+		t.Errorf("%d activations blocked, want at least 10: %q", len(names), names)
+	}
+	for _, id := range e.g.Outputs {
+		if e.blocked[id] {
+			t.Errorf("graph output %q blocked", e.g.Tensors[id].Name)
+		}
+	}
+	for _, id := range e.g.Inputs {
+		if e.blocked[id] {
+			t.Errorf("graph input %q blocked", e.g.Tensors[id].Name)
+		}
+	}
+	a, err := npy.ReadFile("testdata/models/resnet_blocked/input_0.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Tensor{Name: "image", DType: a.DType, Shape: a.Shape, Data: a.Data}
+	got, want := logits(t, e, in), logits(t, plain, in)
+	if d := compare.RelL2(got, want); !(d <= 1e-6) {
+		t.Errorf("blocked and NCHW results differ by rel L2 %.3g", d)
+	}
+	// The same bits on any number of threads, in place or not.
+	for _, threads := range []int{1, 3} {
+		for _, noInPlace := range []bool{false, true} {
+			other, err := Compile(m, CPU, Options{Threads: threads, NoInPlace: noInPlace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := logits(t, other, in); !slices.Equal(o, got) {
+				t.Errorf("%d threads, NoInPlace %v: %v, want %v", threads, noInPlace, o, got)
+			}
+		}
+	}
+}
+
+// logits runs e once on in and returns its first output.
+func logits(t *testing.T, e *Executable, in Tensor) []float32 {
+	t.Helper()
+	s, err := e.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	outs, err := s.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := outs[0].Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// cpuBlocks reports whether the CPU backend holds activations in NCHW16c
+// on this machine.
+func cpuBlocks() bool { return cpu.BlockedLayouts() }
