@@ -48,6 +48,7 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 	result := make([]ir.TensorID, steps)
 	residual := make([]ir.TensorID, steps)
 	tied := make([]bool, steps)
+	allIn := make([]bool, steps)
 	for s := range steps {
 		result[s], residual[s] = ir.NoTensor, ir.NoTensor
 		if owner[s] != s || e.prologues[s] != nil || len(g.Nodes[s].Outputs) == 0 {
@@ -67,6 +68,7 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 			in, out := cpu.BlockRoles(k, bytes)
 			r.in, r.out = r.in && in, r.out && out
 			tied[s] = tied[s] || cpu.BlockTied(k)
+			allIn[s] = allIn[s] || cpu.BlockAllInputs(k)
 		}
 		can[s] = r
 	}
@@ -92,7 +94,7 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 				ok = ok && residual[rs] == y
 			default:
 				for i, id := range g.Nodes[rn].Inputs {
-					if id == y && (i != 0 || !can[rn].in) {
+					if id == y && (i != 0 && !allIn[rn] || !can[rn].in) {
 						ok = false
 					}
 				}
@@ -106,6 +108,14 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 		}
 		return ir.NoTensor
 	}
+	// The inputs a step reads in its result's layout when tied: input 0,
+	// or all of a concatenation's.
+	tiedInputs := func(s int) []ir.TensorID {
+		if allIn[s] {
+			return g.Nodes[s].Inputs
+		}
+		return []ir.TensorID{input0(s)}
+	}
 	isBlocked := func(id ir.TensorID) bool { return id != ir.NoTensor && blocked[id] }
 	for pruned := true; pruned; {
 		// A residual shares its result's layout, and so does the input
@@ -117,17 +127,18 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 				if y == ir.NoTensor {
 					continue
 				}
-				for _, r := range []ir.TensorID{residual[s], input0(s)} {
-					if r == ir.NoTensor || r == input0(s) && !tied[s] {
-						continue
-					}
-					if blocked[r] != blocked[y] {
+				pairs := []ir.TensorID{residual[s]}
+				if tied[s] {
+					pairs = append(pairs, tiedInputs(s)...)
+				}
+				for _, r := range pairs {
+					if r != ir.NoTensor && blocked[r] != blocked[y] {
 						blocked[r], blocked[y], changed = false, false, true
 					}
 				}
 			}
 		}
-		pruned = e.pruneBlocked(blocked, result, residual, input0)
+		pruned = e.pruneBlocked(blocked, result, residual, tiedInputs)
 	}
 	e.blocked = blocked
 	for s := range steps {
@@ -171,7 +182,7 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 // change into its producers and readers (MobileNetV2, whose expansions
 // and projections meet depthwise layers in planes, ran 16 % slower with
 // its residuals blocked). It reports whether it unblocked any.
-func (e *Executable) pruneBlocked(blocked []bool, result, residual []ir.TensorID, input0 func(int) ir.TensorID) bool {
+func (e *Executable) pruneBlocked(blocked []bool, result, residual []ir.TensorID, inputs func(int) []ir.TensorID) bool {
 	parent := make([]int, len(blocked))
 	for i := range parent {
 		parent[i] = i
@@ -192,9 +203,11 @@ func (e *Executable) pruneBlocked(blocked []bool, result, residual []ir.TensorID
 		if r := residual[s]; r != ir.NoTensor && blocked[r] {
 			parent[find(int(r))] = find(int(y))
 		}
-		if x := input0(s); x != ir.NoTensor && blocked[x] {
-			parent[find(int(x))] = find(int(y))
-			both[int(y)] = true
+		for _, x := range inputs(s) {
+			if x != ir.NoTensor && blocked[x] {
+				parent[find(int(x))] = find(int(y))
+				both[int(y)] = true
+			}
 		}
 	}
 	good := make([]bool, len(blocked))

@@ -117,6 +117,9 @@ type convKernel struct {
 	// phase reads it so, a block of sixteen channels an item, and writes
 	// planes, on which the run goes on as on any other input.
 	subBlocked bool
+	// win, when set, runs a convolution of stride 2 from planes into
+	// NCHW16c (conv_strided.go).
+	win *blockedWin
 }
 
 // subsampleFits reports whether k is a 2-D 1×1 convolution of stride 2,
@@ -340,6 +343,11 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		k.partOff = roundUp(floats, alignment/4)
 		floats = k.partOff + (ceilDiv(k.kdim, k.kc)-1)*k.m*k.outSp
 	}
+	if k.winShape() && k.wPre != nil {
+		// Room for the padded input of the NCHW16c path (blockedWin),
+		// which a compiler may choose later.
+		floats = max(floats, k.winFloats())
+	}
 	return k, int64(floats) * 4, nil
 }
 
@@ -500,6 +508,10 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		k.runBlocked(w, in, out, scratch)
 		return
 	}
+	if k.win != nil {
+		k.runWindows(w, in, out, scratch)
+		return
+	}
 	if k.sub > 0 {
 		items := k.nb * k.c
 		if k.subBlocked {
@@ -562,6 +574,10 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	}
 	if a[0] >= phaseWgIn && a[0] <= phaseWgOut {
 		k.wgRange(in, out, scratch, a, lo, hi)
+		return
+	}
+	if a[0] == phaseWinPad || a[0] == phaseWinTiles {
+		k.winRange(in, out, scratch, a, lo, hi)
 		return
 	}
 	if a[0] >= phaseWgInB && a[0] <= phaseWgOutB {

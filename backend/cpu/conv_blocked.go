@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/berth-ml/berth/ir"
 )
 
 // Channel-blocked activations (NCHW16c). A float32 tensor of shape [N, C,
@@ -137,12 +139,20 @@ func BlockRoles(k Kernel, scratch int64) (in, out bool) {
 			ok := k.winogradBlockFits()
 			return ok, ok
 		}
+		if k.winFits(scratch) {
+			return false, true
+		}
 		in, out := k.blockedFits(scratch)
 		// A subsampled input may be blocked for any path: the
 		// subsample phase reads it so (subBlocked).
 		return in || k.sub > 0 && k.c%blockLanes == 0, out
 	case *globalPoolKernel:
 		return !k.isMax && k.c%blockLanes == 0, false
+	case *poolKernel:
+		ok := k.blockedFits()
+		return ok, ok
+	case *concatKernel:
+		return k.channels, k.channels
 	}
 	return false, false
 }
@@ -150,8 +160,20 @@ func BlockRoles(k Kernel, scratch int64) (in, out bool) {
 // BlockTied reports whether a kernel takes its input 0 and its result in
 // NCHW16c only both together (the Winograd path).
 func BlockTied(k Kernel) bool {
-	k2, ok := k.(*convKernel)
-	return ok && k2.wg != nil
+	switch k := k.(type) {
+	case *convKernel:
+		return k.wg != nil
+	case *poolKernel, *concatKernel:
+		return true
+	}
+	return false
+}
+
+// BlockAllInputs reports whether a kernel that BlockTied ties ties every
+// input to its result, not only input 0 (a concatenation).
+func BlockAllInputs(k Kernel) bool {
+	_, ok := k.(*concatKernel)
+	return ok
 }
 
 // ResidualInput is the index, among a fused kernel's inputs, of the
@@ -175,6 +197,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 	res := make([]Kernel, len(ks))
 	var wT []float32
 	var wg *winograd
+	var win *blockedWin
 	for i, k := range ks {
 		switch k := k.(type) {
 		case *convKernel:
@@ -190,6 +213,22 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 				}
 				f := *k
 				f.wg = wg
+				res[i] = &f
+				continue
+			}
+			if !in && out && k.winFits(math.MaxInt64) {
+				if len(w) != 4*k.m*k.c*k.kvol {
+					return nil, fmt.Errorf("cpu: weights of %d bytes, want %d", len(w), 4*k.m*k.c*k.kvol)
+				}
+				if win == nil {
+					win = k.blockWindows(w)
+				}
+				f := *k
+				if r, lim, _ := k.blockedEpilogue(); r == 0 && f.fuse != nil {
+					f.lim = lim
+					f.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
+				}
+				f.win, f.wPre = win, nil
 				res[i] = &f
 				continue
 			}
@@ -227,6 +266,19 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 			f := *k
 			f.blocked = in
 			res[i] = &f
+		case *poolKernel:
+			if !in || !out {
+				return nil, fmt.Errorf("cpu: a max pool takes NCHW16c input and output together")
+			}
+			f := *k
+			f.blocked = true
+			res[i] = &f
+		case *concatKernel:
+			if !in || !out || !k.channels {
+				return nil, fmt.Errorf("cpu: a concatenation takes NCHW16c inputs and output together")
+			}
+			// The same copies.
+			res[i] = k
 		default:
 			return nil, fmt.Errorf("cpu: %T cannot take NCHW16c activations", k)
 		}
@@ -587,6 +639,69 @@ func (k *globalPoolKernel) blockedRange(x, y []float32, lo, hi int) {
 		d := (*[blockLanes]float32)(y[blk*blockLanes:])
 		for l := range acc {
 			d[l] = float32(acc[l] * scale)
+		}
+	}
+}
+
+// blockedFits reports whether k, a max pool, can run on NCHW16c input and
+// output (blockedRows): float32, 2-D, no dilation, channels in whole
+// blocks, no indices, windows of at most 64 taps with at least one inside
+// the input.
+func (k *poolKernel) blockedFits() bool {
+	if !dw512 || !k.isMax || k.dt != ir.Float32 || k.ind || k.in[0] != 1 || k.dil != [3]int{1, 1, 1} || k.c%blockLanes != 0 || k.kern[1]*k.kern[2] > 64 {
+		return false
+	}
+	for d := 1; d < 3; d++ {
+		for o := range k.thi[d] {
+			if k.thi[d][o] <= k.tlo[d][o] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// blockedRows pools output rows [lo, hi) of the blocks of sixteen
+// channels (an item a block's row): the outputs whose window lies inside
+// the input in one call of maxTapsB, the others one by one over the taps
+// inside.
+func (k *poolKernel) blockedRows(y, x []float32, lo, hi int) {
+	H, W, OH, OW := k.in[1], k.in[2], k.out[1], k.out[2]
+	kh, kw := k.kern[1], k.kern[2]
+	var all, some [64]int
+	full := kh * kw
+	for i := range full {
+		all[i] = 4 * blockLanes * (i/kw*W + i%kw)
+	}
+	for it := lo; it < hi; it++ {
+		blk, oy := it/OH, it%OH
+		xb := x[blk*H*W*blockLanes:][:H*W*blockLanes]
+		yr := y[(blk*OH+oy)*OW*blockLanes:][:OW*blockLanes]
+		ty0, ty1 := int(k.tlo[1][oy]), int(k.thi[1][oy])
+		y0 := oy*k.stride[1] - k.pad[1]
+		for ox := 0; ox < OW; {
+			tx0, tx1 := int(k.tlo[2][ox]), int(k.thi[2][ox])
+			x0 := ox*k.stride[2] - k.pad[2]
+			if ty0 == 0 && ty1 == kh && tx0 == 0 && tx1 == kw {
+				// A run of outputs whose windows lie inside.
+				n := 1
+				for ox+n < OW && k.tlo[2][ox+n] == 0 && int(k.thi[2][ox+n]) == kw {
+					n++
+				}
+				maxTapsB(&yr[ox*blockLanes], &xb[(y0*W+x0)*blockLanes], &all[0], full, n, 4*blockLanes*k.stride[2])
+				ox += n
+				continue
+			}
+			// The taps inside (blockedFits: at least one, at most 64).
+			taps := 0
+			for ty := ty0; ty < ty1; ty++ {
+				for tx := tx0; tx < tx1; tx++ {
+					some[taps] = 4 * blockLanes * ((y0+ty)*W + x0 + tx)
+					taps++
+				}
+			}
+			maxTapsB(&yr[ox*blockLanes], &xb[0], &some[0], taps, 1, 0)
+			ox++
 		}
 	}
 }

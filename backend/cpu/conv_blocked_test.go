@@ -76,9 +76,7 @@ func TestConvBlocked(t *testing.T) {
 }
 
 func testConvBlocked(t *testing.T, n, c, m, h, w, stride, threads int, inB, outB, fused bool) {
-	cc := convCase{x: ints64(int64(n), int64(c), int64(h), int64(w)), m: int64(m), group: 1,
-		kern: ints64(1, 1), strides: ints64(int64(stride), int64(stride)), dil: ints64(1, 1),
-		pads: ints64(0, 0, 0, 0), bias: true, constW: true}
+	cc := squareConv(n, c, m, h, w, 1, stride, 0)
 	cg := buildConvCase(cc, randF32)
 	want, bound := refConvBound(cc, cg)
 	k, scratch, err := BuildFor(cg.tg.g, cg.n, threads)
@@ -139,6 +137,16 @@ func testConvBlocked(t *testing.T, n, c, m, h, w, stride, threads int, inB, outB
 	// 64 roundings of float32 of the sum of absolute terms: far below
 	// one product left out or counted twice (about 1/c of that sum).
 	checkBound(t, got, want, bound, 64*0x1p-24)
+}
+
+// squareConv is the convolution of n images of c channels of h×w by m
+// filters of k×k, with the given stride and pads on every side, a bias
+// and constant weights.
+func squareConv(n, c, m, h, w, k, stride, pad int) convCase {
+	k64, s64, p64 := int64(k), int64(stride), int64(pad)
+	return convCase{x: ints64(int64(n), int64(c), int64(h), int64(w)), m: int64(m), group: 1,
+		kern: ints64(k64, k64), strides: ints64(s64, s64), dil: ints64(1, 1),
+		pads: ints64(p64, p64, p64, p64), bias: true, constW: true}
 }
 
 // refConvBound is refConv of cg and, for each output, the sum of its
@@ -312,10 +320,7 @@ func TestWinogradBlocked(t *testing.T) {
 }
 
 func testWinogradBlocked(t *testing.T, n, c, m, h, w, pad, r, threads int, clamp bool) {
-	p := int64(pad)
-	cc := convCase{x: ints64(int64(n), int64(c), int64(h), int64(w)), m: int64(m), group: 1,
-		kern: ints64(3, 3), strides: ints64(1, 1), dil: ints64(1, 1),
-		pads: ints64(p, p, p, p), bias: true, constW: true}
+	cc := squareConv(n, c, m, h, w, 3, 1, pad)
 	cg := buildConvCase(cc, randF32)
 	want, bound := refConvBound(cc, cg)
 	k, scratch, err := BuildFor(cg.tg.g, cg.n, threads)
@@ -353,4 +358,149 @@ func testWinogradBlocked(t *testing.T, n, c, m, h, w, pad, r, threads int, clamp
 	defer wk.Close()
 	ks[0].Run(wk, in, out, poisoned(scratch))
 	checkBound(t, fromBlocked(asF32(out[0]), n, m, sp), want, bound, 0x1p-16)
+}
+
+// TestConvStrided runs convolutions of stride 2 from planes into NCHW16c
+// (blockedWin: a ResNet's stem) against refConv, with a fused Relu.
+func TestConvStrided(t *testing.T) {
+	if !useAVX512Kernel || !dw512 {
+		t.Skip("the channel-blocked path needs AVX-512")
+	}
+	cases := []struct {
+		n, c, m, h, w, k, pad int
+	}{
+		{1, 3, 64, 30, 31, 7, 3}, // a 7×7 stem onto 15×16
+		{2, 8, 32, 26, 27, 3, 1}, // 3×3 onto 13×14, two images
+		{1, 5, 32, 40, 29, 5, 0}, // no padding, 18×13: a tail tile a row
+	}
+	for _, cs := range cases {
+		for _, threads := range []int{1, 3} {
+			for _, relu := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/t%d/relu%v", cs, threads, relu), func(t *testing.T) {
+					testConvStrided(t, cs.n, cs.c, cs.m, cs.h, cs.w, cs.k, cs.pad, threads, relu)
+				})
+			}
+		}
+	}
+}
+
+func testConvStrided(t *testing.T, n, c, m, h, w, kk, pad, threads int, relu bool) {
+	cc := squareConv(n, c, m, h, w, kk, 2, pad)
+	cg := buildConvCase(cc, randF32)
+	want, bound := refConvBound(cc, cg)
+	k, scratch, err := BuildFor(cg.tg.g, cg.n, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := cg.n.Outputs[0]
+	shape := []int64(cg.tg.g.Tensor(y).Shape)
+	sp := int(shape[2] * shape[3])
+	if relu {
+		r := cg.tg.node("Relu", nil, []ir.TensorID{y}, out{ir.Float32, shape})
+		ep, _, err := NewEpilogue(cg.tg.g, y, sp, []*ir.Node{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, ok := Fuse(k, ep, 3, threads)
+		if !ok {
+			t.Fatal("Fuse refused the convolution")
+		}
+		k = f
+		for i := range want {
+			want[i] = max(0, want[i])
+		}
+	}
+	if in, out := BlockRoles(k, scratch); in || !out {
+		t.Fatalf("BlockRoles = %v, %v (scratch %d)", in, out, scratch)
+	}
+	ks, err := Block([]Kernel{k}, false, true, cg.tg.g.Tensor(cg.wi).Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := [][]byte{alignedBytes(int64(4 * len(cg.x))), cg.tg.g.Tensor(cg.wi).Data, alignedBytes(int64(4 * m))}
+	copy(in[0], f32Bytes(cg.x))
+	copy(in[2], f32Bytes(cg.b))
+	bytes := int64(4 * len(want))
+	outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, WorkBytes(ks[0]))))}
+	for i := range outs[:2] {
+		for j := range outs[i] {
+			outs[i][j] = 0xA5
+		}
+	}
+	wk := NewWorkers(threads)
+	defer wk.Close()
+	ks[0].Run(wk, in, outs, poisoned(scratch))
+	got := asF32(outs[0])
+	if relu {
+		got = asF32(outs[1])
+	}
+	checkBound(t, fromBlocked(got, n, m, sp), want, bound, 64*0x1p-24)
+}
+
+// TestMaxPoolBlocked pools NCHW16c planes and wants the NCHW kernel's
+// bits (both take the builtin max: a NaN wins, +0 beats −0), any NaN for
+// a NaN.
+func TestMaxPoolBlocked(t *testing.T) {
+	if !dw512 {
+		t.Skip("the channel-blocked path needs AVX-512")
+	}
+	cases := []struct {
+		h, w, k, s, pad int
+		ceil            bool
+	}{
+		{20, 21, 3, 2, 1, false}, // ResNet's, odd width
+		{16, 16, 2, 2, 0, false},
+		{9, 11, 3, 1, 1, false},
+		{10, 13, 3, 2, 0, true},
+	}
+	for _, cs := range cases {
+		t.Run(fmt.Sprintf("%v", cs), func(t *testing.T) {
+			tg := newTGraph(17)
+			x := tg.input("x", ir.Float32, 2, 32, int64(cs.h), int64(cs.w))
+			ceil := int64(0)
+			if cs.ceil {
+				ceil = 1
+			}
+			oh := outSize(int64(cs.h), int64(cs.k), int64(cs.s), 1, int64(cs.pad), int64(cs.pad))
+			ow := outSize(int64(cs.w), int64(cs.k), int64(cs.s), 1, int64(cs.pad), int64(cs.pad))
+			if cs.ceil {
+				oh = (int64(cs.h)+2*int64(cs.pad)-int64(cs.k)+int64(cs.s)-1)/int64(cs.s) + 1
+				ow = (int64(cs.w)+2*int64(cs.pad)-int64(cs.k)+int64(cs.s)-1)/int64(cs.s) + 1
+			}
+			k64, s64, p64 := int64(cs.k), int64(cs.s), int64(cs.pad)
+			nd := tg.node("MaxPool", ir.Attrs{
+				"kernel_shape": {Kind: ir.AttrInts, Ints: []int64{k64, k64}},
+				"strides":      {Kind: ir.AttrInts, Ints: []int64{s64, s64}},
+				"pads":         {Kind: ir.AttrInts, Ints: []int64{p64, p64, p64, p64}},
+				"ceil_mode":    {Kind: ir.AttrInt, Int: ceil},
+			}, []ir.TensorID{x}, out{ir.Float32, []int64{2, 32, oh, ow}})
+			v := randF32(2 * 32 * cs.h * cs.w)
+			v[5], v[77] = float32(math.NaN()), float32(math.Copysign(0, -1))
+			want := exec(t, tg.g, nd, 2, f32Bytes(v))
+			k, _, err := Build(tg.g, nd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in, out := BlockRoles(k, 0); !in || !out || !BlockTied(k) {
+				t.Fatalf("BlockRoles = %v, %v", in, out)
+			}
+			ks, err := Block([]Kernel{k}, true, true, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := [][]byte{alignedBytes(int64(4 * len(v)))}
+			copy(in[0], f32Bytes(toBlocked(v, 2, 32, cs.h*cs.w)))
+			got := [][]byte{alignedBytes(int64(len(want[0])))}
+			wk := NewWorkers(2)
+			ks[0].Run(wk, in, got, nil)
+			wk.Close()
+			g := fromBlocked(asF32(got[0]), 2, 32, int(oh*ow))
+			w := asF32(want[0])
+			for i := range w {
+				if math.Float32bits(g[i]) != math.Float32bits(w[i]) && !(g[i] != g[i] && w[i] != w[i]) {
+					t.Fatalf("Y[%d] = %v, want %v", i, g[i], w[i])
+				}
+			}
+		})
+	}
 }

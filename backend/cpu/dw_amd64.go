@@ -150,6 +150,14 @@ func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch i
 //go:noescape
 func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]int32, planes int)
 
+// maxTapsB is max pooling on NCHW16c: for i < n, the sixteen channels at
+// dst + 64·i bytes take the maximum (the builtin max's) of the vectors at
+// src + i·step + offs[t] bytes, t < taps (taps ≥ 1). It needs AVX-512F
+// (dw512).
+//
+//go:noescape
+func maxTapsB(dst, src *float32, offs *int, taps, n, step int)
+
 // dwr3w computes nch depthwise planes of h×width floats, a 3×3 filter of
 // unit strides and padding 1 on rows wider than sixteen columns, an
 // output row sixteen columns at a time: see dwr_amd64.s. b may be nil (no

@@ -82,6 +82,10 @@ func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]in
 	panic("maxPool3s2: no assembly on this platform")
 }
 
+func maxTapsB(dst, src *float32, offs *int, taps, n, step int) {
+	panic("maxTapsB: no assembly on this platform")
+}
+
 func dwr3w(o, x, w, b *float32, h, width, nch int, lim, zero *float32) {
 	panic("dwr3w: no assembly on this platform")
 }

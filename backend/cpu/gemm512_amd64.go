@@ -89,3 +89,15 @@ func pwb12x32(kb16 int, a *float32, akb int, packed int, b *float32, c *float32,
 //
 //go:noescape
 func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+
+// pwc12x32 computes a 12×32 tile of a convolution of stride 2 from a
+// padded input in planes: twelve output positions along a row by 32
+// output channels, over k steps (input channel, kernel row, column):
+// step s broadcasts the twelve values 8 bytes apart from a + offs[s]
+// bytes and multiplies them into the 32 weights at b + 128·s bytes. It
+// stores the tile to C in NCHW16c (channels 0-15 of position i at c +
+// 64·i bytes, 16-31 chalf bytes further), with the biases at bias and
+// the clamp lim where those are not nil. It needs AVX-512F.
+//
+//go:noescape
+func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32)

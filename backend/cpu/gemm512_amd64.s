@@ -172,6 +172,22 @@
 	CLAMP512(Z10);           \
 	CLAMP512(Z11)
 
+// Loads the bounds at BX into Z24, Z25 and clamps Z0-Z23.
+#define CLAMP24 \
+	CLAMP12;         \
+	CLAMP512(Z12);   \
+	CLAMP512(Z13);   \
+	CLAMP512(Z14);   \
+	CLAMP512(Z15);   \
+	CLAMP512(Z16);   \
+	CLAMP512(Z17);   \
+	CLAMP512(Z18);   \
+	CLAMP512(Z19);   \
+	CLAMP512(Z20);   \
+	CLAMP512(Z21);   \
+	CLAMP512(Z22);   \
+	CLAMP512(Z23)
+
 // Adds the row at p (C's, or the residual's) into the accumulator pair
 // r0, r1 without storing it and moves p to the next row.
 #define ADDM512(p, r0, r1) \
@@ -522,19 +538,7 @@ put:
 resdone:
 	TESTQ BX, BX
 	JEQ   putnow
-	CLAMP12
-	CLAMP512(Z12)
-	CLAMP512(Z13)
-	CLAMP512(Z14)
-	CLAMP512(Z15)
-	CLAMP512(Z16)
-	CLAMP512(Z17)
-	CLAMP512(Z18)
-	CLAMP512(Z19)
-	CLAMP512(Z20)
-	CLAMP512(Z21)
-	CLAMP512(Z22)
-	CLAMP512(Z23)
+	CLAMP24
 	CLAMP512(Z28)
 	CLAMP512(Z29)
 
@@ -1210,19 +1214,7 @@ pwLim:
 	MOVQ  lim+72(FP), BX
 	TESTQ BX, BX
 	JEQ   pwPut
-	CLAMP12
-	CLAMP512(Z12)
-	CLAMP512(Z13)
-	CLAMP512(Z14)
-	CLAMP512(Z15)
-	CLAMP512(Z16)
-	CLAMP512(Z17)
-	CLAMP512(Z18)
-	CLAMP512(Z19)
-	CLAMP512(Z20)
-	CLAMP512(Z21)
-	CLAMP512(Z22)
-	CLAMP512(Z23)
+	CLAMP24
 
 pwPut:
 	PWPUT12
@@ -1351,5 +1343,83 @@ pw13Lim:
 pw13Put:
 	PWPUT12
 	PWPUT(12, Z24, Z25)
+	VZEROUPPER
+	RET
+
+// One step of pwc12x32: B at j·128 bytes from DI, the step's offset in
+// A at 8j bytes from R11 (into R12), and the twelve positions 8 bytes
+// apart from SI+R12 (a stride-2 row of a padded plane).
+// Broadcasts the value of A at off(SI)(R12*1) into t and adds its
+// products with Z24:Z25 into r0:r1.
+#define PWCROW(off, t, r0, r1) \
+	VBROADCASTSS off(SI)(R12*1), t; \
+	VFMADD231PS  Z24, t, r0;        \
+	VFMADD231PS  Z25, t, r1
+
+#define PWCSTEP(j) \
+	MOVQ    j*8(R11), R12;     \
+	VMOVUPS j*128(DI), Z24;    \
+	VMOVUPS j*128+64(DI), Z25; \
+	PWCROW(0, Z26, Z0, Z1); \
+	PWCROW(8, Z27, Z2, Z3); \
+	PWCROW(16, Z28, Z4, Z5); \
+	PWCROW(24, Z29, Z6, Z7); \
+	PWCROW(32, Z30, Z8, Z9); \
+	PWCROW(40, Z31, Z10, Z11); \
+	PWCROW(48, Z26, Z12, Z13); \
+	PWCROW(56, Z27, Z14, Z15); \
+	PWCROW(64, Z28, Z16, Z17); \
+	PWCROW(72, Z29, Z18, Z19); \
+	PWCROW(80, Z30, Z20, Z21); \
+	PWCROW(88, Z31, Z22, Z23)
+
+// func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32)
+//
+// A convolution's 12×32 tile from the windows of twelve output
+// positions of stride 2 along a row of a padded input in planes: step s
+// reads the twelve values 8 bytes apart from a + offs[s] bytes (the
+// step's input channel, kernel row and column) and B's 32 weights at
+// b + 128·s; the tile goes to C in NCHW16c as pwb12x32 stores it, with
+// the biases and the clamp (no residual).
+TEXT ·pwc12x32(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ offs+16(FP), R11
+	MOVQ b+24(FP), DI
+	PWZERO12
+
+pwc2:
+	CMPQ CX, $2
+	JLT  pwc1
+	PWCSTEP(0)
+	PWCSTEP(1)
+	ADDQ $16, R11
+	ADDQ $256, DI
+	SUBQ $2, CX
+	JMP  pwc2
+
+pwc1:
+	TESTQ CX, CX
+	JEQ   pwcStore
+	PWCSTEP(0)
+
+pwcStore:
+	MOVQ  c+32(FP), DX
+	MOVQ  chalf+40(FP), R9
+	MOVQ  bias+48(FP), R10
+	TESTQ R10, R10
+	JEQ   pwcLim
+	VMOVUPS (R10), Z24
+	VMOVUPS 64(R10), Z25
+	ADDROWS512(Z24, Z25)
+
+pwcLim:
+	MOVQ  lim+56(FP), BX
+	TESTQ BX, BX
+	JEQ   pwcPut
+	CLAMP24
+
+pwcPut:
+	PWPUT12
 	VZEROUPPER
 	RET

@@ -144,3 +144,7 @@ func pwb12x32(kb16 int, a *float32, akb int, packed int, b *float32, c *float32,
 func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32) {
 	panic("pwb13x32: no assembly on this platform")
 }
+
+func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32) {
+	panic("pwc12x32: no assembly on this platform")
+}

@@ -388,6 +388,11 @@ type concatKernel struct {
 	outer int
 	blk   []int // bytes per outer index of each input
 	row   int   // bytes per outer index of the output
+	// channels marks a float32 concatenation of 4-D tensors along their
+	// channels, every input's a whole number of blocks of sixteen: the
+	// same copies then concatenate NCHW16c tensors (each image's blocks
+	// of one input follow those of the input before).
+	channels bool
 }
 
 func buildConcat(c *bctx) (Kernel, int64, error) {
@@ -424,6 +429,10 @@ func buildConcat(c *bctx) (Kernel, int64, error) {
 	}
 	if sum != ys[axis] {
 		return nil, 0, c.errorf("inputs add up to %d along axis %d, output has %d", sum, axis, ys[axis])
+	}
+	k.channels = y.DType == ir.Float32 && r == 4 && axis == 1
+	for i := 0; i < n; i++ {
+		k.channels = k.channels && c.in(i).Shape[1]%blockLanes == 0
 	}
 	return k, 0, nil
 }

@@ -167,3 +167,46 @@ rowdone:
 	JNZ  plane
 	VZEROUPPER
 	RET
+
+// func maxTapsB(dst, src *float32, offs *int, taps, n, step int)
+//
+// Max pooling on NCHW16c: for i < n, the sixteen channels at dst + 64·i
+// bytes take the maximum (the builtin max's, as maxPool3s2 takes it) of
+// the vectors at src + i·step + offs[t] bytes, t < taps (taps ≥ 1).
+TEXT ·maxTapsB(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), R8
+	MOVQ taps+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ step+40(FP), R10
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z31
+
+mtRow:
+	TESTQ CX, CX
+	JEQ   mtDone
+	MOVQ  (R8), R11
+	VXORPS (SI)(R11*1), Z31, Z0
+	MOVQ  $1, R12
+
+mtTap:
+	CMPQ  R12, R9
+	JGE   mtPut
+	MOVQ  (R8)(R12*8), R11
+	VXORPS (SI)(R11*1), Z31, Z2
+	MAXN(Z0, Z2)
+	INCQ  R12
+	JMP   mtTap
+
+mtPut:
+	VXORPS  Z31, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, DI
+	ADDQ    R10, SI
+	DECQ    CX
+	JMP     mtRow
+
+mtDone:
+	VZEROUPPER
+	RET

@@ -25,7 +25,11 @@ type poolKernel struct {
 	colMajor    bool // Indices in column-major order (storage_order 1)
 	// s2 marks a float32 3×3 max pool of strides 2 and padding 1 on
 	// planes that maxPool3s2 takes (on AVX-512).
-	s2 bool
+	s2  bool
+	c   int  // channels of an image
+	ind bool // the indices output is wanted
+	// blocked marks input and output in NCHW16c (poolBlocked).
+	blocked bool
 }
 
 func buildPool(c *bctx) (Kernel, int64, error) {
@@ -71,6 +75,8 @@ func buildPool(c *bctx) (Kernel, int64, error) {
 		planes:     int(x.Shape[0] * x.Shape[1]),
 		includePad: at.Int("count_include_pad", 0) != 0,
 		colMajor:   at.Int("storage_order", 0) != 0,
+		c:          int(x.Shape[1]),
+		ind:        c.out(1) != nil,
 	}
 	if ind := c.out(1); ind != nil {
 		if !k.isMax || ind.DType != ir.Int64 || ind.Shape.Elements() != y.Shape.Elements() {
@@ -123,10 +129,19 @@ func (k *poolKernel) maxPool3s2Planes(y, x []float32, lo, hi int) {
 }
 
 func (k *poolKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	if k.blocked {
+		rows := k.planes / blockLanes * k.out[1]
+		w.forArgs(rows, w.parts(k.planes*k.outSp*4), k, args{1}, in, out, nil)
+		return
+	}
 	w.forArgs(k.planes, w.parts(k.planes*k.outSp*4), k, args{}, in, out, nil)
 }
 
-func (k *poolKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
+func (k *poolKernel) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
+	if a[0] == 1 {
+		k.blockedRows(f32s(out[0]), f32s(in[0]), lo, hi)
+		return
+	}
 	var ind []int64
 	if b := outAt(out, 1); b != nil {
 		ind = view[int64](b)
