@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/berth-ml/berth/ir"
@@ -502,5 +503,38 @@ func TestMaxPoolBlocked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConvWindowSplit shares a deep product of windows onto a small
+// plane by its depth (windowSplitFits) and wants refConv's values and the
+// same bits on one, two and three workers.
+func TestConvWindowSplit(t *testing.T) {
+	cc := squareConv(1, 64, 64, 20, 20, 3, 2, 1)
+	cg := buildConvCase(cc, randF32)
+	want, bound := refConvBound(cc, cg)
+	k, scratch, err := BuildFor(cg.tg.g, cg.n, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if useAVX512Kernel && k.(*convKernel).kSplit != 2 {
+		t.Fatalf("kSplit = %d, want 2", k.(*convKernel).kSplit)
+	}
+	var first []float32
+	for _, threads := range []int{1, 2, 3} {
+		in := [][]byte{alignedBytes(int64(4 * len(cg.x))), cg.tg.g.Tensor(cg.wi).Data, alignedBytes(int64(4 * 64))}
+		copy(in[0], f32Bytes(cg.x))
+		copy(in[2], f32Bytes(cg.b))
+		out := [][]byte{alignedBytes(int64(4 * len(want)))}
+		wk := NewWorkers(threads)
+		k.Run(wk, in, out, poisoned(scratch))
+		wk.Close()
+		got := asF32(out[0])
+		checkBound(t, got, want, bound, 64*0x1p-24)
+		if first == nil {
+			first = got
+		} else if !slices.Equal(got, first) {
+			t.Errorf("%d threads: other bits than on one", threads)
+		}
 	}
 }
