@@ -36,6 +36,17 @@
 // on small planes, sixteen channels at a time interleaved in registers
 // (conv_dwc.go).
 //
+// Activations may be held channel-blocked (NCHW16c: sixteen channels of a
+// position side by side) where a compiler chooses so with BlockRoles and
+// Block (berth's blockLayouts, after fusion): the kernels that take such
+// activations are 1×1 convolutions (pwb12x32: twelve positions by 32
+// output channels a tile, the input read in place, its residual added
+// and its output stored sixteen channels at a time), Winograd layers
+// (their transforms a tile of sixteen channels a call, their products on
+// pwb12x32), the stride-2 stem from planes (pwc12x32), max pooling,
+// channel concatenation and global average pooling (conv_blocked.go,
+// winograd_blocked.go, conv_strided.go).
+//
 // Fuse and FuseAfter attach an Epilogue to a MatMul, Gemm or Conv kernel:
 // the elementwise nodes that follow it in the plan, run on each tile of its
 // output while the tile is in cache (or in one more pass), each with its
