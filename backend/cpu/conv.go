@@ -118,8 +118,10 @@ type convKernel struct {
 	// planes, on which the run goes on as on any other input.
 	subBlocked bool
 	// win, when set, runs a convolution of stride 2 from planes into
-	// NCHW16c (conv_strided.go).
-	win *blockedWin
+	// NCHW16c (conv_strided.go); winShares is how many shares its
+	// scratch holds tiles for (the build's threads).
+	win       *blockedWin
+	winShares int
 }
 
 // subsampleFits reports whether k is a 2-D 1×1 convolution of stride 2,
@@ -343,6 +345,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		k.partOff = roundUp(floats, alignment/4)
 		floats = k.partOff + (ceilDiv(k.kdim, k.kc)-1)*k.m*k.outSp
 	}
+	k.winShares = max(1, c.threads)
 	if k.winShape() && k.wPre != nil {
 		// Room for the padded input of the NCHW16c path (blockedWin),
 		// which a compiler may choose later.

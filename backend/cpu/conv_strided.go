@@ -46,10 +46,11 @@ func (k *convKernel) winShape() bool {
 		k.stride == [3]int{1, 2, 2} && k.dil == [3]int{1, 1, 1} && k.m%pwbNR == 0 && k.out[2] >= pwbMR && k.outSp >= pwbMinPlane
 }
 
-// winFloats is the scratch blockedWin takes: one image's padded input.
+// winFloats is the scratch blockedWin takes: one image's padded input,
+// then a tile for each of winShares shares.
 func (k *convKernel) winFloats() int {
 	hp, wp := k.winPlane()
-	return k.c * hp * wp
+	return roundUp(k.c*hp*wp, alignment/4) + max(1, k.winShares)*pwbMR*pwbNR
 }
 
 // winPlane is the padded input plane the windows of the output read.
@@ -84,17 +85,19 @@ func (k *convKernel) blockWindows(w []byte) *blockedWin {
 // runWindows runs k image by image: the padded input, then the tiles.
 func (k *convKernel) runWindows(w *Workers, in, out [][]byte, scratch []byte) {
 	b := k.win
-	rows := ceilDiv(k.out[2], pwbMR)
+	items := k.out[1] * ceilDiv(k.out[2], pwbMR)
+	// One item per share, so that each knows its tile buffer.
+	parts := max(1, min(w.parts(k.outSp*k.m*k.kdim/4), items, k.winShares))
 	for n := 0; n < k.nb; n++ {
 		w.forArgs(k.c*b.hp, w.parts(k.c*b.hp*b.wp), k, args{phaseWinPad, int64(n)}, in, out, scratch)
-		w.forArgs(k.out[1]*rows, w.parts(k.outSp*k.m*k.kdim/4), k, args{phaseWinTiles, int64(n)}, in, out, scratch)
+		w.forArgs(parts, parts, k, args{phaseWinTiles, int64(n), int64(parts)}, in, out, scratch)
 	}
 }
 
 // Phases of runWindows, in args[0]; args[1] is the image.
 const (
 	phaseWinPad   = 24 // items are padded input rows
-	phaseWinTiles = 25 // items are (output row, tile of twelve)
+	phaseWinTiles = 25 // items are shares of the (output row, tile of twelve) pairs; args[2] is the shares
 )
 
 // winRange runs items [lo, hi) of a runWindows phase.
@@ -129,19 +132,32 @@ func (k *convKernel) winRange(in, out [][]byte, scratch []byte, a args, lo, hi i
 	OW, mb := k.out[2], k.m/blockLanes
 	rows := ceilDiv(OW, pwbMR)
 	steps := k.c * k.kvol
-	for it := lo; it < hi; it++ {
-		oy, ox := it/rows, it%rows*pwbMR
-		// The last tile of a row ends with it (recomputing some of the
-		// tile before, the same values).
-		ox = min(ox, OW-pwbMR)
-		a := &pad[2*oy*b.wp+2*ox]
-		for jb := 0; jb < k.m/pwbNR; jb++ {
-			var bs *float32
-			if bias != nil {
-				bs = &bias[jb*pwbNR]
+	items, parts := k.out[1]*rows, int(a[2])
+	for share := lo; share < hi; share++ {
+		tile := f32s(scratch)[roundUp(len(pad), alignment/4)+share*pwbMR*pwbNR:][:pwbMR*pwbNR]
+		for it := share * items / parts; it < (share+1)*items/parts; it++ {
+			oy, ox := it/rows, it%rows*pwbMR
+			// The last tile of a row ends with it, into the tile
+			// buffer, and keeps the columns past the tile before.
+			skip := max(0, ox+pwbMR-OW)
+			ox -= skip
+			a := &pad[2*oy*b.wp+2*ox]
+			for jb := 0; jb < k.m/pwbNR; jb++ {
+				var bs *float32
+				if bias != nil {
+					bs = &bias[jb*pwbNR]
+				}
+				at := ((n*mb+2*jb)*k.outSp + oy*OW + ox) * blockLanes
+				if skip == 0 {
+					pwc12x32(steps, a, &b.offs[0], &b.wT[jb*steps*pwbNR], &y[at], 4*blockLanes*k.outSp, bs, lim)
+					continue
+				}
+				pwc12x32(steps, a, &b.offs[0], &b.wT[jb*steps*pwbNR], &tile[0], 4*blockLanes*pwbMR, bs, lim)
+				for h := range 2 {
+					src := tile[(h*pwbMR+skip)*blockLanes : (h+1)*pwbMR*blockLanes]
+					copy(y[at+h*blockLanes*k.outSp+skip*blockLanes:][:len(src)], src)
+				}
 			}
-			at := ((n*mb+2*jb)*k.outSp + oy*OW + ox) * blockLanes
-			pwc12x32(steps, a, &b.offs[0], &b.wT[jb*steps*pwbNR], &y[at], 4*blockLanes*k.outSp, bs, lim)
 		}
 	}
 }
