@@ -158,7 +158,8 @@ func BlockRoles(k Kernel, scratch int64) (in, out bool) {
 }
 
 // BlockTied reports whether a kernel takes its input 0 and its result in
-// NCHW16c only both together (the Winograd path).
+// NCHW16c only both together (the Winograd path, max pooling, and a
+// concatenation, which ties all its inputs: BlockAllInputs).
 func BlockTied(k Kernel) bool {
 	switch k := k.(type) {
 	case *convKernel:
@@ -188,11 +189,13 @@ func ResidualInput(k Kernel) int {
 }
 
 // Block returns a copy of each of ks, kernels built (and fused) from the
-// same node, that reads its input 0 in NCHW16c where in is set and writes
-// its result (and reads its residual) in NCHW16c where out is set, as
-// BlockRoles allowed. w is the convolution's weight tensor, [M, C, 1, 1]
-// float32; the copies share the layout of it they keep and drop the
-// packed weights of the other paths.
+// same node, that reads its input 0 (a concatenation: every input) in
+// NCHW16c where in is set and writes its result (and reads its residual)
+// in NCHW16c where out is set, as BlockRoles and BlockTied allowed. w is
+// a convolution's weight tensor, float32 bytes (nil for other kernels);
+// the copies share the layout of it they keep, which takes the memory of
+// the packed weights of the other paths: ks must not run once Block has
+// returned them.
 func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 	res := make([]Kernel, len(ks))
 	var wT []float32
@@ -238,6 +241,13 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 				res[i] = &f
 				continue
 			}
+			r, lim, ok := k.blockedEpilogue()
+			switch {
+			case !in && !out:
+				return nil, fmt.Errorf("cpu: Block with neither input nor output blocked")
+			case !ok:
+				return nil, fmt.Errorf("cpu: a fused epilogue the blocked path does not apply")
+			}
 			if wT == nil {
 				if len(w) != 4*k.m*k.c {
 					return nil, fmt.Errorf("cpu: blocked weights of %d bytes, want %d", len(w), 4*k.m*k.c)
@@ -247,14 +257,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 				// model's weights then never stand packed twice.
 				wT = blockedWeights(reuse(k.wPre, k.wT, k.m*roundUp(k.c, blockLanes)), w, k.m, k.c)
 			}
-			if !in && !out {
-				return nil, fmt.Errorf("cpu: Block with neither input nor output blocked")
-			}
 			f := *k
-			r, lim, ok := k.blockedEpilogue()
-			if !ok {
-				return nil, fmt.Errorf("cpu: a fused epilogue the blocked path does not apply")
-			}
 			if f.res, f.lim = r, lim; f.fuse != nil {
 				f.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
 			}
