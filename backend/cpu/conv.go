@@ -122,6 +122,9 @@ type convKernel struct {
 	// scratch holds tiles for (the build's threads).
 	win       *blockedWin
 	winShares int
+	// gth, when set, runs a convolution of windows on NCHW16c input and
+	// output (conv_gather.go).
+	gth *blockedGather
 }
 
 // subsampleFits reports whether k is a 2-D 1×1 convolution of stride 2,
@@ -526,6 +529,10 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		k.runWindows(w, in, out, scratch)
 		return
 	}
+	if k.gth != nil {
+		k.runGather(w, in, out, scratch)
+		return
+	}
 	if k.sub > 0 {
 		items := k.nb * k.c
 		if k.subBlocked {
@@ -578,6 +585,7 @@ const (
 	phaseSubsample  = 11 // items are input planes (subsample)
 	phaseBlocked    = 19 // the channel-blocked path, items are shares
 	phaseBlockedSub = 20 // its subsampled input, items are channel blocks
+	phaseGather     = 28 // blockedGather, items are shares
 )
 
 func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
@@ -605,6 +613,10 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 		}
 	case phaseBlockedSub:
 		k.subsampleBlocks(f32s(in[0]), x, lo, hi)
+	case phaseGather:
+		for s := lo; s < hi; s++ {
+			k.gatherShare(in, out, scratch, s, int(a[1]), int(a[2]))
+		}
 	case phaseSubsample:
 		if k.subBlocked {
 			k.subsampleUnblock(f32s(in[0]), x, lo, hi)

@@ -43,6 +43,10 @@ const (
 	pwbNR = 32
 	// pwbPanelBytes bounds the bytes of wT one item reads.
 	pwbPanelBytes = 512 << 10
+	// pwb12x32's mode bits: A packed a channel's twelve positions side
+	// by side, and C's values added to the product.
+	pwbPacked = 1
+	pwbAcc    = 2
 	// pwbStrip is how many tiles of consecutive positions an output in
 	// planes takes at a time: 48 positions, whole cache lines of each
 	// plane (twelve, a tile's, left the rest of a line to the next
@@ -142,6 +146,9 @@ func BlockRoles(k Kernel, scratch int64) (in, out bool) {
 		if k.winFits(scratch) {
 			return false, true
 		}
+		if k.gatherFits(scratch) {
+			return true, true
+		}
 		in, out := k.blockedFits(scratch)
 		// A subsampled input may be blocked for any path: the
 		// subsample phase reads it so (subBlocked).
@@ -163,7 +170,7 @@ func BlockRoles(k Kernel, scratch int64) (in, out bool) {
 func BlockTied(k Kernel) bool {
 	switch k := k.(type) {
 	case *convKernel:
-		return k.wg != nil
+		return k.wg != nil || k.gatherFits(math.MaxInt64)
 	case *poolKernel, *concatKernel:
 		return true
 	}
@@ -201,6 +208,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 	var wT []float32
 	var wg *winograd
 	var win *blockedWin
+	var gth *blockedGather
 	for i, k := range ks {
 		switch k := k.(type) {
 		case *convKernel:
@@ -232,6 +240,22 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 					f.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
 				}
 				f.win, f.wPre = win, nil
+				res[i] = &f
+				continue
+			}
+			if k.gatherFits(math.MaxInt64) {
+				if !in || !out || len(w) != 4*k.m*k.c*k.kvol {
+					return nil, fmt.Errorf("cpu: a convolution of windows takes NCHW16c input and output together")
+				}
+				if gth == nil {
+					gth = k.blockGather(w)
+				}
+				f := *k
+				if _, lim, _ := k.blockedEpilogue(); f.fuse != nil {
+					f.lim = lim
+					f.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
+				}
+				f.gth, f.wPre = gth, nil
 				res[i] = &f
 				continue
 			}

@@ -235,27 +235,34 @@ func BenchmarkConvBlocked(b *testing.B) {
 		name            string
 		c, h, m, stride int64
 		res             bool
+		k               int64
 	}{
-		{"256→64 56²", 256, 56, 64, 1, false},
-		{"64→256 56² +res", 64, 56, 256, 1, true},
-		{"128→256 56²", 128, 56, 256, 1, false},
-		{"256→128 56²", 256, 56, 128, 1, false},
-		{"s2 256→512 56²", 256, 56, 512, 2, false},
-		{"128→512 28² +res", 128, 28, 512, 1, true},
-		{"512→128 28²", 512, 28, 128, 1, false},
-		{"512→256 28²", 512, 28, 256, 1, false},
-		{"1024→256 14²", 1024, 14, 256, 1, false},
-		{"256→1024 14² +res", 256, 14, 1024, 1, true},
-		{"512→2048 7² +res", 512, 7, 2048, 1, true},
-		{"2048→512 7²", 2048, 7, 512, 1, false},
-		{"s2 512→1024 28² +res", 512, 28, 1024, 2, true},
-		{"s2 1024→2048 14² +res", 1024, 14, 2048, 2, true},
+		{"3x3s2 128→128 56²", 128, 56, 128, 2, false, 3},
+		{"3x3s2 256→256 28²", 256, 28, 256, 2, false, 3},
+		{"256→64 56²", 256, 56, 64, 1, false, 1},
+		{"64→256 56² +res", 64, 56, 256, 1, true, 1},
+		{"128→256 56²", 128, 56, 256, 1, false, 1},
+		{"256→128 56²", 256, 56, 128, 1, false, 1},
+		{"s2 256→512 56²", 256, 56, 512, 2, false, 1},
+		{"128→512 28² +res", 128, 28, 512, 1, true, 1},
+		{"512→128 28²", 512, 28, 128, 1, false, 1},
+		{"512→256 28²", 512, 28, 256, 1, false, 1},
+		{"1024→256 14²", 1024, 14, 256, 1, false, 1},
+		{"256→1024 14² +res", 256, 14, 1024, 1, true, 1},
+		{"512→2048 7² +res", 512, 7, 2048, 1, true, 1},
+		{"2048→512 7²", 2048, 7, 512, 1, false, 1},
+		{"s2 512→1024 28² +res", 512, 28, 1024, 2, true, 1},
+		{"s2 1024→2048 14² +res", 1024, 14, 2048, 2, true, 1},
 	}
 	for _, c := range cases {
 		for _, th := range threadCounts() {
 			for _, mode := range []string{"planes", "in", "out", "both"} {
 				b.Run(fmt.Sprintf("%s/%s/threads=%d", c.name, mode, th), func(b *testing.B) {
-					g, n := convNode(1, c.c, c.h, c.h, c.m, 1, c.stride, 0, 1, true)
+					kk := max(c.k, 1)
+					if kk > 1 && (mode == "in" || mode == "out") {
+						b.Skip("a convolution of windows takes both layouts blocked")
+					}
+					g, n := convNode(1, c.c, c.h, c.h, c.m, kk, c.stride, kk/2, 1, true)
 					y := g.Tensor(n.Outputs[0]).Shape
 					p := prepareFor(b, g, n, th)
 					k := p.k
@@ -282,7 +289,7 @@ func BenchmarkConvBlocked(b *testing.B) {
 					for range b.N {
 						k.Run(w, p.in, p.out, p.scratch)
 					}
-					flops := 2 * float64(y.Elements()) * float64(c.c)
+					flops := 2 * float64(y.Elements()) * float64(c.c*kk*kk)
 					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})
 			}
@@ -386,7 +393,13 @@ func TestConvStrided(t *testing.T) {
 }
 
 func testConvStrided(t *testing.T, n, c, m, h, w, kk, pad, threads int, relu bool) {
-	cc := squareConv(n, c, m, h, w, kk, 2, pad)
+	testWindowsBlocked(t, squareConv(n, c, m, h, w, kk, 2, pad), threads, relu, false)
+}
+
+// testWindowsBlocked runs convolution cc, fused with a Relu where relu is
+// set, on a blocked output from an input in planes (the stem's path,
+// blockedWin) or, inB set, blocked too (blockedGather), against refConv.
+func testWindowsBlocked(t *testing.T, cc convCase, threads int, relu, inB bool) {
 	cg := buildConvCase(cc, randF32)
 	want, bound := refConvBound(cc, cg)
 	k, scratch, err := BuildFor(cg.tg.g, cg.n, threads)
@@ -395,6 +408,7 @@ func testConvStrided(t *testing.T, n, c, m, h, w, kk, pad, threads int, relu boo
 	}
 	y := cg.n.Outputs[0]
 	shape := []int64(cg.tg.g.Tensor(y).Shape)
+	n, c, m := int(cc.x[0]), int(cc.x[1]), int(cc.m)
 	sp := int(shape[2] * shape[3])
 	if relu {
 		r := cg.tg.node("Relu", nil, []ir.TensorID{y}, out{ir.Float32, shape})
@@ -411,15 +425,19 @@ func testConvStrided(t *testing.T, n, c, m, h, w, kk, pad, threads int, relu boo
 			want[i] = max(0, want[i])
 		}
 	}
-	if in, out := BlockRoles(k, scratch); in || !out {
-		t.Fatalf("BlockRoles = %v, %v (scratch %d)", in, out, scratch)
+	if in, out := BlockRoles(k, scratch); in != inB || !out || BlockTied(k) != inB {
+		t.Fatalf("BlockRoles = %v, %v, BlockTied = %v (scratch %d)", in, out, BlockTied(k), scratch)
 	}
-	ks, err := Block([]Kernel{k}, false, true, cg.tg.g.Tensor(cg.wi).Data)
+	ks, err := Block([]Kernel{k}, inB, true, cg.tg.g.Tensor(cg.wi).Data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := [][]byte{alignedBytes(int64(4 * len(cg.x))), cg.tg.g.Tensor(cg.wi).Data, alignedBytes(int64(4 * m))}
-	copy(in[0], f32Bytes(cg.x))
+	x := cg.x
+	if inB {
+		x = toBlocked(x, n, c, int(cc.x[2]*cc.x[3]))
+	}
+	in := [][]byte{alignedBytes(int64(4 * len(x))), cg.tg.g.Tensor(cg.wi).Data, alignedBytes(int64(4 * m))}
+	copy(in[0], f32Bytes(x))
 	copy(in[2], f32Bytes(cg.b))
 	bytes := int64(4 * len(want))
 	outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, WorkBytes(ks[0]))))}
@@ -535,6 +553,34 @@ func TestConvWindowSplit(t *testing.T) {
 			first = got
 		} else if !slices.Equal(got, first) {
 			t.Errorf("%d threads: other bits than on one", threads)
+		}
+	}
+}
+
+// TestConvGather runs convolutions of windows on NCHW16c input and output
+// (blockedGather: A gathered a k slice at a time) against refConv, with a
+// fused Relu.
+func TestConvGather(t *testing.T) {
+	if !useAVX512Kernel || !dw512 {
+		t.Skip("the channel-blocked path needs AVX-512")
+	}
+	saved := winogradOn
+	winogradOn = false
+	defer func() { winogradOn = saved }()
+	cases := []struct{ n, c, m, h, w, k, s, pad int }{
+		{1, 64, 64, 23, 21, 3, 2, 1}, // ResNet's stride-2 3×3 onto 12×11, three k slices
+		{2, 16, 32, 12, 13, 3, 1, 1}, // unit stride, two images
+		{1, 16, 32, 30, 30, 7, 2, 3}, // a 7×7 window onto 15×15
+		{1, 32, 32, 20, 20, 1, 2, 1}, // 1×1 of stride 2 with pads
+		{1, 48, 64, 17, 17, 3, 1, 0}, // no padding, 15×15: tiles of 12 and a tail
+	}
+	for _, cs := range cases {
+		for _, threads := range []int{1, 3} {
+			for _, relu := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/t%d/relu%v", cs, threads, relu), func(t *testing.T) {
+					testWindowsBlocked(t, squareConv(cs.n, cs.c, cs.m, cs.h, cs.w, cs.k, cs.s, cs.pad), threads, relu, true)
+				})
+			}
 		}
 	}
 }

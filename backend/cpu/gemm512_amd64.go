@@ -73,15 +73,16 @@ func fmaPeakLoop512(n int)
 // rows twelve positions and its columns 32 output channels: kb16 blocks
 // of sixteen input channels of A (blocked: NCHW16c in place, a block's
 // twelve positions 64 bytes apart and the next block akb bytes further;
-// packed, packed not 0: each channel's twelve positions side by side,
-// blocks 768 bytes apart) times B, the transposed weights packed 32
-// channels a step. It writes row i to C in NCHW16c: channels 0-15 at
-// c + 64·i bytes, 16-31 chalf bytes further, after adding the 32 biases
-// at bias and the tile at res (C's layout), and clamping to lim, where
-// those are not nil. It needs AVX-512F.
+// packed, mode bit pwbPacked: each channel's twelve positions side by
+// side, blocks 768 bytes apart) times B, the transposed weights packed
+// 32 channels a step. It writes row i to C in NCHW16c: channels 0-15 at
+// c + 64·i bytes, 16-31 chalf bytes further, after adding what C holds
+// (mode bit pwbAcc), the 32 biases at bias and the tile at res (C's
+// layout), and clamping to lim, where those are not nil. It needs
+// AVX-512F.
 //
 //go:noescape
-func pwb12x32(kb16 int, a *float32, akb int, packed int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim *float32)
 
 // pwb13x32 is pwb12x32 for thirteen positions of a blocked A read in
 // place (no packed form): the last position of a plane of 12n+1 rides
@@ -101,3 +102,10 @@ func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, 
 //
 //go:noescape
 func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32)
+
+// gather12 copies, for i < 12, the sixteen floats at src + offs[i] bytes
+// to dst + 64·i bytes, or zeros where offs[i] < 0: a tile's twelve
+// vectors of one k block of a gathered A. It needs AVX-512F.
+//
+//go:noescape
+func gather12(dst, src *float32, offs *int)

@@ -1165,7 +1165,7 @@ accnow:
 	PWPUT(10, Z20, Z21) \
 	PWPUT(11, Z22, Z23)
 
-// func pwb12x32(kb16 int, a *float32, akb int, packed int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+// func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim *float32)
 TEXT ·pwb12x32(SB), NOSPLIT, $0-80
 	MOVQ kb16+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -1174,8 +1174,8 @@ TEXT ·pwb12x32(SB), NOSPLIT, $0-80
 
 	PWZERO12
 
-	MOVQ  packed+24(FP), AX
-	TESTQ AX, AX
+	MOVQ  mode+24(FP), AX
+	TESTQ $1, AX
 	JNE   pwPacked
 
 pwBlocked:
@@ -1197,6 +1197,13 @@ pwPacked:
 pwStore:
 	MOVQ  c+40(FP), DX
 	MOVQ  chalf+48(FP), R9
+	MOVQ  mode+24(FP), R10
+	TESTQ $2, R10
+	JEQ   pwBias
+	MOVQ  DX, R10
+	PWADD12
+
+pwBias:
 	MOVQ  bias+56(FP), R10
 	TESTQ R10, R10
 	JEQ   pwRes
@@ -1421,5 +1428,32 @@ pwcLim:
 
 pwcPut:
 	PWPUT12
+	VZEROUPPER
+	RET
+
+// func gather12(dst, src *float32, offs *int)
+//
+// For i < 12: the sixteen floats at dst + 64·i take those at src +
+// offs[i] bytes, or zeros where offs[i] < 0.
+TEXT ·gather12(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   offs+16(FP), R8
+	MOVQ   $12, CX
+	VPXORD Z1, Z1, Z1
+
+g12:
+	MOVQ    (R8), AX
+	VMOVAPS Z1, Z0
+	TESTQ   AX, AX
+	JS      g12put
+	VMOVUPS (SI)(AX*1), Z0
+
+g12put:
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, DI
+	ADDQ    $8, R8
+	DECQ    CX
+	JNE     g12
 	VZEROUPPER
 	RET

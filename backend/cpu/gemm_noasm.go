@@ -137,7 +137,7 @@ func packA6Rows(dst, src *float32, k4, rs int) {
 	panic("packA6Rows: no assembly on this platform")
 }
 
-func pwb12x32(kb16 int, a *float32, akb int, packed int, b *float32, c *float32, chalf int, bias, res, lim *float32) {
+func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim *float32) {
 	panic("pwb12x32: no assembly on this platform")
 }
 
@@ -147,4 +147,8 @@ func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, 
 
 func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32) {
 	panic("pwc12x32: no assembly on this platform")
+}
+
+func gather12(dst, src *float32, offs *int) {
+	panic("gather12: no assembly on this platform")
 }
