@@ -43,8 +43,10 @@
 // output channels a tile, the input read in place, its residual added
 // and its output stored sixteen channels at a time), Winograd layers
 // (their transforms a tile of sixteen channels a call, their products on
-// pwb12x32), the stride-2 stem from planes (pwc12x32), max pooling,
-// channel concatenation and global average pooling (conv_blocked.go,
+// pwb12x32), other convolutions of windows from whole blocks of channels
+// (their windows gathered a k slice at a time, conv_gather.go), the
+// stride-2 stem from planes (pwc12x32), max pooling, channel
+// concatenation and global average pooling (conv_blocked.go,
 // winograd_blocked.go, conv_strided.go).
 //
 // Fuse and FuseAfter attach an Epilogue to a MatMul, Gemm or Conv kernel:
