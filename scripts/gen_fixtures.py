@@ -22,10 +22,10 @@ Fixtures:
                and each block's last convolution and its shortcut meet at
                an Add, opset 13
     resnet_blocked
-               ResNet-50's bottleneck blocks (identity and projection
-               shortcuts, strides 2) at widths and plane sizes where the
-               CPU backend holds the activations between blocks in NCHW16c,
-               opset 13
+               ResNet-50's 7×7 stride-2 stem, max pool and bottleneck
+               blocks (identity and projection shortcuts, strides 2) at
+               widths and plane sizes where the CPU backend holds the
+               activations between them in NCHW16c, opset 13
     mobilenet  MobileNetV2-style CNN (inverted residuals, depthwise conv,
                ReLU6/Clip, HardSwish, squeeze-excite with Sigmoid and
                HardSigmoid), opset 13
@@ -135,11 +135,12 @@ class ResNet(nn.Module):
     """A stem, residual blocks, a global average pool and a classifier
     (layers builds the blocks; features is the last block's width)."""
 
-    def __init__(self, num_classes=10, pool_stem=True, layers=None, features=32):
+    def __init__(self, num_classes=10, pool_stem=True, layers=None, features=32, stem=None):
         super().__init__()
-        stem = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
-        if pool_stem:
-            stem.append(nn.MaxPool2d(3, 2, 1))
+        if stem is None:
+            stem = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+            if pool_stem:
+                stem.append(nn.MaxPool2d(3, 2, 1))
         self.stem = nn.Sequential(*stem)
         self.layers = (layers or (lambda: nn.Sequential(
             BasicBlock(16, 16, 1),
@@ -472,21 +473,26 @@ def make_bottleneck():
 
 
 def make_resnet_blocked():
-    # ResNet-50's blocks at widths and plane sizes where the CPU backend
-    # holds the activations between them with sixteen channels of a
-    # position side by side: identity shortcuts, Winograd F(4×4) at 32²
-    # and F(2×2) at 16², stride-2 shortcuts onto 16², 8² (blocked) and
-    # 4² (read blocked, written in planes).
-    model = ResNet(pool_stem=False, features=128, layers=lambda: nn.Sequential(
-        Bottleneck(16, 32, 64, 1),
+    # ResNet-50's stem and blocks at widths and plane sizes where the CPU
+    # backend holds the activations between them with sixteen channels of
+    # a position side by side: a 7×7 stride-2 stem and a max pool onto
+    # 32², identity shortcuts, Winograd F(4×4) at 32² and F(2×2) at 16²,
+    # stride-2 3×3 layers and shortcuts onto 16² and 8² (blocked), a 3×3
+    # layer at 8², and a last block onto 4² (read blocked, written in
+    # planes).
+    stem = [nn.Conv2d(3, 32, 7, 2, 3, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1)]
+    model = ResNet(features=128, stem=stem, layers=lambda: nn.Sequential(
+        Bottleneck(32, 32, 64, 1),
         Bottleneck(64, 32, 64, 1, identity=True),
         Bottleneck(64, 32, 128, 2),
         Bottleneck(128, 32, 128, 1, identity=True),
         Bottleneck(128, 32, 128, 2),
+        Bottleneck(128, 32, 128, 1, identity=True),
         Bottleneck(128, 32, 128, 2),
     ))
     randomize_norms(model)
-    x = torch.randn(1, 3, 32, 32)
+    x = torch.randn(1, 3, 128, 128)
     return dict(model=model, inputs=(x,), input_names=["image"],
                 output_names=["logits"], opset=13,
                 training=torch.onnx.TrainingMode.EVAL)
