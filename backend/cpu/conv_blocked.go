@@ -437,11 +437,18 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 			k.packPlanesA(apack, xn, inSp, p0, rows)
 			a, packed = &apack[0], 1
 		}
+		// The share's first tile of a block of panels reads their weights
+		// from memory: each call asks for the next panel's.
+		first := it == s*items/parts || qi == 0
 		for jb := j0; jb < j1; jb++ {
 			bp := &b.wT[jb*b.kp*pwbNR]
 			var bs *float32
 			if bias != nil {
 				bs = &bias[jb*pwbNR]
+			}
+			var pf *float32
+			if first && jb+1 < j1 && !b.pack {
+				pf = &b.wT[(jb+1)*b.kp*pwbNR]
 			}
 			if b.outB {
 				// Output channel block 2jb of image n, position p0.
@@ -452,10 +459,10 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 					if res != nil {
 						r = &res[at]
 					}
-					pwb12x32(kb16, a, akb, packed, bp, &y[at], 4*blockLanes*k.outSp, bs, r, lim)
+					pwb12x32(kb16, a, akb, packed, bp, &y[at], 4*blockLanes*k.outSp, bs, r, lim, pf)
 					continue
 				}
-				pwb12x32(kb16, a, akb, packed, bp, &tile[0], 4*blockLanes*pwbMR, bs, nil, nil)
+				pwb12x32(kb16, a, akb, packed, bp, &tile[0], 4*blockLanes*pwbMR, bs, nil, nil, nil)
 				k.blockedTail(y, res, tile[skip*blockLanes:], at, rows)
 				continue
 			}
@@ -466,7 +473,7 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 				k.planesIn(resT[skip*blockLanes:], tile[:blockLanes], res, n, jb, p0, rows)
 				r = &resT[0]
 			}
-			pwb12x32(kb16, a, akb, packed, bp, &tile[0], 4*blockLanes*pwbMR, bs, r, lim)
+			pwb12x32(kb16, a, akb, packed, bp, &tile[0], 4*blockLanes*pwbMR, bs, r, lim, nil)
 			k.planesOut(y, tile[skip*blockLanes:], n, jb, p0, rows)
 		}
 	}
@@ -496,7 +503,7 @@ func (k *convKernel) stripShare(x, y, bias, tiles []float32, lim *float32, lo, h
 				// with the plane (skip rows that are not its own).
 				p0 := (qi + g) * pwbMR
 				skip := pwbMR - min(pwbMR, k.outSp-p0)
-				pwb12x32(kb16, &xn[(p0-skip)*blockLanes], 4*blockLanes*k.inSp, 0, bp, &tiles[g*pwbMR*pwbNR], 4*blockLanes*pwbMR, bs, nil, lim)
+				pwb12x32(kb16, &xn[(p0-skip)*blockLanes], 4*blockLanes*k.inSp, 0, bp, &tiles[g*pwbMR*pwbNR], 4*blockLanes*pwbMR, bs, nil, lim, nil)
 			}
 			k.stripOut(y, tiles, n, jb, qi*pwbMR, min(run*pwbMR, k.outSp-qi*pwbMR))
 		}

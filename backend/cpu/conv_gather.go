@@ -122,18 +122,26 @@ func (k *convKernel) gatherShare(in, out [][]byte, scratch []byte, s, parts, str
 				if bias != nil && s0 == 0 {
 					bs = &bias[jb*pwbNR]
 				}
+				// The strip's first tile asks for the next panel's slice.
+				var pf *float32
+				if jb+1 < k.m/pwbNR {
+					pf = &k.gth.wT[((jb+1)*steps+s0*blockLanes)*pwbNR]
+				}
 				for qi := q0; qi < q1; qi++ {
 					a := &abuf[(qi-q0)*slab]
 					p0 := qi * pwbMR
+					if qi > q0 {
+						pf = nil
+					}
 					if p0+pwbMR <= k.outSp {
 						at := ((n*mb+2*jb)*k.outSp + p0) * blockLanes
-						pwb12x32(s1-s0, a, 4*pwbMR*blockLanes, mode, bp, &y[at], 4*blockLanes*k.outSp, bs, nil, l)
+						pwb12x32(s1-s0, a, 4*pwbMR*blockLanes, mode, bp, &y[at], 4*blockLanes*k.outSp, bs, nil, l, pf)
 						continue
 					}
 					// A last tile of fewer positions adds up in its
 					// panel's tile and is copied out after the last slice.
 					tile := tails[jb*pwbMR*pwbNR:][:pwbMR*pwbNR]
-					pwb12x32(s1-s0, a, 4*pwbMR*blockLanes, mode, bp, &tile[0], 4*pwbMR*blockLanes, bs, nil, l)
+					pwb12x32(s1-s0, a, 4*pwbMR*blockLanes, mode, bp, &tile[0], 4*pwbMR*blockLanes, bs, nil, l, nil)
 					if s1 == kb16 {
 						at := ((n*mb+2*jb)*k.outSp + p0) * blockLanes
 						rows := k.outSp - p0

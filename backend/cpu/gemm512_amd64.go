@@ -78,11 +78,13 @@ func fmaPeakLoop512(n int)
 // 32 channels a step. It writes row i to C in NCHW16c: channels 0-15 at
 // c + 64·i bytes, 16-31 chalf bytes further, after adding what C holds
 // (mode bit pwbAcc), the 32 biases at bias and the tile at res (C's
-// layout), and clamping to lim, where those are not nil. It needs
-// AVX-512F.
+// layout), and clamping to lim, where those are not nil. Where pf is not
+// nil and A is blocked, it asks for the next call's B at pf, as many
+// steps, to be brought into L2 as it goes (the weights of a panel the
+// tile after will read from memory). It needs AVX-512F.
 //
 //go:noescape
-func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32)
 
 // pwb13x32 is pwb12x32 for thirteen positions of a blocked A read in
 // place (no packed form): the last position of a plane of 12n+1 rides

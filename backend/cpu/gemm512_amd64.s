@@ -1165,12 +1165,50 @@ accnow:
 	PWPUT(10, Z20, Z21) \
 	PWPUT(11, Z22, Z23)
 
-// func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim *float32)
-TEXT ·pwb12x32(SB), NOSPLIT, $0-80
+// Asks for the 2 KiB of the next call's B at R12 (a block of sixteen
+// steps) to be brought into L2, and moves R12 on past them.
+#define PWNEXTB \
+	PREFETCHT1 0(R12); \
+	PREFETCHT1 64(R12); \
+	PREFETCHT1 128(R12); \
+	PREFETCHT1 192(R12); \
+	PREFETCHT1 256(R12); \
+	PREFETCHT1 320(R12); \
+	PREFETCHT1 384(R12); \
+	PREFETCHT1 448(R12); \
+	PREFETCHT1 512(R12); \
+	PREFETCHT1 576(R12); \
+	PREFETCHT1 640(R12); \
+	PREFETCHT1 704(R12); \
+	PREFETCHT1 768(R12); \
+	PREFETCHT1 832(R12); \
+	PREFETCHT1 896(R12); \
+	PREFETCHT1 960(R12); \
+	PREFETCHT1 1024(R12); \
+	PREFETCHT1 1088(R12); \
+	PREFETCHT1 1152(R12); \
+	PREFETCHT1 1216(R12); \
+	PREFETCHT1 1280(R12); \
+	PREFETCHT1 1344(R12); \
+	PREFETCHT1 1408(R12); \
+	PREFETCHT1 1472(R12); \
+	PREFETCHT1 1536(R12); \
+	PREFETCHT1 1600(R12); \
+	PREFETCHT1 1664(R12); \
+	PREFETCHT1 1728(R12); \
+	PREFETCHT1 1792(R12); \
+	PREFETCHT1 1856(R12); \
+	PREFETCHT1 1920(R12); \
+	PREFETCHT1 1984(R12); \
+	ADDQ $2048, R12
+
+// func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32)
+TEXT ·pwb12x32(SB), NOSPLIT, $0-88
 	MOVQ kb16+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ akb+16(FP), R8
 	MOVQ b+32(FP), DI
+	MOVQ pf+80(FP), R12
 
 	PWZERO12
 
@@ -1180,6 +1218,11 @@ TEXT ·pwb12x32(SB), NOSPLIT, $0-80
 
 pwBlocked:
 	PWNEXT12
+	TESTQ R12, R12
+	JEQ   pwBlockedB
+	PWNEXTB
+
+pwBlockedB:
 	PWBLOCK(64, 4)
 	ADDQ R8, SI
 	ADDQ $2048, DI

@@ -100,6 +100,12 @@ func (k *convKernel) wgBlockedRange(in, out [][]byte, scratch []byte, a args, lo
 			v := sc[g.vOff+xi*cb*tbB*blockLanes:]
 			m := sc[g.mOff+(xi*mb+2*jb)*tbB*blockLanes:]
 			bp := &g.ut[(xi*jbs+jb)*k.c*pwbNR]
+			// The first call asks for the next item's filters, which
+			// come from memory.
+			var pf *float32
+			if it+1 < hi {
+				pf = &g.ut[(it+1)*k.c*pwbNR]
+			}
 			for p0 := 0; p0 < t1-t0; p0 += pwbMR {
 				if t1-t0-p0 == pwbMR+1 {
 					// 12n+1 tiles (49: 14² planes): the last
@@ -107,7 +113,8 @@ func (k *convKernel) wgBlockedRange(in, out [][]byte, scratch []byte, a args, lo
 					pwb13x32(cb, &v[p0*blockLanes], 4*tbB*blockLanes, bp, &m[p0*blockLanes], 4*tbB*blockLanes, nil, nil, nil)
 					break
 				}
-				pwb12x32(cb, &v[p0*blockLanes], 4*tbB*blockLanes, 0, bp, &m[p0*blockLanes], 4*tbB*blockLanes, nil, nil, nil)
+				pwb12x32(cb, &v[p0*blockLanes], 4*tbB*blockLanes, 0, bp, &m[p0*blockLanes], 4*tbB*blockLanes, nil, nil, nil, pf)
+				pf = nil
 			}
 		}
 	case phaseWgOutB:
