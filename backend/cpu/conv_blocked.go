@@ -112,6 +112,34 @@ func (k *convKernel) biasLim(in [][]byte) ([]float32, *float32) {
 	return bias, lim
 }
 
+// storeEpilogue makes k's epilogue, at most a residual and a clamp
+// (blockedEpilogue), one its kernels apply as they store: res and lim
+// set, the fused chain left empty.
+func (k *convKernel) storeEpilogue() {
+	r, lim, _ := k.blockedEpilogue()
+	k.res, k.lim = r, lim
+	if k.fuse != nil {
+		k.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
+	}
+}
+
+// result is the output a run writes: the fused epilogue's result, or
+// the kernel's own output.
+func (k *convKernel) result(out [][]byte) []float32 {
+	if k.fuse != nil {
+		return f32s(out[1])
+	}
+	return f32s(out[0])
+}
+
+// vecAt is &v[i], or nil for a nil v (an absent bias).
+func vecAt(v []float32, i int) *float32 {
+	if v == nil {
+		return nil
+	}
+	return &v[i]
+}
+
 // BlockedLayouts reports whether this machine's kernels take NCHW16c
 // activations at all (they need AVX-512).
 func BlockedLayouts() bool { return useAVX512Kernel && dw512 }
@@ -235,10 +263,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 					win = k.blockWindows(w)
 				}
 				f := *k
-				if r, lim, _ := k.blockedEpilogue(); r == 0 && f.fuse != nil {
-					f.lim = lim
-					f.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
-				}
+				f.storeEpilogue()
 				f.win, f.wPre = win, nil
 				res[i] = &f
 				continue
@@ -251,10 +276,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 					gth = k.blockGather(w)
 				}
 				f := *k
-				if _, lim, _ := k.blockedEpilogue(); f.fuse != nil {
-					f.lim = lim
-					f.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
-				}
+				f.storeEpilogue()
 				f.gth, f.wPre = gth, nil
 				res[i] = &f
 				continue
@@ -265,7 +287,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 				res[i] = &f
 				continue
 			}
-			r, lim, ok := k.blockedEpilogue()
+			_, _, ok := k.blockedEpilogue()
 			switch {
 			case !in && !out:
 				return nil, fmt.Errorf("cpu: Block with neither input nor output blocked")
@@ -282,9 +304,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 				wT = blockedWeights(reuse(k.wPre, k.wT, k.m*roundUp(k.c, blockLanes)), w, k.m, k.c)
 			}
 			f := *k
-			if f.res, f.lim = r, lim; f.fuse != nil {
-				f.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
-			}
+			f.storeEpilogue()
 			f.blk = &blockedPW{inB: in, outB: out, pack: !in, kp: roundUp(k.c, blockLanes), wT: wT}
 			f.blk.jBlock = max(1, pwbPanelBytes/(4*pwbNR*f.blk.kp))
 			f.wPre, f.wT = nil, nil
@@ -399,10 +419,7 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 	tiles := buf[:pwbStrip*pwbMR*pwbNR]
 	tile, resT, apack := tiles[:pwbMR*pwbNR], buf[len(tiles):][:pwbMR*pwbNR], buf[len(tiles)+pwbMR*pwbNR:]
 	x := k.input(in, scratch)
-	y := f32s(out[0])
-	if k.fuse != nil {
-		y = f32s(out[1])
-	}
+	y := k.result(out)
 	var res []float32
 	if k.res > 0 {
 		res = f32s(in[k.fuse.nin+k.res-1])
@@ -435,17 +452,14 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 			a, akb = &xn[(p0-skip)*blockLanes], 4*blockLanes*inSp
 		default:
 			k.packPlanesA(apack, xn, inSp, p0, rows)
-			a, packed = &apack[0], 1
+			a, packed = &apack[0], pwbPacked
 		}
 		// The share's first tile of a block of panels reads their weights
 		// from memory: each call asks for the next panel's.
 		first := it == s*items/parts || qi == 0
 		for jb := j0; jb < j1; jb++ {
 			bp := &b.wT[jb*b.kp*pwbNR]
-			var bs *float32
-			if bias != nil {
-				bs = &bias[jb*pwbNR]
-			}
+			bs := vecAt(bias, jb*pwbNR)
 			var pf *float32
 			if first && jb+1 < j1 && !b.pack {
 				pf = &b.wT[(jb+1)*b.kp*pwbNR]
@@ -494,10 +508,7 @@ func (k *convKernel) stripShare(x, y, bias, tiles []float32, lim *float32, lo, h
 		xn := x[n*k.c*k.inSp:][:k.c*k.inSp]
 		for jb := jbi * b.jBlock; jb < min(k.m/pwbNR, (jbi+1)*b.jBlock); jb++ {
 			bp := &b.wT[jb*b.kp*pwbNR]
-			var bs *float32
-			if bias != nil {
-				bs = &bias[jb*pwbNR]
-			}
+			bs := vecAt(bias, jb*pwbNR)
 			for g := range run {
 				// A last tile of fewer rows starts where twelve end
 				// with the plane (skip rows that are not its own).

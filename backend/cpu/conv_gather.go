@@ -89,10 +89,7 @@ func (k *convKernel) gatherShare(in, out [][]byte, scratch []byte, s, parts, str
 	buf := f32s(scratch)[s*k.gatherFloats(strip):][:k.gatherFloats(strip)]
 	abuf := buf[:strip*gatherSlab]
 	tails := buf[len(abuf):]
-	x, y := f32s(in[0]), f32s(out[0])
-	if k.fuse != nil {
-		y = f32s(out[1])
-	}
+	x, y := f32s(in[0]), k.result(out)
 	bias, lim := k.biasLim(in)
 	kb16 := k.c * k.kvol / blockLanes
 	steps := k.c * k.kvol

@@ -124,10 +124,7 @@ func (k *convKernel) winRange(in, out [][]byte, scratch []byte, a args, lo, hi i
 		}
 		return
 	}
-	y := f32s(out[0])
-	if k.fuse != nil {
-		y = f32s(out[1])
-	}
+	y := k.result(out)
 	bias, lim := k.biasLim(in)
 	OW, mb := k.out[2], k.m/blockLanes
 	rows := ceilDiv(OW, pwbMR)
@@ -143,10 +140,7 @@ func (k *convKernel) winRange(in, out [][]byte, scratch []byte, a args, lo, hi i
 			ox -= skip
 			a := &pad[2*oy*b.wp+2*ox]
 			for jb := 0; jb < k.m/pwbNR; jb++ {
-				var bs *float32
-				if bias != nil {
-					bs = &bias[jb*pwbNR]
-				}
+				bs := vecAt(bias, jb*pwbNR)
 				at := ((n*mb+2*jb)*k.outSp + oy*OW + ox) * blockLanes
 				if skip == 0 {
 					pwc12x32(steps, a, &b.offs[0], &b.wT[jb*steps*pwbNR], &y[at], 4*blockLanes*k.outSp, bs, lim)

@@ -118,10 +118,7 @@ func (k *convKernel) wgBlockedRange(in, out [][]byte, scratch []byte, a args, lo
 			}
 		}
 	case phaseWgOutB:
-		y := f32s(out[0])
-		if k.fuse != nil {
-			y = f32s(out[1])
-		}
+		y := k.result(out)
 		bias, lim := k.biasLim(in)
 		mb := k.m / blockLanes
 		items := mb * (ty1 - ty0)
@@ -129,10 +126,7 @@ func (k *convKernel) wgBlockedRange(in, out [][]byte, scratch []byte, a args, lo
 			buf := sc[g.sOff+share*g.splitFloats():][:wgBlockedFloats]
 			for it := share * items / parts; it < (share+1)*items/parts; it++ {
 				b, ty := it%mb, ty0+it/mb
-				var bs *float32
-				if bias != nil {
-					bs = &bias[b*blockLanes]
-				}
+				bs := vecAt(bias, b*blockLanes)
 				yb := y[(n*mb+b)*k.outSp*blockLanes:][:k.outSp*blockLanes]
 				m := sc[g.mOff+b*tbB*blockLanes:]
 				k.wgOutRow(yb, m, buf, 4*mb*tbB*blockLanes, ty, max(0, t0-ty*g.tw), min(g.tw, t1-ty*g.tw), t0, bs, lim)
