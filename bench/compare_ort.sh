@@ -41,6 +41,12 @@
 #     and the host may move them while the guest runs; the per-round
 #     numbers say which rounds ran in which placement.
 #
+# The default models are the five architectures. SGEMM alone, one
+# 1024³ MatMul by constant weights as both runtimes run it (each packs
+# the weights once), is the extra model sgemm_1024, which
+# scripts/gen_corpus.py exports only by name, best into a folder of its
+# own: --corpus /tmp/ops --models sgemm_1024 --threads 1.
+#
 # ONNX Runtime is installed once with `npm install --ignore-scripts` (the
 # install script would fetch CUDA pieces) into ~/.cache/berth/ort/VERSION,
 # never into the repository. Its session options: intraOpNumThreads =

@@ -11,7 +11,12 @@ BERTH_CORPUS=DIR is set:
     BERTH_CORPUS=DIR go test -run TestCorpus -v .
 
 DIR defaults to $HOME/.cache/berth/corpus. A model whose file already
-exists is skipped; delete it to export it again.
+exists is skipped; delete it to export it again. Single operators for
+speed comparisons (sgemm_1024: one 1024³ MatMul by constant weights) are
+exported only by name, best into a directory of their own:
+
+    /usr/bin/python3 scripts/gen_corpus.py /tmp/ops --only sgemm_1024
+    bench/compare_ort.sh --corpus /tmp/ops --models sgemm_1024 --threads 1
 
 Requires the Debian packages python3-torch, python3-torchvision and
 python3-onnx.
@@ -207,6 +212,15 @@ def text(factory, outputs):
     return lambda: (factory(), (torch.randint(0, 1000, (1, SEQ)),), ["input_ids"], outputs)
 
 
+def sgemm(size):
+    # One MatMul of a run-time size×size input by a constant size×size
+    # weight (a bias-free Linear): SGEMM at size³ with the weights packed
+    # ahead, as both runtimes pack constant operands.
+    def build():
+        return torch.nn.Linear(size, size, bias=False), (torch.randn(size, size),), ["input"], ["output"]
+    return build
+
+
 CORPUS = {
     "resnet50": vision("resnet50"),
     "mobilenet_v2": vision("mobilenet_v2"),
@@ -220,11 +234,19 @@ CORPUS = {
     "llama_small": text(Llama, ["logits"]),
 }
 
+# Single operators for speed comparisons (bench/compare_ort.sh --models
+# sgemm_1024), not architectures: exported only when named with --only,
+# best into a directory of their own, which keeps them out of the
+# planner's corpus statistics.
+EXTRAS = {
+    "sgemm_1024": sgemm(1024),
+}
+
 
 def export(name, path):
     import onnx
     torch.manual_seed(sum(ord(c) for c in name))
-    model, inputs, input_names, output_names = CORPUS[name]()
+    model, inputs, input_names, output_names = {**CORPUS, **EXTRAS}[name]()
     model.eval()
     tmp = path + ".tmp"
     with warnings.catch_warnings(), torch.no_grad():
@@ -245,8 +267,8 @@ def main():
     args = ap.parse_args()
     names = [n for n in args.only.split(",") if n] or list(CORPUS)
     for n in names:
-        if n not in CORPUS:
-            sys.exit(f"unknown model {n!r}; known: {', '.join(CORPUS)}")
+        if n not in CORPUS and n not in EXTRAS:
+            sys.exit(f"unknown model {n!r}; known: {', '.join(CORPUS)}; by name only: {', '.join(EXTRAS)}")
     os.makedirs(args.dir, exist_ok=True)
     torch.set_num_threads(1)
     for name in names:

@@ -562,22 +562,29 @@ func BenchmarkSGEMMPacked(b *testing.B) {
 }
 
 func benchPacked(b *testing.B, size, th int) {
+	w := NewWorkers(th)
+	defer w.Close()
+	product := packedProduct(size, th, w)
+	product()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuSeconds()
+	for i := 0; i < b.N; i++ {
+		product()
+	}
+	reportFlops(b, 2*float64(size*size*size)*float64(b.N), cpu0)
+}
+
+// packedProduct sets up BenchmarkSGEMMPacked's size³ product on th
+// threads and returns a function that runs it on w.
+func packedProduct(size, th int, w *Workers) func() {
 	m, n, k := size, size, size
 	pa, pb := make([]float32, packedASize(m, k)), make([]float32, packedBSize(k, n))
 	packA(pa, randF32(m*k), m, k, k, 1, 1, 0, ceilDiv(m, gemmMR))
 	packB(pb, randF32(k*n), k, n, n, 1, 0, ceilDiv(n, gemmNR))
 	mt, nt := gemmTiles(m, n, th)
-	g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: make([]float32, m*n), ldc: n, mt: mt, nt: nt}
-	w := NewWorkers(th)
-	defer w.Close()
-	w.forArgs(g.tiles(), th, gemmRanger{&g}, args{}, nil, nil, nil)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuSeconds()
-	for i := 0; i < b.N; i++ {
-		w.forArgs(g.tiles(), th, gemmRanger{&g}, args{}, nil, nil, nil)
-	}
-	reportFlops(b, 2*float64(m*n*k)*float64(b.N), cpu0)
+	g := &gemm{m: m, n: n, k: k, a: pa, b: pb, c: make([]float32, m*n), ldc: n, mt: mt, nt: nt}
+	return func() { w.forArgs(g.tiles(), th, gemmRanger{g}, args{}, nil, nil, nil) }
 }
 
 // BenchmarkGemmPack times packing a row-major 1024×1024 A and B, the
