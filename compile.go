@@ -68,6 +68,14 @@ type Options struct {
 	// activations in runs of whole cache lines). Results agree to
 	// rounding: the products sum in another order.
 	NoBlocking bool
+	// NoPairs runs each depthwise convolution as a step of its own
+	// instead of together with the pointwise convolution whose output it
+	// reads, a group of channels at a time, where those planes are large
+	// (MobileNetV2's and EfficientNet's expansions at 112² and 56²: each
+	// group's planes are read back from the cache instead of from
+	// memory). Results are the same bit for bit; the pair's step keeps
+	// both outputs live together, which may take more arena.
+	NoPairs bool
 }
 
 // ErrMemoryLimit is returned when a compiled model would not fit the
@@ -105,7 +113,8 @@ type Executable struct {
 
 	fusions   map[int]*fusion   // node → its fused kernel
 	prologues map[int]*prologue // node → the chain it applies to its input
-	absorbed  []bool            // node → runs inside another node's epilogue
+	pairs     map[int]*pair     // node → the depthwise it runs with (pairUp)
+	absorbed  []bool            // node → runs inside another node's step
 
 	mu     sync.Mutex
 	closed bool
@@ -176,6 +185,9 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 		if err := e.blockLayouts(scratch); err != nil {
 			return nil, fmt.Errorf("compile: %w", err)
 		}
+	}
+	if !opts.NoFusion && !opts.NoPairs {
+		e.pairUp(p, index, scratch)
 	}
 	if !opts.NoInPlace {
 		// Concat inputs written straight into the output, Split and

@@ -232,13 +232,7 @@ func merge(p *plan.Problem, index []int, s int, y ir.TensorID, chain []*ir.Node,
 	for _, id := range f.overwrite {
 		st.Overwrite = append(st.Overwrite, index[id])
 	}
-	need := f.scratchBytes()
-	if sc < 0 && need > 0 {
-		sc = len(p.Tensors)
-		p.Tensors = append(p.Tensors, plan.Tensor{Name: st.Name + "/scratch", Size: need, Alias: -1})
-	}
-	if sc >= 0 {
-		p.Tensors[sc].Size = need
+	if sc = stepScratch(p, st.Name, sc, f.scratchBytes()); sc >= 0 {
 		outs = append(outs, sc)
 	}
 	st.Outputs = outs
@@ -246,6 +240,20 @@ func merge(p *plan.Problem, index []int, s int, y ir.TensorID, chain []*ir.Node,
 	for t := s + 1; t <= s+len(chain); t++ {
 		p.Steps[t].Inputs, p.Steps[t].Outputs, p.Steps[t].Pieces = nil, nil, nil
 	}
+}
+
+// stepScratch gives the scratch tensor sc of step name (−1: none yet)
+// need bytes, adding one where the step has none and needs some, and
+// returns it (−1: none).
+func stepScratch(p *plan.Problem, name string, sc int, need int64) int {
+	if sc < 0 && need > 0 {
+		sc = len(p.Tensors)
+		p.Tensors = append(p.Tensors, plan.Tensor{Name: name + "/scratch", Size: need, Alias: -1})
+	}
+	if sc >= 0 {
+		p.Tensors[sc].Size = need
+	}
+	return sc
 }
 
 // chainable reports whether m can extend the chain after the producer of

@@ -79,36 +79,32 @@ func (e *Executable) NewSession() (*Session, error) {
 		if e.absorbed != nil && e.absorbed[i] {
 			continue
 		}
-		n := &g.Nodes[i]
-		st := step{node: i, kernel: e.kernels[i], in: make([][]byte, len(n.Inputs)), out: make([][]byte, len(n.Outputs))}
-		for j, id := range e.nodeInputs(i) {
-			st.in[j] = slot(id)
-		}
-		for j, id := range n.Outputs {
-			st.out[j] = slot(id)
-		}
+		st := step{node: i, kernel: e.kernels[i]}
 		if t := e.scratch[i]; t >= 0 {
 			off, size := e.plan.Offsets[t], e.problem.Tensors[t].Size
 			st.scratch = a.Bytes()[off : off+size : off+size]
 		}
+		var err error
+		if st.in, st.out, err = e.stepSlots(i, slot); err != nil {
+			return nil, err
+		}
 		if f := e.fusions[i]; f != nil {
 			st.kernel = f.kernel
-			for _, id := range f.ext {
-				st.in = append(st.in, slot(id))
-			}
-			// The epilogue's registers: a few KiB per session, like a
-			// stack, outside the arena.
-			regs, err := device.NewHostBuffer(int64(f.regs), Alignment)
-			if err != nil {
-				return nil, err
-			}
-			st.out = append(st.out, slot(f.result), regs.Bytes())
 			if f.temp > 0 {
 				// Overwrite mode's tile buffers follow the kernel's own
 				// scratch in the step's planned scratch.
 				st.out = append(st.out, st.scratch[f.tempAt:f.tempAt+f.temp:f.tempAt+f.temp])
 				st.scratch = st.scratch[:f.kernelBytes:f.kernelBytes]
 			}
+		}
+		if pr := e.pairs[i]; pr != nil {
+			// The depthwise step's inputs and outputs follow; the
+			// scratch is the pair's.
+			in, out, err := e.stepSlots(pr.dw, slot)
+			if err != nil {
+				return nil, err
+			}
+			st.kernel, st.in, st.out = pr.kernel, append(st.in, in...), append(st.out, out...)
 		}
 		s.steps = append(s.steps, st)
 	}
@@ -123,6 +119,32 @@ func (e *Executable) NewSession() (*Session, error) {
 	}
 	s.workers = cpu.NewWorkers(e.threads)
 	return s, nil
+}
+
+// stepSlots is the inputs and outputs that node i's step binds, each slot as
+// slot gives it: the node's inputs (a prologue's input in place of the
+// first) and outputs, and, for a fused step, the epilogue's activations
+// and then its result and registers (a few KiB per session, like a stack,
+// outside the arena).
+func (e *Executable) stepSlots(i int, slot func(ir.TensorID) []byte) (in, out [][]byte, err error) {
+	n := &e.g.Nodes[i]
+	for _, id := range e.nodeInputs(i) {
+		in = append(in, slot(id))
+	}
+	for _, id := range n.Outputs {
+		out = append(out, slot(id))
+	}
+	if f := e.fusions[i]; f != nil {
+		for _, id := range f.ext {
+			in = append(in, slot(id))
+		}
+		regs, err := device.NewHostBuffer(int64(f.regs), Alignment)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, slot(f.result), regs.Bytes())
+	}
+	return in, out, nil
 }
 
 // Arena exposes the session's arena (for tools and tests).
@@ -189,6 +211,12 @@ func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, er
 		}
 		if f := e.fusions[st.node]; f != nil {
 			op += "+" + strings.Join(f.ops, "+")
+		}
+		if pr := e.pairs[st.node]; pr != nil {
+			op += "+" + g.Nodes[pr.dw].Op
+			if f := e.fusions[pr.dw]; f != nil {
+				op += "+" + strings.Join(f.ops, "+")
+			}
 		}
 		out[i] = StepTime{Node: n.Name, Op: op, Time: times[i]}
 	}

@@ -29,6 +29,11 @@ Fixtures:
     mobilenet  MobileNetV2-style CNN (inverted residuals, depthwise conv,
                ReLU6/Clip, HardSwish, squeeze-excite with Sigmoid and
                HardSigmoid), opset 13
+    mobilenet_pairs
+               inverted residuals on 56² planes (expansions to 96
+               channels, 3×3 depthwise of strides 1 and 2, a 5×5 of
+               stride 2, ReLU6 and SiLU, a squeeze-excite), where the CPU
+               backend runs each expansion with its depthwise, opset 13
     bert       BERT-style encoder (Gather embeddings, LayerNormalization,
                2 layers of 4-head attention with an additive padding mask,
                erf GELU), opset 17
@@ -201,7 +206,7 @@ class SqueezeExcite(nn.Module):
 
 
 class InvertedResidual(nn.Module):
-    def __init__(self, cin, cout, stride, expand, act, se_gate=None):
+    def __init__(self, cin, cout, stride, expand, act, se_gate=None, kernel=3):
         super().__init__()
         hidden = cin * expand
         self.use_residual = stride == 1 and cin == cout
@@ -209,7 +214,7 @@ class InvertedResidual(nn.Module):
             nn.Conv2d(cin, hidden, 1, bias=False),
             nn.BatchNorm2d(hidden),
             act(),
-            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+            nn.Conv2d(hidden, hidden, kernel, stride, kernel // 2, groups=hidden, bias=False),
             nn.BatchNorm2d(hidden),
             act(),
         ]
@@ -228,24 +233,25 @@ class InvertedResidual(nn.Module):
         return out
 
 
+def conv_bn(cin, cout, kernel, stride, act):
+    """A convolution without bias, its batch norm and act."""
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, kernel, stride, kernel // 2, bias=False),
+        nn.BatchNorm2d(cout),
+        act(),
+    )
+
+
 class MobileNet(nn.Module):
     def __init__(self, num_classes=10):
         super().__init__()
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, 16, 3, 2, 1, bias=False),
-            nn.BatchNorm2d(16),
-            nn.Hardswish(),
-        )
+        self.stem = conv_bn(3, 16, 3, 2, nn.Hardswish)
         self.blocks = nn.Sequential(
             InvertedResidual(16, 16, 1, 4, nn.ReLU6),
             InvertedResidual(16, 24, 2, 4, nn.ReLU6, se_gate=nn.Sigmoid()),
             InvertedResidual(24, 24, 1, 3, nn.Hardswish, se_gate=nn.Hardsigmoid()),
         )
-        self.head = nn.Sequential(
-            nn.Conv2d(24, 96, 1, bias=False),
-            nn.BatchNorm2d(96),
-            nn.Hardswish(),
-        )
+        self.head = conv_bn(24, 96, 1, 1, nn.Hardswish)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(96, num_classes)
 
@@ -253,6 +259,41 @@ class MobileNet(nn.Module):
         x = self.head(self.blocks(self.stem(x)))
         x = torch.flatten(self.pool(x), 1)
         return self.fc(x)
+
+
+class MobileNetPairs(nn.Module):
+    """Inverted residuals on 56² planes, where the CPU backend runs each
+    expansion and the depthwise convolution after it a group of channels
+    at a time: ReLU6 with a 3×3 depthwise of stride 1, SiLU with a 3×3 of
+    stride 2 and a squeeze-excite reading the depthwise's output, SiLU
+    with a 5×5 of stride 2."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.stem = conv_bn(3, 16, 3, 2, nn.ReLU6)
+        self.blocks = nn.Sequential(
+            InvertedResidual(16, 16, 1, 6, nn.ReLU6),
+            InvertedResidual(16, 24, 2, 6, nn.SiLU, se_gate=nn.Sigmoid()),
+        )
+        self.wide = InvertedResidual(16, 24, 2, 6, nn.SiLU, kernel=5)
+        self.head = conv_bn(48, 64, 1, 1, nn.ReLU6)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(64, num_classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.cat([self.blocks(x), self.wide(x)], 1)
+        x = self.head(x)
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def make_mobilenet_pairs():
+    model = MobileNetPairs()
+    randomize_norms(model)
+    x = torch.randn(1, 3, 112, 112)
+    return dict(model=model, inputs=(x,), input_names=["image"],
+                output_names=["logits"], opset=13,
+                training=torch.onnx.TrainingMode.EVAL)
 
 
 # ---------------------------------------------------------------------------
@@ -553,6 +594,7 @@ FIXTURES = [
     ("bottleneck", make_bottleneck),
     ("resnet_blocked", make_resnet_blocked),
     ("mobilenet", make_mobilenet),
+    ("mobilenet_pairs", make_mobilenet_pairs),
     ("bert", make_bert),
     ("gpt", make_gpt),
     ("lstm_if", make_lstm_if),

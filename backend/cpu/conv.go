@@ -499,14 +499,7 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	if k.depthwise {
 		// One item per share, so that each share knows its registers
 		// and its scratch area.
-		planes := k.nb * k.m
-		phase := int64(phaseDepthwise)
-		switch {
-		case dw512 && k.rowVectors():
-			phase = phaseDWR
-		case dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k):
-			planes, phase = k.dwcGroups(), phaseDWC
-		}
+		planes, phase := k.depthwisePhase()
 		parts := min(w.parts(k.nb*k.m*k.outSp*k.kvol), planes)
 		if k.fuse != nil {
 			parts = min(parts, k.fuse.shares)
@@ -567,6 +560,54 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	// Give each worker at least minGrain multiply-adds.
 	p := min(k.workers(w, scratch), max(1, k.nb*k.g*k.mg*k.outSp*k.kdim/minGrain))
 	w.forArgs(p, p, k, args{phaseBlocks, int64(p)}, in, out, scratch)
+}
+
+// depthwisePhase is the phase a depthwise run takes and how many items
+// its shares divide: planes, or groups of sixteen channels (phaseDWC).
+func (k *convKernel) depthwisePhase() (items int, phase int64) {
+	switch {
+	case dw512 && k.rowVectors():
+		return k.nb * k.m, phaseDWR
+	case dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k):
+		return k.dwcGroups(), phaseDWC
+	}
+	return k.nb * k.m, phaseDepthwise
+}
+
+// depthwisePlanes computes output planes [p0, p1) of a depthwise
+// convolution in phase phaseDWR (the row-vector kernels) or
+// phaseDepthwise (a plane at a time) as worker share, and runs the fused
+// epilogue over them.
+func (k *convKernel) depthwisePlanes(in, out [][]byte, scratch []byte, phase int64, share, p0, p1 int) {
+	x, y := k.input(in, scratch), f32s(out[0])
+	var bias []float32
+	if k.hasBias {
+		bias = f32s(in[2])
+	}
+	if phase == phaseDWR {
+		k.dwrPlanes(x, y, f32s(in[1]), bias, p0, p1)
+		if k.fuse != nil {
+			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p0, p1, 0, k.outSp)
+		}
+		return
+	}
+	wt := f32s(in[1])
+	var buf []float32
+	if sc := f32s(scratch); k.dwPer > 0 && (share+1)*k.dwPer <= len(sc) {
+		buf = sc[share*k.dwPer:][:k.dwPer]
+	}
+	for p := p0; p < p1; p++ {
+		n, mo := p/k.m, p%k.m
+		var bv float32
+		if bias != nil {
+			bv = bias[mo]
+		}
+		xc := x[(n*k.c+mo/k.mg)*k.inSp:][:k.inSp]
+		k.depthwisePlane(y[p*k.outSp:][:k.outSp], xc, wt[mo*k.kvol:][:k.kvol], bv, buf)
+		if k.fuse != nil {
+			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+1, 0, k.outSp)
+		}
+	}
 }
 
 // Phases of a convolution run, in args[0].
@@ -653,36 +694,10 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+min(dwcLanes, k.m-c0), 0, k.outSp)
 			}
 		}
-	case phaseDWR:
+	case phaseDWR, phaseDepthwise:
 		// Item lo is share lo of a[1] shares of the planes.
 		share, planes := lo, k.nb*k.m
-		p0, p1 := share*planes/int(a[1]), (share+1)*planes/int(a[1])
-		k.dwrPlanes(x, y, f32s(in[1]), bias, p0, p1)
-		if k.fuse != nil {
-			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p0, p1, 0, k.outSp)
-		}
-	case phaseDepthwise:
-		wt := f32s(in[1])
-		mult := k.mg
-		// Item lo is share lo of a[1] shares of the planes.
-		share, planes := lo, k.nb*k.m
-		lo, hi = share*planes/int(a[1]), (share+1)*planes/int(a[1])
-		var buf []float32
-		if sc := f32s(scratch); k.dwPer > 0 && (share+1)*k.dwPer <= len(sc) {
-			buf = sc[share*k.dwPer:][:k.dwPer]
-		}
-		for p := lo; p < hi; p++ {
-			n, mo := p/k.m, p%k.m
-			var bv float32
-			if bias != nil {
-				bv = bias[mo]
-			}
-			xc := x[(n*k.c+mo/mult)*k.inSp:][:k.inSp]
-			k.depthwisePlane(y[p*k.outSp:][:k.outSp], xc, wt[mo*k.kvol:][:k.kvol], bv, buf)
-			if k.fuse != nil {
-				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+1, 0, k.outSp)
-			}
-		}
+		k.depthwisePlanes(in, out, scratch, a[0], share, share*planes/int(a[1]), (share+1)*planes/int(a[1]))
 	case phaseSplitK:
 		for wi := lo; wi < hi; wi++ {
 			k.splitK(x, y, bias, f32s(scratch), wi, int(a[1]))

@@ -1,0 +1,119 @@
+package berth
+
+import (
+	"slices"
+
+	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
+)
+
+// pair is a pointwise convolution's step that also runs the depthwise
+// convolution reading its output (cpu.FusePair): the depthwise node's
+// step is absorbed, and the pair's step binds the pointwise step's inputs
+// and outputs (nIn and nOut of them) and then the depthwise's.
+type pair struct {
+	kernel    cpu.Kernel
+	dw        int
+	nIn, nOut int
+}
+
+// pairUp finds each step whose result only a depthwise convolution reads,
+// a step that reads no other activation, and where cpu.FusePair takes the
+// two kernels, merges the depthwise's step into it: the merged step reads
+// both steps' inputs but the result, writes both steps' outputs, the
+// result included, and one scratch for both. It runs after fusion and
+// the choice of layouts, before planning (index maps the graph's tensors
+// to p's, scratch holds each node's scratch bytes and is updated).
+func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
+	g := e.g
+	readers := g.Consumers()
+	isOut := make([]bool, len(g.Tensors))
+	for _, id := range g.Outputs {
+		isOut[id] = true
+	}
+	// kernel is the kernel node s runs, its result and how many inputs
+	// and outputs its step binds.
+	kernel := func(s int) (k cpu.Kernel, y ir.TensorID, nIn, nOut int) {
+		n := &g.Nodes[s]
+		k, nIn, nOut = e.kernels[s], len(n.Inputs), len(n.Outputs)
+		if len(n.Outputs) > 0 {
+			y = n.Outputs[0]
+		}
+		if f := e.fusions[s]; f != nil {
+			k, y, nIn, nOut = f.kernel, f.result, nIn+len(f.ext), nOut+2
+		}
+		return k, y, nIn, nOut
+	}
+	e.pairs = make(map[int]*pair)
+	for s := range g.Nodes {
+		if e.absorbed[s] || e.prologues[s] != nil || len(g.Nodes[s].Outputs) != 1 {
+			continue
+		}
+		kpw, y, nIn, nOut := kernel(s)
+		if y == ir.NoTensor || isOut[y] || len(readers[y]) != 1 {
+			continue
+		}
+		d := readers[y][0]
+		dn := &g.Nodes[d]
+		if d == s || e.absorbed[d] || e.prologues[d] != nil || e.pairs[d] != nil || len(dn.Inputs) == 0 || dn.Inputs[0] != y {
+			continue
+		}
+		others := false
+		for _, id := range dn.Inputs[1:] {
+			others = others || id != ir.NoTensor && !g.Tensor(id).IsConst()
+		}
+		if f := e.fusions[d]; others || f != nil && len(f.ext) > 0 {
+			continue
+		}
+		kdw, _, _, _ := kernel(d)
+		k, bytes, ok := cpu.FusePair(kpw, kdw, nIn, nOut, scratch[s], scratch[d], e.threads)
+		if !ok {
+			continue
+		}
+		e.pairs[s] = &pair{kernel: k, dw: d, nIn: nIn, nOut: nOut}
+		mergePair(p, index, s, d, bytes)
+		scratch[s], scratch[d] = bytes, 0
+		e.absorbed[d] = true
+	}
+}
+
+// mergePair makes step s of p the pair of steps s and d: it reads d's
+// inputs too, except what s writes, and writes s's outputs, then d's,
+// then one scratch of need bytes (s's or d's scratch tensor, resized, or
+// a new one), last; step d reads and writes nothing.
+func mergePair(p *plan.Problem, index []int, s, d int, need int64) {
+	isIR := make([]bool, len(p.Tensors))
+	for _, j := range index {
+		if j >= 0 {
+			isIR[j] = true
+		}
+	}
+	ss, sd := &p.Steps[s], &p.Steps[d]
+	sc := -1
+	var outs []int
+	for _, st := range []*plan.Step{ss, sd} {
+		for _, t := range st.Outputs {
+			if !isIR[t] && sc < 0 {
+				sc = t
+				continue
+			}
+			if !isIR[t] {
+				// A second scratch: written, of no bytes (the last
+				// output of the step is the one its kernel gets).
+				p.Tensors[t].Size = 0
+			}
+			outs = append(outs, t)
+		}
+	}
+	for _, j := range sd.Inputs {
+		if !slices.Contains(outs, j) && !slices.Contains(ss.Inputs, j) {
+			ss.Inputs = append(ss.Inputs, j)
+		}
+	}
+	if sc = stepScratch(p, ss.Name, sc, need); sc >= 0 {
+		outs = append(outs, sc)
+	}
+	ss.Outputs = outs
+	sd.Inputs, sd.Outputs, sd.Pieces = nil, nil, nil
+}

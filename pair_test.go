@@ -1,0 +1,69 @@
+package berth
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/berth-ml/berth/npy"
+)
+
+// TestPairs compiles the mobilenet_pairs fixture, whose three expansions
+// onto 56² planes feed depthwise convolutions (3×3 of strides 1 and 2,
+// 5×5 of stride 2; ReLU6 and SiLU), and wants each expansion to run with
+// its depthwise as one step, and the same bits as each run as a step of
+// its own, on any number of threads. TestFixturesMatchPyTorch holds the
+// results against PyTorch's.
+func TestPairs(t *testing.T) {
+	const dir = "testdata/models/mobilenet_pairs/"
+	m, err := Load(dir + "model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	a, err := npy.ReadFile(dir + "input_0.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Tensor{Name: "image", DType: a.DType, Shape: a.Shape, Data: a.Data}
+	plain, err := Compile(m, CPU, Options{Threads: 2, NoPairs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.pairs) != 0 {
+		t.Errorf("NoPairs: %d pairs", len(plain.pairs))
+	}
+	want := logits(t, plain, in)
+	for _, threads := range []int{1, 2, 3} {
+		e, err := Compile(m, CPU, Options{Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.pairs) != 3 {
+			t.Errorf("%d threads: %d pairs, want 3", threads, len(e.pairs))
+		}
+		if got := logits(t, e, in); !slices.Equal(got, want) {
+			t.Errorf("%d threads: %v, want %v (each step alone)", threads, got, want)
+		}
+		// The profile names the pair's steps after both chains.
+		s, err := e.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, err := s.Profile(context.Background(), in)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, st := range steps {
+			if strings.Count(st.Op, "Conv") == 2 {
+				n++
+			}
+		}
+		if n != 3 {
+			t.Errorf("%d threads: %d steps of two convolutions, want 3", threads, n)
+		}
+	}
+}
