@@ -72,9 +72,9 @@ type Options struct {
 	// instead of together with the pointwise convolution whose output it
 	// reads, a group of channels at a time, where those planes are large
 	// (MobileNetV2's and EfficientNet's expansions at 112² and 56²: each
-	// group's planes are read back from the cache instead of from
-	// memory). Results are the same bit for bit; the pair's step keeps
-	// both outputs live together, which may take more arena.
+	// worker computes a group's planes into a buffer of its own and reads
+	// them back from its cache, and the expansion's whole output never
+	// exists). Results are the same bit for bit; pairs take less arena.
 	NoPairs bool
 }
 

@@ -21,8 +21,9 @@ type pair struct {
 // pairUp finds each step whose result only a depthwise convolution reads,
 // a step that reads no other activation, and where cpu.FusePair takes the
 // two kernels, merges the depthwise's step into it: the merged step reads
-// both steps' inputs but the result, writes both steps' outputs, the
-// result included, and one scratch for both. It runs after fusion and
+// both steps' inputs but the result, writes both steps' outputs, and one
+// scratch for both, which holds the workers' buffers of the result, so
+// that the result itself takes no bytes. It runs after fusion and
 // the choice of layouts, before planning (index maps the graph's tensors
 // to p's, scratch holds each node's scratch bytes and is updated).
 func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
@@ -73,6 +74,10 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 		}
 		e.pairs[s] = &pair{kernel: k, dw: d, nIn: nIn, nOut: nOut}
 		mergePair(p, index, s, d, bytes)
+		// The expansion's output lives in the workers' group buffers
+		// only: it takes no bytes of the arena.
+		p.Tensors[index[y]].Size = 0
+		p.Tensors[index[g.Nodes[s].Outputs[0]]].Size = 0
 		scratch[s], scratch[d] = bytes, 0
 		e.absorbed[d] = true
 	}

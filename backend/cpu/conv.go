@@ -576,16 +576,17 @@ func (k *convKernel) depthwisePhase() (items int, phase int64) {
 
 // depthwisePlanes computes output planes [p0, p1) of a depthwise
 // convolution in phase phaseDWR (the row-vector kernels) or
-// phaseDepthwise (a plane at a time) as worker share, and runs the fused
-// epilogue over them.
-func (k *convKernel) depthwisePlanes(in, out [][]byte, scratch []byte, phase int64, share, p0, p1 int) {
-	x, y := k.input(in, scratch), f32s(out[0])
+// phaseDepthwise (a plane at a time) as worker share, from x, which holds
+// the input planes from plane xFrom on, and runs the fused epilogue over
+// them.
+func (k *convKernel) depthwisePlanes(x []float32, xFrom int, in, out [][]byte, scratch []byte, phase int64, share, p0, p1 int) {
+	y := f32s(out[0])
 	var bias []float32
 	if k.hasBias {
 		bias = f32s(in[2])
 	}
 	if phase == phaseDWR {
-		k.dwrPlanes(x, y, f32s(in[1]), bias, p0, p1)
+		k.dwrPlanes(x, xFrom, y, f32s(in[1]), bias, p0, p1)
 		if k.fuse != nil {
 			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p0, p1, 0, k.outSp)
 		}
@@ -602,7 +603,7 @@ func (k *convKernel) depthwisePlanes(in, out [][]byte, scratch []byte, phase int
 		if bias != nil {
 			bv = bias[mo]
 		}
-		xc := x[(n*k.c+mo/k.mg)*k.inSp:][:k.inSp]
+		xc := x[(n*k.c+mo/k.mg-xFrom)*k.inSp:][:k.inSp]
 		k.depthwisePlane(y[p*k.outSp:][:k.outSp], xc, wt[mo*k.kvol:][:k.kvol], bv, buf)
 		if k.fuse != nil {
 			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+1, 0, k.outSp)
@@ -697,7 +698,7 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	case phaseDWR, phaseDepthwise:
 		// Item lo is share lo of a[1] shares of the planes.
 		share, planes := lo, k.nb*k.m
-		k.depthwisePlanes(in, out, scratch, a[0], share, share*planes/int(a[1]), (share+1)*planes/int(a[1]))
+		k.depthwisePlanes(x, 0, in, out, scratch, a[0], share, share*planes/int(a[1]), (share+1)*planes/int(a[1]))
 	case phaseSplitK:
 		for wi := lo; wi < hi; wi++ {
 			k.splitK(x, y, bias, f32s(scratch), wi, int(a[1]))

@@ -185,8 +185,9 @@ func (k *convKernel) rowVectors() bool {
 
 // dwrPlanes computes planes [lo, hi) of the images' nb·m output planes
 // through the row-vector kernels (dwr3, dwr5 or dwr3w, or dws3 or dws5
-// for strides 2), a run of channels of one image per call.
-func (k *convKernel) dwrPlanes(x, y, wt, bias []float32, lo, hi int) {
+// for strides 2), a run of channels of one image per call, from x, which
+// holds the input planes from plane xFrom on.
+func (k *convKernel) dwrPlanes(x []float32, xFrom int, y, wt, bias []float32, lo, hi int) {
 	var lim *float32
 	if k.lim != nil {
 		lim = &k.lim[0]
@@ -194,7 +195,7 @@ func (k *convKernel) dwrPlanes(x, y, wt, bias []float32, lo, hi int) {
 	for lo < hi {
 		ch := lo % k.m
 		n := min(hi-lo, k.m-ch)
-		o, xi, w := &y[lo*k.outSp], &x[lo*k.inSp], &wt[ch*k.kvol]
+		o, xi, w := &y[lo*k.outSp], &x[(lo-xFrom)*k.inSp], &wt[ch*k.kvol]
 		var b *float32
 		if bias != nil {
 			b = &bias[ch]

@@ -3,26 +3,29 @@ package cpu
 // pairKernel runs a pointwise convolution (an expansion) and the
 // depthwise convolution that reads its output together, a group of
 // channels at a time: each worker computes the expansion's output
-// channels of a group, with their epilogue, and at once the depthwise
-// planes of the same channels from them, before the next group. A
-// group's planes (at most pairGroupBytes) are read back from the
-// worker's own L2 cache instead of from memory after the whole output
-// has been written, and no worker reads planes another one wrote.
+// channels of a group, with their epilogue, into a buffer of its own
+// (at most pairGroupBytes), and at once the depthwise planes of the same
+// channels from there, before the next group. The expansion's output is
+// never written whole: a group's planes stay in the worker's L2 cache
+// between the two products, and no worker reads planes another one
+// wrote.
 //
 // The two kernels keep their inputs, outputs and scratch: the pair takes
 // the pointwise's inputs then the depthwise's (nIn of the first), their
 // outputs the same way (nOut), and their scratch one after the other
-// (the depthwise's from byte split on). The expansion's output is still
-// written whole, where the plan put it; the pair only changes the order
-// of the work, so its results are the two kernels' bit for bit.
+// (the depthwise's from byte split on), then the workers' group buffers
+// (from byte bufAt on). The expansion's output and the depthwise's input
+// are not read or written. Each output value is computed as the two
+// kernels compute it, so the results are theirs bit for bit.
 type pairKernel struct {
-	pw, dw     *convKernel
-	groups     int   // channel groups
-	phase      int64 // the depthwise's (phaseDWR or phaseDepthwise)
-	nIn, nOut  int
-	split      int
-	minShares  int // shares the scratch and registers of both hold
-	pointwiseS convSplit
+	pw, dw    *convKernel
+	groups    int   // channel groups
+	phase     int64 // the depthwise's (phaseDWR or phaseDepthwise)
+	nIn, nOut int
+	split     int // the depthwise's scratch, from this byte
+	bufAt     int // the group buffers, from this byte
+	bufFloats int // a worker's group buffer
+	shares    int // workers the scratch, registers and buffers serve
 }
 
 const (
@@ -63,9 +66,12 @@ func FusePair(pw, dw Kernel, nIn, nOut int, pwScratch, dwScratch int64, threads 
 	}
 	groups := pairGroups(p.m/(2*gemmMR), p.outSp, threads)
 	split := roundUp(int(pwScratch), alignment)
-	k := &pairKernel{pw: p, dw: d, groups: groups, phase: phase, nIn: nIn, nOut: nOut, split: split, minShares: threads,
-		pointwiseS: convSplit{panels: ceilDiv(p.outSp, gemmNR), nblk: ceilDiv(p.outSp, p.nc), mparts: groups}}
-	return k, int64(split) + dwScratch, true
+	bufAt := roundUp(split+int(dwScratch), alignment)
+	c0, c1 := p.groupChannels(0, groups)
+	bufFloats := roundUp((c1-c0)*p.outSp, alignment/4)
+	k := &pairKernel{pw: p, dw: d, groups: groups, phase: phase, nIn: nIn, nOut: nOut, split: split,
+		bufAt: bufAt, bufFloats: bufFloats, shares: threads}
+	return k, int64(bufAt + 4*threads*bufFloats), true
 }
 
 // pairPointwise reports whether k can be a pair's expansion (FusePair).
@@ -102,42 +108,66 @@ func pairGroups(pairs, sp, threads int) int {
 	return best
 }
 
-// groupChannels is the output channels [c0, c1) of group mp of groups
-// (the A panels that blocks gives part mp of a split into groups).
+// groupChannels is the output channels [c0, c1) of group mp of groups:
+// whole pairs of A panels, as many in every group.
 func (k *convKernel) groupChannels(mp, groups int) (c0, c1 int) {
-	pm := ceilDiv(k.mg, gemmMR)
-	return mp * pm / groups * gemmMR, min(k.m, (mp+1)*pm/groups*gemmMR)
+	per := k.m / groups
+	return mp * per, (mp + 1) * per
 }
 
 func (k *pairKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
-	parts := max(1, min(w.Threads(), k.groups, k.minShares))
+	parts := max(1, min(w.Threads(), k.groups, k.shares))
 	w.forArgs(parts, parts, k, args{int64(parts)}, in, out, scratch)
 }
 
 // rangeArgs runs shares [lo, hi) of a[0]: each its run of groups, the
-// expansion's channels of a group and then the depthwise planes of them.
+// expansion's channels of a group into the share's buffer and then the
+// depthwise planes of them.
 func (k *pairKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
 	pwIn, dwIn := in[:k.nIn], in[k.nIn:]
 	pwOut, dwOut := out[:k.nOut], out[k.nOut:]
-	pwSc, dwSc := scratch[:k.split], scratch[k.split:]
+	pwSc, dwSc := scratch[:k.split], scratch[k.split:k.bufAt]
+	bufs := f32s(scratch[k.bufAt:])
 	p := k.pw
-	x, y := p.input(pwIn, pwSc), f32s(pwOut[0])
-	var bias []float32
-	if p.hasBias {
-		bias = f32s(pwIn[2])
-	}
 	parts := int(a[0])
 	for share := lo; share < hi; share++ {
-		buf := f32s(pwSc)[p.bOff+share*p.per:][:p.per]
+		buf := bufs[share*k.bufFloats:][:k.bufFloats]
 		for mp := share * k.groups / parts; mp < (share+1)*k.groups/parts; mp++ {
-			// Item blk·groups + mp of the split is block blk of
-			// group mp.
-			for blk := range k.pointwiseS.nblk {
-				it := blk*k.groups + mp
-				p.blocks(x, y, p.wPre, bias, buf, k.pointwiseS, it, it+1, pwIn, pwOut, share)
-			}
 			c0, c1 := p.groupChannels(mp, k.groups)
-			k.dw.depthwisePlanes(dwIn, dwOut, dwSc, k.phase, share, c0, c1)
+			p.pointwiseGroup(pwIn, pwOut, pwSc, buf, share, c0, c1)
+			k.dw.depthwisePlanes(buf, c0, dwIn, dwOut, dwSc, k.phase, share, c0, c1)
+		}
+	}
+}
+
+// pointwiseGroup computes output channels [c0, c1) of pointwise k (whole
+// A panels; one k slice) as worker wi into buf, channel c's plane from
+// buf[(c-c0)·outSp] on, with the fused epilogue applied there, a block
+// of columns at a time as blocks computes them.
+func (k *convKernel) pointwiseGroup(in, out [][]byte, scratch []byte, buf []float32, wi, c0, c1 int) {
+	x := k.input(in, scratch)
+	pack := f32s(scratch)[k.bOff+wi*k.per:][:k.per]
+	p0, p1 := c0/gemmMR, ceilDiv(c1, gemmMR)
+	rows := c1 - c0
+	for j0 := 0; j0 < k.outSp; j0 += k.nc {
+		ncb := min(k.nc, k.outSp-j0)
+		g := gemm{m: rows, n: ncb, k: k.kdim, b: pack, c: buf[j0:], ldc: k.outSp, lim: k.lim,
+			a: k.wPre[p0*k.kdim*gemmMR:], mt: min(p1-p0, convMT), nt: ceilDiv(ncb, gemmNR)}
+		if k.kdim <= rowWalkDepth && rows*ncb*4 > rowWalkBytes {
+			g.mt = min(p1-p0, 2) // as blocks walks C along its rows
+		}
+		k.pointwiseB(&g, pack, x[j0:], k.kdim, ncb)
+		if k.hasBias {
+			g.rowBias = f32s(in[2])[c0:]
+		}
+		if k.fuse == nil {
+			g.run(0, g.tiles())
+			continue
+		}
+		for t := range g.tiles() {
+			g.run(t, t+1)
+			i0, i1, t0, t1 := g.tileRect(t)
+			k.fuse.inPlace(buf[i0*k.outSp+j0+t0:], k.outSp, in, f32s(out[2]), wi, c0+i0, c0+i1, j0+t0, j0+t1)
 		}
 	}
 }

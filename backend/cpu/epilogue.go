@@ -519,6 +519,18 @@ func (f *fused) tileFrom(z, buf []float32, ld int, in [][]byte, work []float32, 
 	}
 }
 
+// inPlace runs the epilogue in place over rows [r0, r1) × columns [j0,
+// j1) of the producer's output held in buf, row r from buf[(r-r0)·ld] on:
+// for a product computed into a buffer of its own whose result stays
+// there (the rows still name the output's, for operands indexed by row).
+func (f *fused) inPlace(buf []float32, ld int, in [][]byte, work []float32, share, r0, r1, j0, j1 int) {
+	regs := work[share*f.ep.epRegs():][:f.ep.epRegs()]
+	for r := r0; r < r1; r++ {
+		row := buf[(r-r0)*ld:][:j1-j0]
+		f.ep.apply(row, row, in[f.nin:], r, j0, regs)
+	}
+}
+
 // tempBuf is worker share's tile buffer in overwrite mode, in temps, the
 // fused kernel's fourth output.
 func (f *fused) tempBuf(temps []float32, share int) []float32 {
