@@ -49,6 +49,12 @@
 // concatenation and global average pooling (conv_blocked.go,
 // winograd_blocked.go, conv_strided.go).
 //
+// FusePair runs a pointwise convolution onto large planes and the
+// depthwise convolution on its output as one kernel, a group of channels
+// at a time: each worker computes a group's planes into a buffer of its
+// own and the depthwise planes of them from there, with both kernels'
+// own code, so the expansion's whole output never exists (conv_pair.go).
+//
 // Fuse and FuseAfter attach an Epilogue to a MatMul, Gemm or Conv kernel:
 // the elementwise nodes that follow it in the plan, run on each tile of its
 // output while the tile is in cache (or in one more pass), each with its
