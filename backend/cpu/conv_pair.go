@@ -4,7 +4,8 @@ package cpu
 // depthwise convolution that reads its output together, a group of
 // channels at a time: each worker computes the expansion's output
 // channels of a group, with their epilogue, into a buffer of its own
-// (at most pairGroupBytes), and at once the depthwise planes of the same
+// (pairGroupBytes at most, where a pair of A panels' planes fit), and at
+// once the depthwise planes of the same
 // channels from there, before the next group. The expansion's output is
 // never written whole: a group's planes stay in the worker's L2 cache
 // between the two products, and no worker reads planes another one
@@ -30,8 +31,8 @@ type pairKernel struct {
 
 const (
 	// pairMinPlane is the smallest plane a pair runs on: at 28² the
-	// expansion's output stays in the caches anyway (MobileNetV2's
-	// 32→192→192 as fast either way).
+	// expansion's output stays in the caches anyway (pairs there too:
+	// MobileNetV2 1 % faster, EfficientNet-B0 1 % slower).
 	pairMinPlane = 56 * 56
 	// pairGroupBytes bounds a group's planes, which stay in L2 between
 	// the two products.
