@@ -122,6 +122,9 @@ type convKernel struct {
 	// scratch holds tiles for (the build's threads).
 	win       *blockedWin
 	winShares int
+	// stem, when set, runs a stem of stride 2 from planes into planes
+	// (conv_rows.go) where the output is not blocked (win).
+	stem *stemRows
 	// gth, when set, runs a convolution of windows on NCHW16c input and
 	// output (conv_gather.go).
 	gth *blockedGather
@@ -354,6 +357,12 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		// which a compiler may choose later.
 		floats = max(floats, k.winFloats())
 	}
+	if k.stemRowsFits() && k.wPre != nil {
+		// Into planes (stemRows), the packed weights kept for an
+		// epilogue with a residual, which only the product adds.
+		k.stem = k.stemRowsBuild(wt.Data)
+		floats = max(floats, k.stemFloats())
+	}
 	return k, int64(floats) * 4, nil
 }
 
@@ -526,6 +535,10 @@ func (k *convKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		k.runGather(w, in, out, scratch)
 		return
 	}
+	if k.stem != nil && k.res == 0 {
+		k.runStemRows(w, in, out, scratch)
+		return
+	}
 	if k.sub > 0 {
 		items := k.nb * k.c
 		if k.subBlocked {
@@ -642,6 +655,10 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 	}
 	if a[0] == phaseWinPad || a[0] == phaseWinTiles {
 		k.winRange(in, out, scratch, a, lo, hi)
+		return
+	}
+	if a[0] == phaseStemSplit || a[0] == phaseStemRows {
+		k.stemRange(in, out, scratch, a, lo, hi)
 		return
 	}
 	if a[0] >= phaseWgInB && a[0] <= phaseWgOutB {

@@ -185,7 +185,16 @@ func fuseResidualRelu(t *testing.T, cg convCaseGraph, k Kernel, threads int) Ker
 	r := cg.tg.input("r", ir.Float32, shape...)
 	add := cg.tg.node("Add", nil, []ir.TensorID{y, r}, out{ir.Float32, shape})
 	relu := cg.tg.node("Relu", nil, []ir.TensorID{add.Outputs[0]}, out{ir.Float32, shape})
-	ep, _, err := NewEpilogue(cg.tg.g, y, int(shape[2]*shape[3]), []*ir.Node{add, relu})
+	return fuseChain(t, cg, k, []*ir.Node{add, relu}, threads)
+}
+
+// fuseChain fuses k, cg's convolution, with the nodes of chain (which
+// read its output), as the compiler does.
+func fuseChain(t *testing.T, cg convCaseGraph, k Kernel, chain []*ir.Node, threads int) Kernel {
+	t.Helper()
+	y := cg.n.Outputs[0]
+	shape := cg.tg.g.Tensor(y).Shape
+	ep, _, err := NewEpilogue(cg.tg.g, y, int(shape[2]*shape[3]), chain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,15 +421,7 @@ func testWindowsBlocked(t *testing.T, cc convCase, threads int, relu, inB bool) 
 	sp := int(shape[2] * shape[3])
 	if relu {
 		r := cg.tg.node("Relu", nil, []ir.TensorID{y}, out{ir.Float32, shape})
-		ep, _, err := NewEpilogue(cg.tg.g, y, sp, []*ir.Node{r})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, ok := Fuse(k, ep, 3, threads)
-		if !ok {
-			t.Fatal("Fuse refused the convolution")
-		}
-		k = f
+		k = fuseChain(t, cg, k, []*ir.Node{r}, threads)
 		for i := range want {
 			want[i] = max(0, want[i])
 		}
@@ -582,5 +583,104 @@ func TestConvGather(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestConvStemRows runs stems into planes through stemRows (eight
+// channels by 48 positions a tile, from the input split by column
+// parity), with no epilogue, a Relu its kernel applies as it stores, a
+// Sigmoid the fused epilogue applies over each row, and a residual,
+// which it leaves to the im2col product: against refConv, and for the
+// same bits as the im2col product.
+func TestConvStemRows(t *testing.T) {
+	if !useAVX512Kernel || !dw512 {
+		t.Skip("stemRows needs AVX-512")
+	}
+	cases := []struct {
+		n, c, m, h, w, k, pad int
+	}{
+		{1, 3, 32, 30, 98, 3, 1},  // MobileNetV2's stem onto 15×49: a tail tile a row
+		{2, 3, 16, 20, 96, 3, 1},  // two images, whole tiles
+		{1, 8, 24, 22, 121, 5, 2}, // 5×5 onto 11×61
+		{1, 3, 64, 40, 110, 7, 3}, // ResNet's 7×7 onto 20×55
+		{1, 4, 8, 17, 100, 3, 0},  // no padding
+	}
+	for _, cs := range cases {
+		for _, threads := range []int{1, 3} {
+			for _, ep := range []string{"none", "relu", "sigmoid", "residual"} {
+				t.Run(fmt.Sprintf("%v/t%d/%s", cs, threads, ep), func(t *testing.T) {
+					testStemRows(t, squareConv(cs.n, cs.c, cs.m, cs.h, cs.w, cs.k, 2, cs.pad), threads, ep)
+				})
+			}
+		}
+	}
+}
+
+func testStemRows(t *testing.T, cc convCase, threads int, epName string) {
+	cg := buildConvCase(cc, randF32)
+	want, bound := refConvBound(cc, cg)
+	k, scratch, err := BuildFor(cg.tg.g, cg.n, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck, ok := k.(*convKernel); !ok || ck.stem == nil {
+		t.Fatalf("the stem does not run as stemRows")
+	}
+	y := cg.n.Outputs[0]
+	shape := []int64(cg.tg.g.Tensor(y).Shape)
+	m := int(cc.m)
+	in := [][]byte{alignedBytes(int64(4 * len(cg.x))), cg.tg.g.Tensor(cg.wi).Data, alignedBytes(int64(4 * m))}
+	copy(in[0], f32Bytes(cg.x))
+	copy(in[2], f32Bytes(cg.b))
+	var chain []*ir.Node
+	switch epName {
+	case "relu":
+		chain = append(chain, cg.tg.node("Relu", nil, []ir.TensorID{y}, out{ir.Float32, shape}))
+		for i := range want {
+			want[i] = max(0, want[i])
+		}
+	case "sigmoid":
+		chain = append(chain, cg.tg.node("Sigmoid", nil, []ir.TensorID{y}, out{ir.Float32, shape}))
+		for i, v := range want {
+			// σ' ≤ 1/4, and the sigmoid's own few ulps of a value ≤ 1.
+			want[i], bound[i] = 1/(1+math.Exp(-v)), bound[i]/4+1.0/16
+		}
+	case "residual":
+		r := randF32(len(want))
+		ri := cg.tg.input("r", ir.Float32, shape...)
+		add := cg.tg.node("Add", nil, []ir.TensorID{y, ri}, out{ir.Float32, shape})
+		chain = append(chain, add, cg.tg.node("Relu", nil, []ir.TensorID{add.Outputs[0]}, out{ir.Float32, shape}))
+		in = append(in, alignedBytes(int64(4*len(r))))
+		copy(in[3], f32Bytes(r))
+		for i := range want {
+			want[i], bound[i] = max(0, want[i]+float64(r[i])), bound[i]+math.Abs(float64(r[i]))
+		}
+	}
+	if chain != nil {
+		k = fuseChain(t, cg, k, chain, threads)
+	}
+	run := func(k Kernel) []float32 {
+		bytes := int64(4 * len(want))
+		outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, WorkBytes(k))))}
+		for i := range outs[:2] {
+			for j := range outs[i] {
+				outs[i][j] = 0xA5
+			}
+		}
+		wk := NewWorkers(threads)
+		defer wk.Close()
+		k.Run(wk, in, outs, poisoned(scratch))
+		if chain != nil {
+			return asF32(outs[1])
+		}
+		return asF32(outs[0])
+	}
+	got := run(k)
+	checkBound(t, got, want, bound, 64*0x1p-24)
+	// The im2col product's bits.
+	plain := *k.(*convKernel)
+	plain.stem = nil
+	if ref := run(&plain); !slices.EqualFunc(got, ref, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+		t.Errorf("stemRows and the im2col product differ")
 	}
 }

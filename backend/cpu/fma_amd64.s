@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "zmm_amd64.h"
 
 // Twelve independent multiply-adds: one per accumulator Y0..Y11, so that
 // no instruction waits for another (12 chains cover an FMA latency of up
@@ -66,18 +67,7 @@ done:
 // func fmaPeakLoop512(n int)
 TEXT ·fmaPeakLoop512(SB), NOSPLIT, $0-8
 	MOVQ   n+0(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO12
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  CX, CX

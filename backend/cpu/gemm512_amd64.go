@@ -111,3 +111,21 @@ func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, b
 //
 //go:noescape
 func gather12(dst, src *float32, offs *int)
+
+// pwr8x48 computes eight output channels by 48 positions of an output
+// row of a convolution of stride 2 from an input split by the parity of
+// its columns (stemRows): over k steps (input channel, kernel row,
+// column), step s multiplies the 48 values from a + offs[s] bytes on by
+// the eight weights at w + 32·s bytes, one broadcast per channel, into
+// the channels' sums. It stores channel i's 48 values at c + i·ldc bytes,
+// after adding bias[i] and clamping to lim where those are not nil (the
+// GEMM kernels' store). It needs AVX-512F.
+//
+//go:noescape
+func pwr8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
+
+// pwr8x16 is pwr8x48 for 16 positions: the tiles of a row past its last
+// whole 48.
+//
+//go:noescape
+func pwr8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "zmm_amd64.h"
 
 // The AVX-512 micro-kernel: a 12×32 tile of C from two consecutive packed
 // A panels (rows 0-5 at SI, rows 6-11 at R11) and two consecutive packed B
@@ -147,46 +148,6 @@
 	PREFETCHT0 64(AX);  \
 	PREFETCHT0 124(AX); \
 	ADDQ       R8, AX
-
-// Clamps the accumulator r to [Z24, Z25] (the bounds broadcast), with
-// Clip's comparisons: VMAXPS x, lo, x keeps x unless lo > x, so a NaN
-// passes through.
-#define CLAMP512(r) \
-	VMAXPS r, Z24, r; \
-	VMINPS r, Z25, r
-
-// Loads the bounds at BX into Z24, Z25 and clamps Z0-Z11.
-#define CLAMP12 \
-	VBROADCASTSS (BX), Z24;  \
-	VBROADCASTSS 4(BX), Z25; \
-	CLAMP512(Z0);            \
-	CLAMP512(Z1);            \
-	CLAMP512(Z2);            \
-	CLAMP512(Z3);            \
-	CLAMP512(Z4);            \
-	CLAMP512(Z5);            \
-	CLAMP512(Z6);            \
-	CLAMP512(Z7);            \
-	CLAMP512(Z8);            \
-	CLAMP512(Z9);            \
-	CLAMP512(Z10);           \
-	CLAMP512(Z11)
-
-// Loads the bounds at BX into Z24, Z25 and clamps Z0-Z23.
-#define CLAMP24 \
-	CLAMP12;         \
-	CLAMP512(Z12);   \
-	CLAMP512(Z13);   \
-	CLAMP512(Z14);   \
-	CLAMP512(Z15);   \
-	CLAMP512(Z16);   \
-	CLAMP512(Z17);   \
-	CLAMP512(Z18);   \
-	CLAMP512(Z19);   \
-	CLAMP512(Z20);   \
-	CLAMP512(Z21);   \
-	CLAMP512(Z22);   \
-	CLAMP512(Z23)
 
 // Adds the row at p (C's, or the residual's) into the accumulator pair
 // r0, r1 without storing it and moves p to the next row.
@@ -337,30 +298,7 @@ touched:
 	// The hints' step (the touches above used AX).
 	MOVQ pfstep+136(FP), AX
 
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
+	ZERO24
 	TESTQ  R14, R14
 	JNE    rows13
 
@@ -640,18 +578,7 @@ TEXT ·sgemm6x32(SB), NOSPLIT, $0-120
 
 touched:
 
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO12
 
 loop4:
 	CMPQ       CX, $4
@@ -840,18 +767,7 @@ TEXT ·sgemm12x16(SB), NOSPLIT, $0-112
 	PREFETCHT0 60(AX)
 	ADDQ       R8, AX
 
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO12
 
 loop4:
 	CMPQ       CX, $4
@@ -947,30 +863,11 @@ resdone:
 	CLAMP12
 
 putnow:
-	VMOVUPS Z0, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z1, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z2, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z3, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z4, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z5, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z6, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z7, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z8, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z9, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z10, (DX)
-	ADDQ    R8, DX
-	VMOVUPS Z11, (DX)
-	ADDQ    R8, DX
+	PUT8
+	PUT16(Z8)
+	PUT16(Z9)
+	PUT16(Z10)
+	PUT16(Z11)
 	VZEROUPPER
 	RET
 
@@ -1093,31 +990,7 @@ accnow:
 	VMOVUPS r1, i*64(DX)(R9*1)
 
 // Zeroes the accumulators of twelve rows, Z0..Z23.
-#define PWZERO12 \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
-	VPXORD Z8, Z8, Z8 \
-	VPXORD Z9, Z9, Z9 \
-	VPXORD Z10, Z10, Z10 \
-	VPXORD Z11, Z11, Z11 \
-	VPXORD Z12, Z12, Z12 \
-	VPXORD Z13, Z13, Z13 \
-	VPXORD Z14, Z14, Z14 \
-	VPXORD Z15, Z15, Z15 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23
+#define PWZERO12 ZERO24
 
 // Brings the twelve rows of the next block of a blocked A (R8 bytes on)
 // into L1.

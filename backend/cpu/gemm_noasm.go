@@ -152,3 +152,11 @@ func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, b
 func gather12(dst, src *float32, offs *int) {
 	panic("gather12: no assembly on this platform")
 }
+
+func pwr8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32) {
+	panic("pwr8x48: no assembly on this platform")
+}
+
+func pwr8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32) {
+	panic("pwr8x16: no assembly on this platform")
+}
