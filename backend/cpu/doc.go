@@ -49,6 +49,12 @@
 // concatenation and global average pooling (conv_blocked.go,
 // winograd_blocked.go, conv_strided.go).
 //
+// A stem of stride 2 whose output stays in planes (fewer input channels
+// than a block: MobileNetV2's, EfficientNet's) runs without im2col: its
+// padded input split by column parity, eight output channels by 48
+// positions of a row a tile, the channels as rows, stored straight into
+// the planes (conv_rows.go).
+//
 // FusePair runs a pointwise convolution onto large planes and the
 // depthwise convolution on its output as one kernel, a group of channels
 // at a time: each worker computes a group's planes into a buffer of its
