@@ -31,13 +31,13 @@ type stemRows struct {
 const stemRowsMin = 48
 
 // stemRowsFits reports whether k can run as stemRows: a 2-D convolution
-// of stride 2 and no dilation with one group and constant weights, fewer
-// input channels than a block, output channels in eights and rows of at
-// least stemRowsMin positions, on AVX-512.
+// of stride 2, no dilation and no negative padding with one group and
+// constant weights, fewer input channels than a block, output channels
+// in eights and rows of at least stemRowsMin positions, on AVX-512.
 func (k *convKernel) stemRowsFits() bool {
 	return useAVX512Kernel && dw512 && !k.depthwise && k.g == 1 && k.in[0] == 1 && k.kern[0] == 1 && !k.pointwise &&
 		k.sub == 0 && k.wg == nil && k.pro == nil && k.c < blockLanes && k.stride == [3]int{1, 2, 2} &&
-		k.dil == [3]int{1, 1, 1} && k.m%8 == 0 && k.out[2] >= stemRowsMin
+		k.dil == [3]int{1, 1, 1} && k.pad[1] >= 0 && k.pad[2] >= 0 && k.m%8 == 0 && k.out[2] >= stemRowsMin
 }
 
 // stemRowsBuild returns k's stemRows from its weights (the [m, c, kh, kw]
