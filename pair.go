@@ -33,25 +33,23 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 	for _, id := range g.Outputs {
 		isOut[id] = true
 	}
-	// kernel is the kernel node s runs, its result and how many inputs
-	// and outputs its step binds.
-	kernel := func(s int) (k cpu.Kernel, y ir.TensorID, nIn, nOut int) {
-		n := &g.Nodes[s]
-		k, nIn, nOut = e.kernels[s], len(n.Inputs), len(n.Outputs)
-		if len(n.Outputs) > 0 {
-			y = n.Outputs[0]
+	// kernel is the kernel node s runs and its result.
+	kernel := func(s int) (k cpu.Kernel, y ir.TensorID) {
+		k, y = e.kernels[s], ir.NoTensor
+		if outs := g.Nodes[s].Outputs; len(outs) > 0 {
+			y = outs[0]
 		}
 		if f := e.fusions[s]; f != nil {
-			k, y, nIn, nOut = f.kernel, f.result, nIn+len(f.ext), nOut+2
+			k, y = f.kernel, f.result
 		}
-		return k, y, nIn, nOut
+		return k, y
 	}
 	e.pairs = make(map[int]*pair)
 	for s := range g.Nodes {
 		if e.absorbed[s] || e.prologues[s] != nil || len(g.Nodes[s].Outputs) != 1 {
 			continue
 		}
-		kpw, y, nIn, nOut := kernel(s)
+		kpw, y := kernel(s)
 		if y == ir.NoTensor || isOut[y] || len(readers[y]) != 1 {
 			continue
 		}
@@ -67,7 +65,8 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 		if f := e.fusions[d]; others || f != nil && len(f.ext) > 0 {
 			continue
 		}
-		kdw, _, _, _ := kernel(d)
+		kdw, _ := kernel(d)
+		nIn, nOut := e.stepArity(s)
 		k, bytes, ok := cpu.FusePair(kpw, kdw, nIn, nOut, scratch[s], scratch[d], e.threads)
 		if !ok {
 			continue

@@ -121,6 +121,17 @@ func (e *Executable) NewSession() (*Session, error) {
 	return s, nil
 }
 
+// stepArity is how many inputs and outputs stepSlots gives node i's
+// step.
+func (e *Executable) stepArity(i int) (nIn, nOut int) {
+	n := &e.g.Nodes[i]
+	nIn, nOut = len(n.Inputs), len(n.Outputs)
+	if f := e.fusions[i]; f != nil {
+		nIn, nOut = nIn+len(f.ext), nOut+2
+	}
+	return nIn, nOut
+}
+
 // stepSlots is the inputs and outputs that node i's step binds, each slot as
 // slot gives it: the node's inputs (a prologue's input in place of the
 // first) and outputs, and, for a fused step, the epilogue's activations

@@ -775,16 +775,7 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 			m: rows, n: ncb, b: buf,
 			c:   y[(n*k.m+gi*k.mg+p0*gemmMR)*k.outSp+j0:],
 			ldc: k.outSp,
-			mt:  min(p1-p0, convMT), nt: ceilDiv(ncb, gemmNR),
-		}
-		if k.pointwise && k.kdim <= rowWalkDepth && rows*ncb*4 > rowWalkBytes {
-			// A shallow product whose block of C outgrows the cache
-			// (an expansion at 112² or 56²): one pair of A panels per
-			// tile, so that the kernels walk C along its rows and
-			// its stores stream, instead of down columns of tiles
-			// that touch every row of the block (MobileNetV2's
-			// 16→96 at 112² 0.29 → 0.19 ms).
-			g.mt = min(p1-p0, 2)
+			mt:  k.blockMT(p1-p0, rows, ncb), nt: ceilDiv(ncb, gemmNR),
 		}
 		if k.fuse != nil && k.fuse.temp > 0 {
 			// Overwrite mode: the block goes to the worker's tile
@@ -839,6 +830,20 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 			}
 		}
 	}
+}
+
+// blockMT is the A panels a GEMM tile takes over a block of ncb columns
+// of C and rows output channels (panels A panels): convMT, or, for a
+// shallow pointwise product whose block of C outgrows the cache (an
+// expansion at 112² or 56²), one pair, so that the kernels walk C along
+// its rows and its stores stream, instead of down columns of tiles that
+// touch every row of the block (MobileNetV2's 16→96 at 112² 0.29 →
+// 0.19 ms).
+func (k *convKernel) blockMT(panels, rows, ncb int) int {
+	if k.pointwise && k.kdim <= rowWalkDepth && rows*ncb*4 > rowWalkBytes {
+		return min(panels, 2)
+	}
+	return min(panels, convMT)
 }
 
 // chunks is one block of blocks in overwrite mode with a single k slice:

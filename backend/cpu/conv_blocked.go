@@ -349,18 +349,25 @@ func reuse(a, b []float32, n int) []float32 {
 // any alignment: a mapped file's) out in wT as pwb12x32's B: m/32 panels
 // of roundUp(c, 16) steps of 32 output channels.
 func blockedWeights(wT []float32, w []byte, m, c int) []float32 {
-	kp := roundUp(c, blockLanes)
 	clear(wT)
-	for jb := 0; jb < m/pwbNR; jb++ {
-		panel := wT[jb*kp*pwbNR:][:kp*pwbNR]
-		for j := range pwbNR {
-			row := w[4*(jb*pwbNR+j)*c:][:4*c]
-			for ci := range c {
-				panel[ci*pwbNR+j] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*ci:]))
+	weightPanels(wT, w, m, c, roundUp(c, blockLanes), pwbNR)
+	return wT
+}
+
+// weightPanels lays the [m, steps] weights (little-endian float32 bytes,
+// at any alignment) out in dst as m/nr panels of nr output channels a
+// step, panel jb's step s from dst[(jb·depth + s)·nr] on (depth ≥ steps:
+// the steps past steps are left as they are).
+func weightPanels(dst []float32, w []byte, m, steps, depth, nr int) {
+	for jb := 0; jb < m/nr; jb++ {
+		panel := dst[jb*depth*nr:][:depth*nr]
+		for j := range nr {
+			row := w[4*(jb*nr+j)*steps:][:4*steps]
+			for s := range steps {
+				panel[s*nr+j] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*s:]))
 			}
 		}
 	}
-	return wT
 }
 
 // runBlocked runs the channel-blocked path: items are (image, panel

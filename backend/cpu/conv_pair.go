@@ -153,10 +153,7 @@ func (k *convKernel) pointwiseGroup(in, out [][]byte, scratch []byte, buf []floa
 	for j0 := 0; j0 < k.outSp; j0 += k.nc {
 		ncb := min(k.nc, k.outSp-j0)
 		g := gemm{m: rows, n: ncb, k: k.kdim, b: pack, c: buf[j0:], ldc: k.outSp, lim: k.lim,
-			a: k.wPre[p0*k.kdim*gemmMR:], mt: min(p1-p0, convMT), nt: ceilDiv(ncb, gemmNR)}
-		if k.kdim <= rowWalkDepth && rows*ncb*4 > rowWalkBytes {
-			g.mt = min(p1-p0, 2) // as blocks walks C along its rows
-		}
+			a: k.wPre[p0*k.kdim*gemmMR:], mt: k.blockMT(p1-p0, rows, ncb), nt: ceilDiv(ncb, gemmNR)}
 		k.pointwiseB(&g, pack, x[j0:], k.kdim, ncb)
 		if k.hasBias {
 			g.rowBias = f32s(in[2])[c0:]

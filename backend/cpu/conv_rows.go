@@ -1,10 +1,5 @@
 package cpu
 
-import (
-	"encoding/binary"
-	"math"
-)
-
 // stemRows is the path of a stem into planes: a convolution of stride 2
 // from fewer input channels than a block (MobileNetV2's and
 // EfficientNet's 3×3 stems, whose depthwise layers read planes). Each
@@ -49,13 +44,7 @@ func (k *convKernel) stemRowsBuild(w []byte) *stemRows {
 	s := &stemRows{hp: 2*(k.out[1]-1) + KH, wh: roundUp(k.out[2]+KW/2, 16)}
 	steps := k.c * k.kvol
 	s.w = make([]float32, k.m*steps)
-	for g := 0; g < k.m/8; g++ {
-		for st := range steps {
-			for i := range 8 {
-				s.w[(g*steps+st)*8+i] = math.Float32frombits(binary.LittleEndian.Uint32(w[4*((g*8+i)*steps+st):]))
-			}
-		}
-	}
+	weightPanels(s.w, w, k.m, steps, steps, 8)
 	s.offs = make([]int, steps)
 	for st := range steps {
 		ci, t := st/k.kvol, st%k.kvol

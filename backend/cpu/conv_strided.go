@@ -1,10 +1,5 @@
 package cpu
 
-import (
-	"encoding/binary"
-	"math"
-)
-
 // blockedWin is the path of a convolution of stride 2 from an input in
 // planes to an output in NCHW16c (a ResNet's 7×7 stem, whose max pool and
 // first block then read sixteen channels of a position at a time): each
@@ -65,15 +60,7 @@ func (k *convKernel) blockWindows(w []byte) *blockedWin {
 	b.hp, b.wp = k.winPlane()
 	steps := k.c * k.kvol
 	b.wT = reuse(k.wPre, nil, k.m*steps)
-	for jb := 0; jb < k.m/pwbNR; jb++ {
-		panel := b.wT[jb*steps*pwbNR:][:steps*pwbNR]
-		for j := range pwbNR {
-			row := w[4*(jb*pwbNR+j)*steps:][:4*steps]
-			for s := range steps {
-				panel[s*pwbNR+j] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*s:]))
-			}
-		}
-	}
+	weightPanels(b.wT, w, k.m, steps, steps, pwbNR)
 	b.offs = make([]int, steps)
 	for s := range b.offs {
 		ci, t := s/k.kvol, s%k.kvol

@@ -507,16 +507,8 @@ func (f *fused) tile(z, y []float32, in [][]byte, work []float32, share, r0, r1,
 // tileFrom is tile with the producer's values of the tile in buf, row r at
 // buf[(r-r0)·ld:], from column j0 on.
 func (f *fused) tileFrom(z, buf []float32, ld int, in [][]byte, work []float32, share, r0, r1, j0, j1 int) {
-	regs := work[share*f.ep.epRegs():][:f.ep.epRegs()]
-	rl, w := f.ep.rowLen, j1-j0
-	if f.ep.flat && w == rl && ld == rl {
-		// Whole rows, stored one after the other: one piece.
-		f.ep.apply(z[r0*rl:r1*rl], buf[:(r1-r0)*rl], in[f.nin:], r0, 0, regs)
-		return
-	}
-	for r := r0; r < r1; r++ {
-		f.ep.apply(z[r*rl+j0:r*rl+j1], buf[(r-r0)*ld:][:w], in[f.nin:], r, j0, regs)
-	}
+	rl := f.ep.rowLen
+	f.rows(z[r0*rl+j0:], rl, buf, ld, in, work, share, r0, r1, j0, j1)
 }
 
 // inPlace runs the epilogue in place over rows [r0, r1) × columns [j0,
@@ -524,10 +516,23 @@ func (f *fused) tileFrom(z, buf []float32, ld int, in [][]byte, work []float32, 
 // for a product computed into a buffer of its own whose result stays
 // there (the rows still name the output's, for operands indexed by row).
 func (f *fused) inPlace(buf []float32, ld int, in [][]byte, work []float32, share, r0, r1, j0, j1 int) {
+	f.rows(buf, ld, buf, ld, in, work, share, r0, r1, j0, j1)
+}
+
+// rows runs the epilogue over rows [r0, r1) × columns [j0, j1) of the
+// producer's output, row r's values at buf[(r-r0)·ld:] and its result to
+// z[(r-r0)·zld:], with the registers of worker share (work holds every
+// worker's).
+func (f *fused) rows(z []float32, zld int, buf []float32, ld int, in [][]byte, work []float32, share, r0, r1, j0, j1 int) {
 	regs := work[share*f.ep.epRegs():][:f.ep.epRegs()]
+	rl, w := f.ep.rowLen, j1-j0
+	if f.ep.flat && w == rl && ld == rl && zld == rl {
+		// Whole rows, stored one after the other: one piece.
+		f.ep.apply(z[:(r1-r0)*rl], buf[:(r1-r0)*rl], in[f.nin:], r0, 0, regs)
+		return
+	}
 	for r := r0; r < r1; r++ {
-		row := buf[(r-r0)*ld:][:j1-j0]
-		f.ep.apply(row, row, in[f.nin:], r, j0, regs)
+		f.ep.apply(z[(r-r0)*zld:][:w], buf[(r-r0)*ld:][:w], in[f.nin:], r, j0, regs)
 	}
 }
 

@@ -100,24 +100,24 @@ func benchOfPeak(b *testing.B, product func(), flops float64, th int) {
 		loop, perIter = fmaPeakLoop512, 768
 	}
 	const iters = 1 << 18
-	peakLoop := func() time.Duration {
-		t0 := time.Now()
+	// onThreads runs f on th goroutines at once and waits for them.
+	onThreads := func(f func()) {
 		var wg sync.WaitGroup
 		for range th {
-			wg.Go(func() { loop(iters) })
+			wg.Go(f)
 		}
 		wg.Wait()
+	}
+	peakLoop := func() time.Duration {
+		t0 := time.Now()
+		onThreads(func() { loop(iters) })
 		return time.Since(t0)
 	}
 	scalar := func(d time.Duration) {
-		var wg sync.WaitGroup
-		for range th {
-			wg.Go(func() {
-				for t0 := time.Now(); time.Since(t0) < d; {
-				}
-			})
-		}
-		wg.Wait()
+		onThreads(func() {
+			for t0 := time.Now(); time.Since(t0) < d; {
+			}
+		})
 	}
 	product()
 	var tProduct, tHot, tOwn time.Duration
