@@ -264,7 +264,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 				}
 				f := *k
 				f.storeEpilogue()
-				f.win, f.wPre = win, nil
+				f.win, f.wPre, f.stem = win, nil, nil // stemRows only runs into planes
 				res[i] = &f
 				continue
 			}
