@@ -108,10 +108,21 @@ func benchOfPeak(b *testing.B, product func(), flops float64, th int) {
 		}
 		wg.Wait()
 	}
+	// peakLoop times the loop inside each goroutine, so that the time a
+	// sleeping thread takes to wake is not counted, and returns the
+	// longest.
 	peakLoop := func() time.Duration {
-		t0 := time.Now()
-		onThreads(func() { loop(iters) })
-		return time.Since(t0)
+		var mu sync.Mutex
+		var longest time.Duration
+		onThreads(func() {
+			t0 := time.Now()
+			loop(iters)
+			d := time.Since(t0)
+			mu.Lock()
+			longest = max(longest, d)
+			mu.Unlock()
+		})
+		return longest
 	}
 	scalar := func(d time.Duration) {
 		onThreads(func() {
