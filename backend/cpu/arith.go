@@ -47,7 +47,16 @@ func arithVectors(op int, o, a, b []float32, sa, sb int) int {
 	n := len(o) &^ 7
 	// The slice expressions check the operands' lengths.
 	_, _ = a[(n-1)*sa], b[(n-1)*sb]
-	arithAVX2(op, &o[0], &a[0], &b[0], n, sa, sb)
+	wide := 0
+	if arith512 {
+		wide = n &^ 15
+		if wide > 0 {
+			arithAVX512(op, &o[0], &a[0], &b[0], wide, sa, sb)
+		}
+	}
+	if wide < n {
+		arithAVX2(op, &o[wide], &a[wide*sa], &b[wide*sb], n-wide, sa, sb)
+	}
 	return n
 }
 

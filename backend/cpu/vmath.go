@@ -354,7 +354,7 @@ func (op vop) run(d, s []float32) {
 	case vopTanh:
 		tanhAVX2(d, s)
 	case vopErf:
-		erfAVX2(d, s)
+		wide512(erfAVX512, erfAVX2, d, s)
 	case vopGelu:
 		geluAVX2(d, s)
 	case vopGeluTanh:

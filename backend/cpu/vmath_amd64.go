@@ -6,7 +6,7 @@ import "golang.org/x/sys/cpu"
 var vmathHasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // vmath512 selects the sixteen-lane forms of the kernels that have one
-// (sigmoid and SiLU): the same bits as the AVX2 ones, twice the lanes.
+// (sigmoid, SiLU and erf): the same bits as the AVX2 ones, twice the lanes.
 // It is a variable so that tests can compare both on AVX-512 machines.
 var vmath512 = vmathHasAsm && cpu.X86.HasAVX512F
 
@@ -49,6 +49,12 @@ func tanhAVX2(d, s []float32)
 //
 //go:noescape
 func erfAVX2(d, s []float32)
+
+// erfAVX512 is erfAVX2 for slices of a whole number of sixteen-element
+// blocks, with the same results. It needs AVX-512F.
+//
+//go:noescape
+func erfAVX512(d, s []float32)
 
 // geluAVX2 sets d[i] = s[i]/2·(1 + erf(s[i]/√2)).
 //

@@ -708,3 +708,74 @@ siluloop:
 siludone:
 	VZEROUPPER
 	RET
+
+// ERFCORE16 is ERFCORE for sixteen lanes in Z registers: a in Z1, a² =
+// Z2 + Z5, and it leaves Z1 = a clamped, K2 = the mask of a < K_ERFT, Z3 =
+// the small-argument polynomial and Z6 = erfc by the large-argument form
+// (0 beyond K_ERFMAX: K3 keeps the lanes not above it, NaN included, as
+// ERFCORE's and-not of its above-mask does). Z0, Z4, Z7, Z9, K3 and K4
+// are clobbered. Its exponential is EXPNEG16's, of −a² ≤ 0.
+#define ERFCORE16 \
+	VCMPPS.BCST      $10, K_ERFMAX, Z1, K3; \
+	VBROADCASTSS     K_ERFMAX, Z4; \
+	VMINPS           Z1, Z4, Z1; \
+	VBROADCASTSS     K_ERFA0, Z3; \
+	VFMADD213PS.BCST K_ERFA1, Z2, Z3; \
+	VFMADD213PS.BCST K_ERFA2, Z2, Z3; \
+	VFMADD213PS.BCST K_ERFA3, Z2, Z3; \
+	VFMADD213PS.BCST K_ERFA4, Z2, Z3; \
+	VFMADD213PS.BCST K_ERFA5, Z2, Z3; \
+	VFMADD213PS      Z1, Z1, Z3; \
+	VMULPS.BCST      K_HALF, Z1, Z4; \
+	VADDPS.BCST      K_ONE, Z4, Z4; \
+	VBROADCASTSS     K_ONE, Z0; \
+	VDIVPS           Z4, Z0, Z0; \
+	VBROADCASTSS     K_ERFB0, Z4; \
+	VFMADD213PS.BCST K_ERFB1, Z0, Z4; \
+	VFMADD213PS.BCST K_ERFB2, Z0, Z4; \
+	VFMADD213PS.BCST K_ERFB3, Z0, Z4; \
+	VFMADD213PS.BCST K_ERFB4, Z0, Z4; \
+	VFMADD213PS.BCST K_ERFB5, Z0, Z4; \
+	VFMADD213PS.BCST K_ERFB6, Z0, Z4; \
+	VFMADD213PS.BCST K_ERFB7, Z0, Z4; \
+	VFMADD213PS.BCST K_ERFB8, Z0, Z4; \
+	VPXORD.BCST      K_SIGN, Z2, Z6; \
+	EXPNEG16(Z6, Z0, Z7, Z9, K4); \
+	VFNMADD231PS     Z5, Z6, Z6; \
+	VMULPS           Z4, Z6, Z6; \
+	VMOVAPS.Z        Z6, K3, Z6; \
+	VCMPPS.BCST      $1, K_ERFT, Z1, K2
+
+// ERF16 sets Z0 = erf(Z0), ERF8's bits; Z1..Z9 and K2..K4 are clobbered.
+#define ERF16 \
+	VPANDD.BCST  K_SIGN, Z0, Z8; \
+	VPANDD.BCST  K_ABS, Z0, Z1; \
+	VMULPS       Z1, Z1, Z2; \
+	VMOVAPS      Z2, Z5; \
+	VFMSUB231PS  Z1, Z1, Z5; \
+	ERFCORE16; \
+	VBROADCASTSS K_ONE, Z7; \
+	VSUBPS       Z6, Z7, Z7; \
+	VBLENDMPS    Z3, Z7, K2, Z0; \
+	VPORD        Z8, Z0, Z0
+
+// func erfAVX512(d, s []float32)
+TEXT ·erfAVX512(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $4, CX
+	JZ   erf16done
+
+erf16loop:
+	VMOVUPS (SI), Z0
+	ERF16
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     erf16loop
+
+erf16done:
+	VZEROUPPER
+	RET

@@ -235,7 +235,7 @@ func TestVMath512SameBits(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		f    func(d, s []float32)
-	}{{"sigmoid", vSigmoid}, {"silu", vSilu}} {
+	}{{"sigmoid", vSigmoid}, {"silu", vSilu}, {"erf", vErf}} {
 		a, b := make([]float32, len(xs)), make([]float32, len(xs))
 		vmath512 = true
 		tc.f(a, xs)
