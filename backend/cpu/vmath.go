@@ -352,7 +352,7 @@ func (op vop) run(d, s []float32) {
 	case vopSilu:
 		wide512(siluAVX512, siluAVX2, d, s)
 	case vopTanh:
-		tanhAVX2(d, s)
+		wide512(tanhAVX512, tanhAVX2, d, s)
 	case vopErf:
 		wide512(erfAVX512, erfAVX2, d, s)
 	case vopGelu:

@@ -6,7 +6,7 @@ import "golang.org/x/sys/cpu"
 var vmathHasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // vmath512 selects the sixteen-lane forms of the kernels that have one
-// (sigmoid, SiLU and erf): the same bits as the AVX2 ones, twice the lanes.
+// (sigmoid, SiLU, tanh and erf): the same bits as the AVX2 ones, twice the lanes.
 // It is a variable so that tests can compare both on AVX-512 machines.
 var vmath512 = vmathHasAsm && cpu.X86.HasAVX512F
 
@@ -44,6 +44,12 @@ func siluAVX512(d, s []float32)
 //
 //go:noescape
 func tanhAVX2(d, s []float32)
+
+// tanhAVX512 is tanhAVX2 for slices of a whole number of sixteen-element
+// blocks, with the same results. It needs AVX-512F.
+//
+//go:noescape
+func tanhAVX512(d, s []float32)
 
 // erfAVX2 sets d[i] = erf(s[i]).
 //

@@ -779,3 +779,56 @@ erf16loop:
 erf16done:
 	VZEROUPPER
 	RET
+
+// EXP16 is EXPNEG16 for any X (EXP8's bits): EXP8's upper clamp first,
+// and the single VSCALEFPS rounds as EXP8's two scalings do (the first of
+// those is exact while it stays finite; beyond, both overflow).
+#define EXP16(X, T1, T2, T3, KM) \
+	VBROADCASTSS K_EXPHI, T1; \
+	VMINPS       X, T1, X; \
+	EXPNEG16(X, T1, T2, T3, KM)
+
+// TANH16 sets Z0 = tanh(Z0), TANH8's bits; Z1..Z9 and K1, K2 are
+// clobbered.
+#define TANH16 \
+	VPANDD.BCST      K_SIGN, Z0, Z8; \
+	VPANDD.BCST      K_ABS, Z0, Z1; \
+	VMULPS           Z1, Z1, Z2; \
+	VBROADCASTSS     K_TANHP0, Z3; \
+	VFMADD213PS.BCST K_TANHP1, Z2, Z3; \
+	VFMADD213PS.BCST K_TANHP2, Z2, Z3; \
+	VFMADD213PS.BCST K_TANHP3, Z2, Z3; \
+	VFMADD213PS.BCST K_TANHP4, Z2, Z3; \
+	VMULPS           Z2, Z3, Z3; \
+	VFMADD213PS      Z1, Z1, Z3; \
+	VADDPS           Z1, Z1, Z4; \
+	EXP16(Z4, Z5, Z6, Z7, K1); \
+	VADDPS.BCST      K_ONE, Z4, Z4; \
+	VBROADCASTSS     K_TWO, Z5; \
+	VDIVPS           Z4, Z5, Z5; \
+	VBROADCASTSS     K_ONE, Z4; \
+	VSUBPS           Z5, Z4, Z4; \
+	VCMPPS.BCST      $1, K_TANHT, Z1, K2; \
+	VBLENDMPS        Z3, Z4, K2, Z0; \
+	VPORD            Z8, Z0, Z0
+
+// func tanhAVX512(d, s []float32)
+TEXT ·tanhAVX512(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ s_base+24(FP), SI
+	SHRQ $4, CX
+	JZ   tanh16done
+
+tanh16loop:
+	VMOVUPS (SI), Z0
+	TANH16
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     tanh16loop
+
+tanh16done:
+	VZEROUPPER
+	RET

@@ -20,6 +20,7 @@ func siluAVX2(d, s []float32)      { mapf(func(x float32) float32 { return x * s
 func sigmoidAVX512(d, s []float32) { sigmoidAVX2(d, s) }
 func siluAVX512(d, s []float32)    { siluAVX2(d, s) }
 func tanhAVX2(d, s []float32)      { mapf(tanhf, d, s) }
+func tanhAVX512(d, s []float32)    { tanhAVX2(d, s) }
 func erfAVX2(d, s []float32)       { mapf(erff, d, s) }
 func erfAVX512(d, s []float32)     { erfAVX2(d, s) }
 func geluAVX2(d, s []float32)      { mapf(geluf, d, s) }

@@ -235,7 +235,7 @@ func TestVMath512SameBits(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		f    func(d, s []float32)
-	}{{"sigmoid", vSigmoid}, {"silu", vSilu}, {"erf", vErf}} {
+	}{{"sigmoid", vSigmoid}, {"silu", vSilu}, {"tanh", vTanh}, {"erf", vErf}} {
 		a, b := make([]float32, len(xs)), make([]float32, len(xs))
 		vmath512 = true
 		tc.f(a, xs)
@@ -281,7 +281,7 @@ func TestVMathPathsAgree(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		f    func(d, s []float32)
-	}{{"exp", vExp}, {"sigmoid", vSigmoid}, {"tanh", vTanh}, {"erf", vErf}} {
+	}{{"exp", vExp}, {"sigmoid", vSigmoid}, {"tanh", vTanh}, {"tanh", vTanh}, {"erf", vErf}} {
 		a, g := make([]float32, len(xs)), make([]float32, len(xs))
 		vmathAsm = true
 		tc.f(a, xs)
