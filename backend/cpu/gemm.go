@@ -523,10 +523,19 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 			if !ok {
 				prefetch(p)
 			}
-			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, gemmMR, nr2)
-			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn)
+			// A last pair of eight rows (128: rows 120-127) is one 8×32
+			// tile in place rather than 6×32 tiles of twelve rows.
+			rows, a1 := gemmMR, (*float32)(nil)
+			if pairEnd < pairs && p+2 == pairs && g.m-(p+1)*gemmMR == 2 {
+				rows, a1 = gemmMR+2, &g.aPanel(p+1, k0, kb)[0]
+			}
+			c, ld, rb, cb, mode, lim, res, inside := tile(i0, j0, rows, nr2)
+			sgemm6x32(kb, &ap[0], b0, b1, bstep, c, ld, rb, cb, mode, lim, res, pf0, pf1, pfn, a1)
 			if !inside {
-				clipped(i0, j0, gemmMR, nr2)
+				clipped(i0, j0, rows, nr2)
+			}
+			if a1 != nil {
+				p++
 			}
 		}
 	}

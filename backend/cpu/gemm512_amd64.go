@@ -49,10 +49,13 @@ func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int,
 // computes the 6×32 product of kb steps of a and the B panels at b0, b1
 // (bstep floats a step) and writes it to the 6 rows of C at c as sgemm12x32 does (rb has 6
 // values, cb 32). Its hints are four lines from each of pf0 and pf1
-// every four steps, pfn times. It needs AVX-512F.
+// every four steps, pfn times. With a1 not nil it computes rows 6 and 7
+// too, the first two rows of the A panel at a1, into C's rows 6 and 7
+// (and rb's, res's): the last eight rows of a product of 12n+8 rows,
+// which a pair of panels would compute twelve of. It needs AVX-512F.
 //
 //go:noescape
-func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int)
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a1 *float32)
 
 // sgemm12x16 is sgemm12x32 for one B panel (16 floats per step at b): it
 // computes the 12×16 product of kb steps of the A panels at a0, a1 and b

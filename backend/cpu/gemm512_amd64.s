@@ -563,8 +563,24 @@ accdone:
 	LOADB(Z24, Z25); \
 	SIXROWS(aoff, SI, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 
-// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int)
-TEXT ·sgemm6x32(SB), NOSPLIT, $0-120
+// One k step of the 8×32 tile: STEP6X32, and rows 6 and 7 (the first
+// two values of the step of the A panel at R14) into Z12..Z15.
+#define STEP8X32(aoff) \
+	STEP6X32(aoff); \
+	ROWFMA(aoff(R14), Z26, Z24, Z25, Z12, Z13); \
+	ROWFMA(aoff+4(R14), Z27, Z24, Z25, Z14, Z15)
+
+// ADDM512 for rows 6 and 7 of an 8×32 tile (Z12..Z15).
+#define ADDM2HI(p) \
+	ADDM512(p, Z12, Z13); \
+	ADDM512(p, Z14, Z15)
+
+// func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int, a1 *float32)
+//
+// With a1 not nil, rows 6 and 7 (the first two values of each step of
+// the A panel at a1) run in Z12..Z15 beside rows 0-5: an 8×32 tile.
+TEXT ·sgemm6x32(SB), NOSPLIT, $0-128
+	MOVQ a1+120(FP), R14
 	MOVQ pf0+96(FP), R9
 	MOVQ pf1+104(FP), R10
 	MOVQ pfn+112(FP), BX
@@ -592,6 +608,8 @@ TEXT ·sgemm6x32(SB), NOSPLIT, $0-120
 touched:
 
 	ZERO12
+	TESTQ R14, R14
+	JNE   rows8
 
 loop4:
 	CMPQ       CX, $4
@@ -618,6 +636,40 @@ tail:
 	DECQ  CX
 	JMP   tail
 
+rows8:
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+loop8:
+	CMPQ       CX, $4
+	JLT        tail8
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2048(R14)
+	TESTQ      BX, BX
+	JEQ        nopf8
+	HINTS4
+
+nopf8:
+	STEP8X32(0)
+	STEP8X32(24)
+	STEP8X32(48)
+	STEP8X32(72)
+	ADDQ       $96, SI
+	ADDQ       $96, R14
+	SUBQ       $4, CX
+	JMP        loop8
+
+tail8:
+	TESTQ CX, CX
+	JEQ   store
+	STEP8X32(0)
+	ADDQ  $24, SI
+	ADDQ  $24, R14
+	DECQ  CX
+	JMP   tail8
+
 store:
 	MOVQ  mode+72(FP), AX
 	MOVQ  lim+80(FP), BX
@@ -642,6 +694,12 @@ store:
 	VADDPS  Z25, Z9, Z9
 	VADDPS  Z24, Z10, Z10
 	VADDPS  Z25, Z11, Z11
+	TESTQ   R14, R14
+	JEQ     rowbias
+	VADDPS  Z24, Z12, Z12
+	VADDPS  Z25, Z13, Z13
+	VADDPS  Z24, Z14, Z14
+	VADDPS  Z25, Z15, Z15
 
 rowbias:
 	MOVQ  rb+56(FP), R9
@@ -653,16 +711,30 @@ rowbias:
 	ROWBIAS512(12, Z6, Z7)
 	ROWBIAS512(16, Z8, Z9)
 	ROWBIAS512(20, Z10, Z11)
+	TESTQ R14, R14
+	JEQ   put
+	ROWBIAS512(24, Z12, Z13)
+	ROWBIAS512(28, Z14, Z15)
 
 put:
 	MOVQ  res+88(FP), R10
 	TESTQ R10, R10
 	JEQ   resdone
 	ADDM6(R10)
+	TESTQ R14, R14
+	JEQ   resdone
+	ADDM2HI(R10)
+
 resdone:
 	TESTQ BX, BX
 	JEQ   putnow
 	CLAMP12
+	TESTQ R14, R14
+	JEQ   putnow
+	CLAMP512(Z12)
+	CLAMP512(Z13)
+	CLAMP512(Z14)
+	CLAMP512(Z15)
 
 putnow:
 	PUTC512(Z0, Z1)
@@ -671,6 +743,12 @@ putnow:
 	PUTC512(Z6, Z7)
 	PUTC512(Z8, Z9)
 	PUTC512(Z10, Z11)
+	TESTQ R14, R14
+	JEQ   put6done
+	PUTC512(Z12, Z13)
+	PUTC512(Z14, Z15)
+
+put6done:
 	VZEROUPPER
 	RET
 
@@ -684,6 +762,11 @@ accumulate:
 accload:
 	MOVQ  DX, AX
 	ADDM6(DX)
+	TESTQ R14, R14
+	JEQ   accloaded
+	ADDM2HI(DX)
+
+accloaded:
 	MOVQ  AX, DX
 	JMP   put
 
@@ -694,6 +777,12 @@ accnow:
 	ADDC512(Z6, Z7)
 	ADDC512(Z8, Z9)
 	ADDC512(Z10, Z11)
+	TESTQ R14, R14
+	JEQ   acc6done
+	ADDC512(Z12, Z13)
+	ADDC512(Z14, Z15)
+
+acc6done:
 	VZEROUPPER
 	RET
 

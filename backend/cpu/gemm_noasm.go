@@ -57,35 +57,53 @@ func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim
 // gemm.run does not call it on this platform.
 func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a2 *float32, pfstep int) {
 	if a2 != nil {
-		// Row 12 through a 6×32 tile of which only row 0 is kept.
-		const nr2 = 2 * gemmNR
-		var t, r [gemmMR * nr2]float32
-		var tb [gemmMR]float32
-		row := unsafe.Slice(shift(c, 4*2*gemmMR*ldc), nr2)
-		copy(t[:], row)
-		var trb, tres *float32
-		if rb != nil {
-			tb[0], trb = *shift(rb, 4*2*gemmMR), &tb[0]
-		}
-		if res != nil {
-			copy(r[:], unsafe.Slice(shift(res, 4*2*gemmMR*ldc), nr2))
-			tres = &r[0]
-		}
-		sgemm6x32(kb, a2, b0, b1, bstep, &t[0], nr2, trb, cb, mode, lim, tres, nil, nil, 0)
-		copy(row, t[:nr2])
+		extraRows(kb, a2, b0, b1, bstep, c, ldc, rb, cb, mode, lim, res, 2*gemmMR, 1)
 	}
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	down := 4 * gemmMR * ldc // bytes from row 0 to row 6 of C
 	rbLow := shift(rb, 4*gemmMR)
-	sgemm6x32(kb, a0, b0, b1, gemmNR, c, ldc, rb, cb, mode, lim, res, nil, nil, 0)
-	sgemm6x32(kb, a1, b0, b1, gemmNR, shift(c, down), ldc, rbLow, cb, mode, lim, shift(res, down), nil, nil, 0)
+	sgemm6x32(kb, a0, b0, b1, gemmNR, c, ldc, rb, cb, mode, lim, res, nil, nil, 0, nil)
+	sgemm6x32(kb, a1, b0, b1, gemmNR, shift(c, down), ldc, rbLow, cb, mode, lim, shift(res, down), nil, nil, 0, nil)
+}
+
+// extraRows computes rows [row, row+n) of a tile of C at c, n ≤ 6, the
+// first n rows of the A panel at a, through a 6×32 tile of which only
+// those rows are kept.
+func extraRows(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, row, n int) {
+	const nr2 = 2 * gemmNR
+	var t, r [gemmMR * nr2]float32
+	var tb [gemmMR]float32
+	rows := unsafe.Slice(shift(c, 4*row*ldc), (n-1)*ldc+nr2)
+	for i := range n {
+		copy(t[i*nr2:][:nr2], rows[i*ldc:])
+	}
+	var trb, tres *float32
+	if rb != nil {
+		copy(tb[:n], unsafe.Slice(shift(rb, 4*row), n))
+		trb = &tb[0]
+	}
+	if res != nil {
+		src := unsafe.Slice(shift(res, 4*row*ldc), (n-1)*ldc+nr2)
+		for i := range n {
+			copy(r[i*nr2:][:nr2], src[i*ldc:])
+		}
+		tres = &r[0]
+	}
+	sgemm6x32(kb, a, b0, b1, bstep, &t[0], nr2, trb, cb, mode, lim, tres, nil, nil, 0, nil)
+	for i := range n {
+		copy(rows[i*ldc:][:nr2], t[i*nr2:])
+	}
 }
 
 // sgemm6x32 is the portable form of the amd64 AVX-512 6×32 kernel (see
-// gemm512_amd64.go): the two 6×16 halves of the tile. gemm.run does not
-// call it on this platform.
-func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int) {
+// gemm512_amd64.go): the two 6×16 halves of the tile, and rows 6 and 7
+// through extraRows where a1 is set. gemm.run does not call it on this
+// platform.
+func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a1 *float32) {
+	if a1 != nil {
+		extraRows(kb, a1, b0, b1, bstep, c, ldc, rb, cb, mode, lim, res, gemmMR, 2)
+	}
 	var t0, t1 [gemmKC * gemmNR]float32
 	b0, b1 = packedPanel(b0, bstep, kb, &t0), packedPanel(b1, bstep, kb, &t1)
 	const right = 4 * gemmNR // bytes from a row's column 0 to column 16

@@ -237,7 +237,18 @@ func TestSgemm6x32(t *testing.T) {
 		t.Skip("CPU lacks AVX-512F")
 	}
 	checkMicroKernelPrefetch(t, 1, 2, 0, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
-		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn)
+		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, nil)
+	})
+}
+
+// TestSgemm8x32 checks the 6×32 micro-kernel with rows 6 and 7 (its a1)
+// on its own: rows 0-7 of two A panels, the rows after them left alone.
+func TestSgemm8x32(t *testing.T) {
+	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
+		t.Skip("CPU lacks AVX-512F")
+	}
+	checkMicroKernelPrefetch(t, 2, 2, gemmMR+2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, &a[1][0])
 	})
 }
 
