@@ -210,6 +210,26 @@
 	VPERMILPD    $1, X0, X1; \
 	VADDSD       X1, X0, X0
 
+// MAP16 is the loop of a sixteen-lane kernel of d, s []float32: Z0 = f(Z0)
+// for each block of sixteen floats of s, into d (BODY computes f).
+#define MAP16(BODY) \
+	MOVQ    d_base+0(FP), DI; \
+	MOVQ    d_len+8(FP), CX; \
+	MOVQ    s_base+24(FP), SI; \
+	SHRQ    $4, CX; \
+	JZ      done; \
+loop:; \
+	VMOVUPS (SI), Z0; \
+	BODY; \
+	VMOVUPS Z0, (DI); \
+	ADDQ    $64, SI; \
+	ADDQ    $64, DI; \
+	DECQ    CX; \
+	JNZ     loop; \
+done:; \
+	VZEROUPPER; \
+	RET
+
 // func expAVX2(d, s []float32)
 TEXT ·expAVX2(SB), NOSPLIT, $0-48
 	MOVQ d_base+0(FP), DI
@@ -642,49 +662,20 @@ normdone:
 	VBLENDMPS.BCST K_ONE, Z1, K2, Z3; \
 	VDIVPS         Z2, Z3, Z0
 
+// SILU16 sets Z0 = Z0·sigmoid(Z0); SIGMOID16's registers and Z5 are
+// clobbered.
+#define SILU16 \
+	VMOVAPS Z0, Z5; \
+	SIGMOID16; \
+	VMULPS  Z0, Z5, Z0
+
 // func sigmoidAVX512(d, s []float32)
 TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $4, CX
-	JZ   sig16done
-
-sig16loop:
-	VMOVUPS (SI), Z0
-	SIGMOID16
-	VMOVUPS Z0, (DI)
-	ADDQ    $64, SI
-	ADDQ    $64, DI
-	DECQ    CX
-	JNZ     sig16loop
-
-sig16done:
-	VZEROUPPER
-	RET
+	MAP16(SIGMOID16)
 
 // func siluAVX512(d, s []float32)
 TEXT ·siluAVX512(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $4, CX
-	JZ   silu16done
-
-silu16loop:
-	VMOVUPS (SI), Z0
-	VMOVAPS Z0, Z5
-	SIGMOID16
-	VMULPS  Z0, Z5, Z0
-	VMOVUPS Z0, (DI)
-	ADDQ    $64, SI
-	ADDQ    $64, DI
-	DECQ    CX
-	JNZ     silu16loop
-
-silu16done:
-	VZEROUPPER
-	RET
+	MAP16(SILU16)
 
 // func siluAVX2(d, s []float32)
 TEXT ·siluAVX2(SB), NOSPLIT, $0-48
@@ -761,24 +752,7 @@ siludone:
 
 // func erfAVX512(d, s []float32)
 TEXT ·erfAVX512(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $4, CX
-	JZ   erf16done
-
-erf16loop:
-	VMOVUPS (SI), Z0
-	ERF16
-	VMOVUPS Z0, (DI)
-	ADDQ    $64, SI
-	ADDQ    $64, DI
-	DECQ    CX
-	JNZ     erf16loop
-
-erf16done:
-	VZEROUPPER
-	RET
+	MAP16(ERF16)
 
 // EXP16 is EXPNEG16 for any X (EXP8's bits): EXP8's upper clamp first,
 // and the single VSCALEFPS rounds as EXP8's two scalings do (the first of
@@ -814,21 +788,4 @@ erf16done:
 
 // func tanhAVX512(d, s []float32)
 TEXT ·tanhAVX512(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $4, CX
-	JZ   tanh16done
-
-tanh16loop:
-	VMOVUPS (SI), Z0
-	TANH16
-	VMOVUPS Z0, (DI)
-	ADDQ    $64, SI
-	ADDQ    $64, DI
-	DECQ    CX
-	JNZ     tanh16loop
-
-tanh16done:
-	VZEROUPPER
-	RET
+	MAP16(TANH16)
