@@ -15,26 +15,24 @@
 // goroutine a contiguous range of them; small loops stay on the caller.
 //
 // MatMul, Gemm, Conv and ConvTranspose share one single-precision GEMM:
-// operands are packed into panels of 6 rows and 16 columns (constant
-// weights once, at build time), C is cut into tiles that the workers share,
-// and micro-kernels in assembly accumulate over slices of k: 12×32 tiles in
-// zmm registers where the CPU has AVX-512, 6×16 in ymm with AVX2 and FMA,
-// a pure-Go 6×16 kernel elsewhere (gemm*.go). The kernels can add a
-// residual and clamp (Relu, Clip) as they store the last k slice. A
-// convolution packs im2col in blocks of at most 256×256 into each
-// worker's own scratch area, from a zero-padded copy of the rows it
-// reads; a 1×1 convolution reads its input in place, or, on 1×1 planes,
-// runs with the images as the product's rows. With AVX-512, a 3×3
-// convolution of unit stride, at least 32 channels each way and at least
-// 32 output tiles of 2×2 runs as Winograd F(2×2, 3×3): sixteen products
-// of transformed filters and tiles, block by block of tiles, or, on
-// planes of at least 64 tiles of 4×4 with at most 512 channels in all,
-// as F(4×4, 3×3): 36 products, 2.25 times fewer multiply-adds
-// (winograd.go). A depthwise
-// convolution runs in bands of output rows on AVX2/AVX-512 kernels (3×3
-// ones on AVX-512 four rows at a time, each input row loaded once), or,
-// on small planes, sixteen channels at a time interleaved in registers
-// (conv_dwc.go).
+// operands are packed into panels of 6 rows and 16 columns (constant weights
+// once, at build time), C is cut into tiles that the workers share, and
+// micro-kernels in assembly accumulate over slices of k: 12×32 tiles in zmm
+// registers where the CPU has AVX-512 (6×32, 8×32 and 12×16 at the edges),
+// 6×16 in ymm with AVX2 and FMA, a pure-Go 6×16 kernel elsewhere (gemm*.go).
+// The kernels can add a residual and clamp (Relu, Clip) as they store the
+// last k slice. A convolution packs im2col in blocks of at most 256×256 into
+// each worker's own scratch area, from a zero-padded copy of the rows it
+// reads; a 1×1 convolution reads its input in place, or, on 1×1 planes, runs
+// with the images as the product's rows. With AVX-512, a 3×3 convolution of
+// unit stride, at least 32 channels each way and at least 32 output tiles of
+// 2×2 runs as Winograd F(2×2, 3×3): sixteen products of transformed filters
+// and tiles, block by block of tiles, or, on planes of at least 64 tiles of
+// 4×4 with at most 512 channels in all, as F(4×4, 3×3): 36 products, 2.25
+// times fewer multiply-adds (winograd.go). A depthwise convolution runs in
+// bands of output rows on AVX2/AVX-512 kernels (3×3 ones on AVX-512 four
+// rows at a time, each input row loaded once), or, on small planes, sixteen
+// channels at a time interleaved in registers (conv_dwc.go).
 //
 // Activations may be held channel-blocked (NCHW16c: sixteen channels of a
 // position side by side) where a compiler chooses so with BlockRoles and
@@ -71,8 +69,8 @@
 // Float32 Add, Sub, Mul, Div, Relu, Clip, Square, Cube, Exp, Sigmoid,
 // Tanh, Erf, Softmax and LayerNormalization have AVX2 kernels that round
 // as the scalar loops do or stay within 2 ulp of float64 math (vmath.go;
-// sigmoid also on AVX-512, with the same bits); the Go loops remain for
-// other types and CPUs.
+// Add, Sub, Mul, Div, sigmoid, SiLU, tanh and erf also on AVX-512, with
+// the same bits); the Go loops remain for other types and CPUs.
 //
 // Elementwise operators broadcast like numpy through a loop nest planned at
 // build time: adjacent dimensions with the same broadcast pattern merge, and
