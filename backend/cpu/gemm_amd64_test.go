@@ -46,7 +46,8 @@ func BenchmarkFMAPeak(b *testing.B) {
 // the same minutes. Every iteration runs the product once, then the FMA
 // loop of BenchmarkFMAPeak of the kernel's width (ymm for the AVX2
 // kernel, zmm for the AVX-512 one; one copy on each of the product's
-// threads at once, about 200 MFLOP each) twice: at once, and again after
+// threads at once, about 200 MFLOP each, timed inside its goroutine so
+// that a thread's wake-up is not counted) twice: at once, and again after
 // 10 ms of scalar work. of-peak is the product's rate over the second
 // loop's, each summed over all iterations: the loop as it runs on its
 // own, which is the FMA peak of that width. On a machine whose speed
