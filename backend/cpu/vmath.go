@@ -482,7 +482,10 @@ func vExpSum(d, x []float32, m float32) float64 {
 	var sum float64
 	if vmathAsm {
 		n := len(d) &^ 7
-		if n > 0 {
+		switch {
+		case n >= 16 && vmath512:
+			sum = expSumAVX512(d[:n], x[:n], m)
+		case n > 0:
 			sum = expSumAVX2(d[:n], x[:n], m)
 		}
 		if n < len(d) {

@@ -82,6 +82,12 @@ func maxAVX2(x []float32) float32
 //go:noescape
 func expSumAVX2(d, x []float32, m float32) float64
 
+// expSumAVX512 is expSumAVX2 on zmm registers, with the same results
+// (the exponentials and the sum). It needs AVX-512F.
+//
+//go:noescape
+func expSumAVX512(d, x []float32, m float32) float64
+
 // sumAVX2 returns the sum of x in float64.
 //
 //go:noescape

@@ -789,3 +789,63 @@ TEXT ·erfAVX512(SB), NOSPLIT, $0-48
 // func tanhAVX512(d, s []float32)
 TEXT ·tanhAVX512(SB), NOSPLIT, $0-48
 	MAP16(TANH16)
+
+// func expSumAVX512(d, x []float32, m float32) float64
+//
+// expSumAVX2 on sixteen lanes: the exponentials are EXPNEG16's (x−m ≤ 0
+// or NaN: EXP8's bits), and their float64 sums go into expSumAVX2's two
+// accumulators of four lanes in its order (floats 0-3 and 8-11 of a
+// block into Y11, 4-7 and 12-15 into Y12), a last block of eight through
+// EXP8 itself, so that the sum has the same bits too.
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-64
+	MOVQ         d_base+0(FP), DI
+	MOVQ         d_len+8(FP), CX
+	MOVQ         x_base+24(FP), SI
+	VBROADCASTSS m+48(FP), Z10
+	VXORPD       Y11, Y11, Y11
+	VXORPD       Y12, Y12, Y12
+	MOVQ         CX, DX
+	SHRQ         $4, CX
+	JZ           es16eight
+
+es16loop:
+	VMOVUPS        (SI), Z0
+	VSUBPS         Z10, Z0, Z0
+	EXPNEG16(Z0, Z1, Z2, Z3, K1)
+	VMOVUPS        Z0, (DI)
+	VCVTPS2PD      X0, Y2
+	VADDPD         Y2, Y11, Y11
+	VEXTRACTF128   $1, Y0, X1
+	VCVTPS2PD      X1, Y3
+	VADDPD         Y3, Y12, Y12
+	VEXTRACTF32X4  $2, Z0, X1
+	VCVTPS2PD      X1, Y2
+	VADDPD         Y2, Y11, Y11
+	VEXTRACTF32X4  $3, Z0, X1
+	VCVTPS2PD      X1, Y3
+	VADDPD         Y3, Y12, Y12
+	ADDQ           $64, SI
+	ADDQ           $64, DI
+	DECQ           CX
+	JNZ            es16loop
+
+es16eight:
+	TESTQ        $8, DX
+	JZ           es16done
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y10, Y0, Y0
+	EXP8(Y0, Y1, Y2, Y3, Y4)
+	VMOVUPS      Y0, (DI)
+	VEXTRACTF128 $1, Y0, X1
+	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X1, Y3
+	VADDPD       Y2, Y11, Y11
+	VADDPD       Y3, Y12, Y12
+
+es16done:
+	VMOVAPD Y11, Y0
+	VMOVAPD Y12, Y1
+	HSUMPD
+	VMOVSD  X0, ret+56(FP)
+	VZEROUPPER
+	RET

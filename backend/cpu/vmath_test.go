@@ -247,6 +247,39 @@ func TestVMath512SameBits(t *testing.T) {
 			}
 		}
 	}
+	// vExpSum on rows of every length to 80 of the sweep's finite
+	// values, each less its row's largest (softmax's use): the same
+	// exponentials and the same float64 sum.
+	var fin []float32
+	for _, x := range xs {
+		if !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) {
+			fin = append(fin, x)
+		}
+	}
+	// And attention-like rows: scores of a few units either way.
+	rng := rand.New(rand.NewSource(11))
+	for range 400 {
+		fin = append(fin, float32(rng.NormFloat64()*3))
+	}
+	for n := 1; n <= 80; n++ {
+		for off := 0; off+n <= len(fin); off += n + 13 {
+			row := fin[off : off+n]
+			m := vMax(row)
+			a, b := make([]float32, n), make([]float32, n)
+			vmath512 = true
+			sa := vExpSum(a, row, m)
+			vmath512 = false
+			sb := vExpSum(b, row, m)
+			if math.Float64bits(sa) != math.Float64bits(sb) {
+				t.Fatalf("vExpSum of %d values from %d: sum %g with AVX-512, %g with AVX2", n, off, sa, sb)
+			}
+			for i := range a {
+				if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+					t.Fatalf("vExpSum of %d values from %d: [%d] %g with AVX-512, %g with AVX2", n, off, i, a[i], b[i])
+				}
+			}
+		}
+	}
 }
 
 // TestSiluIsSigmoidTimesX wants vSilu to give, on every path, the bits of
