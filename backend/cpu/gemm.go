@@ -328,8 +328,9 @@ func (g *gemm) bPanel(q, k0, kb int) []float32 {
 // panels [p0, p1) and B panels [q0, q1) for the AVX-512 kernels. It walks
 // the B panels in pairs and, for each pair, the A panels in pairs: each
 // 2×2 block of panels is one 12×32 micro-tile (sgemm12x32), a last odd A
-// panel a 6×32 one (sgemm6x32), a last odd B panel a 12×16 one
-// (sgemm12x16), and a last odd pair of both goes through micro. Pairs of
+// panel a 6×32 one (sgemm6x32; a last pair with eight rows inside C one
+// 8×32), a last odd B panel a 12×16 one (sgemm12x16), and a last odd
+// pair of both goes through micro. Pairs of
 // B panels below rawPanels are read from the unpacked bRaw. A
 // micro-tile that lies inside C is written there by the kernel; one that
 // C's bottom or right edge clips is computed by the same kernel into a
