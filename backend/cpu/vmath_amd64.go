@@ -6,8 +6,9 @@ import "golang.org/x/sys/cpu"
 var vmathHasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // vmath512 selects the sixteen-lane forms of the kernels that have one
-// (sigmoid, SiLU, tanh and erf): the same bits as the AVX2 ones, twice the lanes.
-// It is a variable so that tests can compare both on AVX-512 machines.
+// (sigmoid, SiLU, tanh, erf and softmax's exponentials with their sum):
+// the same bits as the AVX2 ones, twice the lanes. It is a variable so
+// that tests can compare both on AVX-512 machines.
 var vmath512 = vmathHasAsm && cpu.X86.HasAVX512F
 
 // The assembly kernels (vmath_amd64.s). Slices hold a whole number of
