@@ -210,6 +210,21 @@
 	VPERMILPD    $1, X0, X1; \
 	VADDSD       X1, X0, X0
 
+// EXPSUM8 is one block of eight of the exponential sums (expSumAVX2,
+// expSumAVX512): e^(x−m) of the eight floats at SI (m broadcast in Y10)
+// stored at DI, their float64 values added into Y11 (floats 0-3) and Y12
+// (4-7); Y0..Y4 are clobbered.
+#define EXPSUM8 \
+	VMOVUPS      (SI), Y0; \
+	VSUBPS       Y10, Y0, Y0; \
+	EXP8(Y0, Y1, Y2, Y3, Y4); \
+	VMOVUPS      Y0, (DI); \
+	VEXTRACTF128 $1, Y0, X1; \
+	VCVTPS2PD    X0, Y2; \
+	VCVTPS2PD    X1, Y3; \
+	VADDPD       Y2, Y11, Y11; \
+	VADDPD       Y3, Y12, Y12
+
 // MAP16 is the loop of a sixteen-lane kernel of d, s []float32: Z0 = f(Z0)
 // for each block of sixteen floats of s, into d (BODY computes f).
 #define MAP16(BODY) \
@@ -394,15 +409,7 @@ TEXT ·expSumAVX2(SB), NOSPLIT, $0-64
 	JZ           expsumdone
 
 expsumloop:
-	VMOVUPS      (SI), Y0
-	VSUBPS       Y10, Y0, Y0
-	EXP8(Y0, Y1, Y2, Y3, Y4)
-	VMOVUPS      Y0, (DI)
-	VEXTRACTF128 $1, Y0, X1
-	VCVTPS2PD    X0, Y2
-	VCVTPS2PD    X1, Y3
-	VADDPD       Y2, Y11, Y11
-	VADDPD       Y3, Y12, Y12
+	EXPSUM8
 	ADDQ         $32, SI
 	ADDQ         $32, DI
 	DECQ         CX
@@ -832,15 +839,7 @@ es16loop:
 es16eight:
 	TESTQ        $8, DX
 	JZ           es16done
-	VMOVUPS      (SI), Y0
-	VSUBPS       Y10, Y0, Y0
-	EXP8(Y0, Y1, Y2, Y3, Y4)
-	VMOVUPS      Y0, (DI)
-	VEXTRACTF128 $1, Y0, X1
-	VCVTPS2PD    X0, Y2
-	VCVTPS2PD    X1, Y3
-	VADDPD       Y2, Y11, Y11
-	VADDPD       Y3, Y12, Y12
+	EXPSUM8
 
 es16done:
 	VMOVAPD Y11, Y0
