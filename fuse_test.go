@@ -239,6 +239,19 @@ func TestFusedChains(t *testing.T) {
 		{"matmul row scale", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
 			return k.node("Mul", nil, []ir.TensorID{y, k.constant("rows", vals(37), 37, 1)}, f32, s...)
 		}, 1, nil},
+		// A constant of whole rows over the batch (an attention mask):
+		// with the batch dimension or without, after a scale.
+		{"matmul plane mask", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Add", nil, []ir.TensorID{y, k.constant("mask", vals(37*45), 37, 45)}, f32, s...)
+		}, 1, nil},
+		{"matmul scale plane mask", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			d := k.node("Div", nil, []ir.TensorID{y, k.constant("eight", []float32{8})}, f32, s...)
+			return k.node("Add", nil, []ir.TensorID{k.constant("mask", vals(37*45), 1, 37, 45), d}, f32, s...)
+		}, 2, nil},
+		// Per batch and column but not per row: no flat index fits.
+		{"matmul batch column constant", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Add", nil, []ir.TensorID{y, k.constant("bc", vals(2*45), 2, 1, 45)}, f32, s...)
+		}, -1, nil},
 		{"matmul clip", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
 			lo, hi := k.constant("lo", []float32{0}), k.constant("hi", []float32{0.5})
 			return k.node("Clip", nil, []ir.TensorID{y, lo, hi}, f32, s...)

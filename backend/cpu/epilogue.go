@@ -17,8 +17,10 @@ import (
 // output rows, a Conv's output channels); the epilogue runs on pieces of
 // rows. Each operator of the chain reads values of the chain (the
 // producer's output or an earlier operator's result), constants (a scalar,
-// a vector along the row, or a vector indexed by row) and other activations
-// of the output's full shape (a residual), and its result feeds the next.
+// a vector along the row, a vector indexed by row, or whole rows that
+// repeat over the outer dimensions, as an attention mask does over the
+// heads) and other activations of the output's full shape (a residual),
+// and its result feeds the next.
 // Every operator computes exactly what its own kernel would, element by
 // element, so fusing changes no bit of the result.
 type Epilogue struct {
@@ -45,6 +47,7 @@ const (
 	operandScalar                    // a constant scalar
 	operandCol                       // a constant vector along the row
 	operandRow                       // a constant vector indexed by row mod len
+	operandPlane                     // a constant indexed by flat index mod len (whole rows)
 )
 
 type epOperand struct {
@@ -202,7 +205,7 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 	e.flat = true
 	for _, in := range e.instrs {
 		for _, o := range []epOperand{in.a, in.b} {
-			if o.kind == operandCol || o.kind == operandRow {
+			if o.kind == operandCol || o.kind == operandRow || o.kind == operandPlane {
 				e.flat = false
 			}
 		}
@@ -376,6 +379,21 @@ func constOperand(v []float32, s, y ir.Shape, rowLen int) (epOperand, error) {
 			}
 		}
 		return epOperand{kind: operandRow, vec: v}, nil
+	case inRow && inOuter:
+		// Whole rows of the innermost outer dimensions (an attention
+		// mask over every head): from its first non-unit dimension on,
+		// the constant must match the output, so that its flat index is
+		// the output's mod its length.
+		first := 0
+		for s[first] == 1 {
+			first++
+		}
+		for i := first; i < s.Rank(); i++ {
+			if s[i] != y[off+i] {
+				return epOperand{}, fmt.Errorf("constant %v does not index whole rows of %v", s, y)
+			}
+		}
+		return epOperand{kind: operandPlane, vec: v}, nil
 	}
 	return epOperand{}, fmt.Errorf("constant %v broadcasts over %v in a way that does not fuse", s, y)
 }
@@ -475,6 +493,8 @@ func (e *Epilogue) fetch(o *epOperand, y0, regs []float32, ext [][]byte, r, j, f
 		return o.vec, 0
 	case operandCol:
 		return o.vec[j : j+l], 1
+	case operandPlane:
+		return o.vec[flat%len(o.vec):][:l], 1
 	}
 	return o.vec[r%len(o.vec):], 0
 }
