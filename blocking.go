@@ -72,10 +72,7 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 		}
 		can[s] = r
 	}
-	isOut := make([]bool, len(g.Tensors))
-	for _, id := range g.Outputs {
-		isOut[id] = true
-	}
+	isOut := graphOutputs(g)
 	blocked := make([]bool, len(g.Tensors))
 	readers := g.Consumers()
 	for s := range steps {

@@ -76,6 +76,12 @@ type Options struct {
 	// them back from its cache, and the expansion's whole output never
 	// exists). Results are the same bit for bit; pairs take less arena.
 	NoPairs bool
+	// NoAttention runs attention's scores, softmax and second product as
+	// three steps instead of one that takes each head from its scores to
+	// its output on one worker, the scores in that worker's cache (see
+	// cpu.FuseAttention). Results are the same bit for bit; the fused
+	// step's scores take no arena.
+	NoAttention bool
 }
 
 // ErrMemoryLimit is returned when a compiled model would not fit the
@@ -113,7 +119,7 @@ type Executable struct {
 
 	fusions   map[int]*fusion   // node → its fused kernel
 	prologues map[int]*prologue // node → the chain it applies to its input
-	pairs     map[int]*pair     // node → the depthwise it runs with (pairUp)
+	merged    map[int]*merged   // node → the steps it runs with (pairUp, attend)
 	absorbed  []bool            // node → runs inside another node's step
 
 	mu     sync.Mutex
@@ -188,6 +194,12 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	}
 	if !opts.NoFusion && !opts.NoPairs {
 		e.pairUp(p, index, scratch)
+	}
+	if !opts.NoFusion && !opts.NoAttention {
+		if e.merged == nil {
+			e.merged = make(map[int]*merged)
+		}
+		e.attend(p, index, scratch)
 	}
 	if !opts.NoInPlace {
 		// Concat inputs written straight into the output, Split and

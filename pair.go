@@ -8,14 +8,15 @@ import (
 	"github.com/berth-ml/berth/plan"
 )
 
-// pair is a pointwise convolution's step that also runs the depthwise
-// convolution reading its output (cpu.FusePair): the depthwise node's
-// step is absorbed, and the pair's step binds the pointwise step's inputs
-// and outputs (nIn and nOut of them) and then the depthwise's.
-type pair struct {
-	kernel    cpu.Kernel
-	dw        int
-	nIn, nOut int
+// merged is a step that also runs the steps after it that read its
+// result: a pointwise convolution with the depthwise convolution reading
+// its output (cpu.FusePair, pairUp), or attention's two products and the
+// softmax between them (cpu.FuseAttention, attend). The steps in more are
+// absorbed; the merged step binds its own node's inputs and outputs, then
+// each absorbed node's, in order, and runs kernel on them.
+type merged struct {
+	kernel cpu.Kernel
+	more   []int
 }
 
 // pairUp finds each step whose result only a depthwise convolution reads,
@@ -29,10 +30,7 @@ type pair struct {
 func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 	g := e.g
 	readers := g.Consumers()
-	isOut := make([]bool, len(g.Tensors))
-	for _, id := range g.Outputs {
-		isOut[id] = true
-	}
+	isOut := graphOutputs(g)
 	// kernel is the kernel node s runs and its result.
 	kernel := func(s int) (k cpu.Kernel, y ir.TensorID) {
 		k, y = e.kernels[s], ir.NoTensor
@@ -44,7 +42,7 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 		}
 		return k, y
 	}
-	e.pairs = make(map[int]*pair)
+	e.merged = make(map[int]*merged)
 	for s := range g.Nodes {
 		if e.absorbed[s] || e.prologues[s] != nil || len(g.Nodes[s].Outputs) != 1 {
 			continue
@@ -55,7 +53,7 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 		}
 		d := readers[y][0]
 		dn := &g.Nodes[d]
-		if d == s || e.absorbed[d] || e.prologues[d] != nil || e.pairs[d] != nil || len(dn.Inputs) == 0 || dn.Inputs[0] != y {
+		if d == s || e.absorbed[d] || e.prologues[d] != nil || e.merged[d] != nil || len(dn.Inputs) == 0 || dn.Inputs[0] != y {
 			continue
 		}
 		others := false
@@ -71,7 +69,7 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 		if !ok {
 			continue
 		}
-		e.pairs[s] = &pair{kernel: k, dw: d, nIn: nIn, nOut: nOut}
+		e.merged[s] = &merged{kernel: k, more: []int{d}}
 		mergePair(p, index, s, d, bytes)
 		// The expansion's output lives in the workers' group buffers
 		// only: it takes no bytes of the arena.

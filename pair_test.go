@@ -31,8 +31,8 @@ func TestPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plain.pairs) != 0 {
-		t.Errorf("NoPairs: %d pairs", len(plain.pairs))
+	if len(plain.merged) != 0 {
+		t.Errorf("NoPairs: %d pairs", len(plain.merged))
 	}
 	want := logits(t, plain, in)
 	for _, threads := range []int{1, 2, 3} {
@@ -40,8 +40,8 @@ func TestPairs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(e.pairs) != 3 {
-			t.Errorf("%d threads: %d pairs, want 3", threads, len(e.pairs))
+		if len(e.merged) != 3 {
+			t.Errorf("%d threads: %d pairs, want 3", threads, len(e.merged))
 		}
 		if got := logits(t, e, in); !slices.Equal(got, want) {
 			t.Errorf("%d threads: %v, want %v (each step alone)", threads, got, want)

@@ -97,14 +97,17 @@ func (e *Executable) NewSession() (*Session, error) {
 				st.scratch = st.scratch[:f.kernelBytes:f.kernelBytes]
 			}
 		}
-		if pr := e.pairs[i]; pr != nil {
-			// The depthwise step's inputs and outputs follow; the
-			// scratch is the pair's.
-			in, out, err := e.stepSlots(pr.dw, slot)
-			if err != nil {
-				return nil, err
+		if mg := e.merged[i]; mg != nil {
+			// The absorbed steps' inputs and outputs follow; the
+			// scratch is the merged step's.
+			st.kernel = mg.kernel
+			for _, d := range mg.more {
+				in, out, err := e.stepSlots(d, slot)
+				if err != nil {
+					return nil, err
+				}
+				st.in, st.out = append(st.in, in...), append(st.out, out...)
 			}
-			st.kernel, st.in, st.out = pr.kernel, append(st.in, in...), append(st.out, out...)
 		}
 		s.steps = append(s.steps, st)
 	}
@@ -223,10 +226,12 @@ func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, er
 		if f := e.fusions[st.node]; f != nil {
 			op += "+" + strings.Join(f.ops, "+")
 		}
-		if pr := e.pairs[st.node]; pr != nil {
-			op += "+" + g.Nodes[pr.dw].Op
-			if f := e.fusions[pr.dw]; f != nil {
-				op += "+" + strings.Join(f.ops, "+")
+		if mg := e.merged[st.node]; mg != nil {
+			for _, d := range mg.more {
+				op += "+" + g.Nodes[d].Op
+				if f := e.fusions[d]; f != nil {
+					op += "+" + strings.Join(f.ops, "+")
+				}
 			}
 		}
 		out[i] = StepTime{Node: n.Name, Op: op, Time: times[i]}

@@ -59,6 +59,15 @@
 // own and the depthwise planes of them from there, with both kernels'
 // own code, so the expansion's whole output never exists (conv_pair.go).
 //
+// FuseAttention runs attention's scores (a batch of products, a head
+// each, with their scale and constant mask as epilogue), an Add of a
+// padding mask, the softmax along the scores' rows and the product of
+// the probabilities by the values as one kernel, a head at a time on each
+// worker: the head's scores stay in a buffer of the worker's own, in its
+// cache, from the first product to the packing of the second, and the
+// scores of all the heads never exist. Each part runs its own kernel's
+// code, so the result is the same bit for bit (attention.go).
+//
 // Fuse and FuseAfter attach an Epilogue to a MatMul, Gemm or Conv kernel:
 // the elementwise nodes that follow it in the plan, run on each tile of its
 // output while the tile is in cache (or in one more pass), each with its

@@ -1,0 +1,201 @@
+package cpu
+
+import "github.com/berth-ml/berth/ir"
+
+// attentionKernel is a head's attention as one step: the scores S =
+// Q·K (the first product, with its epilogue: the scale, a constant
+// mask), the probabilities P = softmax(S) along S's rows, and O = P·V
+// (the second product), head after head on each worker. A worker keeps
+// its head's S in a buffer of its own, which stays in its cache from the
+// first product through the softmax into the packing of the second, so
+// the scores of all the heads are never written, and the three steps
+// need no barriers between them.
+//
+// Each part runs the code its own step would (the pair packing of
+// matmulKernel, its epilogue, softmaxRow), so the output has the same
+// bits as the three steps give.
+type attentionKernel struct {
+	qk, pv *matmulKernel
+	log    bool // LogSoftmax
+	// The step's slots: the scores' outputs (qkOut of them; the
+	// epilogue's registers are out[2]), the mask at in[maskIn], the
+	// values at in[vIn], the output at out[oOut].
+	qkOut, maskIn, vIn, oOut int
+	// The mask, when the scores pass through an Add of one: add is the
+	// Add's loop, maskFirst its operands' order, and maskStr the mask's
+	// strides along the scores' dimensions maskDims.
+	add               binFn[float32, float32]
+	maskFirst         bool
+	maskDims, maskStr []int
+	// Each worker's area is per floats: the packed operands of one
+	// product (the second's B from pvB on, the first's from qk.pairB)
+	// and, from sAt on, one head's scores.
+	per, pvB, sAt int
+}
+
+// AttentionSteps are the steps FuseAttention merges, in the order their
+// slots are bound.
+type AttentionSteps struct {
+	// Scores is a batch of products of two activations, a head each,
+	// perhaps with an epilogue of constant operands (a scale, a mask); it
+	// binds In inputs and Out outputs.
+	Scores  Kernel
+	In, Out int
+	// Mask, if not nil, is an Add of an activation (a padding mask) to
+	// the scores, of shape MaskShape broadcast to ScoresShape; MaskFirst
+	// says that the mask is the Add's first input.
+	Mask                   Kernel
+	MaskShape, ScoresShape ir.Shape
+	MaskFirst              bool
+	// Softmax is a Softmax or LogSoftmax along the rows of the scores
+	// (after the mask), Values the products of its result, as A, by a
+	// second activation.
+	Softmax, Values Kernel
+}
+
+// FuseAttention returns one kernel that runs st head by head on up to
+// threads workers, with the scratch it needs; ok is false where the steps
+// do not fit that form. The kernel binds the slots of each step of st in
+// turn.
+func FuseAttention(st AttentionSteps, threads int) (k Kernel, bytes int64, ok bool) {
+	a, ok1 := st.Scores.(*matmulKernel)
+	s, ok2 := st.Softmax.(*softmaxKernel)
+	b, ok3 := st.Values.(*matmulKernel)
+	if !ok1 || !ok2 || !ok3 {
+		return nil, 0, false
+	}
+	threads = max(threads, 1)
+	// Both products pack pair by pair (each head its own operands, two
+	// heads a worker at least), the scores' rows are the softmax's
+	// vectors, and the second product reads them as they lie.
+	if a.pair == 0 || b.pair == 0 || !fusedAlone(a.fuse) || b.fuse != nil ||
+		s.str != 1 || s.n != a.n || s.outer != a.batch*a.m ||
+		b.batch != a.batch || b.m != a.m || b.k != a.n || b.aRS != a.n || b.aCS != 1 || b.alpha != 1 {
+		return nil, 0, false
+	}
+	sAt := roundUp(max(a.pair, b.pair), alignment/4)
+	per := roundUp(sAt+a.m*a.n, alignment/4)
+	ak := &attentionKernel{qk: a, pv: b, log: s.log, qkOut: st.Out, per: per, pvB: b.pairB, sAt: sAt}
+	// The softmax's and the second product's slots follow the scores'
+	// (and the mask's).
+	ak.vIn, ak.oOut = st.In+2, st.Out+1
+	if st.Mask != nil {
+		add, ok := st.Mask.(*binKernel[float32, float32])
+		if !ok || add.nin != 2 || !ak.maskStrides(st.MaskShape, st.ScoresShape) {
+			return nil, 0, false
+		}
+		ak.add, ak.maskIn, ak.maskFirst = add.fn, st.In+1, st.MaskFirst
+		if st.MaskFirst {
+			ak.maskIn = st.In
+		}
+		ak.vIn, ak.oOut = st.In+4, st.Out+2
+	}
+	return ak, int64(4 * threads * per), true
+}
+
+// maskStrides sets the mask's strides along the scores' dimensions (0
+// where it broadcasts) for a mask of shape ms over scores of shape ss,
+// and reports whether ms broadcasts to ss and the scores' rows are the
+// heads' (the last two dimensions m × n, the others the heads').
+func (k *attentionKernel) maskStrides(ms, ss ir.Shape) bool {
+	r := ss.Rank()
+	if ms.Rank() > r || r < 2 || int(ss[r-1]) != k.qk.n || int(ss[r-2]) != k.qk.m || int(ss.Elements()) != k.qk.batch*k.qk.m*k.qk.n {
+		return false
+	}
+	k.maskDims, k.maskStr = make([]int, r), make([]int, r)
+	stride := 1
+	for i := r - 1; i >= 0; i-- {
+		k.maskDims[i] = int(ss[i])
+		j := i - (r - ms.Rank())
+		if j < 0 {
+			continue
+		}
+		switch ms[j] {
+		case 1:
+		case ss[i]:
+			k.maskStr[i] = stride
+		default:
+			return false
+		}
+		stride *= int(ms[j])
+	}
+	return true
+}
+
+// maskRow is the mask's values for row row of the scores (the heads'
+// rows one after the other) and their stride (0: one value).
+func (k *attentionKernel) maskRow(mask []float32, row int) ([]float32, int) {
+	r := len(k.maskDims)
+	off := 0
+	for i := r - 2; i >= 0 && row > 0; i-- {
+		off += row % k.maskDims[i] * k.maskStr[i]
+		row /= k.maskDims[i]
+	}
+	return mask[off:], k.maskStr[r-1]
+}
+
+func (k *attentionKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	qk := k.qk
+	// One item per worker: each its own area and registers.
+	p := min(w.Threads(), len(scratch)/4/k.per, qk.batch, w.parts(2*qk.batch*qk.m*qk.n*qk.k/8))
+	if qk.fuse != nil {
+		p = min(p, qk.fuse.shares)
+	}
+	p = max(p, 1)
+	w.forArgs(p, p, k, args{int64(p)}, in, out, scratch)
+}
+
+// rangeArgs runs workers [lo, hi) of a[0]: each its share of the heads.
+func (k *attentionKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
+	p, batch := int(a[0]), k.qk.batch
+	s := f32s(scratch)
+	for wi := lo; wi < hi; wi++ {
+		k.heads(in, out, s[wi*k.per:][:k.per], wi*batch/p, (wi+1)*batch/p, wi)
+	}
+}
+
+// heads computes heads [lo, hi) on worker wi in its area buf.
+func (k *attentionKernel) heads(in, out [][]byte, buf []float32, lo, hi, wi int) {
+	qk, pv := k.qk, k.pv
+	q, kt := f32s(in[0]), f32s(in[1])
+	v, o := f32s(in[k.vIn]), f32s(out[k.oOut])
+	var mask []float32
+	if k.add != nil {
+		mask = f32s(in[k.maskIn])
+	}
+	var work []float32
+	if qk.fuse != nil {
+		work = f32s(out[2])
+	}
+	m, n := qk.m, qk.n
+	sc := buf[k.sAt:][:m*n]
+	qa, qb := buf[:qk.aSize], buf[qk.pairB:][:qk.bSize]
+	pa, pb := buf[:pv.aSize], buf[k.pvB:][:pv.bSize]
+	mt, nt := gemmTiles(m, n, 1)
+	mt2, nt2 := gemmTiles(pv.m, pv.n, 1)
+	for h := lo; h < hi; h++ {
+		packA(qa, q[h*m*qk.k:], m, qk.k, qk.aRS, qk.aCS, qk.alpha, 0, qk.panelsA())
+		packB(qb, kt[h*qk.k*n:], qk.k, n, qk.bRS, qk.bCS, 0, qk.panelsB())
+		g := gemm{m: m, n: n, k: qk.k, ldc: n, mt: mt, nt: nt, a: qa, b: qb, c: sc, lim: qk.lim}
+		g.run(0, g.tiles())
+		if qk.fuse != nil {
+			qk.fuse.inPlace(sc, n, in, work, wi, h*m, (h+1)*m, 0, n)
+		}
+		for i := 0; i < m; i++ {
+			r := sc[i*n : (i+1)*n]
+			if k.add != nil {
+				mv, ms := k.maskRow(mask, h*m+i)
+				if k.maskFirst {
+					k.add(r, mv, r, ms, 1)
+				} else {
+					k.add(r, r, mv, 1, ms)
+				}
+			}
+			softmaxRow(r, r, k.log)
+		}
+		packA(pa, sc, pv.m, pv.k, pv.aRS, pv.aCS, 1, 0, pv.panelsA())
+		packB(pb, v[h*pv.k*pv.n:], pv.k, pv.n, pv.bRS, pv.bCS, 0, pv.panelsB())
+		g = gemm{m: pv.m, n: pv.n, k: pv.k, ldc: pv.n, mt: mt2, nt: nt2, a: pa, b: pb, c: o[h*pv.m*pv.n:], lim: pv.lim}
+		g.run(0, g.tiles())
+	}
+}
