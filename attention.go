@@ -1,6 +1,8 @@
 package berth
 
 import (
+	"slices"
+
 	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
@@ -13,7 +15,13 @@ import (
 // reads the probabilities as its first operand and is their only reader,
 // and merges them into one step where cpu.FuseAttention takes them: each
 // worker computes one head at a time from its scores to its output, and
-// neither the scores nor the probabilities take bytes of the arena. It
+// neither the scores nor the probabilities take bytes of the arena. The
+// Transposes that split the queries, keys and values into heads, and the
+// one that merges the output's heads back, fold into the step where it
+// alone reads their output (writes their input): it reads the heads from
+// the projections' rows, and writes the output's into rows of all the
+// heads, so that those tensors take no bytes either and are never
+// copied. It
 // runs after pairUp, before planning (index maps the graph's tensors to
 // p's, scratch holds each node's scratch bytes and is updated).
 func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
@@ -69,6 +77,32 @@ func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 			continue
 		}
 		st.Softmax, st.Values = e.kernels[sm], e.kernels[pv]
+		// The Transposes that split the heads of the queries, keys and
+		// values out of their projections, and merge the output's back,
+		// where only this step reads or writes their other side.
+		var folds []fold
+		for _, op := range []struct {
+			view   **cpu.View
+			id     ir.TensorID
+			reader int
+		}{{&st.Q, g.Nodes[s].Inputs[0], s}, {&st.K, g.Nodes[s].Inputs[1], s}, {&st.V, g.Nodes[pv].Inputs[1], pv}} {
+			t := g.Tensor(op.id).Producer
+			if t < 0 || !free(t) || e.fusions[t] != nil || g.Nodes[t].Op != "Transpose" || !g.Nodes[t].DefaultDomain() ||
+				only(op.id) != op.reader || g.Tensor(g.Nodes[t].Inputs[0]).IsConst() {
+				continue
+			}
+			if v, _, ok := transposeViews(g, t); ok {
+				*op.view = v
+				folds = append(folds, fold{node: t, id: op.id, to: g.Nodes[t].Inputs[0]})
+			}
+		}
+		out := g.Nodes[pv].Outputs[0]
+		if t := only(out); t >= 0 && free(t) && e.fusions[t] == nil && g.Nodes[t].Op == "Transpose" && g.Nodes[t].DefaultDomain() {
+			if _, v, ok := transposeViews(g, t); ok && v.Strides[len(v.Strides)-1] == 1 {
+				st.O = v
+				folds = append(folds, fold{node: t, id: out, to: g.Nodes[t].Outputs[0], out: true})
+			}
+		}
 		k, bytes, ok := cpu.FuseAttention(st, e.threads)
 		if !ok {
 			continue
@@ -86,5 +120,84 @@ func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 		for _, id := range []ir.TensorID{g.Nodes[s].Outputs[0], y, scores, probs} {
 			p.Tensors[index[id]].Size = 0
 		}
+		for _, f := range folds {
+			e.foldInto(p, index, s, f)
+			e.merged[s].folded = append(e.merged[s].folded, f.node)
+			scratch[f.node] = 0
+		}
 	}
+}
+
+// fold is a Transpose folded into a merged step: the step binds tensor
+// to (the Transpose's input, or its output where out is set) in place of
+// id (its output, or its input), which takes no bytes.
+type fold struct {
+	node   int
+	id, to ir.TensorID
+	out    bool
+}
+
+// foldInto folds f into step s of p: s reads or writes f.to as well,
+// writes f.id, which takes no bytes, instead of reading it, and f's step
+// reads and writes nothing.
+func (e *Executable) foldInto(p *plan.Problem, index []int, s int, f fold) {
+	st := &p.Steps[s]
+	from, to := index[f.id], index[f.to]
+	st.Inputs = slices.DeleteFunc(st.Inputs, func(j int) bool { return j == from })
+	if f.out {
+		st.Outputs = append(st.Outputs, to)
+	} else if !slices.Contains(st.Inputs, to) {
+		st.Inputs = append(st.Inputs, to)
+	}
+	if !slices.Contains(st.Outputs, from) {
+		st.Outputs = append(st.Outputs, from)
+	}
+	p.Tensors[from].Size = 0
+	sd := &p.Steps[f.node]
+	sd.Inputs, sd.Outputs, sd.Pieces = nil, nil, nil
+	e.absorbed[f.node] = true
+	if e.folds == nil {
+		e.folds = make(map[ir.TensorID]ir.TensorID)
+	}
+	e.folds[f.id] = f.to
+}
+
+// transposeViews is how the output of Transpose node t lies in its input
+// and its input in its output; ok is false where its permutation does
+// not fit its input.
+func transposeViews(g *ir.Graph, t int) (out, in *cpu.View, ok bool) {
+	n := &g.Nodes[t]
+	xs, ys := g.Tensor(n.Inputs[0]).Shape, g.Tensor(n.Outputs[0]).Shape
+	r := xs.Rank()
+	perm := n.Attrs.Ints("perm", nil)
+	if perm == nil {
+		for i := r - 1; i >= 0; i-- {
+			perm = append(perm, int64(i))
+		}
+	}
+	if len(perm) != r || ys.Rank() != r {
+		return nil, nil, false
+	}
+	xst, yst := rowStrides(xs), rowStrides(ys)
+	out = &cpu.View{Shape: ys, Strides: make([]int, r)}
+	in = &cpu.View{Shape: xs, Strides: make([]int, r)}
+	for i, d := range perm {
+		if d < 0 || int(d) >= r || xs[d] != ys[i] {
+			return nil, nil, false
+		}
+		// The output's dimension i is the input's d.
+		out.Strides[i], in.Strides[d] = xst[d], yst[i]
+	}
+	return out, in, true
+}
+
+// rowStrides is the element strides of a row-major tensor of shape s.
+func rowStrides(s ir.Shape) []int {
+	st := make([]int, s.Rank())
+	n := 1
+	for i := s.Rank() - 1; i >= 0; i-- {
+		st[i] = n
+		n *= int(s[i])
+	}
+	return st
 }

@@ -20,6 +20,9 @@ type attentionCase struct {
 	mask               []int64 // a constant added to the scores (its shape), or nil
 	maskIn             []int64 // an input added to the scores (its shape), or nil
 	maskFirst          bool    // the input is the Add's first operand
+	split              bool    // the heads are split from rows of all heads by Transposes, and merged back
+	splitKept          bool    // the split queries are a graph output too
+	folds              int     // Transposes folded into the merged step
 	log                bool    // LogSoftmax
 	axis               int64   // the softmax's axis (0: -1)
 	probsOut           bool    // the probabilities are a graph output too
@@ -34,9 +37,19 @@ func (c attentionCase) graph(rng *rand.Rand) *ir.Graph {
 	neg := func(name string, shape ...int64) ir.TensorID {
 		return k.node("Neg", nil, []ir.TensorID{k.input(name, f32, shape...)}, f32, shape...)
 	}
-	q := neg("q", 1, c.heads, c.m, c.d)
-	kt := neg("k", 1, c.heads, c.d, c.n)
-	v := neg("v", 1, c.heads, c.n, c.dv)
+	perm := func(p ...int64) ir.Attrs { return ir.Attrs{"perm": {Kind: ir.AttrInts, Ints: p}} }
+	var q, kt, v ir.TensorID
+	if !c.split {
+		q = neg("q", 1, c.heads, c.m, c.d)
+		kt = neg("k", 1, c.heads, c.d, c.n)
+		v = neg("v", 1, c.heads, c.n, c.dv)
+	} else {
+		// As a transformer's projections give them: [1, rows, heads,
+		// width].
+		q = k.node("Transpose", perm(0, 2, 1, 3), []ir.TensorID{neg("q", 1, c.m, c.heads, c.d)}, f32, 1, c.heads, c.m, c.d)
+		kt = k.node("Transpose", perm(0, 2, 3, 1), []ir.TensorID{neg("k", 1, c.n, c.heads, c.d)}, f32, 1, c.heads, c.d, c.n)
+		v = k.node("Transpose", perm(0, 2, 1, 3), []ir.TensorID{neg("v", 1, c.n, c.heads, c.dv)}, f32, 1, c.heads, c.n, c.dv)
+	}
 	s := []int64{1, c.heads, c.m, c.n}
 	y := k.node("MatMul", nil, []ir.TensorID{q, kt}, f32, s...)
 	if c.scale {
@@ -75,7 +88,13 @@ func (c attentionCase) graph(rng *rand.Rand) *ir.Graph {
 	}
 	p := k.node(op, at, []ir.TensorID{y}, f32, s...)
 	o := k.node("MatMul", nil, []ir.TensorID{p, v}, f32, s[0], c.heads, c.m, c.dv)
+	if c.split {
+		o = k.node("Transpose", perm(0, 2, 1, 3), []ir.TensorID{o}, f32, s[0], c.m, c.heads, c.dv)
+	}
 	k.g.Outputs = []ir.TensorID{o}
+	if c.splitKept {
+		k.g.Outputs = append(k.g.Outputs, q)
+	}
 	if c.probsOut {
 		k.g.Outputs = append(k.g.Outputs, p)
 	}
@@ -93,6 +112,9 @@ func TestAttention(t *testing.T) {
 		{name: "mask of rows", heads: 6, m: 50, n: 7, d: 33, dv: 40, mask: []int64{50, 7}, fuses: true},
 		{name: "mask per head", heads: 4, m: 9, n: 21, d: 16, dv: 5, mask: []int64{4, 9, 21}, fuses: true},
 		{name: "log softmax", heads: 7, m: 13, n: 5, d: 3, dv: 17, log: true, fuses: true},
+		{name: "heads split", heads: 12, m: 30, n: 30, d: 16, dv: 16, scale: true, split: true, folds: 4, fuses: true},
+		{name: "heads split, padding mask", heads: 6, m: 13, n: 29, d: 7, dv: 11, split: true, maskIn: []int64{1, 1, 1, 29}, folds: 4, fuses: true},
+		{name: "heads split, queries kept", heads: 6, m: 13, n: 29, d: 7, dv: 11, split: true, splitKept: true, folds: 3, fuses: true},
 		{name: "softmax over rows", heads: 6, m: 12, n: 12, d: 8, dv: 8, axis: 2},
 		{name: "probabilities kept", heads: 6, m: 12, n: 10, d: 8, dv: 8, probsOut: true},
 		{name: "padding mask", heads: 6, m: 12, n: 10, d: 8, dv: 8, scale: true, maskIn: []int64{1, 1, 1, 10}, fuses: true},
@@ -105,13 +127,13 @@ func TestAttention(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := &Model{graph: c.graph(rng)}
 			inputs := randomInputs(rng, m.graph)
-			ref := attentionRun(t, m, inputs, Options{Threads: 1, NoFusion: true}, 0)
+			ref := attentionRun(t, m, inputs, Options{Threads: 1, NoFusion: true}, 0, 0)
 			for _, threads := range []int{1, 2, 3} {
-				want := 0
+				want, folds := 0, 0
 				if c.fuses && c.heads >= 2*int64(threads) {
-					want = 1
+					want, folds = 1, c.folds
 				}
-				got := attentionRun(t, m, inputs, Options{Threads: threads}, want)
+				got := attentionRun(t, m, inputs, Options{Threads: threads}, want, folds)
 				for i := range ref {
 					if !bytes.Equal(got[i], ref[i]) {
 						t.Errorf("%d threads: output %d differs from the steps run apart", threads, i)
@@ -122,10 +144,11 @@ func TestAttention(t *testing.T) {
 	}
 }
 
-// attentionRun compiles m with opts, wants merged attention steps, runs
+// attentionRun compiles m with opts, wants merged attention steps and
+// folds Transposes folded into them, runs
 // it on inputs (checking that Run does not allocate) and returns its
 // outputs' bytes.
-func attentionRun(t *testing.T, m *Model, inputs []Tensor, opts Options, merged int) [][]byte {
+func attentionRun(t *testing.T, m *Model, inputs []Tensor, opts Options, merged, folds int) [][]byte {
 	t.Helper()
 	exe, err := Compile(m, CPU, opts)
 	if err != nil {
@@ -139,6 +162,9 @@ func attentionRun(t *testing.T, m *Model, inputs []Tensor, opts Options, merged 
 	}
 	if n != merged {
 		t.Errorf("%d threads: %d attention steps merged, want %d", opts.Threads, n, merged)
+	}
+	if len(exe.folds) != folds {
+		t.Errorf("%d threads: %d Transposes folded, want %d", opts.Threads, len(exe.folds), folds)
 	}
 	s, err := exe.NewSession()
 	if err != nil {
@@ -168,7 +194,7 @@ func attentionRun(t *testing.T, m *Model, inputs []Tensor, opts Options, merged 
 // BenchmarkAttention runs BERT-base's attention (12 heads of 128×128
 // scores, 64 wide, scaled) as one step and as three, on 1 and 2 threads.
 func BenchmarkAttention(b *testing.B) {
-	c := attentionCase{heads: 12, m: 128, n: 128, d: 64, dv: 64, scale: true}
+	c := attentionCase{heads: 12, m: 128, n: 128, d: 64, dv: 64, scale: true, split: true}
 	rng := rand.New(rand.NewPCG(5, 6))
 	m := &Model{graph: c.graph(rng)}
 	inputs := randomInputs(rng, m.graph)

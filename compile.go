@@ -120,7 +120,10 @@ type Executable struct {
 	fusions   map[int]*fusion   // node → its fused kernel
 	prologues map[int]*prologue // node → the chain it applies to its input
 	merged    map[int]*merged   // node → the steps it runs with (pairUp, attend)
-	absorbed  []bool            // node → runs inside another node's step
+	// folds maps each tensor of a Transpose folded into a merged step to
+	// the tensor the step binds in its place (attend).
+	folds    map[ir.TensorID]ir.TensorID
+	absorbed []bool // node → runs inside another node's step
 
 	mu     sync.Mutex
 	closed bool

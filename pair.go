@@ -17,6 +17,9 @@ import (
 type merged struct {
 	kernel cpu.Kernel
 	more   []int
+	// folded lists the Transposes whose work the merged step does as it
+	// reads or writes (attend): absorbed, binding nothing themselves.
+	folded []int
 }
 
 // pairUp finds each step whose result only a depthwise convolution reads,

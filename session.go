@@ -143,10 +143,10 @@ func (e *Executable) stepArity(i int) (nIn, nOut int) {
 func (e *Executable) stepSlots(i int, slot func(ir.TensorID) []byte) (in, out [][]byte, err error) {
 	n := &e.g.Nodes[i]
 	for _, id := range e.nodeInputs(i) {
-		in = append(in, slot(id))
+		in = append(in, slot(e.bound(id)))
 	}
 	for _, id := range n.Outputs {
-		out = append(out, slot(id))
+		out = append(out, slot(e.bound(id)))
 	}
 	if f := e.fusions[i]; f != nil {
 		for _, id := range f.ext {
@@ -159,6 +159,15 @@ func (e *Executable) stepSlots(i int, slot func(ir.TensorID) []byte) (in, out []
 		out = append(out, slot(f.result), regs.Bytes())
 	}
 	return in, out, nil
+}
+
+// bound is the tensor a step binds for id: id itself, or the other side
+// of a Transpose folded into the step (folds).
+func (e *Executable) bound(id ir.TensorID) ir.TensorID {
+	if to, ok := e.folds[id]; ok {
+		return to
+	}
+	return id
 }
 
 // Arena exposes the session's arena (for tools and tests).
@@ -232,6 +241,9 @@ func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, er
 				if f := e.fusions[d]; f != nil {
 					op += "+" + strings.Join(f.ops, "+")
 				}
+			}
+			for _, d := range mg.folded {
+				op += "+" + g.Nodes[d].Op
 			}
 		}
 		out[i] = StepTime{Node: n.Name, Op: op, Time: times[i]}

@@ -27,10 +27,60 @@ type attentionKernel struct {
 	add               binFn[float32, float32]
 	maskFirst         bool
 	maskDims, maskStr []int
+	// Where each head's operands lie in the tensors the step binds: the
+	// queries, keys, values and output (see headView).
+	q, kt, v, o headView
 	// Each worker's area is per floats: the packed operands of one
 	// product (the second's B from pvB on, the first's from qk.pairB)
 	// and, from sAt on, one head's scores.
 	per, pvB, sAt int
+}
+
+// headView is where the matrices of an operand lie: head h's from off[h]
+// on, its rows rs and its columns cs elements apart.
+type headView struct {
+	off    []int
+	rs, cs int
+}
+
+// packed is the view of a batch of matrices of rows×cols stored one
+// after the other, with elements (i, j) at i·rs + j·cs of each.
+func packed(batch, rows, cols, rs, cs int) headView {
+	v := headView{off: make([]int, batch), rs: rs, cs: cs}
+	for h := range v.off {
+		v.off[h] = h * rows * cols
+	}
+	return v
+}
+
+// A View is how an operand of FuseAttention lies in the tensor that the
+// step binds in its place, where a Transpose between the two is folded
+// into the step (the heads split from a projection's output, or merged
+// back into one): Shape is the operand's (the Transpose's output, or its
+// input for the output) and Strides the distance in the bound tensor
+// between neighbours along each of its dimensions.
+type View struct {
+	Shape   ir.Shape
+	Strides []int
+}
+
+// heads is v's view of a batch of rows×cols matrices, where v's leading
+// dimensions are the batch's; ok is false where v does not fit.
+func (v *View) heads(batch, rows, cols int) (hv headView, ok bool) {
+	r := v.Shape.Rank()
+	if r < 2 || len(v.Strides) != r || int(v.Shape[r-2]) != rows || int(v.Shape[r-1]) != cols ||
+		int(v.Shape.Elements()) != batch*rows*cols {
+		return headView{}, false
+	}
+	hv = headView{off: make([]int, batch), rs: v.Strides[r-2], cs: v.Strides[r-1]}
+	for h := range hv.off {
+		rest := h
+		for i := r - 3; i >= 0; i-- {
+			hv.off[h] += rest % int(v.Shape[i]) * v.Strides[i]
+			rest /= int(v.Shape[i])
+		}
+	}
+	return hv, true
 }
 
 // AttentionSteps are the steps FuseAttention merges, in the order their
@@ -51,6 +101,10 @@ type AttentionSteps struct {
 	// (after the mask), Values the products of its result, as A, by a
 	// second activation.
 	Softmax, Values Kernel
+	// The views of the queries (Scores' A), the keys (its B), the values
+	// (Values' B) and the output (Values' result) where the step binds
+	// another tensor in their place; nil where it binds their own.
+	Q, K, V, O *View
 }
 
 // FuseAttention returns one kernel that runs st head by head on up to
@@ -75,7 +129,28 @@ func FuseAttention(st AttentionSteps, threads int) (k Kernel, bytes int64, ok bo
 	}
 	sAt := roundUp(max(a.pair, b.pair), alignment/4)
 	per := roundUp(sAt+a.m*a.n, alignment/4)
-	ak := &attentionKernel{qk: a, pv: b, log: s.log, qkOut: st.Out, per: per, pvB: b.pairB, sAt: sAt}
+	ak := &attentionKernel{qk: a, pv: b, log: s.log, qkOut: st.Out, per: per, pvB: b.pairB, sAt: sAt,
+		q:  packed(a.batch, a.m, a.k, a.aRS, a.aCS),
+		kt: packed(a.batch, a.k, a.n, a.bRS, a.bCS),
+		v:  packed(b.batch, b.k, b.n, b.bRS, b.bCS),
+		o:  packed(b.batch, b.m, b.n, b.n, 1),
+	}
+	for _, f := range []struct {
+		view       *View
+		hv         *headView
+		rows, cols int
+	}{{st.Q, &ak.q, a.m, a.k}, {st.K, &ak.kt, a.k, a.n}, {st.V, &ak.v, b.k, b.n}, {st.O, &ak.o, b.m, b.n}} {
+		if f.view != nil {
+			hv, ok := f.view.heads(a.batch, f.rows, f.cols)
+			if !ok {
+				return nil, 0, false
+			}
+			*f.hv = hv
+		}
+	}
+	if ak.o.cs != 1 {
+		return nil, 0, false
+	}
 	// The softmax's and the second product's slots follow the scores'
 	// (and the mask's).
 	ak.vIn, ak.oOut = st.In+2, st.Out+1
@@ -174,8 +249,8 @@ func (k *attentionKernel) heads(in, out [][]byte, buf []float32, lo, hi, wi int)
 	mt, nt := gemmTiles(m, n, 1)
 	mt2, nt2 := gemmTiles(pv.m, pv.n, 1)
 	for h := lo; h < hi; h++ {
-		packA(qa, q[h*m*qk.k:], m, qk.k, qk.aRS, qk.aCS, qk.alpha, 0, qk.panelsA())
-		packB(qb, kt[h*qk.k*n:], qk.k, n, qk.bRS, qk.bCS, 0, qk.panelsB())
+		packA(qa, q[k.q.off[h]:], m, qk.k, k.q.rs, k.q.cs, qk.alpha, 0, qk.panelsA())
+		packB(qb, kt[k.kt.off[h]:], qk.k, n, k.kt.rs, k.kt.cs, 0, qk.panelsB())
 		g := gemm{m: m, n: n, k: qk.k, ldc: n, mt: mt, nt: nt, a: qa, b: qb, c: sc, lim: qk.lim}
 		g.run(0, g.tiles())
 		if qk.fuse != nil {
@@ -194,8 +269,8 @@ func (k *attentionKernel) heads(in, out [][]byte, buf []float32, lo, hi, wi int)
 			softmaxRow(r, r, k.log)
 		}
 		packA(pa, sc, pv.m, pv.k, pv.aRS, pv.aCS, 1, 0, pv.panelsA())
-		packB(pb, v[h*pv.k*pv.n:], pv.k, pv.n, pv.bRS, pv.bCS, 0, pv.panelsB())
-		g = gemm{m: pv.m, n: pv.n, k: pv.k, ldc: pv.n, mt: mt2, nt: nt2, a: pa, b: pb, c: o[h*pv.m*pv.n:], lim: pv.lim}
+		packB(pb, v[k.v.off[h]:], pv.k, pv.n, k.v.rs, k.v.cs, 0, pv.panelsB())
+		g = gemm{m: pv.m, n: pv.n, k: pv.k, ldc: k.o.rs, mt: mt2, nt: nt2, a: pa, b: pb, c: o[k.o.off[h]:], lim: pv.lim}
 		g.run(0, g.tiles())
 	}
 }

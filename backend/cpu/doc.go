@@ -65,8 +65,11 @@
 // the probabilities by the values as one kernel, a head at a time on each
 // worker: the head's scores stay in a buffer of the worker's own, in its
 // cache, from the first product to the packing of the second, and the
-// scores of all the heads never exist. Each part runs its own kernel's
-// code, so the result is the same bit for bit (attention.go).
+// scores of all the heads never exist. The heads' operands may be views
+// (View) of the projections' rows, with the Transposes that would split
+// the heads out of them (and merge the output's back) folded into the
+// packing and the store. Each part runs its own kernel's code, so the
+// result is the same bit for bit (attention.go).
 //
 // Fuse and FuseAfter attach an Epilogue to a MatMul, Gemm or Conv kernel:
 // the elementwise nodes that follow it in the plan, run on each tile of its
