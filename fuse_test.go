@@ -83,11 +83,20 @@ func runOne(t *testing.T, m *Model, inputs []Tensor, ref *[][]byte, opts Options
 	return n
 }
 
-// randomInputs draws every (float32) input of g from N(0, 1).
+// randomInputs draws every float32 input of g from N(0, 1), every bool
+// one from {false, true}.
 func randomInputs(rng *rand.Rand, g *ir.Graph) []Tensor {
 	var inputs []Tensor
 	for _, id := range g.Inputs {
 		tt := g.Tensor(id)
+		if tt.DType == ir.Bool {
+			b := make([]byte, tt.Shape.Elements())
+			for i := range b {
+				b[i] = byte(rng.IntN(2))
+			}
+			inputs = append(inputs, Tensor{Name: tt.Name, DType: tt.DType, Shape: []int64(tt.Shape), Data: b})
+			continue
+		}
 		b := make([]byte, 4*tt.Shape.Elements())
 		for i := 0; i < len(b); i += 4 {
 			binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(rng.NormFloat64())))
@@ -106,6 +115,13 @@ func TestFusedChains(t *testing.T) {
 		v := make([]float32, n)
 		for i := range v {
 			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	bools := func(n int) []byte {
+		v := make([]byte, n)
+		for i := range v {
+			v[i] = byte(rng.IntN(2))
 		}
 		return v
 	}
@@ -248,6 +264,19 @@ func TestFusedChains(t *testing.T) {
 			d := k.node("Div", nil, []ir.TensorID{y, k.constant("eight", []float32{8})}, f32, s...)
 			return k.node("Add", nil, []ir.TensorID{k.constant("mask", vals(37*45), 1, 37, 45), d}, f32, s...)
 		}, 2, nil},
+		// A causal mask through Where, its constant condition true
+		// (keep) or false (mask) by rows, either order of the values.
+		{"matmul where mask", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			d := k.node("Mul", nil, []ir.TensorID{y, k.constant("scale", []float32{0.125})}, f32, s...)
+			return k.node("Where", nil, []ir.TensorID{k.boolConst("keep", bools(37*45), 1, 37, 45), d, k.constant("neg", []float32{-1e9})}, f32, s...)
+		}, 2, nil},
+		{"matmul where fill", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Where", nil, []ir.TensorID{k.boolConst("masked", bools(45), 45), k.constant("neg", []float32{-1e9}), y}, f32, s...)
+		}, 1, nil},
+		// A condition computed at run time does not fuse.
+		{"matmul where input condition", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
+			return k.node("Where", nil, []ir.TensorID{k.input("c", ir.Bool, s...), y, k.constant("zero", []float32{0})}, f32, s...)
+		}, -1, nil},
 		// Per batch and column but not per row: no flat index fits.
 		{"matmul batch column constant", matmul, func(k *kgraph, y ir.TensorID, _ func() ir.TensorID, s []int64) ir.TensorID {
 			return k.node("Add", nil, []ir.TensorID{y, k.constant("bc", vals(2*45), 2, 1, 45)}, f32, s...)

@@ -29,6 +29,11 @@ func (k *kgraph) constant(name string, vals []float32, shape ...int64) ir.Tensor
 	return k.g.NewTensor(name, ir.Float32, ir.Shape(shape).Clone(), b)
 }
 
+// boolConst is a constant of bools (each byte 0 or 1).
+func (k *kgraph) boolConst(name string, vals []byte, shape ...int64) ir.TensorID {
+	return k.g.NewTensor(name, ir.Bool, ir.Shape(shape).Clone(), vals)
+}
+
 // node adds a node with one output of the given type and shape.
 func (k *kgraph) node(op string, attrs ir.Attrs, ins []ir.TensorID, dt ir.DType, shape ...int64) ir.TensorID {
 	idx := len(k.g.Nodes)

@@ -20,7 +20,8 @@ import (
 // a vector along the row, a vector indexed by row, or whole rows that
 // repeat over the outer dimensions, as an attention mask does over the
 // heads) and other activations of the output's full shape (a residual),
-// and its result feeds the next.
+// and its result feeds the next. A Where whose condition is a constant
+// (a causal mask) picks between two such values.
 // Every operator computes exactly what its own kernel would, element by
 // element, so fusing changes no bit of the result.
 type Epilogue struct {
@@ -67,6 +68,10 @@ type epInstr struct {
 	// clamp, for a Relu or a Clip with constant bounds, is the interval
 	// it clamps to (the GEMM kernels can apply it as they store).
 	clamp *[2]float32
+	// where is a Where of constant condition cond (non-zero: true) that
+	// picks a or b.
+	where bool
+	cond  epOperand
 }
 
 // epilogueOps are the operators an epilogue may run: elementwise, one
@@ -77,6 +82,7 @@ var epilogueOps = map[string]bool{
 	"Reciprocal": true, "Clip": true, "Softplus": true, "Elu": true, "Selu": true, "Sin": true,
 	"Cos": true, "Floor": true, "Ceil": true, "Round": true, "Sign": true,
 	"Add": true, "Sub": true, "Mul": true, "Div": true, "Max": true, "Min": true, "Pow": true,
+	"Where": true, // with a constant condition
 }
 
 // EpilogueOp reports whether an epilogue may run op (of the default
@@ -134,7 +140,32 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 			return nil, nil, fmt.Errorf("node %q (%s) changes the shape or type", n.Name, n.Op)
 		}
 		ins := make([]epOperand, 0, 2)
-		for _, id := range n.Inputs {
+		inst := epInstr{op: n.Op}
+		inputs := n.Inputs
+		if n.Op == "Where" {
+			// A constant condition (a causal mask), read as floats
+			// that are 0 where it is false.
+			if len(inputs) != 3 || inputs[0] == ir.NoTensor {
+				return nil, nil, fmt.Errorf("node %q (Where) does not have three inputs", n.Name)
+			}
+			ct := g.Tensor(inputs[0])
+			if !ct.IsConst() || ct.DType != ir.Bool {
+				return nil, nil, fmt.Errorf("node %q (Where) has a condition that is not a constant", n.Name)
+			}
+			v := make([]float32, len(ct.Data))
+			for i, b := range ct.Data {
+				if b != 0 {
+					v[i] = 1
+				}
+			}
+			c, err := constOperand(v, ct.Shape, yt.Shape, rowLen)
+			if err != nil {
+				return nil, nil, err
+			}
+			inst.cond, inst.where = c, true
+			inputs = inputs[1:]
+		}
+		for _, id := range inputs {
 			if id == ir.NoTensor {
 				continue
 			}
@@ -144,7 +175,17 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 			}
 			ins = append(ins, op)
 		}
-		inst := epInstr{op: n.Op}
+		if inst.where {
+			if len(ins) != 2 {
+				return nil, nil, fmt.Errorf("node %q (Where) does not fuse", n.Name)
+			}
+			inst.a, inst.b = ins[0], ins[1]
+			inst.dst = e.regs
+			e.regs++
+			reg[n.Outputs[0]] = inst.dst
+			e.instrs = append(e.instrs, inst)
+			continue
+		}
 		k, _, err := Build(g, n)
 		if err != nil {
 			return nil, nil, err
@@ -204,7 +245,7 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 	e.ext = len(exts)
 	e.flat = true
 	for _, in := range e.instrs {
-		for _, o := range []epOperand{in.a, in.b} {
+		for _, o := range []epOperand{in.a, in.b, in.cond} {
 			if o.kind == operandCol || o.kind == operandRow || o.kind == operandPlane {
 				e.flat = false
 			}
@@ -460,6 +501,10 @@ func (e *Epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32
 			}
 			av, as := e.fetch(&in.a, y0, regs, ext, r, j0+c0, base+c0, l)
 			switch {
+			case in.where:
+				cv, cs := e.fetch(&in.cond, y0, regs, ext, r, j0+c0, base+c0, l)
+				bv, bs := e.fetch(&in.b, y0, regs, ext, r, j0+c0, base+c0, l)
+				whereF32(d, cv, av, bv, cs, as, bs)
 			case in.unary != nil:
 				in.unary(f32bytes(d), f32bytes(av), in.ua)
 			case in.pow:
@@ -497,6 +542,18 @@ func (e *Epilogue) fetch(o *epOperand, y0, regs []float32, ext [][]byte, r, j, f
 		return o.vec[flat%len(o.vec):][:l], 1
 	}
 	return o.vec[r%len(o.vec):], 0
+}
+
+// whereF32 is d[i] = a[i·sa] where c[i·sc] is not 0, else b[i·sb] (each
+// stride 0 or 1): Where's choice, which changes no bit of the values.
+func whereF32(d, c, a, b []float32, sc, sa, sb int) {
+	for i := range d {
+		if c[i*sc] != 0 {
+			d[i] = a[i*sa]
+		} else {
+			d[i] = b[i*sb]
+		}
+	}
 }
 
 // f32bytes views a float32 slice as bytes.
