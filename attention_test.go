@@ -115,6 +115,10 @@ func TestAttention(t *testing.T) {
 		{name: "heads split", heads: 12, m: 30, n: 30, d: 16, dv: 16, scale: true, split: true, folds: 4, fuses: true},
 		{name: "heads split, padding mask", heads: 6, m: 13, n: 29, d: 7, dv: 11, split: true, maskIn: []int64{1, 1, 1, 29}, folds: 4, fuses: true},
 		{name: "heads split, queries kept", heads: 6, m: 13, n: 29, d: 7, dv: 11, split: true, splitKept: true, folds: 3, fuses: true},
+		// Scores of more than 256 KiB a head: blocks of rows.
+		{name: "long, heads split, padding mask", heads: 4, m: 300, n: 300, d: 8, dv: 5, scale: true, split: true,
+			maskIn: []int64{1, 1, 1, 300}, folds: 4, fuses: true},
+		{name: "long keys, causal mask", heads: 6, m: 40, n: 2000, d: 4, dv: 3, mask: []int64{40, 2000}, fuses: true},
 		{name: "softmax over rows", heads: 6, m: 12, n: 12, d: 8, dv: 8, axis: 2},
 		{name: "probabilities kept", heads: 6, m: 12, n: 10, d: 8, dv: 8, probsOut: true},
 		{name: "padding mask", heads: 6, m: 12, n: 10, d: 8, dv: 8, scale: true, maskIn: []int64{1, 1, 1, 10}, fuses: true},

@@ -6,10 +6,11 @@ import "github.com/berth-ml/berth/ir"
 // Q·K (the first product, with its epilogue: the scale, a constant
 // mask), the probabilities P = softmax(S) along S's rows, and O = P·V
 // (the second product), head after head on each worker. A worker keeps
-// its head's S in a buffer of its own, which stays in its cache from the
-// first product through the softmax into the packing of the second, so
-// the scores of all the heads are never written, and the three steps
-// need no barriers between them.
+// its head's S (a block of S's rows at a time, for long sequences) in a
+// buffer of its own, which stays in its cache from the first product
+// through the softmax into the packing of the second, so the scores of
+// all the heads are never written, the scratch stays bounded however
+// long the sequence, and the three steps need no barriers between them.
 //
 // Each part runs the code its own step would (the pair packing of
 // matmulKernel, its epilogue, softmaxRow), so the output has the same
@@ -30,11 +31,17 @@ type attentionKernel struct {
 	// Where each head's operands lie in the tensors the step binds: the
 	// queries, keys, values and output (see headView).
 	q, kt, v, o headView
-	// Each worker's area is per floats: the packed operands of one
-	// product (the second's B from pvB on, the first's from qk.pairB)
-	// and, from sAt on, one head's scores.
-	per, pvB, sAt int
+	// rows is how many rows of a head's scores a worker computes at a
+	// time (all of them unless they would take more than
+	// attentionBlockBytes). Each worker's area is per floats: a head's
+	// packed keys, from vAt its packed values, from aAt a block's packed
+	// queries or probabilities, from sAt the block's scores.
+	rows, per, vAt, aAt, sAt int
 }
+
+// attentionBlockBytes bounds one block of scores: a head's whole scores
+// up to 256² of them; for longer sequences, blocks of fewer rows.
+const attentionBlockBytes = 256 << 10
 
 // headView is where the matrices of an operand lie: head h's from off[h]
 // on, its rows rs and its columns cs elements apart.
@@ -127,9 +134,15 @@ func FuseAttention(st AttentionSteps, threads int) (k Kernel, bytes int64, ok bo
 		b.batch != a.batch || b.m != a.m || b.k != a.n || b.aRS != a.n || b.aCS != 1 || b.alpha != 1 {
 		return nil, 0, false
 	}
-	sAt := roundUp(max(a.pair, b.pair), alignment/4)
-	per := roundUp(sAt+a.m*a.n, alignment/4)
-	ak := &attentionKernel{qk: a, pv: b, log: s.log, qkOut: st.Out, per: per, pvB: b.pairB, sAt: sAt,
+	rows := a.m
+	if 4*a.m*a.n > attentionBlockBytes {
+		rows = max(gemmMR, attentionBlockBytes/(4*a.n)/gemmMR*gemmMR)
+	}
+	vAt := roundUp(a.bSize, alignment/4)
+	aAt := vAt + roundUp(b.bSize, alignment/4)
+	sAt := aAt + roundUp(max(packedASize(rows, a.k), packedASize(rows, a.n)), alignment/4)
+	per := roundUp(sAt+rows*a.n, alignment/4)
+	ak := &attentionKernel{qk: a, pv: b, log: s.log, qkOut: st.Out, rows: rows, per: per, vAt: vAt, aAt: aAt, sAt: sAt,
 		q:  packed(a.batch, a.m, a.k, a.aRS, a.aCS),
 		kt: packed(a.batch, a.k, a.n, a.bRS, a.bCS),
 		v:  packed(b.batch, b.k, b.n, b.bRS, b.bCS),
@@ -229,7 +242,9 @@ func (k *attentionKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo
 	}
 }
 
-// heads computes heads [lo, hi) on worker wi in its area buf.
+// heads computes heads [lo, hi) on worker wi in its area buf: for each,
+// it packs the keys and values, then takes the queries k.rows at a time
+// through the scores, the softmax and the second product.
 func (k *attentionKernel) heads(in, out [][]byte, buf []float32, lo, hi, wi int) {
 	qk, pv := k.qk, k.pv
 	q, kt := f32s(in[0]), f32s(in[1])
@@ -243,34 +258,37 @@ func (k *attentionKernel) heads(in, out [][]byte, buf []float32, lo, hi, wi int)
 		work = f32s(out[2])
 	}
 	m, n := qk.m, qk.n
-	sc := buf[k.sAt:][:m*n]
-	qa, qb := buf[:qk.aSize], buf[qk.pairB:][:qk.bSize]
-	pa, pb := buf[:pv.aSize], buf[k.pvB:][:pv.bSize]
-	mt, nt := gemmTiles(m, n, 1)
-	mt2, nt2 := gemmTiles(pv.m, pv.n, 1)
+	kp, vp, ap := buf[:qk.bSize], buf[k.vAt:][:pv.bSize], buf[k.aAt:k.sAt]
 	for h := lo; h < hi; h++ {
-		packA(qa, q[k.q.off[h]:], m, qk.k, k.q.rs, k.q.cs, qk.alpha, 0, qk.panelsA())
-		packB(qb, kt[k.kt.off[h]:], qk.k, n, k.kt.rs, k.kt.cs, 0, qk.panelsB())
-		g := gemm{m: m, n: n, k: qk.k, ldc: n, mt: mt, nt: nt, a: qa, b: qb, c: sc, lim: qk.lim}
-		g.run(0, g.tiles())
-		if qk.fuse != nil {
-			qk.fuse.inPlace(sc, n, in, work, wi, h*m, (h+1)*m, 0, n)
-		}
-		for i := 0; i < m; i++ {
-			r := sc[i*n : (i+1)*n]
-			if k.add != nil {
-				mv, ms := k.maskRow(mask, h*m+i)
-				if k.maskFirst {
-					k.add(r, mv, r, ms, 1)
-				} else {
-					k.add(r, r, mv, 1, ms)
-				}
+		packB(kp, kt[k.kt.off[h]:], qk.k, n, k.kt.rs, k.kt.cs, 0, qk.panelsB())
+		packB(vp, v[k.v.off[h]:], pv.k, pv.n, k.v.rs, k.v.cs, 0, pv.panelsB())
+		for r0 := 0; r0 < m; r0 += k.rows {
+			rows := min(k.rows, m-r0)
+			sc := buf[k.sAt:][:rows*n]
+			packA(ap, q[k.q.off[h]+r0*k.q.rs:], rows, qk.k, k.q.rs, k.q.cs, qk.alpha, 0, ceilDiv(rows, gemmMR))
+			mt, nt := gemmTiles(rows, n, 1)
+			g := gemm{m: rows, n: n, k: qk.k, ldc: n, mt: mt, nt: nt, a: ap, b: kp, c: sc, lim: qk.lim}
+			g.run(0, g.tiles())
+			r := h*m + r0 // the block's first row among all the heads' rows
+			if qk.fuse != nil {
+				qk.fuse.inPlace(sc, n, in, work, wi, r, r+rows, 0, n)
 			}
-			softmaxRow(r, r, k.log)
+			for i := range rows {
+				row := sc[i*n : (i+1)*n]
+				if k.add != nil {
+					mv, ms := k.maskRow(mask, r+i)
+					if k.maskFirst {
+						k.add(row, mv, row, ms, 1)
+					} else {
+						k.add(row, row, mv, 1, ms)
+					}
+				}
+				softmaxRow(row, row, k.log)
+			}
+			packA(ap, sc, rows, n, n, 1, 1, 0, ceilDiv(rows, gemmMR))
+			mt, nt = gemmTiles(rows, pv.n, 1)
+			g = gemm{m: rows, n: pv.n, k: n, ldc: k.o.rs, mt: mt, nt: nt, a: ap, b: vp, c: o[k.o.off[h]+r0*k.o.rs:], lim: pv.lim}
+			g.run(0, g.tiles())
 		}
-		packA(pa, sc, pv.m, pv.k, pv.aRS, pv.aCS, 1, 0, pv.panelsA())
-		packB(pb, v[k.v.off[h]:], pv.k, pv.n, k.v.rs, k.v.cs, 0, pv.panelsB())
-		g = gemm{m: pv.m, n: pv.n, k: pv.k, ldc: k.o.rs, mt: mt2, nt: nt2, a: pa, b: pb, c: o[k.o.off[h]:], lim: pv.lim}
-		g.run(0, g.tiles())
 	}
 }
