@@ -11,19 +11,19 @@ import (
 // attend finds attention's three steps, the scores (a MatMul of two
 // activations, perhaps with its scale and a constant mask as epilogue,
 // perhaps followed by an Add of a padding mask that only the softmax
-// reads), the Softmax along their rows that only they feed, and the MatMul that
-// reads the probabilities as its first operand and is their only reader,
-// and merges them into one step where cpu.FuseAttention takes them: each
-// worker computes one head at a time from its scores to its output, and
-// neither the scores nor the probabilities take bytes of the arena. The
-// Transposes that split the queries, keys and values into heads, and the
-// one that merges the output's heads back, fold into the step where it
-// alone reads their output (writes their input): it reads the heads from
-// the projections' rows, and writes the output's into rows of all the
-// heads, so that those tensors take no bytes either and are never
-// copied. It
-// runs after pairUp, before planning (index maps the graph's tensors to
-// p's, scratch holds each node's scratch bytes and is updated).
+// reads), the Softmax along their rows that only they feed, and the
+// MatMul that reads the probabilities as its first operand and is their
+// only reader, and merges them into one step where cpu.FuseAttention
+// takes them: each worker computes one head at a time from its scores to
+// its output, and neither the scores nor the probabilities take bytes of
+// the arena. The Transposes that split the queries, keys and values into
+// heads, and the one that merges the output's heads back, fold into the
+// step where it alone reads their output (writes their input): it reads
+// the heads from the projections' rows and writes the output's into the
+// rows of all the heads, so those tensors take no bytes either and are
+// never copied. It runs after pairUp, before planning (index maps the
+// graph's tensors to p's, scratch holds each node's scratch bytes and is
+// updated).
 func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 	g := e.g
 	readers := g.Consumers()
