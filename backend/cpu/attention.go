@@ -267,7 +267,7 @@ func (k *attentionKernel) heads(in, out [][]byte, buf []float32, lo, hi, wi int)
 			sc := buf[k.sAt:][:rows*n]
 			packA(ap, q[k.q.off[h]+r0*k.q.rs:], rows, qk.k, k.q.rs, k.q.cs, qk.alpha, 0, ceilDiv(rows, gemmMR))
 			mt, nt := gemmTiles(rows, n, 1)
-			g := gemm{m: rows, n: n, k: qk.k, ldc: n, mt: mt, nt: nt, a: ap, b: kp, c: sc, lim: qk.lim}
+			g := gemm{m: rows, n: n, k: qk.k, ldc: n, mt: mt, nt: nt, kc: qk.depth(), a: ap, b: kp, c: sc, lim: qk.lim}
 			g.run(0, g.tiles())
 			r := h*m + r0 // the block's first row among all the heads' rows
 			if qk.fuse != nil {
@@ -287,7 +287,7 @@ func (k *attentionKernel) heads(in, out [][]byte, buf []float32, lo, hi, wi int)
 			}
 			packA(ap, sc, rows, n, n, 1, 1, 0, ceilDiv(rows, gemmMR))
 			mt, nt = gemmTiles(rows, pv.n, 1)
-			g = gemm{m: rows, n: pv.n, k: n, ldc: k.o.rs, mt: mt, nt: nt, a: ap, b: vp, c: o[k.o.off[h]+r0*k.o.rs:], lim: pv.lim}
+			g = gemm{m: rows, n: pv.n, k: n, ldc: k.o.rs, mt: mt, nt: nt, kc: pv.depth(), a: ap, b: vp, c: o[k.o.off[h]+r0*k.o.rs:], lim: pv.lim}
 			g.run(0, g.tiles())
 		}
 	}

@@ -594,7 +594,7 @@ func packedProduct(size, th int, w *Workers) func() {
 	packA(pa, randF32(m*k), m, k, k, 1, 1, 0, ceilDiv(m, gemmMR))
 	packB(pb, randF32(k*n), k, n, n, 1, 0, ceilDiv(n, gemmNR))
 	mt, nt := gemmTiles(m, n, th)
-	g := &gemm{m: m, n: n, k: k, a: pa, b: pb, c: make([]float32, m*n), ldc: n, mt: mt, nt: nt}
+	g := &gemm{m: m, n: n, k: k, a: pa, b: pb, c: make([]float32, m*n), ldc: n, mt: mt, nt: nt, kc: productDepth(m, n, k)}
 	return func() { w.forArgs(g.tiles(), th, gemmRanger{g}, args{}, nil, nil, nil) }
 }
 
@@ -644,5 +644,25 @@ func BenchmarkSGEMMRun(b *testing.B) {
 			}
 			reportFlops(b, 2*size*size*size*float64(b.N), cpu0)
 		})
+	}
+}
+
+// TestProductDepth checks which products take deep k slices and that the
+// slices stay equal.
+func TestProductDepth(t *testing.T) {
+	for _, c := range []struct{ m, n, k, want int }{
+		{1024, 1024, 1024, 1024},
+		{1024, 1024, 1100, 550},
+		{1024, 1024, 3072, 1024},
+		{512, 2048, 3000, 1000},
+		{1024, 1023, 2048, 256}, // C just short of 2²⁰ elements
+		{511, 4096, 1024, 256},  // too few rows
+		{128, 768, 3072, 256},   // BERT-base's fc2
+		{4096, 4096, 300, 300},
+		{1024, 1024, 0, 0},
+	} {
+		if got := productDepth(c.m, c.n, c.k); got != c.want {
+			t.Errorf("productDepth(%d, %d, %d) = %d, want %d", c.m, c.n, c.k, got, c.want)
+		}
 	}
 }

@@ -89,6 +89,9 @@ const (
 func (k *matmulKernel) panelsA() int { return ceilDiv(k.m, gemmMR) }
 func (k *matmulKernel) panelsB() int { return ceilDiv(k.n, gemmNR) }
 
+// depth is the depth of the product's k slices (productDepth).
+func (k *matmulKernel) depth() int { return productDepth(k.m, k.n, k.k) }
+
 // packItems is the number of panels to pack per run.
 func (k *matmulKernel) packItems() (na, nb int) {
 	if k.aPre == nil {
@@ -200,7 +203,7 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 		}
 		return
 	}
-	g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: int(a[1]), nt: int(a[2]), lim: k.lim}
+	g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: int(a[1]), nt: int(a[2]), kc: k.depth(), lim: k.lim}
 	g.rowBias, g.colBias = k.biases(in)
 	g.acc = k.prefill != nil
 	y := f32s(out[0])
@@ -238,7 +241,7 @@ func (k *matmulKernel) pairs(in, out [][]byte, buf []float32, lo, hi, wi int) {
 	for b := lo; b < hi; b++ {
 		packA(ap, x[b*k.m*k.k:], k.m, k.k, k.aRS, k.aCS, k.alpha, 0, k.panelsA())
 		packB(bp, w[b*k.k*k.n:], k.k, k.n, k.bRS, k.bCS, 0, k.panelsB())
-		g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: mt, nt: nt, a: ap, b: bp, c: y[b*k.m*k.n:], lim: k.lim}
+		g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: mt, nt: nt, kc: k.depth(), a: ap, b: bp, c: y[b*k.m*k.n:], lim: k.lim}
 		g.run(0, g.tiles())
 		if k.fuse != nil {
 			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), wi, b*k.m, (b+1)*k.m, 0, k.n)
@@ -266,7 +269,7 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 	pm, pn := k.panelsA(), k.panelsB()
 	blocks := roundUp(ceilDiv(pn, gemmNT), p)
 	bands := ceilDiv(pm, gemmMT)
-	kc := sliceDepth(k.k)
+	kc := k.depth()
 	bb, ab := buf[:k.blockA], buf[k.blockA:]
 	g := gemm{ldc: k.n, lim: k.lim, aSliced: true, bSliced: true, acc: k.prefill != nil}
 	rb, cb := k.biases(in)
@@ -325,7 +328,7 @@ func (k *matmulKernel) bandsPay(threads int) bool {
 	if bandsAlways {
 		return true
 	}
-	kc := sliceDepth(k.k)
+	kc := k.depth()
 	band := roundUp(min(k.panelsA(), gemmMT)*gemmMR*kc, alignment/4)
 	return k.batch*k.m*k.n <= bandC && k.nA*packedASize(k.m, k.k) >= 2*max(threads, 1)*band
 }
@@ -400,7 +403,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 	if !a.IsConst() && b.IsConst() && k.k > 0 && k.m > 0 && k.n > 0 && k.bandsPay(threads) {
 		// Bands: one A slice of the tallest band per worker, each area
 		// on its own cache line.
-		k.kc = sliceDepth(k.k)
+		k.kc = k.depth()
 		k.bPre = make([]float32, k.nB*k.bSize)
 		src, pn := constSrc(b), k.panelsB()
 		for mat := 0; mat < k.nB; mat++ {
@@ -418,7 +421,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 		return int64(max(threads, 1)*k.per) * 4
 	}
 	if !a.IsConst() && !b.IsConst() && k.blocksPay(threads) {
-		kc := sliceDepth(k.k)
+		kc := k.depth()
 		k.blockA = roundUp(min(k.panelsB(), gemmNT)*gemmNR*kc, alignment/4)
 		k.block = k.blockA + roundUp(gemmMT*gemmMR*kc, alignment/4)
 		return int64(max(threads, 1)*k.block) * 4

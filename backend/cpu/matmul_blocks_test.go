@@ -20,7 +20,7 @@ func wholeOf(k *matmulKernel) (*matmulKernel, int64) {
 // packing both operands whole gives, on 1 to 3 threads, built for as many
 // or others; that its scratch is one block and band slice per worker;
 // and which products take it. The shapes have ragged panels, k slices
-// (513 deep: three of 171), bands of A panels (600 rows: three), blocks
+// (513 deep: three of 171; 1100 deep in a large product: two of 550), bands of A panels (600 rows: three), blocks
 // of columns narrower than gemmNT panels, Gemm's transposes, alpha, row
 // and column biases and a run-time C.
 func TestMatMulColumnBlocks(t *testing.T) {
@@ -37,6 +37,8 @@ func TestMatMulColumnBlocks(t *testing.T) {
 		{a: []int64{300, 70}, b: []int64{70, 100}, blocks: true},
 		{a: []int64{600, 513}, b: []int64{513, 300}, blocks: true},
 		{a: []int64{289, 64}, b: []int64{64, 1030}, blocks: true},
+		// Large enough for deep slices (productDepth: two of 550).
+		{a: []int64{1030, 1100}, b: []int64{1100, 1040}, blocks: true},
 		{a: []int64{513, 300}, b: []int64{200, 513}, gemm: &gemmOpts{transA: true, transB: true, alpha: 0.7, beta: 1, c: []int64{200}}, blocks: true},
 		{a: []int64{300, 513}, b: []int64{513, 90}, gemm: &gemmOpts{alpha: -1.5, beta: 0.5, c: []int64{300, 1}}, blocks: true},
 		{a: []int64{300, 130}, b: []int64{130, 100}, gemm: &gemmOpts{alpha: 1, beta: 2, c: []int64{300, 100}}, blocks: true},
