@@ -17,9 +17,11 @@
 // MatMul, Gemm, Conv and ConvTranspose share one single-precision GEMM:
 // operands are packed into panels of 6 rows and 16 columns (constant weights
 // once, at build time), C is cut into tiles that the workers share, and
-// micro-kernels in assembly accumulate over slices of k: 12×32 tiles in zmm
-// registers where the CPU has AVX-512 (6×32, 8×32 and 12×16 at the edges),
-// 6×16 in ymm with AVX2 and FMA, a pure-Go 6×16 kernel elsewhere (gemm*.go).
+// micro-kernels in assembly accumulate over slices of k (256 steps deep, up
+// to 1024 for products of 512 rows and 2²⁰ elements or more): 12×32 tiles in
+// zmm registers where the CPU has AVX-512 (6×32, 8×32 and 12×16 at the
+// edges), 6×16 in ymm with AVX2 and FMA, a pure-Go 6×16 kernel elsewhere
+// (gemm*.go).
 // The kernels can add a residual and clamp (Relu, Clip) as they store the
 // last k slice. A convolution packs im2col in blocks of at most 256×256 into
 // each worker's own scratch area, from a zero-padded copy of the rows it
