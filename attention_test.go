@@ -20,6 +20,7 @@ type attentionCase struct {
 	mask               []int64 // a constant added to the scores (its shape), or nil
 	maskIn             []int64 // an input added to the scores (its shape), or nil
 	maskFirst          bool    // the input is the Add's first operand
+	causal             bool    // a causal mask through Where (masked_fill)
 	split              bool    // the heads are split from rows of all heads by Transposes, and merged back
 	splitKept          bool    // the split queries are a graph output too
 	folds              int     // Transposes folded into the merged step
@@ -66,6 +67,18 @@ func (c attentionCase) graph(rng *rand.Rand) *ir.Graph {
 		}
 		y = k.node("Add", nil, []ir.TensorID{y, k.constant("mask", vals, c.mask...)}, f32, s...)
 	}
+	if c.causal {
+		keep := make([]byte, c.m*c.n)
+		for i := range c.m {
+			for j := range c.n {
+				if j <= i {
+					keep[i*c.n+j] = 1
+				}
+			}
+		}
+		cond := k.boolConst("keep", keep, 1, 1, c.m, c.n)
+		y = k.node("Where", nil, []ir.TensorID{cond, y, k.constant("neg", []float32{-1e9})}, f32, s...)
+	}
 	if c.maskIn != nil {
 		ins := []ir.TensorID{y, k.input("mask", f32, c.maskIn...)}
 		if c.maskFirst {
@@ -110,6 +123,7 @@ func TestAttention(t *testing.T) {
 		{name: "bert", heads: 12, m: 128, n: 128, d: 64, dv: 64, scale: true, fuses: true},
 		{name: "causal mask", heads: 6, m: 37, n: 45, d: 20, dv: 19, scale: true, mask: []int64{1, 1, 37, 45}, fuses: true},
 		{name: "mask of rows", heads: 6, m: 50, n: 7, d: 33, dv: 40, mask: []int64{50, 7}, fuses: true},
+		{name: "causal mask through Where", heads: 8, m: 33, n: 33, d: 16, dv: 16, scale: true, causal: true, split: true, folds: 4, fuses: true},
 		{name: "mask per head", heads: 4, m: 9, n: 21, d: 16, dv: 5, mask: []int64{4, 9, 21}, fuses: true},
 		{name: "log softmax", heads: 7, m: 13, n: 5, d: 3, dv: 17, log: true, fuses: true},
 		{name: "heads split", heads: 12, m: 30, n: 30, d: 16, dv: 16, scale: true, split: true, folds: 4, fuses: true},
