@@ -4,8 +4,9 @@ import "github.com/berth-ml/berth/ir"
 
 // attentionKernel is a head's attention as one step: the scores S =
 // Q·K (the first product, with its epilogue: the scale, a constant
-// mask), the probabilities P = softmax(S) along S's rows, and O = P·V
-// (the second product), head after head on each worker. A worker keeps
+// mask; then perhaps a padding mask's Add), the probabilities P =
+// softmax(S) along S's rows, and O = P·V (the second product), head
+// after head on each worker. A worker keeps
 // its head's S (a block of S's rows at a time, for long sequences) in a
 // buffer of its own, which stays in its cache from the first product
 // through the softmax into the packing of the second, so the scores of
@@ -13,8 +14,8 @@ import "github.com/berth-ml/berth/ir"
 // long the sequence, and the three steps need no barriers between them.
 //
 // Each part runs the code its own step would (the pair packing of
-// matmulKernel, its epilogue, softmaxRow), so the output has the same
-// bits as the three steps give.
+// matmulKernel, its epilogue, the Add's loop, softmaxRow), so the output
+// has the same bits as the steps give.
 type attentionKernel struct {
 	qk, pv *matmulKernel
 	log    bool // LogSoftmax
