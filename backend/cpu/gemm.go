@@ -281,11 +281,14 @@ const (
 // rows, whose weights stream from memory, ran 3–4 % slower: small
 // products keep gemmKC.
 func productDepth(m, n, k int) int {
-	if m >= deepRows && m*n >= deepElems {
+	if deepProduct(m, n) {
 		return ceilDiv(k, max(ceilDiv(k, gemmKCDeep), 1))
 	}
 	return sliceDepth(k)
 }
+
+// deepProduct reports whether an m×n C is large enough for deep slices.
+func deepProduct(m, n int) bool { return m >= deepRows && m*n >= deepElems }
 
 // run computes tiles [lo, hi) (see tilePanels).
 func (g *gemm) run(lo, hi int) {

@@ -70,6 +70,7 @@ func TestMatMulBands(t *testing.T) {
 	}{
 		{a: []int64{128, 768}, b: []int64{768, 768}},
 		{a: []int64{128, 3072}, b: []int64{3072, 768}},
+		{a: []int64{1030, 1100}, b: []int64{1100, 1040}}, // two deep slices of 550
 		{a: []int64{70, 300}, b: []int64{300, 45}},
 		{a: []int64{200, 700}, b: []int64{700, 100}},
 		{a: []int64{301, 513}, b: []int64{513, 33}},
@@ -136,7 +137,7 @@ func TestMatMulBands(t *testing.T) {
 			eachBuild(t, tg.g, n, func(t *testing.T, built int, k Kernel, scratch int64) {
 				ref, refScratch := wholePacked(t, k, tg.g.Tensor(bi))
 				mk := k.(*matmulKernel)
-				if max := int64(built) * int64(roundUp(gemmMT*gemmMR*gemmKC, alignment/4)) * 4; scratch > max {
+				if max := int64(built) * int64(roundUp(gemmMT*gemmMR*mk.kc, alignment/4)) * 4; scratch > max {
 					t.Errorf("built for %d threads: scratch %d bytes, want at most %d", built, scratch, max)
 				}
 				want := runKernel(ref, 1, refScratch, feeds, outBytes)[0]
@@ -376,6 +377,10 @@ func TestBandsPay(t *testing.T) {
 		{128, 768, 768, false},   // attention projections
 		{128, 768, 50257, false}, // a language-model head: C too large
 		{1024, 4096, 512, false}, // C too large
+		{1024, 1024, 1024, true}, // deep slices: C swept once
+		{1024, 3072, 1024, true}, // three deep slices
+		{1024, 3072, 768, false}, // C too large, slices not deep
+		{512, 1024, 1024, false}, // C too large, slices not deep
 		{64, 4096, 256, true},
 	}
 	for _, c := range cases {
