@@ -11,7 +11,8 @@ import (
 // merged is a step that also runs the steps after it that read its
 // result: a pointwise convolution with the depthwise convolution reading
 // its output (cpu.FusePair, pairUp), or attention's two products and the
-// softmax between them (cpu.FuseAttention, attend). The steps in more are
+// padding mask's Add and softmax between them (cpu.FuseAttention,
+// attend). The steps in more are
 // absorbed; the merged step binds its own node's inputs and outputs, then
 // each absorbed node's, in order, and runs kernel on them.
 type merged struct {
