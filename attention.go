@@ -38,6 +38,10 @@ func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 	free := func(i int) bool {
 		return !e.absorbed[i] && e.prologues[i] == nil && e.merged[i] == nil && len(g.Nodes[i].Outputs) == 1
 	}
+	// transpose reports whether node t is a Transpose the step may fold.
+	transpose := func(t int) bool {
+		return t >= 0 && free(t) && e.fusions[t] == nil && g.Nodes[t].Op == "Transpose" && g.Nodes[t].DefaultDomain()
+	}
 	for s := range g.Nodes {
 		if !free(s) || g.Nodes[s].Op != "MatMul" {
 			continue
@@ -87,8 +91,7 @@ func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 			reader int
 		}{{&st.Q, g.Nodes[s].Inputs[0], s}, {&st.K, g.Nodes[s].Inputs[1], s}, {&st.V, g.Nodes[pv].Inputs[1], pv}} {
 			t := g.Tensor(op.id).Producer
-			if t < 0 || !free(t) || e.fusions[t] != nil || g.Nodes[t].Op != "Transpose" || !g.Nodes[t].DefaultDomain() ||
-				only(op.id) != op.reader || g.Tensor(g.Nodes[t].Inputs[0]).IsConst() {
+			if !transpose(t) || only(op.id) != op.reader || g.Tensor(g.Nodes[t].Inputs[0]).IsConst() {
 				continue
 			}
 			if v, _, ok := transposeViews(g, t); ok {
@@ -97,7 +100,7 @@ func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 			}
 		}
 		out := g.Nodes[pv].Outputs[0]
-		if t := only(out); t >= 0 && free(t) && e.fusions[t] == nil && g.Nodes[t].Op == "Transpose" && g.Nodes[t].DefaultDomain() {
+		if t := only(out); transpose(t) {
 			if _, v, ok := transposeViews(g, t); ok && v.Strides[len(v.Strides)-1] == 1 {
 				st.O = v
 				folds = append(folds, fold{node: t, id: out, to: g.Nodes[t].Outputs[0], out: true})
@@ -178,7 +181,7 @@ func transposeViews(g *ir.Graph, t int) (out, in *cpu.View, ok bool) {
 	if len(perm) != r || ys.Rank() != r {
 		return nil, nil, false
 	}
-	xst, yst := rowStrides(xs), rowStrides(ys)
+	xst, yst := xs.Strides(), ys.Strides()
 	out = &cpu.View{Shape: ys, Strides: make([]int, r)}
 	in = &cpu.View{Shape: xs, Strides: make([]int, r)}
 	for i, d := range perm {
@@ -186,18 +189,7 @@ func transposeViews(g *ir.Graph, t int) (out, in *cpu.View, ok bool) {
 			return nil, nil, false
 		}
 		// The output's dimension i is the input's d.
-		out.Strides[i], in.Strides[d] = xst[d], yst[i]
+		out.Strides[i], in.Strides[d] = int(xst[d]), int(yst[i])
 	}
 	return out, in, true
-}
-
-// rowStrides is the element strides of a row-major tensor of shape s.
-func rowStrides(s ir.Shape) []int {
-	st := make([]int, s.Rank())
-	n := 1
-	for i := s.Rank() - 1; i >= 0; i-- {
-		st[i] = n
-		n *= int(s[i])
-	}
-	return st
 }

@@ -80,15 +80,26 @@ func (v *View) heads(batch, rows, cols int) (hv headView, ok bool) {
 		int(v.Shape.Elements()) != batch*rows*cols {
 		return headView{}, false
 	}
+	dims := make([]int, r-2)
+	for i := range dims {
+		dims[i] = int(v.Shape[i])
+	}
 	hv = headView{off: make([]int, batch), rs: v.Strides[r-2], cs: v.Strides[r-1]}
 	for h := range hv.off {
-		rest := h
-		for i := r - 3; i >= 0; i-- {
-			hv.off[h] += rest % int(v.Shape[i]) * v.Strides[i]
-			rest /= int(v.Shape[i])
-		}
+		hv.off[h] = offsetOf(h, dims, v.Strides)
 	}
 	return hv, true
+}
+
+// offsetOf is where element i of a row-major array of shape dims lies in
+// a tensor whose neighbours along dimension d are strides[d] apart.
+func offsetOf(i int, dims, strides []int) int {
+	off := 0
+	for d := len(dims) - 1; d >= 0 && i > 0; d-- {
+		off += i % dims[d] * strides[d]
+		i /= dims[d]
+	}
+	return off
 }
 
 // AttentionSteps are the steps FuseAttention merges, in the order their
@@ -215,12 +226,7 @@ func (k *attentionKernel) maskStrides(ms, ss ir.Shape) bool {
 // rows one after the other) and their stride (0: one value).
 func (k *attentionKernel) maskRow(mask []float32, row int) ([]float32, int) {
 	r := len(k.maskDims)
-	off := 0
-	for i := r - 2; i >= 0 && row > 0; i-- {
-		off += row % k.maskDims[i] * k.maskStr[i]
-		row /= k.maskDims[i]
-	}
-	return mask[off:], k.maskStr[r-1]
+	return mask[offsetOf(row, k.maskDims[:r-1], k.maskStr):], k.maskStr[r-1]
 }
 
 func (k *attentionKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {

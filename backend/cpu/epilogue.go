@@ -175,39 +175,13 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 			}
 			ins = append(ins, op)
 		}
-		if inst.where {
-			if len(ins) != 2 {
-				return nil, nil, fmt.Errorf("node %q (Where) does not fuse", n.Name)
+		var uk *unaryKernel
+		unary := false
+		if !inst.where {
+			var err error
+			if uk, unary, err = unaryOf(g, n, ins); err != nil {
+				return nil, nil, err
 			}
-			inst.a, inst.b = ins[0], ins[1]
-			inst.dst = e.regs
-			e.regs++
-			reg[n.Outputs[0]] = inst.dst
-			e.instrs = append(e.instrs, inst)
-			continue
-		}
-		k, _, err := Build(g, n)
-		if err != nil {
-			return nil, nil, err
-		}
-		uk, unary := k.(*unaryKernel)
-		if ck, ok := k.(*clipKernel); ok {
-			// Clip with constant bounds: its loop with the bounds read now.
-			uk, unary = &unaryKernel{fn: ck.fn, isize: ck.isize, osize: ck.osize, a: ck.a}, true
-			for i := 1; i <= 2; i++ {
-				if id := n.Input(i); id != ir.NoTensor {
-					t := g.Tensor(id)
-					if !t.IsConst() || t.DType != ir.Float32 {
-						unary = false
-						break
-					}
-					setFarg(&uk.a, i-1, float64(f32At(t.Data, 0)))
-				}
-			}
-		}
-		unary = unary && uk.isize == 4 && uk.osize == 4 && ins[0].kind == operandReg
-		for _, o := range ins[1:] {
-			unary = unary && o.kind != operandReg && o.kind != operandExt
 		}
 		switch {
 		case unary:
@@ -224,6 +198,8 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 			}
 		case len(ins) != 2:
 			return nil, nil, fmt.Errorf("node %q (%s) does not fuse", n.Name, n.Op)
+		case inst.where:
+			inst.a, inst.b = ins[0], ins[1]
 		case n.Op == "Add" || n.Op == "Sub" || n.Op == "Mul" || n.Op == "Div" || n.Op == "Max" || n.Op == "Min":
 			inst.bin = arithF32(n.Op)
 			inst.a, inst.b = ins[0], ins[1]
@@ -252,6 +228,37 @@ func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*E
 		}
 	}
 	return e, exts, nil
+}
+
+// unaryOf is the loop of node n's own kernel where n is a one-input
+// operator of float32 (Clip with constant bounds read now) applied to
+// the chain value ins[0], its other inputs ins[1:] constants; unary is
+// false otherwise.
+func unaryOf(g *ir.Graph, n *ir.Node, ins []epOperand) (uk *unaryKernel, unary bool, err error) {
+	k, _, err := Build(g, n)
+	if err != nil {
+		return nil, false, err
+	}
+	uk, unary = k.(*unaryKernel)
+	if ck, ok := k.(*clipKernel); ok {
+		// Clip with constant bounds: its loop with the bounds read now.
+		uk, unary = &unaryKernel{fn: ck.fn, isize: ck.isize, osize: ck.osize, a: ck.a}, true
+		for i := 1; i <= 2; i++ {
+			if id := n.Input(i); id != ir.NoTensor {
+				t := g.Tensor(id)
+				if !t.IsConst() || t.DType != ir.Float32 {
+					unary = false
+					break
+				}
+				setFarg(&uk.a, i-1, float64(f32At(t.Data, 0)))
+			}
+		}
+	}
+	unary = unary && uk.isize == 4 && uk.osize == 4 && ins[0].kind == operandReg
+	for _, o := range ins[1:] {
+		unary = unary && o.kind != operandReg && o.kind != operandExt
+	}
+	return uk, unary, nil
 }
 
 // fuseSilu turns each Sigmoid(x) followed by Mul(x, it) (either order),
