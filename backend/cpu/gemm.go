@@ -425,6 +425,13 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 	if (p1-p0)%2 == 1 && p1-p0 >= 3 && g.m-(p1-1)*gemmMR == 1 {
 		pairs = p1 - 1
 	}
+	// shares is how many parts the next pair of B panels is hinted in:
+	// one a call for the A panels, where a thirteenth row rides with
+	// the pair before it one fewer than the pairs of panels.
+	shares := ceilDiv(p1-p0, 2)
+	if pairs < p1 {
+		shares = (pairs - p0) / 2
+	}
 	q := q0
 	for ; q+1 < q1; q += 2 {
 		j0 := q * gemmNR
@@ -443,7 +450,7 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		per := 0
 		if q+3 < q1 && q+2 >= raw {
 			next0, next1 = &g.bPanel(q+2, k0, kb)[0], &g.bPanel(q+3, k0, kb)[0]
-			per = ceilDiv(kb, ceilDiv(p1-p0, 2))
+			per = ceilDiv(kb, shares)
 		}
 		// part is the part of the next pair that goes with the
 		// micro-tile of A panel p: n lines from pf0 and from pf1.
@@ -461,7 +468,7 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		rawNext := q+3 < raw && q+3 < q1
 		rowsPer, rowsHint := 0, 1
 		if rawNext {
-			rowsPer = ceilDiv(kb, ceilDiv(p1-p0, 2))
+			rowsPer = ceilDiv(kb, shares)
 			if g.ldb%16 == 0 && uintptr(unsafe.Pointer(&g.bRaw[k0*g.ldb+j0+nr2]))%64 == 0 {
 				rowsHint = 2
 			}
