@@ -34,3 +34,30 @@ func TestHostBufferRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestHostBufferHugePages(t *testing.T) {
+	for _, size := range []int64{HugePageBytes - 1, HugePageBytes, 3*HugePageBytes + 100} {
+		h, err := NewHostBuffer(size, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := h.Bytes()
+		if int64(len(b)) != size || int64(cap(b)) != size {
+			t.Fatalf("len %d cap %d, want %d", len(b), cap(b), size)
+		}
+		for i := range b {
+			if b[i] != 0 {
+				t.Fatalf("byte %d of %d is %d, not zero", i, size, b[i])
+			}
+			b[i] = byte(i)
+		}
+		addr := uintptr(unsafe.Pointer(&b[0]))
+		huge := size >= HugePageBytes && hugePagesOffered()
+		if got := addr%HugePageBytes == 0; huge && !got {
+			t.Errorf("buffer of %d bytes at %#x not on a huge page boundary", size, addr)
+		}
+		if huge {
+			checkHugeAdvice(t, addr, size)
+		}
+	}
+}

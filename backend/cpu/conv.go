@@ -286,7 +286,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		return k, 0, nil
 	}
 	if (k.vecFits() || k.tFits()) && wt.IsConst() {
-		k.wT = make([]float32, packedBSize(k.kdim, k.m))
+		k.wT = weightFloats(packedBSize(k.kdim, k.m))
 		constSrc(wt).packB(k.wT, 0, k.kdim, k.m, 1, k.kdim)
 		if !k.vecFits() {
 			k.tPath = true
@@ -340,7 +340,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	}
 	floats := 0
 	if wt.IsConst() {
-		k.wPre = make([]float32, k.g*k.aSize)
+		k.wPre = weightFloats(k.g * k.aSize)
 		k.packWeights(k.wPre, constSrc(wt))
 	} else {
 		floats = roundUp(k.g*k.aSize, alignment/4)

@@ -342,7 +342,7 @@ func reuse(a, b []float32, n int) []float32 {
 	case cap(b) >= n:
 		return b[:n]
 	}
-	return make([]float32, n)
+	return weightFloats(n)
 }
 
 // blockedWeights lays the [m, c] weights (little-endian float32 bytes, at

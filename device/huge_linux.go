@@ -1,0 +1,49 @@
+package device
+
+import (
+	"bytes"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// backWithHugePages asks the kernel to back the size bytes at raw[skip:],
+// which start on a huge page boundary, with huge pages: MADV_HUGEPAGE so
+// that pages touched later fault in whole, then MADV_COLLAPSE (Linux 6.1
+// on) for any the allocator had already touched (it zeroes reused
+// memory). Only whole huge pages are advised, so the buffer's tail keeps
+// small pages and no huge page holds bytes outside it. The slack of raw
+// before and after the buffer, whole small pages of it, is given back
+// with MADV_DONTNEED (the allocator may have touched it; nothing reads
+// it). Every call is advice: where one fails the buffer keeps the pages
+// it has.
+func backWithHugePages(raw []byte, skip, size int64) {
+	if whole := size / HugePageBytes * HugePageBytes; whole > 0 {
+		b := raw[skip : skip+whole]
+		if unix.Madvise(b, unix.MADV_HUGEPAGE) == nil {
+			_ = unix.Madvise(b, unix.MADV_COLLAPSE)
+		}
+	}
+	page := int64(unix.Getpagesize())
+	base := int64(uintptr(unsafe.Pointer(&raw[0])))
+	giveBack := func(lo, hi int64) { // offsets in raw
+		lo = (base+lo+page-1)/page*page - base
+		hi = (base+hi)/page*page - base
+		if lo < hi {
+			_ = unix.Madvise(raw[lo:hi], unix.MADV_DONTNEED)
+		}
+	}
+	giveBack(0, skip)
+	giveBack(skip+size, int64(len(raw)))
+}
+
+// hugePagesOffered reports whether the kernel backs advised memory with
+// huge pages of HugePageBytes: transparent huge pages not set to
+// "never", on 4 KiB base pages (with larger ones the huge pages are
+// larger too).
+var hugePagesOffered = sync.OnceValue(func() bool {
+	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	return err == nil && !bytes.Contains(mode, []byte("[never]")) && unix.Getpagesize() == 4096
+})
