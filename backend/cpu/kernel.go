@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 )
@@ -410,8 +411,13 @@ func view[T any](b []byte) []T {
 func f32s(b []byte) []float32 { return view[float32](b) }
 
 // alignedBytes returns n zero bytes starting at a multiple of alignment; the
-// result is never nil, so a zero-sized constant still counts as known.
+// result is never nil, so a zero-sized constant still counts as known. It
+// is a device.NewHostBuffer, as a session's arena is: huge pages back
+// the whole 2 MiB of a large one where the system offers them.
 func alignedBytes(n int64) []byte {
+	if h, err := device.NewHostBuffer(n, alignment); err == nil {
+		return h.Bytes()
+	}
 	b := make([]byte, n+alignment)
 	off := int((alignment - uintptr(unsafe.Pointer(unsafe.SliceData(b)))%alignment) % alignment)
 	return b[off : off+int(n) : off+int(n)]
