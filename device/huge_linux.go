@@ -10,20 +10,20 @@ import (
 )
 
 // backWithHugePages asks the kernel to back the size bytes at raw[skip:],
-// which start on a huge page boundary, with huge pages: MADV_HUGEPAGE so
-// that pages touched later fault in whole, then MADV_COLLAPSE (Linux 6.1
-// on) for any the allocator had already touched (it zeroes reused
-// memory). Only whole huge pages are advised, so the buffer's tail keeps
-// small pages and no huge page holds bytes outside it. The slack of raw
-// before and after the buffer, whole small pages of it, is given back
-// with MADV_DONTNEED (the allocator may have touched it; nothing reads
-// it). Every call is advice: where one fails the buffer keeps the pages
-// it has.
+// which start on a huge page boundary, with huge pages: MADV_HUGEPAGE,
+// then MADV_DONTNEED to drop any small pages the allocator already
+// touched (it zeroes reused memory), so that every page faults in whole
+// when first written and reads as zero until then. Only whole huge pages
+// are advised, so the buffer's tail keeps small pages and no huge page
+// holds bytes outside it. The slack of raw before and after the buffer,
+// whole small pages of it, is given back with MADV_DONTNEED too (nothing
+// reads it). Every call is advice: where one fails the buffer keeps the
+// pages it has, still zero.
 func backWithHugePages(raw []byte, skip, size int64) {
 	if whole := size / HugePageBytes * HugePageBytes; whole > 0 {
 		b := raw[skip : skip+whole]
 		if unix.Madvise(b, unix.MADV_HUGEPAGE) == nil {
-			_ = unix.Madvise(b, unix.MADV_COLLAPSE)
+			_ = unix.Madvise(b, unix.MADV_DONTNEED)
 		}
 	}
 	page := int64(unix.Getpagesize())
