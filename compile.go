@@ -157,7 +157,9 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	}
 	scratch := make([]int64, len(g.Nodes))
 	e.kernels = make([]cpu.Kernel, len(g.Nodes))
-	bopts := cpu.BuildOptions{Threads: e.threads}
+	// One store for the kernels' packed weights: the small ones lie together
+	// in huge pages.
+	bopts := cpu.BuildOptions{Threads: e.threads, Weights: new(cpu.WeightStore)}
 	if m.src != nil {
 		bopts.Release, bopts.Read = m.src.Release, m.src.ReadInto
 	}

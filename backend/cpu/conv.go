@@ -71,6 +71,9 @@ type convKernel struct {
 	// the images (runVec) or the positions (runT) as the rows of A and
 	// the output channels along the vectors. nil otherwise.
 	wT []float32
+	// weights is where the build puts the weights it packs or lays out
+	// (BuildOptions.Weights; nil: allocations of their own).
+	weights *WeightStore
 	// tPath marks the small-plane product (runT); its scratch holds the
 	// packed positions (tOff floats) and then the transposed output.
 	tPath bool
@@ -210,7 +213,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		return nil, 0, c.errorf("weight %v and output %v must have rank %d", wt.Shape, y.Shape, r+2)
 	}
 	at := c.attrs()
-	k := &convKernel{nb: int(x.Shape[0]), c: int(x.Shape[1]), m: int(wt.Shape[0]), g: int(at.Int("group", 1))}
+	k := &convKernel{nb: int(x.Shape[0]), c: int(x.Shape[1]), m: int(wt.Shape[0]), g: int(at.Int("group", 1)), weights: c.weights}
 	if k.g <= 0 || k.c%k.g != 0 || k.m%k.g != 0 {
 		return nil, 0, c.errorf("group %d does not divide %d input and %d output channels", k.g, k.c, k.m)
 	}
@@ -286,7 +289,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		return k, 0, nil
 	}
 	if (k.vecFits() || k.tFits()) && wt.IsConst() {
-		k.wT = weightFloats(packedBSize(k.kdim, k.m))
+		k.wT = k.weights.floats(packedBSize(k.kdim, k.m))
 		constSrc(wt).packB(k.wT, 0, k.kdim, k.m, 1, k.kdim)
 		if !k.vecFits() {
 			k.tPath = true
@@ -340,7 +343,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	}
 	floats := 0
 	if wt.IsConst() {
-		k.wPre = weightFloats(k.g * k.aSize)
+		k.wPre = k.weights.floats(k.g * k.aSize)
 		k.packWeights(k.wPre, constSrc(wt))
 	} else {
 		floats = roundUp(k.g*k.aSize, alignment/4)

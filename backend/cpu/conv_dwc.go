@@ -87,7 +87,7 @@ func (k *convKernel) dwcTables() {
 func (k *convKernel) dwcWeights(w f32src, b *ir.Tensor) {
 	const L = dwcLanes
 	per := (k.kvol + 1) * L
-	k.dwcW = make([]float32, ceilDiv(k.m, L)*per)
+	k.dwcW = k.weights.floats(ceilDiv(k.m, L) * per)
 	var bs f32src
 	if b != nil {
 		bs = constSrc(b)

@@ -56,7 +56,7 @@ func (k *convKernel) gatherFits(scratch int64) bool {
 // weights w, laid out in the memory of the packed ones.
 func (k *convKernel) blockGather(w []byte) *blockedGather {
 	steps := k.c * k.kvol
-	wT := reuse(k.wPre, nil, k.m*steps)
+	wT := k.reuse(k.wPre, nil, k.m*steps)
 	for jb := 0; jb < k.m/pwbNR; jb++ {
 		panel := wT[jb*steps*pwbNR:][:steps*pwbNR]
 		for j := range pwbNR {

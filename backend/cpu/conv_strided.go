@@ -59,7 +59,7 @@ func (k *convKernel) blockWindows(w []byte) *blockedWin {
 	b := &blockedWin{}
 	b.hp, b.wp = k.winPlane()
 	steps := k.c * k.kvol
-	b.wT = reuse(k.wPre, nil, k.m*steps)
+	b.wT = k.reuse(k.wPre, nil, k.m*steps)
 	weightPanels(b.wT, w, k.m, steps, steps, pwbNR)
 	b.offs = make([]int, steps)
 	for s := range b.offs {

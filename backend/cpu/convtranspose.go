@@ -134,7 +134,7 @@ func buildConvTranspose(c *bctx) (Kernel, int64, error) {
 	k.colOff = k.bSize
 	floats := k.bSize + k.rows*k.inSp
 	if wt.IsConst() {
-		k.wPre = weightFloats(k.g * k.aSize)
+		k.wPre = c.weights.floats(k.g * k.aSize)
 		k.packWeights(k.wPre, constSrc(wt))
 	} else {
 		k.wOff = floats

@@ -588,14 +588,14 @@ func benchPacked(b *testing.B, size, th int) {
 
 // packedProduct sets up BenchmarkSGEMMPacked's size³ product on th
 // threads and returns a function that runs it on w. Its operands and C
-// are host buffers as a session's weights and arena are.
+// are host buffers as a session's large weights and arena are.
 func packedProduct(size, th int, w *Workers) func() {
 	m, n, k := size, size, size
-	pa, pb := weightFloats(packedASize(m, k)), weightFloats(packedBSize(k, n))
+	pa, pb := hostFloats(packedASize(m, k)), hostFloats(packedBSize(k, n))
 	packA(pa, randF32(m*k), m, k, k, 1, 1, 0, ceilDiv(m, gemmMR))
 	packB(pb, randF32(k*n), k, n, n, 1, 0, ceilDiv(n, gemmNR))
 	mt, nt := gemmTiles(m, n, th)
-	g := &gemm{m: m, n: n, k: k, a: pa, b: pb, c: weightFloats(m * n), ldc: n, mt: mt, nt: nt, kc: productDepth(m, n, k)}
+	g := &gemm{m: m, n: n, k: k, a: pa, b: pb, c: hostFloats(m * n), ldc: n, mt: mt, nt: nt, kc: productDepth(m, n, k)}
 	return func() { w.forArgs(g.tiles(), th, gemmRanger{g}, args{}, nil, nil, nil) }
 }
 

@@ -119,6 +119,11 @@ type BuildOptions struct {
 	// (an embedding) through it, so that a few rows spread over the table
 	// do not make large blocks of the mapped file resident.
 	Read func(dst, src []byte) bool
+	// Weights, when set, is where the kernels put the weights they pack
+	// or transform: one store for all the kernels of a model lays their
+	// small weights together in huge pages (see WeightStore). Without
+	// it each kernel's weights take an allocation of their own.
+	Weights *WeightStore
 }
 
 // BuildWith is Build with options.
@@ -134,7 +139,7 @@ func BuildWith(g *ir.Graph, n *ir.Node, opts BuildOptions) (k Kernel, scratch in
 	if !ok {
 		return nil, 0, fmt.Errorf("node %q: operator %s is not supported by the CPU backend", n.Name, n.Op)
 	}
-	c := &bctx{g: g, n: n, opset: g.Opset(), threads: threads, release: opts.Release, read: opts.Read}
+	c := &bctx{g: g, n: n, opset: g.Opset(), threads: threads, release: opts.Release, read: opts.Read, weights: opts.Weights}
 	if c.opset == 0 {
 		c.opset = 17
 	}
@@ -240,6 +245,7 @@ type bctx struct {
 	threads int // threads of the Workers that will run the kernel
 	release func([]byte)
 	read    func(dst, src []byte) bool // BuildOptions.Read
+	weights *WeightStore               // BuildOptions.Weights
 }
 
 // copied tells BuildOptions.Release that b, part of a constant's Data, has

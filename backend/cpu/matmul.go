@@ -410,7 +410,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 		// Bands: one A slice of the tallest band per worker, each area
 		// on its own cache line.
 		k.kc = k.depth()
-		k.bPre = weightFloats(k.nB * k.bSize)
+		k.bPre = c.weights.floats(k.nB * k.bSize)
 		src, pn := constSrc(b), k.panelsB()
 		for mat := 0; mat < k.nB; mat++ {
 			for k0 := 0; k0 < k.k; k0 += k.kc {
@@ -439,7 +439,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 	}
 	var floats int
 	if a.IsConst() {
-		k.aPre = weightFloats(k.nA * k.aSize)
+		k.aPre = c.weights.floats(k.nA * k.aSize)
 		src := constSrc(a)
 		for mat := 0; mat < k.nA; mat++ {
 			src.packA(k.aPre[mat*k.aSize:], mat*k.m*k.k, k.m, k.k, k.aRS, k.aCS, k.alpha)
@@ -449,7 +449,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 		floats += k.nA * k.aSize
 	}
 	if b.IsConst() {
-		k.bPre = weightFloats(k.nB * k.bSize)
+		k.bPre = c.weights.floats(k.nB * k.bSize)
 		src := constSrc(b)
 		// A large row-major B is packed a run of rows (about
 		// releaseBytes) at a time, each run released once copied.

@@ -7,20 +7,36 @@ import (
 	"github.com/berth-ml/berth/device"
 )
 
-func TestWeightFloats(t *testing.T) {
-	for _, n := range []int{1, 100, device.HugePageBytes/4 - 1, device.HugePageBytes / 4, 3*device.HugePageBytes/4 + 5} {
-		w := weightFloats(n)
-		if len(w) != n || cap(w) != n {
-			t.Fatalf("weightFloats(%d): len %d cap %d", n, len(w), cap(w))
-		}
-		if n*4 >= device.HugePageBytes && uintptr(unsafe.Pointer(&w[0]))%alignment != 0 {
-			t.Errorf("weightFloats(%d) at %p, not %d-byte aligned", n, &w[0], alignment)
-		}
-		for i, v := range w {
-			if v != 0 {
-				t.Fatalf("weightFloats(%d)[%d] = %v, not zero", n, i, v)
+func TestWeightStore(t *testing.T) {
+	huge := device.HugePageBytes / 4
+	sizes := []int{0, 1, 100, 4096, huge - 16, huge - 15, huge, 3*huge + 5, 1 << 20, 7}
+	for _, store := range []*WeightStore{nil, {}} {
+		var got [][]float32
+		for i := 0; i < 6; i++ { // enough to fill more than one block
+			for _, n := range sizes {
+				w := store.floats(n)
+				if len(w) != n || cap(w) != n {
+					t.Fatalf("floats(%d): len %d cap %d", n, len(w), cap(w))
+				}
+				if n > 0 && uintptr(unsafe.Pointer(&w[0]))%alignment != 0 {
+					t.Errorf("floats(%d) at %p, not %d-byte aligned", n, &w[0], alignment)
+				}
+				for j, v := range w {
+					if v != 0 {
+						t.Fatalf("floats(%d)[%d] = %v, not zero", n, j, v)
+					}
+					w[j] = float32(len(got))
+				}
+				got = append(got, w)
 			}
-			w[i] = float32(i)
+		}
+		// No two share a float: each still holds its own mark.
+		for i, w := range got {
+			for j, v := range w {
+				if v != float32(i) {
+					t.Fatalf("store %v: weights %d (%d floats) hold %v at %d", store != nil, i, len(w), v, j)
+				}
+			}
 		}
 	}
 }

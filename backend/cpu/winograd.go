@@ -166,7 +166,7 @@ func (k *convKernel) buildWinograd(w f32src, threads int) int {
 	// A block spans at most tb/tw + 2 tile rows.
 	g.rows = g.r*min(g.th, g.tb/g.tw+2) + 2
 	g.uSize = packedASize(k.m, k.c)
-	g.u = weightFloats(g.xis * g.uSize)
+	g.u = k.weights.floats(g.xis * g.uSize)
 	// U_ξ = G·g·Gᵀ for every filter, one ξ at a time in tmp (m × c).
 	tmp := make([]float32, k.m*k.c)
 	for xi := 0; xi < g.xis; xi++ {

@@ -31,7 +31,7 @@ func (k *convKernel) blockWinograd(w []byte) *winograd {
 	jbs := k.m / pwbNR
 	// Into the memory of the filters packed for the planes, which no
 	// copy of the kernel reads any more.
-	g.ut = reuse(g.u, nil, g.xis*k.m*k.c)
+	g.ut = k.reuse(g.u, nil, g.xis*k.m*k.c)
 	for xi := range g.xis {
 		for jb := range jbs {
 			panel := g.ut[(xi*jbs+jb)*k.c*pwbNR:][:k.c*pwbNR]
