@@ -6,4 +6,8 @@
 // MapFile maps a file read-only. On Unix systems the bytes are the kernel's
 // page cache, shared by every process that maps the same file and never
 // copied onto the Go heap; elsewhere the file is read into memory once.
+//
+// NewHostBuffer allocates aligned, zeroed host memory. On Linux a buffer
+// of HugePageBytes or more is backed by transparent huge pages where the
+// kernel offers them, so that sweeping it costs few TLB entries.
 package device

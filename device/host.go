@@ -36,7 +36,7 @@ func NewHostBuffer(size, align int64) (*HostBuffer, error) {
 	if size == 0 {
 		return &HostBuffer{b: []byte{}}, nil
 	}
-	huge := size >= HugePageBytes && align <= HugePageBytes && hugePagesOn && hugePagesOffered()
+	huge := size >= HugePageBytes && align <= HugePageBytes && hugePagesOffered()
 	if huge {
 		align = HugePageBytes
 	}
@@ -54,10 +54,6 @@ func NewHostBuffer(size, align int64) (*HostBuffer, error) {
 // HugePageBytes is the size of the huge pages that back large host
 // buffers (2 MiB, x86-64's and most arm64 kernels').
 const HugePageBytes = 2 << 20
-
-// hugePagesOn lets NewHostBuffer back buffers of HugePageBytes or more
-// with huge pages; tests clear it to compare.
-var hugePagesOn = true
 
 // MaxHostBytes bounds a single host allocation (1 TiB); it only stops
 // absurd sizes, the real budget is the caller's.
