@@ -48,6 +48,11 @@ func (s *WeightStore) floats(n int) []float32 {
 
 // hostFloats returns n zeroed floats, 64-byte aligned, in a host buffer
 // of their own (alignedBytes): huge pages back those of 2 MiB or more.
+// Like make, it never returns nil: kernels tell packed weights from
+// none by nil.
 func hostFloats(n int) []float32 {
+	if n == 0 {
+		return []float32{}
+	}
 	return f32s(alignedBytes(int64(n) * 4))[:n:n]
 }

@@ -15,6 +15,9 @@ func TestWeightStore(t *testing.T) {
 		for i := 0; i < 6; i++ { // enough to fill more than one block
 			for _, n := range sizes {
 				w := store.floats(n)
+				if w == nil {
+					t.Fatalf("floats(%d) is nil", n)
+				}
 				if len(w) != n || cap(w) != n {
 					t.Fatalf("floats(%d): len %d cap %d", n, len(w), cap(w))
 				}
