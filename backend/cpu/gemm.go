@@ -426,12 +426,9 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		pairs = p1 - 1
 	}
 	// shares is how many parts the next pair of B panels is hinted in:
-	// one a call for the A panels, where a thirteenth row rides with
-	// the pair before it one fewer than the pairs of panels.
-	shares := ceilDiv(p1-p0, 2)
-	if pairs < p1 {
-		shares = (pairs - p0) / 2
-	}
+	// one for each kernel call over the A panels, which run in pairs up
+	// to pairs (a thirteenth row rides with the pair before it).
+	shares := ceilDiv(pairs-p0, 2)
 	q := q0
 	for ; q+1 < q1; q += 2 {
 		j0 := q * gemmNR

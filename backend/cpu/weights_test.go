@@ -12,7 +12,9 @@ func TestWeightStore(t *testing.T) {
 	sizes := []int{0, 1, 100, 4096, huge - 16, huge - 15, huge, 3*huge + 5, 1 << 20, 7}
 	for _, store := range []*WeightStore{nil, {}} {
 		var got [][]float32
-		for i := 0; i < 6; i++ { // enough to fill more than one block
+		// Each round carves about 2 MiB from the blocks: enough rounds
+		// to fill more than one.
+		for i := 0; i < weightBlockBytes/device.HugePageBytes+2; i++ {
 			for _, n := range sizes {
 				w := store.floats(n)
 				if w == nil {
