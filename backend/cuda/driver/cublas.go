@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // BLAS is a cuBLAS handle (cublasHandle_t). Like every other call here,
@@ -69,7 +67,7 @@ func LoadBLAS() error {
 		var h uintptr
 		var err error
 		for _, name := range blasNames {
-			if h, err = purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
+			if h, err = openLibrary(name); err == nil {
 				blasLib.name = name
 				break
 			}
@@ -87,7 +85,7 @@ func LoadBLAS() error {
 			{&blasLib.setMathMode, "cublasSetMathMode"}, {&blasLib.sgemmStridedBatched, "cublasSgemmStridedBatched"},
 			{&blasLib.gemmStridedBatchedEx, "cublasGemmStridedBatchedEx"},
 		} {
-			p, err := purego.Dlsym(h, s.name)
+			p, err := symbol(h, s.name)
 			if err != nil {
 				blasLib.err = fmt.Errorf("%w: %s lacks %s: %v", ErrUnavailable, blasLib.name, s.name, err)
 				return
@@ -102,7 +100,7 @@ func LoadBLAS() error {
 func BLASLibrary() string { return blasLib.name }
 
 func blasCall(fn uintptr, args ...uintptr) error {
-	r, _, _ := purego.SyscallN(fn, args...)
+	r := cCall(fn, args...)
 	if int32(r) != 0 {
 		return BLASStatus(int32(r))
 	}
@@ -115,7 +113,7 @@ func NewBLAS() (BLAS, error) {
 		return 0, err
 	}
 	var h BLAS
-	r, _, _ := purego.SyscallN(blasLib.create, uintptr(unsafe.Pointer(&h)))
+	r := cCall(blasLib.create, uintptr(unsafe.Pointer(&h)))
 	if int32(r) != 0 {
 		return 0, fmt.Errorf("cublasCreate: %w", BLASStatus(int32(r)))
 	}

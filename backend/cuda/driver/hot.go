@@ -2,8 +2,6 @@ package driver
 
 import (
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // Args is an argument block for the calls a run makes again and again
@@ -21,7 +19,7 @@ func NewArgs() Args { return make(Args, 24) }
 // it with NewArgs), and whatever its words point to must stay alive
 // across the call; then nothing is allocated.
 func callArgs(fn uintptr, a Args) int32 {
-	r, _, _ := purego.SyscallN(fn, a...)
+	r := cCall(fn, a...)
 	return int32(r)
 }
 

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // Result is a CUresult; every non-zero value is an error.
@@ -73,7 +71,7 @@ func load() error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("%w: berth's CUDA backend needs Linux", ErrUnavailable)
 	}
-	h, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := openLibrary("libcuda.so.1")
 	if err != nil {
 		msg := "cannot open libcuda.so.1; is the NVIDIA driver installed?"
 		if s := strings.TrimSpace(err.Error()); s != "" {
@@ -105,7 +103,7 @@ func load() error {
 		{&lib.cuGetErrorName, "cuGetErrorName"}, {&lib.cuGetErrorString, "cuGetErrorString"},
 	}
 	for _, s := range syms {
-		p, err := purego.Dlsym(h, s.name)
+		p, err := symbol(h, s.name)
 		if err != nil {
 			return fmt.Errorf("%w: libcuda.so.1 lacks %s: %v", ErrUnavailable, s.name, err)
 		}
@@ -124,7 +122,7 @@ func load() error {
 //
 //go:uintptrescapes
 func callRaw(fn uintptr, args ...uintptr) int32 {
-	r, _, _ := purego.SyscallN(fn, args...)
+	r := cCall(fn, args...)
 	return int32(r)
 }
 

@@ -5,8 +5,6 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 var rtc struct {
@@ -26,7 +24,7 @@ func loadNVRTC() error {
 		var h uintptr
 		var err error
 		for _, name := range nvrtcNames {
-			if h, err = purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
+			if h, err = openLibrary(name); err == nil {
 				break
 			}
 		}
@@ -44,7 +42,7 @@ func loadNVRTC() error {
 			{&rtc.cubin, "nvrtcGetCUBIN"}, {&rtc.errString, "nvrtcGetErrorString"},
 			{&rtc.version, "nvrtcVersion"},
 		} {
-			p, err := purego.Dlsym(h, s.name)
+			p, err := symbol(h, s.name)
 			if err != nil {
 				rtcErr = fmt.Errorf("%w: NVRTC lacks %s: %v", ErrUnavailable, s.name, err)
 				return
@@ -59,7 +57,7 @@ func loadNVRTC() error {
 func rtcError(what string, r int32) error {
 	msg := fmt.Sprintf("nvrtc error %d", r)
 	if rtc.errString != 0 {
-		p, _, _ := purego.SyscallN(rtc.errString, uintptr(r))
+		p := cCall(rtc.errString, uintptr(r))
 		msg = goString(p)
 	}
 	return fmt.Errorf("%s: %s", what, msg)

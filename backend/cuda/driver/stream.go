@@ -5,8 +5,6 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // Stream is a CUDA stream (CUstream).
@@ -40,7 +38,7 @@ func loadGraphs() error {
 			{&graphLib.instantiate, "cuGraphInstantiateWithFlags"}, {&graphLib.launch, "cuGraphLaunch"},
 			{&graphLib.execDestroy, "cuGraphExecDestroy"}, {&graphLib.destroy, "cuGraphDestroy"},
 		} {
-			p, err := purego.Dlsym(handle, s.name)
+			p, err := symbol(handle, s.name)
 			if err != nil {
 				graphLib.err = ErrNoGraphs
 				return
