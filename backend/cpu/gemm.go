@@ -140,6 +140,13 @@ func packB(dst, src []float32, k, n, rs, cs int, q0, q1 int) {
 // matrix whose element (l, j) is src[l·rs + j] to where packB puts them,
 // a last panel cut short padded with zeros.
 func packBRowRange(dst, src []float32, k, n, rs, q0, q1, l0, l1 int) {
+	if full := min(q1, n/gemmNR) - q0; useAsmKernel && full > 0 && l1 > l0 {
+		// The whole panels in one call, checked here for both ends.
+		_ = src[(l1-1)*rs+(q0+full)*gemmNR-1]
+		_ = dst[(q0+full-1)*k*gemmNR+l1*gemmNR-1]
+		packB16Rows(&dst[q0*k*gemmNR+l0*gemmNR], &src[l0*rs+q0*gemmNR], full, l1-l0, rs, k*gemmNR)
+		q0 += full
+	}
 	for q := q0; q < q1; q++ {
 		d := dst[q*k*gemmNR:]
 		j0 := q * gemmNR

@@ -370,3 +370,47 @@ rloop:
 
 rdone:
 	RET
+
+// func packB16Rows(dst, src *float32, panels, rows, rs, dp int)
+//
+// Copies rows rows of panels whole B panels of a row-major operand into
+// their packed places: for q < panels and l < rows, the 16 floats at
+// src[l·rs + 16q] go to dst[q·dp + 16l]. Panel after panel, each row two
+// 32-byte moves, with no stop in between.
+TEXT ·packB16Rows(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ panels+16(FP), CX
+	MOVQ rows+24(FP), DX
+	MOVQ rs+32(FP), R8
+	SHLQ $2, R8               // row step in bytes
+	MOVQ dp+40(FP), R9
+	SHLQ $2, R9               // panel step in bytes
+	TESTQ CX, CX
+	JLE  bdone
+	TESTQ DX, DX
+	JLE  bdone
+
+bpanel:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ DX, BX
+
+brow:
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVUPS Y0, (R11)
+	VMOVUPS Y1, 32(R11)
+	ADDQ    R8, R10
+	ADDQ    $64, R11
+	DECQ    BX
+	JNE     brow
+
+	ADDQ $64, SI
+	ADDQ R9, DI
+	DECQ CX
+	JNE  bpanel
+
+bdone:
+	VZEROUPPER
+	RET

@@ -155,6 +155,10 @@ func packA6Rows(dst, src *float32, k4, rs int) {
 	panic("packA6Rows: no assembly on this platform")
 }
 
+func packB16Rows(dst, src *float32, panels, rows, rs, dp int) {
+	panic("packB16Rows: no assembly on this platform")
+}
+
 func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32) {
 	panic("pwb12x32: no assembly on this platform")
 }

@@ -202,8 +202,13 @@ func TestGemmTiles(t *testing.T) {
 // TestPackBPanelRanges packs every range of panels of row-major B
 // operands (rows longer than the operand, row counts around the rows
 // packB copies at a time, a last panel cut short) and wants those panels
-// as packBBytes makes them and the others left alone.
+// as packBBytes makes them and the others left alone, with the copy in
+// Go and in assembly.
 func TestPackBPanelRanges(t *testing.T) {
+	forKernels(t, testPackBPanelRanges)
+}
+
+func testPackBPanelRanges(t *testing.T) {
 	for _, c := range []struct{ k, n, rs int }{{1, 16, 16}, {15, 33, 35}, {16, 64, 64}, {17, 70, 75}, {40, 48, 50}} {
 		vals := make([]float32, c.k*c.rs)
 		for i := range vals {
