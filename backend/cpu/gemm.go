@@ -23,7 +23,9 @@ import "unsafe"
 // the tile walks its panels in pairs instead (slice2x2): each 2×2 block of
 // panels is one 12×32 micro-tile of 24 zmm accumulators (sgemm12x32,
 // gemm512_amd64.s), on the same packed layout, and the 6×16 kernel covers
-// what is left at the tile's and C's edges.
+// what is left at the tile's and C's edges. Large products pack B in
+// quads of four panels side by side instead (gemm_quads.go), which the
+// 6×64 kernel reads one A panel at a time.
 
 const (
 	gemmMR = 6   // rows of a micro-tile (A panel width)
@@ -144,7 +146,7 @@ func packBRowRange(dst, src []float32, k, n, rs, q0, q1, l0, l1 int) {
 		// The whole panels in one call, checked here for both ends.
 		_ = src[(l1-1)*rs+(q0+full)*gemmNR-1]
 		_ = dst[(q0+full-1)*k*gemmNR+l1*gemmNR-1]
-		packB16Rows(&dst[q0*k*gemmNR+l0*gemmNR], &src[l0*rs+q0*gemmNR], full, l1-l0, rs, k*gemmNR)
+		packB16Rows(&dst[q0*k*gemmNR+l0*gemmNR], &src[l0*rs+q0*gemmNR], full, l1-l0, rs, k*gemmNR, gemmNR)
 		q0 += full
 	}
 	for q := q0; q < q1; q++ {
@@ -187,6 +189,9 @@ type gemm struct {
 	// kb-step slice at p·kb·MR, instead of the whole packed A. bSliced:
 	// likewise b, panel q at q·kb·NR.
 	aSliced, bSliced bool
+	// bWide: B's panels are packed in quads (see wideB), read by the
+	// 6×64 kernel. Tiles then start at multiples of four B panels.
+	bWide bool
 	// bRaw, when set, is B unpacked, element (l, j) at bRaw[l·ldb + j]:
 	// the AVX-512 kernels read the first rawPanels() panels of B from it
 	// and only the rest from b, which need not hold the first ones. Tiles
@@ -258,6 +263,11 @@ func (g *gemm) tilePanels(t int) (p0, p1, q0, q1 int) {
 			b &^= 1
 		}
 		return b
+	}
+	if g.bWide {
+		// Whole tiles of nt panels (a multiple of four), the last one
+		// cut short.
+		return bound(ti), bound(ti + 1), tj * g.nt, min(pn, (tj+1)*g.nt)
 	}
 	return bound(ti), bound(ti + 1), tj * pn / tn, (tj + 1) * pn / tn
 }
@@ -331,8 +341,17 @@ type storeMode struct{ first, last bool }
 // product into C as sm says.
 func (g *gemm) slice(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32, sm storeMode) {
 	if useAVX512Kernel {
-		g.slice2x2(p0, p1, q0, q1, k0, kb, acc, sm)
+		if qr := g.quadPanels(); q0 < qr {
+			g.sliceQuads(p0, p1, q0, min(q1, qr), k0, kb, sm)
+			q0 = min(q1, qr)
+		}
+		if q0 < q1 {
+			g.slice2x2(p0, p1, q0, q1, k0, kb, acc, sm)
+		}
 		return
+	}
+	if g.bWide {
+		panic("cpu: B packed in quads needs the AVX-512 kernel")
 	}
 	for q := q0; q < q1; q++ {
 		bp := g.bPanel(q, k0, kb)

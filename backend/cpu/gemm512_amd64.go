@@ -65,6 +65,17 @@ func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, c
 //go:noescape
 func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int)
 
+// sgemm6x64 computes the 6×64 product of kb steps of a packed A panel (6
+// floats per step at a) and a quad of B panels packed side by side (64
+// floats per step at b: see gemm.bQuads) and writes it to the 6 rows of C
+// at c, ldc floats apart, as sgemm12x32 does (rb has 6 values, cb 64,
+// res's rows are ldc floats apart). While it runs it asks for pfn times
+// four 64-byte lines from pf on, every four steps, to be brought into L2.
+// kb may be 0. It needs AVX-512F.
+//
+//go:noescape
+func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int)
+
 // fmaPeakLoop512 runs n iterations of 24 16-lane fused multiply-adds
 // spread over 12 independent zmm accumulators: 768·n floating-point
 // operations, no memory traffic. It needs AVX-512F.

@@ -1475,3 +1475,223 @@ g12put:
 	JNE     g12
 	VZEROUPPER
 	RET
+
+// The 6×64 kernel: one packed A panel (rows 0-5 at SI) by four B panels
+// packed side by side (64 floats a step at DI: a quad of sgemm6x64's
+// layout). Row i of the tile lives in Z(4i)..Z(4i+3); Z24..Z27 hold one
+// k step of B and Z28..Z31 the broadcast values of A. Against the 12×32
+// tile it loads ten values a step for its 24 multiply-adds instead of
+// fourteen, which ran about 5 % faster in L1 and in a 1024³ product.
+
+// Broadcasts the value of A at a into t and adds its products with the
+// step of B in Z24..Z27 into the row's accumulators r0..r3.
+#define ROW64(a, t, r0, r1, r2, r3) \
+	VBROADCASTSS a, t;       \
+	VFMADD231PS  Z24, t, r0; \
+	VFMADD231PS  Z25, t, r1; \
+	VFMADD231PS  Z26, t, r2; \
+	VFMADD231PS  Z27, t, r3
+
+// One k step of the 6×64 tile: B at boff(DI), A at aoff(SI).
+#define STEP6X64(aoff, boff) \
+	VMOVUPS boff(DI), Z24;                          \
+	VMOVUPS boff+64(DI), Z25;                       \
+	VMOVUPS boff+128(DI), Z26;                      \
+	VMOVUPS boff+192(DI), Z27;                      \
+	ROW64(aoff(SI), Z28, Z0, Z1, Z2, Z3);           \
+	ROW64(aoff+4(SI), Z29, Z4, Z5, Z6, Z7);         \
+	ROW64(aoff+8(SI), Z30, Z8, Z9, Z10, Z11);       \
+	ROW64(aoff+12(SI), Z31, Z12, Z13, Z14, Z15);    \
+	ROW64(aoff+16(SI), Z28, Z16, Z17, Z18, Z19);    \
+	ROW64(aoff+20(SI), Z29, Z20, Z21, Z22, Z23)
+
+// Touches the 256-byte row at AX (five lines when it straddles) and
+// moves AX to the next row.
+#define TOUCH64 \
+	PREFETCHT0 (AX);    \
+	PREFETCHT0 64(AX);  \
+	PREFETCHT0 128(AX); \
+	PREFETCHT0 192(AX); \
+	PREFETCHT0 252(AX); \
+	ADDQ       R8, AX
+
+// Four lines from R9 into L2, R9 moved past them, BX counted down.
+#define HINTS64 \
+	PREFETCHT1 (R9);     \
+	PREFETCHT1 64(R9);   \
+	PREFETCHT1 128(R9);  \
+	PREFETCHT1 192(R9);  \
+	ADDQ       $256, R9; \
+	DECQ       BX
+
+// Adds the vectors x0..x3 to every row's accumulators.
+#define ADDROWS64(x0, x1, x2, x3) \
+	VADDPS x0, Z0, Z0;   \
+	VADDPS x1, Z1, Z1;   \
+	VADDPS x2, Z2, Z2;   \
+	VADDPS x3, Z3, Z3;   \
+	VADDPS x0, Z4, Z4;   \
+	VADDPS x1, Z5, Z5;   \
+	VADDPS x2, Z6, Z6;   \
+	VADDPS x3, Z7, Z7;   \
+	VADDPS x0, Z8, Z8;   \
+	VADDPS x1, Z9, Z9;   \
+	VADDPS x2, Z10, Z10; \
+	VADDPS x3, Z11, Z11; \
+	VADDPS x0, Z12, Z12; \
+	VADDPS x1, Z13, Z13; \
+	VADDPS x2, Z14, Z14; \
+	VADDPS x3, Z15, Z15; \
+	VADDPS x0, Z16, Z16; \
+	VADDPS x1, Z17, Z17; \
+	VADDPS x2, Z18, Z18; \
+	VADDPS x3, Z19, Z19; \
+	VADDPS x0, Z20, Z20; \
+	VADDPS x1, Z21, Z21; \
+	VADDPS x2, Z22, Z22; \
+	VADDPS x3, Z23, Z23
+
+// Adds the row bias at off(R9), broadcast, to the row r0..r3.
+#define ROWBIAS64(off, r0, r1, r2, r3) \
+	VBROADCASTSS off(R9), Z28; \
+	VADDPS       Z28, r0, r0;  \
+	VADDPS       Z28, r1, r1;  \
+	VADDPS       Z28, r2, r2;  \
+	VADDPS       Z28, r3, r3
+
+// Adds the 64 floats at p into r0..r3 and moves p a row on.
+#define ADDM64(p, r0, r1, r2, r3) \
+	VADDPS (p), r0, r0;    \
+	VADDPS 64(p), r1, r1;  \
+	VADDPS 128(p), r2, r2; \
+	VADDPS 192(p), r3, r3; \
+	ADDQ   R8, p
+
+#define ADDM6X64(p) \
+	ADDM64(p, Z0, Z1, Z2, Z3);     \
+	ADDM64(p, Z4, Z5, Z6, Z7);     \
+	ADDM64(p, Z8, Z9, Z10, Z11);   \
+	ADDM64(p, Z12, Z13, Z14, Z15); \
+	ADDM64(p, Z16, Z17, Z18, Z19); \
+	ADDM64(p, Z20, Z21, Z22, Z23)
+
+// Stores r0..r3 as C's row at DX and moves DX on.
+#define PUTC64(r0, r1, r2, r3) \
+	VMOVUPS r0, (DX);    \
+	VMOVUPS r1, 64(DX);  \
+	VMOVUPS r2, 128(DX); \
+	VMOVUPS r3, 192(DX); \
+	ADDQ    R8, DX
+
+// func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int)
+TEXT ·sgemm6x64(SB), NOSPLIT, $0-96
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	MOVQ pf+80(FP), R9
+	MOVQ pfn+88(FP), BX
+
+	// C's rows, and the residual's, into L1 while the steps run.
+	MOVQ  DX, AX
+	TOUCH64
+	TOUCH64
+	TOUCH64
+	TOUCH64
+	TOUCH64
+	TOUCH64
+	MOVQ  res+72(FP), AX
+	TESTQ AX, AX
+	JEQ   touched64
+	TOUCH64
+	TOUCH64
+	TOUCH64
+	TOUCH64
+	TOUCH64
+	TOUCH64
+
+touched64:
+	ZERO24
+
+loop64:
+	CMPQ  CX, $4
+	JLT   tail64
+	TESTQ BX, BX
+	JEQ   steps64
+	HINTS64
+
+steps64:
+	STEP6X64(0, 0)
+	STEP6X64(24, 256)
+	STEP6X64(48, 512)
+	STEP6X64(72, 768)
+	ADDQ $1024, DI
+	ADDQ $96, SI
+	SUBQ $4, CX
+	JMP  loop64
+
+tail64:
+	TESTQ CX, CX
+	JEQ   store64
+	STEP6X64(0, 0)
+	ADDQ  $256, DI
+	ADDQ  $24, SI
+	DECQ  CX
+	JMP   tail64
+
+store64:
+	MOVQ  mode+56(FP), AX
+	MOVQ  lim+64(FP), BX
+	TESTQ AX, AX
+	JNE   accumulate64
+
+	// Overwrite: C = acc + row bias + column bias.
+	MOVQ    cb+48(FP), R10
+	TESTQ   R10, R10
+	JEQ     rowbias64
+	VMOVUPS (R10), Z24
+	VMOVUPS 64(R10), Z25
+	VMOVUPS 128(R10), Z26
+	VMOVUPS 192(R10), Z27
+	ADDROWS64(Z24, Z25, Z26, Z27)
+
+rowbias64:
+	MOVQ  rb+40(FP), R9
+	TESTQ R9, R9
+	JEQ   put64
+	ROWBIAS64(0, Z0, Z1, Z2, Z3)
+	ROWBIAS64(4, Z4, Z5, Z6, Z7)
+	ROWBIAS64(8, Z8, Z9, Z10, Z11)
+	ROWBIAS64(12, Z12, Z13, Z14, Z15)
+	ROWBIAS64(16, Z16, Z17, Z18, Z19)
+	ROWBIAS64(20, Z20, Z21, Z22, Z23)
+
+put64:
+	MOVQ  res+72(FP), R10
+	TESTQ R10, R10
+	JEQ   resdone64
+	ADDM6X64(R10)
+
+resdone64:
+	TESTQ BX, BX
+	JEQ   putnow64
+	CLAMP24
+
+putnow64:
+	PUTC64(Z0, Z1, Z2, Z3)
+	PUTC64(Z4, Z5, Z6, Z7)
+	PUTC64(Z8, Z9, Z10, Z11)
+	PUTC64(Z12, Z13, Z14, Z15)
+	PUTC64(Z16, Z17, Z18, Z19)
+	PUTC64(Z20, Z21, Z22, Z23)
+	VZEROUPPER
+	RET
+
+	// Accumulate: C's tile added first, then as put64 (residual, clamp).
+accumulate64:
+	MOVQ DX, AX
+	ADDM6X64(DX)
+	MOVQ AX, DX
+	JMP  put64

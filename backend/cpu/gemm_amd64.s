@@ -371,13 +371,13 @@ rloop:
 rdone:
 	RET
 
-// func packB16Rows(dst, src *float32, panels, rows, rs, dp int)
+// func packB16Rows(dst, src *float32, panels, rows, rs, dp, ds int)
 //
 // Copies rows rows of panels whole B panels of a row-major operand into
 // their packed places: for q < panels and l < rows, the 16 floats at
-// src[l·rs + 16q] go to dst[q·dp + 16l]. Panel after panel, each row two
+// src[l·rs + 16q] go to dst[q·dp + l·ds]. Panel after panel, each row two
 // 32-byte moves, with no stop in between.
-TEXT ·packB16Rows(SB), NOSPLIT, $0-48
+TEXT ·packB16Rows(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ panels+16(FP), CX
@@ -386,6 +386,8 @@ TEXT ·packB16Rows(SB), NOSPLIT, $0-48
 	SHLQ $2, R8               // row step in bytes
 	MOVQ dp+40(FP), R9
 	SHLQ $2, R9               // panel step in bytes
+	MOVQ ds+48(FP), R12
+	SHLQ $2, R12              // row step in bytes
 	TESTQ CX, CX
 	JLE  bdone
 	TESTQ DX, DX
@@ -402,7 +404,7 @@ brow:
 	VMOVUPS Y0, (R11)
 	VMOVUPS Y1, 32(R11)
 	ADDQ    R8, R10
-	ADDQ    $64, R11
+	ADDQ    R12, R11
 	DECQ    BX
 	JNE     brow
 

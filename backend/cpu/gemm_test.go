@@ -73,14 +73,15 @@ type gemmCase struct {
 	splits         int  // run(lo, hi) calls the tiles are cut into
 	clamp          bool // clamp C to gemmLim after the last k step
 	res            bool // add a residual of C's layout before the clamp
+	wide           bool // B packed in quads (packBWide), tiles of whole quads
 }
 
 // gemmLim is the clamp of the cases with clamp set.
 var gemmLim = [2]float32{-0.75, 0.5}
 
 func (c gemmCase) String() string {
-	return fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%g/rb=%v/cb=%v/acc=%v/pad=%d/tiles=%d,%d/th=%d/splits=%d/clamp=%v/res=%v",
-		c.m, c.n, c.k, c.transA, c.transB, c.alpha, c.rowBias, c.colBias, c.acc, c.pad, c.mt, c.nt, c.threads, c.splits, c.clamp, c.res)
+	return fmt.Sprintf("%dx%dx%d/tA=%v/tB=%v/alpha=%g/rb=%v/cb=%v/acc=%v/pad=%d/tiles=%d,%d/th=%d/splits=%d/clamp=%v/res=%v/wide=%v",
+		c.m, c.n, c.k, c.transA, c.transB, c.alpha, c.rowBias, c.colBias, c.acc, c.pad, c.mt, c.nt, c.threads, c.splits, c.clamp, c.res, c.wide)
 }
 
 // gemmSentinel marks C's elements the product must not touch.
@@ -109,8 +110,12 @@ func checkGemm(t *testing.T, c gemmCase) {
 	// Pack in two calls each, to exercise panel ranges.
 	packA(pa, a, m, k, aRS, aCS, c.alpha, 0, pm/2)
 	packA(pa, a, m, k, aRS, aCS, c.alpha, pm/2, pm)
-	packB(pb, b, k, n, bRS, bCS, 0, pn/3)
-	packB(pb, b, k, n, bRS, bCS, pn/3, pn)
+	pack := packB
+	if c.wide {
+		pack = packBWide
+	}
+	pack(pb, b, k, n, bRS, bCS, 0, pn/3)
+	pack(pb, b, k, n, bRS, bCS, pn/3, pn)
 
 	var rb, cb []float32
 	if c.rowBias {
@@ -135,7 +140,10 @@ func checkGemm(t *testing.T, c gemmCase) {
 	if mt == 0 {
 		mt, nt = gemmTiles(m, n, c.threads)
 	}
-	g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: cm, ldc: ldc, rowBias: rb, colBias: cb, acc: c.acc, mt: mt, nt: nt}
+	if c.wide {
+		nt = roundUp(nt, 4)
+	}
+	g := gemm{m: m, n: n, k: k, a: pa, b: pb, c: cm, ldc: ldc, rowBias: rb, colBias: cb, acc: c.acc, mt: mt, nt: nt, bWide: c.wide}
 	if c.clamp {
 		g.lim = &gemmLim
 	}
@@ -250,6 +258,30 @@ func TestSgemm8x32(t *testing.T) {
 	checkMicroKernelPrefetch(t, 2, 2, gemmMR+2, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
 		sgemm6x32(kb, &a[0][0], &b[0][0], &b[1][0], gemmNR, &c[0], ldc, rb, cb, mode, lim, res, pf0, pf1, pfn, &a[1][0])
 	})
+}
+
+// TestSgemm6x64 checks the 6×64 micro-kernel on its own: one A panel by
+// four B panels, laid side by side as a quad (interleaveQuad).
+func TestSgemm6x64(t *testing.T) {
+	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
+		t.Skip("CPU lacks AVX-512F")
+	}
+	checkMicroKernelPrefetch(t, 1, 4, 0, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+		quad := interleaveQuad(b, kb)
+		sgemm6x64(kb, &a[0][0], &quad[0], &c[0], ldc, rb, cb, mode, lim, res, pf0, pfn)
+	})
+}
+
+// interleaveQuad lays kb steps of four packed B panels side by side, 64
+// floats a step, as a quad of the wide layout holds them.
+func interleaveQuad(b [][]float32, kb int) []float32 {
+	quad := make([]float32, max(kb, 1)*4*gemmNR)
+	for l := 0; l < kb; l++ {
+		for p := range 4 {
+			copy(quad[(l*4+p)*gemmNR:][:gemmNR], b[p][l*gemmNR:])
+		}
+	}
+	return quad
 }
 
 // checkMicroKernelPrefetch is checkMicroKernel for a kernel that takes
@@ -398,19 +430,15 @@ func checkMicroKernelRows(t *testing.T, pa, pb, mr int, kernel func(kb int, a, b
 	}
 }
 
-// TestGemmShapes covers sizes around the micro-tile (MR, NR), the k slice
-// (KC) and the tile (MT, NT) edges, with every operand layout.
-func TestGemmShapes(t *testing.T) {
-	ms := []int{1, gemmMR - 1, gemmMR, gemmMR + 1, 2 * gemmMR, 2*gemmMR + 1, 37, gemmMT*gemmMR + 1}
-	ns := []int{1, gemmNR - 1, gemmNR, gemmNR + 1, 2 * gemmNR, 3*gemmNR + 5, 100}
-	ks := []int{1, 2, 3, 4, 5, 9, gemmKC - 1, gemmKC, gemmKC + 1, 2*gemmKC + 3}
+// cycledCases is a case for every shape of ms×ns×ks, cycling through the
+// operand layouts, C terms, thread counts and splits rather than
+// multiplying the shape table by all of them.
+func cycledCases(ms, ns, ks []int) []gemmCase {
 	var cases []gemmCase
 	i := 0
 	for _, m := range ms {
 		for _, n := range ns {
 			for _, k := range ks {
-				// Cycle through the layouts and C terms rather than
-				// multiplying the shape table by all of them.
 				cases = append(cases, gemmCase{
 					m: m, n: n, k: k,
 					transA: i%2 == 1, transB: i/2%2 == 1,
@@ -425,6 +453,16 @@ func TestGemmShapes(t *testing.T) {
 			}
 		}
 	}
+	return cases
+}
+
+// TestGemmShapes covers sizes around the micro-tile (MR, NR), the k slice
+// (KC) and the tile (MT, NT) edges, with every operand layout.
+func TestGemmShapes(t *testing.T) {
+	ms := []int{1, gemmMR - 1, gemmMR, gemmMR + 1, 2 * gemmMR, 2*gemmMR + 1, 37, gemmMT*gemmMR + 1}
+	ns := []int{1, gemmNR - 1, gemmNR, gemmNR + 1, 2 * gemmNR, 3*gemmNR + 5, 100}
+	ks := []int{1, 2, 3, 4, 5, 9, gemmKC - 1, gemmKC, gemmKC + 1, 2*gemmKC + 3}
+	cases := cycledCases(ms, ns, ks)
 	// Large shapes: several tiles in both directions, unequal k slices.
 	cases = append(cases,
 		gemmCase{m: 300, n: 290, k: 300, alpha: 1, colBias: true, threads: 2, splits: 3},
@@ -436,6 +474,67 @@ func TestGemmShapes(t *testing.T) {
 			t.Run(c.String(), func(t *testing.T) { checkGemm(t, c) })
 		}
 	})
+}
+
+// TestGemmQuads covers products whose B is packed in quads (the 6×64
+// kernel, and the 12×32 and smaller ones on the panels past the quads):
+// sizes around the quad (four B panels) and A panel edges, k slices, tiles
+// of one and more quads, split runs, transposed operands and every C term.
+func TestGemmQuads(t *testing.T) {
+	if !hasAVX512Kernel {
+		t.Skip("B is packed in quads for the AVX-512 kernels only")
+	}
+	// TestMatMul's large product takes them.
+	if !wideB(520, 2020) || wideB(512, 2047) || wideB(2000, 100) {
+		t.Errorf("wideB: 520×2020 %v, 512×2047 %v, 2000×100 %v; want true, false, false", wideB(520, 2020), wideB(512, 2047), wideB(2000, 100))
+	}
+	ms := []int{1, gemmMR - 1, gemmMR, gemmMR + 1, 37, gemmMT*gemmMR + 1}
+	ns := []int{4 * gemmNR, 4*gemmNR + 1, 6*gemmNR + 4, 8 * gemmNR, 9*gemmNR + 3, 16*gemmNR + 1}
+	ks := []int{1, 3, 4, 5, 9, gemmKC + 1, 2*gemmKC + 3}
+	cases := cycledCases(ms, ns, ks)
+	for i := range cases {
+		// Tiles of gemmTiles (rounded up to whole quads), of one quad
+		// and of two.
+		cases[i].mt, cases[i].nt = []int{0, 1, 3, 2}[i%4], []int{0, 4, 8, 4}[i%4]
+		cases[i].wide = true
+	}
+	withKernel(kernelAVX512, func() {
+		for _, c := range cases {
+			t.Run(c.String(), func(t *testing.T) { checkGemm(t, c) })
+		}
+	})
+}
+
+// TestPackBWide checks that packing B in quads over any two ranges of
+// panels lays out what packB and interleaveQuads make together, rows or
+// columns of B contiguous, with ragged last panels.
+func TestPackBWide(t *testing.T) {
+	for _, c := range []struct{ k, n int }{{1, 64}, {5, 70}, {17, 100}, {33, 128}, {16, 131}, {40, 300}} {
+		b := randF32(c.k * c.n)
+		pn := ceilDiv(c.n, gemmNR)
+		for _, trans := range []bool{false, true} {
+			rs, cs := c.n, 1
+			if trans {
+				rs, cs = 1, c.k
+			}
+			want := make([]float32, packedBSize(c.k, c.n))
+			packB(want, b, c.k, c.n, rs, cs, 0, pn)
+			interleaveQuads(want, c.k, c.n)
+			for cut := 0; cut <= pn; cut++ {
+				got := make([]float32, len(want))
+				for i := range got {
+					got[i] = gemmSentinel
+				}
+				packBWide(got, b, c.k, c.n, rs, cs, 0, cut)
+				packBWide(got, b, c.k, c.n, rs, cs, cut, pn)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("k %d n %d transposed %v cut at panel %d: element %d is %g, want %g", c.k, c.n, trans, cut, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
 }
 
 // TestGemmTerms crosses the C terms (row bias, column bias, accumulation)
@@ -593,9 +692,18 @@ func packedProduct(size, th int, w *Workers) func() {
 	m, n, k := size, size, size
 	pa, pb := hostFloats(packedASize(m, k)), hostFloats(packedBSize(k, n))
 	packA(pa, randF32(m*k), m, k, k, 1, 1, 0, ceilDiv(m, gemmMR))
-	packB(pb, randF32(k*n), k, n, n, 1, 0, ceilDiv(n, gemmNR))
+	// B as a MatMul packs it (in quads where it is large enough).
+	wide := wideB(m, n)
+	pack := packB
+	if wide {
+		pack = packBWide
+	}
+	pack(pb, randF32(k*n), k, n, n, 1, 0, ceilDiv(n, gemmNR))
 	mt, nt := gemmTiles(m, n, th)
-	g := &gemm{m: m, n: n, k: k, a: pa, b: pb, c: hostFloats(m * n), ldc: n, mt: mt, nt: nt, kc: productDepth(m, n, k)}
+	if wide {
+		nt = roundUp(nt, 4)
+	}
+	g := &gemm{m: m, n: n, k: k, a: pa, b: pb, c: hostFloats(m * n), ldc: n, mt: mt, nt: nt, kc: productDepth(m, n, k), bWide: wide}
 	return func() { w.forArgs(g.tiles(), th, gemmRanger{g}, args{}, nil, nil, nil) }
 }
 

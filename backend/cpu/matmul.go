@@ -75,6 +75,10 @@ type matmulKernel struct {
 	// Block packing (block > 0): each worker's scratch area is block
 	// floats, a B block slice and, from blockA on, an A band slice.
 	block, blockA int
+
+	// wide: B (every packed form of it above but the pairs') is packed
+	// in quads, for the 6×64 kernel (see wideB).
+	wide bool
 }
 
 // Phases of a run, in args[0].
@@ -140,7 +144,10 @@ func (k *matmulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 		k.fillC(in[2], out[0])
 	}
 	mt, nt := gemmTiles(k.m, k.n, w.Threads())
-	g := gemm{m: k.m, n: k.n, mt: mt, nt: nt}
+	if k.wide {
+		nt = roundUp(nt, 4)
+	}
+	g := gemm{m: k.m, n: k.n, mt: mt, nt: nt, bWide: k.wide}
 	items := k.batch * g.tiles()
 	work := k.batch * k.m * k.n * max(k.k, 1)
 	parts := w.parts(work / 8)
@@ -199,12 +206,16 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 			mat, q := (it-na)/pb, (it-na)%pb
 			end := min(hi, na+(mat+1)*pb)
 			src := f32s(in[1])[mat*k.k*k.n:]
-			packB(s[k.bOff+mat*k.bSize:], src, k.k, k.n, k.bRS, k.bCS, q, q+end-it)
+			if k.wide {
+				packBWide(s[k.bOff+mat*k.bSize:], src, k.k, k.n, k.bRS, k.bCS, q, q+end-it)
+			} else {
+				packB(s[k.bOff+mat*k.bSize:], src, k.k, k.n, k.bRS, k.bCS, q, q+end-it)
+			}
 			it = end
 		}
 		return
 	}
-	g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: int(a[1]), nt: int(a[2]), kc: k.depth(), lim: k.lim}
+	g := gemm{m: k.m, n: k.n, k: k.k, ldc: k.n, mt: int(a[1]), nt: int(a[2]), kc: k.depth(), lim: k.lim, bWide: k.wide}
 	g.rowBias, g.colBias = k.biases(in)
 	g.acc = k.prefill != nil
 	y := f32s(out[0])
@@ -272,7 +283,7 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 	bands := ceilDiv(pm, gemmMT)
 	kc := k.depth()
 	bb, ab := buf[:k.blockA], buf[k.blockA:]
-	g := gemm{ldc: k.n, lim: k.lim, aSliced: true, bSliced: true, acc: k.prefill != nil}
+	g := gemm{ldc: k.n, lim: k.lim, aSliced: true, bSliced: true, acc: k.prefill != nil, bWide: k.wide}
 	rb, cb := k.biases(in)
 	var acc [gemmMR][gemmNR]float32
 	for jb := wi * blocks / p; jb < (wi+1)*blocks/p; jb++ {
@@ -283,7 +294,11 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 		}
 		for k0 := 0; k0 < k.k; k0 += kc {
 			kb := min(kc, k.k-k0)
-			packB(bb, w[k0*k.bRS+j0*k.bCS:], kb, j1-j0, k.bRS, k.bCS, 0, q1-q0)
+			if k.wide {
+				packBWide(bb, w[k0*k.bRS+j0*k.bCS:], kb, j1-j0, k.bRS, k.bCS, 0, q1-q0)
+			} else {
+				packB(bb, w[k0*k.bRS+j0*k.bCS:], kb, j1-j0, k.bRS, k.bCS, 0, q1-q0)
+			}
 			sm := storeMode{first: k0 == 0 && !g.acc, last: k0+kb == k.k}
 			for bi := range bands {
 				p0, p1 := bi*pm/bands, (bi+1)*pm/bands
@@ -406,6 +421,7 @@ func (k *matmulKernel) fillC(cb, yb []byte) {
 func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 	threads := c.threads
 	k.aSize, k.bSize = packedASize(k.m, k.k), packedBSize(k.k, k.n)
+	k.wide = wideB(k.m, k.n)
 	if !a.IsConst() && b.IsConst() && k.k > 0 && k.m > 0 && k.n > 0 && k.bandsPay(threads) {
 		// Bands: one A slice of the tallest band per worker, each area
 		// on its own cache line.
@@ -416,6 +432,9 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 			for k0 := 0; k0 < k.k; k0 += k.kc {
 				kb := min(k.kc, k.k-k0)
 				src.packB(k.bPre[mat*k.bSize+k0*pn*gemmNR:], mat*k.k*k.n+k0*k.bRS, kb, k.n, k.bRS, k.bCS)
+				if k.wide {
+					interleaveQuads(k.bPre[mat*k.bSize+k0*pn*gemmNR:], kb, k.n)
+				}
 				if k.bCS == 1 && k.bRS == k.n {
 					// Rows k0..k0+kb of a row-major B: one run of bytes.
 					lo := 4 * (mat*k.k*k.n + k0*k.n)
@@ -433,6 +452,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 		return int64(max(threads, 1)*k.block) * 4
 	}
 	if !a.IsConst() && !b.IsConst() && k.pairwise(threads) {
+		k.wide = false
 		k.pairB = roundUp(k.aSize, alignment/4)
 		k.pair = k.pairB + roundUp(k.bSize, alignment/4)
 		return int64(max(threads, 1)*k.pair) * 4
@@ -460,13 +480,16 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 		for mat := 0; mat < k.nB; mat++ {
 			if rows >= k.k {
 				src.packB(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.bRS, k.bCS)
-				continue
+			} else {
+				for l0 := 0; l0 < k.k; l0 += rows {
+					l1 := min(l0+rows, k.k)
+					src.packBRows(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.n, l0, l1)
+					lo := 4 * (mat*k.k*k.n + l0*k.n)
+					c.copied(b.Data[lo : lo+4*(l1-l0)*k.n])
+				}
 			}
-			for l0 := 0; l0 < k.k; l0 += rows {
-				l1 := min(l0+rows, k.k)
-				src.packBRows(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.n, l0, l1)
-				lo := 4 * (mat*k.k*k.n + l0*k.n)
-				c.copied(b.Data[lo : lo+4*(l1-l0)*k.n])
+			if k.wide {
+				interleaveQuads(k.bPre[mat*k.bSize:], k.k, k.n)
 			}
 		}
 	} else {
@@ -757,7 +780,7 @@ func (k *matmulKernel) bandGemm(in, out [][]byte, b, p0, p1 int, buf []float32) 
 	i0 := p0 * gemmMR
 	g := gemm{
 		m: min(k.m, p1*gemmMR) - i0, n: k.n, k: k.k, ldc: k.n,
-		a: buf, aSliced: true, bSliced: true,
+		a: buf, aSliced: true, bSliced: true, bWide: k.wide,
 		b:   k.bPre[int(k.bIdx[b])*k.bSize:],
 		c:   f32s(out[0])[(b*k.m+i0)*k.n:],
 		acc: k.prefill != nil, lim: k.lim,
@@ -804,6 +827,17 @@ func (k *matmulKernel) ownBands(in, out [][]byte, buf []float32, sp bandSplit, l
 	}
 }
 
+// columnShare is the first B panel of worker wi's columns of p in a
+// shared band (the end of worker wi-1's): a multiple of four where B is
+// packed in quads.
+func (k *matmulKernel) columnShare(wi, p int) int {
+	pn := k.panelsB()
+	if k.wide {
+		return min(pn, roundUp(wi*pn/p, 4))
+	}
+	return wi * pn / p
+}
+
 // sharedStep is worker wi's part of step st of shared band u, p workers
 // (see bandSplit): pack its A panels of k slice st, compute its columns
 // of slice st-1.
@@ -818,7 +852,6 @@ func (k *matmulKernel) sharedStep(in, out [][]byte, s []float32, sp bandSplit, u
 		var acc [gemmMR][gemmNR]float32
 		k0 := (st - 1) * k.kc
 		g := k.bandGemm(in, out, b, p0, p1, s[(st-1)%2*k.per:][:k.per])
-		pn := k.panelsB()
-		k.sweep(g, in, out, wi*pn/p, (wi+1)*pn/p, k0, min(k.kc, k.k-k0), b*k.m+p0*gemmMR, wi, &acc)
+		k.sweep(g, in, out, k.columnShare(wi, p), k.columnShare(wi+1, p), k0, min(k.kc, k.k-k0), b*k.m+p0*gemmMR, wi, &acc)
 	}
 }

@@ -23,6 +23,9 @@ func wholePacked(tb testing.TB, k Kernel, b *ir.Tensor) (Kernel, int64) {
 	w.bPre = make([]float32, len(mk.bPre))
 	for mat := 0; mat < w.nB; mat++ {
 		constSrc(b).packB(w.bPre[mat*w.bSize:], mat*w.k*w.n, w.k, w.n, w.bRS, w.bCS)
+		if w.wide {
+			interleaveQuads(w.bPre[mat*w.bSize:], w.k, w.n)
+		}
 	}
 	return &w, int64(w.nA*w.aSize) * 4
 }

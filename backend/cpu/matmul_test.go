@@ -66,6 +66,9 @@ func TestMatMul(t *testing.T) {
 		{[]int64{2, 12, 9, 16}, []int64{2, 12, 16, 9}},
 		{[]int64{3, 0}, []int64{0, 4}},
 		{[]int64{3}, []int64{2, 3, 1}},
+		// Large enough for B packed in quads (wideB): whole packing on
+		// one thread, bands or blocks on three.
+		{[]int64{520, 70}, []int64{70, 2020}},
 	}
 	for _, c := range cases {
 		for _, constB := range []bool{false, true} {
