@@ -12,11 +12,13 @@ import (
 func wholeOf(k *matmulKernel) (*matmulKernel, int64) {
 	w := *k
 	w.block, w.blockA, w.aOff, w.bOff = 0, 0, 0, w.nA*w.aSize
+	w.per, w.kc, w.bandBase = 0, 0, 0
 	return &w, int64(w.nA*w.aSize+w.nB*w.bSize) * 4
 }
 
 // TestMatMulColumnBlocks checks that a product of two activations that
-// packs by blocks of columns (the GotoBLAS loop) gives bit for bit what
+// packs by blocks of columns (the GotoBLAS loop), or a large one that
+// packs B whole and A by bands (bandsRun), gives bit for bit what
 // packing both operands whole gives, on 1 to 3 threads, built for as many
 // or others; that its scratch is one block and band slice per worker;
 // and which products take it. The shapes have ragged panels, k slices
@@ -33,12 +35,13 @@ func TestMatMulColumnBlocks(t *testing.T) {
 		a, b   []int64
 		gemm   *gemmOpts
 		blocks bool // built for 2 or 3 threads: block packing expected
+		bands  bool // bands over a B packed by the run instead, on AVX-512
 	}{
 		{a: []int64{300, 70}, b: []int64{70, 100}, blocks: true},
 		{a: []int64{600, 513}, b: []int64{513, 300}, blocks: true},
 		{a: []int64{289, 64}, b: []int64{64, 1030}, blocks: true},
 		// Large enough for deep slices (productDepth: two of 550).
-		{a: []int64{1030, 1100}, b: []int64{1100, 1040}, blocks: true},
+		{a: []int64{1030, 1100}, b: []int64{1100, 1040}, blocks: true, bands: true},
 		{a: []int64{513, 300}, b: []int64{200, 513}, gemm: &gemmOpts{transA: true, transB: true, alpha: 0.7, beta: 1, c: []int64{200}}, blocks: true},
 		{a: []int64{300, 513}, b: []int64{513, 90}, gemm: &gemmOpts{alpha: -1.5, beta: 0.5, c: []int64{300, 1}}, blocks: true},
 		{a: []int64{300, 130}, b: []int64{130, 100}, gemm: &gemmOpts{alpha: 1, beta: 2, c: []int64{300, 100}}, blocks: true},
@@ -76,13 +79,17 @@ func TestMatMulColumnBlocks(t *testing.T) {
 			outBytes := []int64{tg.g.Tensor(n.Outputs[0]).Bytes()}
 			eachBuild(t, tg.g, n, func(t *testing.T, built int, k Kernel, scratch int64) {
 				mk := k.(*matmulKernel)
-				if built >= 2 && (mk.block > 0) != c.blocks {
-					t.Fatalf("built for %d threads: block packing %v, want %v", built, mk.block > 0, c.blocks)
+				bands := c.bands && useAVX512Kernel
+				if built >= 2 && (mk.block > 0) != (c.blocks && !bands) {
+					t.Fatalf("built for %d threads: block packing %v, want %v", built, mk.block > 0, c.blocks && !bands)
 				}
-				if mk.block == 0 {
+				if (mk.bandBase > 0) != bands {
+					t.Fatalf("built for %d threads: bands over B packed by the run %v, want %v", built, mk.bandBase > 0, bands)
+				}
+				if mk.block == 0 && mk.bandBase == 0 {
 					return
 				}
-				if want := int64(built*mk.block) * 4; scratch != want {
+				if want := int64(built*mk.block) * 4; mk.block > 0 && scratch != want {
 					t.Errorf("scratch %d bytes, want %d (one block and band slice per worker)", scratch, want)
 				}
 				ref, refScratch := wholeOf(mk)

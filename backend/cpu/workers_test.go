@@ -200,6 +200,12 @@ func TestNoAllocationsPerRun(t *testing.T) {
 	add("matmul const B", g, n)
 	g, n = matmulNode(64, 96, 80, false)
 	add("matmul", g, n)
+	// Large enough for B in quads: bands over a B packed by the run,
+	// and bands over a constant B.
+	g, n = matmulNode(520, 20, 2020, false)
+	add("large matmul", g, n)
+	g, n = matmulNode(520, 20, 2020, true)
+	add("large matmul const B", g, n)
 	tg := newTGraph(17)
 	a := tg.input("a", ir.Float32, 4, 64, 32)
 	b := tg.input("b", ir.Float32, 32)
