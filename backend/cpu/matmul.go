@@ -82,8 +82,9 @@ type matmulKernel struct {
 	// floats, a B block slice and, from blockA on, an A band slice.
 	block, blockA int
 
-	// wide: B (every packed form of it above but the pairs') is packed
-	// in quads, for the 6×64 kernel (see wideB).
+	// wide: B is packed in quads, for the 6×64 kernel (see wideB), in
+	// every packed form above but the pairs' and the blocks' (which
+	// products packed in quads do not take: see bandsRun).
 	wide bool
 }
 
@@ -303,7 +304,7 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 	bands := ceilDiv(pm, gemmMT)
 	kc := k.depth()
 	bb, ab := buf[:k.blockA], buf[k.blockA:]
-	g := gemm{ldc: k.n, lim: k.lim, aSliced: true, bSliced: true, acc: k.prefill != nil, bWide: k.wide}
+	g := gemm{ldc: k.n, lim: k.lim, aSliced: true, bSliced: true, acc: k.prefill != nil}
 	rb, cb := k.biases(in)
 	var acc [gemmMR][gemmNR]float32
 	for jb := wi * blocks / p; jb < (wi+1)*blocks/p; jb++ {
@@ -314,11 +315,7 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 		}
 		for k0 := 0; k0 < k.k; k0 += kc {
 			kb := min(kc, k.k-k0)
-			if k.wide {
-				packBWide(bb, w[k0*k.bRS+j0*k.bCS:], kb, j1-j0, k.bRS, k.bCS, 0, q1-q0)
-			} else {
-				packB(bb, w[k0*k.bRS+j0*k.bCS:], kb, j1-j0, k.bRS, k.bCS, 0, q1-q0)
-			}
+			packB(bb, w[k0*k.bRS+j0*k.bCS:], kb, j1-j0, k.bRS, k.bCS, 0, q1-q0)
 			sm := storeMode{first: k0 == 0 && !g.acc, last: k0+kb == k.k}
 			for bi := range bands {
 				p0, p1 := bi*pm/bands, (bi+1)*pm/bands
