@@ -192,6 +192,12 @@ type gemm struct {
 	// bWide: B's panels are packed in quads (see wideB), read by the
 	// 6×64 kernel. Tiles then start at multiples of four B panels.
 	bWide bool
+	// aRaw, when set with bWide, is A unpacked, element (i, l) at
+	// aRaw[i·lda + l]: the 6×64 kernel reads its whole panels from there
+	// instead of from a, which then need hold only a last panel cut
+	// short. B must lie in quads whole.
+	aRaw []float32
+	lda  int
 	// bRaw, when set, is B unpacked, element (l, j) at bRaw[l·ldb + j]:
 	// the AVX-512 kernels read the first rawPanels() panels of B from it
 	// and only the rest from b, which need not hold the first ones. Tiles

@@ -71,10 +71,11 @@ func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode in
 // at c, ldc floats apart, as sgemm12x32 does (rb has 6 values, cb 64,
 // res's rows are ldc floats apart). While it runs it asks for pfn times
 // four 64-byte lines from pf on, every four steps, to be brought into L2.
-// kb may be 0. It needs AVX-512F.
+// With lda not 0, A is not packed: its six rows lie lda floats apart from
+// a on, one float a step each. kb may be 0. It needs AVX-512F.
 //
 //go:noescape
-func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int)
+func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int, lda int)
 
 // fmaPeakLoop512 runs n iterations of 24 16-lane fused multiply-adds
 // spread over 12 independent zmm accumulators: 768·n floating-point

@@ -1505,6 +1505,20 @@ g12put:
 	ROW64(aoff+16(SI), Z28, Z16, Z17, Z18, Z19);    \
 	ROW64(aoff+20(SI), Z29, Z20, Z21, Z22, Z23)
 
+// One k step of the 6×64 tile with A unpacked: its six rows at off(SI),
+// off(SI)(R14), off(SI)(2·R14), off(R11), … (R11 = SI + 3·R14).
+#define STEP6X64R(off, boff) \
+	VMOVUPS boff(DI), Z24;                          \
+	VMOVUPS boff+64(DI), Z25;                       \
+	VMOVUPS boff+128(DI), Z26;                      \
+	VMOVUPS boff+192(DI), Z27;                      \
+	ROW64(off(SI), Z28, Z0, Z1, Z2, Z3);            \
+	ROW64(off(SI)(R14*1), Z29, Z4, Z5, Z6, Z7);     \
+	ROW64(off(SI)(R14*2), Z30, Z8, Z9, Z10, Z11);   \
+	ROW64(off(R11), Z31, Z12, Z13, Z14, Z15);       \
+	ROW64(off(R11)(R14*1), Z28, Z16, Z17, Z18, Z19); \
+	ROW64(off(R11)(R14*2), Z29, Z20, Z21, Z22, Z23)
+
 // Touches the 256-byte row at AX (five lines when it straddles) and
 // moves AX to the next row.
 #define TOUCH64 \
@@ -1583,8 +1597,8 @@ g12put:
 	VMOVUPS r3, 192(DX); \
 	ADDQ    R8, DX
 
-// func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int)
-TEXT ·sgemm6x64(SB), NOSPLIT, $0-96
+// func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int, lda int)
+TEXT ·sgemm6x64(SB), NOSPLIT, $0-104
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -1614,6 +1628,9 @@ TEXT ·sgemm6x64(SB), NOSPLIT, $0-96
 
 touched64:
 	ZERO24
+	MOVQ  lda+96(FP), R14
+	TESTQ R14, R14
+	JNE   raw64
 
 loop64:
 	CMPQ  CX, $4
@@ -1640,6 +1657,40 @@ tail64:
 	ADDQ  $24, SI
 	DECQ  CX
 	JMP   tail64
+
+	// A unpacked: its rows lda floats apart, one float a step each.
+raw64:
+	SHLQ $2, R14
+	LEAQ (SI)(R14*2), R11
+	ADDQ R14, R11
+
+rawloop64:
+	CMPQ  CX, $4
+	JLT   rawtail64
+	TESTQ BX, BX
+	JEQ   rawsteps64
+	HINTS64
+
+rawsteps64:
+	STEP6X64R(0, 0)
+	STEP6X64R(4, 256)
+	STEP6X64R(8, 512)
+	STEP6X64R(12, 768)
+	ADDQ $1024, DI
+	ADDQ $16, SI
+	ADDQ $16, R11
+	SUBQ $4, CX
+	JMP  rawloop64
+
+rawtail64:
+	TESTQ CX, CX
+	JEQ   store64
+	STEP6X64R(0, 0)
+	ADDQ  $256, DI
+	ADDQ  $4, SI
+	ADDQ  $4, R11
+	DECQ  CX
+	JMP   rawtail64
 
 store64:
 	MOVQ  mode+56(FP), AX

@@ -155,7 +155,7 @@ func packA6Rows(dst, src *float32, k4, rs int) {
 	panic("packA6Rows: no assembly on this platform")
 }
 
-func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int) {
+func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int, lda int) {
 	panic("sgemm6x64: no assembly on this platform")
 }
 

@@ -128,7 +128,6 @@ func (g *gemm) sliceQuads(p0, p1, q0, q1, k0, kb int, sm storeMode) {
 		}
 		j0 := q * gemmNR
 		for p := p0; p < p1; p++ {
-			ap := g.aPanel(p, k0, kb)
 			var pf *float32
 			pfn := 0
 			if off := (p - p0) * per; next != nil && off < kb {
@@ -141,12 +140,19 @@ func (g *gemm) sliceQuads(p0, p1, q0, q1, k0, kb int, sm storeMode) {
 			}
 			i0 := p * gemmMR
 			rows, w := min(gemmMR, g.m-i0), min(cols, g.n-j0)
+			var ap *float32
+			lda := 0
+			if g.aRaw != nil && rows == gemmMR {
+				ap, lda = &g.aRaw[i0*g.lda+k0:][:(gemmMR-1)*g.lda+kb][0], g.lda
+			} else {
+				ap = &g.aPanel(p, k0, kb)[0]
+			}
 			if rows == gemmMR && w == cols {
 				c, rb, cb, mode, lim, res := g.direct(i0, j0, rows, cols, sm)
-				sgemm6x64(kb, &ap[0], &bq[0], c, g.ldc, rb, cb, mode, lim, res, pf, pfn)
+				sgemm6x64(kb, ap, &bq[0], c, g.ldc, rb, cb, mode, lim, res, pf, pfn, lda)
 				continue
 			}
-			sgemm6x64(kb, &ap[0], &bq[0], &buf[0], cols, nil, nil, 0, nil, nil, pf, pfn)
+			sgemm6x64(kb, ap, &bq[0], &buf[0], cols, nil, nil, 0, nil, nil, pf, pfn, lda)
 			g.clip(i0, j0, rows, w, buf[:], cols, sm)
 		}
 	}

@@ -268,7 +268,26 @@ func TestSgemm6x64(t *testing.T) {
 	}
 	checkMicroKernelPrefetch(t, 1, 4, 0, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
 		quad := interleaveQuad(b, kb)
-		sgemm6x64(kb, &a[0][0], &quad[0], &c[0], ldc, rb, cb, mode, lim, res, pf0, pfn)
+		sgemm6x64(kb, &a[0][0], &quad[0], &c[0], ldc, rb, cb, mode, lim, res, pf0, pfn, 0)
+	})
+}
+
+// TestSgemm6x64Rows checks the 6×64 micro-kernel reading A unpacked: the
+// panel's six rows laid out lda floats apart.
+func TestSgemm6x64Rows(t *testing.T) {
+	if runtime.GOARCH == "amd64" && !hasAVX512Kernel {
+		t.Skip("CPU lacks AVX-512F")
+	}
+	checkMicroKernelPrefetch(t, 1, 4, 0, func(kb int, a, b [][]float32, c []float32, ldc int, rb, cb *float32, mode int, lim, res, pf0, pf1 *float32, pfn int) {
+		quad := interleaveQuad(b, kb)
+		lda := kb + 3
+		rows := make([]float32, gemmMR*lda)
+		for l := 0; l < kb; l++ {
+			for i := range gemmMR {
+				rows[i*lda+l] = a[0][l*gemmMR+i]
+			}
+		}
+		sgemm6x64(kb, &rows[0], &quad[0], &c[0], ldc, rb, cb, mode, lim, res, pf0, pfn, lda)
 	})
 }
 

@@ -74,6 +74,7 @@ func TestMatMulBands(t *testing.T) {
 		{a: []int64{128, 768}, b: []int64{768, 768}},
 		{a: []int64{128, 3072}, b: []int64{3072, 768}},
 		{a: []int64{1030, 1100}, b: []int64{1100, 1040}}, // two deep slices of 550
+		{a: []int64{1030, 300}, b: []int64{300, 1020}},   // B all in quads: A read unpacked
 		{a: []int64{70, 300}, b: []int64{300, 45}},
 		{a: []int64{200, 700}, b: []int64{700, 100}},
 		{a: []int64{301, 513}, b: []int64{513, 33}},

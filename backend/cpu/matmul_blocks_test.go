@@ -42,6 +42,7 @@ func TestMatMulColumnBlocks(t *testing.T) {
 		{a: []int64{289, 64}, b: []int64{64, 1030}, blocks: true},
 		// Large enough for deep slices (productDepth: two of 550).
 		{a: []int64{1030, 1100}, b: []int64{1100, 1040}, blocks: true, bands: true},
+		{a: []int64{1030, 300}, b: []int64{300, 1020}, blocks: true, bands: true}, // A read unpacked
 		{a: []int64{513, 300}, b: []int64{200, 513}, gemm: &gemmOpts{transA: true, transB: true, alpha: 0.7, beta: 1, c: []int64{200}}, blocks: true},
 		{a: []int64{300, 513}, b: []int64{513, 90}, gemm: &gemmOpts{alpha: -1.5, beta: 0.5, c: []int64{300, 1}}, blocks: true},
 		{a: []int64{300, 130}, b: []int64{130, 100}, gemm: &gemmOpts{alpha: 1, beta: 2, c: []int64{300, 100}}, blocks: true},

@@ -69,6 +69,7 @@ func TestMatMul(t *testing.T) {
 		// Large enough for B packed in quads (wideB): whole packing on
 		// one thread, bands or blocks on three.
 		{[]int64{520, 70}, []int64{70, 2020}},
+		{[]int64{520, 70}, []int64{70, 2040}}, // B all in quads: bands read A unpacked
 	}
 	for _, c := range cases {
 		for _, constB := range []bool{false, true} {
