@@ -113,7 +113,17 @@ func TestMatMulColumnBlocks(t *testing.T) {
 // slice, then a residual added block by block) against the same epilogue
 // on whole packing, bit for bit; the product is three k slices deep.
 func TestMatMulColumnBlocksFused(t *testing.T) {
-	const m, kk, nn = 300, 513, 130
+	// The second shape is large enough for B in quads whole: its columns
+	// are owned by workers that pack their part of B (ownColumns).
+	for _, shape := range [][3]int64{{300, 513, 130}, {1030, 70, 1020}} {
+		m, kk, nn := shape[0], shape[1], shape[2]
+		t.Run(fmt.Sprint(shape), func(t *testing.T) { checkFusedProduct(t, m, kk, nn) })
+	}
+}
+
+// checkFusedProduct is TestMatMulColumnBlocksFused for one m×kk by kk×nn
+// product.
+func checkFusedProduct(t *testing.T, m, kk, nn int64) {
 	tg := newTGraph(17)
 	x := tg.input("x", ir.Float32, m, kk)
 	w := tg.input("w", ir.Float32, kk, nn)
@@ -121,19 +131,19 @@ func TestMatMulColumnBlocksFused(t *testing.T) {
 	mm := tg.node("MatMul", nil, []ir.TensorID{x, w}, out{ir.Float32, []int64{m, nn}})
 	relu := tg.node("Relu", nil, []ir.TensorID{mm.Outputs[0]}, out{ir.Float32, []int64{m, nn}})
 	add := tg.node("Add", nil, []ir.TensorID{relu.Outputs[0], r}, out{ir.Float32, []int64{m, nn}})
-	ep, _, err := NewEpilogue(tg.g, mm.Outputs[0], nn, []*ir.Node{relu, add})
+	ep, _, err := NewEpilogue(tg.g, mm.Outputs[0], int(nn), []*ir.Node{relu, add})
 	if err != nil {
 		t.Fatal(err)
 	}
-	feeds := [][]byte{f32Bytes(randF32(m * kk)), f32Bytes(randF32(kk * nn)), f32Bytes(randF32(m * nn))}
+	feeds := [][]byte{f32Bytes(randF32(int(m * kk))), f32Bytes(randF32(int(kk * nn))), f32Bytes(randF32(int(m * nn)))}
 	for _, built := range []int{2, 3} {
 		k, scratch, err := BuildFor(tg.g, mm, built)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mk := k.(*matmulKernel)
-		if mk.block == 0 {
-			t.Fatalf("built for %d threads: not block-packed", built)
+		if mk.block == 0 && !(mk.bandBase > 0 && mk.rawA()) {
+			t.Fatalf("built for %d threads: neither block-packed nor by owned columns", built)
 		}
 		ref, refScratch := wholeOf(mk)
 		fk, ok1 := Fuse(k, ep, 2, built)
