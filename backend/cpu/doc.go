@@ -21,7 +21,8 @@
 // to 1024 for products of 512 rows and 2²⁰ elements or more): 12×32 tiles in
 // zmm registers where the CPU has AVX-512 (6×32, 8×32 and 12×16 at the
 // edges), 6×16 in ymm with AVX2 and FMA, a pure-Go 6×16 kernel elsewhere
-// (gemm*.go).
+// (gemm*.go). Those deep products pack B four panels side by side for a
+// 6×64 AVX-512 kernel, which can read A's rows unpacked (gemm_quads.go).
 // The kernels can add a residual and clamp (Relu, Clip) as they store the
 // last k slice. A convolution packs im2col in blocks of at most 256×256 into
 // each worker's own scratch area, from a zero-padded copy of the rows it

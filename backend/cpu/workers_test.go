@@ -206,6 +206,11 @@ func TestNoAllocationsPerRun(t *testing.T) {
 	add("large matmul", g, n)
 	g, n = matmulNode(520, 20, 2020, true)
 	add("large matmul const B", g, n)
+	// B in quads whole: A read unpacked, workers owning columns.
+	g, n = matmulNode(520, 20, 2040, false)
+	add("large matmul, A unpacked", g, n)
+	g, n = matmulNode(520, 20, 2040, true)
+	add("large matmul const B, A unpacked", g, n)
 	tg := newTGraph(17)
 	a := tg.input("a", ir.Float32, 4, 64, 32)
 	b := tg.input("b", ir.Float32, 32)
