@@ -105,56 +105,79 @@ func packA(dst, src []float32, m, k, rs, cs int, alpha float32, p0, p1 int) {
 // packB packs panels [q0, q1) of the k×n matrix whose element (l, j) is
 // src[l·rs + j·cs].
 func packB(dst, src []float32, k, n, rs, cs int, q0, q1 int) {
+	packBPanels(dst, src, k, n, rs, cs, q0, q1, false)
+}
+
+// packBPanels is packB, or, where wide is set, packB for a B packed in
+// quads: panel q of B goes where panelPlace puts it.
+func packBPanels(dst, src []float32, k, n, rs, cs int, q0, q1 int, wide bool) {
+	if k == 0 {
+		return
+	}
 	if cs == 1 {
 		// Rows of B: a few rows at a time across the panels, so that
 		// each row is read as one run of memory (panel by panel, every
 		// row would start a new page and stream).
 		const rows = 16
 		for l0 := 0; l0 < k; l0 += rows {
-			packBRowRange(dst, src, k, n, rs, q0, q1, l0, min(l0+rows, k))
+			packBRowRange(dst, src, k, n, rs, q0, q1, l0, min(l0+rows, k), wide)
 		}
 		return
 	}
 	for q := q0; q < q1; q++ {
-		d := dst[q*k*gemmNR : (q+1)*k*gemmNR]
+		start, step := panelPlace(q, k, n, wide)
+		d := dst[start : start+(k-1)*step+gemmNR]
 		j0 := q * gemmNR
 		cols := min(gemmNR, n-j0)
 		if cols < gemmNR {
-			clear(d)
+			for l := 0; l < k; l++ {
+				clear(d[l*step+cols : l*step+gemmNR])
+			}
 		}
 		for j := 0; j < cols; j++ {
 			base := (j0 + j) * cs
 			if rs == 1 {
 				col := src[base : base+k]
 				for l, v := range col {
-					d[l*gemmNR+j] = v
+					d[l*step+j] = v
 				}
 				continue
 			}
 			for l := 0; l < k; l++ {
-				d[l*gemmNR+j] = src[base+l*rs]
+				d[l*step+j] = src[base+l*rs]
 			}
 		}
 	}
 }
 
 // packBRowRange packs rows [l0, l1) of panels [q0, q1) of the k×n
-// matrix whose element (l, j) is src[l·rs + j] to where packB puts them,
-// a last panel cut short padded with zeros.
-func packBRowRange(dst, src []float32, k, n, rs, q0, q1, l0, l1 int) {
-	if full := min(q1, n/gemmNR) - q0; useAsmKernel && full > 0 && l1 > l0 {
-		// The whole panels in one call, checked here for both ends.
-		_ = src[(l1-1)*rs+(q0+full)*gemmNR-1]
-		_ = dst[(q0+full-1)*k*gemmNR+l1*gemmNR-1]
-		packB16Rows(&dst[q0*k*gemmNR+l0*gemmNR], &src[l0*rs+q0*gemmNR], full, l1-l0, rs, k*gemmNR, gemmNR)
-		q0 += full
+// matrix whose element (l, j) is src[l·rs + j] to where packBPanels puts
+// them (in quads where wide is set), a last panel cut short padded with
+// zeros.
+func packBRowRange(dst, src []float32, k, n, rs, q0, q1, l0, l1 int, wide bool) {
+	if full := min(q1, n/gemmNR); useAsmKernel && q0 < full && l1 > l0 {
+		// The whole panels in as few calls as their places allow (one
+		// for panels of packB's layout, one per quad), each checked
+		// here at both ends.
+		for q := q0; q < full; {
+			end, dp := full, k*gemmNR
+			start, step := panelPlace(q, k, n, wide)
+			if step != gemmNR {
+				end, dp = min(full, q&^3+4), gemmNR
+			}
+			_ = src[(l1-1)*rs+end*gemmNR-1]
+			_ = dst[start+(end-1-q)*dp+(l1-1)*step+gemmNR-1]
+			packB16Rows(&dst[start+l0*step], &src[l0*rs+q*gemmNR], end-q, l1-l0, rs, dp, step)
+			q = end
+		}
+		q0 = full
 	}
 	for q := q0; q < q1; q++ {
-		d := dst[q*k*gemmNR:]
+		start, step := panelPlace(q, k, n, wide)
 		j0 := q * gemmNR
 		if cols := n - j0; cols < gemmNR {
 			for l := l0; l < l1; l++ {
-				row := d[l*gemmNR : (l+1)*gemmNR]
+				row := dst[start+l*step:][:gemmNR]
 				copy(row[:cols], src[l*rs+j0:])
 				clear(row[cols:])
 			}
@@ -164,7 +187,7 @@ func packBRowRange(dst, src []float32, k, n, rs, q0, q1, l0, l1 int) {
 		// slices that may overlap compiles to a memmove call per row.
 		for l := l0; l < l1; l++ {
 			v := *(*[gemmNR]float32)(src[l*rs+j0:])
-			*(*[gemmNR]float32)(d[l*gemmNR:]) = v
+			*(*[gemmNR]float32)(dst[start+l*step:]) = v
 		}
 	}
 }

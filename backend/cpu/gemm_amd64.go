@@ -56,8 +56,8 @@ func packA6Cols(dst, src *float32, k, cs, panels int)
 func packA6Rows(dst, src *float32, k4, rs int)
 
 // packB16Rows copies rows rows of panels whole B panels of an operand
-// whose rows are contiguous (packB's cs = 1 case) to where packB or
-// packBWide puts them: for q < panels and l < rows, dst[q·dp + l·ds + j] =
+// whose rows are contiguous (packB's cs = 1 case) to where packBPanels
+// puts them: for q < panels and l < rows, dst[q·dp + l·ds + j] =
 // src[l·rs + 16q + j], j < 16. It needs AVX.
 //
 //go:noescape

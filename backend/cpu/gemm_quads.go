@@ -22,51 +22,14 @@ func wideB(m, n int) bool {
 // whole groups of four.
 func quadsIn(n int) int { return 4 * (ceilDiv(n, gemmNR) / 4) }
 
-// quadPanel returns where panel q of a quad-packed k×n B starts (its
-// first k step) and how many floats apart its k steps lie.
-func quadPanel(q, k, n int) (start, step int) {
-	if q >= quadsIn(n) {
+// panelPlace returns where panel q of a packed k×n B starts (its first k
+// step) and how many floats apart its k steps lie: in packB's layout, or,
+// where wide is set, in quads up to quadsIn(n).
+func panelPlace(q, k, n int, wide bool) (start, step int) {
+	if !wide || q >= quadsIn(n) {
 		return q * k * gemmNR, gemmNR
 	}
 	return (q&^3)*k*gemmNR + (q&3)*gemmNR, 4 * gemmNR
-}
-
-// packBWide is packB for a B packed in quads: panels [q0, q1) of the k×n
-// matrix whose element (l, j) is src[l·rs + j·cs].
-func packBWide(dst, src []float32, k, n, rs, cs int, q0, q1 int) {
-	if qr := quadsIn(n); q1 > qr {
-		packB(dst, src, k, n, rs, cs, max(q0, qr), q1)
-		q1 = qr
-	}
-	if cs == 1 && useAsmKernel {
-		// Whole panels a quad at a time, 16 rows a call, as packB.
-		full := min(q1, n/gemmNR)
-		const rows = 16
-		for l0 := 0; l0 < k; l0 += rows {
-			l1 := min(l0+rows, k)
-			for q := q0; q < full; {
-				end := min(full, q&^3+4)
-				start, step := quadPanel(q, k, n)
-				_ = src[(l1-1)*rs+end*gemmNR-1]
-				_ = dst[start+(end-1-q)*gemmNR+(l1-1)*step+gemmNR-1]
-				packB16Rows(&dst[start+l0*step], &src[l0*rs+q*gemmNR], end-q, l1-l0, rs, gemmNR, step)
-				q = end
-			}
-		}
-		q0 = max(q0, full)
-	}
-	for q := q0; q < q1; q++ {
-		start, step := quadPanel(q, k, n)
-		j0 := q * gemmNR
-		cols := min(gemmNR, n-j0)
-		for l := 0; l < k; l++ {
-			d := dst[start+l*step:][:gemmNR]
-			for j := range cols {
-				d[j] = src[l*rs+(j0+j)*cs]
-			}
-			clear(d[cols:])
-		}
-	}
 }
 
 // interleaveQuads turns the quads of a k×n B packed by packB into quads

@@ -73,7 +73,7 @@ type gemmCase struct {
 	splits         int  // run(lo, hi) calls the tiles are cut into
 	clamp          bool // clamp C to gemmLim after the last k step
 	res            bool // add a residual of C's layout before the clamp
-	wide           bool // B packed in quads (packBWide), tiles of whole quads
+	wide           bool // B packed in quads (packBPanels' wide), tiles of whole quads
 }
 
 // gemmLim is the clamp of the cases with clamp set.
@@ -110,12 +110,8 @@ func checkGemm(t *testing.T, c gemmCase) {
 	// Pack in two calls each, to exercise panel ranges.
 	packA(pa, a, m, k, aRS, aCS, c.alpha, 0, pm/2)
 	packA(pa, a, m, k, aRS, aCS, c.alpha, pm/2, pm)
-	pack := packB
-	if c.wide {
-		pack = packBWide
-	}
-	pack(pb, b, k, n, bRS, bCS, 0, pn/3)
-	pack(pb, b, k, n, bRS, bCS, pn/3, pn)
+	packBPanels(pb, b, k, n, bRS, bCS, 0, pn/3, c.wide)
+	packBPanels(pb, b, k, n, bRS, bCS, pn/3, pn, c.wide)
 
 	var rb, cb []float32
 	if c.rowBias {
@@ -544,8 +540,8 @@ func TestPackBWide(t *testing.T) {
 				for i := range got {
 					got[i] = gemmSentinel
 				}
-				packBWide(got, b, c.k, c.n, rs, cs, 0, cut)
-				packBWide(got, b, c.k, c.n, rs, cs, cut, pn)
+				packBPanels(got, b, c.k, c.n, rs, cs, 0, cut, true)
+				packBPanels(got, b, c.k, c.n, rs, cs, cut, pn, true)
 				for i := range want {
 					if got[i] != want[i] {
 						t.Fatalf("k %d n %d transposed %v cut at panel %d: element %d is %g, want %g", c.k, c.n, trans, cut, i, got[i], want[i])
@@ -713,11 +709,7 @@ func packedProduct(size, th int, w *Workers) func() {
 	packA(pa, randF32(m*k), m, k, k, 1, 1, 0, ceilDiv(m, gemmMR))
 	// B as a MatMul packs it (in quads where it is large enough).
 	wide := wideB(m, n)
-	pack := packB
-	if wide {
-		pack = packBWide
-	}
-	pack(pb, randF32(k*n), k, n, n, 1, 0, ceilDiv(n, gemmNR))
+	packBPanels(pb, randF32(k*n), k, n, n, 1, 0, ceilDiv(n, gemmNR), wide)
 	mt, nt := gemmTiles(m, n, th)
 	if wide {
 		nt = roundUp(nt, 4)

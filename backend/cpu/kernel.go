@@ -355,7 +355,7 @@ func (s f32src) packB(dst []float32, off, k, n, rs, cs int) {
 // time, each run of rows released once copied.
 func (s f32src) packBRows(dst []float32, off, k, n, rs, l0, l1 int) {
 	if s.f != nil {
-		packBRowRange(dst, s.f[off:], k, n, rs, 0, ceilDiv(n, gemmNR), l0, l1)
+		packBRowRange(dst, s.f[off:], k, n, rs, 0, ceilDiv(n, gemmNR), l0, l1, false)
 		return
 	}
 	for q := 0; q < ceilDiv(n, gemmNR); q++ {

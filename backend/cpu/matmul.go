@@ -177,7 +177,7 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 		sp := k.split(p)
 		areas := k.bandAreas(s)
 		for wi := lo; wi < hi; wi++ {
-			k.ownBands(in, out, k.bandsB(s), areas[wi*k.per:][:k.per], sp, wi*sp.units/p, (wi+1)*sp.units/p, wi)
+			k.ownBands(in, out, k.bandsB(s), areas[wi*k.per:][:k.per], sp, wi*sp.units/p, (wi+1)*sp.units/p, 0, k.panelsB(), wi)
 		}
 		return
 	case phaseShared:
@@ -200,16 +200,7 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 		}
 		return
 	case phaseBandsB:
-		// Panels [lo, hi) of every k slice, as finish packs a constant
-		// B for bands.
-		src, pn := f32s(in[1]), k.panelsB()
-		pack := packB
-		if k.wide {
-			pack = packBWide
-		}
-		for k0 := 0; k0 < k.k; k0 += k.kc {
-			pack(s[k0*pn*gemmNR:], src[k0*k.bRS:], min(k.kc, k.k-k0), k.n, k.bRS, k.bCS, lo, hi)
-		}
+		k.packBandsB(in, s, lo, hi)
 		return
 	case phaseColumns:
 		p := int(a[1])
@@ -235,11 +226,7 @@ func (k *matmulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, h
 			mat, q := (it-na)/pb, (it-na)%pb
 			end := min(hi, na+(mat+1)*pb)
 			src := f32s(in[1])[mat*k.k*k.n:]
-			if k.wide {
-				packBWide(s[k.bOff+mat*k.bSize:], src, k.k, k.n, k.bRS, k.bCS, q, q+end-it)
-			} else {
-				packB(s[k.bOff+mat*k.bSize:], src, k.k, k.n, k.bRS, k.bCS, q, q+end-it)
-			}
+			packBPanels(s[k.bOff+mat*k.bSize:], src, k.k, k.n, k.bRS, k.bCS, q, q+end-it, k.wide)
 			it = end
 		}
 		return
@@ -889,9 +876,9 @@ func (k *matmulKernel) sweep(g gemm, in, out [][]byte, q0, q1, k0, kb, r0, wi in
 	}
 }
 
-// ownBands computes bands [lo, hi) of split sp on worker wi, packing into
-// buf, its own scratch area.
-func (k *matmulKernel) ownBands(in, out [][]byte, bp, buf []float32, sp bandSplit, lo, hi, wi int) {
+// ownBands computes B panels [q0, q1) of bands [lo, hi) of split sp on
+// worker wi, packing into buf, its own scratch area.
+func (k *matmulKernel) ownBands(in, out [][]byte, bp, buf []float32, sp bandSplit, lo, hi, q0, q1, wi int) {
 	var acc [gemmMR][gemmNR]float32
 	for u := lo; u < hi; u++ {
 		b, p0, p1 := k.band(sp, u)
@@ -899,7 +886,7 @@ func (k *matmulKernel) ownBands(in, out [][]byte, bp, buf []float32, sp bandSpli
 		for k0 := 0; k0 < k.k; k0 += k.kc {
 			kb := min(k.kc, k.k-k0)
 			k.packSlice(in, buf, b, p0, p1, 0, p1-p0, k0, kb)
-			k.sweep(g, in, out, 0, k.panelsB(), k0, kb, b*k.m+p0*gemmMR, wi, &acc)
+			k.sweep(g, in, out, q0, q1, k0, kb, b*k.m+p0*gemmMR, wi, &acc)
 		}
 	}
 }
@@ -926,21 +913,17 @@ func (k *matmulKernel) columnShare(wi, p int) int {
 // 0.823 of the FMA peak).
 func (k *matmulKernel) ownColumns(in, out [][]byte, s, buf []float32, wi, p int) {
 	q0, q1 := k.columnShare(wi, p), k.columnShare(wi+1, p)
+	k.packBandsB(in, s, q0, q1)
+	sp := k.split(1)
+	k.ownBands(in, out, k.bandsB(s), buf, sp, 0, sp.units, q0, q1, wi)
+}
+
+// packBandsB packs B panels [q0, q1) of every k slice of a run-time B
+// into the head of scratch s, where finish packs a constant B for bands.
+func (k *matmulKernel) packBandsB(in [][]byte, s []float32, q0, q1 int) {
 	src, pn := f32s(in[1]), k.panelsB()
 	for k0 := 0; k0 < k.k; k0 += k.kc {
-		packBWide(s[k0*pn*gemmNR:], src[k0*k.bRS:], min(k.kc, k.k-k0), k.n, k.bRS, k.bCS, q0, q1)
-	}
-	var acc [gemmMR][gemmNR]float32
-	sp := bandSplit{bands: ceilDiv(k.panelsA(), gemmMT)}
-	sp.units = sp.bands
-	for u := 0; u < sp.units; u++ {
-		b, p0, p1 := k.band(sp, u)
-		g := k.bandGemm(in, out, k.bandsB(s), b, p0, p1, buf)
-		for k0 := 0; k0 < k.k; k0 += k.kc {
-			kb := min(k.kc, k.k-k0)
-			k.packSlice(in, buf, b, p0, p1, 0, p1-p0, k0, kb)
-			k.sweep(g, in, out, q0, q1, k0, kb, b*k.m+p0*gemmMR, wi, &acc)
-		}
+		packBPanels(s[k0*pn*gemmNR:], src[k0*k.bRS:], min(k.kc, k.k-k0), k.n, k.bRS, k.bCS, q0, q1, k.wide)
 	}
 }
 
