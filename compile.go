@@ -82,7 +82,26 @@ type Options struct {
 	// cpu.FuseAttention). Results are the same bit for bit; the fused
 	// step's scores take no arena.
 	NoAttention bool
+
+	// Dims fixes open dimensions of the model's inputs ahead of time, by
+	// the symbol the file names them with ("batch": 1). A model whose
+	// every symbol is fixed (and whose shapes depend on no input's
+	// values) is compiled at once, as one with static shapes is.
+	Dims map[string]int64
+	// MaxDims bounds open dimensions, by symbol: a run whose inputs give
+	// a symbol a larger size fails with an error naming the symbol and
+	// its bound, before anything is compiled or allocated for it.
+	MaxDims map[string]int64
+	// Plans bounds how many plans, one per set of input shapes (and, for
+	// a model whose shapes depend on input values, per set of those
+	// values), a session of a model with open shapes keeps; past it the
+	// least recently used is released. 0 means DefaultPlans.
+	Plans int
 }
+
+// DefaultPlans is how many specialised plans a session of a model with
+// open shapes keeps unless Options.Plans says otherwise.
+const DefaultPlans = 4
 
 // ErrMemoryLimit is returned when a compiled model would not fit the
 // memory limit.
@@ -99,7 +118,11 @@ type Executable struct {
 	device  Device
 	threads int
 
-	cuda    *cuda.Executable // set when compiled for CUDA
+	cuda *cuda.Executable // set when compiled for CUDA
+	open *openExec        // set when shapes are settled per run
+	// owned are the specialised models the executable was compiled from
+	// and closes with itself.
+	owned   []*Model
 	kernels []cpu.Kernel
 	problem *plan.Problem
 	index   []int // ir.TensorID → problem tensor (-1: constant)
@@ -130,7 +153,37 @@ type Executable struct {
 }
 
 // Compile prepares m to run on dev.
+//
+// A model with open shapes (see Model.Open) is compiled for the shapes
+// opts.Dims fixes when it fixes them all; otherwise Compile checks the
+// options and returns an executable whose sessions compile a plan for
+// each set of input shapes they are run with, keep up to opts.Plans of
+// them and reuse each for every later run of the same shapes.
 func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
+	if m.open != nil {
+		return compileOpen(m, dev, opts)
+	}
+	if err := checkSymbols(nil, opts); err != nil {
+		return nil, err
+	}
+	e, err := compileStatic(m, dev, opts)
+	if errors.Is(err, ir.ErrValueDependent) && m.reopen != nil {
+		// A kernel needs the value of an input (a CumSum's axis fed as
+		// one): specialise on it per run.
+		om, oerr := m.reopen()
+		if oerr != nil {
+			return nil, err
+		}
+		if e, err = compileOpen(om, dev, opts); err != nil {
+			om.Close()
+			return nil, err
+		}
+		e.owned = append(e.owned, om)
+	}
+	return e, err
+}
+
+func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 	switch dev {
 	case CPU, "":
 	case CUDA:
@@ -397,10 +450,16 @@ func (e *Executable) Close() error {
 		return nil
 	}
 	e.closed = true
+	var err error
 	if e.cuda != nil {
-		return e.cuda.Close()
+		err = e.cuda.Close()
 	}
-	return nil
+	for _, m := range e.owned {
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // Device is where the executable runs.
@@ -415,8 +474,18 @@ func (e *Executable) Inputs() []TensorInfo { return e.model.Inputs() }
 // Outputs describes the graph outputs in order.
 func (e *Executable) Outputs() []TensorInfo { return e.model.Outputs() }
 
-// ArenaBytes is the size of each session's activation arena.
-func (e *Executable) ArenaBytes() int64 { return e.plan.ArenaBytes }
+// ArenaBytes is the size of each session's activation arena. It is 0 for
+// an executable whose shapes are settled per run, whose sessions plan
+// each shape apart (see Session.Executable).
+func (e *Executable) ArenaBytes() int64 {
+	if e.plan == nil {
+		return 0
+	}
+	return e.plan.ArenaBytes
+}
+
+// Open reports whether the executable's shapes are settled per run.
+func (e *Executable) Open() bool { return e.open != nil }
 
 // WeightBytes is the memory the weights take at run time: the constants
 // kernels read as they run, and the copies kernels packed for themselves.

@@ -38,6 +38,15 @@ func compileCUDA(m *Model, o Options) (*cuda.Executable, error) {
 	return exe, nil
 }
 
+// cudaAvailable reports, as an error wrapping ErrNoDevice, that CUDA is
+// absent.
+func cudaAvailable() error {
+	if _, err := cuda.Device(); err != nil {
+		return fmt.Errorf("compile for cuda: %w: %v", ErrNoDevice, err)
+	}
+	return nil
+}
+
 // Precision is the arithmetic of the matrix products (MatMul, Gemm, Conv)
 // on a GPU; the CPU backend always computes in float32.
 type Precision = cuda.Precision

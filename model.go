@@ -1,36 +1,61 @@
 package berth
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 
 	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
 	"github.com/berth-ml/berth/passes"
 )
 
-// Model is an imported, shape-inferred and verified graph, ready to be
-// compiled. Its weights stay in the memory-mapped model file.
+// Model is an imported ONNX model, ready to be compiled. Its weights stay
+// in the memory-mapped model file.
+//
+// A model whose shapes are all known from the file is imported, its
+// shapes inferred, its constants folded and the result verified once, by
+// Load. A model that leaves dimensions open (a batch, a sequence length,
+// an image size), or whose shapes depend on the values of its inputs (a
+// Reshape's target fed as an input), is open: its graph is specialised
+// for the shapes, and where needed the values, of the inputs it is run
+// with (see Compile and Session.Run).
 type Model struct {
 	src      *onnx.Model
 	graph    *ir.Graph
 	fileOps  map[string]int
 	fileNode int
+	file     *device.MappedFile // the model file, when the model owns it
+	open     *openModel         // set when the shapes are open
+	// reopen makes the open model of the same file, for a model whose
+	// kernels turn out to need input values (nil when it cannot).
+	reopen func() (*Model, error)
 }
 
-// Load imports the ONNX model at path: it maps the file, decodes the graph,
-// infers every shape, folds constants and verifies the result.
+// Load imports the ONNX model at path: it maps the file and decodes the
+// graph. When the file fixes every input's shape, Load also infers every
+// shape, folds constants and verifies the result; otherwise the model is
+// open and that happens for each set of shapes it runs with.
 func Load(path string) (*Model, error) {
-	src, err := onnx.Import(path)
+	f, err := device.MapFile(path)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file", path)
+		}
 		return nil, err
 	}
-	m, err := prepare(src)
+	m, err := load(f.Bytes(), path, func(opts onnx.ImportOptions) (*onnx.Model, error) {
+		return onnx.ImportMapped(f, opts)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		f.Close()
+		return nil, err
 	}
+	m.file = f
 	return m, nil
 }
 
@@ -38,11 +63,36 @@ func Load(path string) (*Model, error) {
 // the model names any, are looked up in dir ("" refuses them). b must not
 // change while the model is in use: the weights are read from it in place.
 func LoadBytes(b []byte, dir string) (*Model, error) {
-	src, err := onnx.ImportBytes(b, dir)
+	return load(b, "onnx", func(opts onnx.ImportOptions) (*onnx.Model, error) {
+		return onnx.ImportBytesWith(b, dir, opts)
+	})
+}
+
+// load imports the model whose bytes are b (name is for errors) through
+// imp, which imports them with the options given.
+func load(b []byte, name string, imp importer) (*Model, error) {
+	sig, err := onnx.ReadSignature(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if !sig.Static() {
+		return openModelOf(sig, name, imp)
+	}
+	src, err := imp(onnx.ImportOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return prepare(src)
+	m, err := prepare(src)
+	if errors.Is(err, ir.ErrValueDependent) {
+		// Shapes follow from the values of some inputs: specialise on
+		// them at run time.
+		return openModelOf(sig, name, imp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	m.reopen = func() (*Model, error) { return openModelOf(sig, name, imp) }
+	return m, nil
 }
 
 func prepare(src *onnx.Model) (*Model, error) {
@@ -59,13 +109,45 @@ func prepare(src *onnx.Model) (*Model, error) {
 
 // Close releases the model file. Executables compiled from the model must
 // not be used afterwards.
-func (m *Model) Close() error { return m.src.Close() }
+func (m *Model) Close() error {
+	var err error
+	if m.open != nil {
+		m.open.close()
+	} else {
+		err = m.src.Close()
+	}
+	if m.file != nil {
+		if ferr := m.file.Close(); err == nil {
+			err = ferr
+		}
+		m.file = nil
+	}
+	return err
+}
 
-// Graph is the prepared graph (for tools; treat it as read-only).
+// Graph is the prepared graph (for tools; treat it as read-only). It is
+// nil for an open model, whose graph is prepared per shape.
 func (m *Model) Graph() *ir.Graph { return m.graph }
+
+// Open reports whether the model's shapes are open: known only from the
+// inputs it runs with.
+func (m *Model) Open() bool { return m.open != nil }
+
+// Symbols lists the symbols that name the model's open dimensions, as the
+// file names them, in order of first appearance (nil for a model whose
+// shapes are all known).
+func (m *Model) Symbols() []string {
+	if m.open == nil {
+		return nil
+	}
+	return slices.Clone(m.open.symbols)
+}
 
 // Inputs describes the graph inputs in order.
 func (m *Model) Inputs() []TensorInfo {
+	if m.open != nil {
+		return m.open.infos(m.open.sig.Inputs)
+	}
 	out := make([]TensorInfo, len(m.graph.Inputs))
 	for i, id := range m.graph.Inputs {
 		out[i] = infoOf(m.graph, id)
@@ -75,6 +157,9 @@ func (m *Model) Inputs() []TensorInfo {
 
 // Outputs describes the graph outputs in order.
 func (m *Model) Outputs() []TensorInfo {
+	if m.open != nil {
+		return m.open.infos(m.open.sig.Outputs)
+	}
 	out := make([]TensorInfo, len(m.graph.Outputs))
 	for i, id := range m.graph.Outputs {
 		out[i] = infoOf(m.graph, id)
@@ -91,13 +176,20 @@ type Info struct {
 	Producer    string
 	FileNodes   int            // nodes in the file (Constant nodes excluded)
 	FileOps     map[string]int // operator counts in the file
-	Nodes       int            // nodes left after constant folding
-	Ops         map[string]int // operator counts after folding
+	Nodes       int            // nodes left after constant folding (0 when open)
+	Ops         map[string]int // operator counts after folding (nil when open)
 	WeightBytes int64
+	// Symbols names the open dimensions of the inputs (see
+	// Model.Symbols); Open is set when shapes are settled per run.
+	Symbols []string `json:",omitempty"`
+	Open    bool     `json:",omitempty"`
 }
 
 // Info describes the model.
 func (m *Model) Info() Info {
+	if m.open != nil {
+		return m.open.info()
+	}
 	return Info{
 		Inputs:      m.Inputs(),
 		Outputs:     m.Outputs(),

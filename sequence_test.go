@@ -44,10 +44,18 @@ func runModel(t *testing.T, m *berth.Model, ins ...berth.Tensor) []berth.Tensor 
 
 func named(name string, t berth.Tensor) berth.Tensor { t.Name = name; return t }
 
-func TestStaticSequences(t *testing.T) {
+// TestSequences runs a model with a sequence input loaded twice: with the
+// sequence's length fixed (LoadWith), and as it is, the length then taken
+// from the elements a run is given.
+func TestSequences(t *testing.T) {
 	path := writeModel(t, onnxtest.SequenceModel())
-	if _, err := berth.Load(path); err == nil || !strings.Contains(err.Error(), "SequenceLengths") {
-		t.Fatalf("loading without the sequence's length: got %v, want an error naming SequenceLengths", err)
+	open, err := berth.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if in := open.Inputs(); !open.Open() || len(in) != 3 || !in[2].Sequence || in[2].Name != "seq" {
+		t.Fatalf("loaded as it is: open %v, inputs %+v; want open with the sequence input seq third", open.Open(), in)
 	}
 	m, err := berth.LoadWith(path, berth.LoadOptions{SequenceLengths: map[string]int{"seq": 2}})
 	if err != nil {
@@ -61,6 +69,13 @@ func TestStaticSequences(t *testing.T) {
 	if want := []string{"a", "b", "seq[0]", "seq[1]"}; !slices.Equal(inNames, want) {
 		t.Fatalf("inputs %v, want %v", inNames, want)
 	}
+	for _, m := range []*berth.Model{m, open} {
+		checkSequenceModel(t, m)
+	}
+}
+
+func checkSequenceModel(t *testing.T, m *berth.Model) {
+	t.Helper()
 	a := f32Tensor([]int64{2, 3}, 1, 2, 3, 4, 5, 6)
 	b := f32Tensor([]int64{2, 3}, 10, 20, 30, 40, 50, 60)
 	s0 := f32Tensor([]int64{2, 3}, 0, 0, 0, 0, 0, 1)

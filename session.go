@@ -33,8 +33,12 @@ type Session struct {
 	inputs  [][]byte     // graph input slots
 	outputs []Tensor     // graph outputs, viewing the arena
 	cuda    *cudaSession // set for a CUDA executable
-	mu      sync.Mutex
-	closed  bool
+	open    *openSession // set for an executable whose shapes are open
+	// borrowed marks workers the session shares with others of an open
+	// session and does not close.
+	borrowed bool
+	mu       sync.Mutex
+	closed   bool
 }
 
 // ErrBusy is returned by Run when the session is already running; use one
@@ -44,13 +48,25 @@ var ErrBusy = errors.New("session is already running")
 // ErrClosed is returned by Run on a closed session.
 var ErrClosed = errors.New("session is closed")
 
-// NewSession allocates an arena and binds every kernel to its slots.
+// NewSession allocates an arena and binds every kernel to its slots. A
+// session of an executable whose shapes are open allocates nothing yet:
+// each set of input shapes it runs with gets its plan, arena and kernels
+// at its first run.
 func (e *Executable) NewSession() (*Session, error) {
+	return e.newSession(nil)
+}
+
+// newSession is NewSession; workers, when not nil, are shared with the
+// caller, which closes them.
+func (e *Executable) newSession(workers *cpu.Workers) (*Session, error) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {
 		return nil, errors.New("new session: the executable is closed")
+	}
+	if e.open != nil {
+		return &Session{exe: e, open: e.open.newSession()}, nil
 	}
 	if e.cuda != nil {
 		cs, err := newCUDASession(e.g, e.cuda)
@@ -120,7 +136,10 @@ func (e *Executable) NewSession() (*Session, error) {
 		t := g.Tensor(id)
 		s.outputs[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape.Clone(), Data: a.Slot(id)}
 	}
-	s.workers = cpu.NewWorkers(e.threads)
+	s.workers, s.borrowed = workers, workers != nil
+	if workers == nil {
+		s.workers = cpu.NewWorkers(e.threads)
+	}
 	return s, nil
 }
 
@@ -170,9 +189,17 @@ func (e *Executable) bound(id ir.TensorID) ir.TensorID {
 	return id
 }
 
-// Arena exposes the session's arena (for tools and tests).
-// It is nil for a CUDA session, whose arena lives on the device.
+// Arena exposes the session's arena (for tools and tests): for a model
+// with open shapes, that of the plan of the last run. It is nil for a CUDA
+// session, whose arena lives on the device, and before an open session's
+// first run.
 func (s *Session) Arena() arena.Arena {
+	if s.open != nil {
+		if s.open.last == nil {
+			return nil
+		}
+		return s.open.last.s.Arena()
+	}
 	if s.arena == nil {
 		return nil
 	}
@@ -186,10 +213,15 @@ func (s *Session) Close() error {
 	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
+		if s.open != nil {
+			return s.open.close()
+		}
 		if s.cuda != nil {
 			return s.cuda.close()
 		}
-		s.workers.Close()
+		if !s.borrowed {
+			s.workers.Close()
+		}
 	}
 	return nil
 }
@@ -217,6 +249,12 @@ type StepTime struct {
 // timings; it is for finding where the time goes, not for the hot path.
 // CUDA sessions do not support it.
 func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, error) {
+	if s.open != nil {
+		if _, err := s.Run(ctx, inputs...); err != nil {
+			return nil, err
+		}
+		return s.open.last.s.Profile(ctx, s.open.last.feeds...)
+	}
 	if s.cuda != nil {
 		return nil, errors.New("profile: not supported on CUDA sessions")
 	}
@@ -259,6 +297,9 @@ func (s *Session) run(ctx context.Context, inputs []Tensor, times []time.Duratio
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if s.open != nil {
+		return s.open.run(ctx, inputs, times)
 	}
 	if err := s.bind(inputs); err != nil {
 		return nil, err
@@ -355,6 +396,29 @@ func (s *Session) bind(inputs []Tensor) error {
 	return nil
 }
 
+// Plans is how many plans the session keeps: for a model with open
+// shapes, one per set of input shapes (and values) it runs with, up to
+// Options.Plans; otherwise 1.
+func (s *Session) Plans() int {
+	if s.open != nil {
+		return len(s.open.plans)
+	}
+	return 1
+}
+
+// Executable is the executable the session's last run used: for a model
+// with open shapes, the one compiled for that run's shapes (nil before
+// the first run); otherwise the session's own.
+func (s *Session) Executable() *Executable {
+	if s.open != nil {
+		if s.open.last == nil {
+			return nil
+		}
+		return s.open.last.exe
+	}
+	return s.exe
+}
+
 // InputBuffers returns the session's own buffers for the graph inputs, in
 // order, named and shaped. A caller that writes an input straight into its
 // buffer and passes these tensors to Run saves Run the copy. On CUDA they
@@ -362,7 +426,13 @@ func (s *Session) bind(inputs []Tensor) error {
 // contents from run to run; on the CPU they are the input's slots in the
 // arena, whose bytes later steps of a run may reuse once the input has
 // been read, so fill them before every run.
+//
+// A session of a model with open shapes has no buffers of its own until
+// it runs: InputBuffers returns nil for it.
 func (s *Session) InputBuffers() []Tensor {
+	if s.open != nil {
+		return nil
+	}
 	g := s.exe.g
 	out := make([]Tensor, len(g.Inputs))
 	for i, id := range g.Inputs {

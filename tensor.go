@@ -42,7 +42,18 @@ type Tensor struct {
 type TensorInfo struct {
 	Name  string
 	DType DType
+	// Shape is the tensor's shape. A dimension known only at run time is
+	// -1, and Symbols names it; Shape is nil when the file declares no
+	// shape at all.
 	Shape []int64
+	// Symbols names each open dimension of Shape by the symbol the file
+	// gives it ("batch", "seq"; "" for a known size or an open dimension
+	// the file leaves unnamed). Nil when no dimension is open.
+	Symbols []string `json:",omitempty"`
+	// Sequence marks a sequence of tensors, fed and returned element by
+	// element as NAME[0], NAME[1], …; DType, Shape and Symbols are then
+	// those of its elements.
+	Sequence bool `json:",omitempty"`
 }
 
 // Elem is the set of Go element types a Tensor can be built from.

@@ -345,6 +345,9 @@ func inferLoop(g *Graph, n *Node) ([]Type, error) {
 	}
 	trips := LoopTrips(g, n)
 	if scans > 0 && trips < 0 {
+		if n.Input(0) != NoTensor {
+			return nil, NeedValue("trip count M of scan outputs", g.Tensor(n.Input(0)).Name)
+		}
 		return nil, fmt.Errorf("scan outputs need a constant trip count M (berth plans static shapes)")
 	}
 	for k := 0; k < scans; k++ {

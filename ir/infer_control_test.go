@@ -50,7 +50,7 @@ func TestInferControlFlow(t *testing.T) {
 			want:  []Type{f2}},
 		{name: "loop/scans need a constant M", op: "Loop", inputs: []in{act(Int64), act(Bool), f32(2)},
 			attrs: Attrs{"body": {Kind: AttrGraph, Graph: typedGraph(3, b, f2, f3)}},
-			err:   "constant trip count"},
+			err:   "trip count M of scan outputs"},
 		{name: "loop/carried value changes", op: "Loop", inputs: []in{scalar(4), act(Bool), f32(2)},
 			attrs: Attrs{"body": {Kind: AttrGraph, Graph: typedGraph(3, b, f3)}},
 			err:   "keep its static type"},

@@ -58,7 +58,7 @@ func inferOneHot(g *Graph, n *Node) ([]Type, error) {
 		return nil, err
 	}
 	if !depth.IsConst() || depth.Shape.Elements() != 1 {
-		return nil, fmt.Errorf("depth %q must be a constant scalar (berth needs static shapes)", depth.Name)
+		return nil, NeedValue("depth", depth.Name)
 	}
 	dv, err := depth.Float64s()
 	if err != nil {

@@ -305,7 +305,7 @@ func inferResize(g *Graph, n *Node) ([]Type, error) {
 		return nil, err
 	} else if t != nil && t.Shape.Elements() > 0 {
 		if !t.IsConst() {
-			return nil, fmt.Errorf("scales %q must be a constant (berth needs static shapes)", t.Name)
+			return nil, NeedValue("scales", t.Name)
 		}
 		if scales, err = t.Float64s(); err != nil {
 			return nil, err

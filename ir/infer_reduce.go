@@ -202,7 +202,7 @@ func inferRange(g *Graph, n *Node) ([]Type, error) {
 			return nil, err
 		}
 		if !t.IsConst() {
-			return nil, fmt.Errorf("%s %q must be a constant (berth needs static shapes)", what, t.Name)
+			return nil, NeedValue(what, t.Name)
 		}
 		if t.Shape.Elements() != 1 {
 			return nil, fmt.Errorf("%s %q has shape %v, want a scalar", what, t.Name, t.Shape)

@@ -93,7 +93,7 @@ func inferCompress(g *Graph, n *Node) ([]Type, error) {
 		return nil, err
 	}
 	if !cond.IsConst() || cond.Shape.Rank() != 1 {
-		return nil, fmt.Errorf("condition %q must be a constant 1-D tensor (berth needs static shapes)", cond.Name)
+		return nil, NeedValue("condition", cond.Name)
 	}
 	v, err := cond.Int64s()
 	if err != nil {
@@ -357,7 +357,7 @@ func inferNonZero(g *Graph, n *Node) ([]Type, error) {
 		return nil, err
 	}
 	if !x.IsConst() {
-		return nil, fmt.Errorf("input %q must be a constant: the number of non-zero values decides the output shape (berth needs static shapes)", x.Name)
+		return nil, NeedValue("input", x.Name)
 	}
 	count := int64(0)
 	size := x.DType.Size()
@@ -420,7 +420,7 @@ func MelWeightMatrixArgs(g *Graph, n *Node) (bins, dft, rate int64, lo, hi float
 			return 0, 0, 0, 0, 0, err
 		}
 		if !t.IsConst() || t.Shape.Elements() != 1 {
-			return 0, 0, 0, 0, 0, fmt.Errorf("input %q must be a constant scalar (berth needs static shapes)", t.Name)
+			return 0, 0, 0, 0, 0, NeedValue("input", t.Name)
 		}
 		if t.DType.IsFloat() {
 			f, err := t.Float64s()

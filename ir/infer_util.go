@@ -60,7 +60,7 @@ func constInts(g *Graph, n *Node, i int, what string) ([]int64, error) {
 
 func intsOf(t *Tensor, what string) ([]int64, error) {
 	if !t.IsConst() {
-		return nil, fmt.Errorf("%s %q must be a constant (berth needs static shapes)", what, t.Name)
+		return nil, NeedValue(what, t.Name)
 	}
 	if t.DType != Int64 && t.DType != Int32 {
 		return nil, fmt.Errorf("%s %q is %s, want int64", what, t.Name, t.DType)

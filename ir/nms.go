@@ -83,7 +83,7 @@ func NMSArgs(g *Graph, n *Node) ([][3]int64, error) {
 		if t, err := optInput(g, n, i); err != nil {
 			return nil, err
 		} else if t != nil && !t.IsConst() {
-			return nil, fmt.Errorf("input %q must be a constant: the number of boxes selected decides the output shape (berth needs static shapes)", t.Name)
+			return nil, NeedValue("input", t.Name)
 		}
 	}
 	bv, err := boxes.Float64s()

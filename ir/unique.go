@@ -1,7 +1,6 @@
 package ir
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 )
@@ -28,7 +27,7 @@ func Unique(g *Graph, n *Node) (*UniqueResult, error) {
 		return nil, err
 	}
 	if !x.IsConst() {
-		return nil, fmt.Errorf("input %q must be a constant: the number of distinct values decides the output shape (berth needs static shapes)", x.Name)
+		return nil, NeedValue("input", x.Name)
 	}
 	var v []float64
 	if x.DType.IsFloat() {

@@ -46,6 +46,9 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 		}
 		if st := vi.GetType().GetSequenceType(); st != nil {
 			k, ok := im.opts.SequenceLengths[name]
+			if !ok && im.opts.Open {
+				k, ok = 1, true
+			}
 			if !ok {
 				return nil, fmt.Errorf("graph input %q is a sequence; berth needs its length (ImportOptions.SequenceLengths)", name)
 			}
@@ -119,6 +122,9 @@ func (im *importer) graphInput(vi *onnxpb.ValueInfoProto) (ir.TensorID, error) {
 		return ir.NoTensor, fmt.Errorf("graph input %q is declared twice", name)
 	}
 	t, err := inputTensor(vi, im.opts.InputShapes[name])
+	if err != nil && im.opts.Open && vi.GetType().GetTensorType() != nil {
+		t, err = openInput(vi)
+	}
 	if err != nil {
 		return ir.NoTensor, err
 	}
@@ -189,6 +195,15 @@ func inputTensor(vi *onnxpb.ValueInfoProto, bind []int64) (ir.Tensor, error) {
 		return ir.Tensor{}, fmt.Errorf("graph input %q: %w", name, err)
 	}
 	return ir.Tensor{Name: name, DType: dt, Shape: shape, Producer: -1}, nil
+}
+
+// openInput is a graph input of an Open import: its type, and no shape.
+func openInput(vi *onnxpb.ValueInfoProto) (ir.Tensor, error) {
+	dt, err := dtypeOf(vi.GetType().GetTensorType().GetElemType())
+	if err != nil {
+		return ir.Tensor{}, fmt.Errorf("graph input %q: %w", vi.GetName(), err)
+	}
+	return ir.Tensor{Name: vi.GetName(), DType: dt, Producer: -1}, nil
 }
 
 // pending is a converted node whose inputs are still names.

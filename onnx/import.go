@@ -47,6 +47,9 @@ type Model struct {
 	Metadata map[string]string
 
 	files []*device.MappedFile
+	// shared is the mapping an ImportMapped model reads from and does
+	// not own.
+	shared *device.MappedFile
 }
 
 // Release hints that the mapped bytes of b (constant Data, or nil for
@@ -54,12 +57,18 @@ type Model struct {
 // and are read again from the file when next touched. Nothing changes for
 // a reader but the time of that read.
 func (m *Model) Release(b []byte) {
-	for _, f := range m.files {
+	release := func(f *device.MappedFile) {
 		if b == nil {
 			f.Release(f.Bytes())
 		} else {
 			f.Release(b)
 		}
+	}
+	if m.shared != nil {
+		release(m.shared)
+	}
+	for _, f := range m.files {
+		release(f)
 	}
 }
 
@@ -67,6 +76,9 @@ func (m *Model) Release(b []byte) {
 // file it is mapped from rather than the mapping (device.MappedFile's
 // ReadInto), and reports whether it did. It does not allocate.
 func (m *Model) ReadInto(dst, b []byte) bool {
+	if m.shared != nil && m.shared.ReadInto(dst, b) {
+		return true
+	}
 	for _, f := range m.files {
 		if f.ReadInto(dst, b) {
 			return true
@@ -110,6 +122,20 @@ func ImportWith(path string, opts ImportOptions) (*Model, error) {
 		return nil, err
 	}
 	m.files = append([]*device.MappedFile{f}, m.files...)
+	return m, nil
+}
+
+// ImportMapped imports the model file f maps, reading its initializers
+// in place as Import does. Several imports of one file (specialised with
+// different options) share the mapping: f stays open when the model is
+// closed, and must outlive it. Its external data files are looked up in
+// f's folder.
+func ImportMapped(f *device.MappedFile, opts ImportOptions) (*Model, error) {
+	m, err := importModel(f.Path(), f.Bytes(), filepath.Dir(f.Path()), opts)
+	if err != nil {
+		return nil, err
+	}
+	m.shared = f
 	return m, nil
 }
 

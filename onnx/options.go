@@ -28,6 +28,12 @@ type ImportOptions struct {
 	// SequenceElement (their shapes declared by the sequence's element
 	// type or given in InputShapes under the element names).
 	SequenceLengths map[string]int
+	// Open imports a model whose inputs leave dimensions open without
+	// fixing them: such an input gets a nil Shape, and a sequence input
+	// without a length in SequenceLengths one element. The graph is for
+	// reading its structure (operators, names, which tensors depend on
+	// which inputs), not for shape inference or compiling.
+	Open bool
 }
 
 // boundInput builds a graph input whose shape the caller fixed, checking

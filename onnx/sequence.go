@@ -337,7 +337,7 @@ func (im *importer) sequenceNode(name, op string, np *onnxpb.NodeProto, attrs ir
 func (im *importer) constInts(node, op, n string) ([]int64, error) {
 	id, ok := im.ids[n]
 	if !ok || !im.g.Tensors[id].IsConst() {
-		return nil, fmt.Errorf("node %q (%s): input %q must be a constant (berth needs each sequence's structure statically)", node, op, n)
+		return nil, fmt.Errorf("node %q (%s): %w", node, op, ir.NeedValue("input", n))
 	}
 	t := &im.g.Tensors[id]
 	var v []int64

@@ -301,7 +301,7 @@ func (c *bctx) constInts(i int) ([]int64, error) {
 		return nil, nil
 	}
 	if !t.IsConst() {
-		return nil, c.errorf("input %d (%q) must be a constant", i, t.Name)
+		return nil, fmt.Errorf("node %q (%s): input %d: %w", c.n.Name, c.n.Op, i, ir.NeedValue("input", t.Name))
 	}
 	v, err := t.Int64s()
 	if err != nil {

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/berth-ml/berth/ir"
@@ -58,7 +59,7 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 	}
 	if t := c.in(scaleIn); t != nil && t.Shape.Elements() > 0 {
 		if !t.IsConst() {
-			return nil, 0, c.errorf("scales must be a constant")
+			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("scales", t.Name))
 		}
 		v, err := t.Float64s()
 		if err != nil {
@@ -68,7 +69,10 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 	}
 	if ctm == "tf_crop_and_resize" {
 		t := c.in(1)
-		if t == nil || !t.IsConst() || t.Shape.Elements() != int64(2*r) {
+		if t != nil && !t.IsConst() {
+			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("roi", t.Name))
+		}
+		if t == nil || t.Shape.Elements() != int64(2*r) {
 			return nil, 0, c.errorf("tf_crop_and_resize needs a constant roi of %d values", 2*r)
 		}
 		v, err := t.Float64s()

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/berth-ml/berth/ir"
@@ -18,7 +19,7 @@ func init() {
 			ratio := 0.5
 			if r := c.in(1); r != nil {
 				if !r.IsConst() {
-					return nil, 0, c.errorf("training mode needs a constant ratio")
+					return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("training-mode ratio", r.Name))
 				}
 				ratio, _ = loadFloat(r.DType, alignedCopy(r.Data))
 			}

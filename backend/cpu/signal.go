@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/berth-ml/berth/ir"
@@ -67,7 +68,7 @@ func buildCompress(c *bctx) (Kernel, int64, error) {
 	}
 	x, cond := c.in(0), c.in(1)
 	if !cond.IsConst() {
-		return nil, 0, c.errorf("condition must be a constant")
+		return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("condition", cond.Name))
 	}
 	v, err := cond.Int64s()
 	if err != nil {

@@ -1054,7 +1054,10 @@ func buildBatchNorm(c *bctx) error {
 	var p [4][]float64
 	for i := range p {
 		t := c.in(i + 1)
-		if !t.IsConst() || t.Shape.Elements() != C {
+		if !t.IsConst() {
+			return fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("input", t.Name))
+		}
+		if t.Shape.Elements() != C {
 			return c.errorf("input %d (%q) must be a constant of %d values on the CUDA backend", i+1, t.Name, C)
 		}
 		v, err := t.Float64s()
@@ -1193,7 +1196,7 @@ func buildReduce(c *bctx) error {
 	if c.in(1) != nil {
 		t := c.in(1)
 		if !t.IsConst() {
-			return c.errorf("axes must be a constant")
+			return fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("axes", t.Name))
 		}
 		v, err := t.Int64s()
 		if err != nil {

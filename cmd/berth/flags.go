@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -12,6 +13,36 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// dimFlag collects repeated SYMBOL=N flags.
+type dimFlag struct{ m map[string]int64 }
+
+func (d *dimFlag) String() string {
+	var parts []string
+	for k, v := range d.m {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (d *dimFlag) Set(v string) error {
+	sym, n, ok := strings.Cut(v, "=")
+	if !ok || sym == "" {
+		return fmt.Errorf("%q is not SYMBOL=N", v)
+	}
+	size, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || size < 0 {
+		return fmt.Errorf("%q: %q is not a size", v, n)
+	}
+	if d.m == nil {
+		d.m = map[string]int64{}
+	}
+	if _, dup := d.m[sym]; dup {
+		return fmt.Errorf("%s given twice", sym)
+	}
+	d.m[sym] = size
+	return nil
+}
 
 // parse parses flags that may come before, between or after positional
 // arguments (berth run MODEL --input x.npy) and returns the positionals.

@@ -5,14 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/berth-ml/berth"
-	"github.com/berth-ml/berth/ir"
 )
 
 func cmdInfo(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the description as JSON")
+	var dims dimFlag
+	fs.Var(&dims, "dim", "describe the model with the open dimension `SYMBOL=N` fixed; repeat for several")
 	path, err := parseModel(fs, args, false)
 	if err != nil {
 		return err
@@ -23,6 +25,18 @@ func cmdInfo(args []string, stdout io.Writer) error {
 	}
 	defer m.Close()
 	info := m.Info()
+	if len(dims.m) > 0 {
+		// Describe the model as it is compiled with those sizes.
+		exe, err := berth.Compile(m, berth.CPU, berth.Options{Dims: dims.m})
+		if err != nil {
+			return err
+		}
+		defer exe.Close()
+		if exe.Open() {
+			return usageError{fmt.Sprintf("--dim: the shapes stay open; fix every symbol (%s)", strings.Join(m.Symbols(), ", "))}
+		}
+		info = exe.Model().Info()
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -43,13 +57,26 @@ func cmdInfo(args []string, stdout io.Writer) error {
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "inputs")
 	for _, t := range info.Inputs {
-		fmt.Fprintf(stdout, "  %-24s %s%v\n", t.Name, t.DType, ir.Shape(t.Shape))
+		fmt.Fprintf(stdout, "  %-24s %s\n", t.Name, describe(t))
 	}
 	fmt.Fprintln(stdout, "outputs")
 	for _, t := range info.Outputs {
-		fmt.Fprintf(stdout, "  %-24s %s%v\n", t.Name, t.DType, ir.Shape(t.Shape))
+		fmt.Fprintf(stdout, "  %-24s %s\n", t.Name, describe(t))
+	}
+	if len(info.Symbols) > 0 {
+		fmt.Fprintf(stdout, "symbols   %s (bound from the inputs of each run; fix with --dim SYMBOL=N)\n", strings.Join(info.Symbols, ", "))
+	} else if info.Open {
+		fmt.Fprintln(stdout, "shapes    follow from input values: planned per run")
 	}
 	fmt.Fprintf(stdout, "weights   %s (%d bytes)\n", humanBytes(info.WeightBytes), info.WeightBytes)
+	if info.Open {
+		fmt.Fprintf(stdout, "nodes     %d in the file (folded once the shapes are known)\n", info.FileNodes)
+		fmt.Fprintln(stdout, "ops")
+		for _, op := range berth.SortedOps(info.FileOps) {
+			fmt.Fprintf(stdout, "  %-24s %5d\n", op, info.FileOps[op])
+		}
+		return nil
+	}
 	fmt.Fprintf(stdout, "nodes     %d in the file, %d after constant folding\n", info.FileNodes, info.Nodes)
 	fmt.Fprintln(stdout, "ops (file → after folding)")
 	for _, op := range berth.SortedOps(info.FileOps) {

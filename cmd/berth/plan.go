@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/berth-ml/berth/plan"
 )
@@ -37,11 +38,26 @@ func cmdPlan(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(c.maxDims.m) > 0 {
+		// One plan serves every run within the bound: it is the plan
+		// made at the bound.
+		for sym, n := range c.maxDims.m {
+			if _, fixed := c.dims.m[sym]; !fixed {
+				c.dims.Set(fmt.Sprintf("%s=%d", sym, n))
+			}
+		}
+	}
 	m, exe, err := c.compile(path)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	if exe.Open() {
+		if syms := m.Symbols(); len(syms) > 0 {
+			return usageError{fmt.Sprintf("the model's shapes are open: fix each of its symbols (%s) with --dim SYMBOL=N or bound it with --max-dim SYMBOL=N", strings.Join(syms, ", "))}
+		}
+		return fmt.Errorf("the model's shapes follow from the values of its inputs; plan it by running it (berth run, berth bench)")
+	}
 	p, pl := exe.Plan()
 	// Compile already refuses a plan that fails verification; check again
 	// here so the report states what it saw.

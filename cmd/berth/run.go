@@ -26,22 +26,37 @@ type common struct {
 	device    string
 	precision string
 	threads   int
+	dims      dimFlag
+	maxDims   dimFlag
+	plans     int
 }
 
 func (c *common) register(fs *flag.FlagSet, withInputs bool) {
 	if withInputs {
 		fs.Var(&c.inputs, "input", "input `NAME=PATH` or PATH (.npy or .pb); repeat for several")
+		fs.IntVar(&c.plans, "plans", 0, "plans a session keeps for a model with open shapes, one per set of input shapes (0: the default)")
 	}
 	fs.StringVar(&c.device, "device", "cpu", "device: cpu or cuda")
 	fs.StringVar(&c.precision, "precision", "fp32", "matrix products on cuda: fp32, tf32, bf16 or f16")
 	fs.IntVar(&c.threads, "threads", 0, "threads per session (0: all cores)")
+	fs.Var(&c.dims, "dim", "fix the open dimension `SYMBOL=N` ahead of time; repeat for several")
+	fs.Var(&c.maxDims, "max-dim", "bound the open dimension `SYMBOL=N`: runs beyond it are refused; repeat for several")
+}
+
+// options is the compile options the flags choose.
+func (c *common) options() (berth.Options, error) {
+	prec, err := berth.ParsePrecision(c.precision)
+	if err != nil {
+		return berth.Options{}, usageError{"--precision: " + err.Error()}
+	}
+	return berth.Options{Threads: c.threads, Precision: prec, Dims: c.dims.m, MaxDims: c.maxDims.m, Plans: c.plans}, nil
 }
 
 // compile loads and compiles a model; path "" is the embedded demo.
 func (c *common) compile(path string) (*berth.Model, *berth.Executable, error) {
-	prec, err := berth.ParsePrecision(c.precision)
+	opts, err := c.options()
 	if err != nil {
-		return nil, nil, usageError{"--precision: " + err.Error()}
+		return nil, nil, err
 	}
 	var m *berth.Model
 	if path == "" {
@@ -52,12 +67,49 @@ func (c *common) compile(path string) (*berth.Model, *berth.Executable, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	exe, err := berth.Compile(m, berth.Device(c.device), berth.Options{Threads: c.threads, Precision: prec})
+	exe, err := berth.Compile(m, berth.Device(c.device), opts)
 	if err != nil {
 		m.Close()
 		return nil, nil, err
 	}
 	return m, exe, nil
+}
+
+// readValue reads the file at path for the graph input want: a sequence
+// input from an ONNX SequenceProto .pb file, element by element (named
+// NAME[i]), a tensor input from a .npy or TensorProto .pb file.
+func readValue(path string, want berth.TensorInfo) ([]berth.Tensor, error) {
+	if want.Sequence {
+		if !strings.EqualFold(filepath.Ext(path), ".pb") {
+			return nil, fmt.Errorf("%s: input %q is a sequence: give it as an ONNX SequenceProto .pb file", path, want.Name)
+		}
+		ts, err := onnx.ReadSequenceFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]berth.Tensor, len(ts))
+		for i, t := range ts {
+			out[i] = berth.Tensor{Name: onnx.SequenceElement(want.Name, i), DType: t.DType, Shape: t.Shape, Data: t.Data}
+			asDeclared(&out[i], want)
+		}
+		return out, nil
+	}
+	t, err := readTensor(path)
+	if err != nil {
+		return nil, err
+	}
+	t.Name = want.Name
+	asDeclared(&t, want)
+	return []berth.Tensor{t}, nil
+}
+
+// asDeclared reads 16-bit integers given for a bfloat16 input as the
+// bfloat16 bits they hold: numpy has no bfloat16, so .npy files and
+// ONNX's own test data carry bfloat16 values as uint16.
+func asDeclared(t *berth.Tensor, want berth.TensorInfo) {
+	if want.DType == berth.BFloat16 && t.DType == berth.Uint16 {
+		t.DType = berth.BFloat16
+	}
 }
 
 // readTensor reads a .npy or ONNX TensorProto .pb file.
@@ -76,9 +128,10 @@ func readTensor(path string) (berth.Tensor, error) {
 	return berth.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}, nil
 }
 
-// bindInputs turns --input flags into tensors in graph-input order.
+// bindInputs turns --input flags into tensors in graph-input order (a
+// sequence input as its elements).
 func bindInputs(specs []string, want []berth.TensorInfo) ([]berth.Tensor, error) {
-	out := make([]berth.Tensor, len(want))
+	out := make([][]berth.Tensor, len(want))
 	have := make([]bool, len(want))
 	next := 0
 	for _, spec := range specs {
@@ -107,12 +160,11 @@ func bindInputs(specs []string, want []berth.TensorInfo) ([]berth.Tensor, error)
 		if have[k] {
 			return nil, fmt.Errorf("--input %s: input %q given twice", spec, want[k].Name)
 		}
-		t, err := readTensor(path)
+		ts, err := readValue(path, want[k])
 		if err != nil {
 			return nil, fmt.Errorf("input %q: %w", want[k].Name, err)
 		}
-		t.Name = want[k].Name
-		out[k], have[k] = t, true
+		out[k], have[k] = ts, true
 	}
 	var missing []string
 	for i, ok := range have {
@@ -123,15 +175,49 @@ func bindInputs(specs []string, want []berth.TensorInfo) ([]berth.Tensor, error)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("missing input(s) %s: pass --input NAME=PATH for each", strings.Join(missing, ", "))
 	}
-	return out, nil
+	var flat []berth.Tensor
+	for _, ts := range out {
+		flat = append(flat, ts...)
+	}
+	return flat, nil
 }
 
 func names(ts []berth.TensorInfo) string {
 	var s []string
 	for _, t := range ts {
-		s = append(s, fmt.Sprintf("%s %s%v", t.Name, t.DType, ir.Shape(t.Shape)))
+		s = append(s, t.Name+" "+describe(t))
 	}
 	return strings.Join(s, ", ")
+}
+
+// describe prints a tensor's type and shape, its open dimensions by
+// symbol ("float32[batch 3 224 224]").
+func describe(t berth.TensorInfo) string {
+	var b strings.Builder
+	if t.Sequence {
+		b.WriteString("sequence of ")
+	}
+	b.WriteString(t.DType.String())
+	if t.Shape == nil {
+		b.WriteString("[…]")
+		return b.String()
+	}
+	b.WriteByte('[')
+	for i, d := range t.Shape {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		switch {
+		case d >= 0:
+			fmt.Fprint(&b, d)
+		case t.Symbols != nil && t.Symbols[i] != "":
+			b.WriteString(t.Symbols[i])
+		default:
+			b.WriteByte('?')
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // fileName maps an output name to DIR/<name>.npy per the CLI contract.

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/berth-ml/berth/dtype"
+	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/internal/testenv"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/npy"
+	"github.com/berth-ml/berth/onnx"
+)
+
+// expectedFailures lists the conformance cases berth does not pass yet,
+// one "suite/case  reason" per line (shared with the API's conformance
+// test in the root package).
+const expectedFailures = "../../testdata/conformance_expected_failures.txt"
+
+// TestConformanceCLI runs every case of ONNX's conformance suites as a
+// user would, through the command line with nothing bound:
+//
+//	berth run model.onnx --input input_0.pb … --output-dir DIR
+//
+// and compares each output file with the reference as ONNX's backend
+// test runner does: the same dtype and shape, floats within
+// |got-want| <= 1e-7 + 1e-3*|want| (NaN matches NaN), everything else
+// exactly. A sequence output is compared element by element (NAME[i]).
+// A case listed in testdata/conformance_expected_failures.txt must fail
+// and every other case must pass.
+func TestConformanceCLI(t *testing.T) {
+	testenv.Require(t, testenv.ConformanceDir, testenv.InstallConformance)
+	expected, err := readExpected(expectedFailures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []string
+	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
+		dirs, _ := filepath.Glob(filepath.Join(testenv.ConformanceDir, suite, "*", "model.onnx"))
+		for _, d := range dirs {
+			cases = append(cases, suite+"/"+filepath.Base(filepath.Dir(d)))
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatalf("no conformance cases under %s", testenv.ConformanceDir)
+	}
+	var mu sync.Mutex
+	passed := map[string]int{}
+	total := map[string]int{}
+	t.Run("case", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c, func(t *testing.T) {
+				t.Parallel()
+				reason := runCLICase(t, filepath.Join(testenv.ConformanceDir, c))
+				suite, _, _ := strings.Cut(c, "/")
+				mu.Lock()
+				total[suite]++
+				if reason == "" {
+					passed[suite]++
+				}
+				mu.Unlock()
+				_, listed := expected[c]
+				switch {
+				case reason != "" && !listed:
+					t.Errorf("fails and is not listed in %s: %s", expectedFailures, reason)
+				case reason == "" && listed:
+					t.Errorf("passes now: remove it from %s", expectedFailures)
+				}
+			})
+		}
+	})
+	all, ok := 0, 0
+	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
+		all, ok = all+total[suite], ok+passed[suite]
+		t.Logf("%-18s %4d/%4d passed (%.1f%%)", suite, passed[suite], total[suite], 100*float64(passed[suite])/float64(max(total[suite], 1)))
+	}
+	t.Logf("%-18s %4d/%4d passed (%.1f%%)", "all", ok, all, 100*float64(ok)/float64(max(all, 1)))
+}
+
+func readExpected(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, reason, _ := strings.Cut(line, " ")
+		m[name] = strings.TrimSpace(reason)
+	}
+	return m, sc.Err()
+}
+
+// runCLICase runs every data set of the case in dir through `berth run`;
+// it returns why the case fails, "" when it passes.
+func runCLICase(t *testing.T, dir string) string {
+	model := filepath.Join(dir, "model.onnx")
+	b, err := os.ReadFile(model)
+	if err != nil {
+		return err.Error()
+	}
+	sig, err := onnx.ReadSignature(b)
+	if err != nil {
+		return "signature: " + err.Error()
+	}
+	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+	if len(sets) == 0 {
+		return "no test data sets"
+	}
+	for _, set := range sets {
+		args := []string{"run", model, "--threads", "1"}
+		ins, _ := filepath.Glob(filepath.Join(set, "input_*.pb"))
+		for i := range ins {
+			args = append(args, "--input", filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+		}
+		out := t.TempDir()
+		args = append(args, "--output-dir", out)
+		if code, _, errs := cli(args...); code != 0 {
+			return fmt.Sprintf("exit %d: %s", code, strings.TrimSpace(strings.ReplaceAll(errs, model+": ", "")))
+		}
+		for i, o := range sig.Outputs {
+			ref := filepath.Join(set, fmt.Sprintf("output_%d.pb", i))
+			if r := compareOutput(out, ref, o); r != "" {
+				return fmt.Sprintf("%s: output %d (%s): %s", filepath.Base(set), i, o.Name, r)
+			}
+		}
+	}
+	return ""
+}
+
+// compareOutput compares the output files berth wrote for o with the
+// reference file ref.
+func compareOutput(dir, ref string, o onnx.Value) string {
+	if o.Kind == onnx.SequenceValue {
+		want, err := onnx.ReadSequenceFile(ref)
+		if err != nil {
+			return "reference: " + err.Error()
+		}
+		for k, w := range want {
+			if r := compareFile(filepath.Join(dir, fileName(onnx.SequenceElement(o.Name, k))), w, o.DType); r != "" {
+				return fmt.Sprintf("element %d: %s", k, r)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, fileName(onnx.SequenceElement(o.Name, len(want))))); err == nil {
+			return fmt.Sprintf("more than the reference's %d elements", len(want))
+		}
+		return ""
+	}
+	want, err := onnx.ReadTensorFile(ref)
+	if err != nil {
+		return "reference: " + err.Error()
+	}
+	return compareFile(filepath.Join(dir, fileName(o.Name)), want, o.DType)
+}
+
+func compareFile(path string, want *ir.Tensor, declared ir.DType) string {
+	got, err := npy.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	gdt, wdt := got.DType, want.DType
+	if declared == ir.BFloat16 {
+		// .npy files and the test data carry bfloat16 bits as uint16.
+		if gdt == ir.Uint16 {
+			gdt = ir.BFloat16
+		}
+		if wdt == ir.Uint16 {
+			wdt = ir.BFloat16
+		}
+	}
+	if gdt != wdt || !want.Shape.Equal(got.Shape) {
+		return fmt.Sprintf("%s%v, the reference is %s%v", gdt, got.Shape, wdt, want.Shape)
+	}
+	return compareValues(gdt, got.Data, want.Data)
+}
+
+// compareValues compares floats as numpy.testing.assert_allclose(rtol=1e-3,
+// atol=1e-7) does and every other type exactly.
+func compareValues(dt ir.DType, got, want []byte) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d bytes, the reference has %d", len(got), len(want))
+	}
+	if !dt.IsFloat() {
+		if string(got) != string(want) {
+			i := 0
+			for got[i] == want[i] {
+				i++
+			}
+			return fmt.Sprintf("values differ (first at element %d)", i/dt.Size())
+		}
+		return ""
+	}
+	g, w := float64s(dt, got), float64s(dt, want)
+	bad, first := 0, -1
+	for i := range g {
+		if math.IsNaN(g[i]) && math.IsNaN(w[i]) || g[i] == w[i] {
+			continue
+		}
+		if !(math.Abs(g[i]-w[i]) <= 1e-7+1e-3*math.Abs(w[i])) {
+			if first < 0 {
+				first = i
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Sprintf("%d of %d values differ; element %d is %v, want %v", bad, len(g), first, g[first], w[first])
+	}
+	return ""
+}
+
+func float64s(dt ir.DType, b []byte) []float64 {
+	b = append(make([]byte, 0, len(b)+8), b...) // aligned for the typed views
+	v := make([]float64, len(b)/dt.Size())
+	for i := range v {
+		switch dt {
+		case ir.Float32:
+			v[i] = float64(raw.F32(b)[i])
+		case ir.Float64:
+			v[i] = raw.F64(b)[i]
+		case ir.Float16:
+			v[i] = float64(dtype.F32FromF16(raw.U16(b)[i]))
+		case ir.BFloat16:
+			v[i] = float64(dtype.F32FromBF16(raw.U16(b)[i]))
+		}
+	}
+	return v
+}

@@ -1,0 +1,261 @@
+package berth
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/onnx"
+)
+
+// importer imports the model file with the options given; every import
+// reads the same mapped bytes.
+type importer func(onnx.ImportOptions) (*onnx.Model, error)
+
+// openModel is what a Model whose shapes are open keeps: the file's
+// declared inputs and outputs, a way to import it again specialised, and
+// its structure for reading (probe).
+type openModel struct {
+	name    string
+	sig     *onnx.Signature
+	symbols []string
+	imp     importer
+	probe   *onnx.Model // the graph imported without shapes; nil if that failed
+
+	mu sync.Mutex
+	// byValue marks the declared inputs whose values decide shapes, as
+	// specialising has found them so far.
+	byValue []bool
+}
+
+func openModelOf(sig *onnx.Signature, name string, imp importer) (*Model, error) {
+	for _, v := range sig.Inputs {
+		switch {
+		case v.Kind == onnx.OptionalValue || v.Kind == onnx.OtherValue:
+			return nil, fmt.Errorf("%s: graph input %q is a %s (berth takes tensors and sequences of tensors)", name, v.Name, v.Kind)
+		case v.DType == ir.Undefined:
+			return nil, fmt.Errorf("%s: graph input %q has an element type berth does not support", name, v.Name)
+		}
+	}
+	o := &openModel{name: name, sig: sig, symbols: sig.Symbols(), imp: imp, byValue: make([]bool, len(sig.Inputs))}
+	probe, err := imp(onnx.ImportOptions{Open: true})
+	if err != nil {
+		// The structure is needed for reading only: a file that cannot be
+		// imported at all says so here, one that needs its shapes first
+		// says so when it is specialised.
+		if errors.Is(err, onnx.ErrNotONNX) {
+			return nil, err
+		}
+	} else {
+		o.probe = probe
+		probe.Release(nil)
+	}
+	return &Model{open: o}, nil
+}
+
+func (o *openModel) close() {
+	if o.probe != nil {
+		o.probe.Close()
+	}
+}
+
+// infos describes declared values.
+func (o *openModel) infos(vs []onnx.Value) []TensorInfo {
+	out := make([]TensorInfo, len(vs))
+	for i, v := range vs {
+		ti := TensorInfo{Name: v.Name, DType: v.DType, Sequence: v.Kind == onnx.SequenceValue}
+		if v.Ranked {
+			ti.Shape = make([]int64, len(v.Shape))
+			for k, d := range v.Shape {
+				ti.Shape[k] = d.Size
+				if d.Open() {
+					if ti.Symbols == nil {
+						ti.Symbols = make([]string, len(v.Shape))
+					}
+					ti.Symbols[k] = d.Symbol
+				}
+			}
+		}
+		out[i] = ti
+	}
+	return out
+}
+
+func (o *openModel) info() Info {
+	in := Info{Inputs: o.infos(o.sig.Inputs), Outputs: o.infos(o.sig.Outputs), Symbols: o.symbols, Open: true}
+	if p := o.probe; p != nil {
+		in.Opsets = maps.Clone(p.Opsets)
+		in.Producer = p.Producer()
+		in.FileOps = p.Graph.OpCounts()
+		in.FileNodes = len(p.Graph.Nodes)
+		in.WeightBytes = p.Graph.WeightBytes()
+	}
+	return in
+}
+
+// feed is one tensor fed to a graph input of a specialised model: a
+// declared tensor input, or one element of a declared sequence input.
+type feed struct {
+	decl int    // index of the declared input
+	name string // the graph input's name (SequenceElement for elements)
+}
+
+// specialise imports and prepares the model for the inputs in flat (in
+// declared order, sequences element by element, named as the graph
+// inputs they feed), binding as constants the declared inputs that
+// byValue marks. The model it returns shares the file.
+func (o *openModel) specialise(flat []Tensor, decls []int, byValue []bool) (*Model, error) {
+	opts := onnx.ImportOptions{InputShapes: make(map[string][]int64, len(flat)), SequenceLengths: map[string]int{}}
+	for i, t := range flat {
+		d := &o.sig.Inputs[decls[i]]
+		if d.Kind == onnx.SequenceValue {
+			opts.SequenceLengths[d.Name]++
+		}
+		opts.InputShapes[t.Name] = t.Shape
+		if byValue[decls[i]] {
+			if opts.Constants == nil {
+				opts.Constants = map[string]ir.Tensor{}
+			}
+			opts.Constants[t.Name] = ir.Tensor{Name: t.Name, DType: t.DType, Shape: ir.Shape(t.Shape), Data: t.Data}
+		}
+	}
+	for i, d := range o.sig.Inputs {
+		if _, ok := opts.SequenceLengths[d.Name]; d.Kind == onnx.SequenceValue && !ok {
+			opts.SequenceLengths[d.Name] = 0
+		}
+		_ = i
+	}
+	src, err := o.imp(opts)
+	if err != nil {
+		return nil, err
+	}
+	m, err := prepare(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.name, err)
+	}
+	return m, nil
+}
+
+// learn widens byValue after err, a failure to specialise or compile:
+// when err names a tensor whose value decides a shape, the declared
+// inputs that value is computed from are bound by value from now on. It
+// reports whether anything was added; when the probe cannot say which
+// inputs feed the tensor, the integer inputs are added first, then every
+// input.
+func (o *openModel) learn(err error, byValue []bool) bool {
+	var ve *ir.ValueError
+	if !errors.As(err, &ve) {
+		return false
+	}
+	added := false
+	for _, k := range o.feeding(ve.Tensor) {
+		if !byValue[k] {
+			byValue[k], added = true, true
+		}
+	}
+	if added {
+		return true
+	}
+	for k, v := range o.sig.Inputs {
+		if !byValue[k] && v.DType.IsInt() {
+			byValue[k], added = true, true
+		}
+	}
+	if added {
+		return true
+	}
+	for k := range o.sig.Inputs {
+		if !byValue[k] {
+			byValue[k], added = true, true
+		}
+	}
+	return added
+}
+
+// feeding lists the declared inputs whose values the value of the tensor
+// called name is computed from. Shape and Size read only shapes, which
+// are bound already, so the walk stops there. A tensor inside a
+// subgraph is computed from everything its node reads.
+func (o *openModel) feeding(name string) []int {
+	if o.probe == nil {
+		return nil
+	}
+	g := o.probe.Graph
+	start := findTensor(g, name)
+	if start == ir.NoTensor {
+		return nil
+	}
+	seen := make([]bool, len(g.Tensors))
+	stack := []ir.TensorID{start}
+	var out []int
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if id == ir.NoTensor || seen[id] {
+			continue
+		}
+		seen[id] = true
+		t := g.Tensor(id)
+		if t.Producer < 0 {
+			for k, v := range o.sig.Inputs {
+				if v.Name == t.Name || v.Kind == onnx.SequenceValue && isElementOf(t.Name, v.Name) {
+					out = append(out, k)
+				}
+			}
+			continue
+		}
+		n := &g.Nodes[t.Producer]
+		if n.Op == "Shape" || n.Op == "Size" {
+			continue
+		}
+		stack = append(stack, n.Inputs...)
+	}
+	return out
+}
+
+// findTensor finds the tensor called name in g or, failing that, the
+// node of g whose subgraph holds it; it returns a tensor of g to start
+// from (the first input of that node stands for all of them through
+// the node's producer walk), or NoTensor.
+func findTensor(g *ir.Graph, name string) ir.TensorID {
+	for id := range g.Tensors {
+		if g.Tensors[id].Name == name {
+			return ir.TensorID(id)
+		}
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		for _, sub := range n.Subgraphs() {
+			if findTensor(sub, name) != ir.NoTensor && len(n.Outputs) > 0 {
+				return n.Outputs[0]
+			}
+		}
+	}
+	return ir.NoTensor
+}
+
+// isElementOf reports whether name is SequenceElement(seq, k) for some k.
+func isElementOf(name, seq string) bool {
+	_, ok := elementIndex(name, seq)
+	return ok
+}
+
+// elementIndex parses name as SequenceElement(seq, k) without
+// allocating.
+func elementIndex(name, seq string) (int, bool) {
+	if len(name) < len(seq)+3 || name[:len(seq)] != seq || name[len(seq)] != '[' || name[len(name)-1] != ']' {
+		return 0, false
+	}
+	k := 0
+	digits := name[len(seq)+1 : len(name)-1]
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' || k > 1<<30 || i > 0 && digits[0] == '0' {
+			return 0, false
+		}
+		k = k*10 + int(c-'0')
+	}
+	return k, true
+}

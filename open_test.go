@@ -1,0 +1,306 @@
+package berth_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/berth-ml/berth"
+	"github.com/berth-ml/berth/internal/compare"
+	"github.com/berth-ml/berth/npy"
+)
+
+// openFixture is a model of testdata/open (scripts/gen_open_fixtures.py)
+// with its input sets, each of other shapes, and PyTorch's outputs.
+type openFixture struct {
+	name    string
+	model   string
+	inputs  []string
+	symbols []string
+	sets    [][]berth.Tensor // named inputs per set
+	outputs [][]*npy.Array   // PyTorch's outputs per set
+}
+
+func loadOpenFixtures(t testing.TB) []openFixture {
+	t.Helper()
+	dirs, _ := filepath.Glob("testdata/open/*")
+	if len(dirs) == 0 {
+		t.Fatal("no fixtures under testdata/open; run scripts/gen_open_fixtures.py")
+	}
+	var out []openFixture
+	for _, dir := range dirs {
+		var meta struct {
+			Inputs      []string                     `json:"inputs"`
+			DynamicAxes map[string]map[string]string `json:"dynamic_axes"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &meta); err != nil {
+			t.Fatal(err)
+		}
+		f := openFixture{name: filepath.Base(dir), model: filepath.Join(dir, "model.onnx"), inputs: meta.Inputs}
+		for _, in := range meta.Inputs {
+			for _, sym := range meta.DynamicAxes[in] {
+				if !slices.Contains(f.symbols, sym) {
+					f.symbols = append(f.symbols, sym)
+				}
+			}
+		}
+		for k := 0; ; k++ {
+			set := filepath.Join(dir, fmt.Sprintf("set_%d", k))
+			if _, err := os.Stat(set); err != nil {
+				break
+			}
+			var ins []berth.Tensor
+			for i, a := range readNpySet(t, set, "input") {
+				ins = append(ins, berth.Tensor{Name: meta.Inputs[i], DType: a.DType, Shape: a.Shape, Data: a.Data})
+			}
+			f.sets = append(f.sets, ins)
+			f.outputs = append(f.outputs, readNpySet(t, set, "output"))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestOpenModels runs models whose files leave batch, sequence or image
+// size open, loaded as they are, with one session for input sets of
+// several shapes, and compares every output with PyTorch's.
+func TestOpenModels(t *testing.T) {
+	for _, f := range loadOpenFixtures(t) {
+		t.Run(f.name, func(t *testing.T) {
+			m, err := berth.Load(f.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if !m.Open() {
+				t.Fatal("the model is not open")
+			}
+			syms := m.Symbols()
+			slices.Sort(syms)
+			want := slices.Clone(f.symbols)
+			slices.Sort(want)
+			if !slices.Equal(syms, want) {
+				t.Errorf("symbols %q, the export named %q", syms, want)
+			}
+			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Close()
+			s, err := exe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// Twice through the sets: the second pass reuses each plan.
+			for pass := range 2 {
+				for k, ins := range f.sets {
+					outs, err := s.Run(context.Background(), ins...)
+					if err != nil {
+						t.Fatalf("set %d: %v", k, err)
+					}
+					checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
+				}
+				if s.Plans() != len(f.sets) {
+					t.Errorf("pass %d: the session keeps %d plans for %d shapes", pass, s.Plans(), len(f.sets))
+				}
+			}
+		})
+	}
+}
+
+func checkOpenOutputs(t *testing.T, what string, outs []berth.Tensor, want []*npy.Array) {
+	t.Helper()
+	if len(outs) != len(want) {
+		t.Fatalf("%s: %d outputs, want %d", what, len(outs), len(want))
+	}
+	for i, o := range outs {
+		if !slices.Equal(o.Shape, want[i].Shape) {
+			t.Errorf("%s: output %d (%s) has shape %v, PyTorch's %v", what, i, o.Name, o.Shape, want[i].Shape)
+			continue
+		}
+		got, err := o.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := (berth.Tensor{DType: want[i].DType, Shape: want[i].Shape, Data: want[i].Data})
+		wv, err := w.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := compare.RelL2(got, wv); !(e <= 1e-4) {
+			t.Errorf("%s: output %d (%s): rel L2 %.3g against PyTorch", what, i, o.Name, e)
+		}
+	}
+}
+
+// TestOpenModelPlans checks the plan cache of an open session: with room
+// for one plan, a session that alternates two shapes compiles each anew
+// and still computes right; with room for both, runs after the first of
+// each shape allocate nothing.
+func TestOpenModelPlans(t *testing.T) {
+	f := loadOpenFixtures(t)[0]
+	m, err := berth.Load(f.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, plans := range []int{1, 2} {
+		exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, Plans: plans})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := exe.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for round := range 3 {
+			for k := range 2 {
+				outs, err := s.Run(ctx, f.sets[k]...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkOpenOutputs(t, fmt.Sprintf("plans %d, round %d, set %d", plans, round, k), outs, f.outputs[k])
+			}
+		}
+		if s.Plans() != plans {
+			t.Errorf("the session keeps %d plans, want %d", s.Plans(), plans)
+		}
+		if plans == 2 {
+			allocs := testing.AllocsPerRun(20, func() {
+				for k := range 2 {
+					if _, err := s.Run(ctx, f.sets[k]...); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per two runs of shapes the session has plans for", allocs)
+			}
+		}
+		s.Close()
+		exe.Close()
+	}
+}
+
+// TestOpenModelErrors feeds an open model inputs that cannot be: each is
+// an error that says what is wrong, never a panic.
+func TestOpenModelErrors(t *testing.T) {
+	var bert openFixture
+	for _, f := range loadOpenFixtures(t) {
+		if f.name == "bert" {
+			bert = f
+		}
+	}
+	if bert.name == "" {
+		t.Fatal("no bert fixture")
+	}
+	m, err := berth.Load(bert.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ids, mask := bert.sets[1][0], bert.sets[1][1]
+	other := bert.sets[0][1] // another sequence length
+	cases := []struct {
+		name string
+		opts berth.Options
+		ins  []berth.Tensor
+		want string
+	}{
+		{"symbol differs between inputs", berth.Options{}, []berth.Tensor{ids, other}, "another input gives"},
+		{"above the bound", berth.Options{MaxDims: map[string]int64{"seq": 8}}, []berth.Tensor{ids, mask}, "above its bound 8"},
+		{"not the fixed size", berth.Options{Dims: map[string]int64{"batch": 2, "seq": 7}}, []berth.Tensor{ids, mask}, "[2,7]"},
+		{"wrong rank", berth.Options{}, []berth.Tensor{ids, {Name: "attention_mask", DType: mask.DType, Shape: []int64{24}, Data: mask.Data}}, "rank"},
+		{"short data", berth.Options{}, []berth.Tensor{ids, {Name: "attention_mask", DType: mask.DType, Shape: mask.Shape, Data: mask.Data[:8]}}, "bytes"},
+		{"wrong type", berth.Options{}, []berth.Tensor{ids, {Name: "attention_mask", DType: berth.Float32, Shape: mask.Shape, Data: mask.Data[:len(mask.Data)/2]}}, "int64"},
+		{"missing input", berth.Options{}, []berth.Tensor{ids}, "attention_mask"},
+		{"unknown input", berth.Options{}, []berth.Tensor{ids, mask, {Name: "x", DType: berth.Float32, Shape: []int64{}, Data: make([]byte, 4)}}, `"x"`},
+		{"zero sequence", berth.Options{}, []berth.Tensor{{Name: "input_ids", DType: ids.DType, Shape: []int64{2, 0}}, {Name: "attention_mask", DType: mask.DType, Shape: []int64{2, 0}}}, ""},
+		{"huge dims", berth.Options{}, []berth.Tensor{{Name: "input_ids", DType: ids.DType, Shape: []int64{1 << 40, 1 << 40}}, mask}, "elements"},
+		{"negative dims", berth.Options{}, []berth.Tensor{{Name: "input_ids", DType: ids.DType, Shape: []int64{-2, 12}}, mask}, "negative"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			exe, err := berth.Compile(m, berth.CPU, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Close()
+			s, err := exe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = s.Run(context.Background(), c.ins...)
+			if c.want == "" {
+				// Empty inputs may run or be refused; either way no panic.
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	// Options naming symbols the model does not have are refused.
+	if _, err := berth.Compile(m, berth.CPU, berth.Options{Dims: map[string]int64{"sequence": 4}}); err == nil || !strings.Contains(err.Error(), "batch, seq") {
+		t.Errorf("Dims with an unknown symbol: got %v, want an error listing the symbols", err)
+	}
+}
+
+// TestOpenModelFixedDims compiles an open model with every symbol fixed:
+// the executable is planned at once, like a model with static shapes, and
+// matches PyTorch at that shape.
+func TestOpenModelFixedDims(t *testing.T) {
+	for _, f := range loadOpenFixtures(t) {
+		t.Run(f.name, func(t *testing.T) {
+			m, err := berth.Load(f.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ins := f.sets[1]
+			dims := map[string]int64{}
+			for _, in := range m.Inputs() {
+				for _, x := range ins {
+					if x.Name != in.Name {
+						continue
+					}
+					for i, sym := range in.Symbols {
+						if sym != "" {
+							dims[sym] = x.Shape[i]
+						}
+					}
+				}
+			}
+			exe, err := berth.Compile(m, berth.CPU, berth.Options{Dims: dims})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Close()
+			if exe.Open() || exe.ArenaBytes() == 0 {
+				t.Fatalf("with every symbol fixed (%v) the executable is still open", dims)
+			}
+			s, err := exe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			outs, err := s.Run(context.Background(), ins...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOpenOutputs(t, "fixed", outs, f.outputs[1])
+		})
+	}
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""Generate the ONNX fixtures with open dimensions under testdata/open/.
+
+Each fixture is a small PyTorch model with random (seeded) weights,
+exported with dynamic axes (the file names its open dimensions "batch",
+"seq", "height", "width"), together with several input sets of different
+shapes and PyTorch's outputs for each, which serve as the reference for
+the runtime's tests.
+
+Layout of testdata/open/<name>/:
+    model.onnx              the exported model (weights embedded)
+    set_<k>/input_<i>.npy   graph inputs of input set k, in graph-input order
+    set_<k>/output_<i>.npy  PyTorch's outputs (float32) for set k
+    meta.json               {"inputs": [...], "outputs": [...], "opset": N,
+                             "dynamic_axes": {...}, "sets": [[shapes], ...],
+                             "source": "scripts/gen_open_fixtures.py"}
+
+Fixtures:
+    gpt   GPT-style causal decoder (the blocks of scripts/gen_fixtures.py):
+          batch and sequence open; the position embeddings and the causal
+          mask are sliced to the sequence length the input gives, opset 17
+    bert  BERT-style encoder with an attention mask: batch and sequence
+          open, position ids sliced to the sequence, opset 17
+    cnn   ResNet-style CNN (stem, residual blocks with a strided projection,
+          max pooling, global average pooling, a linear head): batch,
+          height and width open, run at odd image sizes, opset 13
+
+Run from the repository root (naming fixtures generates only those):
+
+    /usr/bin/python3 scripts/gen_open_fixtures.py [NAME ...]
+
+Requires the Debian packages python3-torch, python3-onnx and python3-numpy.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_fixtures as base  # noqa: E402  (the shared model blocks)
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT_ROOT = os.path.join(REPO_ROOT, "testdata", "open")
+SOURCE = "scripts/gen_open_fixtures.py"
+
+
+class OpenBert(base.Bert):
+    """Bert whose position ids follow the input's sequence length."""
+
+    def forward(self, input_ids, attention_mask):
+        batch, seq = input_ids.shape[0], input_ids.shape[1]
+        x = self.tok_emb(input_ids) + self.pos_emb(self.position_ids[:seq])
+        x = self.emb_ln(x)
+        mask_bias = (1.0 - attention_mask[:, None, None, :].float()) * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask_bias, batch, seq)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return x, pooled
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        y = self.b2(self.c2(y))
+        s = x if self.short is None else self.short(x)
+        return torch.relu(y + s)
+
+
+class Cnn(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.blocks = nn.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 32, 1))
+        self.head = nn.Linear(32, classes)
+
+    def forward(self, image):
+        x = self.blocks(self.pool(self.stem(image)))
+        x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
+        return self.head(x)
+
+
+def ids(batch, seq, vocab):
+    return torch.randint(0, vocab, (batch, seq), dtype=torch.int64)
+
+
+def make_gpt():
+    model = base.Gpt(vocab=200, max_len=32, hidden=32, heads=4, mlp=64, layers=2)
+    sets = [(ids(1, 7, 200),), (ids(2, 16, 200),), (ids(3, 32, 200),)]
+    return dict(model=model, sets=sets, input_names=["input_ids"], output_names=["logits"],
+                dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}},
+                opset=17)
+
+
+def make_bert():
+    model = OpenBert(vocab=200, max_len=32, hidden=32, heads=4, ffn=64, layers=2)
+    sets = []
+    for batch, seq, pad in ((1, 5, 0), (2, 12, 4), (3, 32, 9)):
+        mask = torch.ones(batch, seq, dtype=torch.int64)
+        x = ids(batch, seq, 200)
+        if pad:
+            mask[-1, seq - pad:] = 0
+            x[-1, seq - pad:] = 0
+        sets.append((x, mask))
+    return dict(model=model, sets=sets, input_names=["input_ids", "attention_mask"],
+                output_names=["last_hidden_state", "pooler_output"],
+                dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+                              "last_hidden_state": {0: "batch", 1: "seq"}, "pooler_output": {0: "batch"}},
+                opset=17)
+
+
+def make_cnn():
+    model = Cnn()
+    sets = [(torch.randn(1, 3, 32, 32),), (torch.randn(2, 3, 29, 41),), (torch.randn(1, 3, 17, 23),)]
+    return dict(model=model, sets=sets, input_names=["image"], output_names=["logits"],
+                dynamic_axes={"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}},
+                opset=13)
+
+
+FIXTURES = [("gpt", make_gpt), ("bert", make_bert), ("cnn", make_cnn)]
+
+
+def generate(name, factory):
+    torch.manual_seed(1000 + sum(ord(c) for c in name))
+    spec = factory()
+    model = spec["model"].eval()
+    base.randomize_norms(model)
+    out_dir = os.path.join(OUT_ROOT, name)
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "model.onnx")
+    with torch.no_grad():
+        torch.onnx.export(model, spec["sets"][0], path,
+                          input_names=spec["input_names"], output_names=spec["output_names"],
+                          dynamic_axes=spec["dynamic_axes"], opset_version=spec["opset"],
+                          do_constant_folding=True, export_params=True)
+    proto = onnx.load(path)
+    onnx.checker.check_model(proto, full_check=True)
+    shapes = []
+    for k, inputs in enumerate(spec["sets"]):
+        set_dir = os.path.join(out_dir, f"set_{k}")
+        os.makedirs(set_dir, exist_ok=True)
+        with torch.no_grad():
+            outputs = model(*inputs)
+        if isinstance(outputs, torch.Tensor):
+            outputs = (outputs,)
+        for i, t in enumerate(inputs):
+            np.save(os.path.join(set_dir, f"input_{i}.npy"), np.ascontiguousarray(t.numpy()))
+        for i, t in enumerate(outputs):
+            np.save(os.path.join(set_dir, f"output_{i}.npy"), np.ascontiguousarray(t.numpy().astype(np.float32)))
+        shapes.append([list(t.shape) for t in inputs])
+        print(f"{name} set_{k}: inputs {shapes[-1]}, outputs {[list(t.shape) for t in outputs]}")
+    meta = {"inputs": spec["input_names"], "outputs": spec["output_names"], "opset": spec["opset"],
+            "dynamic_axes": {k: {str(a): s for a, s in v.items()} for k, v in spec["dynamic_axes"].items()},
+            "sets": shapes, "source": SOURCE}
+    with open(os.path.join(out_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+        f.write("\n")
+
+
+def main():
+    torch.set_num_threads(1)
+    only = set(sys.argv[1:])
+    for name, factory in FIXTURES:
+        if not only or name in only:
+            generate(name, factory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
