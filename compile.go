@@ -454,6 +454,9 @@ func (e *Executable) Close() error {
 	if e.cuda != nil {
 		err = e.cuda.Close()
 	}
+	if e.open != nil {
+		e.open.close()
+	}
 	for _, m := range e.owned {
 		if cerr := m.Close(); err == nil {
 			err = cerr
@@ -474,10 +477,15 @@ func (e *Executable) Inputs() []TensorInfo { return e.model.Inputs() }
 // Outputs describes the graph outputs in order.
 func (e *Executable) Outputs() []TensorInfo { return e.model.Outputs() }
 
-// ArenaBytes is the size of each session's activation arena. It is 0 for
-// an executable whose shapes are settled per run, whose sessions plan
-// each shape apart (see Session.Executable).
+// ArenaBytes is the size of each session's activation arena. For an
+// executable whose shapes are settled per run it is that of the plan at
+// the bound (Options.MaxDims), in which every plan of a session runs, and
+// 0 without a bound, when each plan has an arena of its own (see
+// Session.Executable).
 func (e *Executable) ArenaBytes() int64 {
+	if e.open != nil && e.open.atBound != nil {
+		return e.open.atBound.exe.ArenaBytes()
+	}
 	if e.plan == nil {
 		return 0
 	}
@@ -495,8 +503,15 @@ func (e *Executable) WeightBytes() int64 { return e.weightBytes }
 // aligned region because the file did not hold them aligned.
 func (e *Executable) PackedWeightBytes() int64 { return e.packedBytes }
 
-// Plan returns the memory plan and the problem it solves (read-only).
-func (e *Executable) Plan() (*plan.Problem, *plan.Plan) { return e.problem, e.plan }
+// Plan returns the memory plan and the problem it solves (read-only):
+// for an executable whose shapes are settled per run, the plan at the
+// bound, or nils without one.
+func (e *Executable) Plan() (*plan.Problem, *plan.Plan) {
+	if e.open != nil && e.open.atBound != nil {
+		return e.open.atBound.exe.Plan()
+	}
+	return e.problem, e.plan
+}
 
 // PlanTime is how long building the memory plan took.
 func (e *Executable) PlanTime() time.Duration { return e.planTime }

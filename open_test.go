@@ -304,3 +304,91 @@ func TestOpenModelFixedDims(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenModelBound runs a model with open dimensions under a bound: the
+// executable is planned at the bound, every run within it takes its
+// turn in one arena of that size (allocated with the session), runs of
+// shapes the session has seen allocate nothing, and a run beyond the
+// bound is refused.
+func TestOpenModelBound(t *testing.T) {
+	for _, f := range loadOpenFixtures(t) {
+		t.Run(f.name, func(t *testing.T) {
+			m, err := berth.Load(f.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			// The bound is each symbol's largest size over the sets.
+			bound := map[string]int64{}
+			for _, in := range m.Inputs() {
+				for _, set := range f.sets {
+					for _, x := range set {
+						if x.Name != in.Name {
+							continue
+						}
+						for i, sym := range in.Symbols {
+							if sym != "" {
+								bound[sym] = max(bound[sym], x.Shape[i])
+							}
+						}
+					}
+				}
+			}
+			last := f.sets[len(f.sets)-1]
+			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Close()
+			if exe.ArenaBytes() == 0 {
+				t.Fatal("no plan at the bound")
+			}
+			fixed, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, Dims: bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exe.ArenaBytes() != fixed.ArenaBytes() {
+				t.Errorf("the arena at the bound is %d bytes, the plan with those sizes fixed %d", exe.ArenaBytes(), fixed.ArenaBytes())
+			}
+			fixed.Close()
+			s, err := exe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			for round := range 2 {
+				for k, ins := range f.sets {
+					outs, err := s.Run(ctx, ins...)
+					if err != nil {
+						t.Fatalf("set %d: %v", k, err)
+					}
+					checkOpenOutputs(t, fmt.Sprintf("round %d, set %d", round, k), outs, f.outputs[k])
+					if a := s.Arena(); a == nil || a.Size() != exe.ArenaBytes() {
+						t.Errorf("set %d ran in an arena other than the bound's", k)
+					}
+				}
+			}
+			allocs := testing.AllocsPerRun(10, func() {
+				for _, ins := range f.sets {
+					if _, err := s.Run(ctx, ins...); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per round of shapes within the bound", allocs)
+			}
+			// The batch one past its bound.
+			big := slices.Clone(last)
+			for i := range big {
+				big[i].Shape = slices.Clone(big[i].Shape)
+				big[i].Shape[0] = bound["batch"] + 1
+				big[i].Data = make([]byte, len(big[i].Data)/int(last[i].Shape[0])*int(big[i].Shape[0]))
+			}
+			if _, err := s.Run(ctx, big...); err == nil || !strings.Contains(err.Error(), "above its bound") {
+				t.Errorf("a run past the bound: got %v, want an error naming the bound", err)
+			}
+		})
+	}
+}

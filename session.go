@@ -53,12 +53,14 @@ var ErrClosed = errors.New("session is closed")
 // each set of input shapes it runs with gets its plan, arena and kernels
 // at its first run.
 func (e *Executable) NewSession() (*Session, error) {
-	return e.newSession(nil)
+	return e.newSession(nil, nil)
 }
 
 // newSession is NewSession; workers, when not nil, are shared with the
-// caller, which closes them.
-func (e *Executable) newSession(workers *cpu.Workers) (*Session, error) {
+// caller, which closes them, and buf, when it is large enough, holds the
+// arena (shared with the other plans of an open session, which run in
+// turn).
+func (e *Executable) newSession(workers *cpu.Workers, buf *device.HostBuffer) (*Session, error) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
@@ -66,7 +68,11 @@ func (e *Executable) newSession(workers *cpu.Workers) (*Session, error) {
 		return nil, errors.New("new session: the executable is closed")
 	}
 	if e.open != nil {
-		return &Session{exe: e, open: e.open.newSession()}, nil
+		os, err := e.open.newSession()
+		if err != nil {
+			return nil, err
+		}
+		return &Session{exe: e, open: os}, nil
 	}
 	if e.cuda != nil {
 		cs, err := newCUDASession(e.g, e.cuda)
@@ -75,7 +81,13 @@ func (e *Executable) newSession(workers *cpu.Workers) (*Session, error) {
 		}
 		return &Session{exe: e, cuda: cs, inputs: cs.inputs}, nil
 	}
-	a, err := arena.NewHost(e.layout)
+	var a *arena.Host
+	var err error
+	if buf != nil && buf.Size() >= e.layout.Bytes {
+		a, err = arena.NewHostIn(e.layout, buf)
+	} else {
+		a, err = arena.NewHost(e.layout)
+	}
 	if err != nil {
 		return nil, err
 	}

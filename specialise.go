@@ -26,6 +26,25 @@ type openExec struct {
 	// fixed and bound hold Options.Dims and Options.MaxDims by symbol
 	// index (-1: none).
 	fixed, bound []int64
+	// atBound is the plan made at the bound, when Options.MaxDims (with
+	// Dims) bounds every symbol: every session's plans share one arena of
+	// its size, allocated with the session.
+	atBound *boundPlan
+}
+
+// boundPlan is the plan of an open model at its bound, which sessions
+// share.
+type boundPlan struct {
+	key []int64 // as openSession.keyOf writes it
+	m   *Model
+	exe *Executable
+}
+
+func (x *openExec) close() {
+	if b := x.atBound; b != nil {
+		b.exe.Close()
+		b.m.Close()
+	}
 }
 
 // checkSymbols checks that Options.Dims and Options.MaxDims name symbols
@@ -91,7 +110,7 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 			x.bound[i] = v
 		}
 	}
-	if flat, decls, ok := x.fixedFeeds(); ok {
+	if flat, decls, ok := x.feedsAt(x.fixed); ok {
 		o.mu.Lock()
 		byValue := slices.Clone(o.byValue)
 		o.mu.Unlock()
@@ -112,6 +131,11 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 		}
 		// Shapes follow from input values too: specialise per run.
 	}
+	if len(opts.MaxDims) > 0 {
+		if err := x.planAtBound(); err != nil {
+			return nil, err
+		}
+	}
 	if dev == CUDA {
 		// Fail now rather than at the first run where CUDA is absent.
 		if err := cudaAvailable(); err != nil {
@@ -121,10 +145,50 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 	return &Executable{model: m, device: dev, open: x}, nil
 }
 
-// fixedFeeds is the inputs' shapes when the options fix every open
-// dimension and no input is a sequence: tensors with shapes and no data,
-// to specialise the model with.
-func (x *openExec) fixedFeeds() ([]Tensor, []int, bool) {
+// planAtBound compiles the plan at the bound when Options.MaxDims (with
+// Options.Dims) sizes every symbol; the sessions' arenas take its size.
+// Where the model's shapes also follow from input values there is no one
+// plan at the bound, and each run is planned for itself.
+func (x *openExec) planAtBound() error {
+	at := slices.Clone(x.fixed)
+	for i, b := range x.bound {
+		if at[i] < 0 {
+			at[i] = b
+		}
+	}
+	flat, decls, ok := x.feedsAt(at)
+	if !ok {
+		return nil
+	}
+	m, err := x.o.specialise(flat, decls, make([]bool, len(x.o.sig.Inputs)))
+	if errors.Is(err, ir.ErrValueDependent) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("compile at the bound: %w", err)
+	}
+	exe, err := compileStatic(m, x.dev, x.opts)
+	if errors.Is(err, ir.ErrValueDependent) {
+		m.Close()
+		return nil
+	}
+	if err != nil {
+		m.Close()
+		return fmt.Errorf("compile at the bound: %w", err)
+	}
+	var key []int64
+	for i, t := range flat {
+		key = append(key, int64(decls[i]), int64(len(t.Shape)))
+		key = append(key, t.Shape...)
+	}
+	x.atBound = &boundPlan{key: key, m: m, exe: exe}
+	return nil
+}
+
+// feedsAt is the inputs' shapes when sizes (by symbol, -1 for none) size
+// every open dimension and no input is a sequence: tensors with shapes
+// and no data, to specialise the model with.
+func (x *openExec) feedsAt(sizes []int64) ([]Tensor, []int, bool) {
 	var flat []Tensor
 	var decls []int
 	for k, v := range x.o.sig.Inputs {
@@ -136,10 +200,10 @@ func (x *openExec) fixedFeeds() ([]Tensor, []int, bool) {
 			shape[i] = d.Size
 			if d.Open() {
 				j := slices.Index(x.o.symbols, d.Symbol)
-				if d.Symbol == "" || x.fixed[j] < 0 {
+				if d.Symbol == "" || sizes[j] < 0 {
 					return nil, nil, false
 				}
-				shape[i] = x.fixed[j]
+				shape[i] = sizes[j]
 			}
 		}
 		flat = append(flat, Tensor{Name: v.Name, DType: v.DType, Shape: shape})
@@ -161,13 +225,16 @@ type special struct {
 	from   []int    // inner input i is flat input from[i]
 	names  []string // inner input i's name
 	used   uint64   // when it last ran (openSession.tick)
-	bytes  int64    // its activation arena
+	bytes  int64    // its activation arena, where it is not the session's
+	shared bool     // m and exe are the executable's plan at the bound
 }
 
 func (sp *special) close() {
 	sp.s.Close()
-	sp.exe.Close()
-	sp.m.Close()
+	if !sp.shared {
+		sp.exe.Close()
+		sp.m.Close()
+	}
 }
 
 // openSession is a session of an openExec: the specialisations it has
@@ -183,10 +250,21 @@ type openSession struct {
 	symbols []int64 // this run's size of each symbol (-1: not seen)
 	// workers run every specialisation's kernels (on the CPU).
 	workers *cpu.Workers
+	// buf holds the arena of every plan (on the CPU) when the executable
+	// has a plan at the bound: sized for it, allocated with the session.
+	buf *device.HostBuffer
 }
 
-func (x *openExec) newSession() *openSession {
-	return &openSession{x: x, symbols: make([]int64, len(x.o.symbols))}
+func (x *openExec) newSession() (*openSession, error) {
+	ss := &openSession{x: x, symbols: make([]int64, len(x.o.symbols))}
+	if b := x.atBound; b != nil && b.exe.cuda == nil {
+		buf, err := device.NewHostBuffer(b.exe.ArenaBytes(), Alignment)
+		if err != nil {
+			return nil, fmt.Errorf("new session: %w", err)
+		}
+		ss.buf = buf
+	}
+	return ss, nil
 }
 
 func (ss *openSession) close() error {
@@ -443,6 +521,9 @@ func (ss *openSession) compile() (*special, error) {
 		}
 		flat[i].Name = names[i]
 	}
+	if b := x.atBound; b != nil && slices.Equal(b.key, ss.key) {
+		return ss.open(b.m, b.exe, flat, names, make([]bool, len(o.sig.Inputs)), true)
+	}
 	var sm *Model
 	var exe *Executable
 	for try := 0; ; try++ {
@@ -466,15 +547,26 @@ func (ss *openSession) compile() (*special, error) {
 	}
 	o.mu.Unlock()
 	exe.owned = append(exe.owned, sm)
+	return ss.open(sm, exe, flat, names, byValue, false)
+}
+
+// open opens a session of exe, compiled from sm for this run's inputs
+// (flat, named names), and keeps it.
+func (ss *openSession) open(sm *Model, exe *Executable, flat []Tensor, names []string, byValue []bool, shared bool) (*special, error) {
 	if ss.workers == nil && exe.cuda == nil {
 		ss.workers = cpu.NewWorkers(exe.threads)
 	}
-	s, err := exe.newSession(ss.workers)
+	s, err := exe.newSession(ss.workers, ss.buf)
 	if err != nil {
-		exe.Close()
+		if !shared {
+			exe.Close()
+		}
 		return nil, err
 	}
-	sp := &special{key: slices.Clone(ss.key), m: sm, exe: exe, s: s, bytes: exe.ArenaBytes()}
+	sp := &special{key: slices.Clone(ss.key), m: sm, exe: exe, s: s, shared: shared}
+	if ss.buf == nil || exe.ArenaBytes() > ss.buf.Size() {
+		sp.bytes = exe.ArenaBytes()
+	}
 	sp.values = make([][]byte, len(flat))
 	for i := range flat {
 		if byValue[ss.decls[i]] {
@@ -506,6 +598,9 @@ func (ss *openSession) admit(sp *special) {
 		limit = device.HostMemory()
 	}
 	total := sp.bytes
+	if ss.buf != nil {
+		total += ss.buf.Size()
+	}
 	for _, p := range ss.plans {
 		total += p.bytes
 	}

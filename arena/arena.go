@@ -45,16 +45,37 @@ var _ Arena = (*Host)(nil)
 
 // NewHost allocates an arena of l.Bytes bytes aligned to l.Alignment.
 func NewHost(l *Layout) (*Host, error) {
-	for i, s := range l.Slots {
-		if s.Size >= 0 && (s.Offset < 0 || s.Offset > l.Bytes-s.Size) {
-			return nil, fmt.Errorf("arena: slot of tensor %d [%d,+%d) outside the arena of %d bytes", i, s.Offset, s.Size, l.Bytes)
-		}
+	if err := l.check(); err != nil {
+		return nil, err
 	}
 	buf, err := device.NewHostBuffer(l.Bytes, max(l.Alignment, 8))
 	if err != nil {
 		return nil, fmt.Errorf("arena: %w", err)
 	}
 	return &Host{layout: l, buf: buf}, nil
+}
+
+// NewHostIn lays l out in buf, which other arenas may share: an arena per
+// plan of one session whose runs take turns, all in one buffer sized for
+// the largest. buf must hold l.Bytes and be aligned as l asks.
+func NewHostIn(l *Layout, buf *device.HostBuffer) (*Host, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	if buf.Size() < l.Bytes {
+		return nil, fmt.Errorf("arena: the plan needs %d bytes, the buffer holds %d", l.Bytes, buf.Size())
+	}
+	return &Host{layout: l, buf: buf}, nil
+}
+
+// check refuses slots outside the arena.
+func (l *Layout) check() error {
+	for i, s := range l.Slots {
+		if s.Size >= 0 && (s.Offset < 0 || s.Offset > l.Bytes-s.Size) {
+			return fmt.Errorf("arena: slot of tensor %d [%d,+%d) outside the arena of %d bytes", i, s.Offset, s.Size, l.Bytes)
+		}
+	}
+	return nil
 }
 
 // Has reports whether the tensor has a slot.

@@ -37,6 +37,34 @@ type benchResult struct {
 	ActivationBytes int64   `json:"activation_bytes"`
 	WeightBytes     int64   `json:"weight_bytes"`
 	SyntheticInputs bool    `json:"synthetic_inputs"`
+	// Plans is how many plans the session kept (one per set of input
+	// shapes for a model with open shapes); Symbols gives the size each
+	// open dimension took in the timed runs, MaxDims the bounds given.
+	Plans   int              `json:"plans"`
+	Symbols map[string]int64 `json:"symbols,omitempty"`
+	MaxDims map[string]int64 `json:"max_dims,omitempty"`
+}
+
+// symbolsOf reads the size of each symbol from the inputs given for the
+// graph inputs want.
+func symbolsOf(want []berth.TensorInfo, inputs []berth.Tensor) map[string]int64 {
+	out := map[string]int64{}
+	for _, w := range want {
+		for _, in := range inputs {
+			if in.Name != w.Name || w.Symbols == nil || len(in.Shape) != len(w.Symbols) {
+				continue
+			}
+			for k, sym := range w.Symbols {
+				if sym != "" {
+					out[sym] = in.Shape[k]
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -62,7 +90,14 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	var inputs []berth.Tensor
 	synthetic := len(c.inputs) == 0
 	if synthetic {
-		inputs, err = syntheticInputs(exe.Inputs())
+		sizes := map[string]int64{}
+		for k, v := range c.maxDims.m {
+			sizes[k] = v
+		}
+		for k, v := range c.dims.m {
+			sizes[k] = v
+		}
+		inputs, err = syntheticInputs(exe.Inputs(), sizes)
 	} else {
 		inputs, err = bindInputs(c.inputs, exe.Inputs())
 	}
@@ -74,7 +109,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	if exe.Device() == berth.CUDA {
+	if exe.Device() == berth.CUDA && !exe.Open() {
 		// Stage the inputs once in the session's pinned buffers, which a
 		// run only reads: the timed runs then copy them to the device but
 		// not into the staging first, as a caller producing its inputs in
@@ -114,6 +149,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		ActivationBytes: exe.ArenaBytes(),
 		WeightBytes:     exe.WeightBytes(),
 		SyntheticInputs: synthetic,
+		Plans:           s.Plans(),
+		Symbols:         symbolsOf(exe.Inputs(), inputs),
+		MaxDims:         c.maxDims.m,
+	}
+	if ran := s.Executable(); exe.Open() && ran != nil {
+		// Without a bound each plan has its own arena: report the one
+		// the timed runs used.
+		if res.ActivationBytes == 0 {
+			res.ActivationBytes = ran.ArenaBytes()
+		}
+		res.WeightBytes = ran.WeightBytes()
 	}
 	res.MedianMS, res.MinMS, res.P90MS, res.MeanMS = stats(times)
 	if *asJSON {
@@ -124,6 +170,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s on %s, %d threads, %d runs after %d warm-up\n", path, res.Device, res.Threads, res.Iters, res.Warmup)
 	fmt.Fprintf(stdout, "  median %.3f ms   min %.3f ms   p90 %.3f ms   mean %.3f ms\n", res.MedianMS, res.MinMS, res.P90MS, res.MeanMS)
 	fmt.Fprintf(stdout, "  allocs/run %d (%d in all)   peak RSS %.1f MB   arena %s   weights %s\n", res.AllocsPerRun, res.AllocsTotal, res.PeakRSSMB, humanBytes(res.ActivationBytes), humanBytes(res.WeightBytes))
+	if len(res.Symbols) > 0 {
+		fmt.Fprintf(stdout, "  symbols %v   plans %d\n", res.Symbols, res.Plans)
+	}
 	if synthetic && len(inputs) > 0 {
 		fmt.Fprintln(stderr, "bench: no --input given; using synthetic inputs (floats in [-1,1), integers 0, bools false)")
 	}
@@ -223,11 +272,36 @@ func stats(ms []float64) (median, lo, p90, mean float64) {
 
 // syntheticInputs fills each input deterministically: floats uniform in
 // [-1, 1), integers and bools zero (always a valid index or flag).
-func syntheticInputs(want []berth.TensorInfo) ([]berth.Tensor, error) {
+//
+// An open dimension takes the size sizes gives its symbol (--dim, else
+// --max-dim); without one there is nothing to make up, and the error
+// says which flag would give it.
+func syntheticInputs(want []berth.TensorInfo, sizes map[string]int64) ([]berth.Tensor, error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	out := make([]berth.Tensor, len(want))
 	for i, w := range want {
-		shape := ir.Shape(w.Shape)
+		if w.Sequence || w.Shape == nil {
+			return nil, fmt.Errorf("input %q is %s: give it with --input", w.Name, describe(w))
+		}
+		shape := ir.Shape(slices.Clone(w.Shape))
+		for k, d := range shape {
+			if d >= 0 {
+				continue
+			}
+			sym := ""
+			if w.Symbols != nil {
+				sym = w.Symbols[k]
+			}
+			n, ok := sizes[sym]
+			if sym == "" || !ok {
+				return nil, fmt.Errorf("input %q is %s: give it with --input, or its sizes with --dim SYMBOL=N", w.Name, describe(w))
+			}
+			shape[k] = n
+		}
+		w.Shape = shape
+		if err := shape.Validate(); err != nil {
+			return nil, fmt.Errorf("input %q: %w", w.Name, err)
+		}
 		t := berth.Tensor{Name: w.Name, DType: w.DType, Shape: w.Shape, Data: make([]byte, shape.Bytes(w.DType))}
 		if w.DType.IsFloat() {
 			v := make([]float32, shape.Elements())
