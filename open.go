@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
+	"github.com/berth-ml/berth/passes"
 )
 
 // importer imports the model file with the options given; every import
@@ -106,8 +108,12 @@ type feed struct {
 // declared order, sequences element by element, named as the graph
 // inputs they feed), binding as constants the declared inputs that
 // byValue marks. The model it returns shares the file.
-func (o *openModel) specialise(flat []Tensor, decls []int, byValue []bool) (*Model, error) {
-	opts := onnx.ImportOptions{InputShapes: make(map[string][]int64, len(flat)), SequenceLengths: map[string]int{}}
+//
+// bound binds tensors that nodes compute to values a stage of the graph
+// computed, and goal, when not nil, names the tensors to compute instead
+// of the graph's outputs (see onnx.ImportOptions.Values and Outputs).
+func (o *openModel) specialise(flat []Tensor, decls []int, byValue []bool, bound map[string]ir.Tensor, goal []string) (*Model, error) {
+	opts := onnx.ImportOptions{InputShapes: make(map[string][]int64, len(flat)), SequenceLengths: map[string]int{}, Values: bound, Outputs: goal}
 	for i, t := range flat {
 		d := &o.sig.Inputs[decls[i]]
 		if d.Kind == onnx.SequenceValue {
@@ -121,21 +127,76 @@ func (o *openModel) specialise(flat []Tensor, decls []int, byValue []bool) (*Mod
 			opts.Constants[t.Name] = ir.Tensor{Name: t.Name, DType: t.DType, Shape: ir.Shape(t.Shape), Data: t.Data}
 		}
 	}
-	for i, d := range o.sig.Inputs {
+	for _, d := range o.sig.Inputs {
 		if _, ok := opts.SequenceLengths[d.Name]; d.Kind == onnx.SequenceValue && !ok {
 			opts.SequenceLengths[d.Name] = 0
 		}
-		_ = i
 	}
 	src, err := o.imp(opts)
 	if err != nil {
 		return nil, err
+	}
+	if goal != nil || bound != nil {
+		// Drop what the goal does not need before shapes are inferred:
+		// that part may be what waits for the values.
+		passes.EliminateDeadCode(src.Graph)
 	}
 	m, err := prepare(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.name, err)
 	}
 	return m, nil
+}
+
+// isInput reports whether name is a declared input or an element of a
+// declared sequence input.
+func (o *openModel) isInput(name string) bool {
+	for _, v := range o.sig.Inputs {
+		if v.Name == name || v.Kind == onnx.SequenceValue && isElementOf(name, v.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// stageGoal is what a stage computes when the shapes of the graph depend
+// on the value of the tensor called name, which a node of the main graph
+// computes: that tensor and, for the operators whose output size follows
+// from several computed inputs (NonMaxSuppression's boxes and scores),
+// those inputs too, so that one stage computes them all. It is nil when
+// no node of the main graph computes name.
+func (o *openModel) stageGoal(name string) []string {
+	if o.probe == nil {
+		return nil
+	}
+	g := o.probe.Graph
+	id := ir.NoTensor
+	for i := range g.Tensors {
+		if g.Tensors[i].Name == name {
+			id = ir.TensorID(i)
+			break
+		}
+	}
+	if id == ir.NoTensor || g.Tensors[id].Producer < 0 || g.Tensors[id].IsConst() {
+		return nil
+	}
+	goal := []string{name}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if n.Op != "NonMaxSuppression" || !slices.Contains(n.Inputs, id) {
+			continue
+		}
+		for _, in := range n.Inputs {
+			if in == ir.NoTensor {
+				continue
+			}
+			t := g.Tensor(in)
+			if t.Producer >= 0 && !t.IsConst() && !slices.Contains(goal, t.Name) {
+				goal = append(goal, t.Name)
+			}
+		}
+	}
+	return goal
 }
 
 // learn widens byValue after err, a failure to specialise or compile:

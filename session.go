@@ -311,7 +311,7 @@ func (s *Session) run(ctx context.Context, inputs []Tensor, times []time.Duratio
 		return nil, ErrClosed
 	}
 	if s.open != nil {
-		return s.open.run(ctx, inputs, times)
+		return s.open.run(ctx, inputs)
 	}
 	if err := s.bind(inputs); err != nil {
 		return nil, err

@@ -112,9 +112,20 @@ func NMSArgs(g *Graph, n *Node) ([][3]int64, error) {
 		}
 		return v[0], true, nil
 	}
-	maxOut, _, err := scalar(2)
-	if err != nil {
+	// max_output_boxes_per_class is read as an integer: exporters pass
+	// the largest int64 for "no limit", which a float64 would round past.
+	maxOut := int64(0)
+	if t, err := optInput(g, n, 2); err != nil {
 		return nil, err
+	} else if t != nil && t.Shape.Elements() > 0 {
+		if !t.DType.IsInt() {
+			return nil, fmt.Errorf("max_output_boxes_per_class %q is %s, want int64", t.Name, t.DType)
+		}
+		v, err := t.Int64s()
+		if err != nil {
+			return nil, err
+		}
+		maxOut = v[0]
 	}
 	iou, _, err := scalar(3)
 	if err != nil {
@@ -125,7 +136,7 @@ func NMSArgs(g *Graph, n *Node) ([][3]int64, error) {
 		return nil, err
 	}
 	s := scores.Shape
-	return NonMaxSuppression(bv, sv, int(s[0]), int(s[1]), int(s[2]), int64(maxOut), iou, st, given, n.Attrs.Int("center_point_box", 0) != 0), nil
+	return NonMaxSuppression(bv, sv, int(s[0]), int(s[1]), int(s[2]), maxOut, iou, st, given, n.Attrs.Int("center_point_box", 0) != 0), nil
 }
 
 func init() {

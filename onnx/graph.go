@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/berth-ml/berth/ir"
@@ -108,10 +109,56 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 		}
 		g.Outputs = append(g.Outputs, id)
 	}
+	if err := im.bindValues(); err != nil {
+		return nil, err
+	}
+	if len(im.opts.Outputs) > 0 {
+		g.Outputs = g.Outputs[:0]
+		for _, name := range im.opts.Outputs {
+			id, ok := im.ids[name]
+			if !ok {
+				return nil, fmt.Errorf("output %q: the graph has no tensor of that name", name)
+			}
+			g.Outputs = append(g.Outputs, id)
+		}
+	}
 	if len(g.Outputs) == 0 {
 		return nil, fmt.Errorf("the graph has no outputs")
 	}
 	return g, nil
+}
+
+// bindValues makes the tensors ImportOptions.Values names constants: the
+// node that computed each writes a fresh tensor nobody reads instead.
+func (im *importer) bindValues() error {
+	g := im.g
+	for _, name := range slices.Sorted(maps.Keys(im.opts.Values)) {
+		v := im.opts.Values[name]
+		id, ok := im.ids[name]
+		if !ok {
+			return fmt.Errorf("value %q: the graph has no tensor of that name", name)
+		}
+		t := &g.Tensors[id]
+		if t.Producer < 0 || t.IsConst() {
+			return fmt.Errorf("value %q: no node of the graph computes it", name)
+		}
+		n := &g.Nodes[t.Producer]
+		k := slices.Index(n.Outputs, id)
+		if k < 0 {
+			return fmt.Errorf("value %q: its node does not write it", name)
+		}
+		unused := g.AddTensor(ir.Tensor{Name: name + "#computed", Producer: t.Producer})
+		n.Outputs[k] = unused
+		t = &g.Tensors[id]
+		t.DType, t.Shape = v.DType, v.Shape.Clone()
+		c := v
+		c.Name = name
+		if err := bindConstant(t, c); err != nil {
+			return err
+		}
+		t.Producer = -1
+	}
+	return nil
 }
 
 // graphInput adds one tensor graph input of the main graph (a constant

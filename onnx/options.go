@@ -28,6 +28,18 @@ type ImportOptions struct {
 	// SequenceElement (their shapes declared by the sequence's element
 	// type or given in InputShapes under the element names).
 	SequenceLengths map[string]int
+	// Values binds tensors that nodes of the main graph compute, by name,
+	// to values computed elsewhere (DType, Shape and Data set): each
+	// becomes a constant, and the node that computed it computes a tensor
+	// nobody reads in its place. A graph whose shapes follow from a
+	// computed value (a NonMaxSuppression's boxes, a Loop's trip count) is
+	// specialised on it this way once a first part of the graph has
+	// computed it.
+	Values map[string]ir.Tensor
+	// Outputs, when set, replaces the graph's outputs by the tensors of
+	// the main graph so named: the graph is cut down to what computes
+	// them.
+	Outputs []string
 	// Open imports a model whose inputs leave dimensions open without
 	// fixing them: such an input gets a nil Shape, and a sequence input
 	// without a length in SequenceLengths one element. The graph is for

@@ -13,6 +13,8 @@ Layout of testdata/open/<name>/:
     set_<k>/output_<i>.npy  PyTorch's outputs (float32) for set k
     meta.json               {"inputs": [...], "outputs": [...], "opset": N,
                              "dynamic_axes": {...}, "sets": [[shapes], ...],
+                             "value_dependent": true when output sizes
+                             follow from computed values,
                              "source": "scripts/gen_open_fixtures.py"}
 
 Fixtures:
@@ -24,12 +26,18 @@ Fixtures:
     cnn   ResNet-style CNN (stem, residual blocks with a strided projection,
           max pooling, global average pooling, a linear head): batch,
           height and width open, run at odd image sizes, opset 13
+    select  the values of a computed tensor above a threshold and their
+          positions (NonZero on a computed mask): the outputs' length
+          follows from the values, opset 13
+    nms   a toy detector head: boxes and scores computed from features,
+          NonMaxSuppression, then the kept boxes and scores, opset 13
 
 Run from the repository root (naming fixtures generates only those):
 
     /usr/bin/python3 scripts/gen_open_fixtures.py [NAME ...]
 
-Requires the Debian packages python3-torch, python3-onnx and python3-numpy.
+Requires the Debian packages python3-torch, python3-torchvision,
+python3-onnx and python3-numpy.
 """
 
 import json
@@ -40,6 +48,7 @@ import numpy as np
 import onnx
 import torch
 import torch.nn as nn
+import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_fixtures as base  # noqa: E402  (the shared model blocks)
@@ -132,7 +141,54 @@ def make_cnn():
                 opset=13)
 
 
-FIXTURES = [("gpt", make_gpt), ("bert", make_bert), ("cnn", make_cnn)]
+class Select(nn.Module):
+    """Keeps the values a computed mask selects: the output's length is
+    known only once the values are (NonZero, Compress-style indexing)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = torch.tanh(self.fc(x))
+        keep = y > 0.25
+        return y[keep], torch.nonzero(keep)
+
+
+class Nms(nn.Module):
+    """A toy detector head: boxes and scores computed from features, then
+    non-maximum suppression and the kept boxes and scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.box = nn.Linear(16, 4)
+        self.score = nn.Linear(16, 1)
+
+    def forward(self, feats):
+        raw = self.box(feats)
+        xy = torch.sigmoid(raw[:, :2]) * 100
+        wh = torch.sigmoid(raw[:, 2:]) * 40 + 1
+        boxes = torch.cat([xy, xy + wh], dim=1)
+        scores = torch.sigmoid(self.score(feats))[:, 0]
+        keep = torchvision.ops.nms(boxes, scores, 0.3)
+        return boxes[keep], scores[keep]
+
+
+def make_select():
+    sets = [(torch.randn(3, 8),), (torch.randn(5, 8),), (torch.randn(1, 8),)]
+    return dict(model=Select(), sets=sets, input_names=["x"], output_names=["kept", "where"],
+                dynamic_axes={"x": {0: "rows"}, "kept": {0: "n"}, "where": {0: "n"}}, opset=13,
+                value_dependent=True)
+
+
+def make_nms():
+    sets = [(torch.randn(20, 16),), (torch.randn(64, 16),), (torch.randn(7, 16),)]
+    return dict(model=Nms(), sets=sets, input_names=["feats"], output_names=["boxes", "scores"],
+                dynamic_axes={"feats": {0: "anchors"}, "boxes": {0: "kept"}, "scores": {0: "kept"}}, opset=13,
+                value_dependent=True)
+
+
+FIXTURES = [("gpt", make_gpt), ("bert", make_bert), ("cnn", make_cnn), ("select", make_select), ("nms", make_nms)]
 
 
 def generate(name, factory):
@@ -166,7 +222,7 @@ def generate(name, factory):
         print(f"{name} set_{k}: inputs {shapes[-1]}, outputs {[list(t.shape) for t in outputs]}")
     meta = {"inputs": spec["input_names"], "outputs": spec["output_names"], "opset": spec["opset"],
             "dynamic_axes": {k: {str(a): s for a, s in v.items()} for k, v in spec["dynamic_axes"].items()},
-            "sets": shapes, "source": SOURCE}
+            "sets": shapes, "value_dependent": spec.get("value_dependent", False), "source": SOURCE}
     with open(os.path.join(out_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=2)
         f.write("\n")
