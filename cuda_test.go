@@ -243,85 +243,110 @@ func f32View(b []byte) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
-// TestCUDAProfile prints where the time of a run goes, by operator, for
-// the models listed (comma-separated paths) in BERTH_CUDA_PROFILE.
-func TestCUDAProfile(t *testing.T) {
+// BenchmarkCUDAProfile finds where the time of a run goes, by operator,
+// for the models listed (comma-separated paths) in BERTH_CUDA_PROFILE. Its
+// ns/op is one whole run, copies included; kernel-us is the kernels alone,
+// steps-us the sum of the steps timed one by one, and <op>-us each of the
+// twelve costliest operators' share of that sum. With -v it also logs every
+// step, longest first, with its node and the node's output shape.
+func BenchmarkCUDAProfile(b *testing.B) {
 	paths := os.Getenv("BERTH_CUDA_PROFILE")
 	if paths == "" {
-		t.Skip("set BERTH_CUDA_PROFILE to model paths")
+		b.Skip("set BERTH_CUDA_PROFILE to model paths")
 	}
 	if _, err := cuda.Device(); err != nil {
-		t.Skipf("no CUDA here: %v", err)
+		b.Skipf("no CUDA here: %v", err)
 	}
 	for _, path := range strings.Split(paths, ",") {
-		m, err := Load(path)
-		if err != nil {
-			t.Fatal(err)
+		b.Run(filepath.Base(path), func(b *testing.B) { profileCUDA(b, path) })
+	}
+}
+
+// profileCUDA times the model at path for BenchmarkCUDAProfile.
+func profileCUDA(b *testing.B, path string) {
+	m, err := Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	exe, err := compileCUDA(m, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer exe.Close()
+	cs, err := newCUDASession(m.graph, exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.close()
+	for i, in := range cs.inputs { // small integers: valid ids and indices
+		for j := range in {
+			in[j] = byte(i + j%7)
 		}
-		exe, err := compileCUDA(m, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := newCUDASession(m.graph, exe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, in := range cs.inputs { // small integers: valid ids and indices
-			for j := range in {
-				in[j] = byte(i + j%7)
-			}
-		}
+	}
+	if _, err := cs.run(); err != nil { // the first run, out of the timing
+		b.Fatal(err)
+	}
+	for b.Loop() {
 		if _, err := cs.run(); err != nil {
-			t.Fatal(err)
+			b.Fatal(err)
 		}
-		steps, err := cs.s.StepTimes(10)
-		if err != nil {
-			t.Fatal(err)
+	}
+
+	steps, err := cs.s.StepTimes(10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kt, err := cs.s.KernelTime(50)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type agg struct {
+		key   string
+		n     int
+		total time.Duration
+	}
+	by := map[string]*agg{}
+	var sum time.Duration
+	for _, st := range steps {
+		k := st.Op
+		if st.BLAS {
+			k += "+cuBLAS"
 		}
-		kt, err := cs.s.KernelTime(50)
-		if err != nil {
-			t.Fatal(err)
+		if by[k] == nil {
+			by[k] = &agg{key: k}
 		}
-		type agg struct {
-			key   string
-			n     int
-			total time.Duration
+		by[k].n++
+		by[k].total += st.Time
+		sum += st.Time
+	}
+	var list []*agg
+	for _, a := range by {
+		list = append(list, a)
+	}
+	slices.SortFunc(list, func(a, b *agg) int { return int(b.total - a.total) })
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	b.ReportMetric(us(kt), "kernel-us")
+	b.ReportMetric(us(sum), "steps-us")
+	for _, a := range list[:min(len(list), 12)] {
+		b.ReportMetric(us(a.total), a.key+"-us")
+	}
+	if !testing.Verbose() {
+		return
+	}
+	name := filepath.Base(path)
+	b.Logf("PROFILE %s: %d steps, one-by-one sum %v, graph kernels alone %v", name, len(steps), sum, kt)
+	for _, a := range list {
+		b.Logf("PROFILE %s   %-28s %4d steps %9.1f µs", name, a.key, a.n, us(a.total))
+	}
+	// Every step, longest first, with its node and the node's output.
+	slices.SortStableFunc(steps, func(a, b cuda.StepTime) int { return int(b.Time - a.Time) })
+	for _, st := range steps {
+		n := &m.graph.Nodes[st.Node]
+		shape := ""
+		if len(n.Outputs) > 0 && n.Outputs[0] != ir.NoTensor {
+			shape = fmt.Sprint(m.graph.Tensor(n.Outputs[0]).Shape)
 		}
-		by := map[string]*agg{}
-		var sum time.Duration
-		for _, st := range steps {
-			k := st.Op
-			if st.BLAS {
-				k += " (cuBLAS)"
-			}
-			if by[k] == nil {
-				by[k] = &agg{key: k}
-			}
-			by[k].n++
-			by[k].total += st.Time
-			sum += st.Time
-		}
-		var list []*agg
-		for _, a := range by {
-			list = append(list, a)
-		}
-		slices.SortFunc(list, func(a, b *agg) int { return int(b.total - a.total) })
-		t.Logf("PROFILE %s: %d steps, one-by-one sum %v, graph kernels alone %v", filepath.Base(path), len(steps), sum, kt)
-		for _, a := range list[:min(len(list), 12)] {
-			t.Logf("PROFILE %s   %-28s %4d steps %9.1f µs", filepath.Base(path), a.key, a.n, float64(a.total.Nanoseconds())/1e3)
-		}
-		// Every step, longest first, with its node and the node's output.
-		slices.SortStableFunc(steps, func(a, b cuda.StepTime) int { return int(b.Time - a.Time) })
-		for _, st := range steps {
-			n := &m.graph.Nodes[st.Node]
-			shape := ""
-			if len(n.Outputs) > 0 && n.Outputs[0] != ir.NoTensor {
-				shape = fmt.Sprint(m.graph.Tensor(n.Outputs[0]).Shape)
-			}
-			t.Logf("STEP %s   %-10s blas=%-5v %8.1f µs  %s %s", filepath.Base(path), st.Op, st.BLAS, float64(st.Time.Nanoseconds())/1e3, n.Name, shape)
-		}
-		cs.close()
-		exe.Close()
-		m.Close()
+		b.Logf("STEP %s   %-10s blas=%-5v %8.1f µs  %s %s", name, st.Op, st.BLAS, us(st.Time), n.Name, shape)
 	}
 }

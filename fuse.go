@@ -228,7 +228,8 @@ func merge(p *plan.Problem, index []int, s int, y ir.TensorID, chain []*ir.Node,
 		sc, rest = rest[len(rest)-1], rest[:len(rest)-1]
 	}
 	outs := []int{z, index[y]}
-	p.Tensors[index[y]].Alias, p.Tensors[index[y]].AliasOffset = z, 0
+	p.Tensors[index[y]].SetAlias(z)
+	p.Tensors[index[y]].AliasOffset = 0
 	for _, m := range chain[:len(chain)-1] {
 		j := index[m.Outputs[0]]
 		p.Tensors[j].Size = 0
@@ -254,7 +255,7 @@ func merge(p *plan.Problem, index []int, s int, y ir.TensorID, chain []*ir.Node,
 func stepScratch(p *plan.Problem, name string, sc int, need int64) int {
 	if sc < 0 && need > 0 {
 		sc = len(p.Tensors)
-		p.Tensors = append(p.Tensors, plan.Tensor{Name: name + "/scratch", Size: need, Alias: -1})
+		p.Tensors = append(p.Tensors, plan.Tensor{Name: name + "/scratch", Size: need})
 	}
 	if sc >= 0 {
 		p.Tensors[sc].Size = need

@@ -10,7 +10,7 @@
 // FromGraph builds the Problem of an ir.Graph.
 //
 // A tensor is either a root, which owns a slot of its own, or a view
-// (Tensor.Alias >= 0): Reshape, Flatten, Squeeze, Unsqueeze and Identity
+// (Tensor.IsView): Reshape, Flatten, Squeeze, Unsqueeze and Identity
 // give their output the bytes of their input, so the view costs nothing and
 // keeps its root alive instead.
 //

@@ -14,10 +14,10 @@ import (
 func Example() {
 	p := &plan.Problem{
 		Tensors: []plan.Tensor{
-			{Name: "x", Size: 1000, Alias: -1},
-			{Name: "h", Size: 4000, Alias: -1},
-			{Name: "a", Size: 4000, Alias: -1},
-			{Name: "y", Size: 1000, Alias: -1},
+			{Name: "x", Size: 1000},
+			{Name: "h", Size: 4000},
+			{Name: "a", Size: 4000},
+			{Name: "y", Size: 1000},
 		},
 		Steps: []plan.Step{
 			{Name: "fc1", Op: "MatMul", Inputs: []int{0}, Outputs: []int{1}},
@@ -51,10 +51,10 @@ func Example() {
 func ExampleReport_WriteText() {
 	p := &plan.Problem{
 		Tensors: []plan.Tensor{
-			{Name: "x", Size: 1000, Alias: -1},
-			{Name: "h", Size: 4000, Alias: -1},
-			{Name: "h2d", Size: 4000, Alias: 1}, // h, reshaped
-			{Name: "y", Size: 1000, Alias: -1},
+			{Name: "x", Size: 1000},
+			{Name: "h", Size: 4000},
+			{Name: "h2d", Size: 4000},
+			{Name: "y", Size: 1000},
 		},
 		Steps: []plan.Step{
 			{Name: "fc1", Op: "MatMul", Inputs: []int{0}, Outputs: []int{1}},
@@ -64,6 +64,7 @@ func ExampleReport_WriteText() {
 		Inputs:  []int{0},
 		Outputs: []int{3},
 	}
+	p.Tensors[2].SetAlias(1) // h2d is h, reshaped
 	pl, err := plan.Build(p, plan.Options{})
 	if err != nil {
 		log.Fatal(err)

@@ -38,17 +38,17 @@ func decodeProblem(b []byte) *plan.Problem {
 			}
 			if len(b) > 0 && b[0]%2 == 1 {
 				// a part written just before, which may move in
-				p.Tensors = append(p.Tensors, plan.Tensor{Size: 64 * int64(next()%4), Alias: -1})
+				p.Tensors = append(p.Tensors, plan.Tensor{Size: 64 * int64(next()%4)})
 				p.Steps = append(p.Steps, plan.Step{Op: "Op", Inputs: []int{pick()}, Outputs: []int{len(p.Tensors) - 1}})
 				st.Inputs = append(st.Inputs, len(p.Tensors)-1)
 			}
-			p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
+			p.Tensors = append(p.Tensors, plan.Tensor{Size: size()})
 			st.Outputs = []int{len(p.Tensors) - 1}
 			parts, whole := st.Inputs, st.Outputs[0]
 			if next()%7 == 6 {
 				st.Op, st.Inputs, st.Outputs = "Split", []int{pick()}, nil
 				for range 1 + next()%3 {
-					p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
+					p.Tensors = append(p.Tensors, plan.Tensor{Size: size()})
 					st.Outputs = append(st.Outputs, len(p.Tensors)-1)
 				}
 				parts, whole = st.Outputs, st.Inputs[0]
@@ -63,7 +63,7 @@ func decodeProblem(b []byte) *plan.Problem {
 			}
 			p.Steps = append(p.Steps, st)
 		case 0:
-			p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: -1})
+			p.Tensors = append(p.Tensors, plan.Tensor{Size: size()})
 			p.Inputs = append(p.Inputs, len(p.Tensors)-1)
 		case 1, 2:
 			var st plan.Step
@@ -78,13 +78,13 @@ func decodeProblem(b []byte) *plan.Problem {
 				if in := st.Inputs[0]; k == 0 && st.Op != "" && in >= 0 && in < len(p.Tensors) {
 					sz = p.Tensors[in].Size
 				}
-				p.Tensors = append(p.Tensors, plan.Tensor{Size: sz, Alias: -1})
+				p.Tensors = append(p.Tensors, plan.Tensor{Size: sz})
 				st.Outputs = append(st.Outputs, len(p.Tensors)-1)
 			}
 			p.Steps = append(p.Steps, st)
 		case 3:
 			in := pick()
-			p.Tensors = append(p.Tensors, plan.Tensor{Size: size(), Alias: in, AliasOffset: int64(next()) - 8})
+			p.Tensors = append(p.Tensors, viewOf("", size(), in, int64(next())-8))
 			p.Steps = append(p.Steps, plan.Step{Op: "Reshape", Inputs: []int{in}, Outputs: []int{len(p.Tensors) - 1}})
 		case 4:
 			p.Outputs = append(p.Outputs, pick())

@@ -37,7 +37,7 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 			return 0, fmt.Errorf("plan: tensor %q has a negative size", t.Name)
 		}
 		index[id] = len(p.Tensors)
-		p.Tensors = append(p.Tensors, Tensor{Name: t.Name, Size: size, Alias: -1, DType: t.DType})
+		p.Tensors = append(p.Tensors, Tensor{Name: t.Name, Size: size, DType: t.DType})
 		return index[id], nil
 	}
 	valid := func(id ir.TensorID) bool { return id >= 0 && int(id) < len(g.Tensors) }
@@ -94,7 +94,7 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 		}
 		if in := n.Input(0); isView(n) && len(st.Outputs) == 1 && in != ir.NoTensor && index[in] >= 0 {
 			if out := &p.Tensors[st.Outputs[0]]; out.Size == p.Tensors[index[in]].Size {
-				out.Alias = index[in]
+				out.SetAlias(index[in])
 			}
 		}
 		for _, pc := range ir.Pieces(g, n) {
@@ -110,7 +110,7 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 		}
 		if scratch != nil && scratch[i] > 0 {
 			st.Outputs = append(st.Outputs, len(p.Tensors))
-			p.Tensors = append(p.Tensors, Tensor{Name: scratchName(n, i), Size: scratch[i], Alias: -1})
+			p.Tensors = append(p.Tensors, Tensor{Name: scratchName(n, i), Size: scratch[i]})
 		}
 		p.Steps = append(p.Steps, st)
 	}

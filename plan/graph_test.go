@@ -79,7 +79,7 @@ func TestFromGraph(t *testing.T) {
 	views := map[string]int{"f": index[r], "s": index[f], "k": -1, "i": -1, "r": -1}
 	for name, want := range views {
 		id := slices.IndexFunc(p.Tensors, func(t plan.Tensor) bool { return t.Name == name })
-		if got := p.Tensors[id].Alias; got != want {
+		if got := p.Tensors[id].Alias(); got != want {
 			t.Errorf("%s: alias %d, want %d", name, got, want)
 		}
 	}

@@ -13,7 +13,7 @@ type builder struct{ p plan.Problem }
 
 func (b *builder) tensor(size int64) int {
 	id := len(b.p.Tensors)
-	b.p.Tensors = append(b.p.Tensors, plan.Tensor{Name: fmt.Sprintf("t%d", id), Size: size, Alias: -1})
+	b.p.Tensors = append(b.p.Tensors, plan.Tensor{Name: fmt.Sprintf("t%d", id), Size: size})
 	return id
 }
 
@@ -37,10 +37,18 @@ func (b *builder) step(op string, ins []int, sizes ...int64) []int {
 // op adds a step with one output.
 func (b *builder) op(op string, size int64, ins ...int) int { return b.step(op, ins, size)[0] }
 
+// viewOf is a tensor of size bytes that views tensor of from byte off on.
+func viewOf(name string, size int64, of int, off int64) plan.Tensor {
+	t := plan.Tensor{Name: name, Size: size, AliasOffset: off}
+	t.SetAlias(of)
+	return t
+}
+
 // view adds a step that views size bytes of in at offset off.
 func (b *builder) view(in int, size, off int64) int {
 	id := b.op("Reshape", size, in)
-	b.p.Tensors[id].Alias, b.p.Tensors[id].AliasOffset = in, off
+	b.p.Tensors[id].SetAlias(in)
+	b.p.Tensors[id].AliasOffset = off
 	return id
 }
 

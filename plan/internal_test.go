@@ -96,7 +96,7 @@ func TestFit(t *testing.T) {
 // says: here one that allows everything.
 func TestInPlaceTakeover(t *testing.T) {
 	always := func(*Problem, int, int, int) bool { return true }
-	root := func(name string) Tensor { return Tensor{Name: name, Size: 64, Alias: -1} }
+	root := func(name string) Tensor { return Tensor{Name: name, Size: 64} }
 	// x → a → b (graph output) → c (graph output), and a also writes s,
 	// which nobody reads.
 	p := &Problem{

@@ -105,12 +105,12 @@ func inPlace(p *Problem, s, in, out int) bool {
 // same size.
 func wholeRoot(p *Problem, id int) (root int, whole bool) {
 	whole = true
-	for p.Tensors[id].Alias >= 0 {
+	for p.Tensors[id].Alias() >= 0 {
 		t := &p.Tensors[id]
-		if t.AliasOffset != 0 || p.Tensors[t.Alias].Size != t.Size {
+		if t.AliasOffset != 0 || p.Tensors[t.Alias()].Size != t.Size {
 			whole = false
 		}
-		id = t.Alias
+		id = t.Alias()
 	}
 	return id, whole
 }
@@ -148,7 +148,7 @@ func analyze(p *Problem, order []int, views bool, share func(p *Problem, s, in, 
 	for i := range lv.parent {
 		lv.parent[i] = -1
 		if views {
-			lv.parent[i] = p.Tensors[i].Alias
+			lv.parent[i] = p.Tensors[i].Alias()
 		}
 	}
 	lv.resolve()

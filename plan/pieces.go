@@ -101,14 +101,16 @@ func sharePieces(p *Problem, guard bool) error {
 	apply := func(ms []move) {
 		for i := range ms {
 			t := &p.Tensors[ms[i].id]
-			ms[i].oldAlias, ms[i].oldOff = t.Alias, t.AliasOffset
-			t.Alias, t.AliasOffset = ms[i].alias, ms[i].off
+			ms[i].oldAlias, ms[i].oldOff = t.Alias(), t.AliasOffset
+			t.SetAlias(ms[i].alias)
+			t.AliasOffset = ms[i].off
 		}
 	}
 	undo := func(ms []move) {
 		for i := len(ms) - 1; i >= 0; i-- {
 			t := &p.Tensors[ms[i].id]
-			t.Alias, t.AliasOffset = ms[i].oldAlias, ms[i].oldOff
+			t.SetAlias(ms[i].oldAlias)
+			t.AliasOffset = ms[i].oldOff
 		}
 	}
 	// try makes the moves, and takes them back (and reports false) if
@@ -280,9 +282,9 @@ func countPart(st *Step, id int) int {
 // rootOf follows id's aliases to the tensor that owns its bytes and returns
 // it with id's byte offset inside it. p must have no cycle of aliases.
 func (p *Problem) rootOf(id int) (root int, off int64) {
-	for p.Tensors[id].Alias >= 0 {
+	for p.Tensors[id].Alias() >= 0 {
 		off += p.Tensors[id].AliasOffset
-		id = p.Tensors[id].Alias
+		id = p.Tensors[id].Alias()
 	}
 	return id, off
 }

@@ -198,12 +198,12 @@ func TestSharePieces(t *testing.T) {
 				got := p.Tensors[w.part]
 				if w.off < 0 {
 					if got.IsView() {
-						t.Errorf("%s views %s at %d, want no view", got.Name, p.Tensors[got.Alias].Name, got.AliasOffset)
+						t.Errorf("%s views %s at %d, want no view", got.Name, p.Tensors[got.Alias()].Name, got.AliasOffset)
 					}
 					continue
 				}
-				if got.Alias != w.whole || got.AliasOffset != w.off {
-					t.Errorf("%s: alias %d at %d, want %s at %d", got.Name, got.Alias, got.AliasOffset, p.Tensors[w.whole].Name, w.off)
+				if got.Alias() != w.whole || got.AliasOffset != w.off {
+					t.Errorf("%s: alias %d at %d, want %s at %d", got.Name, got.Alias(), got.AliasOffset, p.Tensors[w.whole].Name, w.off)
 				}
 			}
 			for _, order := range [][]int{nil, randomOrder(rand.New(rand.NewPCG(1, 1)), p)} {
@@ -217,9 +217,9 @@ func TestSharePieces(t *testing.T) {
 					}
 					root := i
 					for p.Tensors[root].IsView() {
-						root = p.Tensors[root].Alias
+						root = p.Tensors[root].Alias()
 					}
-					if v, o := r.Tensors[i], r.Tensors[root]; v.Start < o.Start || v.End > o.End || v.Alias != p.Tensors[tn.Alias].Name {
+					if v, o := r.Tensors[i], r.Tensors[root]; v.Start < o.Start || v.End > o.End || v.Alias != p.Tensors[tn.Alias()].Name {
 						t.Errorf("report: view %+v outside its root %+v", v, o)
 					}
 				}

@@ -233,7 +233,7 @@ func (pl *Plan) placeViews(p *Problem, parent []int) {
 		for k := len(path) - 1; k >= 0; k-- {
 			v := path[k]
 			pl.Offsets[v] = pl.Offsets[parent[v]]
-			if parent[v] == p.Tensors[v].Alias {
+			if parent[v] == p.Tensors[v].Alias() {
 				pl.Offsets[v] += p.Tensors[v].AliasOffset
 			}
 			placed[v] = true

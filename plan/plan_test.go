@@ -55,7 +55,7 @@ func TestRandomProblems(t *testing.T) {
 				parts["chain"]++ // a Concat's output moved into a later one's
 			}
 			for _, pc := range st.Pieces {
-				if p.Tensors[pc.Part].Alias == pc.Whole {
+				if p.Tensors[pc.Part].Alias() == pc.Whole {
 					parts[st.Op]++
 				}
 			}
@@ -222,5 +222,21 @@ func TestCNNMeetsLoad(t *testing.T) {
 				exact(t, "cnn", cnn(batch, side, 64, stages), plan.Options{})
 			}
 		}
+	}
+}
+
+// The zero Tensor owns its slot; SetAlias makes it a view and back.
+func TestTensorAlias(t *testing.T) {
+	var x plan.Tensor
+	if x.IsView() || x.Alias() != -1 {
+		t.Fatalf("zero Tensor: IsView %v, Alias %d; want a root", x.IsView(), x.Alias())
+	}
+	x.SetAlias(0)
+	if !x.IsView() || x.Alias() != 0 {
+		t.Fatalf("after SetAlias(0): IsView %v, Alias %d; want a view of tensor 0", x.IsView(), x.Alias())
+	}
+	x.SetAlias(-1)
+	if x.IsView() || x.Alias() != -1 {
+		t.Fatalf("after SetAlias(-1): IsView %v, Alias %d; want a root", x.IsView(), x.Alias())
 	}
 }

@@ -9,16 +9,16 @@ import (
 
 // Tensor is one activation the planner gives bytes to.
 //
-// Alias must be set to -1 for a tensor with a slot of its own: the zero value
-// 0 makes the tensor a view of tensor 0.
+// A tensor is a root, which owns a slot of its own, unless SetAlias makes
+// it a view of another tensor's bytes; the zero Tensor is a root.
 type Tensor struct {
 	Name string
 	// Size is the true byte length. The slot is Size rounded up to the
 	// alignment; the true size is what a view must fit in.
 	Size int64
-	// Alias is -1 for a root, a tensor that owns a slot, or the index of
-	// the tensor whose bytes this one views.
-	Alias int
+	// alias is one more than the index of the tensor whose bytes this one
+	// views, and 0 for a root (see Alias and SetAlias).
+	alias int
 	// AliasOffset is the byte offset of a view inside the aliased tensor
 	// (0 for reshape-like views).
 	AliasOffset int64
@@ -27,8 +27,16 @@ type Tensor struct {
 	DType ir.DType
 }
 
+// Alias returns the index of the tensor whose bytes t views, or -1 if t is
+// a root.
+func (t *Tensor) Alias() int { return t.alias - 1 }
+
+// SetAlias makes t a view of the bytes of tensor of, at AliasOffset inside
+// them; of = -1 makes t a root again.
+func (t *Tensor) SetAlias(of int) { t.alias = of + 1 }
+
 // IsView reports whether t views the bytes of another tensor.
-func (t *Tensor) IsView() bool { return t.Alias >= 0 }
+func (t *Tensor) IsView() bool { return t.Alias() >= 0 }
 
 // Step is one operator application: it reads its inputs and writes its
 // outputs, all indices into Problem.Tensors.
@@ -150,13 +158,14 @@ func (p *Problem) check() error {
 			return fmt.Errorf("tensors hold more than %d bytes in all", int64(maxTotalBytes))
 		}
 		total += t.Size
-		if t.Alias == -1 {
+		a := t.Alias()
+		if a == -1 {
 			continue
 		}
-		if t.Alias < -1 || t.Alias >= n || t.Alias == i {
-			return fmt.Errorf("tensor %q: alias %d is not another tensor", t.Name, t.Alias)
+		if a < -1 || a >= n || a == i {
+			return fmt.Errorf("tensor %q: alias %d is not another tensor", t.Name, a)
 		}
-		base := &p.Tensors[t.Alias]
+		base := &p.Tensors[a]
 		if t.AliasOffset < 0 || t.AliasOffset > base.Size || t.Size > base.Size-t.AliasOffset {
 			return fmt.Errorf("view %q (%d bytes at offset %d) does not fit in %q (%d bytes)",
 				t.Name, t.Size, t.AliasOffset, base.Name, base.Size)
@@ -233,12 +242,12 @@ func (p *Problem) checkAliasCycles() error {
 		j := i
 		for state[j] == unseen && p.Tensors[j].IsView() {
 			state[j] = onPath
-			j = p.Tensors[j].Alias
+			j = p.Tensors[j].Alias()
 		}
 		if state[j] == onPath {
 			return fmt.Errorf("tensor %q is a view of itself through a cycle of aliases", p.Tensors[j].Name)
 		}
-		for j = i; state[j] == onPath; j = p.Tensors[j].Alias {
+		for j = i; state[j] == onPath; j = p.Tensors[j].Alias() {
 			state[j] = done
 		}
 		state[j] = done

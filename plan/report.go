@@ -69,7 +69,7 @@ func (pl *Plan) Report(p *Problem) Report {
 			tr.Start, tr.End = pl.Start[i], pl.End[i]
 		}
 		if t.IsView() {
-			tr.Alias = p.Tensors[t.Alias].Name
+			tr.Alias = p.Tensors[t.Alias()].Name
 		}
 		if i < len(pl.InPlace) && pl.InPlace[i] >= 0 {
 			tr.InPlaceOf = p.Tensors[pl.InPlace[i]].Name

@@ -99,8 +99,8 @@ func leastMemoryOrder(p *Problem, align int64) []int {
 	root := make([]int, n)
 	for i := range root {
 		r := i
-		for p.Tensors[r].Alias >= 0 {
-			r = p.Tensors[r].Alias
+		for p.Tensors[r].Alias() >= 0 {
+			r = p.Tensors[r].Alias()
 		}
 		root[i] = r
 	}

@@ -11,7 +11,7 @@ import (
 func randomDAG(rng *rand.Rand, n int) *Problem {
 	p := &Problem{}
 	add := func() int {
-		p.Tensors = append(p.Tensors, Tensor{Name: fmt.Sprintf("t%d", len(p.Tensors)), Size: 1 + rng.Int64N(4096), Alias: -1})
+		p.Tensors = append(p.Tensors, Tensor{Name: fmt.Sprintf("t%d", len(p.Tensors)), Size: 1 + rng.Int64N(4096)})
 		return len(p.Tensors) - 1
 	}
 	for range 1 + rng.IntN(3) {
@@ -27,7 +27,8 @@ func randomDAG(rng *rand.Rand, n int) *Problem {
 		}
 		if rng.IntN(5) == 0 { // a whole view of the first output
 			v := add()
-			p.Tensors[v].Alias, p.Tensors[v].Size = st.Outputs[0], p.Tensors[st.Outputs[0]].Size
+			p.Tensors[v].SetAlias(st.Outputs[0])
+			p.Tensors[v].Size = p.Tensors[st.Outputs[0]].Size
 			p.Steps = append(p.Steps, st)
 			st = Step{Name: fmt.Sprintf("s%d/view", s), Op: "Reshape", Inputs: []int{st.Outputs[0]}, Outputs: []int{v}}
 		}
@@ -59,10 +60,10 @@ func TestSchedulesAreTopological(t *testing.T) {
 func TestLeastMemoryOrderFinishesBranches(t *testing.T) {
 	p := &Problem{
 		Tensors: []Tensor{
-			{Name: "x", Size: 64, Alias: -1},
-			{Name: "a1", Size: 4096, Alias: -1}, {Name: "b1", Size: 4096, Alias: -1},
-			{Name: "a2", Size: 64, Alias: -1}, {Name: "b2", Size: 64, Alias: -1},
-			{Name: "y", Size: 64, Alias: -1},
+			{Name: "x", Size: 64},
+			{Name: "a1", Size: 4096}, {Name: "b1", Size: 4096},
+			{Name: "a2", Size: 64}, {Name: "b2", Size: 64},
+			{Name: "y", Size: 64},
 		},
 		Steps: []Step{
 			{Name: "a1", Op: "Conv", Inputs: []int{0}, Outputs: []int{1}},

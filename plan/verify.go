@@ -117,21 +117,21 @@ func verify(p *Problem, pl *Plan) error {
 	root := make([]int, n)
 	for id := range p.Tensors {
 		r := id
-		for links := 0; p.Tensors[r].Alias >= 0; links++ {
-			if links == n || p.Tensors[r].Alias >= n {
+		for links := 0; p.Tensors[r].Alias() >= 0; links++ {
+			if links == n || p.Tensors[r].Alias() >= n {
 				return fmt.Errorf("tensor %q: aliases lead nowhere or in a circle", name(id))
 			}
-			r = p.Tensors[r].Alias
+			r = p.Tensors[r].Alias()
 		}
 		root[id] = r
 	}
 	for id := range p.Tensors {
 		t := &p.Tensors[id]
-		if t.Alias < 0 {
+		if t.Alias() < 0 {
 			continue
 		}
-		if want := pl.Offsets[t.Alias] + t.AliasOffset; pl.Offsets[id] != want {
-			return fmt.Errorf("view %q is at %d, not at %q's offset plus %d (%d)", t.Name, pl.Offsets[id], name(t.Alias), t.AliasOffset, want)
+		if want := pl.Offsets[t.Alias()] + t.AliasOffset; pl.Offsets[id] != want {
+			return fmt.Errorf("view %q is at %d, not at %q's offset plus %d (%d)", t.Name, pl.Offsets[id], name(t.Alias()), t.AliasOffset, want)
 		}
 		r := root[id]
 		lo, hi := pl.Offsets[r], pl.Offsets[r]+p.Tensors[r].Size
@@ -282,7 +282,7 @@ func verifyPieces(p *Problem, pl *Plan, root []int) error {
 		st := &p.Steps[s]
 		sd.stamp(s, st)
 		for _, id := range st.Outputs {
-			if a := p.Tensors[id].Alias; a >= 0 && (sd.in[a] == s || sd.out[a] == s) {
+			if a := p.Tensors[id].Alias(); a >= 0 && (sd.in[a] == s || sd.out[a] == s) {
 				reads[id] = true
 			}
 		}

@@ -45,7 +45,7 @@ func TestVerifyRejects(t *testing.T) {
 		{"offsets missing", func(p *plan.Problem, pl *plan.Plan) { pl.Offsets = pl.Offsets[:3] }, "offsets for"},
 		{"written twice", func(p *plan.Problem, pl *plan.Plan) { p.Steps[2].Outputs = []int{1} }, "already written"},
 		{"never written", func(p *plan.Problem, pl *plan.Plan) { p.Steps[2].Outputs = nil }, "never written"},
-		{"alias cycle", func(p *plan.Problem, pl *plan.Plan) { p.Tensors[1].Alias = 3 }, "circle"},
+		{"alias cycle", func(p *plan.Problem, pl *plan.Plan) { p.Tensors[1].SetAlias(3) }, "circle"},
 		{"overwrites what it does not read", func(p *plan.Problem, pl *plan.Plan) { p.Steps[2].Overwrite = []int{0} }, "does not read"},
 		{"no alignment", func(p *plan.Problem, pl *plan.Plan) { pl.Alignment = 0 }, "alignment"},
 	}
@@ -144,7 +144,7 @@ func TestVerifyAgreesWithPairwiseCheck(t *testing.T) {
 // offsetOf is where tensor i lies given its root's offset.
 func offsetOf(p *plan.Problem, pl *plan.Plan, i int) int64 {
 	if t := p.Tensors[i]; t.IsView() {
-		return offsetOf(p, pl, t.Alias) + t.AliasOffset
+		return offsetOf(p, pl, t.Alias()) + t.AliasOffset
 	}
 	return pl.Offsets[i]
 }
@@ -152,7 +152,7 @@ func offsetOf(p *plan.Problem, pl *plan.Plan, i int) int64 {
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
 func TestBuildRejects(t *testing.T) {
-	root := func(name string, size int64) plan.Tensor { return plan.Tensor{Name: name, Size: size, Alias: -1} }
+	root := func(name string, size int64) plan.Tensor { return plan.Tensor{Name: name, Size: size} }
 	step := func(in, out int) plan.Step {
 		return plan.Step{Name: "s", Op: "Op", Inputs: []int{in}, Outputs: []int{out}}
 	}
@@ -163,17 +163,17 @@ func TestBuildRejects(t *testing.T) {
 		want string
 	}{
 		{"negative size", plan.Problem{Tensors: []plan.Tensor{root("x", -1)}, Inputs: []int{0}}, plan.Options{}, "negative size"},
-		{"alias out of range", plan.Problem{Tensors: []plan.Tensor{root("x", 8), {Name: "v", Size: 8, Alias: 7}}, Inputs: []int{0}}, plan.Options{}, "not another tensor"},
-		{"alias of itself", plan.Problem{Tensors: []plan.Tensor{{Name: "x", Size: 8, Alias: 0}}}, plan.Options{}, "not another tensor"},
+		{"alias out of range", plan.Problem{Tensors: []plan.Tensor{root("x", 8), viewOf("v", 8, 7, 0)}, Inputs: []int{0}}, plan.Options{}, "not another tensor"},
+		{"alias of itself", plan.Problem{Tensors: []plan.Tensor{viewOf("x", 8, 0, 0)}}, plan.Options{}, "not another tensor"},
 		{"view too big", plan.Problem{
-			Tensors: []plan.Tensor{root("x", 8), {Name: "v", Size: 8, Alias: 0, AliasOffset: 4}},
+			Tensors: []plan.Tensor{root("x", 8), viewOf("v", 8, 0, 4)},
 			Steps:   []plan.Step{step(0, 1)}, Inputs: []int{0},
 		}, plan.Options{}, "does not fit"},
 		{"alias cycle", plan.Problem{
-			Tensors: []plan.Tensor{{Name: "a", Size: 8, Alias: 1}, {Name: "b", Size: 8, Alias: 0}},
+			Tensors: []plan.Tensor{viewOf("a", 8, 1, 0), viewOf("b", 8, 0, 0)},
 		}, plan.Options{}, "cycle"},
 		{"input is a view", plan.Problem{
-			Tensors: []plan.Tensor{root("x", 8), {Name: "v", Size: 8, Alias: 0}}, Inputs: []int{0, 1},
+			Tensors: []plan.Tensor{root("x", 8), viewOf("v", 8, 0, 0)}, Inputs: []int{0, 1},
 		}, plan.Options{}, "is a view"},
 		{"written twice", plan.Problem{
 			Tensors: []plan.Tensor{root("x", 8), root("y", 8)},
@@ -272,10 +272,10 @@ func TestVerifyInPlace(t *testing.T) {
 	base := func() *plan.Problem {
 		return &plan.Problem{
 			Tensors: []plan.Tensor{
-				{Name: "x", Size: 64, Alias: -1},
-				{Name: "a", Size: 256, Alias: -1},
-				{Name: "b", Size: 256, Alias: -1},
-				{Name: "y", Size: 64, Alias: -1},
+				{Name: "x", Size: 64},
+				{Name: "a", Size: 256},
+				{Name: "b", Size: 256},
+				{Name: "y", Size: 64},
 			},
 			Steps: []plan.Step{
 				{Name: "conv", Op: "Conv", Inputs: []int{0}, Outputs: []int{1}},
@@ -297,7 +297,7 @@ func TestVerifyInPlace(t *testing.T) {
 		{"binary", func(p *plan.Problem) { p.Steps[1].Op, p.Steps[1].Inputs = "Add", []int{0, 1} }, a, true},
 		{"softmax", func(p *plan.Problem) { p.Steps[1].Op = "Softmax" }, a, true},
 		{"whole view", func(p *plan.Problem) {
-			p.Tensors = append(p.Tensors, plan.Tensor{Name: "v", Size: 256, Alias: a})
+			p.Tensors = append(p.Tensors, viewOf("v", 256, a, 0))
 			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "reshape", Op: "Reshape", Inputs: []int{a}, Outputs: []int{4}})
 			p.Steps[2].Inputs = []int{4}
 		}, 4, true},
@@ -317,7 +317,7 @@ func TestVerifyInPlace(t *testing.T) {
 			p.Steps[1].Op, p.Steps[1].Domain, p.Steps[1].Inputs, p.Steps[1].Overwrite = "Conv", "com.example", []int{0, a}, []int{a}
 		}, a, true},
 		{"overwrite while reading a view of it", func(p *plan.Problem) {
-			p.Tensors = append(p.Tensors, plan.Tensor{Name: "v", Size: 256, Alias: a})
+			p.Tensors = append(p.Tensors, viewOf("v", 256, a, 0))
 			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "reshape", Op: "Reshape", Inputs: []int{a}, Outputs: []int{4}})
 			p.Steps[2].Op, p.Steps[2].Inputs, p.Steps[2].Overwrite = "Conv", []int{4, a}, []int{a}
 		}, a, false},
@@ -336,17 +336,17 @@ func TestVerifyInPlace(t *testing.T) {
 			p.Steps[1].Op = "Add"
 		}, 0, false},
 		{"second output", func(p *plan.Problem) {
-			p.Tensors = append(p.Tensors, plan.Tensor{Name: "m", Size: 64, Alias: -1})
+			p.Tensors = append(p.Tensors, plan.Tensor{Name: "m", Size: 64})
 			p.Steps[1].Outputs = []int{4, b}
 		}, a, false},
 		{"a slice of it read too", func(p *plan.Problem) {
-			p.Tensors = append(p.Tensors, plan.Tensor{Name: "v", Size: 64, Alias: a})
+			p.Tensors = append(p.Tensors, viewOf("v", 64, a, 0))
 			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "slice", Op: "Slice", Inputs: []int{a}, Outputs: []int{4}})
 			p.Steps[2].Op, p.Steps[2].Inputs = "Add", []int{a, 4}
 		}, a, false},
 		{"part of a view", func(p *plan.Problem) {
 			p.Tensors[a].Size = 512
-			p.Tensors = append(p.Tensors, plan.Tensor{Name: "v", Size: 256, Alias: a})
+			p.Tensors = append(p.Tensors, viewOf("v", 256, a, 0))
 			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "slice", Op: "Slice", Inputs: []int{a}, Outputs: []int{4}})
 			p.Steps[2].Inputs = []int{4}
 		}, 4, false},

@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // func arithAVX2(op int, o, a, b *float32, n, sa, sb int)

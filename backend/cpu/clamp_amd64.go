@@ -1,3 +1,5 @@
+//go:build !noasm
+
 package cpu
 
 import "golang.org/x/sys/cpu"

@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // func reluAVX2(d, s []float32)

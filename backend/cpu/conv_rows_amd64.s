@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 #include "zmm_amd64.h"
 

@@ -100,6 +100,14 @@
 // plan places in the session's arena with a lifetime spanning the node,
 // so control flow allocates nothing per run (see control.go).
 //
+// The kernels are chosen once, at start-up, from the CPU features that
+// golang.org/x/sys/cpu reports, so GODEBUG=cpu.avx512f=off runs the
+// package as on a CPU without AVX-512, and cpu.avx2=off without the AVX2
+// kernels either. The build tag noasm leaves the assembly out on amd64 too
+// and builds the pure-Go kernels of other platforms (files *_amd64.* are
+// !noasm, their *_other.go, *_noasm.go and *_generic.go counterparts
+// !amd64 || noasm).
+//
 // Operators follow the ONNX specification for opsets 11 to 17 (and the
 // older forms of Softmax, Clip, Slice, Pad, Split and Reduce*).
 // Other transcendental functions go through float64 math; normalisations

@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // func dwS1AVX2(o *float32, rp *[7]*float32, w *float32, kh, kw, n int, bias float32)

@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // The channel-blocked depthwise kernel: sixteen channels side by side,

@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 #include "dw9_amd64.h"
 

@@ -10,6 +10,17 @@ import (
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
+// sign is ONNX's Sign: -1, 0 or 1, with sign(0) = 0.
+func sign(x float64) float64 {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
+}
+
 func TestUnaryFloat(t *testing.T) {
 	cases := []struct {
 		op    string
@@ -30,7 +41,7 @@ func TestUnaryFloat(t *testing.T) {
 		{"Sqrt", nil, func(x float64) float64 { return math.Sqrt(math.Abs(x)) }, 10},
 		{"Neg", nil, func(x float64) float64 { return -x }, 1},
 		{"Abs", nil, math.Abs, 1},
-		{"Sign", nil, func(x float64) float64 { return float64(map[bool]int{true: 1, false: -1}[x > 0]) }, 1},
+		{"Sign", nil, sign, 1},
 		{"Reciprocal", nil, func(x float64) float64 { return 1 / x }, 4},
 		{"Floor", nil, math.Floor, 4},
 		{"Ceil", nil, math.Ceil, 4},
@@ -53,6 +64,9 @@ func TestUnaryFloat(t *testing.T) {
 					x[i] *= float32(c.scale)
 					if c.op == "Log" || c.op == "Sqrt" {
 						x[i] = float32(math.Abs(float64(x[i])))
+					}
+					if c.op == "Sign" && i%5 == 0 {
+						x[i] = float32(math.Copysign(0, float64(x[i]))) // zeros of both signs
 					}
 				}
 				want := make([]float64, len(x))
@@ -77,6 +91,7 @@ func TestUnaryInt(t *testing.T) {
 	for _, op := range []string{"Relu", "Neg", "Abs", "Sign"} {
 		for _, dt := range []ir.DType{ir.Int32, ir.Int64} {
 			x := randI64(100, -50, 50)
+			x[0] = 0 // Sign(0) is 0
 			tg := newTGraph(17)
 			xi := tg.input("x", dt, 100)
 			n := tg.node(op, nil, []ir.TensorID{xi}, out{dt, []int64{100}})

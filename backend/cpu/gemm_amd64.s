@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // One k step of the 6×16 micro-kernel: load the 16 values of B at boff(DI)

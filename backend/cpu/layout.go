@@ -144,7 +144,8 @@ func (s *strided) blocks(in, out [][]byte, lo, hi int) {
 // at a time through tr16, and a last band of at most transposeTail rows
 // element by element (the 49 positions of a 7² plane: three blocks and
 // one row). The bounds are checked once, at the corners; the blocks'
-// row pointers then move on by address.
+// row pointers then move on by address. Without AVX-512 (dw512, which
+// tr16 needs) every row goes element by element.
 func transpose(dst []float32, d0, ldd int, src []float32, s0, lds, rows, cols int) {
 	if rows <= 0 || cols <= 0 {
 		return
@@ -156,7 +157,7 @@ func transpose(dst []float32, d0, ldd int, src []float32, s0, lds, rows, cols in
 	var sp, dp [L]*float32
 	sb, db := unsafe.Pointer(unsafe.SliceData(src)), unsafe.Pointer(unsafe.SliceData(dst))
 	r0 := 0
-	for ; rows-r0 > transposeTail; r0 += L {
+	for ; dw512 && rows-r0 > transposeTail; r0 += L {
 		mr := min(L, rows-r0)
 		for i := range sp {
 			sp[i] = &zeros[0]

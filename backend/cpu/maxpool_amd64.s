@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // The 3×3 stride-2 max pooling kernel (padding 1): an output row's

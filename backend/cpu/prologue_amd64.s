@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // func prologuePanelAVX2(d, s []float32, a, b []float64, rs, mode int)

@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // AVX2+FMA float32 math; the algorithms and constants are described in

@@ -1,3 +1,5 @@
+//go:build !noasm
+
 package cpu
 
 // wgIn is the Winograd input transform of n tiles of one tile row of one

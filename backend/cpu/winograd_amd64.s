@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // Winograd F(2×2, 3×3) transforms, sixteen tiles of one tile row at a

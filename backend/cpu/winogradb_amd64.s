@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // Winograd transforms on channel-blocked activations (NCHW16c): one tile

@@ -16,7 +16,7 @@ import (
 )
 
 // requireGPU skips the test where there is no CUDA.
-func requireGPU(t *testing.T) {
+func requireGPU(t testing.TB) {
 	t.Helper()
 	d, err := Device()
 	if errors.Is(err, driver.ErrUnavailable) {
@@ -493,13 +493,12 @@ func TestCompileWithoutGPU(t *testing.T) {
 	}
 }
 
-// TestKernelThroughput logs the device time of single operators at the
-// sizes of BERT-base and ResNet-50 layers (with BERTH_CUDA_TIMING set).
-func TestKernelThroughput(t *testing.T) {
-	if os.Getenv("BERTH_CUDA_TIMING") == "" {
-		t.Skip("set BERTH_CUDA_TIMING to time kernels")
-	}
-	requireGPU(t)
+// BenchmarkKernelThroughput times single operators at the sizes of
+// BERT-base and ResNet-50 layers, each product in every precision: ns/op
+// is the device time of one run of the kernels alone (Session.KernelTime),
+// with the TFLOP/s or GB/s it makes.
+func BenchmarkKernelThroughput(b *testing.B) {
+	requireGPU(b)
 	cases := []struct {
 		name  string
 		flops float64 // 0: report bytes moved instead
@@ -544,28 +543,40 @@ func TestKernelThroughput(t *testing.T) {
 			if tc.flops == 0 && v.name != "cublas" {
 				continue
 			}
-			g := newTG(17)
-			tc.build(g)
-			exe, err := Compile(g.g, v.opts)
-			if err != nil {
-				t.Fatal(err)
+			// Compiled once, on the first of the rounds in which the
+			// benchmark finds its b.N.
+			var exe *Executable
+			var s *Session
+			b.Run(tc.name+"/"+v.name, func(b *testing.B) {
+				if s == nil {
+					g := newTG(17)
+					tc.build(g)
+					var err error
+					if exe, err = Compile(g.g, v.opts); err != nil {
+						b.Fatal(err)
+					}
+					if s, err = exe.NewSession(); err != nil {
+						b.Fatal(err)
+					}
+					b.ResetTimer()
+				}
+				d, err := s.KernelTime(b.N)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(d.Nanoseconds()), "ns/op")
+				if tc.flops > 0 {
+					b.ReportMetric(tc.flops/d.Seconds()/1e12, "TFLOP/s")
+				} else {
+					b.ReportMetric(tc.bytes/d.Seconds()/1e9, "GB/s")
+				}
+			})
+			if s != nil {
+				s.Close()
 			}
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
+			if exe != nil {
+				exe.Close()
 			}
-			d, err := s.KernelTime(50)
-			if err != nil {
-				t.Fatal(err)
-			}
-			us := float64(d.Nanoseconds()) / 1e3
-			if tc.flops > 0 {
-				t.Logf("KERNEL %-32s %-6s %9.1f µs %7.2f TFLOP/s", tc.name, v.name, us, tc.flops/us/1e6)
-			} else {
-				t.Logf("KERNEL %-32s %-6s %9.1f µs %7.1f GB/s", tc.name, "", us, tc.bytes/us/1e3)
-			}
-			s.Close()
-			exe.Close()
 		}
 	}
 }
