@@ -12,4 +12,10 @@
 // Sessions of one Executable share its read-only weights and may run
 // concurrently; a single Session runs one call at a time. The outputs that
 // Run returns view the session's arena and stay valid until its next Run.
+//
+// A model that leaves dimensions open, or whose shapes follow from
+// values, is open (Model.Open): its sessions plan each set of input shapes
+// the first time they see it and keep Options.Plans such plans; a run of
+// shapes already planned allocates nothing. Options.Dims fixes open
+// dimensions ahead of time and Options.MaxDims plans once at a bound.
 package berth

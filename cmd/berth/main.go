@@ -11,14 +11,20 @@ import (
 const usage = `berth — compile a model into one planned arena and run it
 
 usage:
-  berth run   [MODEL] [--input NAME=PATH | --input PATH]... [--output-dir DIR] [--device cpu|cuda] [--precision P] [--threads N] [--json]
-  berth plan  MODEL [--json] [--svg FILE] [--device cpu|cuda]
-  berth bench MODEL [--input ...] [--iters N] [--warmup N] [--threads N] [--device cpu|cuda] [--precision P] [--json]
-  berth info  MODEL [--json]
+  berth run   [MODEL] [--input NAME=PATH | --input PATH]... [--output-dir DIR] [--device cpu|cuda] [--precision P] [--threads N] [--dim S=N]... [--max-dim S=N]... [--plans N] [--json]
+  berth plan  MODEL [--json] [--svg FILE] [--device cpu|cuda] [--dim S=N]... [--max-dim S=N]...
+  berth bench MODEL [--input ...] [--iters N] [--warmup N] [--threads N] [--device cpu|cuda] [--precision P] [--dim S=N]... [--max-dim S=N]... [--plans N] [--json] [--profile]
+  berth info  MODEL [--json] [--dim S=N]...
 
-MODEL is an ONNX file. Inputs are .npy files or ONNX TensorProto .pb files;
---input PATH without a name binds the graph inputs in order. Without MODEL,
-run uses the Fashion-MNIST classifier embedded in the binary.
+MODEL is an ONNX file. Inputs are .npy files or ONNX TensorProto .pb files
+(a sequence input a SequenceProto .pb file); --input PATH without a name
+binds the graph inputs in order. Without MODEL, run uses the Fashion-MNIST
+classifier embedded in the binary.
+
+Dimensions the model leaves open (berth info shows their symbols) take
+their sizes from the inputs of each run; a session plans each set of
+shapes once and keeps --plans of them. --dim S=N fixes symbol S ahead of
+time; --max-dim S=N plans once at that bound and refuses larger runs.
 `
 
 // usageError marks mistakes in the command line (exit status 2).
