@@ -350,3 +350,92 @@ func profileCUDA(b *testing.B, path string) {
 		b.Logf("STEP %s   %-10s blas=%-5v %8.1f µs  %s %s", name, st.Op, st.BLAS, us(st.Time), n.Name, shape)
 	}
 }
+
+// TestCUDAOpenModels runs the models of testdata/open, loaded as they
+// are, at each of their input sets on the GPU and on the CPU backend,
+// and compares the outputs (relative L2 ≤ 1e-4, the same shapes). Under a
+// bound, it also times the first run of each shape (which plans it) and
+// later runs of it, and logs both.
+func TestCUDAOpenModels(t *testing.T) {
+	if _, err := cuda.Device(); err != nil {
+		t.Skipf("no CUDA here: %v", err)
+	}
+	dirs, _ := filepath.Glob("testdata/open/*")
+	if len(dirs) == 0 {
+		t.Fatal("no fixtures under testdata/open")
+	}
+	ctx := context.Background()
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			m, err := Load(filepath.Join(dir, "model.onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			var sets [][]Tensor
+			for k := 0; ; k++ {
+				set := filepath.Join(dir, fmt.Sprintf("set_%d", k))
+				if _, err := os.Stat(set); err != nil {
+					break
+				}
+				var ins []Tensor
+				for i, in := range m.Inputs() {
+					a, err := npy.ReadFile(filepath.Join(set, fmt.Sprintf("input_%d.npy", i)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					ins = append(ins, Tensor{Name: in.Name, DType: a.DType, Shape: a.Shape, Data: a.Data})
+				}
+				sets = append(sets, ins)
+			}
+			session := func(dev Device) *Session {
+				exe, err := Compile(m, dev, Options{})
+				if err != nil {
+					t.Fatalf("%s: %v", dev, err)
+				}
+				t.Cleanup(func() { exe.Close() })
+				s, err := exe.NewSession()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			gpu, cpu := session(CUDA), session(CPU)
+			for k, ins := range sets {
+				start := time.Now()
+				g, err := gpu.Run(ctx, ins...)
+				if err != nil && strings.Contains(err.Error(), "not supported by the CUDA backend") {
+					t.Skipf("set %d: %v", k, err)
+				}
+				if err != nil {
+					t.Fatalf("set %d on cuda: %v", k, err)
+				}
+				first := time.Since(start)
+				start = time.Now()
+				for range 10 {
+					if g, err = gpu.Run(ctx, ins...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				again := time.Since(start) / 10
+				c, err := cpu.Run(ctx, ins...)
+				if err != nil {
+					t.Fatalf("set %d on cpu: %v", k, err)
+				}
+				for i := range c {
+					if !slices.Equal(g[i].Shape, c[i].Shape) {
+						t.Errorf("set %d output %d: cuda %v, cpu %v", k, i, g[i].Shape, c[i].Shape)
+						continue
+					}
+					gv, _ := g[i].Float32s()
+					cv, _ := c[i].Float32s()
+					if e := compare.RelL2(gv, cv); !(e <= 1e-4) {
+						t.Errorf("set %d output %d (%s): rel L2 %.3g against the CPU", k, i, c[i].Name, e)
+					}
+				}
+				t.Logf("set %d %v: first run (plans the shape) %v, later runs %v", k, ins[0].Shape, first, again)
+			}
+		})
+	}
+}
