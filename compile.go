@@ -92,6 +92,10 @@ type Options struct {
 	// a symbol a larger size fails with an error naming the symbol and
 	// its bound, before anything is compiled or allocated for it.
 	MaxDims map[string]int64
+	// weights, when set, holds the kernels' packed weights: the plans of
+	// one model with open shapes share what they pack alike.
+	weights *cpu.WeightStore
+
 	// Plans bounds how many plans, one per set of input shapes (and, for
 	// a model whose shapes depend on input values, per set of those
 	// values), a session of a model with open shapes keeps; past it the
@@ -212,7 +216,10 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 	e.kernels = make([]cpu.Kernel, len(g.Nodes))
 	// One store for the kernels' packed weights: the small ones lie together
 	// in huge pages.
-	bopts := cpu.BuildOptions{Threads: e.threads, Weights: new(cpu.WeightStore)}
+	bopts := cpu.BuildOptions{Threads: e.threads, Weights: opts.weights}
+	if bopts.Weights == nil {
+		bopts.Weights = new(cpu.WeightStore)
+	}
 	if m.src != nil {
 		bopts.Release, bopts.Read = m.src.Release, m.src.ReadInto
 	}

@@ -1,6 +1,7 @@
 package berth_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -113,6 +114,17 @@ func TestOpenModels(t *testing.T) {
 						t.Fatalf("set %d: %v", k, err)
 					}
 					checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
+					if pass == 1 {
+						// The plans of one session share packed weights:
+						// each computes the same bits as the model
+						// compiled for that shape alone.
+						alone := runAlone(t, m, ins)
+						for i := range outs {
+							if !bytes.Equal(outs[i].Data, alone[i].Data) {
+								t.Errorf("set %d output %d differs from the model compiled for that shape alone", k, i)
+							}
+						}
+					}
 				}
 				if s.Plans() != len(f.sets) {
 					t.Errorf("pass %d: the session keeps %d plans for %d shapes", pass, s.Plans(), len(f.sets))
@@ -120,6 +132,42 @@ func TestOpenModels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runAlone runs m on ins in a session of its own, every symbol fixed at
+// the sizes ins give.
+func runAlone(t *testing.T, m *berth.Model, ins []berth.Tensor) []berth.Tensor {
+	t.Helper()
+	dims := map[string]int64{}
+	for _, in := range m.Inputs() {
+		for _, x := range ins {
+			if x.Name == in.Name && in.Symbols != nil {
+				for i, sym := range in.Symbols {
+					if sym != "" {
+						dims[sym] = x.Shape[i]
+					}
+				}
+			}
+		}
+	}
+	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 2, Dims: dims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Close()
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	outs, err := s.Run(context.Background(), ins...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range outs {
+		outs[i] = outs[i].Clone()
+	}
+	return outs
 }
 
 func checkOpenOutputs(t *testing.T, what string, outs []berth.Tensor, want []*npy.Array) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
 )
@@ -91,6 +92,9 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 	default:
 		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 	}
+	// Every plan of the model packs its weights into one store, so that
+	// plans for other shapes share the layouts they have in common.
+	opts.weights = &cpu.WeightStore{Shared: true}
 	x := &openExec{m: m, o: o, dev: dev, opts: opts, plans: opts.Plans}
 	if x.plans <= 0 {
 		x.plans = DefaultPlans

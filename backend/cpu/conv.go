@@ -289,8 +289,9 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		return k, 0, nil
 	}
 	if (k.vecFits() || k.tFits()) && wt.IsConst() {
-		k.wT = k.weights.floats(packedBSize(k.kdim, k.m))
-		constSrc(wt).packB(k.wT, 0, k.kdim, k.m, 1, k.kdim)
+		k.wT = k.weights.packed(wt.Data, "conv weights transposed", [8]int{k.kdim, k.m}, packedBSize(k.kdim, k.m), func(wT []float32) {
+			constSrc(wt).packB(wT, 0, k.kdim, k.m, 1, k.kdim)
+		})
 		if !k.vecFits() {
 			k.tPath = true
 			if !k.pointwise {
@@ -343,8 +344,10 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	}
 	floats := 0
 	if wt.IsConst() {
-		k.wPre = k.weights.floats(k.g * k.aSize)
-		k.packWeights(k.wPre, constSrc(wt))
+		layout := [8]int{k.g, k.aSize, k.mg, k.kdim, k.kc}
+		k.wPre = k.weights.packed(wt.Data, "conv weights", layout, k.g*k.aSize, func(wPre []float32) {
+			k.packWeights(wPre, constSrc(wt))
+		})
 	} else {
 		floats = roundUp(k.g*k.aSize, alignment/4)
 	}

@@ -301,7 +301,9 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 				// Into the packed weights' memory where they fit: every
 				// copy of the kernel takes the blocked path, and a
 				// model's weights then never stand packed twice.
-				wT = blockedWeights(k.reuse(k.wPre, k.wT, k.m*roundUp(k.c, blockLanes)), w, k.m, k.c)
+				wT = k.weights.relayout(k.wPre, k.wT, w, "blocked pointwise", [8]int{k.m, k.c}, k.m*roundUp(k.c, blockLanes), func(wT []float32) {
+					blockedWeights(wT, w, k.m, k.c)
+				})
 			}
 			f := *k
 			f.storeEpilogue()
@@ -331,18 +333,6 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 		}
 	}
 	return res, nil
-}
-
-// reuse returns n floats of a or else b, or new ones where neither
-// holds n.
-func (k *convKernel) reuse(a, b []float32, n int) []float32 {
-	switch {
-	case cap(a) >= n:
-		return a[:n]
-	case cap(b) >= n:
-		return b[:n]
-	}
-	return k.weights.floats(n)
 }
 
 // blockedWeights lays the [m, c] weights (little-endian float32 bytes, at

@@ -87,14 +87,16 @@ func (k *convKernel) dwcTables() {
 func (k *convKernel) dwcWeights(w f32src, b *ir.Tensor) {
 	const L = dwcLanes
 	per := (k.kvol + 1) * L
-	k.dwcW = k.weights.floats(ceilDiv(k.m, L) * per)
 	var bs f32src
+	var bias []byte
 	if b != nil {
-		bs = constSrc(b)
+		bs, bias = constSrc(b), b.Data
 	}
-	for c0 := 0; c0 < k.m; c0 += L {
-		k.dwcInterleave(k.dwcW[c0/L*per:][:per], w, bs, b != nil, c0, min(L, k.m-c0))
-	}
+	k.dwcW = k.weights.packedWith(w.bytes(), bias, "depthwise sixteen channels", [8]int{k.m, k.kvol, boolInt(b != nil)}, ceilDiv(k.m, L)*per, func(dwcW []float32) {
+		for c0 := 0; c0 < k.m; c0 += L {
+			k.dwcInterleave(dwcW[c0/L*per:][:per], w, bs, b != nil, c0, min(L, k.m-c0))
+		}
+	})
 }
 
 // dwcInterleave writes the weights and biases of channels [c0, c0+cnt)

@@ -56,18 +56,19 @@ func (k *convKernel) gatherFits(scratch int64) bool {
 // weights w, laid out in the memory of the packed ones.
 func (k *convKernel) blockGather(w []byte) *blockedGather {
 	steps := k.c * k.kvol
-	wT := k.reuse(k.wPre, nil, k.m*steps)
-	for jb := 0; jb < k.m/pwbNR; jb++ {
-		panel := wT[jb*steps*pwbNR:][:steps*pwbNR]
-		for j := range pwbNR {
-			row := w[4*(jb*pwbNR+j)*steps:][:4*steps]
-			for ci := range k.c {
-				for t := range k.kvol {
-					panel[(t*k.c+ci)*pwbNR+j] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*(ci*k.kvol+t):]))
+	wT := k.weights.relayout(k.wPre, nil, w, "blocked gather", [8]int{k.m, k.c, k.kvol}, k.m*steps, func(wT []float32) {
+		for jb := 0; jb < k.m/pwbNR; jb++ {
+			panel := wT[jb*steps*pwbNR:][:steps*pwbNR]
+			for j := range pwbNR {
+				row := w[4*(jb*pwbNR+j)*steps:][:4*steps]
+				for ci := range k.c {
+					for t := range k.kvol {
+						panel[(t*k.c+ci)*pwbNR+j] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*(ci*k.kvol+t):]))
+					}
 				}
 			}
 		}
-	}
+	})
 	return &blockedGather{wT: wT}
 }
 

@@ -43,8 +43,9 @@ func (k *convKernel) stemRowsBuild(w []byte) *stemRows {
 	// of the next row, which another worker may write.
 	s := &stemRows{hp: 2*(k.out[1]-1) + KH, wh: roundUp(k.out[2]+KW/2, 16)}
 	steps := k.c * k.kvol
-	s.w = k.weights.floats(k.m * steps)
-	weightPanels(s.w, w, k.m, steps, steps, 8)
+	s.w = k.weights.packed(w, "stem rows", [8]int{k.m, steps}, k.m*steps, func(sw []float32) {
+		weightPanels(sw, w, k.m, steps, steps, 8)
+	})
 	s.offs = make([]int, steps)
 	for st := range steps {
 		ci, t := st/k.kvol, st%k.kvol

@@ -59,8 +59,9 @@ func (k *convKernel) blockWindows(w []byte) *blockedWin {
 	b := &blockedWin{}
 	b.hp, b.wp = k.winPlane()
 	steps := k.c * k.kvol
-	b.wT = k.reuse(k.wPre, nil, k.m*steps)
-	weightPanels(b.wT, w, k.m, steps, steps, pwbNR)
+	b.wT = k.weights.relayout(k.wPre, nil, w, "blocked windows", [8]int{k.m, steps}, k.m*steps, func(wT []float32) {
+		weightPanels(wT, w, k.m, steps, steps, pwbNR)
+	})
 	b.offs = make([]int, steps)
 	for s := range b.offs {
 		ci, t := s/k.kvol, s%k.kvol

@@ -134,8 +134,10 @@ func buildConvTranspose(c *bctx) (Kernel, int64, error) {
 	k.colOff = k.bSize
 	floats := k.bSize + k.rows*k.inSp
 	if wt.IsConst() {
-		k.wPre = c.weights.floats(k.g * k.aSize)
-		k.packWeights(k.wPre, constSrc(wt))
+		layout := [8]int{k.g, k.aSize, k.cg, k.rows}
+		k.wPre = c.weights.packed(wt.Data, "conv-transpose weights", layout, k.g*k.aSize, func(wPre []float32) {
+			k.packWeights(wPre, constSrc(wt))
+		})
 	} else {
 		k.wOff = floats
 		floats += k.g * k.aSize

@@ -329,6 +329,14 @@ func constSrc(t *ir.Tensor) f32src {
 	return f32src{b: t.Data}
 }
 
+// bytes is the source's little-endian bytes.
+func (s f32src) bytes() []byte {
+	if s.f != nil {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.f))), 4*len(s.f))
+	}
+	return s.b
+}
+
 // packA packs the whole m×k operand whose element (i, l) is
 // alpha·src[off + i·rs + l·cs] (see the package-level packA).
 func (s f32src) packA(dst []float32, off, m, k, rs, cs int, alpha float32) {

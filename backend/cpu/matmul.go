@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -451,22 +453,24 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 		// Bands: one A slice of the tallest band per worker, each area
 		// on its own cache line.
 		k.kc = k.depth()
-		k.bPre = c.weights.floats(k.nB * k.bSize)
 		src, pn := constSrc(b), k.panelsB()
-		for mat := 0; mat < k.nB; mat++ {
-			for k0 := 0; k0 < k.k; k0 += k.kc {
-				kb := min(k.kc, k.k-k0)
-				src.packB(k.bPre[mat*k.bSize+k0*pn*gemmNR:], mat*k.k*k.n+k0*k.bRS, kb, k.n, k.bRS, k.bCS)
-				if k.wide {
-					interleaveQuads(k.bPre[mat*k.bSize+k0*pn*gemmNR:], kb, k.n)
-				}
-				if k.bCS == 1 && k.bRS == k.n {
-					// Rows k0..k0+kb of a row-major B: one run of bytes.
-					lo := 4 * (mat*k.k*k.n + k0*k.n)
-					c.copied(b.Data[lo : lo+4*kb*k.n])
+		layout := [8]int{k.nB, k.bSize, k.k, k.n, k.kc, k.bRS, k.bCS, boolInt(k.wide)}
+		k.bPre = c.weights.packed(b.Data, "matmul B by bands", layout, k.nB*k.bSize, func(bPre []float32) {
+			for mat := 0; mat < k.nB; mat++ {
+				for k0 := 0; k0 < k.k; k0 += k.kc {
+					kb := min(k.kc, k.k-k0)
+					src.packB(bPre[mat*k.bSize+k0*pn*gemmNR:], mat*k.k*k.n+k0*k.bRS, kb, k.n, k.bRS, k.bCS)
+					if k.wide {
+						interleaveQuads(bPre[mat*k.bSize+k0*pn*gemmNR:], kb, k.n)
+					}
+					if k.bCS == 1 && k.bRS == k.n {
+						// Rows k0..k0+kb of a row-major B: one run of bytes.
+						lo := 4 * (mat*k.k*k.n + k0*k.n)
+						c.copied(b.Data[lo : lo+4*kb*k.n])
+					}
 				}
 			}
-		}
+		})
 		k.per = roundUp(min(k.panelsA(), gemmMT)*gemmMR*k.kc, alignment/4)
 		return int64(max(threads, 1)*k.per) * 4
 	}
@@ -491,17 +495,18 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 	}
 	var floats int
 	if a.IsConst() {
-		k.aPre = c.weights.floats(k.nA * k.aSize)
 		src := constSrc(a)
-		for mat := 0; mat < k.nA; mat++ {
-			src.packA(k.aPre[mat*k.aSize:], mat*k.m*k.k, k.m, k.k, k.aRS, k.aCS, k.alpha)
-		}
+		layout := [8]int{k.nA, k.aSize, k.m, k.k, k.aRS, k.aCS, int(math.Float32bits(k.alpha))}
+		k.aPre = c.weights.packed(a.Data, "matmul A", layout, k.nA*k.aSize, func(aPre []float32) {
+			for mat := 0; mat < k.nA; mat++ {
+				src.packA(aPre[mat*k.aSize:], mat*k.m*k.k, k.m, k.k, k.aRS, k.aCS, k.alpha)
+			}
+		})
 	} else {
 		k.aOff = floats
 		floats += k.nA * k.aSize
 	}
 	if b.IsConst() {
-		k.bPre = c.weights.floats(k.nB * k.bSize)
 		src := constSrc(b)
 		// A large row-major B is packed a run of rows (about
 		// releaseBytes) at a time, each run released once copied.
@@ -509,21 +514,24 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 		if k.bCS == 1 && k.bRS == k.n && k.n > 0 {
 			rows = max(1, releaseBytes/(4*k.n))
 		}
-		for mat := 0; mat < k.nB; mat++ {
-			if rows >= k.k {
-				src.packB(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.bRS, k.bCS)
-			} else {
-				for l0 := 0; l0 < k.k; l0 += rows {
-					l1 := min(l0+rows, k.k)
-					src.packBRows(k.bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.n, l0, l1)
-					lo := 4 * (mat*k.k*k.n + l0*k.n)
-					c.copied(b.Data[lo : lo+4*(l1-l0)*k.n])
+		layout := [8]int{k.nB, k.bSize, k.k, k.n, k.bRS, k.bCS, boolInt(k.wide)}
+		k.bPre = c.weights.packed(b.Data, "matmul B", layout, k.nB*k.bSize, func(bPre []float32) {
+			for mat := 0; mat < k.nB; mat++ {
+				if rows >= k.k {
+					src.packB(bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.bRS, k.bCS)
+				} else {
+					for l0 := 0; l0 < k.k; l0 += rows {
+						l1 := min(l0+rows, k.k)
+						src.packBRows(bPre[mat*k.bSize:], mat*k.k*k.n, k.k, k.n, k.n, l0, l1)
+						lo := 4 * (mat*k.k*k.n + l0*k.n)
+						c.copied(b.Data[lo : lo+4*(l1-l0)*k.n])
+					}
+				}
+				if k.wide {
+					interleaveQuads(bPre[mat*k.bSize:], k.k, k.n)
 				}
 			}
-			if k.wide {
-				interleaveQuads(k.bPre[mat*k.bSize:], k.k, k.n)
-			}
-		}
+		})
 	} else {
 		k.bOff = floats
 		floats += k.nB * k.bSize

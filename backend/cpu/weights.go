@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/berth-ml/berth/device"
 )
@@ -21,9 +22,63 @@ import (
 // out of resident memory but for the rest of the last huge page written.
 // Blocks live as long as a kernel holds weights in them. The zero value
 // is ready to use, and a store may serve builds on several goroutines.
+//
+// A store also remembers what it packed: kernels built again for the same
+// constant weights in the same layout (the plans of one model for other
+// input shapes) share the packed copy instead of making another (packed).
 type WeightStore struct {
-	mu   sync.Mutex
-	free []byte // the untaken rest of the newest block
+	// Shared makes the store remember what it packs, for builds of the
+	// same model's kernels for other shapes (see packed). Without it a
+	// build lays weights out anew and may lay one layout over another
+	// that no kernel reads any more (relayout).
+	Shared bool
+
+	mu      sync.Mutex
+	free    []byte                // the untaken rest of the newest block
+	layouts map[packKey][]float32 // what packed made, by source and layout
+}
+
+// packKey names one layout of one constant's bytes: where they lie (the
+// mapped file or a folded constant), which packing made it and every
+// parameter that packing read.
+type packKey struct {
+	src, aux       *byte // aux: a second constant laid out with src (a bias)
+	srcLen, auxLen int
+	layout         string
+	p              [8]int
+}
+
+// packed returns the n floats that fill lays src out into, in the layout
+// named by layout and p (every parameter fill reads besides src): the
+// copy an earlier build made, or a new one that fill writes and later
+// builds share. Without a store (s nil) every call packs anew.
+func (s *WeightStore) packed(src []byte, layout string, p [8]int, n int, fill func([]float32)) []float32 {
+	return s.packedWith(src, nil, layout, p, n, fill)
+}
+
+// packedWith is packed for a layout of two constants, src and aux.
+func (s *WeightStore) packedWith(src, aux []byte, layout string, p [8]int, n int, fill func([]float32)) []float32 {
+	if s == nil || !s.Shared || len(src) == 0 {
+		w := s.floats(n)
+		fill(w)
+		return w
+	}
+	key := packKey{src: unsafe.SliceData(src), srcLen: len(src), aux: unsafe.SliceData(aux), auxLen: len(aux), layout: layout, p: p}
+	s.mu.Lock()
+	w, ok := s.layouts[key]
+	s.mu.Unlock()
+	if ok && len(w) == n {
+		return w
+	}
+	w = s.floats(n)
+	fill(w)
+	s.mu.Lock()
+	if s.layouts == nil {
+		s.layouts = make(map[packKey][]float32)
+	}
+	s.layouts[key] = w
+	s.mu.Unlock()
+	return w
 }
 
 // weightBlockBytes is the size of a WeightStore's blocks of small weights.
@@ -55,4 +110,34 @@ func hostFloats(n int) []float32 {
 		return []float32{}
 	}
 	return f32s(alignedBytes(int64(n) * 4))[:n:n]
+}
+
+// relayout returns the n floats that fill lays the constant src out into
+// for a kernel's blocked path: with a Shared store, the layout remembered
+// (see packed); otherwise in the memory of a or else b, earlier layouts
+// of the same weights that no kernel reads any more, where they hold n
+// floats, and in new memory where neither does.
+func (s *WeightStore) relayout(a, b []float32, src []byte, layout string, p [8]int, n int, fill func([]float32)) []float32 {
+	if s != nil && s.Shared {
+		return s.packed(src, layout, p, n, fill)
+	}
+	var w []float32
+	switch {
+	case cap(a) >= n:
+		w = a[:n]
+	case cap(b) >= n:
+		w = b[:n]
+	default:
+		w = s.floats(n)
+	}
+	fill(w)
+	return w
+}
+
+// boolInt is 1 for true, for layout parameters.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

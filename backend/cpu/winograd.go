@@ -166,15 +166,16 @@ func (k *convKernel) buildWinograd(w f32src, threads int) int {
 	// A block spans at most tb/tw + 2 tile rows.
 	g.rows = g.r*min(g.th, g.tb/g.tw+2) + 2
 	g.uSize = packedASize(k.m, k.c)
-	g.u = k.weights.floats(g.xis * g.uSize)
-	// U_ξ = G·g·Gᵀ for every filter, one ξ at a time in tmp (m × c).
-	tmp := make([]float32, k.m*k.c)
-	for xi := 0; xi < g.xis; xi++ {
-		for i := 0; i < k.m*k.c; i++ {
-			tmp[i] = g.filter(w, i, xi)
+	g.u = k.weights.packed(w.bytes(), "winograd U", [8]int{g.r, g.xis, g.uSize, k.m, k.c}, g.xis*g.uSize, func(u []float32) {
+		// U_ξ = G·g·Gᵀ for every filter, one ξ at a time in tmp (m × c).
+		tmp := make([]float32, k.m*k.c)
+		for xi := 0; xi < g.xis; xi++ {
+			for i := 0; i < k.m*k.c; i++ {
+				tmp[i] = g.filter(w, i, xi)
+			}
+			packA(u[xi*g.uSize:], tmp, k.m, k.c, k.c, 1, 1, 0, ceilDiv(k.m, gemmMR))
 		}
-		packA(g.u[xi*g.uSize:], tmp, k.m, k.c, k.c, 1, 1, 0, ceilDiv(k.m, gemmMR))
-	}
+	})
 	// The kernels read B's first whole pairs of 16 columns from V
 	// itself; the packed tail holds the rest (two panels at most).
 	g.tail = 2 * gemmNR * k.c

@@ -31,17 +31,18 @@ func (k *convKernel) blockWinograd(w []byte) *winograd {
 	jbs := k.m / pwbNR
 	// Into the memory of the filters packed for the planes, which no
 	// copy of the kernel reads any more.
-	g.ut = k.reuse(g.u, nil, g.xis*k.m*k.c)
-	for xi := range g.xis {
-		for jb := range jbs {
-			panel := g.ut[(xi*jbs+jb)*k.c*pwbNR:][:k.c*pwbNR]
-			for j := range pwbNR {
-				for ci := range k.c {
-					panel[ci*pwbNR+j] = g.filter(src, (jb*pwbNR+j)*k.c+ci, xi)
+	g.ut = k.weights.relayout(g.u, nil, w, "blocked winograd U", [8]int{g.r, g.xis, k.m, k.c}, g.xis*k.m*k.c, func(ut []float32) {
+		for xi := range g.xis {
+			for jb := range jbs {
+				panel := ut[(xi*jbs+jb)*k.c*pwbNR:][:k.c*pwbNR]
+				for j := range pwbNR {
+					for ci := range k.c {
+						panel[ci*pwbNR+j] = g.filter(src, (jb*pwbNR+j)*k.c+ci, xi)
+					}
 				}
 			}
 		}
-	}
+	})
 	g.u = nil
 	return &g
 }
