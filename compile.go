@@ -138,6 +138,7 @@ type Executable struct {
 	weightBytes int64    // constant bytes the kernels read
 	packedBytes int64    // of which copied into the packed region
 	packed      *device.HostBuffer
+	store       *cpu.WeightStore // the kernels' packed weights
 	planTime    time.Duration
 
 	// blocked marks the activations held in NCHW16c (blockLayouts), by
@@ -220,6 +221,7 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 	if bopts.Weights == nil {
 		bopts.Weights = new(cpu.WeightStore)
 	}
+	e.store = bopts.Weights
 	if m.src != nil {
 		bopts.Release, bopts.Read = m.src.Release, m.src.ReadInto
 	}
@@ -304,7 +306,7 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 	}
 	if m.src != nil {
 		// Compiling read what it packed; runs read back only the rest.
-		m.src.Release(nil)
+		m.releaseFile()
 	}
 	return e, nil
 }
@@ -416,6 +418,22 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 		}
 	}
 	e.weights = make([][]byte, len(g.Tensors))
+	if e.store != nil && e.store.Shared {
+		// The plans of an open model share their aligned copies too.
+		for id, u := range used {
+			if !u {
+				continue
+			}
+			d := g.Tensors[id].Data
+			if raw.Aligned(d, Alignment) || anyAlign[id] {
+				e.weights[id] = d
+				continue
+			}
+			e.weights[id] = e.store.Aligned(d)
+			e.packedBytes += int64(len(d))
+		}
+		return nil
+	}
 	if need > 0 {
 		buf, err := device.NewHostBuffer(need, Alignment)
 		if err != nil {

@@ -56,7 +56,23 @@ func Load(path string) (*Model, error) {
 		return nil, err
 	}
 	m.file = f
+	if m.open == nil {
+		// Importing read the whole file: let its pages go (prepare did
+		// the same for files the import mapped itself).
+		m.releaseFile()
+	}
 	return m, nil
+}
+
+// releaseFile hints that the pages of the model's files are not needed
+// for now (onnx.Model.Release): those of the file the model owns too.
+// A specialised model of an open one shares the file with the others and
+// leaves it alone.
+func (m *Model) releaseFile() {
+	m.src.Release(nil)
+	if m.file != nil {
+		m.file.Release(m.file.Bytes())
+	}
 }
 
 // LoadBytes imports an ONNX model held in memory. External data files, if

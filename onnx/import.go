@@ -55,7 +55,8 @@ type Model struct {
 // Release hints that the mapped bytes of b (constant Data, or nil for
 // every file) are not needed for now: their pages leave resident memory
 // and are read again from the file when next touched. Nothing changes for
-// a reader but the time of that read.
+// a reader but the time of that read. Release(nil) leaves the mapping of
+// an ImportMapped model alone, which other imports may be reading.
 func (m *Model) Release(b []byte) {
 	release := func(f *device.MappedFile) {
 		if b == nil {
@@ -64,7 +65,9 @@ func (m *Model) Release(b []byte) {
 			f.Release(b)
 		}
 	}
-	if m.shared != nil {
+	if m.shared != nil && b != nil {
+		// The whole of a shared mapping is its owner's to release: other
+		// imports of the file may be reading it.
 		release(m.shared)
 	}
 	for _, f := range m.files {

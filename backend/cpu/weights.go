@@ -134,6 +134,20 @@ func (s *WeightStore) relayout(a, b []float32, src []byte, layout string, p [8]i
 	return w
 }
 
+// Aligned returns a copy of the constant src aligned to 64 bytes, for a
+// constant that kernels read as it is but the file holds misaligned:
+// with a Shared store the copy an earlier call made, else a new one.
+func (s *WeightStore) Aligned(src []byte) []byte {
+	n := (len(src) + 3) / 4
+	w := s.packed(src, "aligned copy", [8]int{}, n, func(w []float32) {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), 4*len(w)), src)
+	})
+	if len(w) == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), len(src))[:len(src):len(src)]
+}
+
 // boolInt is 1 for true, for layout parameters.
 func boolInt(b bool) int {
 	if b {
