@@ -8,7 +8,8 @@
 //
 // DIR is the folder whose node_modules holds onnxruntime-node (compare_ort.sh
 // installs it under ~/.cache/berth/ort/VERSION). Inputs are .npy files
-// (float32, float64, int64, int32, uint8, bool; C order); every graph input
+// (float32, float64, float16, int64, int32, int16, int8, uint64, uint32,
+// uint16, uint8, bool; C order; a 0-d array is a scalar); every graph input
 // must be given. The session uses intraOpNumThreads = interOpNumThreads = N,
 // sequential execution and graph optimisation level 'all'; every other
 // session option (CPU memory arena, memory pattern, spinning) keeps ORT's
@@ -33,8 +34,16 @@ const path = require('path');
 const NPY_TYPES = {
   f4: { type: 'float32', Array: Float32Array },
   f8: { type: 'float64', Array: Float64Array },
+  // float16 travels as its raw bits, which ORT's Node.js binding takes
+  // (and gives back) as a Uint16Array.
+  f2: { type: 'float16', Array: Uint16Array },
   i8: { type: 'int64', Array: BigInt64Array },
   i4: { type: 'int32', Array: Int32Array },
+  i2: { type: 'int16', Array: Int16Array },
+  i1: { type: 'int8', Array: Int8Array },
+  u8: { type: 'uint64', Array: BigUint64Array },
+  u4: { type: 'uint32', Array: Uint32Array },
+  u2: { type: 'uint16', Array: Uint16Array },
   u1: { type: 'uint8', Array: Uint8Array },
   b1: { type: 'bool', Array: Uint8Array },
 };
@@ -74,7 +83,7 @@ function readNpy(file) {
   }
   const kind = NPY_TYPES[descr[2]];
   if (!kind) {
-    throw new Error(`${file}: dtype ${descr[2]} is not supported (want f4, f8, i8, i4, u1 or b1)`);
+    throw new Error(`${file}: dtype ${descr[2]} is not supported (want one of ${Object.keys(NPY_TYPES).join(', ')})`);
   }
   const shape = shapeM[1].split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
   const count = shape.reduce((a, b) => a * b, 1);
@@ -92,7 +101,10 @@ function readNpy(file) {
 // writeNpy writes a typed array as a version-1.0 .npy file, the header
 // padded so the data starts at a multiple of 64 bytes, as numpy does.
 function writeNpy(file, type, shape, data) {
-  const descrs = { float32: '<f4', float64: '<f8', int64: '<i8', int32: '<i4', uint8: '|u1', bool: '|b1' };
+  const descrs = {
+    float32: '<f4', float64: '<f8', float16: '<f2', int64: '<i8', int32: '<i4', int16: '<i2', int8: '|i1',
+    uint64: '<u8', uint32: '<u4', uint16: '<u2', uint8: '|u1', bool: '|b1',
+  };
   const descr = descrs[type];
   if (!descr) {
     throw new Error(`${file}: cannot write tensor type ${type}`);
