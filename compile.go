@@ -431,6 +431,9 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 			}
 			e.weights[id] = e.store.Aligned(d)
 			e.packedBytes += int64(len(d))
+			if e.model.src != nil {
+				e.model.src.Release(d) // read from the copy from now on
+			}
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
 	"github.com/berth-ml/berth/passes"
@@ -25,6 +26,8 @@ type openModel struct {
 	symbols []string
 	imp     importer
 	probe   *onnx.Model // the graph imported without shapes; nil if that failed
+	// file is the model file all imports read (nil for LoadBytes).
+	file *device.MappedFile
 
 	mu sync.Mutex
 	// byValue marks the declared inputs whose values decide shapes, as
@@ -60,6 +63,15 @@ func openModelOf(sig *onnx.Signature, name string, imp importer) (*Model, error)
 func (o *openModel) close() {
 	if o.probe != nil {
 		o.probe.Close()
+	}
+}
+
+// release lets the pages of the model file go once a plan is compiled:
+// compiling read what it packed, and runs read back only the rest (as a
+// fixed-shape model's do).
+func (o *openModel) release() {
+	if o.file != nil {
+		o.file.Release(o.file.Bytes())
 	}
 }
 

@@ -292,6 +292,7 @@ func (ss *openSession) compile(flat []Tensor, byValue []bool, bound map[string]i
 		}
 		if err == nil {
 			exe.owned = append(exe.owned, sm)
+			o.release()
 			sp, err := ss.open(sm, exe, flat, byValue, false)
 			if err != nil {
 				return nil, err
