@@ -171,13 +171,24 @@ func (o *openModel) isInput(name string) bool {
 	return false
 }
 
+// valueInputs lists, by operator, the inputs whose values decide the
+// shape of its output (ONNX's own shape inference needs their values).
+var valueInputs = map[string][]int{
+	"NonZero": {0}, "NonMaxSuppression": {0, 1, 2, 3, 4}, "Compress": {1}, "TopK": {1}, "Unique": {0},
+	"Range": {0, 1, 2}, "ConstantOfShape": {0}, "Reshape": {1}, "Expand": {1}, "Tile": {1},
+	"Slice": {1, 2, 3, 4}, "Pad": {1}, "Resize": {1, 2, 3}, "Upsample": {1}, "Split": {1},
+	"Squeeze": {1}, "Unsqueeze": {1}, "OneHot": {1}, "Loop": {0},
+}
+
 // stageGoal is what a stage computes when the shapes of the graph depend
 // on the value of the tensor called name, which a node of the main graph
-// computes: that tensor and, for the operators whose output size follows
-// from several computed inputs (NonMaxSuppression's boxes and scores),
-// those inputs too, so that one stage computes them all. It is nil when
-// no node of the main graph computes name.
-func (o *openModel) stageGoal(name string) []string {
+// computes: that tensor and every other value a shape depends on that
+// the same stage can compute, so that one stage runs where the graph
+// would otherwise be cut once per value (a detector's per-class masks).
+// A value the stage can compute is the input of an operator that
+// valueInputs lists, computed by nodes none of which waits for a value
+// not bound yet. It is nil when no node of the main graph computes name.
+func (o *openModel) stageGoal(name string, bound map[string]ir.Tensor) []string {
 	if o.probe == nil {
 		return nil
 	}
@@ -192,19 +203,58 @@ func (o *openModel) stageGoal(name string) []string {
 	if id == ir.NoTensor || g.Tensors[id].Producer < 0 || g.Tensors[id].IsConst() {
 		return nil
 	}
+	// known marks the values that need no stage: constants, values bound
+	// already, and what is computed from shapes alone (Shape, Size),
+	// which the shapes of a run settle.
+	known := make([]bool, len(g.Tensors))
+	for i := range g.Tensors {
+		_, done := bound[g.Tensors[i].Name]
+		known[i] = g.Tensors[i].IsConst() || done
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		all := n.Op == "Shape" || n.Op == "Size"
+		if !all && len(n.Subgraphs()) == 0 {
+			all = true
+			for _, in := range n.Inputs {
+				all = all && (in == ir.NoTensor || known[in])
+			}
+		}
+		if all {
+			for _, out := range n.Outputs {
+				if out != ir.NoTensor {
+					known[out] = true
+				}
+			}
+		}
+	}
+	open := func(in ir.TensorID) bool {
+		return in != ir.NoTensor && g.Tensor(in).Producer >= 0 && !known[in]
+	}
+	// blocked marks the tensors whose shapes wait for a value: the
+	// outputs of a node with an open value input, and everything after.
+	blocked := make([]bool, len(g.Tensors))
 	goal := []string{name}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if n.Op != "NonMaxSuppression" || !slices.Contains(n.Inputs, id) {
-			continue
-		}
+		waits := false
 		for _, in := range n.Inputs {
-			if in == ir.NoTensor {
+			waits = waits || in != ir.NoTensor && blocked[in]
+		}
+		for _, k := range valueInputs[n.Op] {
+			if k >= n.Formal() || !open(n.Inputs[k]) {
 				continue
 			}
-			t := g.Tensor(in)
-			if t.Producer >= 0 && !t.IsConst() && !slices.Contains(goal, t.Name) {
+			waits = true
+			if t := g.Tensor(n.Inputs[k]); !blocked[n.Inputs[k]] && !slices.Contains(goal, t.Name) {
 				goal = append(goal, t.Name)
+			}
+		}
+		if waits {
+			for _, out := range n.Outputs {
+				if out != ir.NoTensor {
+					blocked[out] = true
+				}
 			}
 		}
 	}

@@ -305,7 +305,7 @@ func (ss *openSession) compile(flat []Tensor, byValue []bool, bound map[string]i
 			return nil, err
 		}
 		if _, done := bound[ve.Tensor]; !done && !o.isInput(ve.Tensor) {
-			if stage := o.stageGoal(ve.Tensor); stage != nil {
+			if stage := o.stageGoal(ve.Tensor, bound); stage != nil {
 				pending = append([][]string{goal}, pending...)
 				goal = stage
 				continue
