@@ -257,10 +257,32 @@ def open_model(name, axes):
     return build
 
 
+def detector():
+    """torchvision's SSDLite (MobileNetV3 backbone, 320² training size)
+    exported with its post-processing (score thresholds, per-class top-k,
+    NonMaxSuppression over all classes) and the image's height and width
+    open; its normalisations get random statistics so that the scores
+    differ from box to box, as a trained model's do."""
+    def build():
+        import torchvision
+        model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.normal_(0.0, 0.5)
+                    m.running_mean.normal_(0.0, 0.1)
+                    m.running_var.uniform_(0.5, 1.5)
+        axes = {"image": {1: "height", 2: "width"}, "boxes": {0: "n"}, "scores": {0: "n"}, "labels": {0: "n"}}
+        return model, ([torch.rand(3, 320, 320)],), ["image"], ["boxes", "scores", "labels"], axes
+    return build
+
+
 # Single operators for speed comparisons (bench/compare_ort.sh --models
 # sgemm_1024) and the open-shape variants (resnet50_open: batch, height
 # and width open; bert_base_open and gpt2_small_open: batch and sequence
-# open), not architectures of their own: exported only when named with
+# open; ssdlite_open: a detector with its NonMaxSuppression, height and
+# width open), not architectures of their own: exported only when named with
 # --only, best into a directory of their own, which keeps them out of
 # the planner's corpus statistics.
 _TEXT_AXES = {0: "batch", 1: "seq"}
@@ -270,6 +292,7 @@ EXTRAS = {
     "bert_base_open": open_model("bert_base", {"input_ids": _TEXT_AXES, "last_hidden_state": _TEXT_AXES,
                                                "pooler_output": {0: "batch"}}),
     "gpt2_small_open": open_model("gpt2_small", {"input_ids": _TEXT_AXES, "logits": _TEXT_AXES}),
+    "ssdlite_open": detector(),
 }
 
 
