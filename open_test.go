@@ -470,3 +470,50 @@ func checkBoundRefused(t *testing.T, exe *berth.Executable, f openFixture, bound
 		t.Errorf("a run past the bound: got %v, want an error naming the bound", err)
 	}
 }
+
+// TestOpenModelStagesNoAllocations runs the models whose output sizes
+// follow from computed values (their plans are stages and the plans
+// after them) over input sets they have all seen: the runs allocate
+// nothing.
+func TestOpenModelStagesNoAllocations(t *testing.T) {
+	for _, f := range loadOpenFixtures(t) {
+		if !f.byValue {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			m, err := berth.Load(f.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Close()
+			s, err := exe.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			for k, ins := range f.sets {
+				outs, err := s.Run(ctx, ins...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
+			}
+			allocs := testing.AllocsPerRun(10, func() {
+				for _, ins := range f.sets {
+					if _, err := s.Run(ctx, ins...); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per round of input sets seen before", allocs)
+			}
+		})
+	}
+}
