@@ -14,6 +14,7 @@ import (
 	"github.com/berth-ml/berth"
 	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/npy"
+	"github.com/berth-ml/berth/plan"
 )
 
 // openFixture is a model of testdata/open (scripts/gen_open_fixtures.py)
@@ -422,6 +423,20 @@ func TestOpenModelBound(t *testing.T) {
 					checkOpenOutputs(t, fmt.Sprintf("round %d, set %d", round, k), outs, f.outputs[k])
 					if a := s.Arena(); a == nil || a.Size() != exe.ArenaBytes() {
 						t.Errorf("set %d ran in an arena other than the bound's", k)
+					}
+					// One plan serves the bound: the plan at the bound or
+					// it refit to the run's shapes.
+					_, bound := exe.Plan()
+					if _, pl := s.Executable().Plan(); pl != bound && pl.Schedule != plan.RefitSchedule {
+						t.Errorf("set %d has a plan of its own (%s)", k, pl.Schedule)
+					}
+					if round == 1 {
+						alone := runAlone(t, m, ins)
+						for i := range outs {
+							if !bytes.Equal(outs[i].Data, alone[i].Data) {
+								t.Errorf("set %d output %d differs from the model compiled for that shape alone", k, i)
+							}
+						}
 					}
 				}
 			}

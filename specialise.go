@@ -184,6 +184,10 @@ func (x *openExec) planAtBound() error {
 		key = append(key, t.Shape...)
 	}
 	x.atBound = &boundPlan{key: key, m: m, exe: exe}
+	if exe.cuda == nil {
+		p, pl := exe.Plan()
+		x.opts.template = &planTemplate{problem: p, plan: pl}
+	}
 	x.o.release()
 	return nil
 }
