@@ -430,26 +430,10 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 		}
 	}
 	e.weights = make([][]byte, len(g.Tensors))
-	if e.store != nil && e.store.Shared {
-		// The plans of an open model share their aligned copies too.
-		for id, u := range used {
-			if !u {
-				continue
-			}
-			d := g.Tensors[id].Data
-			if raw.Aligned(d, Alignment) || anyAlign[id] {
-				e.weights[id] = d
-				continue
-			}
-			e.weights[id] = e.store.Aligned(d)
-			e.packedBytes += int64(len(d))
-			if e.model.src != nil {
-				e.model.src.Release(d) // read from the copy from now on
-			}
-		}
-		return nil
-	}
-	if need > 0 {
+	// The plans of an open model share their aligned copies (the store's),
+	// a lone plan has a region of its own.
+	shared := e.store != nil && e.store.Shared
+	if need > 0 && !shared {
 		buf, err := device.NewHostBuffer(need, Alignment)
 		if err != nil {
 			return fmt.Errorf("weights: %w", err)
@@ -466,13 +450,18 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 			e.weights[id] = d
 			continue
 		}
-		dst := e.packed.Bytes()[off : off+int64(len(d)) : off+int64(len(d))]
-		copy(dst, d)
+		var dst []byte
+		if shared {
+			dst = e.store.Aligned(d)
+		} else {
+			dst = e.packed.Bytes()[off : off+int64(len(d)) : off+int64(len(d))]
+			copy(dst, d)
+			off += roundUp(int64(len(d)), Alignment)
+		}
 		if e.model.src != nil {
 			e.model.src.Release(d) // read from the copy from now on
 		}
 		e.weights[id] = dst
-		off += roundUp(int64(len(d)), Alignment)
 		e.packedBytes += int64(len(d))
 	}
 	return nil

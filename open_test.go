@@ -97,16 +97,7 @@ func TestOpenModels(t *testing.T) {
 			if !slices.Equal(syms, want) {
 				t.Errorf("symbols %q, the export named %q", syms, want)
 			}
-			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Close()
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			_, s := newSession(t, m, berth.Options{Threads: 2})
 			// Twice through the sets: the second pass reuses each plan.
 			for pass := range 2 {
 				for k, ins := range f.sets {
@@ -151,16 +142,7 @@ func runAlone(t *testing.T, m *berth.Model, ins []berth.Tensor) []berth.Tensor {
 			}
 		}
 	}
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 2, Dims: dims})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exe.Close()
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := newSession(t, m, berth.Options{Threads: 2, Dims: dims})
 	outs, err := s.Run(context.Background(), ins...)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +151,23 @@ func runAlone(t *testing.T, m *berth.Model, ins []berth.Tensor) []berth.Tensor {
 		outs[i] = outs[i].Clone()
 	}
 	return outs
+}
+
+// newSession compiles m for the CPU with opts and opens a session of it;
+// both are closed when the test ends.
+func newSession(t testing.TB, m *berth.Model, opts berth.Options) (*berth.Executable, *berth.Session) {
+	t.Helper()
+	exe, err := berth.Compile(m, berth.CPU, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exe.Close() })
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return exe, s
 }
 
 func checkOpenOutputs(t *testing.T, what string, outs []berth.Tensor, want []*npy.Array) {
@@ -501,16 +500,7 @@ func TestOpenModelStagesNoAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Close()
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			_, s := newSession(t, m, berth.Options{Threads: 1})
 			ctx := context.Background()
 			for k, ins := range f.sets {
 				outs, err := s.Run(ctx, ins...)
