@@ -193,3 +193,29 @@ func checkAnswers(t *testing.T, tok *Tokenizer, a *answers) {
 		}
 	}
 }
+
+// TestJSONAgainstLlamaCpp reads the tokenizer.json form of two of the
+// vocabularies and checks it against llama.cpp's answers for their GGUF
+// form.
+func TestJSONAgainstLlamaCpp(t *testing.T) {
+	for _, name := range []string{"llama3-bpe", "gpt2-bpe"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), gunzip(t, testdata(name+".tokenizer.json.gz")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			config, err := os.ReadFile(testdata(name + ".tokenizer_config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), config, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := FromJSON(filepath.Join(dir, "tokenizer.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAnswers(t, tok, loadAnswers(t, name))
+		})
+	}
+}
