@@ -373,6 +373,10 @@ func build(s *spec) (*Tokenizer, error) {
 		t.pieces[i] = t.piece(int32(i))
 	}
 
+	if t.model == modelSPM {
+		t.pairs = tokenPairs(t.tokens)
+	}
+
 	// byte fallback of SentencePiece: <0xXX>, else the byte itself
 	for c := range t.byteTokens {
 		t.byteTokens[c] = -1

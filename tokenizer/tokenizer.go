@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // model is the kind of vocabulary: llama.cpp's LLAMA_VOCAB_TYPE_SPM
@@ -66,7 +67,8 @@ type Tokenizer struct {
 	cleanSpaces   bool
 	ignoreMerges  bool
 
-	specials   []int32 // control, user-defined and unknown tokens, longest first
+	specials   []int32  // control, user-defined and unknown tokens, longest first
+	pairs      []uint64 // SentencePiece: adjacent characters in tokens, sorted
 	pieces     []string
 	byteTokens [256]int32 // SentencePiece byte fallback
 }
@@ -316,6 +318,12 @@ func initSymbols(syms []symbol, text []byte) []symbol {
 // vocabulary: starting from characters, it keeps merging the adjacent
 // pair whose concatenation is the token of highest score, then writes
 // each symbol as its token, or as byte tokens if it is none.
+//
+// llama.cpp does this over the whole stretch at once. Two characters
+// that appear next to each other in no token can never end up in one
+// symbol, so the stretch is cut between them and each piece merged on
+// its own: the same merges in the same order within each piece, with
+// small queues instead of one as long as the text.
 func (t *Tokenizer) spm(dst []int32, text []byte, s *scratch) []int32 {
 	syms := initSymbols(s.syms, text)
 	q := s.queue[:0]
@@ -330,39 +338,91 @@ func (t *Tokenizer) spm(dst []int32, text []byte, s *scratch) []int32 {
 		}
 		q.push(bigram{key: -float64(t.scores[id]), left: l, right: r, size: a.n + b.n})
 	}
-	for i := 1; i < len(syms); i++ {
-		try(int32(i-1), int32(i))
-	}
-	for len(q) > 0 {
-		b := q.pop()
-		l, r := &syms[b.left], &syms[b.right]
-		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
-			continue
+	last := rune(-1)
+	for lo := 0; lo < len(syms); {
+		hi := lo + 1
+		for ; hi < len(syms); hi++ {
+			sym := syms[hi]
+			r := runeOf(text[sym.start : sym.start+sym.n])
+			if hi == lo+1 {
+				last = runeOf(text[syms[lo].start : syms[lo].start+syms[lo].n])
+			}
+			if last < 0 || r < 0 || !t.hasPair(last, r) {
+				break
+			}
+			last = r
 		}
-		l.n += r.n
-		r.n = 0
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = b.left
+		syms[lo].prev, syms[hi-1].next = -1, -1
+		for i := lo + 1; i < hi; i++ {
+			try(int32(i-1), int32(i))
 		}
-		try(l.prev, b.left)
-		try(b.left, l.next)
-	}
-	for i := int32(0); len(syms) > 0 && i != -1; i = syms[i].next {
-		sym := syms[i]
-		piece := text[sym.start : sym.start+sym.n]
-		if id, ok := t.ids[string(piece)]; ok {
-			dst = append(dst, id)
-			continue
+		for len(q) > 0 {
+			b := q.pop()
+			l, r := &syms[b.left], &syms[b.right]
+			if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
+				continue
+			}
+			l.n += r.n
+			r.n = 0
+			l.next = r.next
+			if r.next >= 0 {
+				syms[r.next].prev = b.left
+			}
+			try(l.prev, b.left)
+			try(b.left, l.next)
 		}
-		for _, c := range piece {
-			if id := t.byteTokens[c]; id >= 0 {
+		for i := int32(lo); i != -1; i = syms[i].next {
+			sym := syms[i]
+			piece := text[sym.start : sym.start+sym.n]
+			if id, ok := t.ids[string(piece)]; ok {
 				dst = append(dst, id)
+				continue
+			}
+			for _, c := range piece {
+				if id := t.byteTokens[c]; id >= 0 {
+					dst = append(dst, id)
+				}
 			}
 		}
+		lo = hi
 	}
 	s.syms, s.queue = syms, q
 	return dst
+}
+
+// runeOf is the character that a symbol is, or -1 if it is not one
+// whole, valid UTF-8 character (and so part of no token).
+func runeOf(b []byte) rune {
+	r, n := utf8.DecodeRune(b)
+	if n != len(b) || r == utf8.RuneError && n <= 1 {
+		return -1
+	}
+	return r
+}
+
+// pairKey is the key of two adjacent characters in Tokenizer.pairs.
+func pairKey(a, b rune) uint64 { return uint64(a)<<32 | uint64(uint32(b)) }
+
+// tokenPairs is the sorted set of the pairs of characters that stand
+// next to each other in some token.
+func tokenPairs(tokens []string) []uint64 {
+	var pairs []uint64
+	for _, w := range tokens {
+		prev := rune(-1)
+		for _, r := range w {
+			if prev >= 0 {
+				pairs = append(pairs, pairKey(prev, r))
+			}
+			prev = r
+		}
+	}
+	slices.Sort(pairs)
+	return slices.Compact(pairs)
+}
+
+func (t *Tokenizer) hasPair(a, b rune) bool {
+	_, ok := slices.BinarySearch(t.pairs, pairKey(a, b))
+	return ok
 }
 
 // bpe tokenizes one stretch of text with a byte-level BPE vocabulary: the
