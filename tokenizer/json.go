@@ -15,8 +15,9 @@ import (
 const MaxJSONSize = 1 << 30
 
 // FromJSON reads a Hugging Face tokenizer.json, and the
-// tokenizer_config.json beside it if there is one (for the BOS and EOS
-// tokens and add_bos_token / add_eos_token).
+// tokenizer_config.json beside it if there is one: BOS and EOS are its
+// bos_token and eos_token (None without them), add_bos_token and
+// add_eos_token come from it or from the post-processor's template.
 //
 // It reads byte-level BPE tokenizers (GPT-2, LLaMA 3, Qwen and the like):
 // model type "BPE" with merges, a ByteLevel pre-tokenizer or a Split by
@@ -181,7 +182,7 @@ func ParseJSON(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("token ids up to %d, more than %d", n-1, MaxTokens)
 	}
 	s := &spec{model: "gpt2", pre: pre, tokens: make([]string, n), types: make([]int32, n),
-		bos: -1, eos: -1, eot: -1, eom: -1, unk: -1, fimPad: -1, fimRep: -1, fimSep: -1}
+		bos: -1, eos: -1, eot: -1, eom: -1, unk: -1, fimPad: -1, fimRep: -1, fimSep: -1, noDefaults: true}
 	filled := make([]bool, n)
 	put := func(id int64, text string, typ int32) error {
 		if id < 0 {

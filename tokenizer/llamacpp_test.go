@@ -219,3 +219,29 @@ func TestJSONAgainstLlamaCpp(t *testing.T) {
 		})
 	}
 }
+
+// TestFullVocabularies checks the untrimmed LLaMA 3 and Qwen vocabularies
+// against llama.cpp. Their GGUF files are too large to commit:
+// scripts/gen_tokenizer_fixtures.py writes them to
+// ~/.cache/berth/tokenizer-full, and BERTH_TOKENIZER_DATA names that
+// folder.
+func TestFullVocabularies(t *testing.T) {
+	dir := os.Getenv("BERTH_TOKENIZER_DATA")
+	if dir == "" {
+		t.Skip("BERTH_TOKENIZER_DATA is not set (scripts/gen_tokenizer_fixtures.py writes the files)")
+	}
+	for _, name := range []string{"llama3-bpe", "qwen2-bpe"} {
+		t.Run(name, func(t *testing.T) {
+			f, err := gguf.Open(filepath.Join(dir, name+".gguf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tok, err := FromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAnswers(t, tok, loadAnswers(t, filepath.Join("full", name)))
+		})
+	}
+}

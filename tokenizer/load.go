@@ -34,6 +34,10 @@ type spec struct {
 	bos, eos, eot, eom, unk, fimPad, fimRep, fimSep int64
 
 	addBOS, addEOS, spacePrefix, ignoreMerges, cleanSpaces *bool
+
+	// noDefaults: the special ids above are all there is; llama.cpp's
+	// defaults of the kind (BOS 1 or 11...) do not apply
+	noDefaults bool
 }
 
 // FromGGUF reads the tokenizer of a GGUF file from its tokenizer.ggml.*
@@ -202,6 +206,9 @@ func build(s *spec) (*Tokenizer, error) {
 		}
 	default:
 		return nil, fmt.Errorf("unsupported tokenizer model %q (this package reads \"llama\" and \"gpt2\")", s.model)
+	}
+	if s.noDefaults {
+		bos, eos, unk = -1, -1, -1
 	}
 	set := func(dst *bool, src *bool) {
 		if src != nil {
