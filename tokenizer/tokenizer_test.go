@@ -265,3 +265,29 @@ func FuzzEncode(f *testing.F) {
 		}
 	})
 }
+
+func TestConcurrentUse(t *testing.T) {
+	tok := loadGGUF(t, "llama3-bpe")
+	texts := []string{"Hello world", "<|begin_of_text|>日本語 12345", strings.Repeat("abc ", 500)}
+	want := make([][]int32, len(texts))
+	for i, s := range texts {
+		want[i] = tok.Encode(s, true)
+	}
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			ok := true
+			for i := range 50 {
+				k := (g + i) % len(texts)
+				ids := tok.Encode(texts[k], true)
+				ok = ok && equal(ids, want[k]) && tok.Decode(ids) != "\x00"
+			}
+			done <- ok
+		}()
+	}
+	for range 4 {
+		if !<-done {
+			t.Error("concurrent encodings differ")
+		}
+	}
+}
