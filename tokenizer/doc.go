@@ -3,8 +3,8 @@
 // llama.cpp's, id for id, for the vocabularies it reads.
 //
 // A Tokenizer comes from a GGUF file's tokenizer.ggml.* metadata
-// (FromGGUF) or from a Hugging Face tokenizer.json (FromJSON). Two kinds
-// of vocabulary are read:
+// (FromGGUF) or from a Hugging Face tokenizer.json (FromJSON, for the
+// same two kinds written as BPE). Two kinds of vocabulary are read:
 //
 //   - SentencePiece BPE, tokenizer.ggml.model "llama" (LLaMA 1 and 2,
 //     Mistral, Gemma): pieces with scores, spaces written as ▁ with one

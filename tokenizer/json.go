@@ -15,20 +15,30 @@ import (
 const MaxJSONSize = 1 << 30
 
 // FromJSON reads a Hugging Face tokenizer.json, and the
-// tokenizer_config.json beside it if there is one: BOS and EOS are its
-// bos_token and eos_token (None without them), add_bos_token and
-// add_eos_token come from it or from the post-processor's template.
+// tokenizer_config.json beside it if there is one: BOS, EOS and UNK are
+// its bos_token, eos_token and unk_token (None without them; UNK also
+// from the model), add_bos_token and add_eos_token come from it or from
+// the post-processor's template.
 //
-// It reads byte-level BPE tokenizers (GPT-2, LLaMA 3, Qwen and the like):
-// model type "BPE" with merges, a ByteLevel pre-tokenizer or a Split by
-// one of the expressions this package implements followed by ByteLevel,
-// and added tokens. The result is the tokenizer that llama.cpp builds
-// from the GGUF file that llama.cpp's converter writes for the same
-// files: added tokens that are special, or look special (<|...|>), are
-// control tokens and the others user-defined; the pre-tokenizer's
-// settings (ignore_merges, clean-up of spaces) are llama.cpp's; the lstrip
-// and rstrip of added tokens are not applied. A NFC normalizer is
-// accepted and, as in llama.cpp, not applied: text is taken as it comes.
+// It reads BPE tokenizers of both kinds:
+//
+//   - byte-level (GPT-2, LLaMA 3, Qwen and the like): a ByteLevel
+//     pre-tokenizer, or a Split by one of the expressions this package
+//     implements followed by ByteLevel, or Digits then ByteLevel;
+//   - SentencePiece written as BPE (LLaMA 2, Mistral): spaces made ▁ by
+//     the normalizer (Prepend ▁, Replace " " with ▁) or by a Metaspace
+//     pre-tokenizer, byte fallback tokens <0x00>…<0xFF>. The pieces'
+//     scores are not in the file; the merges were written in their order,
+//     so a piece's score is minus the rank of the first merge that makes
+//     it.
+//
+// The result is the tokenizer that llama.cpp builds from the GGUF file
+// that its converter writes for the same files: added tokens that are
+// special, or look special (<|...|>), are control tokens and the others
+// user-defined; the pre-tokenizer's settings (ignore_merges, clean-up of
+// spaces) are llama.cpp's; the lstrip and rstrip of added tokens are not
+// applied. A NFC normalizer is accepted and, as in llama.cpp, not
+// applied: text is taken as it comes.
 func FromJSON(path string) (*Tokenizer, error) {
 	data, err := readLimited(path, MaxJSONSize)
 	if err != nil {
@@ -78,6 +88,7 @@ type hfTokenizer struct {
 		Vocab        map[string]int64  `json:"vocab"`
 		Merges       []json.RawMessage `json:"merges"`
 		ByteFallback bool              `json:"byte_fallback"`
+		UnkToken     *string           `json:"unk_token"`
 		IgnoreMerges *bool             `json:"ignore_merges"`
 	} `json:"model"`
 }
@@ -96,9 +107,14 @@ type hfPart struct {
 		Regex  *string `json:"Regex"`
 		String *string `json:"String"`
 	} `json:"pattern"`
-	Behavior string `json:"behavior"`
-	Invert   bool   `json:"invert"`
-	Single   []struct {
+	Behavior      string  `json:"behavior"`
+	Prepend       *string `json:"prepend"`
+	Content       string  `json:"content"`
+	Replacement   string  `json:"replacement"`
+	PrependScheme string  `json:"prepend_scheme"`
+	Split         *bool   `json:"split"`
+	Invert        bool    `json:"invert"`
+	Single        []struct {
 		SpecialToken *struct {
 			ID string `json:"id"`
 		} `json:"SpecialToken"`
@@ -129,6 +145,7 @@ func (n *hfTokenName) UnmarshalJSON(b []byte) error {
 }
 
 type hfConfig struct {
+	UNK    hfTokenName `json:"unk_token"`
 	BOS    hfTokenName `json:"bos_token"`
 	EOS    hfTokenName `json:"eos_token"`
 	AddBOS *bool       `json:"add_bos_token"`
@@ -156,19 +173,113 @@ func ParseJSON(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 		}
 	}
 	if h.Model.Type != "BPE" {
-		return nil, fmt.Errorf("model type %q: only byte-level BPE tokenizers are read", h.Model.Type)
+		return nil, fmt.Errorf("model type %q: only BPE tokenizers are read", h.Model.Type)
 	}
-	if h.Model.ByteFallback {
-		return nil, errors.New("a BPE model with byte fallback (SentencePiece style) is not read; use its GGUF file")
+	var s *spec
+	if spacePrefix, ok, err := hfSentencePiece(&h); ok {
+		if err != nil {
+			return nil, err
+		}
+		if s, err = hfTokens(&h, "llama", ""); err != nil {
+			return nil, err
+		}
+		s.spacePrefix = &spacePrefix
+	} else {
+		if h.Model.ByteFallback {
+			return nil, errors.New("a BPE model with byte fallback but no ▁ for spaces is not supported")
+		}
+		if h.Normalizer != nil && h.Normalizer.Type != "NFC" {
+			return nil, fmt.Errorf("normalizer %q is not supported", h.Normalizer.Type)
+		}
+		pre, err := hfPreTokenizer(h.PreTokenizer)
+		if err != nil {
+			return nil, err
+		}
+		if s, err = hfTokens(&h, "gpt2", pre); err != nil {
+			return nil, err
+		}
 	}
-	if h.Normalizer != nil && h.Normalizer.Type != "NFC" {
-		return nil, fmt.Errorf("normalizer %q is not supported", h.Normalizer.Type)
+	s.unk = -1
+	if h.Model.UnkToken != nil {
+		s.unk = s.idOf(hfTokenName(*h.Model.UnkToken))
 	}
-	pre, err := hfPreTokenizer(h.PreTokenizer)
-	if err != nil {
-		return nil, err
+	if c.UNK != "" {
+		s.unk = s.idOf(c.UNK)
 	}
+	if s.unk >= 0 && s.model == "llama" {
+		s.types[s.unk] = typeUnknown
+	}
+	s.bos, s.eos = s.idOf(c.BOS), s.idOf(c.EOS)
+	s.addBOS, s.addEOS = c.AddBOS, c.AddEOS
+	if p := h.PostProcessor; p != nil && (s.addBOS == nil || s.addEOS == nil) {
+		first, last := templateEnds(p)
+		if s.addBOS == nil && first != "" {
+			b := s.idOf(hfTokenName(first)) == s.bos && s.bos >= 0
+			s.addBOS = &b
+		}
+		if s.addEOS == nil && last != "" {
+			b := s.idOf(hfTokenName(last)) == s.eos && s.eos >= 0
+			s.addEOS = &b
+		}
+	}
+	if s.model == "llama" && s.addBOS == nil {
+		b := false
+		s.addBOS = &b
+	}
+	return build(s)
+}
 
+// idOf is the id of the token whose text is name, or -1.
+func (s *spec) idOf(name hfTokenName) int64 {
+	if name == "" {
+		return -1
+	}
+	for i, w := range s.tokens {
+		if w == string(name) {
+			return int64(i)
+		}
+	}
+	return -1
+}
+
+// hfSentencePiece tells whether h is a SentencePiece vocabulary written
+// as BPE (LLaMA 2, Mistral): spaces become ▁, by a normalizer (Prepend
+// ▁, then Replace " " with ▁) or a Metaspace pre-tokenizer, and the merge
+// runs over the whole text. spacePrefix is whether a ▁ goes in front.
+func hfSentencePiece(h *hfTokenizer) (spacePrefix, ok bool, err error) {
+	const mark = "\u2581"
+	n, p := h.Normalizer, h.PreTokenizer
+	replaces := func(q *hfPart) bool {
+		return q != nil && q.Type == "Replace" && q.Pattern.String != nil && *q.Pattern.String == " " && q.Content == mark
+	}
+	switch {
+	case n != nil && p == nil && (replaces(n) || n.Type == "Sequence"):
+		parts := []*hfPart{n}
+		if n.Type == "Sequence" {
+			parts = n.Normalizers
+		}
+		switch {
+		case len(parts) == 1 && replaces(parts[0]):
+			return false, true, nil
+		case len(parts) == 2 && parts[0] != nil && parts[0].Type == "Prepend" && parts[0].Prepend != nil &&
+			*parts[0].Prepend == mark && replaces(parts[1]):
+			return true, true, nil
+		}
+		if !h.Model.ByteFallback {
+			return false, false, nil
+		}
+		return false, true, errors.New("a SentencePiece-style normalizer other than Prepend(▁) and Replace(\" \", ▁)")
+	case n == nil && p != nil && p.Type == "Metaspace":
+		if p.Replacement != mark || p.Split != nil && *p.Split {
+			return false, true, errors.New("a Metaspace pre-tokenizer that splits, or whose mark is not ▁")
+		}
+		return p.PrependScheme != "never", true, nil
+	}
+	return false, false, nil
+}
+
+// hfTokens reads the tokens of h, and the scores or the merges.
+func hfTokens(h *hfTokenizer, model, pre string) (*spec, error) {
 	// tokens: the vocabulary and the added tokens, by id; a gap is filled
 	// as llama.cpp's converter fills it
 	n := int64(0)
@@ -181,7 +292,7 @@ func ParseJSON(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 	if n > MaxTokens {
 		return nil, fmt.Errorf("token ids up to %d, more than %d", n-1, MaxTokens)
 	}
-	s := &spec{model: "gpt2", pre: pre, tokens: make([]string, n), types: make([]int32, n),
+	s := &spec{model: model, pre: pre, tokens: make([]string, n), types: make([]int32, n),
 		bos: -1, eos: -1, eot: -1, eom: -1, unk: -1, fimPad: -1, fimRep: -1, fimSep: -1, noDefaults: true}
 	filled := make([]bool, n)
 	put := func(id int64, text string, typ int32) error {
@@ -195,7 +306,11 @@ func ParseJSON(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 		return nil
 	}
 	for text, id := range h.Model.Vocab {
-		if err := put(id, text, typeNormal); err != nil {
+		typ := int32(typeNormal)
+		if model == "llama" && isByteToken(text) {
+			typ = typeByte
+		}
+		if err := put(id, text, typ); err != nil {
 			return nil, err
 		}
 	}
@@ -217,44 +332,48 @@ func ParseJSON(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 	if len(h.Model.Merges) > MaxMerges {
 		return nil, fmt.Errorf("%d merges, more than %d", len(h.Model.Merges), MaxMerges)
 	}
-	s.merges = make([]string, len(h.Model.Merges))
+	merges := make([]string, len(h.Model.Merges))
 	for i, m := range h.Model.Merges {
 		var str string
 		if err := json.Unmarshal(m, &str); err == nil {
-			s.merges[i] = str
+			merges[i] = str
 			continue
 		}
 		var pair []string
 		if err := json.Unmarshal(m, &pair); err != nil || len(pair) != 2 {
 			return nil, fmt.Errorf("merge %d is neither \"a b\" nor [\"a\", \"b\"]", i)
 		}
-		s.merges[i] = pair[0] + " " + pair[1]
+		merges[i] = pair[0] + " " + pair[1]
 	}
-	s.ignoreMerges = h.Model.IgnoreMerges
-
-	// special tokens
-	idOf := func(name hfTokenName) int64 {
-		for i, w := range s.tokens {
-			if name != "" && w == string(name) {
-				return int64(i)
+	if model == "gpt2" {
+		s.merges = merges
+		s.ignoreMerges = h.Model.IgnoreMerges
+		return s, nil
+	}
+	// SentencePiece: the merges were ordered by the pieces' scores, so a
+	// piece's score is minus the rank of the first merge that makes it
+	s.scores = make([]float32, n)
+	done := make([]bool, n)
+	ids := make(map[string]int32, n)
+	for i, w := range s.tokens {
+		ids[w] = int32(i)
+	}
+	for rank, m := range merges {
+		if j := strings.IndexByte(m[min(1, len(m)):], ' '); j >= 0 {
+			j += min(1, len(m))
+			if id, ok := ids[m[:j]+m[j+1:]]; ok && !done[id] {
+				s.scores[id], done[id] = -float32(rank), true
 			}
 		}
-		return -1
 	}
-	s.bos, s.eos = idOf(c.BOS), idOf(c.EOS)
-	s.addBOS, s.addEOS = c.AddBOS, c.AddEOS
-	if p := h.PostProcessor; p != nil && (s.addBOS == nil || s.addEOS == nil) {
-		first, last := templateEnds(p)
-		if s.addBOS == nil && first != "" {
-			b := idOf(hfTokenName(first)) == s.bos && s.bos >= 0
-			s.addBOS = &b
-		}
-		if s.addEOS == nil && last != "" {
-			b := idOf(hfTokenName(last)) == s.eos && s.eos >= 0
-			s.addEOS = &b
-		}
-	}
-	return build(s)
+	return s, nil
+}
+
+// isByteToken tells whether w is a byte token, <0x00> to <0xFF>.
+func isByteToken(w string) bool {
+	const hex = "0123456789ABCDEF"
+	return len(w) == 6 && strings.HasPrefix(w, "<0x") && w[5] == '>' &&
+		strings.IndexByte(hex, w[3]) >= 0 && strings.IndexByte(hex, w[4]) >= 0
 }
 
 // hfPreTokenizer names the pre-tokenizer that p describes.

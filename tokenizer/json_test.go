@@ -16,7 +16,7 @@ func TestParseJSON(t *testing.T) {
 		err                string // "" parses
 	}{
 		{"not JSON", `{`, "", "unexpected end"},
-		{"WordPiece", `{` + byteLevel + `, "model": {"type": "WordPiece"}}`, "", "only byte-level BPE"},
+		{"WordPiece", `{` + byteLevel + `, "model": {"type": "WordPiece"}}`, "", "only BPE"},
 		{"byte fallback", `{` + byteLevel + `, "model": {"type": "BPE", "byte_fallback": true}}`, "", "byte fallback"},
 		{"lowercase normalizer", `{"normalizer": {"type": "Lowercase"}, ` + byteLevel + `, ` + good + `}`, "", "normalizer"},
 		{"no pre-tokenizer", `{` + good + `}`, "", "no pre-tokenizer"},

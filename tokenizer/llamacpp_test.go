@@ -198,7 +198,7 @@ func checkAnswers(t *testing.T, tok *Tokenizer, a *answers) {
 // vocabularies and checks it against llama.cpp's answers for their GGUF
 // form.
 func TestJSONAgainstLlamaCpp(t *testing.T) {
-	for _, name := range []string{"llama3-bpe", "gpt2-bpe"} {
+	for _, name := range []string{"llama-spm-nsp", "llama3-bpe", "gpt2-bpe"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), gunzip(t, testdata(name+".tokenizer.json.gz")), 0o644); err != nil {
