@@ -32,13 +32,14 @@ const MaxJSONSize = 1 << 30
 //     so a piece's score is minus the rank of the first merge that makes
 //     it.
 //
-// The result is the tokenizer that llama.cpp builds from the GGUF file
-// that its converter writes for the same files: added tokens that are
-// special, or look special (<|...|>), are control tokens and the others
-// user-defined; the pre-tokenizer's settings (ignore_merges, clean-up of
-// spaces) are llama.cpp's; the lstrip and rstrip of added tokens are not
-// applied. A NFC normalizer is accepted and, as in llama.cpp, not
-// applied: text is taken as it comes.
+// The result is the tokenizer that llama.cpp builds from a GGUF file of
+// the same vocabulary (for SentencePiece, one with those scores): added
+// tokens that are special, or look special (<|...|>), are control tokens
+// and the others user-defined, as llama.cpp's converter makes them; the
+// pre-tokenizer's settings (ignore_merges, clean-up of spaces) are
+// llama.cpp's; the lstrip and rstrip of added tokens are not applied. A
+// NFC normalizer is accepted and, as in llama.cpp, not applied: text is
+// taken as it comes.
 func FromJSON(path string) (*Tokenizer, error) {
 	data, err := readLimited(path, MaxJSONSize)
 	if err != nil {
