@@ -1,0 +1,621 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// The AVX2 kernels (F16C for the scales). Each computes what its Go
+// counterpart in ref.go computes, with the same roundings in the same
+// order (see there): the integer sums are exact however they are taken,
+// the floating-point steps are the reference's.
+
+// BCAST8(v, Y, X): every byte of Y is v.
+#define BCAST8(v, Y, X) \
+	MOVL         v, AX; \
+	VMOVD        AX, X; \
+	VPBROADCASTD X, Y
+
+// REDUCE8(Y, X, T): X's lane 0 becomes reduce8 of Y's lanes; T is spoilt.
+#define REDUCE8(Y, X, T) \
+	VEXTRACTF128 $1, Y, T; \
+	VADDPS       T, X, X; \
+	VMOVHLPS     X, X, T; \
+	VADDPS       T, X, X; \
+	VMOVSHDUP    X, T; \
+	VADDSS       T, X, X
+
+// SCALE32: Y5 = f16 at (SI) times float32 at (DX), in every lane.
+#define SCALE32 \
+	VPBROADCASTW (SI), X5; \
+	VCVTPH2PS    X5, Y5; \
+	VBROADCASTSS (DX), Y6; \
+	VMULPS       Y6, Y5, Y5
+
+// SDOT: Y1 = the lane sums of signed bytes Y1 by the signed bytes at
+// (DI): |w|·(x·sign w) in pairs, then fours. Y15 holds words of 1.
+#define SDOT \
+	VMOVDQU    (DI), Y2; \
+	VPSIGNB    Y1, Y2, Y2; \
+	VPABSB     Y1, Y1; \
+	VPMADDUBSW Y2, Y1, Y1; \
+	VPMADDWD   Y15, Y1, Y1
+
+// UDOT: the same for unsigned bytes Y1.
+#define UDOT \
+	VPMADDUBSW (DI), Y1, Y1; \
+	VPMADDWD   Y15, Y1, Y1
+
+// ACC(A): A += float32(Y5·float32(Y1)), lane by lane.
+#define ACC(A) \
+	VCVTDQ2PS Y1, Y1; \
+	VMULPS    Y5, Y1, Y1; \
+	VADDPS    Y1, A, A
+
+// NIBBLES(off): Y1 = the 32 four-bit values of the 16 bytes at off(SI),
+// low nibbles first, as bytes. Y14 holds bytes 0x0f.
+#define NIBBLES(off) \
+	VBROADCASTI128 off(SI), Y1; \
+	VPSRLW         $4, Y1, Y2; \
+	VPBLENDD       $0xf0, Y2, Y1, Y1; \
+	VPAND          Y14, Y1, Y1
+
+// HIBITS(off): Y3 = 0xff in byte e where bit e of the 32 bits at off(SI)
+// is set, else 0. Y12 spreads the bytes, Y11 holds 0x7fbfdfeff7fbfdfe.
+#define HIBITS(off) \
+	VPBROADCASTD off(SI), Y3; \
+	VPSHUFB      Y12, Y3, Y3; \
+	VPOR         Y11, Y3, Y3; \
+	VPCMPEQB     Y10, Y3, Y3
+
+// HEAD32: the arguments of the 32-value kernels and the constants
+// they share.
+#define HEAD32 \
+	MOVQ         w+0(FP), SI; \
+	MOVQ         q+8(FP), DI; \
+	MOVQ         d+16(FP), DX; \
+	MOVQ         nb+24(FP), CX; \
+	MOVL         $0x00010001, AX; \
+	VMOVD        AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	BCAST8($0x0f0f0f0f, Y14, X14); \
+	VXORPS       Y8, Y8, Y8; \
+	VXORPS       Y9, Y9, Y9
+
+// TAIL32: the result, reduce8 of Y8 + Y9, into X8.
+#define TAIL32 \
+	VADDPS Y9, Y8, Y8; \
+	REDUCE8(Y8, X8, X1)
+
+// A block of 32: BODY computes Y1, the lane sums; then the scale and the
+// accumulation into A, and the pointers move on by the block's size.
+#define BLOCK32(BODY, A, size) \
+	BODY; \
+	SCALE32; \
+	ACC(A); \
+	ADDQ $size, SI; \
+	ADDQ $32, DI; \
+	ADDQ $4, DX
+
+// LOOP32(BODY, size): the blocks two at a time into Y8 and Y9, then a
+// last one into Y8.
+#define LOOP32(BODY, size) \
+pairs:; \
+	CMPQ CX, $2; \
+	JLT  last; \
+	BLOCK32(BODY, Y8, size); \
+	BLOCK32(BODY, Y9, size); \
+	SUBQ $2, CX; \
+	JMP  pairs; \
+last:; \
+	CMPQ CX, $0; \
+	JEQ  done; \
+	BLOCK32(BODY, Y8, size); \
+done:
+
+#define Q8_0BODY \
+	VMOVDQU 2(SI), Y1; \
+	SDOT
+
+#define Q4_0BODY \
+	NIBBLES(2); \
+	VPSUBB Y13, Y1, Y1; \
+	SDOT
+
+#define Q5_0BODY \
+	NIBBLES(6); \
+	HIBITS(2); \
+	VPANDN Y13, Y3, Y3; \
+	VPOR   Y3, Y1, Y1; \
+	SDOT
+
+// HIBITSCONST: Y12, Y11 and Y10 for HIBITS.
+#define HIBITSCONST \
+	VMOVDQU      hibitShuf<>(SB), Y12; \
+	MOVQ         $0x7fbfdfeff7fbfdfe, AX; \
+	VMOVQ        AX, X11; \
+	VPBROADCASTQ X11, Y11; \
+	VPCMPEQB     Y10, Y10, Y10
+
+// The blocks with a minimum (Q4_1, Q5_1) also add m·s, the block's
+// minimum by dx·Σx at (R8), into X0 or X7 by the block's parity.
+#define MIN32(M) \
+	VPBROADCASTW 2(SI), X4; \
+	VCVTPH2PS    X4, X4; \
+	VMULSS       (R8), X4, X4; \
+	VADDSS       X4, M, M; \
+	ADDQ         $4, R8
+
+#define Q4_1BODY(M) \
+	MIN32(M); \
+	NIBBLES(4); \
+	UDOT
+
+#define Q5_1BODY(M) \
+	MIN32(M); \
+	NIBBLES(8); \
+	HIBITS(4); \
+	VPAND Y13, Y3, Y3; \
+	VPOR  Y3, Y1, Y1; \
+	UDOT
+
+#define LOOP32M(BODY, size) \
+pairs:; \
+	CMPQ CX, $2; \
+	JLT  last; \
+	BLOCK32(BODY(X0), Y8, size); \
+	BLOCK32(BODY(X7), Y9, size); \
+	SUBQ $2, CX; \
+	JMP  pairs; \
+last:; \
+	CMPQ CX, $0; \
+	JEQ  done; \
+	BLOCK32(BODY(X0), Y8, size); \
+done:
+
+// TAIL32M: reduce8 of the lanes, plus the sum of the two minimum sums.
+#define TAIL32M \
+	TAIL32; \
+	VADDSS X7, X0, X0; \
+	VADDSS X0, X8, X8
+
+// hibitShuf spreads byte i of a dword over bytes 8i to 8i+7.
+DATA hibitShuf<>+0(SB)/8, $0x0000000000000000
+DATA hibitShuf<>+8(SB)/8, $0x0101010101010101
+DATA hibitShuf<>+16(SB)/8, $0x0202020202020202
+DATA hibitShuf<>+24(SB)/8, $0x0303030303030303
+GLOBL hibitShuf<>(SB), RODATA|NOPTR, $32
+
+// wordBcast + 32·i broadcasts word i of each 128-bit lane over it.
+DATA wordBcast<>+0(SB)/8, $0x0100010001000100
+DATA wordBcast<>+8(SB)/8, $0x0100010001000100
+DATA wordBcast<>+16(SB)/8, $0x0100010001000100
+DATA wordBcast<>+24(SB)/8, $0x0100010001000100
+DATA wordBcast<>+32(SB)/8, $0x0302030203020302
+DATA wordBcast<>+40(SB)/8, $0x0302030203020302
+DATA wordBcast<>+48(SB)/8, $0x0302030203020302
+DATA wordBcast<>+56(SB)/8, $0x0302030203020302
+DATA wordBcast<>+64(SB)/8, $0x0504050405040504
+DATA wordBcast<>+72(SB)/8, $0x0504050405040504
+DATA wordBcast<>+80(SB)/8, $0x0504050405040504
+DATA wordBcast<>+88(SB)/8, $0x0504050405040504
+DATA wordBcast<>+96(SB)/8, $0x0706070607060706
+DATA wordBcast<>+104(SB)/8, $0x0706070607060706
+DATA wordBcast<>+112(SB)/8, $0x0706070607060706
+DATA wordBcast<>+120(SB)/8, $0x0706070607060706
+DATA wordBcast<>+128(SB)/8, $0x0908090809080908
+DATA wordBcast<>+136(SB)/8, $0x0908090809080908
+DATA wordBcast<>+144(SB)/8, $0x0908090809080908
+DATA wordBcast<>+152(SB)/8, $0x0908090809080908
+DATA wordBcast<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA wordBcast<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA wordBcast<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA wordBcast<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA wordBcast<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA wordBcast<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA wordBcast<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA wordBcast<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA wordBcast<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA wordBcast<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA wordBcast<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA wordBcast<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL wordBcast<>(SB), RODATA|NOPTR, $256
+
+// pairBcast + 32·i broadcasts word 2i over the low 128-bit lane and word
+// 2i+1 over the high one.
+DATA pairBcast<>+0(SB)/8, $0x0100010001000100
+DATA pairBcast<>+8(SB)/8, $0x0100010001000100
+DATA pairBcast<>+16(SB)/8, $0x0302030203020302
+DATA pairBcast<>+24(SB)/8, $0x0302030203020302
+DATA pairBcast<>+32(SB)/8, $0x0504050405040504
+DATA pairBcast<>+40(SB)/8, $0x0504050405040504
+DATA pairBcast<>+48(SB)/8, $0x0706070607060706
+DATA pairBcast<>+56(SB)/8, $0x0706070607060706
+DATA pairBcast<>+64(SB)/8, $0x0908090809080908
+DATA pairBcast<>+72(SB)/8, $0x0908090809080908
+DATA pairBcast<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA pairBcast<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA pairBcast<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA pairBcast<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA pairBcast<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA pairBcast<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL pairBcast<>(SB), RODATA|NOPTR, $128
+
+// KSCALES: the eight 6-bit scales and minimums of the Q4_K/Q5_K block at
+// SI (get_scale_min_k4, as ggml's utmp arithmetic): AX = the scales, BX
+// the minimums, a byte each. R9–R11 are spoilt.
+#define KSCALES \
+	MOVL  4(SI), AX; \
+	MOVL  8(SI), BX; \
+	MOVL  12(SI), R9; \
+	MOVL  R9, R10; \
+	SHRL  $4, R10; \
+	ANDL  $0x0f0f0f0f, R10; \
+	MOVL  BX, R11; \
+	SHRL  $6, R11; \
+	ANDL  $0x03030303, R11; \
+	SHLL  $4, R11; \
+	ORL   R11, R10; \
+	ANDL  $0x3f3f3f3f, BX; \
+	ANDL  $0x0f0f0f0f, R9; \
+	MOVL  AX, R11; \
+	SHRL  $6, R11; \
+	ANDL  $0x03030303, R11; \
+	SHLL  $4, R11; \
+	ORL   R11, R9; \
+	ANDL  $0x3f3f3f3f, AX; \
+	SHLQ  $32, R9; \
+	ORQ   R9, AX; \
+	SHLQ  $32, R10; \
+	ORQ   R10, BX
+
+// KSETUP: Y12 = the scales as words, in both lanes; X13 = the minimums
+// by the sums of x at (R8), four dwords; Y10 = 0.
+#define KSETUP \
+	KSCALES; \
+	VMOVQ       AX, X12; \
+	VPMOVZXBW   X12, X12; \
+	VINSERTI128 $1, X12, Y12, Y12; \
+	VMOVQ       BX, X13; \
+	VPMOVZXBW   X13, X13; \
+	VPMADDWD    (R8), X13, X13; \
+	VPXOR       Y10, Y10, Y10
+
+// KCHUNK(qo, xo, s0, s1): 64 values of 4 bits, the 32 bytes at qo(SI),
+// low nibbles by the 32 bytes at xo(DI) and scale s0, high nibbles by
+// the next 32 and scale s1 (offsets into wordBcast), added into Y10.
+// HI, when not empty, sets the fifth bits (Q5_K) of Y1 and Y2.
+#define KCHUNK(qo, xo, xo2, s0, s1, HI) \
+	VMOVDQU    qo(SI), Y1; \
+	VPSRLW     $4, Y1, Y2; \
+	VPAND      Y14, Y1, Y1; \
+	VPAND      Y14, Y2, Y2; \
+	HI; \
+	VPMADDUBSW xo(DI), Y1, Y1; \
+	VPMADDUBSW xo2(DI), Y2, Y2; \
+	VPSHUFB    wordBcast<>+s0(SB), Y12, Y3; \
+	VPMADDWD   Y3, Y1, Y1; \
+	VPSHUFB    wordBcast<>+s1(SB), Y12, Y3; \
+	VPMADDWD   Y3, Y2, Y2; \
+	VPADDD     Y1, Y10, Y10; \
+	VPADDD     Y2, Y10, Y10
+
+// KFINISH(dmoff): X8 += float32(d·isum) − float32(dmin·msum), isum the
+// dwords of Y10 and msum those of X13, d and dmin the f16 pair at
+// dmoff(SI) times the float32 at (DX).
+#define KFINISH \
+	VEXTRACTI128 $1, Y10, X1; \
+	VPADDD       X1, X10, X10; \
+	VPHADDD      X13, X10, X10; \
+	VPHADDD      X10, X10, X10; \
+	VCVTDQ2PS    X10, X10; \
+	VMOVD        (SI), X2; \
+	VCVTPH2PS    X2, X2; \
+	VBROADCASTSS (DX), X3; \
+	VMULPS       X3, X2, X2; \
+	VMULPS       X2, X10, X10; \
+	VMOVSHDUP    X10, X1; \
+	VSUBSS       X1, X10, X10; \
+	VADDSS       X10, X8, X8
+
+#define KHEAD \
+	MOVQ   w+0(FP), SI; \
+	MOVQ   q+8(FP), DI; \
+	MOVQ   d+16(FP), DX; \
+	MOVQ   sums+24(FP), R8; \
+	MOVQ   nb+32(FP), CX; \
+	BCAST8($0x0f0f0f0f, Y14, X14); \
+	VXORPS X8, X8, X8
+
+#define NOHI
+
+// Q5HI(lo, hi): the fifth bits of a Q5_K chunk from the bits of Y4 (the
+// block's 32 bytes of them): bit 2c for the low nibbles, 2c+1 for the
+// high, moved to bit 4 by the shifts lo and hi. Y11 holds bytes 0x10.
+#define Q5HI(LO, HI) \
+	LO; \
+	VPAND Y11, Y5, Y5; \
+	VPOR  Y5, Y1, Y1; \
+	HI; \
+	VPAND Y11, Y5, Y5; \
+	VPOR  Y5, Y2, Y2
+
+#define SL4 VPSLLW $4, Y4, Y5
+#define SL3 VPSLLW $3, Y4, Y5
+#define SL2 VPSLLW $2, Y4, Y5
+#define SL1 VPSLLW $1, Y4, Y5
+#define S0 VMOVDQA Y4, Y5
+#define SR1 VPSRLW $1, Y4, Y5
+#define SR2 VPSRLW $2, Y4, Y5
+#define SR3 VPSRLW $3, Y4, Y5
+
+// Q6DOT(xo, so): Y10 += the products of the 32 six-bit values of Y1 (0
+// to 63) less 32 by the 32 bytes at xo(DI), the words of each 128-bit
+// lane scaled as pairBcast+so picks from Y12. Y11 holds bytes 32.
+#define Q6DOT(xo, so) \
+	VMOVDQU    xo(DI), Y2; \
+	VPMADDUBSW Y2, Y1, Y1; \
+	VPMADDUBSW Y2, Y11, Y3; \
+	VPSUBW     Y3, Y1, Y1; \
+	VPSHUFB    pairBcast<>+so(SB), Y12, Y3; \
+	VPMADDWD   Y3, Y1, Y1; \
+	VPADDD     Y1, Y10, Y10
+
+// Q6HALF: one half (128 values) of a Q6_K block: low bits at ql(SI)
+// and ql+32(SI), high bits at qh(SI), scales at sc(SI), x at xo(DI) on.
+// Y14 holds bytes 0x0f, Y13 bytes 0x30.
+#define Q6HALF(ql, ql2, qh, sc, x0, x1, x2, x3) \
+	VPMOVSXBW   sc(SI), X12; \
+	VINSERTI128 $1, X12, Y12, Y12; \
+	VMOVDQU     qh(SI), Y4; \
+	VMOVDQU     ql(SI), Y5; \
+	VMOVDQU     ql2(SI), Y6; \
+	VPAND       Y14, Y5, Y1; \
+	VPSLLW      $4, Y4, Y2; \
+	VPAND       Y13, Y2, Y2; \
+	VPOR        Y2, Y1, Y1; \
+	Q6DOT(x0, 0); \
+	VPAND       Y14, Y6, Y1; \
+	VPSLLW      $2, Y4, Y2; \
+	VPAND       Y13, Y2, Y2; \
+	VPOR        Y2, Y1, Y1; \
+	Q6DOT(x1, 32); \
+	VPSRLW      $4, Y5, Y1; \
+	VPAND       Y14, Y1, Y1; \
+	VPAND       Y13, Y4, Y2; \
+	VPOR        Y2, Y1, Y1; \
+	Q6DOT(x2, 64); \
+	VPSRLW      $4, Y6, Y1; \
+	VPAND       Y14, Y1, Y1; \
+	VPSRLW      $2, Y4, Y2; \
+	VPAND       Y13, Y2, Y2; \
+	VPOR        Y2, Y1, Y1; \
+	Q6DOT(x3, 96)
+
+// REDUCE32: X8 = reduce32 of Y8..Y11 (lanes 0–7, 8–15, 16–23, 24–31).
+#define REDUCE32 \
+	VADDPS Y10, Y8, Y8; \
+	VADDPS Y11, Y9, Y9; \
+	VADDPS Y9, Y8, Y8; \
+	REDUCE8(Y8, X8, X1)
+
+// F16RUN(off, xo, Y, A): A += the 8 f16 at off(SI), widened into Y,
+// times the 8 float32 at xo(DI). BF16RUN: the same for bf16.
+#define F16RUN(off, xo, Y, A) \
+	VCVTPH2PS off(SI), Y; \
+	VMULPS    xo(DI), Y, Y; \
+	VADDPS    Y, A, A
+
+#define BF16RUN(off, xo, Y, A) \
+	VPMOVZXWD off(SI), Y; \
+	VPSLLD    $16, Y, Y; \
+	VMULPS    xo(DI), Y, Y; \
+	VADDPS    Y, A, A
+
+// func dotQ8_0AVX2(w, q *byte, d *float32, nb int) float32
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
+	HEAD32
+	LOOP32(Q8_0BODY, 34)
+	TAIL32
+	MOVSS X8, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ4_0AVX2(w, q *byte, d *float32, nb int) float32
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
+	HEAD32
+	BCAST8($0x08080808, Y13, X13)
+	LOOP32(Q4_0BODY, 18)
+	TAIL32
+	MOVSS X8, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ5_0AVX2(w, q *byte, d *float32, nb int) float32
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-36
+	HEAD32
+	BCAST8($0xf0f0f0f0, Y13, X13)
+	HIBITSCONST
+	LOOP32(Q5_0BODY, 22)
+	TAIL32
+	MOVSS X8, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ4_1AVX2(w, q *byte, d, s *float32, nb int) float32
+TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-44
+	MOVQ   s+24(FP), R8
+	MOVQ   w+0(FP), SI
+	MOVQ   q+8(FP), DI
+	MOVQ   d+16(FP), DX
+	MOVQ   nb+32(FP), CX
+	MOVL   $0x00010001, AX
+	VMOVD  AX, X15
+	VPBROADCASTD X15, Y15
+	BCAST8($0x0f0f0f0f, Y14, X14)
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS X0, X0, X0
+	VXORPS X7, X7, X7
+	LOOP32M(Q4_1BODY, 20)
+	TAIL32M
+	MOVSS  X8, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ5_1AVX2(w, q *byte, d, s *float32, nb int) float32
+TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-44
+	MOVQ   s+24(FP), R8
+	MOVQ   w+0(FP), SI
+	MOVQ   q+8(FP), DI
+	MOVQ   d+16(FP), DX
+	MOVQ   nb+32(FP), CX
+	MOVL   $0x00010001, AX
+	VMOVD  AX, X15
+	VPBROADCASTD X15, Y15
+	BCAST8($0x0f0f0f0f, Y14, X14)
+	BCAST8($0x10101010, Y13, X13)
+	HIBITSCONST
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS X0, X0, X0
+	VXORPS X7, X7, X7
+	LOOP32M(Q5_1BODY, 24)
+	TAIL32M
+	MOVSS  X8, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ4_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-44
+	KHEAD
+loop:
+	KSETUP
+	KCHUNK(16, 0, 32, 0, 32, NOHI)
+	KCHUNK(48, 64, 96, 64, 96, NOHI)
+	KCHUNK(80, 128, 160, 128, 160, NOHI)
+	KCHUNK(112, 192, 224, 192, 224, NOHI)
+	KFINISH
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $16, R8
+	DECQ CX
+	JNZ  loop
+	MOVSS X8, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ5_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
+TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-44
+	KHEAD
+	BCAST8($0x10101010, Y11, X11)
+loop:
+	VMOVDQU 16(SI), Y4
+	KSETUP
+	KCHUNK(48, 0, 32, 0, 32, Q5HI(SL4, SL3))
+	KCHUNK(80, 64, 96, 64, 96, Q5HI(SL2, SL1))
+	KCHUNK(112, 128, 160, 128, 160, Q5HI(S0, SR1))
+	KCHUNK(144, 192, 224, 192, 224, Q5HI(SR2, SR3))
+	KFINISH
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $16, R8
+	DECQ CX
+	JNZ  loop
+	MOVSS X8, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ6_KAVX2(w, q *byte, d *float32, nb int) float32
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-36
+	MOVQ   w+0(FP), SI
+	MOVQ   q+8(FP), DI
+	MOVQ   d+16(FP), DX
+	MOVQ   nb+24(FP), CX
+	BCAST8($0x0f0f0f0f, Y14, X14)
+	BCAST8($0x30303030, Y13, X13)
+	BCAST8($0x20202020, Y11, X11)
+	VXORPS X8, X8, X8
+loop:
+	VPXOR Y10, Y10, Y10
+	Q6HALF(0, 32, 128, 192, 0, 32, 64, 96)
+	Q6HALF(64, 96, 160, 200, 128, 160, 192, 224)
+	VEXTRACTI128 $1, Y10, X1
+	VPADDD       X1, X10, X10
+	VPHADDD      X10, X10, X10
+	VPHADDD      X10, X10, X10
+	VCVTDQ2PS    X10, X10
+	MOVWLZX      208(SI), AX
+	VMOVD        AX, X2
+	VCVTPH2PS    X2, X2
+	VMULSS       (DX), X2, X2
+	VMULSS       X2, X10, X10
+	VADDSS       X10, X8, X8
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  loop
+	MOVSS X8, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotF16AVX2(w *byte, x *float32, n int) float32
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ  CX, CX
+	JEQ    done
+loop:
+	F16RUN(0, 0, Y0, Y8)
+	F16RUN(16, 32, Y1, Y9)
+	F16RUN(32, 64, Y2, Y10)
+	F16RUN(48, 96, Y3, Y11)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	REDUCE32
+	MOVSS X8, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotBF16AVX2(w *byte, x *float32, n int) float32
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ  CX, CX
+	JEQ    done
+loop:
+	BF16RUN(0, 0, Y0, Y8)
+	BF16RUN(16, 32, Y1, Y9)
+	BF16RUN(32, 64, Y2, Y10)
+	BF16RUN(48, 96, Y3, Y11)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	REDUCE32
+	MOVSS X8, ret+24(FP)
+	VZEROUPPER
+	RET
+
+
+// func cpuid1ECX() uint32
+TEXT ·cpuid1ECX(SB), NOSPLIT, $0-4
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	MOVL CX, ret+0(FP)
+	RET

@@ -1,0 +1,119 @@
+//go:build !noasm
+
+package quant
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/berth-ml/berth/weights/ggml"
+)
+
+// The AVX2 kernels need AVX2 and F16C (every AVX2 CPU has it; x/sys/cpu
+// does not report it, so CPUID is asked).
+var hasAVX2 = cpu.X86.HasAVX2 && cpuid1ECX()&(1<<29) != 0
+
+// cpuid1ECX is ECX of CPUID leaf 1.
+func cpuid1ECX() uint32
+
+// The assembly kernels (dot_amd64.s). nb is the number of blocks, n the
+// number of runs of 32 values; each returns what its Go counterpart
+// (ref.go) returns for that many.
+
+//go:noescape
+func dotQ8_0AVX2(w, q *byte, d *float32, nb int) float32
+
+//go:noescape
+func dotQ4_0AVX2(w, q *byte, d *float32, nb int) float32
+
+//go:noescape
+func dotQ5_0AVX2(w, q *byte, d *float32, nb int) float32
+
+//go:noescape
+func dotQ4_1AVX2(w, q *byte, d, s *float32, nb int) float32
+
+//go:noescape
+func dotQ5_1AVX2(w, q *byte, d, s *float32, nb int) float32
+
+//go:noescape
+func dotQ4_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
+
+//go:noescape
+func dotQ6_KAVX2(w, q *byte, d *float32, nb int) float32
+
+//go:noescape
+func dotF16AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotBF16AVX2(w *byte, x *float32, n int) float32
+
+// asmImpls lists the assembly kernels this CPU runs for type t, the
+// fastest first.
+func asmImpls(t ggml.Type) []impl {
+	if !hasAVX2 {
+		return nil
+	}
+	var f dotFunc
+	switch t {
+	case ggml.Q8_0:
+		f = func(w, a []byte, k int) float32 { return q8call(dotQ8_0AVX2, w, a, k, 34) }
+	case ggml.Q4_0:
+		f = func(w, a []byte, k int) float32 { return q8call(dotQ4_0AVX2, w, a, k, 18) }
+	case ggml.Q5_0:
+		f = func(w, a []byte, k int) float32 { return q8call(dotQ5_0AVX2, w, a, k, 22) }
+	case ggml.Q4_1:
+		f = func(w, a []byte, k int) float32 { return q8mcall(dotQ4_1AVX2, w, a, k, 20) }
+	case ggml.Q5_1:
+		f = func(w, a []byte, k int) float32 { return q8mcall(dotQ5_1AVX2, w, a, k, 24) }
+	case ggml.Q4_K:
+		f = func(w, a []byte, k int) float32 { return qkcall(dotQ4_KAVX2, w, a, k, 144) }
+	case ggml.Q5_K:
+		f = func(w, a []byte, k int) float32 { return qkcall(dotQ5_KAVX2, w, a, k, 176) }
+	case ggml.Q6_K:
+		f = func(w, a []byte, k int) float32 {
+			xq, xd, _ := qkRow(a, k)
+			_ = w[210*(k/256)-1]
+			return dotQ6_KAVX2(&w[0], &xq[0], &xd[0], k/256)
+		}
+	case ggml.F16:
+		f = func(w, a []byte, k int) float32 {
+			x := f32s(a, k)
+			_ = w[2*k-1]
+			return dotF16AVX2(&w[0], &x[0], k/32) + tailF16(w, x, k&^31)
+		}
+	case ggml.BF16:
+		f = func(w, a []byte, k int) float32 {
+			x := f32s(a, k)
+			_ = w[2*k-1]
+			return dotBF16AVX2(&w[0], &x[0], k/32) + tailBF16(w, x, k&^31)
+		}
+	default:
+		return nil
+	}
+	return []impl{{goImpls[t].kind, f, "avx2"}}
+}
+
+// q8call runs a kernel of 32-value blocks of size bytes on a prepared
+// Q8_0 row, after the bounds checks the assembly does not make.
+func q8call(f func(w, q *byte, d *float32, nb int) float32, w, a []byte, k, size int) float32 {
+	xq, xd, _ := q8Row(a, k)
+	nb := k / 32
+	_ = w[size*nb-1]
+	return f(&w[0], &xq[0], &xd[0], nb)
+}
+
+func q8mcall(f func(w, q *byte, d, s *float32, nb int) float32, w, a []byte, k, size int) float32 {
+	xq, xd, xs := q8Row(a, k)
+	nb := k / 32
+	_ = w[size*nb-1]
+	return f(&w[0], &xq[0], &xd[0], &xs[0], nb)
+}
+
+func qkcall(f func(w, q *byte, d *float32, sums *int16, nb int) float32, w, a []byte, k, size int) float32 {
+	xq, xd, sums := qkRow(a, k)
+	nb := k / 256
+	_ = w[size*nb-1]
+	return f(&w[0], &xq[0], &xd[0], &sums[0], nb)
+}
