@@ -13,8 +13,13 @@ import (
 //
 //	Q8_0 kind: k int8 values; k/32 float32 scales d (f16 values, as
 //	           ggml stores them); k/32 float32 d·Σq, the block's sum.
+//	Q8_0B:     the same, with k/4 int32 after the values: −8 times the
+//	           sum of each four values (the AVX-512 kernels start their
+//	           sums of four products of unsigned weights there).
 //	Q8_K kind: k int8 values; k/256 float32 scales d; k/32 int16 sums
 //	           of 32 values.
+//
+// and 64 bytes more, which the vector kernels may read past the end.
 //
 // The values are ggml's: quantizeQ8_0 is quantize_row_q8_0 of ggml's x86
 // code (AVX2), quantizeQ8_K is quantize_row_q8_K_ref, which x86 uses.
@@ -25,6 +30,7 @@ type kind uint8
 const (
 	kindNone  kind = iota
 	kindQ8_0       // Q8_0 rows (with block sums)
+	kindQ8_0B      // Q8_0 rows with the sums of fours
 	kindQ8_K       // Q8_K rows (with sums of 32)
 	kindFloat      // x as it is, float32
 )
@@ -32,12 +38,15 @@ const (
 // quantizeQ8_0 quantises x (whole blocks of 32) into the Q8_0 row a:
 // per block d = max|x|/127, rounded to f16, and q = x·(127/max|x|)
 // rounded to the nearest integer, ties to even.
-func quantizeQ8_0(a []byte, x []float32) {
+//
+// With bias, it also stores −8 times the sum of each four q.
+func quantizeQ8_0(a []byte, x []float32, bias bool) {
 	k := len(x)
 	nb := k / 32
+	od, os := q8Offsets(k, bias)
 	qs := a[:k]
-	ds := f32s(a[k:], nb)
-	ss := f32s(a[k+4*nb:], nb)
+	ds := f32s(a[od:], nb)
+	ss := f32s(a[os:], nb)
 	for b := range nb {
 		xb := x[32*b : 32*b+32 : 32*b+32]
 		var amax float32
@@ -59,6 +68,23 @@ func quantizeQ8_0(a []byte, x []float32) {
 		ds[b] = d
 		ss[b] = d * float32(sum)
 	}
+	if bias {
+		bs := i32s(a[k:], k/4)
+		for i := range bs {
+			q := qs[4*i : 4*i+4]
+			bs[i] = -8 * (int32(int8(q[0])) + int32(int8(q[1])) + int32(int8(q[2])) + int32(int8(q[3])))
+		}
+	}
+}
+
+// q8Offsets is where the scales and the sums of a Q8_0 row of k values
+// start, after its values and, with bias, their sums of fours.
+func q8Offsets(k int, bias bool) (od, os int) {
+	od = k
+	if bias {
+		od = 2 * k
+	}
+	return od, od + 4*(k/32)
 }
 
 // quantizeQ8_K quantises x (whole blocks of 256) into the Q8_K row a:
@@ -110,6 +136,15 @@ func f32s(b []byte, n int) []float32 {
 	}
 	_ = b[4*n-1]
 	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// i32s views the first 4n bytes of b, 4-byte aligned, as n int32s.
+func i32s(b []byte, n int) []int32 {
+	if n == 0 {
+		return nil
+	}
+	_ = b[4*n-1]
+	return unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
 // i16s views the first 2n bytes of b, 2-byte aligned, as n int16s.

@@ -19,17 +19,16 @@ func BenchmarkGEMV(b *testing.B) {
 			w := randomWeights(r, typ, n, k)
 			x := randomX(r, 1, k)
 			y := make([]float32, n)
-			scratch := make([]byte, ScratchBytes(typ, 1, k))
 			for _, path := range Paths(typ) {
 				b.Run(fmt.Sprintf("k=%d/n=%d/%s/%s", k, n, typ, path), func(b *testing.B) {
 					b.SetBytes(int64(len(w)))
 					im := implOf(typ, path)
+					scratch := make([]byte, 64+actStride(im.kind, k))
 					for b.Loop() {
-						p, err := Prepare(y, x, 1, k, w, n, typ, scratch)
+						p, err := prepare(y, x, 1, k, w, n, typ, scratch, im)
 						if err != nil {
 							b.Fatal(err)
 						}
-						p.dot = im.dot
 						p.Run(0, n)
 					}
 				})

@@ -3,6 +3,8 @@
 package quant
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/cpu"
 
 	"github.com/berth-ml/berth/weights/ggml"
@@ -92,7 +94,7 @@ func asmImpls(t ggml.Type) []impl {
 	default:
 		return nil
 	}
-	return []impl{{goImpls[t].kind, f, "avx2"}}
+	return append(avx512Impls(t), impl{goImpls[t].kind, f, "avx2"})
 }
 
 // q8call runs a kernel of 32-value blocks of size bytes on a prepared
@@ -116,4 +118,97 @@ func qkcall(f func(w, q *byte, d *float32, sums *int16, nb int) float32, w, a []
 	nb := k / 256
 	_ = w[size*nb-1]
 	return f(&w[0], &xq[0], &xd[0], &sums[0], nb)
+}
+
+// The AVX-512 kernels need AVX-512 F, BW and VL; those named VNNI also
+// AVX512-VNNI.
+var (
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
+	hasVNNI   = hasAVX512 && cpu.X86.HasAVX512VNNI
+)
+
+// The AVX-512 kernels of 32-value blocks (dot512_amd64.s) take the
+// activation row's values, scales, block sums and sums of fours (the
+// last only where their row is Q8_0B; any valid pointer elsewhere).
+type dot512 func(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ8_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ8_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_1VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_1BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_1VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_1BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+// impl512 wraps a kernel of 32-value blocks of size bytes on rows of the
+// given kind.
+func impl512(f dot512, size int, kind kind, path string) impl {
+	bias := kind == kindQ8_0B
+	return impl{kind, func(w, a []byte, k int) float32 {
+		nb := k / 32
+		od, os := q8Offsets(k, bias)
+		xd, xs := f32s(a[od:], nb), f32s(a[os:], nb)
+		_ = a[os+4*nb+63] // the kernels read up to 64 bytes past a part
+		_ = w[size*nb-1]
+		b := (*int32)(unsafe.Pointer(&a[od]))
+		if bias {
+			b = &i32s(a[k:], k/4)[0]
+		}
+		return f(&w[0], &a[0], &xd[0], &xs[0], b, nb)
+	}, path}
+}
+
+// avx512Impls lists the AVX-512 kernels of type t this CPU runs.
+func avx512Impls(t ggml.Type) []impl {
+	if !hasAVX512 {
+		return nil
+	}
+	type pair struct {
+		vnni, bw dot512
+		size     int
+		vnniKind kind
+		bwKind   kind
+	}
+	var p pair
+	switch t {
+	case ggml.Q8_0:
+		p = pair{dotQ8_0VNNI, dotQ8_0BW, 34, kindQ8_0B, kindQ8_0}
+	case ggml.Q4_0:
+		p = pair{dotQ4_0VNNI, dotQ4_0BW, 18, kindQ8_0B, kindQ8_0B}
+	case ggml.Q5_0:
+		p = pair{dotQ5_0VNNI, dotQ5_0BW, 22, kindQ8_0B, kindQ8_0B}
+	case ggml.Q4_1:
+		p = pair{dotQ4_1VNNI, dotQ4_1BW, 20, kindQ8_0, kindQ8_0}
+	case ggml.Q5_1:
+		p = pair{dotQ5_1VNNI, dotQ5_1BW, 24, kindQ8_0, kindQ8_0}
+	default:
+		return nil
+	}
+	var v []impl
+	if hasVNNI {
+		v = append(v, impl512(p.vnni, p.size, p.vnniKind, "avx512vnni"))
+	}
+	return append(v, impl512(p.bw, p.size, p.bwKind, "avx512bw"))
 }

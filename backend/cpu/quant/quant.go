@@ -33,12 +33,14 @@ func actStride(kind kind, k int) int {
 	switch kind {
 	case kindQ8_0:
 		n = k + 8*(k/32) // int8 values, then per block d and d·Σq as float32
+	case kindQ8_0B:
+		n = 2*k + 8*(k/32) // the same with the sums of fours
 	case kindQ8_K:
 		n = k + 4*(k/256) + 2*(k/32) // int8 values, per block d, int16 sums of 32
 	default:
 		return 0
 	}
-	return (n + 63) &^ 63
+	return (n + 64 + 63) &^ 63
 }
 
 // Product is one prepared product y = x·Wᵀ: its operands checked and
@@ -65,6 +67,11 @@ func Prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	if !Supports(t) {
 		return Product{}, fmt.Errorf("quant: no product with %s weights", t)
 	}
+	return prepare(y, x, m, k, w, n, t, scratch, impls[t])
+}
+
+// prepare is Prepare with the kernel im.
+func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []byte, im impl) (Product, error) {
 	if m < 0 || k < 0 || n < 0 {
 		return Product{}, fmt.Errorf("quant: negative size %d×%d·(%d×%d)ᵀ", m, k, n, k)
 	}
@@ -80,12 +87,11 @@ func Prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	case int64(len(w)) < int64(n)*wRow:
 		return Product{}, fmt.Errorf("quant: w holds %d bytes, %d rows of %d %s need %d", len(w), n, k, t, int64(n)*wRow)
 	}
-	im := impls[t]
 	p := Product{y: y, x: x, w: w, dot: im.dot, m: m, k: k, n: n, wRow: int(wRow), aRow: actStride(im.kind, k)}
 	if p.aRow == 0 || m == 0 || k == 0 {
 		return p, nil
 	}
-	need := ScratchBytes(t, m, k)
+	need := 64 + m*p.aRow
 	if len(scratch) < need {
 		return Product{}, fmt.Errorf("quant: scratch holds %d bytes, need %d", len(scratch), need)
 	}
@@ -94,9 +100,10 @@ func Prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	for i := range m {
 		a := p.act[i*p.aRow : (i+1)*p.aRow]
 		xi := x[i*k : (i+1)*k]
-		if im.kind == kindQ8_0 {
-			quantizeQ8_0(a, xi)
-		} else {
+		switch im.kind {
+		case kindQ8_0, kindQ8_0B:
+			quantizeQ8_0(a, xi, im.kind == kindQ8_0B)
+		case kindQ8_K:
 			quantizeQ8_K(a, xi)
 		}
 	}

@@ -100,12 +100,12 @@ func implOf(t ggml.Type, path string) impl {
 func run(t *testing.T, typ ggml.Type, path string, x []float32, m, k int, w []byte, n int) []float32 {
 	t.Helper()
 	y := make([]float32, m*n)
-	scratch := make([]byte, ScratchBytes(typ, m, k))
-	p, err := Prepare(y, x, m, k, w, n, typ, scratch)
+	im := implOf(typ, path)
+	scratch := make([]byte, 64+m*actStride(im.kind, k))
+	p, err := prepare(y, x, m, k, w, n, typ, scratch, im)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.dot = implOf(typ, path).dot
 	p.Run(0, n)
 	return y
 }
@@ -125,7 +125,7 @@ func dequantizedX(typ ggml.Type, x []float32, m, k int) []float64 {
 	for i := range m {
 		row := x[i*k : (i+1)*k]
 		if kind == kindQ8_0 {
-			quantizeQ8_0(a, row)
+			quantizeQ8_0(a, row, false)
 			q, d, _ := q8Row(a, k)
 			for e := range k {
 				xd[i*k+e] = float64(int8(q[e])) * float64(d[e/32])
@@ -350,7 +350,7 @@ func TestQuantizeQ8_0(t *testing.T) {
 	}
 	x[40] = -1e-3 // the second block: one value, all others 0
 	a := make([]byte, actStride(kindQ8_0, 64))
-	quantizeQ8_0(a, x)
+	quantizeQ8_0(a, x, false)
 	q, d, s := q8Row(a, 64)
 	if want := half(dtype.F16FromF32(4.0 / 127)); d[0] != want {
 		t.Errorf("d = %g, want %g", d[0], want)
@@ -372,7 +372,7 @@ func TestQuantizeQ8_0(t *testing.T) {
 	// 0.5·(127/amax) is a tie: to even.
 	clear(x)
 	x[0], x[1], x[2] = 127, 0.5, 1.5
-	quantizeQ8_0(a, x)
+	quantizeQ8_0(a, x, false)
 	if q[0] != 127 || q[1] != 0 || q[2] != 2 {
 		t.Errorf("ties: %v", q[:3])
 	}

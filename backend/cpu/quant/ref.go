@@ -78,8 +78,8 @@ func dot4(v *[32]int32, x []byte) (s [8]int32) {
 
 // q8Row splits a prepared Q8_0 row of k values.
 func q8Row(a []byte, k int) (q []byte, d, s []float32) {
-	nb := k / 32
-	return a[:k], f32s(a[k:], nb), f32s(a[k+4*nb:], nb)
+	od, os := q8Offsets(k, false)
+	return a[:k], f32s(a[od:], k/32), f32s(a[os:], k/32)
 }
 
 // qkRow splits a prepared Q8_K row of k values.
