@@ -248,6 +248,50 @@ DATA spread02<>+56(SB)/8, $0x0000000200000002
 GLOBL spread02<>(SB), RODATA|NOPTR, $64
 
 
+// F16RUN16(off, xo, Z, A): A += the 16 f16 at off(SI), widened into Z,
+// times the 16 float32 at xo(DI). BF16RUN16: the same for bf16.
+#define F16RUN16(off, xo, Z, A) \
+	VCVTPH2PS off(SI), Z; \
+	VMULPS    xo(DI), Z, Z; \
+	VADDPS    Z, A, A
+
+#define BF16RUN16(off, xo, Z, A) \
+	VPMOVZXWD off(SI), Z; \
+	VPSLLD    $16, Z, Z; \
+	VMULPS    xo(DI), Z, Z; \
+	VADDPS    Z, A, A
+
+// RUNS32(RUN): the runs of 32 values, lanes 0–15 in Z8 and 16–31 in Z9,
+// then reduce32 of them into X8.
+#define RUNS32(RUN) \
+	MOVQ   w+0(FP), SI; \
+	MOVQ   x+8(FP), DI; \
+	MOVQ   n+16(FP), CX; \
+	VXORPS Z8, Z8, Z8; \
+	VXORPS Z9, Z9, Z9; \
+	TESTQ  CX, CX; \
+	JEQ    done; \
+loop:; \
+	RUN(0, 0, Z0, Z8); \
+	RUN(32, 64, Z1, Z9); \
+	ADDQ   $64, SI; \
+	ADDQ   $128, DI; \
+	DECQ   CX; \
+	JNZ    loop; \
+done:; \
+	VADDPS        Z9, Z8, Z8; \
+	VEXTRACTF64X4 $1, Z8, Y9; \
+	VADDPS        Y9, Y8, Y8; \
+	VEXTRACTF128  $1, Y8, X1; \
+	VADDPS        X1, X8, X8; \
+	VMOVHLPS      X8, X8, X1; \
+	VADDPS        X1, X8, X8; \
+	VMOVSHDUP     X8, X1; \
+	VADDSS        X1, X8, X8; \
+	MOVSS         X8, ret+24(FP); \
+	VZEROUPPER; \
+	RET
+
 // func dotQ8_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ8_0VNNI(SB), NOSPLIT, $0-52
 	KERNEL(SET13($0x80808080), Q8_0VNNI(34, 36, ACCPAIR), Q8_0VNNI(0, 2, ACCLOW), 68, RESULT)
@@ -287,3 +331,11 @@ TEXT ·dotQ5_1VNNI(SB), NOSPLIT, $0-52
 // func dotQ5_1BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ5_1BW(SB), NOSPLIT, $0-52
 	KERNEL(SET13($0x10101010); MINCONST, Q5_1PAIR(DOTBW, 24, 32, 28, K3, ACCPAIR), Q5_1PAIR(DOTBW, 0, 8, 4, K4, ACCLOW), 48, RESULTMIN)
+
+// func dotF16AVX512(w *byte, x *float32, n int) float32
+TEXT ·dotF16AVX512(SB), NOSPLIT, $0-28
+	RUNS32(F16RUN16)
+
+// func dotBF16AVX512(w *byte, x *float32, n int) float32
+TEXT ·dotBF16AVX512(SB), NOSPLIT, $0-28
+	RUNS32(BF16RUN16)

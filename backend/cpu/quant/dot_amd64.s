@@ -22,26 +22,37 @@
 	VMOVSHDUP    X, T; \
 	VADDSS       T, X, X
 
-// SCALE32: Y5 = f16 at (SI) times float32 at (DX), in every lane.
-#define SCALE32 \
-	VPBROADCASTW (SI), X5; \
+// The kernels of 32-value blocks take (w, q, d, s, bias, nb): SI the
+// weights, DI the activation values, DX their scales, R8 their block sums,
+// R9 their sums of fours times −8 (Q8_0B rows), the last four indexed by
+// BX, four times the block's index; CX the blocks. They run the blocks in
+// pairs, block b into Y8 and b+1 into Y9, and an odd last one into Y8.
+
+// SCALE32(wo, do): Y5 = the f16 at wo(SI) times the float32 at
+// do(DX)(BX*1), in every lane.
+#define SCALE32(wo, do) \
+	VPBROADCASTW wo(SI), X5; \
 	VCVTPH2PS    X5, Y5; \
-	VBROADCASTSS (DX), Y6; \
+	VBROADCASTSS do(DX)(BX*1), Y6; \
 	VMULPS       Y6, Y5, Y5
 
-// SDOT: Y1 = the lane sums of signed bytes Y1 by the signed bytes at
-// (DI): |w|·(x·sign w) in pairs, then fours. Y15 holds words of 1.
-#define SDOT \
-	VMOVDQU    (DI), Y2; \
+// SDOT(xo): Y1 = the lane sums of signed bytes Y1 by the signed bytes at
+// xo(DI)(BX*8): |w|·(x·sign w) in pairs, then fours. Y15 holds words of 1.
+#define SDOT(xo) \
+	VMOVDQU    xo(DI)(BX*8), Y2; \
 	VPSIGNB    Y1, Y2, Y2; \
 	VPABSB     Y1, Y1; \
 	VPMADDUBSW Y2, Y1, Y1; \
 	VPMADDWD   Y15, Y1, Y1
 
-// UDOT: the same for unsigned bytes Y1.
-#define UDOT \
-	VPMADDUBSW (DI), Y1, Y1; \
+// UDOT(xo): the same for unsigned bytes Y1.
+#define UDOT(xo) \
+	VPMADDUBSW xo(DI)(BX*8), Y1, Y1; \
 	VPMADDWD   Y15, Y1, Y1
+
+// BIAS(xo): Y1 += −8 times the sums of four x (for weights q−8).
+#define BIAS(xo) \
+	VPADDD xo(R9)(BX*8), Y1, Y1
 
 // ACC(A): A += float32(Y5·float32(Y1)), lane by lane.
 #define ACC(A) \
@@ -57,122 +68,116 @@
 	VPBLENDD       $0xf0, Y2, Y1, Y1; \
 	VPAND          Y14, Y1, Y1
 
-// HIBITS(off): Y3 = 0xff in byte e where bit e of the 32 bits at off(SI)
-// is set, else 0. Y12 spreads the bytes, Y11 holds 0x7fbfdfeff7fbfdfe.
+// HIBITS(off): Y1 |= 0x10 in byte e where bit e of the 32 bits at off(SI)
+// is set. Y12 spreads the bytes, Y11 holds 0x7fbfdfeff7fbfdfe, Y10 all
+// ones, Y13 bytes 0x10.
 #define HIBITS(off) \
 	VPBROADCASTD off(SI), Y3; \
 	VPSHUFB      Y12, Y3, Y3; \
 	VPOR         Y11, Y3, Y3; \
-	VPCMPEQB     Y10, Y3, Y3
+	VPCMPEQB     Y10, Y3, Y3; \
+	VPAND        Y13, Y3, Y3; \
+	VPOR         Y3, Y1, Y1
 
-// HEAD32: the arguments of the 32-value kernels and the constants
-// they share.
-#define HEAD32 \
-	MOVQ         w+0(FP), SI; \
-	MOVQ         q+8(FP), DI; \
-	MOVQ         d+16(FP), DX; \
-	MOVQ         nb+24(FP), CX; \
-	MOVL         $0x00010001, AX; \
-	VMOVD        AX, X15; \
-	VPBROADCASTD X15, Y15; \
-	BCAST8($0x0f0f0f0f, Y14, X14); \
-	VXORPS       Y8, Y8, Y8; \
-	VXORPS       Y9, Y9, Y9
-
-// TAIL32: the result, reduce8 of Y8 + Y9, into X8.
-#define TAIL32 \
-	VADDPS Y9, Y8, Y8; \
-	REDUCE8(Y8, X8, X1)
-
-// A block of 32: BODY computes Y1, the lane sums; then the scale and the
-// accumulation into A, and the pointers move on by the block's size.
-#define BLOCK32(BODY, A, size) \
-	BODY; \
-	SCALE32; \
-	ACC(A); \
-	ADDQ $size, SI; \
-	ADDQ $32, DI; \
-	ADDQ $4, DX
-
-// LOOP32(BODY, size): the blocks two at a time into Y8 and Y9, then a
-// last one into Y8.
-#define LOOP32(BODY, size) \
-pairs:; \
-	CMPQ CX, $2; \
-	JLT  last; \
-	BLOCK32(BODY, Y8, size); \
-	BLOCK32(BODY, Y9, size); \
-	SUBQ $2, CX; \
-	JMP  pairs; \
-last:; \
-	CMPQ CX, $0; \
-	JEQ  done; \
-	BLOCK32(BODY, Y8, size); \
-done:
-
-#define Q8_0BODY \
-	VMOVDQU 2(SI), Y1; \
-	SDOT
-
-#define Q4_0BODY \
-	NIBBLES(2); \
-	VPSUBB Y13, Y1, Y1; \
-	SDOT
-
-#define Q5_0BODY \
-	NIBBLES(6); \
-	HIBITS(2); \
-	VPANDN Y13, Y3, Y3; \
-	VPOR   Y3, Y1, Y1; \
-	SDOT
-
-// HIBITSCONST: Y12, Y11 and Y10 for HIBITS.
+// HIBITSCONST: Y13, Y12, Y11 and Y10 for HIBITS.
 #define HIBITSCONST \
+	BCAST8($0x10101010, Y13, X13); \
 	VMOVDQU      hibitShuf<>(SB), Y12; \
 	MOVQ         $0x7fbfdfeff7fbfdfe, AX; \
 	VMOVQ        AX, X11; \
 	VPBROADCASTQ X11, Y11; \
 	VPCMPEQB     Y10, Y10, Y10
 
-// The blocks with a minimum (Q4_1, Q5_1) also add m·s, the block's
-// minimum by dx·Σx at (R8), into X0 or X7 by the block's parity.
-#define MIN32(M) \
-	VPBROADCASTW 2(SI), X4; \
+// MIN32(mo, so, M): M += m·s, the f16 minimum at mo(SI) by the float32
+// at so(R8)(BX*1) (Q4_1, Q5_1).
+#define MIN32(mo, so, M) \
+	VPBROADCASTW mo(SI), X4; \
 	VCVTPH2PS    X4, X4; \
-	VMULSS       (R8), X4, X4; \
-	VADDSS       X4, M, M; \
-	ADDQ         $4, R8
+	VMULSS       so(R8)(BX*1), X4, X4; \
+	VADDSS       X4, M, M
 
-#define Q4_1BODY(M) \
-	MIN32(M); \
-	NIBBLES(4); \
-	UDOT
+// The blocks, at wo(SI), their values at xo(DI)(BX*8) and scales at
+// do(DX)(BX*1), accumulated into A.
+#define Q8_0BLK(wo, qo, xo, do, A) \
+	VMOVDQU qo(SI), Y1; \
+	SDOT(xo); \
+	SCALE32(wo, do); \
+	ACC(A)
 
-#define Q5_1BODY(M) \
-	MIN32(M); \
-	NIBBLES(8); \
-	HIBITS(4); \
-	VPAND Y13, Y3, Y3; \
-	VPOR  Y3, Y1, Y1; \
-	UDOT
+#define Q4_0BLK(wo, qo, xo, do, A) \
+	NIBBLES(qo); \
+	UDOT(xo); \
+	BIAS(xo); \
+	SCALE32(wo, do); \
+	ACC(A)
 
-#define LOOP32M(BODY, size) \
+#define Q5_0BLK(wo, ho, qo, xo, do, A) \
+	NIBBLES(qo); \
+	HIBITS(ho); \
+	UDOT(xo); \
+	BIAS(xo); \
+	BIAS(xo); \
+	SCALE32(wo, do); \
+	ACC(A)
+
+#define Q4_1BLK(wo, mo, qo, xo, do, A, M) \
+	MIN32(mo, do, M); \
+	NIBBLES(qo); \
+	UDOT(xo); \
+	SCALE32(wo, do); \
+	ACC(A)
+
+#define Q5_1BLK(wo, mo, ho, qo, xo, do, A, M) \
+	MIN32(mo, do, M); \
+	NIBBLES(qo); \
+	HIBITS(ho); \
+	UDOT(xo); \
+	SCALE32(wo, do); \
+	ACC(A)
+
+// HEAD32: the arguments and the constants all share.
+#define HEAD32 \
+	MOVQ         w+0(FP), SI; \
+	MOVQ         q+8(FP), DI; \
+	MOVQ         d+16(FP), DX; \
+	MOVQ         s+24(FP), R8; \
+	MOVQ         bias+32(FP), R9; \
+	MOVQ         nb+40(FP), CX; \
+	MOVL         $0x00010001, AX; \
+	VMOVD        AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	BCAST8($0x0f0f0f0f, Y14, X14); \
+	VXORPS       Y8, Y8, Y8; \
+	VXORPS       Y9, Y9, Y9; \
+	VXORPS       X0, X0, X0; \
+	VXORPS       X7, X7, X7
+
+// LOOP2(B0, B1, LAST, size): the pairs of blocks (size bytes each), then
+// a last one.
+#define LOOP2(B0, B1, LAST, size) \
+	XORQ BX, BX; \
+	MOVQ CX, R10; \
+	ANDQ $-2, R10; \
+	SHLQ $2, R10; \
+	JEQ  last; \
 pairs:; \
-	CMPQ CX, $2; \
-	JLT  last; \
-	BLOCK32(BODY(X0), Y8, size); \
-	BLOCK32(BODY(X7), Y9, size); \
-	SUBQ $2, CX; \
-	JMP  pairs; \
+	B0; \
+	B1; \
+	ADDQ $size, SI; \
+	ADDQ $8, BX; \
+	CMPQ BX, R10; \
+	JLT  pairs; \
 last:; \
-	CMPQ CX, $0; \
-	JEQ  done; \
-	BLOCK32(BODY(X0), Y8, size); \
+	TESTQ $1, CX; \
+	JEQ   done; \
+	LAST; \
 done:
 
-// TAIL32M: reduce8 of the lanes, plus the sum of the two minimum sums.
-#define TAIL32M \
-	TAIL32; \
+// TAIL32: the result, reduce8 of Y8 + Y9, plus the sum of the minimum
+// sums X0 and X7 (zero but for Q4_1 and Q5_1), into X8.
+#define TAIL32 \
+	VADDPS Y9, Y8, Y8; \
+	REDUCE8(Y8, X8, X1); \
 	VADDSS X7, X0, X0; \
 	VADDSS X0, X8, X8
 
@@ -409,77 +414,50 @@ GLOBL pairBcast<>(SB), RODATA|NOPTR, $128
 	VMULPS    xo(DI), Y, Y; \
 	VADDPS    Y, A, A
 
-// func dotQ8_0AVX2(w, q *byte, d *float32, nb int) float32
-TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
+// func dotQ8_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-52
 	HEAD32
-	LOOP32(Q8_0BODY, 34)
+	LOOP2(Q8_0BLK(0, 2, 0, 0, Y8), Q8_0BLK(34, 36, 32, 4, Y9), Q8_0BLK(0, 2, 0, 0, Y8), 68)
 	TAIL32
-	MOVSS X8, ret+32(FP)
+	MOVSS X8, ret+48(FP)
 	VZEROUPPER
 	RET
 
-// func dotQ4_0AVX2(w, q *byte, d *float32, nb int) float32
-TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
+// func dotQ4_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-52
 	HEAD32
-	BCAST8($0x08080808, Y13, X13)
-	LOOP32(Q4_0BODY, 18)
+	LOOP2(Q4_0BLK(0, 2, 0, 0, Y8), Q4_0BLK(18, 20, 32, 4, Y9), Q4_0BLK(0, 2, 0, 0, Y8), 36)
 	TAIL32
-	MOVSS X8, ret+32(FP)
+	MOVSS X8, ret+48(FP)
 	VZEROUPPER
 	RET
 
-// func dotQ5_0AVX2(w, q *byte, d *float32, nb int) float32
-TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-36
+// func dotQ5_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-52
 	HEAD32
-	BCAST8($0xf0f0f0f0, Y13, X13)
 	HIBITSCONST
-	LOOP32(Q5_0BODY, 22)
+	LOOP2(Q5_0BLK(0, 2, 6, 0, 0, Y8), Q5_0BLK(22, 24, 28, 32, 4, Y9), Q5_0BLK(0, 2, 6, 0, 0, Y8), 44)
 	TAIL32
-	MOVSS X8, ret+32(FP)
+	MOVSS X8, ret+48(FP)
 	VZEROUPPER
 	RET
 
-// func dotQ4_1AVX2(w, q *byte, d, s *float32, nb int) float32
-TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-44
-	MOVQ   s+24(FP), R8
-	MOVQ   w+0(FP), SI
-	MOVQ   q+8(FP), DI
-	MOVQ   d+16(FP), DX
-	MOVQ   nb+32(FP), CX
-	MOVL   $0x00010001, AX
-	VMOVD  AX, X15
-	VPBROADCASTD X15, Y15
-	BCAST8($0x0f0f0f0f, Y14, X14)
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS X0, X0, X0
-	VXORPS X7, X7, X7
-	LOOP32M(Q4_1BODY, 20)
-	TAIL32M
-	MOVSS  X8, ret+40(FP)
+// func dotQ4_1AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-52
+	HEAD32
+	LOOP2(Q4_1BLK(0, 2, 4, 0, 0, Y8, X0), Q4_1BLK(20, 22, 24, 32, 4, Y9, X7), Q4_1BLK(0, 2, 4, 0, 0, Y8, X0), 40)
+	TAIL32
+	MOVSS X8, ret+48(FP)
 	VZEROUPPER
 	RET
 
-// func dotQ5_1AVX2(w, q *byte, d, s *float32, nb int) float32
-TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-44
-	MOVQ   s+24(FP), R8
-	MOVQ   w+0(FP), SI
-	MOVQ   q+8(FP), DI
-	MOVQ   d+16(FP), DX
-	MOVQ   nb+32(FP), CX
-	MOVL   $0x00010001, AX
-	VMOVD  AX, X15
-	VPBROADCASTD X15, Y15
-	BCAST8($0x0f0f0f0f, Y14, X14)
-	BCAST8($0x10101010, Y13, X13)
+// func dotQ5_1AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-52
+	HEAD32
 	HIBITSCONST
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS X0, X0, X0
-	VXORPS X7, X7, X7
-	LOOP32M(Q5_1BODY, 24)
-	TAIL32M
-	MOVSS  X8, ret+40(FP)
+	LOOP2(Q5_1BLK(0, 2, 4, 8, 0, 0, Y8, X0), Q5_1BLK(24, 26, 28, 32, 32, 4, Y9, X7), Q5_1BLK(0, 2, 4, 8, 0, 0, Y8, X0), 48)
+	TAIL32
+	MOVSS X8, ret+48(FP)
 	VZEROUPPER
 	RET
 

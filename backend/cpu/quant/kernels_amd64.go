@@ -22,19 +22,19 @@ func cpuid1ECX() uint32
 // (ref.go) returns for that many.
 
 //go:noescape
-func dotQ8_0AVX2(w, q *byte, d *float32, nb int) float32
+func dotQ8_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 
 //go:noescape
-func dotQ4_0AVX2(w, q *byte, d *float32, nb int) float32
+func dotQ4_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 
 //go:noescape
-func dotQ5_0AVX2(w, q *byte, d *float32, nb int) float32
+func dotQ5_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 
 //go:noescape
-func dotQ4_1AVX2(w, q *byte, d, s *float32, nb int) float32
+func dotQ4_1AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 
 //go:noescape
-func dotQ5_1AVX2(w, q *byte, d, s *float32, nb int) float32
+func dotQ5_1AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 
 //go:noescape
 func dotQ4_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
@@ -51,6 +51,12 @@ func dotF16AVX2(w *byte, x *float32, n int) float32
 //go:noescape
 func dotBF16AVX2(w *byte, x *float32, n int) float32
 
+//go:noescape
+func dotF16AVX512(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotBF16AVX512(w *byte, x *float32, n int) float32
+
 // asmImpls lists the assembly kernels this CPU runs for type t, the
 // fastest first.
 func asmImpls(t ggml.Type) []impl {
@@ -60,15 +66,15 @@ func asmImpls(t ggml.Type) []impl {
 	var f dotFunc
 	switch t {
 	case ggml.Q8_0:
-		f = func(w, a []byte, k int) float32 { return q8call(dotQ8_0AVX2, w, a, k, 34) }
+		return append(avx512Impls(t), impl32(dotQ8_0AVX2, 34, kindQ8_0, "avx2"))
 	case ggml.Q4_0:
-		f = func(w, a []byte, k int) float32 { return q8call(dotQ4_0AVX2, w, a, k, 18) }
+		return append(avx512Impls(t), impl32(dotQ4_0AVX2, 18, kindQ8_0B, "avx2"))
 	case ggml.Q5_0:
-		f = func(w, a []byte, k int) float32 { return q8call(dotQ5_0AVX2, w, a, k, 22) }
+		return append(avx512Impls(t), impl32(dotQ5_0AVX2, 22, kindQ8_0B, "avx2"))
 	case ggml.Q4_1:
-		f = func(w, a []byte, k int) float32 { return q8mcall(dotQ4_1AVX2, w, a, k, 20) }
+		return append(avx512Impls(t), impl32(dotQ4_1AVX2, 20, kindQ8_0, "avx2"))
 	case ggml.Q5_1:
-		f = func(w, a []byte, k int) float32 { return q8mcall(dotQ5_1AVX2, w, a, k, 24) }
+		return append(avx512Impls(t), impl32(dotQ5_1AVX2, 24, kindQ8_0, "avx2"))
 	case ggml.Q4_K:
 		f = func(w, a []byte, k int) float32 { return qkcall(dotQ4_KAVX2, w, a, k, 144) }
 	case ggml.Q5_K:
@@ -85,11 +91,25 @@ func asmImpls(t ggml.Type) []impl {
 			_ = w[2*k-1]
 			return dotF16AVX2(&w[0], &x[0], k/32) + tailF16(w, x, k&^31)
 		}
+		if hasAVX512 {
+			return []impl{{kindFloat, func(w, a []byte, k int) float32 {
+				x := f32s(a, k)
+				_ = w[2*k-1]
+				return dotF16AVX512(&w[0], &x[0], k/32) + tailF16(w, x, k&^31)
+			}, "avx512"}, {kindFloat, f, "avx2"}}
+		}
 	case ggml.BF16:
 		f = func(w, a []byte, k int) float32 {
 			x := f32s(a, k)
 			_ = w[2*k-1]
 			return dotBF16AVX2(&w[0], &x[0], k/32) + tailBF16(w, x, k&^31)
+		}
+		if hasAVX512 {
+			return []impl{{kindFloat, func(w, a []byte, k int) float32 {
+				x := f32s(a, k)
+				_ = w[2*k-1]
+				return dotBF16AVX512(&w[0], &x[0], k/32) + tailBF16(w, x, k&^31)
+			}, "avx512"}, {kindFloat, f, "avx2"}}
 		}
 	default:
 		return nil
@@ -97,22 +117,8 @@ func asmImpls(t ggml.Type) []impl {
 	return append(avx512Impls(t), impl{goImpls[t].kind, f, "avx2"})
 }
 
-// q8call runs a kernel of 32-value blocks of size bytes on a prepared
-// Q8_0 row, after the bounds checks the assembly does not make.
-func q8call(f func(w, q *byte, d *float32, nb int) float32, w, a []byte, k, size int) float32 {
-	xq, xd, _ := q8Row(a, k)
-	nb := k / 32
-	_ = w[size*nb-1]
-	return f(&w[0], &xq[0], &xd[0], nb)
-}
-
-func q8mcall(f func(w, q *byte, d, s *float32, nb int) float32, w, a []byte, k, size int) float32 {
-	xq, xd, xs := q8Row(a, k)
-	nb := k / 32
-	_ = w[size*nb-1]
-	return f(&w[0], &xq[0], &xd[0], &xs[0], nb)
-}
-
+// qkcall runs a K-quant kernel (blocks of size bytes) on a prepared Q8_K
+// row, after the bounds checks the assembly does not make.
 func qkcall(f func(w, q *byte, d *float32, sums *int16, nb int) float32, w, a []byte, k, size int) float32 {
 	xq, xd, sums := qkRow(a, k)
 	nb := k / 256
@@ -127,10 +133,10 @@ var (
 	hasVNNI   = hasAVX512 && cpu.X86.HasAVX512VNNI
 )
 
-// The AVX-512 kernels of 32-value blocks (dot512_amd64.s) take the
-// activation row's values, scales, block sums and sums of fours (the
-// last only where their row is Q8_0B; any valid pointer elsewhere).
-type dot512 func(w, q *byte, d, s *float32, bias *int32, nb int) float32
+// The kernels of 32-value blocks take the activation row's values,
+// scales, block sums and sums of fours (the last only where their row is
+// Q8_0B; any valid pointer elsewhere).
+type dot32 func(w, q *byte, d, s *float32, bias *int32, nb int) float32
 
 //go:noescape
 func dotQ8_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
@@ -162,9 +168,9 @@ func dotQ5_1VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
 //go:noescape
 func dotQ5_1BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
 
-// impl512 wraps a kernel of 32-value blocks of size bytes on rows of the
+// impl32 wraps a kernel of 32-value blocks of size bytes on rows of the
 // given kind.
-func impl512(f dot512, size int, kind kind, path string) impl {
+func impl32(f dot32, size int, kind kind, path string) impl {
 	bias := kind == kindQ8_0B
 	return impl{kind, func(w, a []byte, k int) float32 {
 		nb := k / 32
@@ -186,7 +192,7 @@ func avx512Impls(t ggml.Type) []impl {
 		return nil
 	}
 	type pair struct {
-		vnni, bw dot512
+		vnni, bw dot32
 		size     int
 		vnniKind kind
 		bwKind   kind
@@ -208,7 +214,7 @@ func avx512Impls(t ggml.Type) []impl {
 	}
 	var v []impl
 	if hasVNNI {
-		v = append(v, impl512(p.vnni, p.size, p.vnniKind, "avx512vnni"))
+		v = append(v, impl32(p.vnni, p.size, p.vnniKind, "avx512vnni"))
 	}
-	return append(v, impl512(p.bw, p.size, p.bwKind, "avx512bw"))
+	return append(v, impl32(p.bw, p.size, p.bwKind, "avx512bw"))
 }
