@@ -21,6 +21,14 @@
 // bytes 0x0f, Z15 words 1, Z12 VPERMPS's index spreading the pair of
 // scales, K1 the high qwords, K2 the words of 128-bit lanes 1 and 3.
 
+// PREFETCH1, PREFETCH2: as in dot_amd64.s.
+#define PREFETCH1 \
+	PREFETCHT0 2048(SI)
+
+#define PREFETCH2 \
+	PREFETCHT0 2048(SI); \
+	PREFETCHT0 2112(SI)
+
 // DOTVNNI, DOTBW: Z3 += the sums of four products of the unsigned bytes
 // of Z1 by the signed bytes at (DI).
 #define DOTVNNI \
@@ -197,6 +205,7 @@
 	SHLQ $2, R10; \
 	JEQ  last; \
 pairs:; \
+	PREFETCH2; \
 	PAIR; \
 	STEP(size); \
 	CMPQ BX, R10; \
@@ -272,6 +281,7 @@ GLOBL spread02<>(SB), RODATA|NOPTR, $64
 	TESTQ  CX, CX; \
 	JEQ    done; \
 loop:; \
+	PREFETCH1; \
 	RUN(0, 0, Z0, Z8); \
 	RUN(32, 64, Z1, Z9); \
 	ADDQ   $64, SI; \
