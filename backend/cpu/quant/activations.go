@@ -22,7 +22,10 @@ import (
 // and 64 bytes more, which the vector kernels may read past the end.
 //
 // The values are ggml's: quantizeQ8_0 is quantize_row_q8_0 of ggml's x86
-// code (AVX2), quantizeQ8_K is quantize_row_q8_K_ref, which x86 uses.
+// code (AVX2), whose values and scales quantize_row_q8_1 shares (ggml
+// keeps Q8_1's d·Σq as an f16 of the unrounded d; here it is float32,
+// from the stored d), and quantizeQ8_K is quantize_row_q8_K_ref, which
+// x86 uses.
 
 // kind is the form in which a weight type takes its activations.
 type kind uint8

@@ -6,7 +6,7 @@ import "github.com/berth-ml/berth/weights/ggml"
 type impl struct {
 	kind kind
 	dot  dotFunc
-	path string // "go", "avx2", "avx512"
+	path string // "go", "avx2", "avx512bw", "avx512vnni", "avx512"
 }
 
 // goImpls are the reference kernels.
@@ -35,7 +35,9 @@ var impls = func() [ggml.TypeCount]impl {
 }()
 
 // Paths lists the kernels for weights of type t that this build and CPU
-// can run, the one MatMul uses first: "avx512", "avx2" or "go".
+// can run, the one MatMul uses first: "avx512vnni" (AVX-512 with
+// VPDPBUSD), "avx512bw" (AVX-512 without VNNI), "avx512" (F16 and BF16),
+// "avx2" and "go". Every one gives the same bits.
 func Paths(t ggml.Type) []string {
 	if !Supports(t) {
 		return nil
