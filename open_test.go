@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/berth-ml/berth"
@@ -519,6 +520,69 @@ func TestOpenModelStagesNoAllocations(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("%v allocations per round of input sets seen before", allocs)
 			}
+		})
+	}
+}
+
+// TestOpenConcurrentSessions runs sessions of one executable with open
+// shapes on several goroutines, each through every input set: the plans
+// they compile share the model's store of packed weights and its plan at
+// the bound, and every output is PyTorch's.
+func TestOpenConcurrentSessions(t *testing.T) {
+	for _, f := range loadOpenFixtures(t) {
+		if f.name != "cnn" && f.name != "nms" {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			m, err := berth.Load(f.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			bound := map[string]int64{}
+			for _, set := range f.sets {
+				for _, x := range set {
+					for _, in := range m.Inputs() {
+						if in.Name == x.Name && in.Symbols != nil {
+							for i, sym := range in.Symbols {
+								if sym != "" {
+									bound[sym] = max(bound[sym], x.Shape[i])
+								}
+							}
+						}
+					}
+				}
+			}
+			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Close()
+			var wg sync.WaitGroup
+			for g := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s, err := exe.NewSession()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer s.Close()
+					for round := range 2 {
+						for k := range f.sets {
+							k := (k + g) % len(f.sets)
+							outs, err := s.Run(context.Background(), f.sets[k]...)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							checkOpenOutputs(t, fmt.Sprintf("goroutine %d, round %d, set %d", g, round, k), outs, f.outputs[k])
+						}
+					}
+				}()
+			}
+			wg.Wait()
 		})
 	}
 }
