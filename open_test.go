@@ -354,6 +354,14 @@ func TestOpenModelFixedDims(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkOpenOutputs(t, "fixed", outs, f.outputs[1])
+			// Compiled again once the model has learned which inputs
+			// decide shapes by value: the same.
+			_, again := newSession(t, m, berth.Options{Dims: dims})
+			outs, err = again.Run(context.Background(), ins...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOpenOutputs(t, "fixed, compiled again", outs, f.outputs[1])
 		})
 	}
 }

@@ -106,11 +106,13 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 			x.bound[i] = v
 		}
 	}
-	if flat, decls, ok := x.feedsAt(x.fixed); ok {
-		o.mu.Lock()
-		byValue := slices.Clone(o.byValue)
-		o.mu.Unlock()
-		sm, err := o.specialise(flat, decls, byValue, nil, nil)
+	o.mu.Lock()
+	byValue := slices.Contains(o.byValue, true)
+	o.mu.Unlock()
+	// A model known to take shapes from input values has no plan before
+	// its inputs come.
+	if flat, decls, ok := x.feedsAt(x.fixed); ok && !byValue {
+		sm, err := o.specialise(flat, decls, make([]bool, len(o.sig.Inputs)), nil, nil)
 		if err == nil {
 			e, err := compileStatic(sm, dev, opts)
 			if err != nil {
