@@ -39,7 +39,11 @@ func openModelOf(sig *onnx.Signature, name string, imp importer) (*Model, error)
 	for _, v := range sig.Inputs {
 		switch {
 		case v.Kind == onnx.OptionalValue || v.Kind == onnx.OtherValue:
-			return nil, fmt.Errorf("%s: graph input %q is a %s (berth takes tensors and sequences of tensors)", name, v.Name, v.Kind)
+			what := "an optional value"
+			if v.Kind == onnx.OtherValue {
+				what = "neither a tensor nor a sequence of tensors"
+			}
+			return nil, fmt.Errorf("%s: graph input %q is %s (berth takes tensors and sequences of tensors)", name, v.Name, what)
 		case v.DType == ir.Undefined:
 			return nil, fmt.Errorf("%s: graph input %q has an element type berth does not support", name, v.Name)
 		}
