@@ -95,6 +95,9 @@ type Options struct {
 	// weights, when set, holds the kernels' packed weights: the plans of
 	// one model with open shapes share what they pack alike.
 	weights *cpu.WeightStore
+	// template, when set, is the plan at the bound of a model with open
+	// shapes, whose offsets a plan for smaller shapes takes (reusePlan).
+	template *planTemplate
 
 	// Plans bounds how many plans, one per set of input shapes (and, for
 	// a model whose shapes depend on input values, per set of those
@@ -276,12 +279,21 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 		}
 	}
 	popts := plan.Options{Alignment: Alignment, FileOrder: opts.FileOrder, NoInPlace: opts.NoInPlace}
-	pl, err := plan.Build(p, popts)
-	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+	var pl *plan.Plan
+	if t := opts.template; t != nil {
+		// The plan at the bound serves this shape where the steps are
+		// the same and every tensor fits its slot there.
+		e.overwriteAs(p, t.problem)
+		pl = reusePlan(p, t.problem, t.plan, popts)
 	}
-	if !opts.NoFusion && !opts.NoInPlace {
-		pl = e.pruneOverwrites(p, pl, popts)
+	if pl == nil {
+		var err error
+		if pl, err = plan.Build(p, popts); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+		if !opts.NoFusion && !opts.NoInPlace {
+			pl = e.pruneOverwrites(p, pl, popts)
+		}
 	}
 	e.planTime = time.Since(start)
 	if err := plan.Verify(p, pl); err != nil {
@@ -418,23 +430,10 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 		}
 	}
 	e.weights = make([][]byte, len(g.Tensors))
-	if e.store != nil && e.store.Shared {
-		// The plans of an open model share their aligned copies too.
-		for id, u := range used {
-			if !u {
-				continue
-			}
-			d := g.Tensors[id].Data
-			if raw.Aligned(d, Alignment) || anyAlign[id] {
-				e.weights[id] = d
-				continue
-			}
-			e.weights[id] = e.store.Aligned(d)
-			e.packedBytes += int64(len(d))
-		}
-		return nil
-	}
-	if need > 0 {
+	// The plans of an open model share their aligned copies (the store's),
+	// a lone plan has a region of its own.
+	shared := e.store != nil && e.store.Shared
+	if need > 0 && !shared {
 		buf, err := device.NewHostBuffer(need, Alignment)
 		if err != nil {
 			return fmt.Errorf("weights: %w", err)
@@ -451,13 +450,18 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 			e.weights[id] = d
 			continue
 		}
-		dst := e.packed.Bytes()[off : off+int64(len(d)) : off+int64(len(d))]
-		copy(dst, d)
+		var dst []byte
+		if shared {
+			dst = e.store.Aligned(d)
+		} else {
+			dst = e.packed.Bytes()[off : off+int64(len(d)) : off+int64(len(d))]
+			copy(dst, d)
+			off += roundUp(int64(len(d)), Alignment)
+		}
 		if e.model.src != nil {
 			e.model.src.Release(d) // read from the copy from now on
 		}
 		e.weights[id] = dst
-		off += roundUp(int64(len(d)), Alignment)
 		e.packedBytes += int64(len(d))
 	}
 	return nil

@@ -1,11 +1,9 @@
 package berth_test
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,8 +14,7 @@ import (
 	"testing"
 
 	"github.com/berth-ml/berth"
-	"github.com/berth-ml/berth/dtype"
-	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
@@ -48,7 +45,7 @@ var conformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator"
 // -update-conformance to rewrite it after fixing something.
 func TestConformance(t *testing.T) {
 	testenv.Require(t, testenv.ConformanceDir, testenv.InstallConformance)
-	expected, err := readExpectedFailures(expectedFailures)
+	expected, err := testenv.ExpectedFailures(expectedFailures)
 	if err != nil && !*updateConformance {
 		t.Fatal(err)
 	}
@@ -146,26 +143,6 @@ var numbers = regexp.MustCompile(`"[^"]*"|\[[^\]]*\]|[0-9]+`)
 
 func failureGroup(reason string) string {
 	return numbers.ReplaceAllString(reason, "_")
-}
-
-func readExpectedFailures(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, reason, _ := strings.Cut(line, " ")
-		m[name] = strings.TrimSpace(reason)
-	}
-	return m, sc.Err()
 }
 
 func writeExpectedFailures(path string, failures map[string]string) error {
@@ -333,7 +310,7 @@ func runConformanceTensors(model string, names []string, lens map[string]int, in
 		if got.DType != wdt || !want.Shape.Equal(got.Shape) {
 			return fmt.Sprintf("output %d is %s%v, the reference is %s%v", i, got.DType, ir.Shape(got.Shape), want.DType, want.Shape), specialised
 		}
-		if msg := compareOutput(got.DType, got.Data, want.Data); msg != "" {
+		if msg := compare.AllClose(got.DType, got.Data, want.Data); msg != "" {
 			return fmt.Sprintf("output %d: %s", i, msg), specialised
 		}
 	}
@@ -342,58 +319,4 @@ func runConformanceTensors(model string, names []string, lens map[string]int, in
 
 func trimPath(err error, path string) string {
 	return strings.TrimPrefix(err.Error(), path+": ")
-}
-
-// compareOutput compares floats as numpy.testing.assert_allclose(rtol=1e-3,
-// atol=1e-7) does and every other type exactly.
-func compareOutput(dt ir.DType, got, want []byte) string {
-	if len(got) != len(want) {
-		return fmt.Sprintf("%d bytes, the reference has %d", len(got), len(want))
-	}
-	if !dt.IsFloat() {
-		if string(got) != string(want) {
-			i := 0
-			for got[i] == want[i] {
-				i++
-			}
-			return fmt.Sprintf("values differ (first at element %d)", i/dt.Size())
-		}
-		return ""
-	}
-	g, w := toFloat64(dt, got), toFloat64(dt, want)
-	bad, first := 0, -1
-	for i := range g {
-		if math.IsNaN(g[i]) && math.IsNaN(w[i]) || g[i] == w[i] {
-			continue
-		}
-		if !(math.Abs(g[i]-w[i]) <= 1e-7+1e-3*math.Abs(w[i])) {
-			if first < 0 {
-				first = i
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		return fmt.Sprintf("%d of %d values differ; element %d is %v, want %v", bad, len(g), first, g[first], w[first])
-	}
-	return ""
-}
-
-func toFloat64(dt ir.DType, b []byte) []float64 {
-	b = append(make([]byte, 0, len(b)+8), b...) // aligned for the typed views
-	n := len(b) / dt.Size()
-	v := make([]float64, n)
-	for i := range v {
-		switch dt {
-		case ir.Float32:
-			v[i] = float64(raw.F32(b)[i])
-		case ir.Float64:
-			v[i] = raw.F64(b)[i]
-		case ir.Float16:
-			v[i] = float64(dtype.F32FromF16(raw.U16(b)[i]))
-		case ir.BFloat16:
-			v[i] = float64(dtype.F32FromBF16(raw.U16(b)[i]))
-		}
-	}
-	return v
 }

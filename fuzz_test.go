@@ -99,16 +99,7 @@ func FuzzOpenShapes(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, dims, fill []byte) {
 		m := models[int(which)%len(models)]
-		exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MemoryLimit: 64 << 20, Plans: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer exe.Close()
-		s, err := exe.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		exe, s := newSession(t, m, berth.Options{Threads: 1, MemoryLimit: 64 << 20, Plans: 2})
 		var inputs []berth.Tensor
 		k := 0
 		for _, in := range exe.Inputs() {

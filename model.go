@@ -56,6 +56,9 @@ func Load(path string) (*Model, error) {
 		return nil, err
 	}
 	m.file = f
+	if m.open != nil {
+		m.open.file = f
+	}
 	if m.open == nil {
 		// Importing read the whole file: let its pages go (prepare did
 		// the same for files the import mapped itself).

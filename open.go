@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
 	"github.com/berth-ml/berth/passes"
@@ -25,6 +26,8 @@ type openModel struct {
 	symbols []string
 	imp     importer
 	probe   *onnx.Model // the graph imported without shapes; nil if that failed
+	// file is the model file all imports read (nil for LoadBytes).
+	file *device.MappedFile
 
 	mu sync.Mutex
 	// byValue marks the declared inputs whose values decide shapes, as
@@ -36,7 +39,11 @@ func openModelOf(sig *onnx.Signature, name string, imp importer) (*Model, error)
 	for _, v := range sig.Inputs {
 		switch {
 		case v.Kind == onnx.OptionalValue || v.Kind == onnx.OtherValue:
-			return nil, fmt.Errorf("%s: graph input %q is a %s (berth takes tensors and sequences of tensors)", name, v.Name, v.Kind)
+			what := "an optional value"
+			if v.Kind == onnx.OtherValue {
+				what = "neither a tensor nor a sequence of tensors"
+			}
+			return nil, fmt.Errorf("%s: graph input %q is %s (berth takes tensors and sequences of tensors)", name, v.Name, what)
 		case v.DType == ir.Undefined:
 			return nil, fmt.Errorf("%s: graph input %q has an element type berth does not support", name, v.Name)
 		}
@@ -60,6 +67,15 @@ func openModelOf(sig *onnx.Signature, name string, imp importer) (*Model, error)
 func (o *openModel) close() {
 	if o.probe != nil {
 		o.probe.Close()
+	}
+}
+
+// release lets the pages of the model file go once a plan is compiled:
+// compiling read what it packed, and runs read back only the rest (as a
+// fixed-shape model's do).
+func (o *openModel) release() {
+	if o.file != nil {
+		o.file.Release(o.file.Bytes())
 	}
 }
 
@@ -159,13 +175,24 @@ func (o *openModel) isInput(name string) bool {
 	return false
 }
 
+// valueInputs lists, by operator, the inputs whose values decide the
+// shape of its output (ONNX's own shape inference needs their values).
+var valueInputs = map[string][]int{
+	"NonZero": {0}, "NonMaxSuppression": {0, 1, 2, 3, 4}, "Compress": {1}, "TopK": {1}, "Unique": {0},
+	"Range": {0, 1, 2}, "ConstantOfShape": {0}, "Reshape": {1}, "Expand": {1}, "Tile": {1},
+	"Slice": {1, 2, 3, 4}, "Pad": {1}, "Resize": {1, 2, 3}, "Upsample": {1}, "Split": {1},
+	"Squeeze": {1}, "Unsqueeze": {1}, "OneHot": {1}, "Loop": {0},
+}
+
 // stageGoal is what a stage computes when the shapes of the graph depend
 // on the value of the tensor called name, which a node of the main graph
-// computes: that tensor and, for the operators whose output size follows
-// from several computed inputs (NonMaxSuppression's boxes and scores),
-// those inputs too, so that one stage computes them all. It is nil when
-// no node of the main graph computes name.
-func (o *openModel) stageGoal(name string) []string {
+// computes: that tensor and every other value a shape depends on that
+// the same stage can compute, so that one stage runs where the graph
+// would otherwise be cut once per value (a detector's per-class masks).
+// A value the stage can compute is the input of an operator that
+// valueInputs lists, computed by nodes none of which waits for a value
+// not bound yet. It is nil when no node of the main graph computes name.
+func (o *openModel) stageGoal(name string, bound map[string]ir.Tensor) []string {
 	if o.probe == nil {
 		return nil
 	}
@@ -180,19 +207,58 @@ func (o *openModel) stageGoal(name string) []string {
 	if id == ir.NoTensor || g.Tensors[id].Producer < 0 || g.Tensors[id].IsConst() {
 		return nil
 	}
+	// known marks the values that need no stage: constants, values bound
+	// already, and what is computed from shapes alone (Shape, Size),
+	// which the shapes of a run settle.
+	known := make([]bool, len(g.Tensors))
+	for i := range g.Tensors {
+		_, done := bound[g.Tensors[i].Name]
+		known[i] = g.Tensors[i].IsConst() || done
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		all := n.Op == "Shape" || n.Op == "Size"
+		if !all && len(n.Subgraphs()) == 0 {
+			all = true
+			for _, in := range n.Inputs {
+				all = all && (in == ir.NoTensor || known[in])
+			}
+		}
+		if all {
+			for _, out := range n.Outputs {
+				if out != ir.NoTensor {
+					known[out] = true
+				}
+			}
+		}
+	}
+	open := func(in ir.TensorID) bool {
+		return in != ir.NoTensor && g.Tensor(in).Producer >= 0 && !known[in]
+	}
+	// blocked marks the tensors whose shapes wait for a value: the
+	// outputs of a node with an open value input, and everything after.
+	blocked := make([]bool, len(g.Tensors))
 	goal := []string{name}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if n.Op != "NonMaxSuppression" || !slices.Contains(n.Inputs, id) {
-			continue
-		}
+		waits := false
 		for _, in := range n.Inputs {
-			if in == ir.NoTensor {
+			waits = waits || in != ir.NoTensor && blocked[in]
+		}
+		for _, k := range valueInputs[n.Op] {
+			if k >= n.Formal() || !open(n.Inputs[k]) {
 				continue
 			}
-			t := g.Tensor(in)
-			if t.Producer >= 0 && !t.IsConst() && !slices.Contains(goal, t.Name) {
+			waits = true
+			if t := g.Tensor(n.Inputs[k]); !blocked[n.Inputs[k]] && !slices.Contains(goal, t.Name) {
 				goal = append(goal, t.Name)
+			}
+		}
+		if waits {
+			for _, out := range n.Outputs {
+				if out != ir.NoTensor {
+					blocked[out] = true
+				}
 			}
 		}
 	}

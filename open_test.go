@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/berth-ml/berth"
 	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/npy"
+	"github.com/berth-ml/berth/plan"
 )
 
 // openFixture is a model of testdata/open (scripts/gen_open_fixtures.py)
@@ -96,16 +98,7 @@ func TestOpenModels(t *testing.T) {
 			if !slices.Equal(syms, want) {
 				t.Errorf("symbols %q, the export named %q", syms, want)
 			}
-			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Close()
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			_, s := newSession(t, m, berth.Options{Threads: 2})
 			// Twice through the sets: the second pass reuses each plan.
 			for pass := range 2 {
 				for k, ins := range f.sets {
@@ -150,16 +143,7 @@ func runAlone(t *testing.T, m *berth.Model, ins []berth.Tensor) []berth.Tensor {
 			}
 		}
 	}
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 2, Dims: dims})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exe.Close()
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := newSession(t, m, berth.Options{Threads: 2, Dims: dims})
 	outs, err := s.Run(context.Background(), ins...)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +152,23 @@ func runAlone(t *testing.T, m *berth.Model, ins []berth.Tensor) []berth.Tensor {
 		outs[i] = outs[i].Clone()
 	}
 	return outs
+}
+
+// newSession compiles m for the CPU with opts and opens a session of it;
+// both are closed when the test ends.
+func newSession(t testing.TB, m *berth.Model, opts berth.Options) (*berth.Executable, *berth.Session) {
+	t.Helper()
+	exe, err := berth.Compile(m, berth.CPU, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exe.Close() })
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return exe, s
 }
 
 func checkOpenOutputs(t *testing.T, what string, outs []berth.Tensor, want []*npy.Array) {
@@ -353,6 +354,14 @@ func TestOpenModelFixedDims(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkOpenOutputs(t, "fixed", outs, f.outputs[1])
+			// Compiled again once the model has learned which inputs
+			// decide shapes by value: the same.
+			_, again := newSession(t, m, berth.Options{Dims: dims})
+			outs, err = again.Run(context.Background(), ins...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOpenOutputs(t, "fixed, compiled again", outs, f.outputs[1])
 		})
 	}
 }
@@ -423,6 +432,20 @@ func TestOpenModelBound(t *testing.T) {
 					if a := s.Arena(); a == nil || a.Size() != exe.ArenaBytes() {
 						t.Errorf("set %d ran in an arena other than the bound's", k)
 					}
+					// One plan serves the bound: the plan at the bound or
+					// it refit to the run's shapes.
+					_, bound := exe.Plan()
+					if _, pl := s.Executable().Plan(); pl != bound && pl.Schedule != plan.RefitSchedule {
+						t.Errorf("set %d has a plan of its own (%s)", k, pl.Schedule)
+					}
+					if round == 1 {
+						alone := runAlone(t, m, ins)
+						for i := range outs {
+							if !bytes.Equal(outs[i].Data, alone[i].Data) {
+								t.Errorf("set %d output %d differs from the model compiled for that shape alone", k, i)
+							}
+						}
+					}
 				}
 			}
 			allocs := testing.AllocsPerRun(10, func() {
@@ -468,5 +491,106 @@ func checkBoundRefused(t *testing.T, exe *berth.Executable, f openFixture, bound
 	}
 	if _, err := s.Run(context.Background(), big...); err == nil || !strings.Contains(err.Error(), "above its bound") {
 		t.Errorf("a run past the bound: got %v, want an error naming the bound", err)
+	}
+}
+
+// TestOpenModelStagesNoAllocations runs the models whose output sizes
+// follow from computed values (their plans are stages and the plans
+// after them) over input sets they have all seen: the runs allocate
+// nothing.
+func TestOpenModelStagesNoAllocations(t *testing.T) {
+	for _, f := range loadOpenFixtures(t) {
+		if !f.byValue {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			m, err := berth.Load(f.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			_, s := newSession(t, m, berth.Options{Threads: 1})
+			ctx := context.Background()
+			for k, ins := range f.sets {
+				outs, err := s.Run(ctx, ins...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
+			}
+			allocs := testing.AllocsPerRun(10, func() {
+				for _, ins := range f.sets {
+					if _, err := s.Run(ctx, ins...); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per round of input sets seen before", allocs)
+			}
+		})
+	}
+}
+
+// TestOpenConcurrentSessions runs sessions of one executable with open
+// shapes on several goroutines, each through every input set: the plans
+// they compile share the model's store of packed weights and its plan at
+// the bound, and every output is PyTorch's.
+func TestOpenConcurrentSessions(t *testing.T) {
+	for _, f := range loadOpenFixtures(t) {
+		if f.name != "cnn" && f.name != "nms" {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			m, err := berth.Load(f.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			bound := map[string]int64{}
+			for _, set := range f.sets {
+				for _, x := range set {
+					for _, in := range m.Inputs() {
+						if in.Name == x.Name && in.Symbols != nil {
+							for i, sym := range in.Symbols {
+								if sym != "" {
+									bound[sym] = max(bound[sym], x.Shape[i])
+								}
+							}
+						}
+					}
+				}
+			}
+			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer exe.Close()
+			var wg sync.WaitGroup
+			for g := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s, err := exe.NewSession()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer s.Close()
+					for round := range 2 {
+						for k := range f.sets {
+							k := (k + g) % len(f.sets)
+							outs, err := s.Run(context.Background(), f.sets[k]...)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							checkOpenOutputs(t, fmt.Sprintf("goroutine %d, round %d, set %d", g, round, k), outs, f.outputs[k])
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
 	}
 }

@@ -134,7 +134,7 @@ func (ss *openSession) run(ctx context.Context, inputs []Tensor) ([]Tensor, erro
 			}
 			return outs, err
 		}
-		kid := sp.kid(outs)
+		kid := sp.kid(outs, ss.flat)
 		if kid == nil {
 			if kid, err = ss.compileKid(sp, outs); err != nil {
 				return nil, err
@@ -145,13 +145,17 @@ func (ss *openSession) run(ctx context.Context, inputs []Tensor) ([]Tensor, erro
 	}
 }
 
-// kid returns the plan specialised on the values outs of sp's goal.
-func (sp *special) kid(outs []Tensor) *special {
+// kid returns the plan specialised on the values outs of sp's goal (and
+// on the values of the run's inputs flat that it binds).
+func (sp *special) kid(outs, flat []Tensor) *special {
 	for _, k := range sp.kids {
 		same := true
 		for i, name := range sp.goal {
 			v := k.bound[name]
 			same = same && v.DType == outs[i].DType && slices.Equal(v.Shape, ir.Shape(outs[i].Shape)) && bytes.Equal(v.Data, outs[i].Data)
+		}
+		for i, v := range k.values {
+			same = same && (v == nil || bytes.Equal(v, flat[i].Data))
 		}
 		if same {
 			return k
@@ -292,6 +296,7 @@ func (ss *openSession) compile(flat []Tensor, byValue []bool, bound map[string]i
 		}
 		if err == nil {
 			exe.owned = append(exe.owned, sm)
+			o.release()
 			sp, err := ss.open(sm, exe, flat, byValue, false)
 			if err != nil {
 				return nil, err
@@ -304,7 +309,7 @@ func (ss *openSession) compile(flat []Tensor, byValue []bool, bound map[string]i
 			return nil, err
 		}
 		if _, done := bound[ve.Tensor]; !done && !o.isInput(ve.Tensor) {
-			if stage := o.stageGoal(ve.Tensor); stage != nil {
+			if stage := o.stageGoal(ve.Tensor, bound); stage != nil {
 				pending = append([][]string{goal}, pending...)
 				goal = stage
 				continue

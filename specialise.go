@@ -92,9 +92,6 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 	default:
 		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 	}
-	// Every plan of the model packs its weights into one store, so that
-	// plans for other shapes share the layouts they have in common.
-	opts.weights = &cpu.WeightStore{Shared: true}
 	x := &openExec{m: m, o: o, dev: dev, opts: opts, plans: opts.Plans}
 	if x.plans <= 0 {
 		x.plans = DefaultPlans
@@ -109,11 +106,13 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 			x.bound[i] = v
 		}
 	}
-	if flat, decls, ok := x.feedsAt(x.fixed); ok {
-		o.mu.Lock()
-		byValue := slices.Clone(o.byValue)
-		o.mu.Unlock()
-		sm, err := o.specialise(flat, decls, byValue, nil, nil)
+	o.mu.Lock()
+	byValue := slices.Contains(o.byValue, true)
+	o.mu.Unlock()
+	// A model known to take shapes from input values has no plan before
+	// its inputs come.
+	if flat, decls, ok := x.feedsAt(x.fixed); ok && !byValue {
+		sm, err := o.specialise(flat, decls, make([]bool, len(o.sig.Inputs)), nil, nil)
 		if err == nil {
 			e, err := compileStatic(sm, dev, opts)
 			if err != nil {
@@ -123,6 +122,7 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 				}
 			} else {
 				e.owned = append(e.owned, sm)
+				o.release()
 				return e, nil
 			}
 		} else if !errors.Is(err, ir.ErrValueDependent) {
@@ -130,6 +130,11 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 		}
 		// Shapes follow from input values too: specialise per run.
 	}
+	// Every plan of the model packs its weights into one store, so that
+	// plans for other shapes share the layouts they have in common (a
+	// lone plan, above, lays a blocked layout over the packed one
+	// instead, to save the memory).
+	x.opts.weights = &cpu.WeightStore{Shared: true}
 	if len(opts.MaxDims) > 0 {
 		if err := x.planAtBound(); err != nil {
 			return nil, err
@@ -181,6 +186,11 @@ func (x *openExec) planAtBound() error {
 		key = append(key, t.Shape...)
 	}
 	x.atBound = &boundPlan{key: key, m: m, exe: exe}
+	if exe.cuda == nil {
+		p, pl := exe.Plan()
+		x.opts.template = &planTemplate{problem: p, plan: pl}
+	}
+	x.o.release()
 	return nil
 }
 

@@ -3,7 +3,7 @@
 #
 #   bench/compare_ort.sh [--threads N] [--models "resnet50 bert_base ..."]
 #       [--rounds R] [--iters N | --seconds S] [--warmup W] [--corpus DIR]
-#       [--out FILE] [--berth BINARY] [--ort-dir DIR] [--keep]
+#       [--out FILE] [--berth BINARY] [--ort-dir DIR] [--dims S=N,...] [--keep]
 #
 # For each model it times ONNX Runtime (the npm package onnxruntime-node,
 # pinned below, CPU execution provider, through bench/ort_runner.js) and
@@ -41,6 +41,12 @@
 #     and the host may move them while the guest runs; the per-round
 #     numbers say which rounds ran in which placement.
 #
+# Models with open dimensions (scripts/gen_corpus.py --only resnet50_open,
+# bert_base_open,gpt2_small_open) run at the sizes --dims gives their
+# symbols (seq=64,height=193,width=257): the inputs have those shapes, and
+# both runtimes take them as they come, berth with nothing bound (it plans
+# the shapes of its first run and reuses the plan).
+#
 # The default models are the issue's five architectures. SGEMM alone, one
 # 1024³ MatMul by constant weights as both runtimes run it (each packs
 # the weights once), is the extra model sgemm_1024, which
@@ -71,6 +77,7 @@ out=""
 berth=""
 ort_dir="$HOME/.cache/berth/ort/$ORT_VERSION"
 keep=""
+dims=""
 PYTHON=${PYTHON:-/usr/bin/python3}
 
 die() {
@@ -94,7 +101,7 @@ while (($# > 0)); do
 		keep=1
 		shift
 		;;
-	--threads | --models | --rounds | --iters | --seconds | --warmup | --corpus | --out | --berth | --ort-dir)
+	--threads | --models | --rounds | --iters | --seconds | --warmup | --corpus | --out | --berth | --ort-dir | --dims)
 		(($# >= 2)) || die "$1 needs a value"
 		case $1 in
 		--threads) posint "$1" "$2" 1 && threads=$2 ;;
@@ -107,6 +114,7 @@ while (($# > 0)); do
 		--out) out=$2 ;;
 		--berth) berth=$2 ;;
 		--ort-dir) ort_dir=$2 ;;
+		--dims) dims=$2 ;;
 		esac
 		shift 2
 		;;
@@ -206,7 +214,7 @@ describe() {
 	berth_rss=$(/usr/bin/time -f %M "$berth" run 2>&1 >/dev/null | tail -1)
 	echo "- Process floor (peak RSS): Node.js with onnxruntime-node loaded, no session: $((node_rss / 1024)) MiB; berth running its embedded demo model: $((berth_rss / 1024)) MiB"
 	echo "- Load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (anything above 0 is other work sharing the CPUs)"
-	echo "- Settings: $threads threads each, batch 1, $rounds rounds, warm-up $warmup, $([[ -n $iters ]] && echo "$iters timed runs per process" || echo "timed runs per process chosen for ~${seconds} s per side per model")"
+	echo "- Settings: $threads threads each, batch 1${dims:+, open dimensions $dims}, $rounds rounds, warm-up $warmup, $([[ -n $iters ]] && echo "$iters timed runs per process" || echo "timed runs per process chosen for ~${seconds} s per side per model")"
 }
 
 # ---------------------------------------------------------------------------
@@ -245,7 +253,9 @@ for m in $models; do
 	fi
 	echo "compare_ort: $m" >&2
 
-	"$PYTHON" "$here/make_inputs.py" "$f" "$dir/in" >"$dir/inputs.txt" || die "$m: cannot write inputs"
+	dimargs=()
+	for d in ${dims//,/ }; do dimargs+=(--dim "$d"); done
+	"$PYTHON" "$here/make_inputs.py" "$f" "$dir/in" "${dimargs[@]}" >"$dir/inputs.txt" || die "$m: cannot write inputs"
 	inargs=()
 	while IFS= read -r spec; do inargs+=(--input "$spec"); done <"$dir/inputs.txt"
 

@@ -9,7 +9,8 @@ bench/ort_runner.js. Floating-point inputs are N(0, 1) samples; integer
 inputs are uniform in [0, V), where V is the first dimension (along the
 Gather axis) of the initializer that a Gather indexes with the input — the
 vocabulary of an embedding — or --int-high when no such Gather exists.
-Bool inputs are all false. A symbolic dimension is taken as 1 (batch 1).
+Bool inputs are all false. An open dimension takes the size --dim gives
+its symbol (--dim seq=64, repeatable), else 1.
 
 Requires python3-numpy and python3-onnx (Debian), as scripts/gen_corpus.py.
 """
@@ -58,10 +59,18 @@ def main():
     ap.add_argument("model")
     ap.add_argument("dir")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                    help="the size of an open dimension (repeatable)")
     ap.add_argument("--int-high", type=int, default=1000,
                     help="bound for integer inputs that index no initializer (default 1000)")
     args = ap.parse_args()
 
+    dims = {}
+    for d in args.dim:
+        sym, _, n = d.partition("=")
+        if not sym or not n.isdigit():
+            sys.exit(f"--dim {d!r}: want SYMBOL=N")
+        dims[sym] = int(n)
     graph = onnx.load(args.model, load_external_data=False).graph
     init_names = {t.name for t in graph.initializer}
     rng = np.random.default_rng(args.seed)
@@ -73,7 +82,7 @@ def main():
         if not vi.type.HasField("tensor_type"):
             sys.exit(f"{args.model}: input {vi.name!r} is not a tensor")
         dtype = np_dtype(tt.elem_type)
-        shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
+        shape = [d.dim_value if d.HasField("dim_value") else dims.get(d.dim_param, 1) for d in tt.shape.dim]
         if np.issubdtype(dtype, np.floating):
             a = rng.standard_normal(shape, dtype=np.float64).astype(dtype)
         elif np.issubdtype(dtype, np.integer):

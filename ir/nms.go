@@ -11,29 +11,37 @@ import (
 // selected exceeds iouThreshold. boxes is [batches, n, 4] (corners
 // y1,x1,y2,x2 in any order, or center x,y,w,h with center), scores
 // [batches, classes, n]. It returns (batch, class, box) triples.
+//
+// The boxes selected so far are kept sorted by their left edge: a
+// candidate is compared only with those whose horizontal extent can
+// overlap its own (with an iouThreshold of zero or more, a box that does
+// not overlap has an IoU of zero and suppresses nothing). Detectors that
+// run one suppression over every class, each class's boxes shifted apart,
+// so compare each box with its own class's.
 func NonMaxSuppression(boxes, scores []float64, batches, classes, n int, maxPerClass int64, iouThreshold, scoreThreshold float64, scoreGiven, center bool) [][3]int64 {
 	var out [][3]int64
-	corners := func(b, i int) (y1, x1, y2, x2 float64) {
-		v := boxes[(b*n+i)*4:]
-		if center {
-			xc, yc, w, h := v[0], v[1], v[2], v[3]
-			return yc - h/2, xc - w/2, yc + h/2, xc + w/2
-		}
-		return math.Min(v[0], v[2]), math.Min(v[1], v[3]), math.Max(v[0], v[2]), math.Max(v[1], v[3])
-	}
-	iou := func(b, i, j int) float64 {
-		ay1, ax1, ay2, ax2 := corners(b, i)
-		by1, bx1, by2, bx2 := corners(b, j)
-		ih := math.Max(0, math.Min(ay2, by2)-math.Max(ay1, by1))
-		iw := math.Max(0, math.Min(ax2, bx2)-math.Max(ax1, bx1))
+	y1, x1, y2, x2, area := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	iou := func(i, j int) float64 {
+		ih := math.Max(0, math.Min(y2[i], y2[j])-math.Max(y1[i], y1[j]))
+		iw := math.Max(0, math.Min(x2[i], x2[j])-math.Max(x1[i], x1[j]))
 		inter := ih * iw
-		union := (ay2-ay1)*(ax2-ax1) + (by2-by1)*(bx2-bx1) - inter
+		union := area[i] + area[j] - inter
 		if union <= 0 {
 			return 0
 		}
 		return inter / union
 	}
 	for b := 0; b < batches; b++ {
+		for i := 0; i < n; i++ {
+			v := boxes[(b*n+i)*4:]
+			if center {
+				xc, yc, w, h := v[0], v[1], v[2], v[3]
+				y1[i], x1[i], y2[i], x2[i] = yc-h/2, xc-w/2, yc+h/2, xc+w/2
+			} else {
+				y1[i], x1[i], y2[i], x2[i] = math.Min(v[0], v[2]), math.Min(v[1], v[3]), math.Max(v[0], v[2]), math.Max(v[1], v[3])
+			}
+			area[i] = (y2[i] - y1[i]) * (x2[i] - x1[i])
+		}
 		for c := 0; c < classes; c++ {
 			s := scores[(b*classes+c)*n:][:n]
 			var cand []int
@@ -43,20 +51,44 @@ func NonMaxSuppression(boxes, scores []float64, batches, classes, n int, maxPerC
 				}
 			}
 			sort.SliceStable(cand, func(x, y int) bool { return s[cand[x]] > s[cand[y]] })
-			var kept []int
+			var kept []int   // in order of selection
+			var byLeft []int // the same, by left edge
+			wide := 0.0      // the widest kept box
 			for _, i := range cand {
 				if int64(len(kept)) >= maxPerClass {
 					break
 				}
 				ok := true
-				for _, j := range kept {
-					if iou(b, i, j) > iouThreshold {
-						ok = false
-						break
+				if iouThreshold < 0 {
+					// Every box suppresses every other: compare all.
+					for _, j := range kept {
+						if iou(i, j) > iouThreshold {
+							ok = false
+							break
+						}
+					}
+				} else {
+					// Kept boxes that can overlap i start left of its
+					// right edge and no further left than the widest's
+					// width before its left edge.
+					lo := sort.Search(len(byLeft), func(k int) bool { return x1[byLeft[k]] >= x1[i]-wide })
+					for _, j := range byLeft[lo:] {
+						if x1[j] > x2[i] {
+							break
+						}
+						if iou(i, j) > iouThreshold {
+							ok = false
+							break
+						}
 					}
 				}
 				if ok {
 					kept = append(kept, i)
+					at := sort.Search(len(byLeft), func(k int) bool { return x1[byLeft[k]] > x1[i] })
+					byLeft = append(byLeft, 0)
+					copy(byLeft[at+1:], byLeft[at:])
+					byLeft[at] = i
+					wide = math.Max(wide, x2[i]-x1[i])
 					out = append(out, [3]int64{int64(b), int64(c), int64(i)})
 				}
 			}

@@ -51,6 +51,9 @@ class Attention(nn.Module):
         self.v = nn.Linear(hidden, hidden, bias=bias)
         self.o = nn.Linear(hidden, hidden, bias=bias)
         self.causal, self.rotary = causal, rotary
+        # open: slice the mask and the rotary tables to the input's length
+        # (exports with an open sequence length); set by open_model.
+        self.open = False
         if causal:
             mask = torch.triu(torch.full((seq, seq), -1e9), diagonal=1)
             self.register_buffer("mask", mask.reshape(1, 1, seq, seq))
@@ -69,7 +72,11 @@ class Attention(nn.Module):
         half = self.head_dim // 2
         x1, x2 = x[..., :half], x[..., half:]
         rotated = torch.cat([-x2, x1], dim=-1)
-        return x * self.cos + rotated * self.sin
+        cos, sin = self.cos, self.sin
+        if self.open:
+            s = x.shape[2]
+            cos, sin = cos[:, :, :s], sin[:, :, :s]
+        return x * cos + rotated * sin
 
     def forward(self, x):
         b, s, h = x.shape
@@ -78,7 +85,7 @@ class Attention(nn.Module):
             q, k = self.rotate(q), self.rotate(k)
         att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
         if self.causal:
-            att = att + self.mask
+            att = att + (self.mask[:, :, :s, :s] if self.open else self.mask)
         att = torch.softmax(att, dim=-1)
         y = torch.matmul(att, v).transpose(1, 2).reshape(b, s, h)
         return self.o(y)
@@ -110,7 +117,8 @@ class Bert(nn.Module):
         self.pooler = nn.Linear(hidden, hidden)
 
     def forward(self, ids):
-        x = self.ln(self.tok(ids) + self.pos)
+        pos = self.pos[:, :ids.shape[1]] if getattr(self, "open", False) else self.pos
+        x = self.ln(self.tok(ids) + pos)
         for layer in self.layers:
             x = layer(x)
         return x, torch.tanh(self.pooler(x[:, 0]))
@@ -145,7 +153,8 @@ class Gpt2(nn.Module):
         self.ln = nn.LayerNorm(hidden)
 
     def forward(self, ids):
-        x = self.tok(ids) + self.pos
+        pos = self.pos[:, :ids.shape[1]] if getattr(self, "open", False) else self.pos
+        x = self.tok(ids) + pos
         for b in self.blocks:
             x = b(x)
         return torch.matmul(self.ln(x), self.tok.weight.t())
@@ -234,25 +243,74 @@ CORPUS = {
     "llama_small": text(Llama, ["logits"]),
 }
 
+def open_model(name, axes):
+    """The corpus model name exported with open dimensions: axes maps each
+    input and output name to {axis: symbol}; the transformers slice their
+    position tables and masks to the input's length."""
+    def build():
+        model, inputs, input_names, output_names = CORPUS[name]()
+        for m in model.modules():
+            if hasattr(m, "open"):
+                m.open = True
+        model.open = True
+        return model, inputs, input_names, output_names, axes
+    return build
+
+
+def detector():
+    """torchvision's SSDLite (MobileNetV3 backbone, 320² training size)
+    exported with its post-processing (score thresholds, per-class top-k,
+    NonMaxSuppression over all classes) and the image's height and width
+    open; its normalisations get random statistics so that the scores
+    differ from box to box, as a trained model's do."""
+    def build():
+        import torchvision
+        model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.normal_(0.0, 0.5)
+                    m.running_mean.normal_(0.0, 0.1)
+                    m.running_var.uniform_(0.5, 1.5)
+            # Spread the class logits as training would: near-equal scores
+            # make the order of the kept boxes a matter of rounding.
+            for p in model.head.classification_head.parameters():
+                p.mul_(4)
+        axes = {"image": {1: "height", 2: "width"}, "boxes": {0: "n"}, "scores": {0: "n"}, "labels": {0: "n"}}
+        return model, ([torch.rand(3, 320, 320)],), ["image"], ["boxes", "scores", "labels"], axes
+    return build
+
+
 # Single operators for speed comparisons (bench/compare_ort.sh --models
-# sgemm_1024), not architectures: exported only when named with --only,
-# best into a directory of their own, which keeps them out of the
-# planner's corpus statistics.
+# sgemm_1024) and the open-shape variants (resnet50_open: batch, height
+# and width open; bert_base_open and gpt2_small_open: batch and sequence
+# open; ssdlite320_open: a detector with its NonMaxSuppression, height and
+# width open), not architectures of their own: exported only when named with
+# --only, best into a directory of their own, which keeps them out of
+# the planner's corpus statistics.
+_TEXT_AXES = {0: "batch", 1: "seq"}
 EXTRAS = {
     "sgemm_1024": sgemm(1024),
+    "resnet50_open": open_model("resnet50", {"input": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}}),
+    "bert_base_open": open_model("bert_base", {"input_ids": _TEXT_AXES, "last_hidden_state": _TEXT_AXES,
+                                               "pooler_output": {0: "batch"}}),
+    "gpt2_small_open": open_model("gpt2_small", {"input_ids": _TEXT_AXES, "logits": _TEXT_AXES}),
+    "ssdlite320_open": detector(),
 }
 
 
 def export(name, path):
     import onnx
     torch.manual_seed(sum(ord(c) for c in name))
-    model, inputs, input_names, output_names = {**CORPUS, **EXTRAS}[name]()
+    model, inputs, input_names, output_names, *axes = {**CORPUS, **EXTRAS}[name]()
     model.eval()
     tmp = path + ".tmp"
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, inputs, tmp, input_names=input_names, output_names=output_names,
-                          opset_version=OPSET, do_constant_folding=True)
+                          opset_version=OPSET, do_constant_folding=True,
+                          dynamic_axes=axes[0] if axes else None)
     proto = onnx.load(tmp)
     onnx.checker.check_model(proto)
     os.replace(tmp, path)

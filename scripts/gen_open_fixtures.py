@@ -72,30 +72,12 @@ class OpenBert(base.Bert):
         return x, pooled
 
 
-class Block(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.b1 = nn.BatchNorm2d(cout)
-        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.b2 = nn.BatchNorm2d(cout)
-        self.short = None
-        if stride != 1 or cin != cout:
-            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        y = torch.relu(self.b1(self.c1(x)))
-        y = self.b2(self.c2(y))
-        s = x if self.short is None else self.short(x)
-        return torch.relu(y + s)
-
-
 class Cnn(nn.Module):
     def __init__(self, classes=10):
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
         self.pool = nn.MaxPool2d(3, 2, 1)
-        self.blocks = nn.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 32, 1))
+        self.blocks = nn.Sequential(base.BasicBlock(16, 16, 1), base.BasicBlock(16, 32, 2), base.BasicBlock(32, 32, 1))
         self.head = nn.Linear(32, classes)
 
     def forward(self, image):

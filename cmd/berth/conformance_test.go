@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/berth-ml/berth/dtype"
-	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/npy"
@@ -36,7 +33,7 @@ const expectedFailures = "../../testdata/conformance_expected_failures.txt"
 // and every other case must pass.
 func TestConformanceCLI(t *testing.T) {
 	testenv.Require(t, testenv.ConformanceDir, testenv.InstallConformance)
-	expected, err := readExpected(expectedFailures)
+	expected, err := testenv.ExpectedFailures(expectedFailures)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,26 +78,6 @@ func TestConformanceCLI(t *testing.T) {
 		t.Logf("%-18s %4d/%4d passed (%.1f%%)", suite, passed[suite], total[suite], 100*float64(passed[suite])/float64(max(total[suite], 1)))
 	}
 	t.Logf("%-18s %4d/%4d passed (%.1f%%)", "all", ok, all, 100*float64(ok)/float64(max(all, 1)))
-}
-
-func readExpected(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, reason, _ := strings.Cut(line, " ")
-		m[name] = strings.TrimSpace(reason)
-	}
-	return m, sc.Err()
 }
 
 // runCLICase runs every data set of the case in dir through `berth run`;
@@ -183,58 +160,5 @@ func compareFile(path string, want *ir.Tensor, declared ir.DType) string {
 	if gdt != wdt || !want.Shape.Equal(got.Shape) {
 		return fmt.Sprintf("%s%v, the reference is %s%v", gdt, got.Shape, wdt, want.Shape)
 	}
-	return compareValues(gdt, got.Data, want.Data)
-}
-
-// compareValues compares floats as numpy.testing.assert_allclose(rtol=1e-3,
-// atol=1e-7) does and every other type exactly.
-func compareValues(dt ir.DType, got, want []byte) string {
-	if len(got) != len(want) {
-		return fmt.Sprintf("%d bytes, the reference has %d", len(got), len(want))
-	}
-	if !dt.IsFloat() {
-		if string(got) != string(want) {
-			i := 0
-			for got[i] == want[i] {
-				i++
-			}
-			return fmt.Sprintf("values differ (first at element %d)", i/dt.Size())
-		}
-		return ""
-	}
-	g, w := float64s(dt, got), float64s(dt, want)
-	bad, first := 0, -1
-	for i := range g {
-		if math.IsNaN(g[i]) && math.IsNaN(w[i]) || g[i] == w[i] {
-			continue
-		}
-		if !(math.Abs(g[i]-w[i]) <= 1e-7+1e-3*math.Abs(w[i])) {
-			if first < 0 {
-				first = i
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		return fmt.Sprintf("%d of %d values differ; element %d is %v, want %v", bad, len(g), first, g[first], w[first])
-	}
-	return ""
-}
-
-func float64s(dt ir.DType, b []byte) []float64 {
-	b = append(make([]byte, 0, len(b)+8), b...) // aligned for the typed views
-	v := make([]float64, len(b)/dt.Size())
-	for i := range v {
-		switch dt {
-		case ir.Float32:
-			v[i] = float64(raw.F32(b)[i])
-		case ir.Float64:
-			v[i] = raw.F64(b)[i]
-		case ir.Float16:
-			v[i] = float64(dtype.F32FromF16(raw.U16(b)[i]))
-		case ir.BFloat16:
-			v[i] = float64(dtype.F32FromBF16(raw.U16(b)[i]))
-		}
-	}
-	return v
+	return compare.AllClose(gdt, got.Data, want.Data)
 }

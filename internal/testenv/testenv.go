@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"bufio"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -24,3 +26,26 @@ const ConformanceDir = "/usr/share/libonnx-testdata/data"
 
 // InstallConformance says how to get ConformanceDir.
 const InstallConformance = "install it with `apt-get install libonnx-testdata`"
+
+// ExpectedFailures reads a list of test cases expected to fail, one
+// "case  reason" per line ("#" starts a comment line), into a map from
+// case to reason.
+func ExpectedFailures(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, reason, _ := strings.Cut(line, " ")
+		m[name] = strings.TrimSpace(reason)
+	}
+	return m, sc.Err()
+}

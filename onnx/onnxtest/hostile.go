@@ -36,6 +36,15 @@ func vi(name string, et onnxpb.TensorProto_DataType, dims ...int64) *onnxpb.Valu
 		TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(et)), Shape: shape}}}}
 }
 
+// viSym is vi with every dimension a symbol.
+func viSym(name string, et onnxpb.TensorProto_DataType, syms ...string) *onnxpb.ValueInfoProto {
+	v := vi(name, et)
+	for _, s := range syms {
+		v.Type.GetTensorType().Shape.Dim = append(v.Type.GetTensorType().Shape.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: s}})
+	}
+	return v
+}
+
 func node(op string, in, out []string) *onnxpb.NodeProto {
 	return &onnxpb.NodeProto{OpType: proto.String(op), Name: proto.String(op + "_" + out[0]), Input: in, Output: out}
 }
@@ -231,6 +240,47 @@ func Write(dir string) ([]Case, error) {
 	} {
 		cases = append(cases, Case{Name: in.name, Model: ok, Inputs: []string{file("inputs/"+in.name+".npy", in.b)}, Loads: true, Want: in.want})
 	}
+
+	// Open shapes: the inputs of a run settle them, and may not agree or
+	// may ask for more than any plan can hold.
+	f32npy := func(dims ...int64) []byte {
+		n := int64(4)
+		shape := ""
+		for _, d := range dims {
+			n *= d
+			shape += fmt.Sprintf("%d, ", d)
+		}
+		return npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': ("+shape+"), }", make([]byte, n))
+	}
+	i64npy := func(v ...int64) []byte {
+		var data []byte
+		for _, x := range v {
+			data = binary.LittleEndian.AppendUint64(data, uint64(x))
+		}
+		return npyFile(fmt.Sprintf("{'descr': '<i8', 'fortran_order': False, 'shape': (%d,), }", len(v)), data)
+	}
+	open := func(name string, nodes []*onnxpb.NodeProto, inputs []*onnxpb.ValueInfoProto, feeds [][]byte, want string) {
+		g := &onnxpb.GraphProto{Name: proto.String(name), Node: nodes, Input: inputs,
+			Output: []*onnxpb.ValueInfoProto{{Name: proto.String("y")}}}
+		add(name, model(13, "", g), want)
+		c := &cases[len(cases)-1]
+		c.Loads = true
+		for i, b := range feeds {
+			c.Inputs = append(c.Inputs, file(fmt.Sprintf("%s/input_%d.npy", name, i), b))
+		}
+	}
+	open("symbol-disagrees", []*onnxpb.NodeProto{node("Add", []string{"a", "b"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{viSym("a", onnxpb.TensorProto_FLOAT, "n"), viSym("b", onnxpb.TensorProto_FLOAT, "n")},
+		[][]byte{f32npy(2), f32npy(3)}, "another input gives")
+	open("symbol-expand-bomb", []*onnxpb.NodeProto{node("Expand", []string{"x", "s"}, []string{"big"}), node("ReduceSum", []string{"big"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{viSym("x", onnxpb.TensorProto_FLOAT, "n"), viSym("s", onnxpb.TensorProto_INT64, "r")},
+		[][]byte{f32npy(3), i64npy(1<<20, 1<<12, 2, 3)}, "memory limit")
+	open("symbol-reshape-overflow", []*onnxpb.NodeProto{node("Reshape", []string{"x", "s"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{viSym("x", onnxpb.TensorProto_FLOAT, "n"), viSym("s", onnxpb.TensorProto_INT64, "r")},
+		[][]byte{f32npy(6), i64npy(1<<40, 1<<40, 1<<40)}, "Reshape")
+	open("symbol-nonzero-bomb", []*onnxpb.NodeProto{node("Expand", []string{"x", "s"}, []string{"big"}), node("NonZero", []string{"big"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{viSym("x", onnxpb.TensorProto_FLOAT, "n"), viSym("s", onnxpb.TensorProto_INT64, "r")},
+		[][]byte{f32npy(1), i64npy(1<<30, 1<<30)}, "")
 	return cases, firstErr
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/berth-ml/berth/backend/cpu"
-	"github.com/berth-ml/berth/dtype"
+	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/ir"
@@ -204,21 +204,4 @@ func compareTensor(got, want *ir.Tensor) string {
 	return ""
 }
 
-func floats(t *ir.Tensor) []float64 {
-	n := int(t.Shape.Elements())
-	v := make([]float64, n)
-	d := aligned(t.Data)
-	for i := range v {
-		switch t.DType {
-		case ir.Float32:
-			v[i] = float64(raw.F32(d)[i])
-		case ir.Float64:
-			v[i] = raw.F64(d)[i]
-		case ir.Float16:
-			v[i] = float64(dtype.F32FromF16(raw.U16(d)[i]))
-		case ir.BFloat16:
-			v[i] = float64(dtype.F32FromBF16(raw.U16(d)[i]))
-		}
-	}
-	return v
-}
+func floats(t *ir.Tensor) []float64 { return compare.Float64s(t.DType, t.Data) }

@@ -1,0 +1,43 @@
+// Package quant multiplies activations by weights packed in ggml's block
+// formats, as a decoder language model's matrix products need, without
+// expanding the weights to float32.
+//
+// MatMul computes y[m,n] = x[m,k]·Wᵀ, where W is n rows of k values
+// stored row after row in ggml blocks (as a GGUF file holds a linear
+// layer's weight): Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K,
+// and F16 and BF16. As in llama.cpp, each row of x is first quantised,
+// once per call, to the form ggml pairs with the weight type: Q8_0 for
+// the types of 32-value blocks, Q8_K for the K-quants (see
+// activations.go; the values are ggml's own). A product of two rows is
+// then a sum of block products in integers (8-bit by 8-bit into 32-bit
+// sums), each scaled by the two blocks' scales in float32. F16 and BF16
+// weights are widened to float32 on the fly and multiply x as it is.
+//
+// The result is that of the dequantised weights (ggml's Dequantize) by the
+// quantised activations, up to float32 rounding: within about 1e-7 of
+// the sum of the terms' magnitudes. The quantised activations are ggml's
+// bit for bit, and the products within 3e-7 of that sum of ggml's own
+// (vec_dot; the tests hold fixtures of both), but for Q4_1 and Q5_1,
+// whose activation sums ggml rounds to f16 (1e-4), and F16 and BF16,
+// for which ggml rounds x to f16 or bf16 too. Against the activations as
+// they are, 8-bit activations add an error of up to a few 1e-3 of that
+// sum.
+//
+// On amd64 the kernels are assembly: AVX2 for every type (VPMADDUBSW and
+// VPMADDWD for the integer sums, F16C for the scales), and AVX-512 for the
+// types of 32-value blocks (two blocks a step, VPDPBUSD where the CPU has
+// AVX512-VNNI) and for F16 and BF16 (see Paths). They prefetch the
+// weights 2 KiB ahead, so that a matrix streamed from memory keeps up
+// with the arithmetic. They are chosen once, from the features
+// golang.org/x/sys/cpu reports, so GODEBUG=cpu.avx512f=off runs them as
+// on a CPU without AVX-512 (cpu.avx512vnni=off without VNNI), and
+// cpu.avx2=off as on one without AVX2. The Go kernels (ref.go) define the
+// results: every assembly kernel takes the same floating-point steps in
+// the same order and returns the same bits. The build tag noasm leaves
+// the assembly out.
+//
+// Work is shared among goroutines by rows of W: Prepare checks the
+// operands and quantises x into the caller's scratch (ScratchBytes long),
+// then each worker calls Run on its range of rows from Split. Nothing
+// allocates.
+package quant

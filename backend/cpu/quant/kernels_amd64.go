@@ -1,0 +1,220 @@
+//go:build !noasm
+
+package quant
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/berth-ml/berth/weights/ggml"
+)
+
+// The AVX2 kernels need AVX2 and F16C (every AVX2 CPU has it; x/sys/cpu
+// does not report it, so CPUID is asked).
+var hasAVX2 = cpu.X86.HasAVX2 && cpuid1ECX()&(1<<29) != 0
+
+// cpuid1ECX is ECX of CPUID leaf 1.
+func cpuid1ECX() uint32
+
+// The assembly kernels (dot_amd64.s). nb is the number of blocks, n the
+// number of runs of 32 values; each returns what its Go counterpart
+// (ref.go) returns for that many.
+
+//go:noescape
+func dotQ8_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_1AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_1AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
+
+//go:noescape
+func dotQ6_KAVX2(w, q *byte, d *float32, nb int) float32
+
+//go:noescape
+func dotF16AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotBF16AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotF16AVX512(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotBF16AVX512(w *byte, x *float32, n int) float32
+
+// asmImpls lists the assembly kernels this CPU runs for type t, the
+// fastest first.
+func asmImpls(t ggml.Type) []impl {
+	if !hasAVX2 {
+		return nil
+	}
+	var f dotFunc
+	switch t {
+	case ggml.Q8_0:
+		return append(avx512Impls(t), impl32(dotQ8_0AVX2, 34, kindQ8_0, "avx2"))
+	case ggml.Q4_0:
+		return append(avx512Impls(t), impl32(dotQ4_0AVX2, 18, kindQ8_0B, "avx2"))
+	case ggml.Q5_0:
+		return append(avx512Impls(t), impl32(dotQ5_0AVX2, 22, kindQ8_0B, "avx2"))
+	case ggml.Q4_1:
+		return append(avx512Impls(t), impl32(dotQ4_1AVX2, 20, kindQ8_0, "avx2"))
+	case ggml.Q5_1:
+		return append(avx512Impls(t), impl32(dotQ5_1AVX2, 24, kindQ8_0, "avx2"))
+	case ggml.Q4_K:
+		f = func(w, a []byte, k int) float32 { return qkcall(dotQ4_KAVX2, w, a, k, 144) }
+	case ggml.Q5_K:
+		f = func(w, a []byte, k int) float32 { return qkcall(dotQ5_KAVX2, w, a, k, 176) }
+	case ggml.Q6_K:
+		f = func(w, a []byte, k int) float32 {
+			xq, xd, _ := qkRow(a, k)
+			_ = w[210*(k/256)-1]
+			return dotQ6_KAVX2(&w[0], &xq[0], &xd[0], k/256)
+		}
+	case ggml.F16:
+		f = func(w, a []byte, k int) float32 {
+			x := f32s(a, k)
+			_ = w[2*k-1]
+			return dotF16AVX2(&w[0], &x[0], k/32) + tailF16(w, x, k&^31)
+		}
+		if hasAVX512 {
+			return []impl{{kindFloat, func(w, a []byte, k int) float32 {
+				x := f32s(a, k)
+				_ = w[2*k-1]
+				return dotF16AVX512(&w[0], &x[0], k/32) + tailF16(w, x, k&^31)
+			}, "avx512"}, {kindFloat, f, "avx2"}}
+		}
+	case ggml.BF16:
+		f = func(w, a []byte, k int) float32 {
+			x := f32s(a, k)
+			_ = w[2*k-1]
+			return dotBF16AVX2(&w[0], &x[0], k/32) + tailBF16(w, x, k&^31)
+		}
+		if hasAVX512 {
+			return []impl{{kindFloat, func(w, a []byte, k int) float32 {
+				x := f32s(a, k)
+				_ = w[2*k-1]
+				return dotBF16AVX512(&w[0], &x[0], k/32) + tailBF16(w, x, k&^31)
+			}, "avx512"}, {kindFloat, f, "avx2"}}
+		}
+	default:
+		return nil
+	}
+	return append(avx512Impls(t), impl{goImpls[t].kind, f, "avx2"})
+}
+
+// qkcall runs a K-quant kernel (blocks of size bytes) on a prepared Q8_K
+// row, after the bounds checks the assembly does not make.
+func qkcall(f func(w, q *byte, d *float32, sums *int16, nb int) float32, w, a []byte, k, size int) float32 {
+	xq, xd, sums := qkRow(a, k)
+	nb := k / 256
+	_ = w[size*nb-1]
+	return f(&w[0], &xq[0], &xd[0], &sums[0], nb)
+}
+
+// The AVX-512 kernels need AVX-512 F, BW and VL; those named VNNI also
+// AVX512-VNNI.
+var (
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
+	hasVNNI   = hasAVX512 && cpu.X86.HasAVX512VNNI
+)
+
+// The kernels of 32-value blocks take the activation row's values,
+// scales, block sums and sums of fours (the last only where their row is
+// Q8_0B; any valid pointer elsewhere).
+type dot32 func(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ8_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ8_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_1VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ4_1BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_1VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+//go:noescape
+func dotQ5_1BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
+
+// impl32 wraps a kernel of 32-value blocks of size bytes on rows of the
+// given kind.
+func impl32(f dot32, size int, kind kind, path string) impl {
+	bias := kind == kindQ8_0B
+	return impl{kind, func(w, a []byte, k int) float32 {
+		nb := k / 32
+		od, os := q8Offsets(k, bias)
+		xd, xs := f32s(a[od:], nb), f32s(a[os:], nb)
+		_ = a[os+4*nb+63] // the kernels read up to 64 bytes past a part
+		_ = w[size*nb-1]
+		b := (*int32)(unsafe.Pointer(&a[od]))
+		if bias {
+			b = &i32s(a[k:], k/4)[0]
+		}
+		return f(&w[0], &a[0], &xd[0], &xs[0], b, nb)
+	}, path}
+}
+
+// avx512Impls lists the AVX-512 kernels of type t this CPU runs.
+func avx512Impls(t ggml.Type) []impl {
+	if !hasAVX512 {
+		return nil
+	}
+	type pair struct {
+		vnni, bw dot32
+		size     int
+		vnniKind kind
+		bwKind   kind
+	}
+	var p pair
+	switch t {
+	case ggml.Q8_0:
+		p = pair{dotQ8_0VNNI, dotQ8_0BW, 34, kindQ8_0B, kindQ8_0}
+	case ggml.Q4_0:
+		p = pair{dotQ4_0VNNI, dotQ4_0BW, 18, kindQ8_0B, kindQ8_0B}
+	case ggml.Q5_0:
+		p = pair{dotQ5_0VNNI, dotQ5_0BW, 22, kindQ8_0B, kindQ8_0B}
+	case ggml.Q4_1:
+		p = pair{dotQ4_1VNNI, dotQ4_1BW, 20, kindQ8_0, kindQ8_0}
+	case ggml.Q5_1:
+		p = pair{dotQ5_1VNNI, dotQ5_1BW, 24, kindQ8_0, kindQ8_0}
+	default:
+		return nil
+	}
+	var v []impl
+	if hasVNNI {
+		v = append(v, impl32(p.vnni, p.size, p.vnniKind, "avx512vnni"))
+	}
+	return append(v, impl32(p.bw, p.size, p.bwKind, "avx512bw"))
+}

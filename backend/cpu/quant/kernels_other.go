@@ -1,0 +1,8 @@
+//go:build !amd64 || noasm
+
+package quant
+
+import "github.com/berth-ml/berth/weights/ggml"
+
+// asmImpls is empty: there is no assembly on this platform or build.
+func asmImpls(t ggml.Type) []impl { return nil }

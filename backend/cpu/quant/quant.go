@@ -1,0 +1,179 @@
+package quant
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/berth-ml/berth/weights/ggml"
+)
+
+// Supports reports whether MatMul takes weights of type t.
+func Supports(t ggml.Type) bool { return t < ggml.TypeCount && impls[t].kind != 0 }
+
+// ScratchBytes is the scratch MatMul and Prepare need for m activation
+// rows of k elements against weights of type t: the quantised rows (Q8_0
+// for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights, Q8_K for the K-quants),
+// plus 64 bytes to align them. F16 and BF16 weights need none. It is 0
+// for a type MatMul does not take.
+func ScratchBytes(t ggml.Type, m, k int) int {
+	if !Supports(t) || m <= 0 || k <= 0 {
+		return 0
+	}
+	s := actStride(impls[t].kind, k)
+	if s == 0 {
+		return 0
+	}
+	return 64 + m*s
+}
+
+// actStride is the bytes one prepared activation row of k elements takes
+// (a multiple of 64), 0 where rows are not prepared.
+func actStride(kind kind, k int) int {
+	var n int
+	switch kind {
+	case kindQ8_0:
+		n = k + 8*(k/32) // int8 values, then per block d and d·Σq as float32
+	case kindQ8_0B:
+		n = 2*k + 8*(k/32) // the same with the sums of fours
+	case kindQ8_K:
+		n = k + 4*(k/256) + 2*(k/32) // int8 values, per block d, int16 sums of 32
+	default:
+		return 0
+	}
+	return (n + 64 + 63) &^ 63
+}
+
+// Product is one prepared product y = x·Wᵀ: its operands checked and
+// the activation rows quantised. Run computes any range of its output
+// columns (rows of W) and may be called from several goroutines at once
+// on ranges that do not overlap. A Product holds the caller's slices; it
+// is valid while they are.
+type Product struct {
+	y, x    []float32
+	w       []byte
+	act     []byte // the prepared activation rows, 64-byte aligned
+	dot     dotFunc
+	m, k, n int
+	wRow    int // bytes per weight row
+	aRow    int // bytes per prepared activation row (0: x is read as it is)
+}
+
+// Prepare checks the operands of y[m,n] = x[m,k]·Wᵀ, where W is n rows
+// of k elements of type t stored row after row in w (as in a GGUF file),
+// and quantises the rows of x into scratch, which must hold at least
+// ScratchBytes(t, m, k) bytes. k must be a multiple of t's block size.
+// It does not allocate, except for the error.
+func Prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []byte) (Product, error) {
+	if !Supports(t) {
+		return Product{}, fmt.Errorf("quant: no product with %s weights", t)
+	}
+	return prepare(y, x, m, k, w, n, t, scratch, impls[t])
+}
+
+// prepare is Prepare with the kernel im.
+func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []byte, im impl) (Product, error) {
+	if m < 0 || k < 0 || n < 0 {
+		return Product{}, fmt.Errorf("quant: negative size %d×%d·(%d×%d)ᵀ", m, k, n, k)
+	}
+	wRow, err := t.RowSize(int64(k))
+	if err != nil {
+		return Product{}, fmt.Errorf("quant: %w", err)
+	}
+	switch {
+	case len(y) < m*n:
+		return Product{}, fmt.Errorf("quant: y holds %d values, need %d×%d", len(y), m, n)
+	case len(x) < m*k:
+		return Product{}, fmt.Errorf("quant: x holds %d values, need %d×%d", len(x), m, k)
+	case int64(len(w)) < int64(n)*wRow:
+		return Product{}, fmt.Errorf("quant: w holds %d bytes, %d rows of %d %s need %d", len(w), n, k, t, int64(n)*wRow)
+	}
+	p := Product{y: y, x: x, w: w, dot: im.dot, m: m, k: k, n: n, wRow: int(wRow), aRow: actStride(im.kind, k)}
+	if p.aRow == 0 || m == 0 || k == 0 {
+		return p, nil
+	}
+	need := 64 + m*p.aRow
+	if len(scratch) < need {
+		return Product{}, fmt.Errorf("quant: scratch holds %d bytes, need %d", len(scratch), need)
+	}
+	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(scratch))) & 63)
+	p.act = scratch[off : off+m*p.aRow]
+	for i := range m {
+		a := p.act[i*p.aRow : (i+1)*p.aRow]
+		xi := x[i*k : (i+1)*k]
+		switch im.kind {
+		case kindQ8_0, kindQ8_0B:
+			quantizeQ8_0(a, xi, im.kind == kindQ8_0B)
+		case kindQ8_K:
+			quantizeQ8_K(a, xi)
+		}
+	}
+	return p, nil
+}
+
+// Run computes the output columns [lo, hi) of every row of y: the
+// products of the activation rows by weight rows lo to hi-1. It does not
+// allocate.
+func (p *Product) Run(lo, hi int) {
+	if lo < 0 || hi > p.n || lo >= hi || p.m == 0 {
+		return
+	}
+	if p.k == 0 {
+		for i := range p.m {
+			clear(p.y[i*p.n+lo : i*p.n+hi])
+		}
+		return
+	}
+	// The activation rows are taken a chunk at a time, a chunk small
+	// enough to stay in L2 while every weight row of the range passes
+	// by it once; a weight row stays in L1 while the chunk's rows use it.
+	stride := p.aRow
+	if stride == 0 {
+		stride = 4 * p.k
+	}
+	chunk := max(1, (192<<10)/stride)
+	for i0 := 0; i0 < p.m; i0 += chunk {
+		i1 := min(p.m, i0+chunk)
+		for j := lo; j < hi; j++ {
+			wr := p.w[j*p.wRow : (j+1)*p.wRow]
+			for i := i0; i < i1; i++ {
+				p.y[i*p.n+j] = p.dot(wr, p.row(i), p.k)
+			}
+		}
+	}
+}
+
+// row is activation row i as the kernels read it: prepared, or x's own.
+func (p *Product) row(i int) []byte {
+	if p.aRow != 0 {
+		return p.act[i*p.aRow : (i+1)*p.aRow]
+	}
+	xi := p.x[i*p.k : (i+1)*p.k]
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(xi))), 4*len(xi))
+}
+
+// MatMul sets y[m,n] = x[m,k]·Wᵀ for the n rows of k elements of type t
+// in w, on the calling goroutine: Prepare, then Run over every row of W.
+// scratch must hold ScratchBytes(t, m, k) bytes. It does not allocate,
+// except for the error.
+func MatMul(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []byte) error {
+	p, err := Prepare(y, x, m, k, w, n, t, scratch)
+	if err != nil {
+		return err
+	}
+	p.Run(0, n)
+	return nil
+}
+
+// Split returns the i-th of parts contiguous ranges [lo, hi) that share
+// out n weight rows among workers, each range (but the last) a multiple
+// of 16 rows, so that no two workers write into one 64-byte line of a
+// 64-byte aligned y. Some ranges are empty when n is small.
+func Split(n, parts, i int) (lo, hi int) {
+	if parts < 1 || i < 0 || i >= parts || n <= 0 {
+		return 0, 0
+	}
+	g := (n + 15) / 16
+	lo = min(n, i*g/parts*16)
+	hi = min(n, (i+1)*g/parts*16)
+	return lo, hi
+}
