@@ -237,7 +237,7 @@ fi
 # firsterr FILE prints the first line of an error log that says something,
 # fit for a table cell.
 firsterr() {
-	grep -v -e '^\s*$' -e '^Command exited' "$1" | head -1 | cut -c1-220 | tr '|' '/' || true
+	grep -v -e '^\s*$' -e '^Command exited' "$1" | head -1 | cut -c1-300 | tr '|' '/' || true
 }
 
 # bind MODEL SETDIR prints one NAME=PATH line per graph input (stdout) and
@@ -307,6 +307,7 @@ row() {
 	if ((rc != 0)); then
 		berth_ok=""
 		berth_err=$(firsterr "$dir/berth.err")
+		berth_err=${berth_err//"$model: "/} # the model's path says nothing in its own row
 		if ((rc == 124)); then berth_err="timed out after $timeout_s s${berth_err:+: $berth_err}"; fi
 		[[ -n $berth_err ]] || berth_err="exit status $rc with nothing on stderr"
 	fi
