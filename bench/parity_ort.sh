@@ -237,7 +237,7 @@ fi
 # firsterr FILE prints the first line of an error log that says something,
 # fit for a table cell.
 firsterr() {
-	grep -v -e '^\s*$' -e '^Command exited' "$1" | head -1 | cut -c1-300 | tr '|' '/' || true
+	grep -v -e '^\s*$' -e '^Command exited' "$1" | head -1 | cut -c1-400 | tr '|' '/' || true
 }
 
 # bind MODEL SETDIR prints one NAME=PATH line per graph input (stdout) and
