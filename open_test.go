@@ -127,23 +127,32 @@ func TestOpenModels(t *testing.T) {
 	}
 }
 
-// runAlone runs m on ins in a session of its own, every symbol fixed at
-// the sizes ins give.
-func runAlone(t *testing.T, m *berth.Model, ins []berth.Tensor) []berth.Tensor {
-	t.Helper()
-	dims := map[string]int64{}
+// symbolSizes is the size each of m's symbols takes in the input sets,
+// the largest over the sets.
+func symbolSizes(m *berth.Model, sets ...[]berth.Tensor) map[string]int64 {
+	sizes := map[string]int64{}
 	for _, in := range m.Inputs() {
-		for _, x := range ins {
-			if x.Name == in.Name && in.Symbols != nil {
+		for _, set := range sets {
+			for _, x := range set {
+				if x.Name != in.Name || in.Symbols == nil {
+					continue
+				}
 				for i, sym := range in.Symbols {
 					if sym != "" {
-						dims[sym] = x.Shape[i]
+						sizes[sym] = max(sizes[sym], x.Shape[i])
 					}
 				}
 			}
 		}
 	}
-	_, s := newSession(t, m, berth.Options{Threads: 2, Dims: dims})
+	return sizes
+}
+
+// runAlone runs m on ins in a session of its own, every symbol fixed at
+// the sizes ins give.
+func runAlone(t *testing.T, m *berth.Model, ins []berth.Tensor) []berth.Tensor {
+	t.Helper()
+	_, s := newSession(t, m, berth.Options{Threads: 2, Dims: symbolSizes(m, ins)})
 	outs, err := s.Run(context.Background(), ins...)
 	if err != nil {
 		t.Fatal(err)
@@ -323,19 +332,7 @@ func TestOpenModelFixedDims(t *testing.T) {
 			}
 			defer m.Close()
 			ins := f.sets[1]
-			dims := map[string]int64{}
-			for _, in := range m.Inputs() {
-				for _, x := range ins {
-					if x.Name != in.Name {
-						continue
-					}
-					for i, sym := range in.Symbols {
-						if sym != "" {
-							dims[sym] = x.Shape[i]
-						}
-					}
-				}
-			}
+			dims := symbolSizes(m, ins)
 			exe, err := berth.Compile(m, berth.CPU, berth.Options{Dims: dims})
 			if err != nil {
 				t.Fatal(err)
@@ -380,21 +377,7 @@ func TestOpenModelBound(t *testing.T) {
 			}
 			defer m.Close()
 			// The bound is each symbol's largest size over the sets.
-			bound := map[string]int64{}
-			for _, in := range m.Inputs() {
-				for _, set := range f.sets {
-					for _, x := range set {
-						if x.Name != in.Name {
-							continue
-						}
-						for i, sym := range in.Symbols {
-							if sym != "" {
-								bound[sym] = max(bound[sym], x.Shape[i])
-							}
-						}
-					}
-				}
-			}
+			bound := symbolSizes(m, f.sets...)
 			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
 			if err != nil {
 				t.Fatal(err)
@@ -547,20 +530,7 @@ func TestOpenConcurrentSessions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			bound := map[string]int64{}
-			for _, set := range f.sets {
-				for _, x := range set {
-					for _, in := range m.Inputs() {
-						if in.Name == x.Name && in.Symbols != nil {
-							for i, sym := range in.Symbols {
-								if sym != "" {
-									bound[sym] = max(bound[sym], x.Shape[i])
-								}
-							}
-						}
-					}
-				}
-			}
+			bound := symbolSizes(m, f.sets...)
 			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
 			if err != nil {
 				t.Fatal(err)

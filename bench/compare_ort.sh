@@ -6,7 +6,7 @@
 #       [--out FILE] [--berth BINARY] [--ort-dir DIR] [--dims S=N,...] [--keep]
 #
 # For each model it times ONNX Runtime (the npm package onnxruntime-node,
-# pinned below, CPU execution provider, through bench/ort_runner.js) and
+# pinned in bench/tools.sh, CPU execution provider, through bench/ort_runner.js) and
 # berth (`berth bench`) on the same .npy inputs with the same thread count,
 # and prints one markdown table: median latency, peak RSS and the agreement
 # of the two runtimes' outputs.
