@@ -54,3 +54,24 @@ func (q *queue) pop() bigram {
 	*q = h
 	return top
 }
+
+// mergeQueued merges the adjacent symbols of the pairs q holds, best pair
+// first, skipping a pair one of whose symbols a merge has changed since it
+// was queued, and offers try each new pair a merge makes.
+func mergeQueued(syms []symbol, q *queue, try func(l, r int32)) {
+	for len(*q) > 0 {
+		b := q.pop()
+		l, r := &syms[b.left], &syms[b.right]
+		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
+			continue
+		}
+		l.n += r.n
+		r.n = 0
+		l.next = r.next
+		if r.next >= 0 {
+			syms[r.next].prev = b.left
+		}
+		try(l.prev, b.left)
+		try(b.left, l.next)
+	}
+}

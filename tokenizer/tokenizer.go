@@ -356,21 +356,7 @@ func (t *Tokenizer) spm(dst []int32, text []byte, s *scratch) []int32 {
 		for i := lo + 1; i < hi; i++ {
 			try(int32(i-1), int32(i))
 		}
-		for len(q) > 0 {
-			b := q.pop()
-			l, r := &syms[b.left], &syms[b.right]
-			if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
-				continue
-			}
-			l.n += r.n
-			r.n = 0
-			l.next = r.next
-			if r.next >= 0 {
-				syms[r.next].prev = b.left
-			}
-			try(l.prev, b.left)
-			try(b.left, l.next)
-		}
+		mergeQueued(syms, &q, try)
 		for i := int32(lo); i != -1; i = syms[i].next {
 			sym := syms[i]
 			piece := text[sym.start : sym.start+sym.n]
@@ -486,21 +472,7 @@ func (t *Tokenizer) bpeWord(dst []int32, word []byte, s *scratch) []int32 {
 	for i := 1; i < len(syms); i++ {
 		try(int32(i-1), int32(i))
 	}
-	for len(q) > 0 {
-		b := q.pop()
-		l, r := &syms[b.left], &syms[b.right]
-		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
-			continue
-		}
-		l.n += r.n
-		r.n = 0
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = b.left
-		}
-		try(l.prev, b.left)
-		try(b.left, l.next)
-	}
+	mergeQueued(syms, &q, try)
 	for _, sym := range syms {
 		if sym.n == 0 {
 			continue

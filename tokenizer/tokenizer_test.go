@@ -150,21 +150,7 @@ func spmReference(t *Tokenizer, text []byte) []int32 {
 	for i := 1; i < len(syms); i++ {
 		try(int32(i-1), int32(i))
 	}
-	for len(q) > 0 {
-		b := q.pop()
-		l, r := &syms[b.left], &syms[b.right]
-		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
-			continue
-		}
-		l.n += r.n
-		r.n = 0
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = b.left
-		}
-		try(l.prev, b.left)
-		try(b.left, l.next)
-	}
+	mergeQueued(syms, &q, try)
 	var out []int32
 	for i := int32(0); len(syms) > 0 && i != -1; i = syms[i].next {
 		piece := text[syms[i].start : syms[i].start+syms[i].n]
