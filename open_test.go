@@ -83,11 +83,7 @@ func loadOpenFixtures(t testing.TB) []openFixture {
 func TestOpenModels(t *testing.T) {
 	for _, f := range loadOpenFixtures(t) {
 		t.Run(f.name, func(t *testing.T) {
-			m, err := berth.Load(f.model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadModel(t, f.model)
 			if !m.Open() {
 				t.Fatal("the model is not open")
 			}
@@ -163,6 +159,17 @@ func runAlone(t *testing.T, m *berth.Model, ins []berth.Tensor) []berth.Tensor {
 	return outs
 }
 
+// loadModel loads the model at path, closed when the test ends.
+func loadModel(t testing.TB, path string) *berth.Model {
+	t.Helper()
+	m, err := berth.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 // newSession compiles m for the CPU with opts and opens a session of it;
 // both are closed when the test ends.
 func newSession(t testing.TB, m *berth.Model, opts berth.Options) (*berth.Executable, *berth.Session) {
@@ -211,11 +218,7 @@ func checkOpenOutputs(t *testing.T, what string, outs []berth.Tensor, want []*np
 // each shape allocate nothing.
 func TestOpenModelPlans(t *testing.T) {
 	f := loadOpenFixtures(t)[0]
-	m, err := berth.Load(f.model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadModel(t, f.model)
 	for _, plans := range []int{1, 2} {
 		exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, Plans: plans})
 		if err != nil {
@@ -267,11 +270,7 @@ func TestOpenModelErrors(t *testing.T) {
 	if bert.name == "" {
 		t.Fatal("no bert fixture")
 	}
-	m, err := berth.Load(bert.model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadModel(t, bert.model)
 	ids, mask := bert.sets[1][0], bert.sets[1][1]
 	other := bert.sets[0][1] // another sequence length
 	cases := []struct {
@@ -294,17 +293,8 @@ func TestOpenModelErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			exe, err := berth.Compile(m, berth.CPU, c.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Close()
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			_, err = s.Run(context.Background(), c.ins...)
+			_, s := newSession(t, m, c.opts)
+			_, err := s.Run(context.Background(), c.ins...)
 			if c.want == "" {
 				// Empty inputs may run or be refused; either way no panic.
 				return
@@ -326,11 +316,7 @@ func TestOpenModelErrors(t *testing.T) {
 func TestOpenModelFixedDims(t *testing.T) {
 	for _, f := range loadOpenFixtures(t) {
 		t.Run(f.name, func(t *testing.T) {
-			m, err := berth.Load(f.model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadModel(t, f.model)
 			ins := f.sets[1]
 			dims := symbolSizes(m, ins)
 			exe, err := berth.Compile(m, berth.CPU, berth.Options{Dims: dims})
@@ -371,11 +357,7 @@ func TestOpenModelFixedDims(t *testing.T) {
 func TestOpenModelBound(t *testing.T) {
 	for _, f := range loadOpenFixtures(t) {
 		t.Run(f.name, func(t *testing.T) {
-			m, err := berth.Load(f.model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadModel(t, f.model)
 			// The bound is each symbol's largest size over the sets.
 			bound := symbolSizes(m, f.sets...)
 			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
@@ -487,11 +469,7 @@ func TestOpenModelStagesNoAllocations(t *testing.T) {
 			continue
 		}
 		t.Run(f.name, func(t *testing.T) {
-			m, err := berth.Load(f.model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadModel(t, f.model)
 			_, s := newSession(t, m, berth.Options{Threads: 1})
 			ctx := context.Background()
 			for k, ins := range f.sets {
@@ -525,11 +503,7 @@ func TestOpenConcurrentSessions(t *testing.T) {
 			continue
 		}
 		t.Run(f.name, func(t *testing.T) {
-			m, err := berth.Load(f.model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadModel(t, f.model)
 			bound := symbolSizes(m, f.sets...)
 			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
 			if err != nil {
