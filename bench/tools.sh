@@ -1,5 +1,5 @@
-# tools.sh — what bench/compare_ort.sh and bench/parity_ort.sh both set up,
-# sourced by each after its flags are read.
+# tools.sh — what bench/compare_ort.sh and bench/parity_ort.sh share, sourced
+# by each before it reads its flags.
 #
 # ensure_ort NAME installs the pinned ONNX Runtime (the npm package
 # onnxruntime-node, ORT_VERSION) into $ort_dir unless it is there already,
@@ -8,6 +8,12 @@
 # binary. NAME starts their messages; both use the caller's die.
 
 ORT_VERSION=1.30.0
+
+# usage prints the script's header comment and exits with $1 (0).
+usage() {
+	sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+	exit "${1:-0}"
+}
 
 ensure_ort() {
 	local name=$1 tmp
