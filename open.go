@@ -168,7 +168,7 @@ func (o *openModel) specialise(flat []Tensor, decls []int, byValue []bool, bound
 // declared sequence input.
 func (o *openModel) isInput(name string) bool {
 	for _, v := range o.sig.Inputs {
-		if v.Name == name || v.Kind == onnx.SequenceValue && isElementOf(name, v.Name) {
+		if feeds(v, name) {
 			return true
 		}
 	}
@@ -327,7 +327,7 @@ func (o *openModel) feeding(name string) []int {
 		t := g.Tensor(id)
 		if t.Producer < 0 {
 			for k, v := range o.sig.Inputs {
-				if v.Name == t.Name || v.Kind == onnx.SequenceValue && isElementOf(t.Name, v.Name) {
+				if feeds(v, t.Name) {
 					out = append(out, k)
 				}
 			}
@@ -363,10 +363,14 @@ func findTensor(g *ir.Graph, name string) ir.TensorID {
 	return ir.NoTensor
 }
 
-// isElementOf reports whether name is SequenceElement(seq, k) for some k.
-func isElementOf(name, seq string) bool {
-	_, ok := elementIndex(name, seq)
-	return ok
+// feeds reports whether the graph input called name is the declared
+// input v or, for a sequence, one of its elements (SequenceElement).
+func feeds(v onnx.Value, name string) bool {
+	if name == v.Name {
+		return true
+	}
+	_, elem := elementIndex(name, v.Name)
+	return v.Kind == onnx.SequenceValue && elem
 }
 
 // elementIndex parses name as SequenceElement(seq, k) without

@@ -460,8 +460,7 @@ func (ss *openSession) countError(inputs []Tensor) error {
 		want = append(want, v.Name)
 		found := false
 		for _, in := range inputs {
-			_, elem := elementIndex(in.Name, v.Name)
-			found = found || in.Name == v.Name || v.Kind == onnx.SequenceValue && elem
+			found = found || feeds(v, in.Name)
 		}
 		if !found && v.Kind != onnx.SequenceValue {
 			missing = append(missing, v.Name)
@@ -470,8 +469,7 @@ func (ss *openSession) countError(inputs []Tensor) error {
 	for _, in := range inputs {
 		found := false
 		for _, v := range sig.Inputs {
-			_, elem := elementIndex(in.Name, v.Name)
-			found = found || in.Name == v.Name || v.Kind == onnx.SequenceValue && elem
+			found = found || feeds(v, in.Name)
 		}
 		if !found && in.Name != "" {
 			extra = append(extra, in.Name)
