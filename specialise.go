@@ -3,6 +3,7 @@ package berth
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -50,7 +51,7 @@ func checkSymbols(symbols []string, opts Options) error {
 		flag string
 		dims map[string]int64
 	}{{"Dims", opts.Dims}, {"MaxDims", opts.MaxDims}} {
-		for _, sym := range slices.Sorted(mapsKeys(set.dims)) {
+		for _, sym := range slices.Sorted(maps.Keys(set.dims)) {
 			if !slices.Contains(symbols, sym) {
 				if len(symbols) == 0 {
 					return fmt.Errorf("compile: %s: the model has no open dimension %q (its input shapes are all fixed)", set.flag, sym)
@@ -68,16 +69,6 @@ func checkSymbols(symbols []string, opts Options) error {
 		}
 	}
 	return nil
-}
-
-func mapsKeys(m map[string]int64) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // compileOpen compiles a model with open shapes: at once when opts.Dims

@@ -41,9 +41,12 @@ func cmdPlan(args []string, stdout io.Writer) error {
 	if len(c.maxDims.m) > 0 {
 		// One plan serves every run within the bound: it is the plan
 		// made at the bound.
+		if c.dims.m == nil {
+			c.dims.m = map[string]int64{}
+		}
 		for sym, n := range c.maxDims.m {
 			if _, fixed := c.dims.m[sym]; !fixed {
-				c.dims.Set(fmt.Sprintf("%s=%d", sym, n))
+				c.dims.m[sym] = n
 			}
 		}
 	}
