@@ -98,6 +98,11 @@ type Options struct {
 	// template, when set, is the plan at the bound of a model with open
 	// shapes, whose offsets a plan for smaller shapes takes (reusePlan).
 	template *planTemplate
+	// cudaWeights holds, for all the plans of a model with open shapes
+	// on CUDA, the constants read from its file; cudaBound is the plan at
+	// its bound, whose offsets the others keep where they can.
+	cudaWeights *cuda.WeightStore
+	cudaBound   *cuda.Executable
 
 	// Plans bounds how many plans, one per set of input shapes (and, for
 	// a model whose shapes depend on input values, per set of those

@@ -20,7 +20,7 @@ import (
 // and f16 run them on 16-bit weights and activations with float32
 // accumulation (cuda.BF16, cuda.F16); the default is plain float32.
 func compileCUDA(m *Model, o Options) (*cuda.Executable, error) {
-	opts := cuda.Options{Precision: o.Precision}
+	opts := cuda.Options{Precision: o.Precision, Weights: o.cudaWeights, Bound: o.cudaBound}
 	if env := os.Getenv("BERTH_CUDA_PRECISION"); env != "" {
 		p, err := ParsePrecision(env)
 		if err != nil {
@@ -89,9 +89,17 @@ type cudaSession struct {
 }
 
 // newCUDASession makes a device session of exe, whose graph is g, and its
-// host buffers.
-func newCUDASession(g *ir.Graph, exe *cuda.Executable) (*cudaSession, error) {
-	s, err := exe.NewSession()
+// host buffers: on lane where it is not nil and exe fits it, else on a
+// lane of its own.
+func newCUDASession(g *ir.Graph, exe *cuda.Executable, lane *cuda.Lane) (*cudaSession, error) {
+	var s *cuda.Session
+	var err error
+	if lane != nil {
+		s, err = exe.NewSessionOn(lane)
+	}
+	if lane == nil || errors.Is(err, cuda.ErrLaneTooSmall) {
+		s, err = exe.NewSession()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cuda session: %w", err)
 	}

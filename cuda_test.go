@@ -2,9 +2,12 @@ package berth
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +20,7 @@ import (
 	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/npy"
+	"github.com/berth-ml/berth/plan"
 )
 
 // cudaFixture is one model under testdata/models with its inputs.
@@ -138,7 +142,7 @@ func testCUDAFixture(t *testing.T, f cudaFixture, prec string, tol float64, timi
 	}
 	compileTime := time.Since(start)
 	defer exe.Close()
-	cs2, err := newCUDASession(f.model.graph, exe)
+	cs2, err := newCUDASession(f.model.graph, exe, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +181,19 @@ func testCUDAFixture(t *testing.T, f cudaFixture, prec string, tol float64, timi
 		t.Logf("%s %s output %q %v: rel L2 %.3g vs CPU", prec, f.name, want[i].Name, want[i].Shape, rel)
 		if !(rel <= tol) {
 			t.Errorf("output %q: rel L2 %.3g > %g", want[i].Name, rel, tol)
+		}
+	}
+	// The second run captures a CUDA graph: it must give the same.
+	if err := s.Run(in, out); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if want[i].DType == Float32 {
+			if rel := compare.RelL2(f32View(out[i]), f32View(want[i].Data)); !(rel <= tol) {
+				t.Errorf("graph replay: output %q: rel L2 %.3g > %g", want[i].Name, rel, tol)
+			}
+		} else if !slices.Equal(out[i], want[i].Data) {
+			t.Errorf("graph replay: output %q differs", want[i].Name)
 		}
 	}
 	t.Logf("%s: %d nodes, %d launches, arena %d bytes, weights %d bytes, compile %v, graphed %v",
@@ -274,7 +291,7 @@ func profileCUDA(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	defer exe.Close()
-	cs, err := newCUDASession(m.graph, exe)
+	cs, err := newCUDASession(m.graph, exe, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -364,7 +381,6 @@ func TestCUDAOpenModels(t *testing.T) {
 	if len(dirs) == 0 {
 		t.Fatal("no fixtures under testdata/open")
 	}
-	ctx := context.Background()
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			m, err := Load(filepath.Join(dir, "model.onnx"))
@@ -388,8 +404,8 @@ func TestCUDAOpenModels(t *testing.T) {
 				}
 				sets = append(sets, ins)
 			}
-			session := func(dev Device) *Session {
-				exe, err := Compile(m, dev, Options{})
+			session := func(dev Device, opts Options) (*Executable, *Session) {
+				exe, err := Compile(m, dev, opts)
 				if err != nil {
 					t.Fatalf("%s: %v", dev, err)
 				}
@@ -399,43 +415,220 @@ func TestCUDAOpenModels(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { s.Close() })
-				return s
+				return exe, s
 			}
-			gpu, cpu := session(CUDA), session(CPU)
-			for k, ins := range sets {
-				start := time.Now()
-				g, err := gpu.Run(ctx, ins...)
-				if err != nil && strings.Contains(err.Error(), "not supported by the CUDA backend") {
-					t.Skipf("set %d: %v", k, err)
+			_, cpu := session(CPU, Options{})
+			for _, bounded := range []bool{false, true} {
+				opts := Options{}
+				if bounded {
+					opts.MaxDims = boundOf(m, sets)
 				}
-				if err != nil {
-					t.Fatalf("set %d on cuda: %v", k, err)
-				}
-				first := time.Since(start)
-				start = time.Now()
-				for range 10 {
-					if g, err = gpu.Run(ctx, ins...); err != nil {
-						t.Fatal(err)
-					}
-				}
-				again := time.Since(start) / 10
-				c, err := cpu.Run(ctx, ins...)
-				if err != nil {
-					t.Fatalf("set %d on cpu: %v", k, err)
-				}
-				for i := range c {
-					if !slices.Equal(g[i].Shape, c[i].Shape) {
-						t.Errorf("set %d output %d: cuda %v, cpu %v", k, i, g[i].Shape, c[i].Shape)
-						continue
-					}
-					gv, _ := g[i].Float32s()
-					cv, _ := c[i].Float32s()
-					if e := compare.RelL2(gv, cv); !(e <= 1e-4) {
-						t.Errorf("set %d output %d (%s): rel L2 %.3g against the CPU", k, i, c[i].Name, e)
-					}
-				}
-				t.Logf("set %d %v: first run (plans the shape) %v, later runs %v", k, ins[0].Shape, first, again)
+				exe, gpu := session(CUDA, opts)
+				t.Logf("bound %v", opts.MaxDims)
+				compareOpenCUDA(t, exe, gpu, cpu, sets)
 			}
 		})
 	}
+}
+
+// boundOf is each symbol's largest size over the input sets.
+func boundOf(m *Model, sets [][]Tensor) map[string]int64 {
+	bound := map[string]int64{}
+	for _, ins := range sets {
+		for i, info := range m.Inputs() {
+			for d, sym := range info.Symbols {
+				if sym != "" && d < len(ins[i].Shape) {
+					bound[sym] = max(bound[sym], ins[i].Shape[d])
+				}
+			}
+		}
+	}
+	return bound
+}
+
+// compareOpenCUDA runs each input set on the GPU session and on the CPU
+// one and compares the outputs. Under a bound (exe has a plan at it),
+// every set must run in the bound's plan or that plan refit.
+func compareOpenCUDA(t *testing.T, exe *Executable, gpu, cpu *Session, sets [][]Tensor) {
+	ctx := context.Background()
+	for k, ins := range sets {
+		c, err := cpu.Run(ctx, ins...)
+		if err != nil {
+			t.Fatalf("set %d on cpu: %v", k, err)
+		}
+		check := func(what string, g []Tensor) {
+			for i := range c {
+				if !slices.Equal(g[i].Shape, c[i].Shape) {
+					t.Errorf("set %d output %d, %s: cuda %v, cpu %v", k, i, what, g[i].Shape, c[i].Shape)
+					continue
+				}
+				gv, _ := g[i].Float32s()
+				cv, _ := c[i].Float32s()
+				if e := compare.RelL2(gv, cv); !(e <= 1e-4) {
+					t.Errorf("set %d output %d (%s), %s: rel L2 %.3g against the CPU", k, i, c[i].Name, what, e)
+				}
+			}
+		}
+		start := time.Now()
+		g, err := gpu.Run(ctx, ins...)
+		if err != nil && strings.Contains(err.Error(), "not supported by the CUDA backend") {
+			t.Skipf("set %d: %v", k, err)
+		}
+		if err != nil {
+			t.Fatalf("set %d on cuda: %v", k, err)
+		}
+		first := time.Since(start)
+		check("first run", g)
+		start = time.Now()
+		for range 10 {
+			if g, err = gpu.Run(ctx, ins...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again := time.Since(start) / 10
+		check("later runs", g)
+		t.Logf("set %d %v: first run (plans the shape) %v, later runs %v", k, ins[0].Shape, first, again)
+		if exe.open != nil && exe.open.atBound != nil {
+			_, bound := exe.Plan()
+			if _, pl := gpu.Executable().Plan(); pl != bound && pl.Schedule != plan.RefitSchedule {
+				t.Errorf("set %d has a plan of its own (%s)", k, pl.Schedule)
+			}
+		}
+	}
+}
+
+// BenchmarkCUDAOpenShapes times, for the model in BERTH_CUDA_OPEN (a file
+// with open dimensions) compiled with the bound in BERTH_CUDA_OPEN_BOUND
+// ("sym=N,sym=N"), a run at a shape the session has seen ("seen") and the
+// first run at a shape within the bound it has not ("new"): the open
+// symbols of size 32 or more take sizes of the bound minus multiples of
+// 8, every combination a new shape.
+func BenchmarkCUDAOpenShapes(b *testing.B) {
+	path := os.Getenv("BERTH_CUDA_OPEN")
+	if path == "" {
+		b.Skip("set BERTH_CUDA_OPEN to a model with open dimensions and BERTH_CUDA_OPEN_BOUND to its bound")
+	}
+	if _, err := cuda.Device(); err != nil {
+		b.Skipf("no CUDA here: %v", err)
+	}
+	bound := map[string]int64{}
+	for _, kv := range strings.Split(os.Getenv("BERTH_CUDA_OPEN_BOUND"), ",") {
+		var sym string
+		var n int64
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			sym = k
+			fmt.Sscan(v, &n)
+		}
+		if sym == "" || n <= 0 {
+			b.Fatalf("BERTH_CUDA_OPEN_BOUND: %q is not sym=N", kv)
+		}
+		bound[sym] = n
+	}
+	m, err := Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	exe, err := Compile(m, CUDA, Options{MaxDims: bound})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer exe.Close()
+	// The shapes: each varying symbol's sizes, every combination.
+	combos := []map[string]int64{{}}
+	for _, sym := range slices.Sorted(maps.Keys(bound)) {
+		n := bound[sym]
+		var sizes []int64
+		for v := n; v >= 32 && v > n/2; v -= 8 {
+			sizes = append(sizes, v)
+		}
+		if len(sizes) == 0 {
+			sizes = []int64{n}
+		}
+		var next []map[string]int64
+		for _, c := range combos {
+			for _, v := range sizes {
+				c2 := maps.Clone(c)
+				c2[sym] = v
+				next = append(next, c2)
+			}
+		}
+		combos = next
+	}
+	inputsAt := func(sizes map[string]int64) []Tensor {
+		var ins []Tensor
+		for i, info := range m.Inputs() {
+			shape := slices.Clone(info.Shape)
+			for d, sym := range info.Symbols {
+				if sym != "" {
+					shape[d] = sizes[sym]
+				}
+			}
+			t := Tensor{Name: info.Name, DType: info.DType, Shape: shape, Data: make([]byte, ir.Shape(shape).Elements()*int64(info.DType.Size()))}
+			if info.DType == Float32 {
+				r := rand.New(rand.NewPCG(uint64(i), 1))
+				for j := 0; j < len(t.Data); j += 4 {
+					binary.LittleEndian.PutUint32(t.Data[j:], math.Float32bits(float32(r.NormFloat64())))
+				}
+			} else {
+				for j := range t.Data { // small integers: valid ids, masks and indices
+					t.Data[j] = byte(j % 2)
+				}
+			}
+			ins = append(ins, t)
+		}
+		return ins
+	}
+	ctx := context.Background()
+	newSession := func() *Session {
+		s, err := exe.NewSession()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	b.Run("seen", func(b *testing.B) {
+		s := newSession()
+		defer s.Close()
+		ins := inputsAt(combos[len(combos)-1])
+		for range 3 { // plan the shape, then capture its graph
+			if _, err := s.Run(ctx, ins...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := s.Run(ctx, ins...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		sets := make([][]Tensor, len(combos))
+		for i, c := range combos {
+			sets[i] = inputsAt(c)
+		}
+		s := newSession()
+		defer func() { s.Close() }()
+		// Warm what every shape shares: the device, cuBLAS, the
+		// compiled kernels.
+		if _, err := s.Run(ctx, sets[0]...); err != nil {
+			b.Fatal(err)
+		}
+		next := 1
+		b.ResetTimer()
+		for range b.N {
+			if next == len(sets) {
+				b.StopTimer()
+				s.Close()
+				s = newSession()
+				next = 0
+				b.StartTimer()
+			}
+			if _, err := s.Run(ctx, sets[next]...); err != nil {
+				b.Fatal(err)
+			}
+			next++
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/device"
@@ -48,9 +49,7 @@ func Load(path string) (*Model, error) {
 		}
 		return nil, err
 	}
-	m, err := load(f.Bytes(), path, func(opts onnx.ImportOptions) (*onnx.Model, error) {
-		return onnx.ImportMapped(f, opts)
-	})
+	m, err := load(f.Bytes(), path, parsedOnce(func() (*onnx.Parsed, error) { return onnx.ParseMapped(f) }))
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -82,9 +81,21 @@ func (m *Model) releaseFile() {
 // the model names any, are looked up in dir ("" refuses them). b must not
 // change while the model is in use: the weights are read from it in place.
 func LoadBytes(b []byte, dir string) (*Model, error) {
-	return load(b, "onnx", func(opts onnx.ImportOptions) (*onnx.Model, error) {
-		return onnx.ImportBytesWith(b, dir, opts)
-	})
+	return load(b, "onnx", parsedOnce(func() (*onnx.Parsed, error) { return onnx.ParseBytes(b, dir) }))
+}
+
+// parsedOnce is an importer that decodes the file with parse the first
+// time it imports, and imports that decoding every time: a model with
+// open shapes imports once per set of shapes.
+func parsedOnce(parse func() (*onnx.Parsed, error)) importer {
+	once := sync.OnceValues(parse)
+	return func(opts onnx.ImportOptions) (*onnx.Model, error) {
+		p, err := once()
+		if err != nil {
+			return nil, err
+		}
+		return p.Import(opts)
+	}
 }
 
 // load imports the model whose bytes are b (name is for errors) through
@@ -95,7 +106,7 @@ func load(b []byte, name string, imp importer) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if !sig.Static() {
-		return openModelOf(sig, name, imp)
+		return openModelOf(b, sig, name, imp)
 	}
 	src, err := imp(onnx.ImportOptions{})
 	if err != nil {
@@ -105,12 +116,12 @@ func load(b []byte, name string, imp importer) (*Model, error) {
 	if errors.Is(err, ir.ErrValueDependent) {
 		// Shapes follow from the values of some inputs: specialise on
 		// them at run time.
-		return openModelOf(sig, name, imp)
+		return openModelOf(b, sig, name, imp)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	m.reopen = func() (*Model, error) { return openModelOf(sig, name, imp) }
+	m.reopen = func() (*Model, error) { return openModelOf(b, sig, name, imp) }
 	return m, nil
 }
 

@@ -26,8 +26,10 @@ type openModel struct {
 	symbols []string
 	imp     importer
 	probe   *onnx.Model // the graph imported without shapes; nil if that failed
-	// file is the model file all imports read (nil for LoadBytes).
-	file *device.MappedFile
+	// file is the model file all imports read (nil for LoadBytes);
+	// bytes are its bytes (LoadBytes's).
+	file  *device.MappedFile
+	bytes []byte
 
 	mu sync.Mutex
 	// byValue marks the declared inputs whose values decide shapes, as
@@ -35,7 +37,7 @@ type openModel struct {
 	byValue []bool
 }
 
-func openModelOf(sig *onnx.Signature, name string, imp importer) (*Model, error) {
+func openModelOf(b []byte, sig *onnx.Signature, name string, imp importer) (*Model, error) {
 	for _, v := range sig.Inputs {
 		switch {
 		case v.Kind == onnx.OptionalValue || v.Kind == onnx.OtherValue:
@@ -48,7 +50,7 @@ func openModelOf(sig *onnx.Signature, name string, imp importer) (*Model, error)
 			return nil, fmt.Errorf("%s: graph input %q has an element type berth does not support", name, v.Name)
 		}
 	}
-	o := &openModel{name: name, sig: sig, symbols: sig.Symbols(), imp: imp, byValue: make([]bool, len(sig.Inputs))}
+	o := &openModel{name: name, bytes: b, sig: sig, symbols: sig.Symbols(), imp: imp, byValue: make([]bool, len(sig.Inputs))}
 	probe, err := imp(onnx.ImportOptions{Open: true})
 	if err != nil {
 		// The structure is needed for reading only: a file that cannot be

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
@@ -74,9 +75,11 @@ type openSession struct {
 	symbols []int64 // this run's size of each symbol (-1: not seen)
 	// workers run every plan's kernels (on the CPU).
 	workers *cpu.Workers
-	// buf holds the arena of every plan (on the CPU) when the executable
-	// has a plan at the bound: sized for it, allocated with the session.
-	buf *device.HostBuffer
+	// buf (on the CPU) or lane (on CUDA) holds the arena of every plan
+	// when the executable has a plan at the bound: sized for it,
+	// allocated with the session.
+	buf  *device.HostBuffer
+	lane *cuda.Lane
 }
 
 func (x *openExec) newSession() (*openSession, error) {
@@ -87,6 +90,12 @@ func (x *openExec) newSession() (*openSession, error) {
 			return nil, fmt.Errorf("new session: %w", err)
 		}
 		ss.buf = buf
+	} else if b != nil {
+		lane, err := cuda.NewLane(b.exe.cuda)
+		if err != nil {
+			return nil, fmt.Errorf("new session: %w", err)
+		}
+		ss.lane = lane
 	}
 	return ss, nil
 }
@@ -98,6 +107,9 @@ func (ss *openSession) close() error {
 	ss.plans, ss.last = nil, nil
 	if ss.workers != nil {
 		ss.workers.Close()
+	}
+	if ss.lane != nil {
+		return ss.lane.Close()
 	}
 	return nil
 }
@@ -328,7 +340,7 @@ func (ss *openSession) open(sm *Model, exe *Executable, flat []Tensor, byValue [
 	if ss.workers == nil && exe.cuda == nil {
 		ss.workers = cpu.NewWorkers(exe.threads)
 	}
-	s, err := exe.newSession(ss.workers, ss.buf)
+	s, err := exe.newSession(ss.workers, ss.buf, ss.lane)
 	if err != nil {
 		if !shared {
 			exe.Close()
@@ -336,7 +348,10 @@ func (ss *openSession) open(sm *Model, exe *Executable, flat []Tensor, byValue [
 		return nil, err
 	}
 	sp := &special{key: slices.Clone(ss.key), m: sm, exe: exe, s: s, shared: shared}
-	if ss.buf == nil || exe.ArenaBytes() > ss.buf.Size() {
+	switch {
+	case ss.buf != nil && exe.ArenaBytes() <= ss.buf.Size():
+	case ss.lane != nil && exe.ArenaBytes() <= ss.lane.Bytes():
+	default:
 		sp.bytes = exe.ArenaBytes()
 	}
 	sp.values = make([][]byte, len(flat))
@@ -371,6 +386,9 @@ func (ss *openSession) admit(sp *special) {
 	total := sp.bytes
 	if ss.buf != nil {
 		total += ss.buf.Size()
+	}
+	if ss.lane != nil {
+		total += ss.lane.Bytes()
 	}
 	for _, p := range ss.plans {
 		total += p.bytes

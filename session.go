@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-ml/berth/arena"
 	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
@@ -53,14 +54,14 @@ var ErrClosed = errors.New("session is closed")
 // each set of input shapes it runs with gets its plan, arena and kernels
 // at its first run.
 func (e *Executable) NewSession() (*Session, error) {
-	return e.newSession(nil, nil)
+	return e.newSession(nil, nil, nil)
 }
 
 // newSession is NewSession; workers, when not nil, are shared with the
-// caller, which closes them, and buf, when it is large enough, holds the
-// arena (shared with the other plans of an open session, which run in
-// turn).
-func (e *Executable) newSession(workers *cpu.Workers, buf *device.HostBuffer) (*Session, error) {
+// caller, which closes them, and buf (on the CPU) or lane (on CUDA), when
+// large enough, holds the arena (shared with the other plans of an open
+// session, which run in turn).
+func (e *Executable) newSession(workers *cpu.Workers, buf *device.HostBuffer, lane *cuda.Lane) (*Session, error) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
@@ -75,7 +76,7 @@ func (e *Executable) newSession(workers *cpu.Workers, buf *device.HostBuffer) (*
 		return &Session{exe: e, open: os}, nil
 	}
 	if e.cuda != nil {
-		cs, err := newCUDASession(e.g, e.cuda)
+		cs, err := newCUDASession(e.g, e.cuda, lane)
 		if err != nil {
 			return nil, err
 		}

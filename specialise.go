@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
 )
@@ -41,6 +42,9 @@ func (x *openExec) close() {
 	if b := x.atBound; b != nil {
 		b.exe.Close()
 		b.m.Close()
+	}
+	if w := x.opts.cudaWeights; w != nil {
+		w.Close()
 	}
 }
 
@@ -126,6 +130,10 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 	// lone plan, above, lays a blocked layout over the packed one
 	// instead, to save the memory).
 	x.opts.weights = &cpu.WeightStore{Shared: true}
+	if dev == CUDA {
+		// So do their constants on the device.
+		x.opts.cudaWeights = cuda.NewWeightStore(o.bytes)
+	}
 	if len(opts.MaxDims) > 0 {
 		if err := x.planAtBound(); err != nil {
 			return nil, err
@@ -180,6 +188,8 @@ func (x *openExec) planAtBound() error {
 	if exe.cuda == nil {
 		p, pl := exe.Plan()
 		x.opts.template = &planTemplate{problem: p, plan: pl}
+	} else {
+		x.opts.cudaBound = exe.cuda
 	}
 	x.o.release()
 	return nil

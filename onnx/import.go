@@ -3,6 +3,7 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -134,12 +135,11 @@ func ImportWith(path string, opts ImportOptions) (*Model, error) {
 // closed, and must outlive it. Its external data files are looked up in
 // f's folder.
 func ImportMapped(f *device.MappedFile, opts ImportOptions) (*Model, error) {
-	m, err := importModel(f.Path(), f.Bytes(), filepath.Dir(f.Path()), opts)
+	p, err := ParseMapped(f)
 	if err != nil {
 		return nil, err
 	}
-	m.shared = f
-	return m, nil
+	return p.Import(opts)
 }
 
 // ImportBytes imports a serialized ONNX model held in memory. The
@@ -184,15 +184,60 @@ type importer struct {
 }
 
 func importModel(name string, b []byte, dir string, opts ImportOptions) (*Model, error) {
-	im := &importer{file: b, dir: dir, opts: opts}
-	m, err := im.model()
+	p, err := parse(name, b, dir)
+	if err != nil {
+		return nil, err
+	}
+	return p.Import(opts)
+}
+
+// Parsed is an ONNX model decoded once, to be imported any number of
+// times with different options: a model with open shapes is imported
+// again for every set of shapes it runs with, and decoding the file is
+// most of an import. A Parsed is read-only; imports of it may run
+// concurrently.
+type Parsed struct {
+	name    string
+	file    []byte // the serialized model; raw_data windows point into it
+	dir     string
+	shared  *device.MappedFile // the mapping file lies in, when imports share it
+	mp      *onnxpb.ModelProto // decoded with raw_data stripped
+	windows []window           // the initializers' raw_data
+	// attrData holds the raw_data windows of the main graph's tensor
+	// attributes (Constant values), which the wire walk stripped.
+	attrData map[*onnxpb.TensorProto]window
+	opsets   map[string]int64
+}
+
+// ParseMapped decodes the model file f maps. Its imports read the
+// initializers in place and share the mapping, as ImportMapped does.
+func ParseMapped(f *device.MappedFile) (*Parsed, error) {
+	p, err := parse(f.Path(), f.Bytes(), filepath.Dir(f.Path()))
+	if err != nil {
+		return nil, err
+	}
+	p.shared = f
+	return p, nil
+}
+
+// ParseBytes decodes a serialized ONNX model held in memory, as
+// ImportBytes reads it.
+func ParseBytes(b []byte, dir string) (*Parsed, error) {
+	return parse("onnx", b, dir)
+}
+
+// Import imports the decoded model with the options given.
+func (p *Parsed) Import(opts ImportOptions) (*Model, error) {
+	im := &importer{file: p.file, dir: p.dir, opts: opts, attrData: p.attrData}
+	m, err := im.model(p)
 	if err != nil {
 		for _, f := range im.files {
 			f.Close()
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", p.name, err)
 	}
 	m.files = im.files
+	m.shared = p.shared
 	return m, nil
 }
 
@@ -200,11 +245,22 @@ func notONNX(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrNotONNX, fmt.Sprintf(format, args...))
 }
 
-func (im *importer) model() (*Model, error) {
-	if len(im.file) == 0 {
+// parse decodes b (named name in errors) with its raw data stripped,
+// checking what every import relies on.
+func parse(name string, b []byte, dir string) (*Parsed, error) {
+	p, err := decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p.name, p.file, p.dir = name, b, dir
+	return p, nil
+}
+
+func decode(b []byte) (*Parsed, error) {
+	if len(b) == 0 {
 		return nil, notONNX("empty file")
 	}
-	stripped, windows, attrWindows, err := stripRawDataNodes(im.file)
+	stripped, windows, attrWindows, err := stripRawDataNodes(b)
 	if err != nil {
 		return nil, notONNX("%v", err)
 	}
@@ -225,6 +281,7 @@ func (im *importer) model() (*Model, error) {
 	if len(attrWindows) != len(gp.GetNode()) {
 		return nil, notONNX("found %d nodes in the wire format, %d after decoding", len(attrWindows), len(gp.GetNode()))
 	}
+	p := &Parsed{mp: &mp, windows: windows}
 	for k, np := range gp.GetNode() {
 		aps := np.GetAttribute()
 		if len(attrWindows[k]) != len(aps) {
@@ -232,10 +289,10 @@ func (im *importer) model() (*Model, error) {
 		}
 		for j, ap := range aps {
 			if w := attrWindows[k][j]; w.ok && ap.GetT() != nil {
-				if im.attrData == nil {
-					im.attrData = make(map[*onnxpb.TensorProto]window)
+				if p.attrData == nil {
+					p.attrData = make(map[*onnxpb.TensorProto]window)
 				}
-				im.attrData[ap.GetT()] = w
+				p.attrData[ap.GetT()] = w
 			}
 		}
 	}
@@ -243,6 +300,12 @@ func (im *importer) model() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.opsets = opsets
+	return p, nil
+}
+
+func (im *importer) model(p *Parsed) (*Model, error) {
+	mp := p.mp
 	m := &Model{
 		IRVersion:       mp.GetIrVersion(),
 		ProducerName:    mp.GetProducerName(),
@@ -250,7 +313,7 @@ func (im *importer) model() (*Model, error) {
 		Domain:          mp.GetDomain(),
 		ModelVersion:    mp.GetModelVersion(),
 		DocString:       mp.GetDocString(),
-		Opsets:          opsets,
+		Opsets:          maps.Clone(p.opsets),
 	}
 	if props := mp.GetMetadataProps(); len(props) > 0 {
 		m.Metadata = make(map[string]string, len(props))
@@ -258,7 +321,7 @@ func (im *importer) model() (*Model, error) {
 			m.Metadata[kv.GetKey()] = kv.GetValue()
 		}
 	}
-	g, err := im.graph(gp, windows, opsets)
+	g, err := im.graph(mp.GetGraph(), p.windows, m.Opsets)
 	if err != nil {
 		return nil, err
 	}

@@ -113,9 +113,14 @@ func (c *bctx) halfOperand(a arg, already bool) arg {
 		idx, ok := c.half.shadow[a.id]
 		if !ok {
 			idx = len(*c.extras)
-			if c.half.dry {
+			switch {
+			case c.half.dry:
 				c.extra(nil)
-			} else {
+			case c.half.store.holds(t.Data):
+				// The store makes the copy, once for every shape.
+				c.extra(nil)
+				c.half.from[idx] = t.Data
+			default:
 				c.extra(shadowBytes(t.Data, c.half.prec))
 			}
 			c.half.shadow[a.id] = idx

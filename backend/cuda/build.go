@@ -68,6 +68,11 @@ func (b *blasGemm) run(a driver.Args) error {
 type halves struct {
 	prec   Precision
 	shadow map[ir.TensorID]int
+	// store holds the model file's constants and their shadows; from
+	// holds, by extra, the constant of the file whose shadow it is, which
+	// the store makes.
+	store *WeightStore
+	from  map[int][]byte
 	// stored holds the activations their producers write as 16-bit
 	// values (fusion.half): GEMMs read them as they are.
 	stored map[ir.TensorID]bool
@@ -602,8 +607,9 @@ func buildTranspose(c *bctx) error {
 	gm := geo{shape: y.Shape, st: [][]int64{src, contiguous(y.Shape)}}
 	if c.fz != nil && x.DType == ir.Float32 && y.Shape.Elements() > 0 {
 		// A generated kernel: constant index arithmetic.
-		name := c.fz.gen.add(c.fz.gatherKernel(y.Shape, src, c.halfOut(0)))
-		c.elementwise(c.fz.gen.src, name, y.Shape.Elements(), c.outArg(0), c.inArg(0))
+		text, args := c.fz.gatherKernel(y.Shape, src, c.halfOut(0))
+		name := c.fz.gen.add(text)
+		c.elementwise(c.fz.gen.src, name, y.Shape.Elements(), append([]arg{c.outArg(0), c.inArg(0)}, args...)...)
 		return nil
 	}
 	if c.halfOut(0) {

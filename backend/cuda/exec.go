@@ -37,6 +37,15 @@ type Options struct {
 	// Conv bias left to its readers, no activations held in 16 bits
 	// (see fuse.go). BERTH_CUDA_FUSION=0 in the environment does the same.
 	NoFusion bool
+	// Weights, when set, holds the constants read from the model file:
+	// executables of the model for other shapes compiled with the same
+	// store upload them once.
+	Weights *WeightStore
+	// Bound is the executable of the same model at the bound of its
+	// shapes. Where this graph's steps are its steps and every tensor
+	// fits its slot there, the plan keeps its offsets (plan.Refit), so
+	// that sessions of both can share one arena (NewSessionOn).
+	Bound *Executable
 }
 
 // Precision is the arithmetic of the cuBLAS GEMMs.
@@ -87,9 +96,10 @@ const blasWorkspace = 32 << 20
 type region uint8
 
 const (
-	inArena region = iota
-	inWeights
+	inArena   region = iota
+	inWeights        // the executable's own weights
 	inWords
+	inDevice // a device address of its own (a WeightStore's copy)
 )
 
 // boundArg is an argument with its address resolved to a region and offset.
@@ -156,7 +166,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	scratch := make([]int64, len(g.Nodes))
 	var hs *halves
 	if useBLAS && opts.Precision.half() {
-		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int)}
+		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte)}
 	}
 	var fz *fusion
 	if !opts.NoFusion && os.Getenv("BERTH_CUDA_FUSION") != "0" {
@@ -178,9 +188,15 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 	// The kernels take their operands as __restrict__ pointers, so no
 	// output may share bytes with an input: no in-place placement here.
-	pl, err := plan.Build(p, plan.Options{Alignment: Alignment, NoInPlace: true})
-	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+	popts := plan.Options{Alignment: Alignment, NoInPlace: true}
+	var pl *plan.Plan
+	if b := opts.Bound; b != nil {
+		pl, _ = plan.Refit(p, b.problem, b.plan, popts)
+	}
+	if pl == nil {
+		if pl, err = plan.Build(p, popts); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
 	}
 	if err := plan.Verify(p, pl); err != nil {
 		return nil, fmt.Errorf("plan failed verification: %w", err)
@@ -213,27 +229,65 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 	scratchOf := scratchTensors(p, index, scratch)
 
-	// The weight region: every constant a launch reads, then the extras.
+	// The weight region: every constant a launch reads, then the extras;
+	// those of the model file that a store holds lie there instead.
 	constOff := make(map[ir.TensorID]int64)
+	constAt := make(map[ir.TensorID]driver.Ptr)
 	extraOff := make([]int64, len(extras))
+	extraAt := make(map[int]driver.Ptr)
 	var wsize int64
 	for _, c := range built {
 		for _, l := range c.launches {
 			for _, a := range l.args {
 				if a.kind == argTensor && g.Tensor(a.id).IsConst() {
-					if _, ok := constOff[a.id]; !ok {
-						constOff[a.id] = wsize
-						wsize += alignUp(int64(len(g.Tensor(a.id).Data)), Alignment)
+					if _, ok := constOff[a.id]; ok {
+						continue
 					}
+					if _, ok := constAt[a.id]; ok {
+						continue
+					}
+					if opts.Weights.holds(g.Tensor(a.id).Data) {
+						constAt[a.id] = 0
+						continue
+					}
+					constOff[a.id] = wsize
+					wsize += alignUp(int64(len(g.Tensor(a.id).Data)), Alignment)
 				}
 			}
 		}
 	}
 	for i, b := range extras {
+		if hs != nil && hs.from[i] != nil {
+			extraAt[i] = 0
+			continue
+		}
 		extraOff[i] = wsize
 		wsize += alignUp(int64(len(b)), Alignment)
 	}
 	e.weightBytes = wsize
+	if len(constAt) > 0 || len(extraAt) > 0 {
+		err := d.Do(func() error {
+			for id := range constAt {
+				data := g.Tensor(id).Data
+				p, err := opts.Weights.place(data, FP32, func() []byte { return data })
+				if err != nil {
+					return err
+				}
+				constAt[id] = p
+			}
+			for i := range extraAt {
+				p, err := opts.Weights.place(hs.from[i], hs.prec, func() []byte { return shadowBytes(hs.from[i], hs.prec) })
+				if err != nil {
+					return err
+				}
+				extraAt[i] = p
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 
 	// Bind every launch's arguments to regions, in plan order.
 	cacheDir := opts.CacheDir
@@ -251,7 +305,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 				case argWords:
 					st.args[j] = boundArg{region: inWords, words: a.words}
 				case argTensor:
-					if g.Tensor(a.id).IsConst() {
+					if p, ok := constAt[a.id]; ok {
+						st.args[j] = boundArg{region: inDevice, off: int64(p) + a.off}
+					} else if g.Tensor(a.id).IsConst() {
 						st.args[j] = boundArg{region: inWeights, off: constOff[a.id] + a.off}
 					} else {
 						st.args[j] = boundArg{region: inArena, off: pl.Offsets[index[a.id]] + a.off}
@@ -263,7 +319,11 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 					}
 					st.args[j] = boundArg{region: inArena, off: pl.Offsets[t] + a.off}
 				case argExtra:
-					st.args[j] = boundArg{region: inWeights, off: extraOff[a.id] + a.off}
+					if p, ok := extraAt[int(a.id)]; ok {
+						st.args[j] = boundArg{region: inDevice, off: int64(p) + a.off}
+					} else {
+						st.args[j] = boundArg{region: inWeights, off: extraOff[a.id] + a.off}
+					}
 				}
 			}
 			if l.elideIfAlias && st.args[0].region == st.args[1].region && st.args[0].region != inWords && st.args[0].off == st.args[1].off {
@@ -314,6 +374,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			}
 		}
 		for i, b := range extras {
+			if _, ok := extraAt[i]; ok {
+				continue
+			}
 			if err := driver.CopyToDevice(w+driver.Ptr(extraOff[i]), b); err != nil {
 				driver.Free(w)
 				return fmt.Errorf("uploading weights: %w", err)
@@ -385,29 +448,34 @@ func (e *Executable) Close() error {
 	return e.dev.Do(func() error { return driver.Free(w) })
 }
 
-// Session owns one device arena and runs the executable in it.
+// Session runs the executable in the arena of its lane.
 type Session struct {
 	exe     *Executable
-	arena   driver.Ptr
-	bytes   int64
-	stream  driver.Stream
-	graph   driver.Graph       // the captured launches; 0: launch one by one
-	stage   []byte             // page-locked staging for the inputs and outputs (Go memory)
-	inView  [][]byte           // each input's bytes in stage
-	outView [][]byte           // each output's bytes in stage
-	inAt    []int64            // offset of each input in stage
-	outAt   []int64            // offset of each output in stage
-	params  [][]unsafe.Pointer // per step, one pointer to each argument's value
-	values  []uint64           // the device addresses the params point to
-	blas    driver.BLAS        // the session's cuBLAS handle, on its stream
-	work    driver.Ptr         // cuBLAS's workspace
-	gemms   []driver.Args      // per step, the arguments of a cuBLAS GEMM (nil: a kernel)
-	hot     driver.Args        // the argument block of the calls each run makes
-	run     func() error
-	in      [][]byte
-	out     [][]byte
-	mu      sync.Mutex
-	closed  bool
+	lane    *Lane
+	ownLane bool // made by NewSession: Close closes the lane too
+	runs    int  // runs so far (the second captures the graph)
+	// noCapture is set when capture failed: the session launches one
+	// by one.
+	noCapture bool
+	arena     driver.Ptr
+	bytes     int64
+	stream    driver.Stream
+	graph     driver.Graph       // the captured launches; 0: launch one by one
+	stage     []byte             // page-locked staging for the inputs and outputs (Go memory)
+	inView    [][]byte           // each input's bytes in stage
+	outView   [][]byte           // each output's bytes in stage
+	inAt      []int64            // offset of each input in stage
+	outAt     []int64            // offset of each output in stage
+	params    [][]unsafe.Pointer // per step, one pointer to each argument's value
+	values    []uint64           // the device addresses the params point to
+	blas      driver.BLAS        // the lane's cuBLAS handle, on its stream
+	gemms     []driver.Args      // per step, the arguments of a cuBLAS GEMM (nil: a kernel)
+	hot       driver.Args        // the argument block of the calls each run makes
+	run       func() error
+	in        [][]byte
+	out       [][]byte
+	mu        sync.Mutex
+	closed    bool
 }
 
 // ErrBusy is returned by Run when the session is already running.
@@ -416,53 +484,168 @@ var ErrBusy = errors.New("session is already running")
 // ErrClosed is returned by Run on a closed session.
 var ErrClosed = errors.New("session is closed")
 
-// NewSession allocates a device arena of exactly the plan's size and a
-// stream, binds every launch to the arena and, unless Options.NoGraphs,
-// captures all the launches of a run into one CUDA graph.
+// NewSession allocates a device arena of exactly the plan's size, a
+// stream and page-locked staging (a Lane of its own) and binds every
+// launch to them. Its second run captures all the launches of a run
+// into one CUDA graph that later runs replay, unless Options.NoGraphs.
 func (e *Executable) NewSession() (*Session, error) {
-	s := &Session{exe: e, bytes: e.plan.ArenaBytes}
+	l, err := e.newLane(e.plan.ArenaBytes, e.stagingBytes(), e.usesBLAS)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.NewSessionOn(l)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	s.ownLane = true
+	return s, nil
+}
+
+// A Lane is what sessions run on: a stream, a cuBLAS handle with its
+// workspace, an arena and page-locked staging for inputs and outputs.
+// Sessions of a model's executables for several shapes made on one lane
+// (NewSessionOn) share all of it and run one at a time, so a session for
+// a new shape allocates nothing on the device.
+type Lane struct {
+	dev    *driver.Device
+	stream driver.Stream
+	arena  driver.Ptr
+	bytes  int64
+	stage  []byte
+	blas   driver.BLAS
+	work   driver.Ptr // cuBLAS's workspace
+	prec   Precision  // the math mode the handle was set up for
+	closed bool
+}
+
+// NewLane makes a lane for the sessions of bound (the executable at the
+// bound of the model's shapes) and of the executables for shapes within
+// it: an arena of bound's size and staging for its inputs and outputs.
+func NewLane(bound *Executable) (*Lane, error) {
+	return bound.newLane(bound.plan.ArenaBytes, bound.stagingBytes(), bound.usesBLAS)
+}
+
+func (e *Executable) newLane(arena, staging int64, blas bool) (*Lane, error) {
+	l := &Lane{dev: e.dev, bytes: arena, prec: e.precision}
 	err := e.dev.Do(func() error {
-		a, err := driver.Alloc(s.bytes)
-		if err != nil {
-			return fmt.Errorf("allocating the %d-byte arena: %w", s.bytes, err)
+		var err error
+		if l.arena, err = driver.Alloc(arena); err != nil {
+			return fmt.Errorf("allocating the %d-byte arena: %w", arena, err)
 		}
-		st, err := driver.NewStream()
-		if err != nil {
-			driver.Free(a)
+		if l.stream, err = driver.NewStream(); err != nil {
 			return fmt.Errorf("creating a stream: %w", err)
 		}
-		var n int64
-		s.inAt = make([]int64, len(e.inputs))
-		for i, id := range e.g.Inputs {
-			s.inAt[i] = n
-			n += alignUp(e.g.Tensor(id).Bytes(), 64)
+		if l.stage, err = driver.NewPinned(staging); err != nil {
+			return fmt.Errorf("allocating %d bytes of pinned staging: %w", staging, err)
 		}
-		s.outAt = make([]int64, len(e.outputs))
-		for i, o := range e.outputs {
-			s.outAt[i] = n
-			n += alignUp(o.bytes, 64)
-		}
-		stage, err := driver.NewPinned(n)
-		if err != nil {
-			st.Destroy()
-			driver.Free(a)
-			return fmt.Errorf("allocating %d bytes of pinned staging: %w", n, err)
-		}
-		s.arena, s.stream, s.stage = a, st, stage
-		if e.usesBLAS {
-			if err := s.setupBLAS(); err != nil {
-				s.blas.Destroy()
-				driver.Free(s.work)
-				driver.Unpin(stage)
-				st.Destroy()
-				driver.Free(a)
-				return err
-			}
+		if blas {
+			return l.setupBLAS()
 		}
 		return nil
 	})
 	if err != nil {
+		l.Close()
 		return nil, err
+	}
+	return l, nil
+}
+
+// stagingBytes is the page-locked staging a session needs: every input and
+// output, each 64-byte aligned.
+func (e *Executable) stagingBytes() int64 {
+	var n int64
+	for _, id := range e.g.Inputs {
+		n += alignUp(e.g.Tensor(id).Bytes(), 64)
+	}
+	for _, o := range e.outputs {
+		n += alignUp(o.bytes, 64)
+	}
+	return n
+}
+
+// setupBLAS makes the lane's cuBLAS handle: on its stream, with a
+// workspace of its own so that nothing is allocated during capture, in the
+// lane's precision. It runs on the owner thread.
+func (l *Lane) setupBLAS() error {
+	h, err := driver.NewBLAS()
+	if err != nil {
+		return err
+	}
+	l.blas = h
+	if l.work, err = driver.Alloc(blasWorkspace); err != nil {
+		return fmt.Errorf("allocating cuBLAS's workspace: %w", err)
+	}
+	mode := driver.DefaultMath
+	if l.prec == TF32 {
+		mode = driver.TF32Math
+	}
+	if err := h.SetStream(l.stream); err != nil {
+		return fmt.Errorf("cublasSetStream: %w", err)
+	}
+	if err := h.SetWorkspace(l.work, blasWorkspace); err != nil {
+		return fmt.Errorf("cublasSetWorkspace: %w", err)
+	}
+	if err := h.SetMathMode(mode); err != nil {
+		return fmt.Errorf("cublasSetMathMode: %w", err)
+	}
+	return nil
+}
+
+// Bytes is the size of the lane's arena.
+func (l *Lane) Bytes() int64 { return l.bytes }
+
+// Close frees the lane. Its sessions must be closed before.
+func (l *Lane) Close() error {
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.dev.Do(func() error {
+		var errs []error
+		if l.stream != 0 {
+			errs = append(errs, l.stream.Synchronize())
+		}
+		errs = append(errs, l.blas.Destroy(), driver.Free(l.work))
+		if l.stream != 0 {
+			errs = append(errs, l.stream.Destroy())
+		}
+		errs = append(errs, driver.Free(l.arena), driver.Unpin(l.stage))
+		return errors.Join(errs...)
+	})
+}
+
+// ErrLaneTooSmall is returned by NewSessionOn when the executable's plan,
+// staging or precision does not fit the lane.
+var ErrLaneTooSmall = errors.New("the executable does not fit the lane")
+
+// NewSessionOn makes a session of e on the lane l: the arena, stream and
+// staging are the lane's. The error wraps ErrLaneTooSmall where e's arena
+// or staging is larger than the lane's.
+func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
+	if l.closed {
+		return nil, errors.New("new session: the lane is closed")
+	}
+	if e.plan.ArenaBytes > l.bytes || e.stagingBytes() > int64(len(l.stage)) || e.usesBLAS && l.blas != 0 && l.prec != e.precision {
+		return nil, fmt.Errorf("new session: %w (arena %d bytes, the lane's %d)", ErrLaneTooSmall, e.plan.ArenaBytes, l.bytes)
+	}
+	if e.usesBLAS && l.blas == 0 {
+		l.prec = e.precision
+		if err := e.dev.Do(l.setupBLAS); err != nil {
+			return nil, err
+		}
+	}
+	s := &Session{exe: e, lane: l, arena: l.arena, bytes: l.bytes, stream: l.stream, stage: l.stage, blas: l.blas}
+	var n int64
+	s.inAt = make([]int64, len(e.inputs))
+	for i, id := range e.g.Inputs {
+		s.inAt[i] = n
+		n += alignUp(e.g.Tensor(id).Bytes(), 64)
+	}
+	s.outAt = make([]int64, len(e.outputs))
+	for i, o := range e.outputs {
+		s.outAt[i] = n
+		n += alignUp(o.bytes, 64)
 	}
 	s.inView = make([][]byte, len(e.inputs))
 	for i, id := range e.g.Inputs {
@@ -472,7 +655,6 @@ func (e *Executable) NewSession() (*Session, error) {
 	s.outView = make([][]byte, len(e.outputs))
 	for i, o := range e.outputs {
 		s.outView[i] = s.stage[s.outAt[i] : s.outAt[i]+o.bytes : s.outAt[i]+o.bytes]
-		copy(s.outView[i], o.data) // a constant output is there once and for all
 	}
 	npointers := 0
 	for _, st := range e.steps {
@@ -520,51 +702,18 @@ func (e *Executable) NewSession() (*Session, error) {
 				s.values[k] = uint64(e.weights) + uint64(a.off)
 				ps[j] = unsafe.Pointer(&s.values[k])
 				k++
+			case inDevice:
+				s.values[k] = uint64(a.off)
+				ps[j] = unsafe.Pointer(&s.values[k])
+				k++
+			default:
+				return nil, fmt.Errorf("new session: internal error: argument %d of step %d in region %d", j, i, a.region)
 			}
 		}
 		s.params[i] = ps
 	}
 	s.run = s.launchAll
-	if !e.noGraphs {
-		// Where capture fails the session launches one by one, and a
-		// real launch error shows in Run.
-		e.dev.Do(func() error {
-			g, err := s.stream.Capture(s.queue)
-			if err == nil {
-				s.graph = g
-			}
-			return nil
-		})
-	}
 	return s, nil
-}
-
-// setupBLAS makes the session's cuBLAS handle: on its stream, with a
-// workspace of its own so that nothing is allocated during capture, in the
-// executable's precision. It runs on the owner thread.
-func (s *Session) setupBLAS() error {
-	h, err := driver.NewBLAS()
-	if err != nil {
-		return err
-	}
-	s.blas = h
-	if s.work, err = driver.Alloc(blasWorkspace); err != nil {
-		return fmt.Errorf("allocating cuBLAS's workspace: %w", err)
-	}
-	mode := driver.DefaultMath
-	if s.exe.precision == TF32 {
-		mode = driver.TF32Math
-	}
-	if err := h.SetStream(s.stream); err != nil {
-		return fmt.Errorf("cublasSetStream: %w", err)
-	}
-	if err := h.SetWorkspace(s.work, blasWorkspace); err != nil {
-		return fmt.Errorf("cublasSetWorkspace: %w", err)
-	}
-	if err := h.SetMathMode(mode); err != nil {
-		return fmt.Errorf("cublasSetMathMode: %w", err)
-	}
-	return nil
 }
 
 // addr is the device address of a bound pointer argument.
@@ -574,6 +723,8 @@ func (s *Session) addr(a boundArg) driver.Ptr {
 		return s.arena + driver.Ptr(a.off)
 	case inWeights:
 		return s.exe.weights + driver.Ptr(a.off)
+	case inDevice:
+		return driver.Ptr(a.off)
 	}
 	return 0
 }
@@ -647,6 +798,21 @@ func (s *Session) launchAll() error {
 	for i, in := range s.in {
 		copy(s.inView[i], in)
 	}
+	if s.graph == 0 && s.runs > 0 && !s.exe.noGraphs && !s.noCapture {
+		// The second run captures the launches of one into a graph,
+		// which this run and every later one replay. (The first run
+		// launches them one by one: a session made for a shape that
+		// runs once pays no capture.) Where capture fails the session
+		// goes on launching one by one, and a real launch error shows
+		// below.
+		g, err := s.stream.Capture(s.queue)
+		if err == nil {
+			s.graph = g
+		} else {
+			s.noCapture = true
+		}
+	}
+	s.runs++
 	if s.graph != 0 {
 		if err := s.graph.LaunchWith(s.stream, s.hot); err != nil {
 			return fmt.Errorf("launching the graph: %w", err)
@@ -656,6 +822,12 @@ func (s *Session) launchAll() error {
 	}
 	if err := s.stream.SynchronizeWith(s.hot); err != nil {
 		return err
+	}
+	for i, o := range s.exe.outputs {
+		if o.data != nil {
+			// A constant output: the staging may be shared (Lane).
+			copy(s.outView[i], o.data)
+		}
 	}
 	for i := range s.out {
 		copy(s.out[i], s.outView[i])
@@ -763,11 +935,13 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	a, st, g, stage, h, work := s.arena, s.stream, s.graph, s.stage, s.blas, s.work
-	s.arena, s.stream, s.graph, s.stage, s.blas, s.work = 0, 0, 0, nil, 0, 0
-	return s.exe.dev.Do(func() error {
-		return errors.Join(g.Destroy(), st.Synchronize(), h.Destroy(), st.Destroy(), driver.Free(work), driver.Free(a), driver.Unpin(stage))
-	})
+	g, st := s.graph, s.stream
+	s.graph = 0
+	err := s.exe.dev.Do(func() error { return errors.Join(g.Destroy(), st.Synchronize()) })
+	if s.ownLane {
+		err = errors.Join(err, s.lane.Close())
+	}
+	return err
 }
 
 // StepTime is the time of one step of a run (a kernel or a cuBLAS call).

@@ -399,18 +399,11 @@ func buildFused(c *bctx, fz *fusion) error {
 		return c.errorf("%v", err)
 	}
 	name := fz.gen.add(k.text)
-	args := []arg{c.outArg(0)}
 	n := k.n
 	if n%4 == 0 {
 		n /= 4 // four elements a thread where the accesses are aligned
 	}
-	for _, x := range k.ext {
-		args = append(args, arg{kind: argTensor, id: x})
-		if cv, ok := fz.leaf[x]; ok {
-			args = append(args, arg{kind: argTensor, id: fz.bias[cv]})
-		}
-	}
-	c.elementwise(fz.gen.src, name, n, args...)
+	c.elementwise(fz.gen.src, name, n, append([]arg{c.outArg(0)}, k.args...)...)
 	return nil
 }
 
@@ -420,6 +413,12 @@ type fusedKernel struct {
 	ext  []ir.TensorID // the external non-scalar inputs, in argument order
 	flat []bool        // per ext: read at the output's own index, as float32 (so the output may be the same slot)
 	n    int64         // elements of the output
+	// args are the kernel's arguments after the output: the inputs, the
+	// Conv biases, the sizes its index arithmetic divides and multiplies
+	// by, and last the element count. The text depends on the shapes only
+	// through which of those sizes are 1, so one compiled kernel serves
+	// a model's every shape of the same structure.
+	args []arg
 }
 
 // kernel generates the kernel computing nodes (in graph order; the last
@@ -443,6 +442,21 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 	for j, ni := range nodes {
 		vars[g.Nodes[ni].Outputs[0]] = fmt.Sprintf("v%d", j)
 	}
+	// param adds a parameter that NAME_f takes as the kernel does and
+	// both call sites pass on by name.
+	param := func(decl string) {
+		fmt.Fprintf(&fparams, ", %s", decl)
+		name := decl[strings.LastIndexAny(decl, " *")+1:]
+		scalarArgs = append(scalarArgs, name)
+		for u := range vecArgs {
+			vecArgs[u] = append(vecArgs[u], name)
+		}
+	}
+	// both adds a parameter of the kernel that it passes on to NAME_f.
+	both := func(decl string) {
+		fmt.Fprintf(&kparams, ", %s", decl)
+		param(decl)
+	}
 	val := func(id ir.TensorID) string {
 		if v, ok := vars[id]; ok {
 			return v
@@ -455,8 +469,9 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 		}
 		x := len(k.ext)
 		k.ext = append(k.ext, id)
-		ie := indexExpr(out, broadcastStrides(t.Shape, out), "i")
-		flat := ie == "i"
+		k.args = append(k.args, arg{kind: argTensor, id: id})
+		ix := newIndexCode(out, broadcastStrides(t.Shape, out), "i", fmt.Sprintf("s%d_", x), ity)
+		flat := ix.flat
 		h16 := fz.out16[id] || fz.half[id] // 16-bit values: widen as loaded
 		k.flat = append(k.flat, flat && !h16)
 		pty, load := "float", func(e string) string { return e }
@@ -487,30 +502,20 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 			}
 			raw = fmt.Sprintf("a%d", x)
 		} else {
-			fmt.Fprintf(&fparams, ", const %s* p%d", pty, x)
-			scalarArgs = append(scalarArgs, fmt.Sprintf("p%d", x))
-			for u := range vecArgs {
-				vecArgs[u] = append(vecArgs[u], fmt.Sprintf("p%d", x))
-			}
-			fmt.Fprintf(&loads, "\tconst %s o%d = %s;\n", ity, x, ie)
+			param(fmt.Sprintf("const %s* p%d", pty, x))
+			ix.declare(both)
+			k.args = append(k.args, ix.args...)
+			fmt.Fprintf(&loads, "\tconst %s o%d = %s;\n", ity, x, ix.expr)
 		}
-		if _, ok := fz.leaf[id]; ok {
+		if cv, ok := fz.leaf[id]; ok {
 			// The Conv's bias, by channel (axis 1) of the tensor.
 			fmt.Fprintf(&kparams, ", const float* q%d", x)
-			fmt.Fprintf(&fparams, ", const float* q%d", x)
-			scalarArgs = append(scalarArgs, fmt.Sprintf("q%d", x))
-			for u := range vecArgs {
-				vecArgs[u] = append(vecArgs[u], fmt.Sprintf("q%d", x))
-			}
-			inner := prod(t.Shape[2:])
-			ch := fmt.Sprintf("o%d", x)
-			if inner != 1 {
-				ch = fmt.Sprintf("(%s / %du)", ch, inner)
-			}
-			if t.Shape[0] != 1 {
-				ch = fmt.Sprintf("(%s %% %du)", ch, t.Shape[1])
-			}
-			fmt.Fprintf(&loads, "\tconst float x%d = %s + q%d[%s];\n", x, raw, x, ch)
+			param(fmt.Sprintf("const float* q%d", x))
+			k.args = append(k.args, arg{kind: argTensor, id: fz.bias[cv]})
+			ch := channelCode(t.Shape, fmt.Sprintf("o%d", x), fmt.Sprintf("c%d_", x), ity)
+			ch.declare(both)
+			k.args = append(k.args, ch.args...)
+			fmt.Fprintf(&loads, "\tconst float x%d = %s + q%d[%s];\n", x, raw, x, ch.expr)
 		} else {
 			fmt.Fprintf(&loads, "\tconst float x%d = %s;\n", x, raw)
 		}
@@ -546,17 +551,19 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 	fmt.Fprintf(&b, "\treturn v%d;\n}\n", len(nodes)-1)
 	// No __restrict__: the output may be the very slot of a flat input
 	// (each element read before the same thread writes it).
-	fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(256) NAME(%s* y%s) {\n", yty, kparams.String())
-	if k.n%4 == 0 {
+	fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(256) NAME(%s* y%s, const %s n) {\n", yty, kparams.String(), ity)
+	k.args = append(k.args, sizeArg(k.n, ity))
+	{
 		// Four elements a thread, 16-byte accesses to the flat inputs
-		// and the output, where they are aligned.
+		// and the output, where n is a multiple of 4 and they are
+		// aligned.
 		mask := 15
 		if half {
 			mask = 7
 		}
-		cond := strings.Join(append([]string{fmt.Sprintf("((u64)y & %d)", mask)}, align...), " | ")
+		cond := strings.Join(append([]string{"(n & 3)", fmt.Sprintf("((u64)y & %d)", mask)}, align...), " | ")
 		fmt.Fprintf(&b, "\tif ((%s) == 0) {\n", cond)
-		fmt.Fprintf(&b, "\t\tfor (%s q = (%s)blockIdx.x * blockDim.x + threadIdx.x; q < %du; q += (%s)blockDim.x * gridDim.x) {\n", ity, ity, k.n/4, ity)
+		fmt.Fprintf(&b, "\t\tfor (%s q = (%s)blockIdx.x * blockDim.x + threadIdx.x; q < (n >> 2); q += (%s)blockDim.x * gridDim.x) {\n", ity, ity, ity)
 		for _, l := range vecLoads {
 			b.WriteString(l)
 		}
@@ -571,7 +578,7 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 		}
 		b.WriteString("\t\t}\n\t\treturn;\n\t}\n")
 	}
-	fmt.Fprintf(&b, "\tfor (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < %du; i += (%s)blockDim.x * gridDim.x) {\n", ity, ity, k.n, ity)
+	fmt.Fprintf(&b, "\tfor (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (%s)blockDim.x * gridDim.x) {\n", ity, ity, ity)
 	fmt.Fprintf(&b, "\t\ty[i] = %s;\n\t}\n}\n", conv(call("i", scalarArgs)))
 	k.text = b.String()
 	return k, nil
@@ -579,8 +586,9 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 
 // gatherKernel generates y[i] = x[offset(i)] over the contiguous space
 // out, x read with element strides st (a Transpose): the output in 16
-// bits (round_h) where half says so.
-func (fz *fusion) gatherKernel(out, st []int64, half bool) string {
+// bits (round_h) where half says so. It returns the kernel's text and its
+// arguments after y and x.
+func (fz *fusion) gatherKernel(out, st []int64, half bool) (string, []arg) {
 	n := prod(out)
 	ity := "u32"
 	if n > math.MaxInt32 {
@@ -590,11 +598,14 @@ func (fz *fusion) gatherKernel(out, st []int64, half bool) string {
 	if half {
 		yty, store = "u16", fmt.Sprintf("round_h(x[o], %d)", fz.mode)
 	}
+	ix := newIndexCode(out, st, "i", "s_", ity)
+	var params strings.Builder
+	ix.declare(func(d string) { fmt.Fprintf(&params, ", %s", d) })
 	var b strings.Builder
-	fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(256) NAME(%s* __restrict__ y, const float* __restrict__ x) {\n", yty)
-	fmt.Fprintf(&b, "\tfor (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < %du; i += (%s)blockDim.x * gridDim.x) {\n", ity, ity, n, ity)
-	fmt.Fprintf(&b, "\t\tconst %s o = %s;\n\t\ty[i] = %s;\n\t}\n}\n", ity, indexExpr(out, st, "i"), store)
-	return b.String()
+	fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(256) NAME(%s* __restrict__ y, const float* __restrict__ x%s, const %s n) {\n", yty, params.String(), ity)
+	fmt.Fprintf(&b, "\tfor (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (%s)blockDim.x * gridDim.x) {\n", ity, ity, ity)
+	fmt.Fprintf(&b, "\t\tconst %s o = %s;\n\t\ty[i] = %s;\n\t}\n}\n", ity, ix.expr, store)
+	return b.String(), append(ix.args, sizeArg(n, ity))
 }
 
 // indexTerm is one term of an element offset: ((i / os) % size) · is,
@@ -647,33 +658,139 @@ func evalTerms(terms []indexTerm, i int64) int64 {
 	return o
 }
 
-// indexExpr is the C expression of the element offset, in a tensor read
-// with element strides st, of index iv (an unsigned variable) of the
-// contiguous space out.
-func indexExpr(out, st []int64, iv string) string {
+// isFlat reports whether a tensor read with element strides st is read at
+// each index of the contiguous space out.
+func isFlat(out, st []int64) bool {
+	_, flat := indexTerms(out, st)
+	return flat
+}
+
+// indexCode is the C code of the element offset, in a tensor read with
+// element strides st, of index iv (an unsigned variable of type ity) of
+// the contiguous space out. Its divisors and multipliers are kernel
+// parameters (named with prefix) rather than constants, so that the code
+// depends on the shapes only through which of them are 1: declare
+// declares them, args are their values in the same order.
+type indexCode struct {
+	expr  string
+	flat  bool // the offset is iv itself
+	decls []string
+	args  []arg
+}
+
+func newIndexCode(out, st []int64, iv, prefix, ity string) *indexCode {
 	terms, flat := indexTerms(out, st)
+	c := &indexCode{flat: flat, expr: iv}
 	if flat {
-		return iv
+		return c
 	}
 	var parts []string
-	for _, d := range terms {
+	for k, d := range terms {
 		t := iv
 		if d.os != 1 {
-			t = fmt.Sprintf("(%s / %du)", t, d.os)
+			t = c.div(t, fmt.Sprintf("%sd%d", prefix, k), d.os, ity)
 		}
 		if d.mod {
-			t = fmt.Sprintf("(%s %% %du)", t, d.size)
+			t = c.mod(t, fmt.Sprintf("%sm%d", prefix, k), d.size, ity)
 		}
 		if d.is != 1 {
-			t = fmt.Sprintf("%s * %du", t, d.is)
+			name := fmt.Sprintf("%sk%d", prefix, k)
+			c.decls = append(c.decls, fmt.Sprintf("const %s %s", ity, name))
+			c.args = append(c.args, sizeArg(d.is, ity))
+			t = fmt.Sprintf("%s * %s", t, name)
 		}
 		parts = append(parts, t)
 	}
-	if len(parts) == 0 {
-		return "0u"
+	c.expr = "0u"
+	if len(parts) > 0 {
+		c.expr = strings.Join(parts, " + ")
 	}
-	return strings.Join(parts, " + ")
+	return c
 }
+
+// channelCode is the C code of the channel (axis 1) of element offset
+// ov of a tensor of shape, with its divisors as parameters as in
+// indexCode.
+func channelCode(shape []int64, ov, prefix, ity string) *indexCode {
+	c := &indexCode{expr: ov}
+	if inner := prod(shape[2:]); inner != 1 {
+		c.expr = c.div(c.expr, prefix+"d", inner, ity)
+	}
+	if shape[0] != 1 {
+		c.expr = c.mod(c.expr, prefix+"m", shape[1], ity)
+	}
+	return c
+}
+
+// div adds a divisor parameter named name of value v and returns the
+// quotient of x by it.
+func (c *indexCode) div(x, name string, v int64, ity string) string {
+	if ity == "u64" {
+		c.decls = append(c.decls, "const u64 "+name)
+		c.args = append(c.args, i64(v))
+		return fmt.Sprintf("(%s / %s)", x, name)
+	}
+	c.decls = append(c.decls, "const fdiv "+name)
+	c.args = append(c.args, fastDivisor(uint32(v)))
+	return fmt.Sprintf("fdiv_q(%s, %s)", x, name)
+}
+
+// mod is div for the remainder.
+func (c *indexCode) mod(x, name string, v int64, ity string) string {
+	if ity == "u64" {
+		c.decls = append(c.decls, "const u64 "+name)
+		c.args = append(c.args, i64(v))
+		return fmt.Sprintf("(%s %% %s)", x, name)
+	}
+	c.decls = append(c.decls, "const fdiv "+name)
+	c.args = append(c.args, fastDivisor(uint32(v)))
+	return fmt.Sprintf("fdiv_r(%s, %s)", x, name)
+}
+
+// declare passes the declaration of every parameter to add, in order.
+func (c *indexCode) declare(add func(string)) {
+	for _, d := range c.decls {
+		add(d)
+	}
+}
+
+// sizeArg is v as a kernel argument of index type ity.
+func sizeArg(v int64, ity string) arg {
+	if ity == "u64" {
+		return i64(v)
+	}
+	return i32(int32(v))
+}
+
+// fastDivisor is the fdiv argument (fdivCommon) that divides by d, for
+// 0 < d < 2³¹: fdiv_q(n, f) = ⌊(⌊n·m / 2³²⌋ + n) / 2ˢ⌋ equals n / d for
+// every n < 2³¹, where 2ˢ is the least power of two ≥ d and
+// m = ⌊2³²·(2ˢ − d) / d⌋ + 1.
+func fastDivisor(d uint32) arg {
+	m, s := divisorMagic(d)
+	return words([]uint64{uint64(d) | uint64(m)<<32, uint64(s)})
+}
+
+func divisorMagic(d uint32) (m, s uint32) {
+	for s < 32 && uint64(1)<<s < uint64(d) {
+		s++
+	}
+	return uint32((uint64(1)<<32*(uint64(1)<<s-uint64(d)))/uint64(d) + 1), s
+}
+
+// fastDivide is fdiv_q on the host, for tests.
+func fastDivide(n, d uint32) uint32 {
+	m, s := divisorMagic(d)
+	t := uint32(uint64(n) * uint64(m) >> 32)
+	return uint32((uint64(t) + uint64(n)) >> s)
+}
+
+// fdivCommon defines the divisors of generated kernels (fastDivisor).
+const fdivCommon = `
+struct fdiv { u32 d, m, s; };
+__device__ __forceinline__ u32 fdiv_q(u32 n, const fdiv f) { return (__umulhi(n, f.m) + n) >> f.s; }
+__device__ __forceinline__ u32 fdiv_r(u32 n, const fdiv f) { return n - fdiv_q(n, f) * f.d; }
+`
 
 // floatLit is v as an exact C expression.
 func floatLit(v float32) string { return fmt.Sprintf("__int_as_float(0x%08x)", math.Float32bits(v)) }
@@ -790,7 +907,7 @@ func (m *genModule) finish() *source {
 	if m.src == nil {
 		return nil
 	}
-	text := common + halfCommon + strings.Join(m.texts, "")
+	text := common + halfCommon + fdivCommon + strings.Join(m.texts, "")
 	genSources.Lock()
 	defer genSources.Unlock()
 	if genSources.byText == nil {
@@ -942,7 +1059,7 @@ func (fz *fusion) dropAliased16(g *ir.Graph, pl *plan.Plan, index []int, gi int)
 	for _, x := range k.ext {
 		t := g.Tensor(x)
 		if fz.out16[x] && pl.Offsets[index[x]] == pl.Offsets[index[y]] && t.Bytes() == g.Tensor(y).Bytes() &&
-			indexExpr(out, broadcastStrides(t.Shape, out), "i") == "i" {
+			isFlat(out, broadcastStrides(t.Shape, out)) {
 			drop = append(drop, x)
 		}
 	}

@@ -247,9 +247,55 @@ func TestFusedKernelText(t *testing.T) {
 	if len(k.ext) != 2 || k.ext[1] != mm || !fz.out16[mm] || k.flat[0] || k.flat[1] {
 		t.Errorf("external inputs %v (flat %v), want the bias then the MatMul output, read in 16 bits", k.ext, k.flat)
 	}
-	for _, s := range []string{"erff(", "return v5;", "round_h(NAME_f(", "u16* y", "% 32u", "__int_as_float(0x3f000000)", "((const uint2*)p1)[q]", "widen_h(p1[i], 0)"} {
+	for _, s := range []string{"erff(", "return v5;", "round_h(NAME_f(", "u16* y", "fdiv_r(i, s0_m0)", "i < n;", "__int_as_float(0x3f000000)", "((const uint2*)p1)[q]", "widen_h(p1[i], 0)"} {
 		if !strings.Contains(k.text, s) {
 			t.Errorf("kernel lacks %q:\n%s", s, k.text)
+		}
+	}
+	// The bias, its divisor (32 columns), the MatMul output, n.
+	if len(k.args) != 4 || k.args[1].words[0] != uint64(32)|uint64(fastDivisorMagic(32))<<32 || k.args[3].words[0] != uint64(k.n) {
+		t.Errorf("arguments %+v, want the bias, a divisor by 32, the MatMul output and n", k.args)
+	}
+	// Other sizes, the same structure: the same kernel, other arguments.
+	for _, dims := range [][4]int64{{3, 5, 16, 40}, {2, 8, 17, 31}} {
+		g2 := geluGraph(dims[0], dims[1], dims[2], dims[3])
+		fz2 := analyzeFusion(g2.g, true, hs, acceptsHalf(g2.g, 1, hs))
+		k2, err := fz2.kernel(g2.g, fz2.groups[fz2.group[6]].nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k2.text != k.text {
+			t.Errorf("%v: another kernel text:\n%s", dims, k2.text)
+		}
+		if n := g2.g.Tensor(g2.g.Nodes[6].Outputs[0]).Shape.Elements(); k2.args[3].words[0] != uint64(n) {
+			t.Errorf("%v: n = %d, want %d", dims, k2.args[3].words[0], n)
+		}
+	}
+}
+
+func fastDivisorMagic(d uint32) uint32 { m, _ := divisorMagic(d); return m }
+
+// TestFastDivide checks the divisors of generated kernels against Go's
+// division, at the edges of the range they serve (n, d < 2³¹).
+func TestFastDivide(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const top = 1<<31 - 1
+	ds := []uint32{1, 2, 3, 5, 7, 31, 32, 33, 49, 64, 100, 197, 224, 3136, 12544, 50176, 1 << 20, 1<<20 + 1, 1<<30 - 1, 1 << 30, 1<<30 + 1, top - 1, top}
+	for range 2000 {
+		ds = append(ds, 1+r.Uint32N(top))
+	}
+	for _, d := range ds {
+		ns := []uint32{0, 1, d - 1, d, d + 1, 2*d - 1, top - 1, top, top - d, top / d * d, top/d*d - 1}
+		for range 200 {
+			ns = append(ns, r.Uint32N(top+1))
+		}
+		for _, n := range ns {
+			if n > top {
+				continue
+			}
+			if got, want := fastDivide(n, d), n/d; got != want {
+				t.Fatalf("%d / %d: %d, want %d", n, d, got, want)
+			}
 		}
 	}
 }

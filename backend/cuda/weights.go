@@ -1,0 +1,109 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/berth-ml/berth/backend/cuda/driver"
+)
+
+// WeightStore holds on the device the constants that the executables of
+// one model for several shapes have in common: those read from the model
+// file (and their 16-bit shadows), uploaded by the first compile that
+// needs them and shared by every later one. Constants made for one shape
+// (folded ones, kernel parameters) stay with their executable. A store
+// outlives the executables compiled with it; Close frees it after them.
+type WeightStore struct {
+	file []byte // the model file's bytes
+
+	mu     sync.Mutex
+	blocks map[weightKey]driver.Ptr
+	bytes  int64
+	closed bool
+}
+
+// weightKey names one device copy of bytes of the file: where they lie and
+// how they were converted (0: as they are).
+type weightKey struct {
+	src  *byte
+	n    int
+	prec Precision
+}
+
+// NewWeightStore makes a store for the constants that lie in file, the
+// model file's bytes (mapped read-only, unchanged while the store lives).
+func NewWeightStore(file []byte) *WeightStore {
+	return &WeightStore{file: file, blocks: map[weightKey]driver.Ptr{}}
+}
+
+// holds reports whether b lies in the store's file.
+func (w *WeightStore) holds(b []byte) bool {
+	if w == nil || len(b) == 0 || len(w.file) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(w.file)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= start && p+uintptr(len(b)) <= start+uintptr(len(w.file))
+}
+
+// place returns the device copy of src converted as prec says (FP32: as
+// it is), made by make the first time. It runs on the owner thread.
+func (w *WeightStore) place(src []byte, prec Precision, make func() []byte) (driver.Ptr, error) {
+	k := weightKey{src: unsafe.SliceData(src), n: len(src), prec: prec}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, errors.New("the weight store is closed")
+	}
+	if p, ok := w.blocks[k]; ok {
+		return p, nil
+	}
+	b := make()
+	p, err := driver.Alloc(int64(len(b)))
+	if err != nil {
+		return 0, fmt.Errorf("allocating %d bytes of weights: %w", len(b), err)
+	}
+	if err := driver.CopyToDevice(p, b); err != nil {
+		driver.Free(p)
+		return 0, fmt.Errorf("uploading weights: %w", err)
+	}
+	w.blocks[k] = p
+	w.bytes += alignUp(int64(len(b)), Alignment)
+	return p, nil
+}
+
+// Bytes is the device memory the store holds.
+func (w *WeightStore) Bytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bytes
+}
+
+// Close frees the store's device memory. The executables compiled with it
+// must be closed before.
+func (w *WeightStore) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	blocks := w.blocks
+	w.blocks = nil
+	if len(blocks) == 0 {
+		return nil
+	}
+	d, err := Device()
+	if err != nil {
+		return err
+	}
+	return d.Do(func() error {
+		var errs []error
+		for _, p := range blocks {
+			errs = append(errs, driver.Free(p))
+		}
+		return errors.Join(errs...)
+	})
+}
