@@ -187,26 +187,38 @@ var valueInputs = map[string][]int{
 }
 
 // stageGoal is what a stage computes when the shapes of the graph depend
-// on the value of the tensor called name, which a node of the main graph
-// computes: that tensor and every other value a shape depends on that
-// the same stage can compute, so that one stage runs where the graph
-// would otherwise be cut once per value (a detector's per-class masks).
-// A value the stage can compute is the input of an operator that
-// valueInputs lists, computed by nodes none of which waits for a value
-// not bound yet. It is nil when no node of the main graph computes name.
+// on the value of the tensor called name: that tensor and every other
+// value a shape depends on that the same stage can compute, so that one
+// stage runs where the graph would otherwise be cut once per value (a
+// detector's per-class masks). A value the stage can compute is the input
+// of an operator that valueInputs lists, computed by nodes none of which
+// waits for a value not bound yet. Where a node's subgraph computes name
+// (an If branch's NonMaxSuppression), the values are that node's inputs,
+// from which the subgraph then folds.
+//
+// The goal also holds every tensor the stage computes that a node after
+// it reads, so that the plans after the stage take them as they are
+// instead of computing them again. It is nil when no node computes name.
 func (o *openModel) stageGoal(name string, bound map[string]ir.Tensor) []string {
 	if o.probe == nil {
 		return nil
 	}
 	g := o.probe.Graph
-	id := ir.NoTensor
+	id, host := ir.NoTensor, -1
 	for i := range g.Tensors {
 		if g.Tensors[i].Name == name {
 			id = ir.TensorID(i)
 			break
 		}
 	}
-	if id == ir.NoTensor || g.Tensors[id].Producer < 0 || g.Tensors[id].IsConst() {
+	if id == ir.NoTensor {
+		host = slices.IndexFunc(g.Nodes, func(n ir.Node) bool {
+			return slices.ContainsFunc(n.Subgraphs(), func(sg *ir.Graph) bool { return computes(sg, name) })
+		})
+		if host < 0 {
+			return nil
+		}
+	} else if g.Tensors[id].Producer < 0 || g.Tensors[id].IsConst() {
 		return nil
 	}
 	// known marks the values that need no stage: constants, values bound
@@ -240,31 +252,59 @@ func (o *openModel) stageGoal(name string, bound map[string]ir.Tensor) []string 
 	// blocked marks the tensors whose shapes wait for a value: the
 	// outputs of a node with an open value input, and everything after.
 	blocked := make([]bool, len(g.Tensors))
-	goal := []string{name}
+	var goal []string
+	add := func(in ir.TensorID) {
+		if t := g.Tensor(in); !blocked[in] && !slices.Contains(goal, t.Name) {
+			goal = append(goal, t.Name)
+		}
+	}
+	if id != ir.NoTensor {
+		add(id)
+	}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		waits := false
+		waits := i == host
 		for _, in := range n.Inputs {
 			waits = waits || in != ir.NoTensor && blocked[in]
 		}
 		for _, k := range valueInputs[n.Op] {
-			if k >= n.Formal() || !open(n.Inputs[k]) {
-				continue
-			}
-			waits = true
-			if t := g.Tensor(n.Inputs[k]); !blocked[n.Inputs[k]] && !slices.Contains(goal, t.Name) {
-				goal = append(goal, t.Name)
+			if k < n.Formal() && open(n.Inputs[k]) {
+				waits = true
+				add(n.Inputs[k])
 			}
 		}
-		if waits {
-			for _, out := range n.Outputs {
-				if out != ir.NoTensor {
-					blocked[out] = true
-				}
+		if !waits {
+			continue
+		}
+		for _, in := range n.Inputs {
+			if open(in) {
+				add(in) // what the stage hands on (none where blocked)
+			}
+		}
+		for _, out := range n.Outputs {
+			if out != ir.NoTensor {
+				blocked[out] = true
 			}
 		}
 	}
 	return goal
+}
+
+// computes reports whether a node of g, or of a subgraph within it,
+// writes the tensor called name.
+func computes(g *ir.Graph, name string) bool {
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		for _, out := range n.Outputs {
+			if out != ir.NoTensor && g.Tensor(out).Name == name {
+				return true
+			}
+		}
+		if slices.ContainsFunc(n.Subgraphs(), func(sg *ir.Graph) bool { return computes(sg, name) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // learn widens byValue after err, a failure to specialise or compile:
