@@ -31,6 +31,11 @@ the bitwise operators; 19: Pad's wrap mode, Resize's half_pixel_symmetric,
 AveragePool's dilations; 20: Gelu, DFT's axis input, GridSample's mode
 names).
 
+testdata/scalar/<name>/ (the same layout, several data sets): models with
+an input declared a scalar, fed as a scalar and as [1], [1, 1] or [3],
+which ONNX Runtime takes (scalar_fixed and scalar_open: y = x·s and
+w = s + s; scalar_rate: ifrate's model at fixed shapes, sr fed as [1]).
+
 testdata/opset/refused/<name>.onnx: models of those opsets that berth
 refuses (operators or options it does not implement); the tests expect an
 error naming the operator and the opset. No reference: ONNX Runtime is
@@ -354,19 +359,69 @@ for fn in [reduce_cases, split_cases, pad_cases, resize_cases, scatter_cases, bi
 
 def write_case(name, ort_dir):
     m, feeds = CASES[name]
-    d = os.path.join(REPO_ROOT, "testdata", "opset", name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(os.path.join(d, "test_data_set_0"))
-    path = os.path.join(d, "model.onnx")
-    onnx.save(m, path)
-    got = ort_run(ort_dir, path, feeds)
-    sd = os.path.join(d, "test_data_set_0")
-    for i, (n, a) in enumerate(feeds.items()):
-        onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(sd, f"input_{i}.pb"))
-    for i, o in enumerate(m.graph.output):
-        onnx.save_tensor(numpy_helper.from_array(got[o.name], o.name), os.path.join(sd, f"output_{i}.pb"))
+    got = write_sets(os.path.join(REPO_ROOT, "testdata", "opset", name), m, [feeds], ort_dir)
     print(f"opset/{name}: opset {m.opset_import[0].version}, outputs {[tuple(got[o.name].shape) for o in m.graph.output]}",
           flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Inputs declared scalars, fed with other shapes
+# ---------------------------------------------------------------------------
+
+def scalar_cases():
+    """Models with an input declared a scalar, each with data sets that
+    feed it as a scalar and as [1], [1, 1] and [3] (where the model
+    allows): ONNX Runtime takes any shape for a declared scalar."""
+    r = rng_of("scalar")
+    cases = {}
+    for name, batch in [("scalar_fixed", 2), ("scalar_open", "batch")]:
+        m = model([helper.make_node("Mul", ["x", "s"], ["y"]), helper.make_node("Add", ["s", "s"], ["w"])],
+                  [tensor_in("x", F, [batch, 3]), tensor_in("s", F, [])], [out("y"), out("w")], 13)
+        sets = []
+        for k, shape in enumerate([(), (1,), (1, 1), (3,)]):
+            rows = 2 if name == "scalar_fixed" else k + 1
+            sets.append({"x": r.standard_normal((rows, 3)).astype(np.float32),
+                         "s": r.standard_normal(shape).astype(np.float32)})
+        cases[name] = (m, sets)
+    # An If on a rate, as Silero VAD has: sr fed as [1].
+    rate, _, _ = ifrate()
+    for v in rate.graph.input:
+        if v.name == "x":
+            for d, size in zip(v.type.tensor_type.shape.dim, [1, 12]):
+                d.Clear()
+                d.dim_value = size
+    sets = []
+    for sr, shape in [(16000, ()), (16000, (1,)), (8000, (1,)), (8000, (1, 1))]:
+        sets.append({"x": r.standard_normal((1, 12)).astype(np.float32), "sr": np.full(shape, sr, dtype=np.int64)})
+    cases["scalar_rate"] = (rate, sets)
+    return cases
+
+
+SCALAR = scalar_cases()
+
+
+def write_sets(d, m, sets, ort_dir):
+    """Writes m and its data sets in the layout of ONNX's backend tests,
+    with ONNX Runtime's outputs."""
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m, path)
+    for k, feeds in enumerate(sets):
+        got = ort_run(ort_dir, path, feeds)
+        sd = os.path.join(d, f"test_data_set_{k}")
+        os.makedirs(sd)
+        for i, (n, a) in enumerate(feeds.items()):
+            onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(sd, f"input_{i}.pb"))
+        for i, o in enumerate(m.graph.output):
+            onnx.save_tensor(numpy_helper.from_array(got[o.name], o.name), os.path.join(sd, f"output_{i}.pb"))
+    return got
+
+
+def write_scalar(name, ort_dir):
+    m, sets = SCALAR[name]
+    write_sets(os.path.join(REPO_ROOT, "testdata", "scalar", name), m, sets, ort_dir)
+    print(f"scalar/{name}: {len(sets)} sets", flush=True)
 
 
 # ---------------------------------------------------------------------------
@@ -413,19 +468,22 @@ def main():
                     help="folder whose node_modules holds onnxruntime-node")
     ap.add_argument("names", nargs="*", help="fixtures to generate (default: all)")
     args = ap.parse_args()
-    names = args.names or list(OPEN) + list(CASES) + ["refused"]
+    names = args.names or list(OPEN) + list(CASES) + list(SCALAR) + ["refused"]
     for n in names:
-        if n not in OPEN and n not in CASES and n != "refused":
+        if n not in OPEN and n not in CASES and n not in SCALAR and n != "refused":
             sys.exit(f"unknown fixture {n!r}")
     if not os.path.isfile(os.path.join(args.ort, "node_modules", "onnxruntime-node", "package.json")):
         sys.exit(f"no onnxruntime-node under {args.ort}: run bench/compare_ort.sh once, or pass --ort")
     if not args.names:
-        shutil.rmtree(os.path.join(REPO_ROOT, "testdata", "opset"), ignore_errors=True)
+        for d in ("opset", "scalar"):
+            shutil.rmtree(os.path.join(REPO_ROOT, "testdata", d), ignore_errors=True)
     for n in names:
         if n in OPEN:
             write_open(n, args.ort)
         elif n in CASES:
             write_case(n, args.ort)
+        elif n in SCALAR:
+            write_scalar(n, args.ort)
         else:
             write_refused()
 
