@@ -103,6 +103,11 @@ type Options struct {
 	// its bound, whose offsets the others keep where they can.
 	cudaWeights *cuda.WeightStore
 	cudaBound   *cuda.Executable
+	// perRun makes an open model's executable plan every run for its
+	// inputs, even where the options fix every shape (it serves a
+	// fixed-shape model's runs whose declared scalars come with other
+	// shapes).
+	perRun bool
 
 	// Plans bounds how many plans, one per set of input shapes (and, for
 	// a model whose shapes depend on input values, per set of those
@@ -161,6 +166,13 @@ type Executable struct {
 	folds    map[ir.TensorID]ir.TensorID
 	absorbed []bool // node → runs inside another node's step
 
+	// opts are the options a fixed-shape executable was compiled with,
+	// and reshaped the executable of its model with open shapes, compiled
+	// (with them) the first time an input declared a scalar comes with
+	// another shape (see Session.bind).
+	opts     Options
+	reshaped *Executable
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -180,6 +192,9 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 		return nil, err
 	}
 	e, err := compileStatic(m, dev, opts)
+	if err == nil {
+		e.opts = opts
+	}
 	if errors.Is(err, ir.ErrValueDependent) && m.reopen != nil {
 		// A kernel needs the value of an input (a CumSum's axis fed as
 		// one): specialise on it per run.
@@ -491,12 +506,45 @@ func (e *Executable) Close() error {
 	if e.open != nil {
 		e.open.close()
 	}
+	if e.reshaped != nil {
+		if cerr := e.reshaped.Close(); err == nil {
+			err = cerr
+		}
+	}
 	for _, m := range e.owned {
 		if cerr := m.Close(); err == nil {
 			err = cerr
 		}
 	}
 	return err
+}
+
+// reshapedExec returns the executable that runs e's model with open
+// shapes, compiling it the first time: it serves the runs whose inputs
+// declared scalars come with other shapes.
+func (e *Executable) reshapedExec() (*Executable, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errors.New("the executable is closed")
+	}
+	if e.reshaped != nil {
+		return e.reshaped, nil
+	}
+	om, err := e.model.reopen()
+	if err != nil {
+		return nil, err
+	}
+	opts := e.opts
+	opts.perRun = true
+	x, err := compileOpen(om, e.device, opts)
+	if err != nil {
+		om.Close()
+		return nil, err
+	}
+	x.owned = append(x.owned, om)
+	e.reshaped = x
+	return x, nil
 }
 
 // Device is where the executable runs.

@@ -107,7 +107,6 @@ func TestControlFlowErrors(t *testing.T) {
 		model []byte
 		want  string
 	}{
-		{"if-branches-differ", onnxtest.MismatchedIfModel(), "same static type"},
 		{"nesting-too-deep", onnxtest.NestedIfModel(ir.MaxSubgraphDepth + 1), "nest more than 16 levels"},
 	}
 	for _, c := range cases {
@@ -311,4 +310,114 @@ func TestNestedLoopsLoadQuickly(t *testing.T) {
 	if got := f32Values(outs[0]); len(got) != 1 || got[0] != 64 {
 		t.Errorf("y = %v, want [64]", got)
 	}
+}
+
+// openFixtureNamed returns the fixture of testdata/open called name.
+func openFixtureNamed(t *testing.T, name string) openFixture {
+	t.Helper()
+	for _, f := range loadOpenFixtures(t) {
+		if f.name == name {
+			return f
+		}
+	}
+	t.Fatalf("no fixture %q under testdata/open", name)
+	return openFixture{}
+}
+
+// countOps counts the nodes of g (subgraphs included) by operator.
+func countOps(g *ir.Graph, ops map[string]int) {
+	for i := range g.Nodes {
+		ops[g.Nodes[i].Op]++
+		for _, sub := range g.Nodes[i].Subgraphs() {
+			countOps(sub, ops)
+		}
+	}
+}
+
+// TestIfCondition runs If nodes whose branches cannot both be planned at
+// the shapes of a run. Where the condition follows from an input (ifrate:
+// If(sr == 16000) groups by 4 or by 3, and at the shapes of one rate the
+// other branch does not infer or gives another shape), the session binds
+// that input by value and plans only the branch taken; an If whose
+// condition is computed at run time and whose branches agree keeps both
+// (ifrate's second output); one whose branches disagree (ifstage) becomes
+// a stage that computes the condition, and the plans after it take one
+// branch each. Outputs are ONNX Runtime's (scripts/gen_ort_fixtures.py).
+func TestIfCondition(t *testing.T) {
+	t.Run("input", func(t *testing.T) {
+		f := openFixtureNamed(t, "ifrate")
+		m := loadModel(t, f.model)
+		_, s := newSession(t, m, berth.Options{Threads: 1})
+		for k, ins := range f.sets {
+			outs, err := s.Run(context.Background(), ins...)
+			if err != nil {
+				t.Fatalf("set %d: %v", k, err)
+			}
+			checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
+			ops := map[string]int{}
+			countOps(s.Executable().Model().Graph(), ops)
+			// y's If is gone (its branch inlined), z's stays with both
+			// branches.
+			if ops["If"] != 1 || ops["Add"] != 1 || ops["Neg"] != 1 {
+				t.Errorf("set %d: the plan holds %d If, %d Add, %d Neg; want z's If alone with both branches", k, ops["If"], ops["Add"], ops["Neg"])
+			}
+		}
+		// The rate's other branch at these shapes: n = 6 does not group by
+		// 4. ONNX Runtime refuses it too.
+		bad := slices.Clone(f.sets[2])
+		bad[1] = berth.Tensor{Name: "sr", DType: berth.Int64, Shape: []int64{}, Data: binary.LittleEndian.AppendUint64(nil, 16000)}
+		_, err := s.Run(context.Background(), bad...)
+		if err == nil || !strings.Contains(err.Error(), "Reshape") {
+			t.Errorf("the branch that cannot run at these shapes: got %v, want an error naming its Reshape", err)
+		}
+	})
+	t.Run("computed", func(t *testing.T) {
+		f := openFixtureNamed(t, "ifstage")
+		m := loadModel(t, f.model)
+		_, s := newSession(t, m, berth.Options{Threads: 1})
+		for range 2 {
+			for k, ins := range f.sets {
+				outs, err := s.Run(context.Background(), ins...)
+				if err != nil {
+					t.Fatalf("set %d: %v", k, err)
+				}
+				checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
+				ops := map[string]int{}
+				countOps(s.Executable().Model().Graph(), ops)
+				if ops["If"] != 0 {
+					t.Errorf("set %d: the final plan holds %d If nodes, want its branch inlined", k, ops["If"])
+				}
+			}
+		}
+	})
+	t.Run("branches-differ", func(t *testing.T) {
+		// The condition is an input and the branches give float[3] (x)
+		// and float[2] (an initializer): each run plans the branch its
+		// condition takes.
+		m, err := berth.LoadBytes(onnxtest.MismatchedIfModel(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		_, s := newSession(t, m, berth.Options{Threads: 1})
+		x := f32Tensor([]int64{3}, 1, -2, 3)
+		for _, c := range []struct {
+			cond  bool
+			shape []int64
+		}{{true, []int64{3}}, {false, []int64{2}}, {true, []int64{3}}} {
+			outs, err := s.Run(context.Background(), boolTensor(c.cond), x)
+			if err != nil {
+				t.Fatalf("cond %v: %v", c.cond, err)
+			}
+			if !slices.Equal(outs[0].Shape, c.shape) {
+				t.Errorf("cond %v: output shape %v, want %v", c.cond, outs[0].Shape, c.shape)
+			}
+			if c.cond && !slices.Equal(outs[0].Data, x.Data) {
+				t.Errorf("cond true: output %v is not the input x %v", f32Values(outs[0]), f32Values(x))
+			}
+		}
+		if s.Plans() != 2 {
+			t.Errorf("the session keeps %d plans, want one per condition", s.Plans())
+		}
+	})
 }

@@ -503,7 +503,7 @@ func (ss *openSession) countError(inputs []Tensor) error {
 }
 
 // check checks each input against its declaration: the element type, the
-// rank, every fixed size, the sizes Options.Dims fixes and MaxDims bounds,
+// rank (any for an input declared a scalar), every fixed size, the sizes Options.Dims fixes and MaxDims bounds,
 // the same size for every dimension named by one symbol, and the data's
 // length.
 func (ss *openSession) check() error {
@@ -521,11 +521,15 @@ func (ss *openSession) check() error {
 		if err := ir.Shape(t.Shape).Validate(); err != nil {
 			return fmt.Errorf("input %q: %w", name, err)
 		}
-		if v.Ranked && len(t.Shape) != len(v.Shape) {
+		// An input declared a scalar takes any shape, as ONNX Runtime
+		// lets it (a sample rate fed as [1]); the plan is made for the
+		// shape given.
+		ranked := v.Ranked && len(v.Shape) > 0
+		if ranked && len(t.Shape) != len(v.Shape) {
 			return fmt.Errorf("input %q: expected rank %d %s, got shape %v", name, len(v.Shape), v.Shape, ir.Shape(t.Shape))
 		}
 		for k := range t.Shape {
-			if !v.Ranked {
+			if !ranked {
 				break
 			}
 			d, n := v.Shape[k], t.Shape[k]

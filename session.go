@@ -35,6 +35,10 @@ type Session struct {
 	outputs []Tensor     // graph outputs, viewing the arena
 	cuda    *cudaSession // set for a CUDA executable
 	open    *openSession // set for an executable whose shapes are open
+	// reshaped runs the inputs whose declared scalars come with other
+	// shapes: a session of the executable's model with open shapes, opened
+	// with the first such run.
+	reshaped *Session
 	// borrowed marks workers the session shares with others of an open
 	// session and does not close.
 	borrowed bool
@@ -226,6 +230,9 @@ func (s *Session) Close() error {
 	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
+		if s.reshaped != nil {
+			s.reshaped.Close()
+		}
 		if s.open != nil {
 			return s.open.close()
 		}
@@ -245,6 +252,11 @@ func (s *Session) Close() error {
 // they are valid until the next Run or Close (Clone them to keep them).
 // Cancelling ctx stops the run between two kernels (and between two
 // iterations of a Loop). Run allocates nothing.
+//
+// An input the model declares a scalar may come with any shape (a sample
+// rate as [1]), as ONNX Runtime lets it: the run computes with the shape
+// given, in a plan made for it the first time (as a model with open
+// shapes does).
 func (s *Session) Run(ctx context.Context, inputs ...Tensor) (outs []Tensor, err error) {
 	return s.run(ctx, inputs, nil)
 }
@@ -315,6 +327,9 @@ func (s *Session) run(ctx context.Context, inputs []Tensor, times []time.Duratio
 		return s.open.run(ctx, inputs)
 	}
 	if err := s.bind(inputs); err != nil {
+		if errors.Is(err, errReshaped) {
+			return s.runReshaped(ctx, inputs)
+		}
 		return nil, err
 	}
 	if s.cuda != nil {
@@ -351,6 +366,26 @@ func (s *Session) run(ctx context.Context, inputs []Tensor, times []time.Duratio
 		st.kernel.Run(s.workers, st.in, st.out, st.scratch)
 	}
 	return s.outputs, nil
+}
+
+// errReshaped is bind's answer for inputs whose declared scalars come
+// with other shapes.
+var errReshaped = errors.New("a declared scalar comes with another shape")
+
+// runReshaped runs inputs whose declared scalars come with other shapes in
+// a session of the model with open shapes, which plans for the shapes
+// given (compiled and opened with the first such run).
+func (s *Session) runReshaped(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
+	if s.reshaped == nil {
+		x, err := s.exe.reshapedExec()
+		if err != nil {
+			return nil, err
+		}
+		if s.reshaped, err = x.NewSession(); err != nil {
+			return nil, err
+		}
+	}
+	return s.reshaped.Run(ctx, inputs...)
 }
 
 // ErrKernel is returned when a kernel fails during Run: a memory fault on
@@ -395,6 +430,12 @@ func (s *Session) bind(inputs []Tensor) error {
 			}
 		}
 		in := &inputs[k]
+		if in.DType == want.DType && len(want.Shape) == 0 && len(in.Shape) != 0 && s.exe.model.reopen != nil {
+			// A declared scalar fed with another shape (a sample rate
+			// as [1]): ONNX Runtime takes it, and so does the model
+			// planned for that shape.
+			return errReshaped
+		}
 		if in.DType != want.DType || !want.Shape.Equal(in.Shape) {
 			return fmt.Errorf("input %q: expected %s%v, got %s%v", want.Name, want.DType, want.Shape, in.DType, ir.Shape(in.Shape))
 		}

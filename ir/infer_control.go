@@ -273,6 +273,18 @@ func subType(sub *Graph, i int) Type {
 	return Type{DType: t.DType, Shape: t.Shape.Clone()}
 }
 
+// IfConditionNeeded is the error for If node n of g whose branches cannot
+// both be planned (err says why): where the condition is not a constant,
+// a ValueError naming it, so that a caller that learns its value plans
+// the branch taken alone; else err.
+func IfConditionNeeded(g *Graph, n *Node, err error) error {
+	c := n.Input(0)
+	if n.Op != "If" || c == NoTensor || g.Tensor(c).IsConst() {
+		return err
+	}
+	return &ValueError{Tensor: g.Tensor(c).Name, Why: "condition", Cause: err}
+}
+
 func inferIf(g *Graph, n *Node) ([]Type, error) {
 	th, el := n.Attrs.Graph("then_branch"), n.Attrs.Graph("else_branch")
 	if th == nil || el == nil {
@@ -288,7 +300,8 @@ func inferIf(g *Graph, n *Node) ([]Type, error) {
 	for i := range types {
 		a, b := subType(th, i), subType(el, i)
 		if a.DType != b.DType || !a.Shape.Equal(b.Shape) {
-			return nil, fmt.Errorf("output %d is %s%v in then_branch but %s%v in else_branch; berth needs both branches to give the same static type", i, a.DType, a.Shape, b.DType, b.Shape)
+			err := fmt.Errorf("output %d is %s%v in then_branch but %s%v in else_branch; berth needs both branches to give the same static type", i, a.DType, a.Shape, b.DType, b.Shape)
+			return nil, IfConditionNeeded(g, n, err)
 		}
 		types[i] = a
 	}

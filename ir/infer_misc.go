@@ -2,19 +2,22 @@ package ir
 
 import "fmt"
 
-// Shape rules of CastLike, BitShift, Hardmax, OneHot, EyeLike, TopK, the
-// quantisation operators, Celu, Mish and LRN.
+// Shape rules of CastLike, BitShift, the bitwise operators, Hardmax,
+// OneHot, EyeLike, TopK, the quantisation operators, Celu, Mish, Gelu and
+// LRN.
 
 func init() {
 	register(inferCastLike, "CastLike")
 	register(inferBinary(false, requireUnsigned), "BitShift")
+	register(inferBinary(false, requireInteger), "BitwiseAnd", "BitwiseOr", "BitwiseXor")
+	register(inferUnary(requireInteger), "BitwiseNot")
 	register(inferSoftmax, "Hardmax")
 	register(inferOneHot, "OneHot")
 	register(inferEyeLike, "EyeLike")
 	register(inferTopK, "TopK")
 	register(inferQuantize, "QuantizeLinear")
 	register(inferDequantize, "DequantizeLinear")
-	register(inferUnary(requireFloat), "Celu", "Mish")
+	register(inferUnary(requireFloat), "Celu", "Mish", "Gelu")
 	register(inferFirst(1, 1), "LRN")
 }
 
@@ -24,6 +27,13 @@ func requireUnsigned(t *Tensor) error {
 		return nil
 	}
 	return fmt.Errorf("input %q is %s, want an unsigned integer type", t.Name, t.DType)
+}
+
+func requireInteger(t *Tensor) error {
+	if !t.DType.IsInt() {
+		return fmt.Errorf("input %q is %s, want an integer type", t.Name, t.DType)
+	}
+	return nil
 }
 
 func inferCastLike(g *Graph, n *Node) ([]Type, error) {

@@ -281,10 +281,25 @@ func inferConvTranspose(g *Graph, n *Node) ([]Type, error) {
 	return same(x.DType, out), nil
 }
 
-// inferResize covers Resize (scales or sizes as constant inputs, from
-// opset 11 after a roi input; opset 18's axes attribute) and Upsample
-// (scales as attribute in opset 7, as input from opset 9).
-func inferResize(g *Graph, n *Node) ([]Type, error) {
+// ResizeGeometry is a Resize (or Upsample) node resolved against its
+// input's shape.
+type ResizeGeometry struct {
+	Out Shape // the output's shape
+	// Scales holds, for every axis of the input, the scale its coordinate
+	// transformation divides by: the scale given, out/in for a size given
+	// (keep_aspect_ratio_policy's common scale for those it keeps), 1 for
+	// an axis not resized.
+	Scales []float64
+	// Axes are the axes the scales, sizes and roi name, in their order
+	// (every axis unless opset 18's axes attribute lists some).
+	Axes []int
+}
+
+// ResolveResize resolves a Resize node (scales or sizes as constant
+// inputs, from opset 11 after a roi input; opset 18's axes and
+// keep_aspect_ratio_policy) or an Upsample node (scales as attribute in
+// opset 7, as input from opset 9).
+func ResolveResize(g *Graph, n *Node) (*ResizeGeometry, error) {
 	x, err := input(g, n, 0)
 	if err != nil {
 		return nil, err
@@ -329,14 +344,26 @@ func inferResize(g *Graph, n *Node) ([]Type, error) {
 			return nil, err
 		}
 	}
-	out := x.Shape.Clone()
+	geo := &ResizeGeometry{Out: x.Shape.Clone(), Scales: make([]float64, r), Axes: axes}
+	for i := range geo.Scales {
+		geo.Scales[i] = 1
+	}
+	out := geo.Out
 	switch {
 	case sizes != nil:
 		if len(sizes) != len(axes) {
 			return nil, fmt.Errorf("%d sizes for %d axes", len(sizes), len(axes))
 		}
-		policy := n.Attrs.String("keep_aspect_ratio_policy", "stretch")
-		if policy != "stretch" {
+		for i, a := range axes {
+			if sizes[i] < 0 {
+				return nil, fmt.Errorf("sizes %v: size %d is negative", sizes, sizes[i])
+			}
+			out[a] = sizes[i]
+			geo.Scales[a] = float64(sizes[i]) / float64(x.Shape[a])
+		}
+		switch policy := n.Attrs.String("keep_aspect_ratio_policy", "stretch"); policy {
+		case "stretch":
+		case "not_larger", "not_smaller":
 			scale := math.Inf(1)
 			if policy == "not_smaller" {
 				scale = math.Inf(-1)
@@ -351,11 +378,10 @@ func inferResize(g *Graph, n *Node) ([]Type, error) {
 			}
 			for _, a := range axes {
 				out[a] = int64(math.Round(scale * float64(x.Shape[a])))
+				geo.Scales[a] = scale
 			}
-		} else {
-			for i, a := range axes {
-				out[a] = sizes[i]
-			}
+		default:
+			return nil, fmt.Errorf("keep_aspect_ratio_policy %q is not supported (stretch, not_larger, not_smaller)", policy)
 		}
 	case scales != nil:
 		if len(scales) != len(axes) {
@@ -366,6 +392,7 @@ func inferResize(g *Graph, n *Node) ([]Type, error) {
 				return nil, fmt.Errorf("scale %v must be positive", scales[i])
 			}
 			out[a] = int64(math.Floor(float64(x.Shape[a]) * scales[i]))
+			geo.Scales[a] = scales[i]
 		}
 	default:
 		return nil, fmt.Errorf("needs scales or sizes")
@@ -373,5 +400,17 @@ func inferResize(g *Graph, n *Node) ([]Type, error) {
 	if err := out.Validate(); err != nil {
 		return nil, err
 	}
-	return same(x.DType, out), nil
+	return geo, nil
+}
+
+func inferResize(g *Graph, n *Node) ([]Type, error) {
+	x, err := input(g, n, 0)
+	if err != nil {
+		return nil, err
+	}
+	geo, err := ResolveResize(g, n)
+	if err != nil {
+		return nil, err
+	}
+	return same(x.DType, geo.Out), nil
 }

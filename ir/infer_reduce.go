@@ -178,12 +178,15 @@ func inferPad(g *Graph, n *Node) ([]Type, error) {
 			if (pb > 0 || pe > 0) && (pb >= d || pe >= d) {
 				return nil, fmt.Errorf("reflect padding of axis %d (%d, %d) needs a dimension larger than the pads, %q has %d", i, pb, pe, x.Name, d)
 			}
-		case "edge":
+		case "edge", "wrap":
+			if mode == "wrap" && opset(g) < 19 {
+				return nil, fmt.Errorf("mode wrap needs opset 19, the model imports %d", opset(g))
+			}
 			if (pb > 0 || pe > 0) && d == 0 {
-				return nil, fmt.Errorf("edge padding of empty axis %d of %q", i, x.Name)
+				return nil, fmt.Errorf("%s padding of empty axis %d of %q", mode, i, x.Name)
 			}
 		default:
-			return nil, fmt.Errorf("mode %q is not supported (constant, reflect, edge)", mode)
+			return nil, fmt.Errorf("mode %q is not supported (constant, reflect, edge, wrap)", mode)
 		}
 	}
 	return same(x.DType, out), nil

@@ -161,7 +161,9 @@ func inferConcat(g *Graph, n *Node) ([]Type, error) {
 
 // ResolveSplit returns the axis of a Split node and the size of each
 // output along it: the split attribute (before opset 13) or input (from
-// opset 13), or equal parts by default.
+// opset 13), or equal parts by default. From opset 18 the num_outputs
+// attribute asks for that many parts of ceil(size/num_outputs), the last
+// one smaller when the size does not divide.
 func ResolveSplit(g *Graph, n *Node) (int, []int64, error) {
 	x, err := input(g, n, 0)
 	if err != nil {
@@ -183,6 +185,27 @@ func ResolveSplit(g *Graph, n *Node) (int, []int64, error) {
 		}
 	} else if n.Attrs.Has("split") {
 		split = n.Attrs.Ints("split", nil)
+	}
+	if num := n.Attrs.Int("num_outputs", 0); n.Attrs.Has("num_outputs") {
+		switch {
+		case opset(g) < 18:
+			return 0, nil, fmt.Errorf("attribute num_outputs needs opset 18, the model imports %d", opset(g))
+		case split != nil:
+			return 0, nil, fmt.Errorf("has both a split input and num_outputs")
+		case num != int64(k):
+			return 0, nil, fmt.Errorf("num_outputs is %d, the node has %d outputs", num, k)
+		}
+		part := (dim + num - 1) / num
+		last := dim - part*(num-1)
+		if last < 0 {
+			return 0, nil, fmt.Errorf("cannot split dimension %d of size %d into %d parts of %d", axis, dim, num, part)
+		}
+		split = make([]int64, k)
+		for i := range split {
+			split[i] = part
+		}
+		split[k-1] = last
+		return axis, split, nil
 	}
 	if split == nil {
 		if dim%int64(k) != 0 {

@@ -175,6 +175,9 @@ func inferGridSample(g *Graph, n *Node) ([]Type, error) {
 	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
+	if x.Shape.Rank() != 4 && opset(g) >= 20 {
+		return nil, fmt.Errorf("input %v: the volumes of opset 20 are not supported (berth samples 2-D images [N,C,H,W])", x.Shape)
+	}
 	if x.Shape.Rank() != 4 || grid.Shape.Rank() != 4 || grid.Shape[3] != 2 || grid.Shape[0] != x.Shape[0] {
 		return nil, fmt.Errorf("input %v and grid %v must be [N,C,H,W] and [N,Ho,Wo,2]", x.Shape, grid.Shape)
 	}
@@ -239,12 +242,29 @@ func DFTGeometry(g *Graph, n *Node) (axis int, length, outLen int64, err error) 
 	if r < 3 || (x.Shape[r-1] != 1 && x.Shape[r-1] != 2) {
 		return 0, 0, 0, fmt.Errorf("input %v must be [batch, ..., 1 or 2]", x.Shape)
 	}
-	a := n.Attrs.Int("axis", 1)
+	// The axis is an attribute (default 1, never the batch axis) before
+	// opset 20 and an input from opset 20 (default -2, any axis but the
+	// last).
+	a, first := n.Attrs.Int("axis", 1), int64(1)
+	if opset(g) >= 20 {
+		if n.Attrs.Has("axis") {
+			return 0, 0, 0, fmt.Errorf("takes axis as an input from opset 20, not as an attribute")
+		}
+		v, ok, err := optScalarInt(g, n, 2, "axis")
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		a, first = -2, 0
+		if ok {
+			a = v
+		}
+	}
+	given := a
 	if a < 0 {
 		a += int64(r)
 	}
-	if a < 1 || a >= int64(r-1) {
-		return 0, 0, 0, fmt.Errorf("axis %d is out of range for %v", n.Attrs.Int("axis", 1), x.Shape)
+	if a < first || a >= int64(r-1) {
+		return 0, 0, 0, fmt.Errorf("axis %d is out of range for %v", given, x.Shape)
 	}
 	axis = int(a)
 	length = x.Shape[axis]
@@ -264,7 +284,11 @@ func DFTGeometry(g *Graph, n *Node) (axis int, length, outLen int64, err error) 
 }
 
 func inferDFT(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 2); err != nil {
+	most := 2
+	if opset(g) >= 20 {
+		most = 3 // axis
+	}
+	if err := inputCount(n, 1, most); err != nil {
 		return nil, err
 	}
 	x, err := input(g, n, 0)

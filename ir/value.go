@@ -16,13 +16,21 @@ var ErrValueDependent = errors.New("a shape depends on a value known only at run
 type ValueError struct {
 	Tensor string // the tensor's name
 	Why    string // what needs it, for people
+	// Cause, when not nil, is what fails while the value is unknown (the
+	// error of an If's branch that cannot be inferred): the error to
+	// report when the value cannot be learnt.
+	Cause error
 }
 
 func (e *ValueError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%s %q must be a constant (%v): %v", e.Why, e.Tensor, e.Cause, ErrValueDependent)
+	}
 	return fmt.Sprintf("%s %q must be a constant: %v", e.Why, e.Tensor, ErrValueDependent)
 }
 
-// Unwrap makes errors.Is(err, ErrValueDependent) hold.
+// Unwrap makes errors.Is(err, ErrValueDependent) hold. The cause is not
+// unwrapped: a value it waits for comes second to this one.
 func (e *ValueError) Unwrap() error { return ErrValueDependent }
 
 // NeedValue is the error for a shape that depends on the value of the

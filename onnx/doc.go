@@ -28,9 +28,11 @@
 //     name is.
 //   - Unnamed nodes are named OpType_index (index in the file).
 //
-// Opsets 1 to 17 of the default domain are accepted (before opset 7, the
+// Opsets 1 to 20 of the default domain are accepted (before opset 7, the
 // binary operators' legacy broadcasting only where it agrees with numpy's,
-// which package ir checks). Graph inputs
+// which package ir checks; from opset 18, the versions of the operators
+// that opsets 18 to 20 define, where berth implements them, and an error
+// naming the operator and the opset where it does not). Graph inputs
 // with symbolic dimensions need their shapes fixed by
 // ImportOptions.InputShapes. Of other domains, only the optimizers
 // Adagrad, Momentum and Adam of ai.onnx.preview.training import (see

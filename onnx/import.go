@@ -19,7 +19,7 @@ import (
 // package documentation for the limits of their legacy broadcasting.
 const (
 	MinOpset = 1
-	MaxOpset = 17
+	MaxOpset = 20
 )
 
 // ErrNotONNX is wrapped by the error for a file that is not a readable ONNX

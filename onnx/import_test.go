@@ -256,7 +256,7 @@ func TestImportErrors(t *testing.T) {
 		{"no graph", with(func(m *onnxpb.ModelProto) { m.Graph = nil }), "not an ONNX model: no graph"},
 		{"no IR version", with(func(m *onnxpb.ModelProto) { m.IrVersion = nil }), "not an ONNX model: no IR version"},
 		{"opset 0", model(0, reluGraph()), "opset 0 of the default domain"},
-		{"new opset", model(18, reluGraph()), "opset 18 of the default domain"},
+		{"new opset", model(MaxOpset+1, reluGraph()), fmt.Sprintf("opset %d of the default domain", MaxOpset+1)},
 		{"no default opset", with(func(m *onnxpb.ModelProto) { m.OpsetImport[0].Domain = proto.String("com.example") }), "no opset of the default domain"},
 		{"foreign domain node", with(func(m *onnxpb.ModelProto) {
 			m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String("com.microsoft"), Version: proto.Int64(1)})

@@ -16,7 +16,8 @@ type ImportOptions struct {
 	// with static shapes, so an input whose declared shape has symbolic
 	// (or unknown) dimensions needs one here. A bound shape must agree
 	// with the declaration: the same rank (when the file gives one) and
-	// the same size in every dimension the file fixes.
+	// the same size in every dimension the file fixes. An input declared
+	// a scalar takes any shape, as ONNX Runtime lets it.
 	InputShapes map[string][]int64
 	// Constants binds graph inputs, by name, to fixed values (DType, Shape
 	// and Data set): each becomes a constant of the graph instead of an
@@ -55,7 +56,9 @@ func boundInput(name string, dt ir.DType, sp *onnxpb.TensorShapeProto, bind []in
 	if err := shape.Validate(); err != nil {
 		return ir.Tensor{}, fmt.Errorf("graph input %q: bound shape: %w", name, err)
 	}
-	if sp != nil {
+	if sp != nil && len(sp.GetDim()) > 0 {
+		// A declared scalar takes any shape, as ONNX Runtime lets it
+		// (a sample rate fed as [1]).
 		dims := sp.GetDim()
 		if len(dims) != len(shape) {
 			return ir.Tensor{}, fmt.Errorf("graph input %q: bound shape %v has rank %d, the model declares rank %d", name, shape, len(shape), len(dims))

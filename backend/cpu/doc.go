@@ -108,7 +108,7 @@
 // !noasm, their *_other.go, *_noasm.go and *_generic.go counterparts
 // !amd64 || noasm).
 //
-// Operators follow the ONNX specification for opsets 11 to 17 (and the
+// Operators follow the ONNX specification for opsets 11 to 20 (and the
 // older forms of Softmax, Clip, Slice, Pad, Split and Reduce*).
 // Other transcendental functions go through float64 math; normalisations
 // and reductions accumulate in float64; Softmax subtracts the maximum.

@@ -29,6 +29,9 @@ func buildGridSample(c *bctx) (Kernel, int64, error) {
 	k := &gridSampleKernel{dt: x.DType, gdt: grid.DType, mode: at.String("mode", "bilinear"),
 		padding: at.String("padding_mode", "zeros"), align: at.Int("align_corners", 0) != 0}
 	switch k.mode {
+	case "linear", "cubic":
+		// Opset 20's names for the 2-D modes.
+		k.mode = "bi" + k.mode
 	case "bilinear", "nearest", "bicubic":
 	default:
 		return nil, 0, c.errorf("mode %q is not supported", k.mode)
@@ -111,10 +114,14 @@ func (k *gridSampleKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 					gx, _ := loadFloat(k.gdt, in[1][gi*ge:])
 					gy, _ := loadFloat(k.gdt, in[1][(gi+1)*ge:])
 					x, y := denorm(gx, k.w), denorm(gy, k.h)
-					switch k.padding {
-					case "border":
+					// Nearest and bilinear move an outside location in
+					// first; bicubic pads each of its taps alone (as
+					// PyTorch and ONNX Runtime do).
+					switch pad := k.padding; {
+					case k.mode == "bicubic":
+					case pad == "border":
 						x, y = math.Min(math.Max(x, 0), float64(k.w-1)), math.Min(math.Max(y, 0), float64(k.h-1))
-					case "reflection":
+					case pad == "reflection":
 						x, y = reflectCoord(x, xlo, xhi), reflectCoord(y, ylo, yhi)
 					}
 					var v float64

@@ -23,6 +23,10 @@ func init() {
 	builders["DequantizeLinear"] = buildQuantize
 	builders["Celu"] = buildFloatMap
 	builders["Mish"] = buildFloatMap
+	builders["Gelu"] = buildFloatMap
+	for _, op := range []string{"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"} {
+		builders[op] = buildBitwise
+	}
 	builders["LRN"] = buildLRN
 }
 
@@ -56,6 +60,16 @@ func buildFloatMap(c *bctx) (Kernel, int64, error) {
 		k.f = func(v float64) float64 { return math.Max(0, v) + math.Min(0, alpha*(math.Exp(v/alpha)-1)) }
 	case "Mish":
 		k.f = func(v float64) float64 { return v * math.Tanh(math.Log1p(math.Exp(v))) }
+	case "Gelu":
+		switch a := c.attrs().String("approximate", "none"); a {
+		case "none":
+			k.f = func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v/math.Sqrt2)) }
+		case "tanh":
+			s := math.Sqrt(2 / math.Pi)
+			k.f = func(v float64) float64 { return 0.5 * v * (1 + math.Tanh(s*(v+0.044715*v*v*v))) }
+		default:
+			return nil, 0, c.errorf("approximate %q is not supported (none, tanh)", a)
+		}
 	}
 	return k, 0, nil
 }
@@ -154,6 +168,59 @@ func (k *bitShiftKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 			view[uint32](out[0])[i] = uint32(v)
 		default:
 			view[uint64](out[0])[i] = v
+		}
+	}
+}
+
+// bitwiseKernel applies BitwiseAnd, BitwiseOr, BitwiseXor (broadcasting
+// numpy-style) or BitwiseNot to integers, byte by byte: the operations
+// act on each bit alone, whatever the element type.
+type bitwiseKernel struct {
+	op string
+	e  int    // element size
+	n  int    // output elements (BitwiseNot)
+	b  *bcast // nil for BitwiseNot
+}
+
+func buildBitwise(c *bctx) (Kernel, int64, error) {
+	unary := c.n.Op == "BitwiseNot"
+	want := 2
+	if unary {
+		want = 1
+	}
+	if err := c.need(want); err != nil {
+		return nil, 0, err
+	}
+	x, y := c.in(0), c.out(0)
+	if !x.DType.IsInt() {
+		return nil, 0, c.unsupported(x.DType)
+	}
+	k := &bitwiseKernel{op: c.n.Op, e: x.DType.Size(), n: int(y.Shape.Elements())}
+	if !unary {
+		k.b = newBcast(x.Shape, c.in(1).Shape, y.Shape)
+	}
+	return k, 0, nil
+}
+
+func (k *bitwiseKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	e, y := k.e, out[0]
+	if k.b == nil {
+		for i, v := range in[0][:k.n*e] {
+			y[i] = ^v
+		}
+		return
+	}
+	for i := 0; i < k.b.n; i++ {
+		a, b := in[0][int(k.b.ia[i])*e:], in[1][int(k.b.ib[i])*e:]
+		for j := 0; j < e; j++ {
+			switch k.op {
+			case "BitwiseAnd":
+				y[i*e+j] = a[j] & b[j]
+			case "BitwiseOr":
+				y[i*e+j] = a[j] | b[j]
+			default:
+				y[i*e+j] = a[j] ^ b[j]
+			}
 		}
 	}
 }

@@ -2,13 +2,15 @@ package cpu
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 
 	"github.com/berth-ml/berth/dtype"
 	"github.com/berth-ml/berth/ir"
 )
 
-// padKernel is Pad in constant, reflect or edge mode. For every output
+// padKernel is Pad in constant, reflect, edge or wrap mode. For every output
 // index along every dimension it knows the input index it reads, or -1 for
 // the constant; negative pads crop.
 type padKernel struct {
@@ -32,20 +34,14 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 	}
 	r := x.Shape.Rank()
 	at := c.attrs()
-	var pads []int64
-	if c.in(1) != nil {
-		var err error
-		if pads, err = c.constInts(1); err != nil {
-			return nil, 0, err
+	// The pads of every axis, begins then ends (opset 18's axes input
+	// resolved).
+	pads, err := ir.ResolvePads(c.g, c.n)
+	if err != nil {
+		if errors.Is(err, ir.ErrValueDependent) {
+			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
 		}
-	} else {
-		pads = at.Ints("pads", nil)
-	}
-	if c.in(3) != nil {
-		return nil, 0, c.errorf("the axes input is not supported")
-	}
-	if pads == nil {
-		pads = make([]int64, 2*r)
+		return nil, 0, c.errorf("%v", err)
 	}
 	if len(pads) != 2*r {
 		return nil, 0, c.errorf("pads %v must have %d values", pads, 2*r)
@@ -59,20 +55,26 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 		if o != int(y.Shape[i]) {
 			return nil, 0, c.errorf("output %v, the pads %v give %d along axis %d", y.Shape, pads, o, i)
 		}
-		if mode != "constant" && n == 0 && o > 0 {
+		// Negative pads crop first (as ONNX Runtime does): the other
+		// modes then pad the part kept, [lo, lo+kept).
+		lo, kept := max(0, -pb), n-max(0, -pb)-max(0, -pe)
+		if mode != "constant" && kept <= 0 && o > 0 {
 			return nil, 0, c.errorf("mode %s cannot pad an empty axis", mode)
 		}
 		m := make([]int32, o)
 		for j := range m {
-			s := j - pb
-			if s < 0 || s >= n {
+			t := j - max(pb, 0) // the index into the part kept
+			s := lo + t
+			if t < 0 || t >= kept {
 				switch mode {
 				case "constant":
 					s = -1
 				case "edge":
-					s = max(0, min(s, n-1))
+					s = lo + max(0, min(t, kept-1))
 				case "reflect":
-					s = reflect(s, n)
+					s = lo + reflect(t, kept)
+				case "wrap":
+					s = lo + (t%kept+kept)%kept
 				default:
 					return nil, 0, c.errorf("mode %q is not supported", mode)
 				}

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -45,44 +46,44 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 	mode := at.String("mode", "nearest")
 	ctm := at.String("coordinate_transformation_mode", "half_pixel")
 	nearest := at.String("nearest_mode", "round_prefer_floor")
-	var scales []float64
-	var roi []float64
-	scaleIn := 2
 	if c.n.Op == "Upsample" || c.opset < 11 {
 		// Upsample and Resize-10: scales only, asymmetric, floor.
-		ctm, nearest, scaleIn = "asymmetric", "floor", 1
-		if v := at.Floats("scales", nil); v != nil {
-			for _, f := range v {
-				scales = append(scales, float64(f))
-			}
-		}
+		ctm, nearest = "asymmetric", "floor"
 	}
-	if t := c.in(scaleIn); t != nil && t.Shape.Elements() > 0 {
-		if !t.IsConst() {
-			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("scales", t.Name))
+	geo, err := ir.ResolveResize(c.g, c.n)
+	if err != nil {
+		var ve *ir.ValueError
+		if errors.As(err, &ve) {
+			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
 		}
-		v, err := t.Float64s()
-		if err != nil {
-			return nil, 0, c.errorf("scales: %v", err)
-		}
-		scales = v
+		return nil, 0, c.errorf("%v", err)
 	}
+	if !geo.Out.Equal(y.Shape) {
+		return nil, 0, c.errorf("output %v, the scales or sizes give %v", y.Shape, geo.Out)
+	}
+	scales := geo.Scales
+	var roi []float64
 	if ctm == "tf_crop_and_resize" {
 		t := c.in(1)
 		if t != nil && !t.IsConst() {
 			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("roi", t.Name))
 		}
-		if t == nil || t.Shape.Elements() != int64(2*r) {
-			return nil, 0, c.errorf("tf_crop_and_resize needs a constant roi of %d values", 2*r)
+		k := len(geo.Axes)
+		if t == nil || t.Shape.Elements() != int64(2*k) {
+			return nil, 0, c.errorf("tf_crop_and_resize needs a constant roi of %d values", 2*k)
 		}
 		v, err := t.Float64s()
 		if err != nil {
 			return nil, 0, c.errorf("roi: %v", err)
 		}
-		roi = v
-	}
-	if scales != nil && len(scales) != r {
-		return nil, 0, c.errorf("%d scales for rank %d", len(scales), r)
+		// The roi of the axes not named is the whole axis.
+		roi = make([]float64, 2*r)
+		for i := 0; i < r; i++ {
+			roi[r+i] = 1
+		}
+		for i, a := range geo.Axes {
+			roi[a], roi[r+a] = v[i], v[k+i]
+		}
 	}
 	n := 1
 	switch mode {
@@ -95,7 +96,7 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 		return nil, 0, c.errorf("mode %q is not supported", mode)
 	}
 	if at.Int("antialias", 0) != 0 {
-		return nil, 0, c.errorf("antialias is not supported")
+		return nil, 0, c.errorf("antialias (opset 18) is not supported")
 	}
 	cubicA := float64(at.Float("cubic_coeff_a", -0.75))
 	exclude := at.Int("exclude_outside", 0) != 0
@@ -103,10 +104,7 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 	taps := make([]axisTaps, r)
 	for i := 0; i < r; i++ {
 		in, out := int(x.Shape[i]), int(y.Shape[i])
-		scale := float64(out) / float64(in)
-		if scales != nil {
-			scale = scales[i]
-		}
+		scale := scales[i]
 		if in == 0 && out > 0 {
 			return nil, 0, c.errorf("cannot resize an empty axis")
 		}
@@ -118,6 +116,11 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 			switch ctm {
 			case "half_pixel":
 				xo = (xr+0.5)/scale - 0.5
+			case "half_pixel_symmetric":
+				// Opset 19: half_pixel about the centre of the input
+				// when the output's size was rounded.
+				off := float64(in) / 2 * (1 - float64(out)/outW)
+				xo = off + (xr+0.5)/scale - 0.5
 			case "pytorch_half_pixel":
 				xo = -0.5
 				if outW != 1 {

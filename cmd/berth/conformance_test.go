@@ -162,3 +162,27 @@ func compareFile(path string, want *ir.Tensor, declared ir.DType) string {
 	}
 	return compare.AllClose(gdt, got.Data, want.Data)
 }
+
+// TestOpsetCasesCLI runs the cases of testdata/opset (operators at
+// opsets 18 to 20) and testdata/scalar (inputs declared scalars fed as
+// [1], [1, 1] or [3]) through `berth run`, against ONNX Runtime's outputs
+// (scripts/gen_ort_fixtures.py): every one must pass.
+func TestOpsetCasesCLI(t *testing.T) {
+	var dirs []string
+	for _, pattern := range []string{"../../testdata/opset/*/model.onnx", "../../testdata/scalar/*/model.onnx"} {
+		found, _ := filepath.Glob(pattern)
+		dirs = append(dirs, found...)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no cases under testdata/opset or testdata/scalar; run scripts/gen_ort_fixtures.py")
+	}
+	for _, m := range dirs {
+		dir := filepath.Dir(m)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			if reason := runCLICase(t, dir); reason != "" {
+				t.Error(reason)
+			}
+		})
+	}
+}
