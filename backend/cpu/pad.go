@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/berth-ml/berth/dtype"
@@ -32,54 +33,15 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 	}
 	r := x.Shape.Rank()
 	at := c.attrs()
-	var pads []int64
-	if c.in(1) != nil {
-		var err error
-		if pads, err = c.constInts(1); err != nil {
-			return nil, 0, err
-		}
-	} else {
-		pads = at.Ints("pads", nil)
+	maps, err := ir.PadMaps(c.g, c.n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
 	}
-	if c.in(3) != nil {
-		return nil, 0, c.errorf("the axes input is not supported")
-	}
-	if pads == nil {
-		pads = make([]int64, 2*r)
-	}
-	if len(pads) != 2*r {
-		return nil, 0, c.errorf("pads %v must have %d values", pads, 2*r)
-	}
-	mode := at.String("mode", "constant")
-	k := &padKernel{esize: x.DType.Size(), dims: ints(y.Shape), ins: rowStrides(ints(x.Shape))}
-	for i := 0; i < r; i++ {
-		n := int(x.Shape[i])
-		pb, pe := int(pads[i]), int(pads[r+i])
-		o := n + pb + pe
-		if o != int(y.Shape[i]) {
-			return nil, 0, c.errorf("output %v, the pads %v give %d along axis %d", y.Shape, pads, o, i)
+	k := &padKernel{esize: x.DType.Size(), dims: ints(y.Shape), ins: rowStrides(ints(x.Shape)), maps: maps}
+	for i, m := range maps {
+		if int64(len(m)) != y.Shape[i] {
+			return nil, 0, c.errorf("output %v, the pads give %d along axis %d", y.Shape, len(m), i)
 		}
-		if mode != "constant" && n == 0 && o > 0 {
-			return nil, 0, c.errorf("mode %s cannot pad an empty axis", mode)
-		}
-		m := make([]int32, o)
-		for j := range m {
-			s := j - pb
-			if s < 0 || s >= n {
-				switch mode {
-				case "constant":
-					s = -1
-				case "edge":
-					s = max(0, min(s, n-1))
-				case "reflect":
-					s = reflect(s, n)
-				default:
-					return nil, 0, c.errorf("mode %q is not supported", mode)
-				}
-			}
-			m[j] = int32(s)
-		}
-		k.maps = append(k.maps, m)
 	}
 	if r == 0 {
 		k.inner, k.rows = 1, 1
@@ -101,23 +63,6 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 		k.value = encodeFloat(float64(at.Float("value", 0)), x.DType)
 	}
 	return k, 0, nil
-}
-
-// reflect mirrors an out-of-range index into [0, n) without repeating the
-// edge, as numpy's reflect mode does.
-func reflect(s, n int) int {
-	if n == 1 {
-		return 0
-	}
-	period := 2 * (n - 1)
-	s %= period
-	if s < 0 {
-		s += period
-	}
-	if s >= n {
-		s = period - s
-	}
-	return s
 }
 
 // encodeFloat returns the little-endian bits of v as a value of type dt.
