@@ -3,9 +3,7 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
-	"github.com/berth-ml/berth/dtype"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -60,28 +58,9 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 	} else if !x.DType.Valid() {
 		return nil, 0, c.unsupported(x.DType)
 	} else {
-		k.value = encodeFloat(float64(at.Float("value", 0)), x.DType)
+		k.value = ir.EncodeFloat(float64(at.Float("value", 0)), x.DType)
 	}
 	return k, 0, nil
-}
-
-// encodeFloat returns the little-endian bits of v as a value of type dt.
-func encodeFloat(v float64, dt ir.DType) uint64 {
-	switch dt {
-	case ir.Float32:
-		return uint64(math.Float32bits(float32(v)))
-	case ir.Float64:
-		return math.Float64bits(v)
-	case ir.Float16:
-		return uint64(dtype.F16FromF32(float32(v)))
-	case ir.BFloat16:
-		return uint64(dtype.BF16FromF32(float32(v)))
-	case ir.Bool:
-		return uint64(b2u(v != 0))
-	case ir.Uint64:
-		return uint64(v)
-	}
-	return uint64(int64(v)) // two's complement, truncated to the size
 }
 
 func (k *padKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {

@@ -47,7 +47,7 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 			}
 		}
 		k := newIndexMap(x, y, maps)
-		k.value = encodeFloat(float64(rs.Extrapolation), x.DType)
+		k.value = ir.EncodeFloat(float64(rs.Extrapolation), x.DType)
 		return k, 0, nil
 	}
 	if x.DType != ir.Float32 {
