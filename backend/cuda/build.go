@@ -108,6 +108,7 @@ func init() {
 		"Pow": buildBinary, "Max": buildBinary, "Min": buildBinary,
 		"Equal": buildBinary, "Less": buildBinary, "Greater": buildBinary,
 		"LessOrEqual": buildBinary, "GreaterOrEqual": buildBinary,
+		"And": buildBinary, "Or": buildBinary, "Xor": buildBinary, "Not": buildNot,
 		"Where":    buildWhere,
 		"Identity": buildView, "Reshape": buildView, "Flatten": buildView,
 		"Squeeze": buildView, "Unsqueeze": buildView, "Dropout": buildView,
@@ -477,7 +478,7 @@ func buildCast(c *bctx) error {
 var binaryNames = map[string]string{
 	"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Max": "max", "Min": "min",
 	"Equal": "equal", "Less": "less", "Greater": "greater", "LessOrEqual": "lessorequal",
-	"GreaterOrEqual": "greaterorequal",
+	"GreaterOrEqual": "greaterorequal", "And": "and", "Or": "or", "Xor": "xor",
 }
 
 func buildBinary(c *bctx) error {
@@ -501,11 +502,12 @@ func buildBinary(c *bctx) error {
 	case ir.Int32:
 		dt = "i32"
 	case ir.Bool:
-		if op == "equal" {
+		if op == "equal" || op == "and" || op == "or" || op == "xor" {
 			dt = "bool"
 		}
 	}
-	if dt == "" || (op == "pow" && dt != "f32") {
+	logical := op == "and" || op == "or" || op == "xor"
+	if dt == "" || (op == "pow" && dt != "f32") || (logical && dt != "bool") {
 		return c.unsupported(a.DType)
 	}
 	out := []int64(y.Shape)
@@ -514,6 +516,19 @@ func buildBinary(c *bctx) error {
 		return c.errorf("%v", err)
 	}
 	c.elementwise(eltwise, "b_"+op+"_"+dt, y.Shape.Elements(), c.inArg(0), c.inArg(1), c.outArg(0), words(gw))
+	return nil
+}
+
+func buildNot(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != ir.Bool || y.DType != ir.Bool {
+		return c.unsupported(x.DType)
+	}
+	n := y.Shape.Elements()
+	c.elementwise(eltwise, "u_not", n, c.inArg(0), c.outArg(0), i64(n))
 	return nil
 }
 

@@ -280,6 +280,25 @@ func TestBinary(t *testing.T) {
 	g.check(t)
 }
 
+func TestLogical(t *testing.T) {
+	requireGPU(t)
+	shapes := [][2][]int64{{{3, 40}, {3, 40}}, {{2, 3, 4}, {3, 1}}, {{5}, {}}}
+	for _, op := range []string{"And", "Or", "Xor"} {
+		for _, s := range shapes {
+			t.Run(fmt.Sprintf("%s/%v", op, s), func(t *testing.T) {
+				g := newTG(17)
+				g.node(op, nil, 1, g.input(ir.Bool, s[0]...), g.input(ir.Bool, s[1]...))
+				g.check(t)
+			})
+		}
+	}
+	t.Run("Not", func(t *testing.T) {
+		g := newTG(17)
+		g.node("Not", nil, 1, g.input(ir.Bool, 7, 33))
+		g.check(t)
+	})
+}
+
 func TestWhere(t *testing.T) {
 	requireGPU(t)
 	for _, dt := range []ir.DType{ir.Float32, ir.Int64, ir.Bool} {
@@ -466,10 +485,10 @@ func TestNorm(t *testing.T) {
 // device work.
 func TestUnsupportedNamesNode(t *testing.T) {
 	g := newTG(17)
-	g.node("Not", nil, 1, g.input(ir.Bool, 3))
+	g.node("Sign", nil, 1, g.input(ir.Float32, 3))
 	var extras [][]byte
 	_, err := buildNode(g.g, 0, 1, false, &extras)
-	if err == nil || !strings.Contains(err.Error(), `"not"`) || !strings.Contains(err.Error(), "Not") {
+	if err == nil || !strings.Contains(err.Error(), `"sign"`) || !strings.Contains(err.Error(), "Sign") {
 		t.Fatalf("err = %v, want one naming the node and its operator", err)
 	}
 	g = newTG(17)

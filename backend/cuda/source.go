@@ -101,6 +101,9 @@ template <typename T, typename O, int OP> __device__ __forceinline__ O binop(T a
 	if (OP == 9) return (O)(a > b);
 	if (OP == 10) return (O)(a <= b);
 	if (OP == 11) return (O)(a >= b);
+	if (OP == 12) return (O)((a != 0) & (b != 0));
+	if (OP == 13) return (O)((a != 0) | (b != 0));
+	if (OP == 14) return (O)((a != 0) != (b != 0));
 	return 0;
 }
 template <typename T, typename O, int OP> __device__ void binary(const T* __restrict__ a, const T* __restrict__ b, O* __restrict__ c, const Geo& g) {
@@ -151,6 +154,10 @@ BINARY(b_greater_i32, int, u8, 9)
 BINARY(b_lessorequal_i32, int, u8, 10)
 BINARY(b_greaterorequal_i32, int, u8, 11)
 BINARY(b_equal_bool, u8, u8, 7)
+BINARY(b_and_bool, u8, u8, 12)
+BINARY(b_or_bool, u8, u8, 13)
+BINARY(b_xor_bool, u8, u8, 14)
+extern "C" __global__ void u_not(const u8* __restrict__ x, u8* __restrict__ y, i64 n) { LOOP(i, n) y[i] = x[i] == 0; }
 
 template <typename T> __device__ void where(const u8* __restrict__ c, const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ z, const Geo& g) {
 	LOOP(i, g.n) {
