@@ -119,6 +119,8 @@ func init() {
 		"Softmax": buildSoftmax, "LogSoftmax": buildSoftmax,
 		"MaxPool": buildPool, "AveragePool": buildPool, "GlobalAveragePool": buildGlobalAveragePool,
 		"ReduceMean": buildReduce, "ReduceSum": buildReduce,
+		"Pad": buildPad, "Resize": buildResize, "Upsample": buildResize,
+		"GatherND": buildGatherND, "TopK": buildTopK,
 	}
 }
 
