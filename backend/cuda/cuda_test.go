@@ -433,6 +433,44 @@ func TestConv(t *testing.T) {
 	}
 }
 
+func TestConvTranspose(t *testing.T) {
+	requireGPU(t)
+	cases := []struct {
+		name  string
+		x, w  []int64
+		bias  bool
+		attrs ir.Attrs
+	}{
+		// PP-OCR's detector head: 2×2, stride 2.
+		{"2x2-stride2", []int64{1, 24, 20, 30}, []int64{24, 24, 2, 2}, true, ir.Attrs{"strides": ints(2, 2)}},
+		{"3x3-stride2-pads", []int64{2, 4, 7, 6}, []int64{4, 5, 3, 3}, true, ir.Attrs{"strides": ints(2, 2), "pads": ints(1, 1, 1, 1), "output_padding": ints(1, 1)}},
+		{"asymmetric", []int64{1, 3, 5, 8}, []int64{3, 2, 4, 3}, false, ir.Attrs{"strides": ints(3, 2), "pads": ints(0, 2, 1, 0)}},
+		{"dilated", []int64{1, 3, 6, 6}, []int64{3, 4, 3, 3}, true, ir.Attrs{"dilations": ints(2, 2), "pads": ints(1, 1, 1, 1)}},
+		{"grouped", []int64{1, 6, 5, 5}, []int64{6, 2, 3, 3}, true, ir.Attrs{"group": intv(3), "strides": ints(2, 2)}},
+		{"grouped-batch", []int64{3, 4, 5, 4}, []int64{4, 3, 2, 3}, true, ir.Attrs{"group": intv(2), "strides": ints(1, 2)}},
+		{"same-upper", []int64{2, 3, 5, 5}, []int64{3, 4, 3, 3}, true, ir.Attrs{"strides": ints(2, 2), "auto_pad": strv("SAME_UPPER")}},
+		{"output_shape", []int64{1, 3, 4, 4}, []int64{3, 2, 3, 3}, false, ir.Attrs{"strides": ints(3, 3), "output_shape": ints(12, 13)}},
+		{"1d", []int64{2, 5, 30}, []int64{5, 7, 4}, true, ir.Attrs{"strides": ints(3), "pads": ints(2, 1)}},
+		{"3d", []int64{1, 2, 3, 4, 5}, []int64{2, 3, 2, 3, 2}, true, ir.Attrs{"strides": ints(2, 1, 2), "pads": ints(0, 1, 0, 1, 0, 1)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newTG(13)
+			ins := []ir.TensorID{g.input(ir.Float32, tc.x...), g.constant(ir.Float32, tc.w...)}
+			if tc.bias {
+				ins = append(ins, g.constant(ir.Float32, tc.w[1]*tc.attrs.Int("group", 1)))
+			}
+			g.node("ConvTranspose", tc.attrs, 1, ins...)
+			g.check(t)
+		})
+	}
+	t.Run("weights-input", func(t *testing.T) {
+		g := newTG(13)
+		g.node("ConvTranspose", ir.Attrs{"strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 3, 4, 4), g.input(ir.Float32, 3, 2, 3, 3))
+		g.check(t)
+	})
+}
+
 func TestNorm(t *testing.T) {
 	requireGPU(t)
 	cases := []struct {

@@ -258,6 +258,9 @@ func TestIndexingRefusals(t *testing.T) {
 		{"cubic-int64", 13, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("cubic")}, 1, g.input(ir.Int64, 1, 1, 4, 4), ir.NoTensor, g.floats(1, 1, 2, 2))
 		}, "int64"},
+		{"convtranspose-4d", 13, func(g *tg) {
+			g.node("ConvTranspose", nil, 1, g.input(ir.Float32, 1, 1, 2, 2, 2, 2), g.constant(ir.Float32, 1, 1, 1, 1, 1, 1))
+		}, "4 spatial axes"},
 		{"topk-float64", 11, func(g *tg) {
 			g.node("TopK", nil, 2, g.input(ir.Float64, 8), g.ints(2))
 		}, "float64"},

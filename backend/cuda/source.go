@@ -529,6 +529,42 @@ extern "C" __global__ void im2col_h(const float* __restrict__ x, u16* __restrict
 		col[i] = round_h(v, mode);
 	}
 }
+// ConvT is the geometry of a ConvTranspose over up to three spatial axes
+// (fewer run with leading sizes of 1).
+struct ConvT { i64 N, OC, ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW; };
+// col2im sums, for every output element of a ConvTranspose, the entries of
+// the column matrix (per image and output channel, KD·KH·KW rows of the
+// input's positions, the GEMM's product) that land on it: input position
+// i reaches output i·stride − pad + tap·dilation. One thread an output,
+// so no two threads add to one element.
+extern "C" __global__ void col2im(const float* __restrict__ col, const float* __restrict__ bias, float* __restrict__ y, ConvT p) {
+	i64 osp = p.OD * p.OH * p.OW, isp = p.ID * p.IH * p.IW, kvol = p.KD * p.KH * p.KW;
+	LOOP(i, p.N * p.OC * osp) {
+		i64 q = i % osp, t = i / osp, oc = t % p.OC;
+		i64 ow = q % p.OW, oh = (q / p.OW) % p.OH, od = q / (p.OW * p.OH);
+		const float* cp = col + t * kvol * isp;
+		float acc = 0.f;
+		for (i64 kd = 0; kd < p.KD; kd++) {
+			i64 a = od + p.PD - kd * p.DD;
+			if (a < 0) break;
+			if (a % p.SD != 0 || a / p.SD >= p.ID) continue;
+			i64 id = a / p.SD;
+			for (i64 kh = 0; kh < p.KH; kh++) {
+				i64 b = oh + p.PH - kh * p.DH;
+				if (b < 0) break;
+				if (b % p.SH != 0 || b / p.SH >= p.IH) continue;
+				i64 ih = b / p.SH;
+				for (i64 kw = 0; kw < p.KW; kw++) {
+					i64 c = ow + p.PW - kw * p.DW;
+					if (c < 0) break;
+					if (c % p.SW != 0 || c / p.SW >= p.IW) continue;
+					acc += cp[((kd * p.KH + kh) * p.KW + kw) * isp + (id * p.IH + ih) * p.IW + c / p.SW];
+				}
+			}
+		}
+		y[i] = bias ? acc + bias[oc] : acc;
+	}
+}
 // depthwise: group == C, OC = C·mult, one thread per output.
 extern "C" __global__ void depthwise(const float* __restrict__ x, const float* __restrict__ wt, const float* __restrict__ bias, float* __restrict__ y, Conv p) {
 	i64 n = p.N * p.OC * p.OH * p.OW;
