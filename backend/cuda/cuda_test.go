@@ -806,6 +806,9 @@ func TestHalfPrecision(t *testing.T) {
 		{"conv 7x7 stride 2 folded 4x3x15x15", func(g *tg) {
 			g.node("Conv", ir.Attrs{"pads": ints(3, 3, 3, 3), "strides": ints(2, 2)}, 1, g.input(ir.Float32, 4, 3, 15, 15), g.constant(ir.Float32, 16, 3, 7, 7))
 		}},
+		{"convtranspose 2x2 stride 2 bias 2x16x12x12", func(g *tg) {
+			g.node("ConvTranspose", ir.Attrs{"strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 16, 12, 12), g.constant(ir.Float32, 16, 8, 2, 2), g.constant(ir.Float32, 8))
+		}},
 		{"conv grouped 2x16x9x9", func(g *tg) {
 			g.node("Conv", ir.Attrs{"group": intv(4), "strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 16, 9, 9), g.constant(ir.Float32, 8, 4, 3, 3))
 		}},
