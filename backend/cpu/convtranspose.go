@@ -57,67 +57,9 @@ func buildConvTranspose(c *bctx) (Kernel, int64, error) {
 		}
 		k.hasBias = true
 	}
-	attr := func(name string, def int) ([]int, error) {
-		v := at.Ints(name, nil)
-		out := make([]int, r)
-		for i := range out {
-			out[i] = def
-		}
-		if v == nil {
-			return out, nil
-		}
-		if len(v) != r {
-			return nil, c.errorf("attribute %s has %d values, want %d", name, len(v), r)
-		}
-		for i, e := range v {
-			out[i] = int(e)
-		}
-		return out, nil
-	}
-	strides, err := attr("strides", 1)
+	win, err := ir.TransposeWindow(c.g, c.n)
 	if err != nil {
-		return nil, 0, err
-	}
-	dil, err := attr("dilations", 1)
-	if err != nil {
-		return nil, 0, err
-	}
-	outPad, err := attr("output_padding", 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	pads := make([]int, 2*r)
-	autoPad := at.String("auto_pad", "NOTSET")
-	if v := at.Ints("pads", nil); v != nil && autoPad == "NOTSET" && !at.Has("output_shape") {
-		if len(v) != 2*r {
-			return nil, 0, c.errorf("pads %v must have %d values", v, 2*r)
-		}
-		for i, e := range v {
-			pads[i] = int(e)
-		}
-	}
-	for i := 0; i < r; i++ {
-		in, kern, o := int(x.Shape[2+i]), int(wt.Shape[2+i]), int(y.Shape[2+i])
-		if strides[i] < 1 || dil[i] < 1 {
-			return nil, 0, c.errorf("strides %v and dilations %v must be positive", strides, dil)
-		}
-		full := strides[i]*(in-1) + outPad[i] + (kern-1)*dil[i] + 1
-		if at.Has("output_shape") || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
-			// The output size is given (by output_shape, or in·stride for
-			// SAME_*); the pads follow from it.
-			// A negative total (a larger output) halves downwards, so the
-			// extra size goes to the end as with output_padding.
-			total := full - o
-			half := total >> 1
-			if autoPad == "SAME_UPPER" {
-				pads[i], pads[r+i] = half, total-half
-			} else {
-				pads[i], pads[r+i] = total-half, half
-			}
-		}
-		if want := full - pads[i] - pads[r+i]; want != o {
-			return nil, 0, c.errorf("output size %d along spatial axis %d, the geometry gives %d", o, i, want)
-		}
+		return nil, 0, c.errorf("%v", err)
 	}
 	off := 3 - r
 	for i := range 3 {
@@ -125,7 +67,7 @@ func buildConvTranspose(c *bctx) (Kernel, int64, error) {
 	}
 	for i := 0; i < r; i++ {
 		k.in[off+i], k.out[off+i], k.kern[off+i] = int(x.Shape[2+i]), int(y.Shape[2+i]), int(wt.Shape[2+i])
-		k.stride[off+i], k.dil[off+i], k.pad[off+i] = strides[i], dil[i], pads[i]
+		k.stride[off+i], k.dil[off+i], k.pad[off+i] = int(win.Strides[i]), int(win.Dilations[i]), int(win.Pads[i])
 	}
 	k.inSp, k.outSp, k.kvol = prod(k.in[:]), prod(k.out[:]), prod(k.kern[:])
 	k.rows = k.mg * k.kvol

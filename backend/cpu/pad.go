@@ -2,11 +2,8 @@ package cpu
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"math"
 
-	"github.com/berth-ml/berth/dtype"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -34,54 +31,15 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 	}
 	r := x.Shape.Rank()
 	at := c.attrs()
-	// The pads of every axis, begins then ends (opset 18's axes input
-	// resolved).
-	pads, err := ir.ResolvePads(c.g, c.n)
+	maps, err := ir.PadMaps(c.g, c.n)
 	if err != nil {
-		if errors.Is(err, ir.ErrValueDependent) {
-			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
-		}
-		return nil, 0, c.errorf("%v", err)
+		return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
 	}
-	if len(pads) != 2*r {
-		return nil, 0, c.errorf("pads %v must have %d values", pads, 2*r)
-	}
-	mode := at.String("mode", "constant")
-	k := &padKernel{esize: x.DType.Size(), dims: ints(y.Shape), ins: rowStrides(ints(x.Shape))}
-	for i := 0; i < r; i++ {
-		n := int(x.Shape[i])
-		pb, pe := int(pads[i]), int(pads[r+i])
-		o := n + pb + pe
-		if o != int(y.Shape[i]) {
-			return nil, 0, c.errorf("output %v, the pads %v give %d along axis %d", y.Shape, pads, o, i)
+	k := &padKernel{esize: x.DType.Size(), dims: ints(y.Shape), ins: rowStrides(ints(x.Shape)), maps: maps}
+	for i, m := range maps {
+		if int64(len(m)) != y.Shape[i] {
+			return nil, 0, c.errorf("output %v, the pads give %d along axis %d", y.Shape, len(m), i)
 		}
-		// Negative pads crop first (as ONNX Runtime does): the other
-		// modes then pad the part kept, [lo, lo+kept).
-		lo, kept := max(0, -pb), n-max(0, -pb)-max(0, -pe)
-		if mode != "constant" && kept <= 0 && o > 0 {
-			return nil, 0, c.errorf("mode %s cannot pad an empty axis", mode)
-		}
-		m := make([]int32, o)
-		for j := range m {
-			t := j - max(pb, 0) // the index into the part kept
-			s := lo + t
-			if t < 0 || t >= kept {
-				switch mode {
-				case "constant":
-					s = -1
-				case "edge":
-					s = lo + max(0, min(t, kept-1))
-				case "reflect":
-					s = lo + reflect(t, kept)
-				case "wrap":
-					s = lo + (t%kept+kept)%kept
-				default:
-					return nil, 0, c.errorf("mode %q is not supported", mode)
-				}
-			}
-			m[j] = int32(s)
-		}
-		k.maps = append(k.maps, m)
 	}
 	if r == 0 {
 		k.inner, k.rows = 1, 1
@@ -100,45 +58,9 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 	} else if !x.DType.Valid() {
 		return nil, 0, c.unsupported(x.DType)
 	} else {
-		k.value = encodeFloat(float64(at.Float("value", 0)), x.DType)
+		k.value = ir.EncodeFloat(float64(at.Float("value", 0)), x.DType)
 	}
 	return k, 0, nil
-}
-
-// reflect mirrors an out-of-range index into [0, n) without repeating the
-// edge, as numpy's reflect mode does.
-func reflect(s, n int) int {
-	if n == 1 {
-		return 0
-	}
-	period := 2 * (n - 1)
-	s %= period
-	if s < 0 {
-		s += period
-	}
-	if s >= n {
-		s = period - s
-	}
-	return s
-}
-
-// encodeFloat returns the little-endian bits of v as a value of type dt.
-func encodeFloat(v float64, dt ir.DType) uint64 {
-	switch dt {
-	case ir.Float32:
-		return uint64(math.Float32bits(float32(v)))
-	case ir.Float64:
-		return math.Float64bits(v)
-	case ir.Float16:
-		return uint64(dtype.F16FromF32(float32(v)))
-	case ir.BFloat16:
-		return uint64(dtype.BF16FromF32(float32(v)))
-	case ir.Bool:
-		return uint64(b2u(v != 0))
-	case ir.Uint64:
-		return uint64(v)
-	}
-	return uint64(int64(v)) // two's complement, truncated to the size
 }
 
 func (k *padKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {

@@ -1,9 +1,7 @@
 package cpu
 
 import (
-	"errors"
 	"fmt"
-	"math"
 
 	"github.com/berth-ml/berth/ir"
 )
@@ -15,19 +13,11 @@ import (
 // cubic keep, per axis and output index, a few taps (input index and
 // weight) and combine them per output row.
 
-// axisTaps holds the taps of one axis: n per output index.
-type axisTaps struct {
-	n       int
-	idx     []int32
-	w       []float32
-	outside []bool // tf_crop_and_resize: the coordinate left the input
-}
-
 // resizeKernel interpolates float32 data.
 type resizeKernel struct {
 	dims  []int // output dims
 	ins   []int // input strides
-	taps  []axisTaps
+	taps  []ir.Taps
 	rows  int
 	inner int
 	extra float32 // extrapolation value
@@ -38,186 +28,32 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	x, y := c.in(0), c.out(0)
-	r := x.Shape.Rank()
-	if y.Shape.Rank() != r || y.DType != x.DType {
+	if y.Shape.Rank() != x.Shape.Rank() || y.DType != x.DType {
 		return nil, 0, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
 	}
-	at := c.attrs()
-	mode := at.String("mode", "nearest")
-	ctm := at.String("coordinate_transformation_mode", "half_pixel")
-	nearest := at.String("nearest_mode", "round_prefer_floor")
-	if c.n.Op == "Upsample" || c.opset < 11 {
-		// Upsample and Resize-10: scales only, asymmetric, floor.
-		ctm, nearest = "asymmetric", "floor"
-	}
-	geo, err := ir.ResolveResize(c.g, c.n)
+	rs, err := ir.ResizeTaps(c.g, c.n)
 	if err != nil {
-		var ve *ir.ValueError
-		if errors.As(err, &ve) {
-			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
-		}
-		return nil, 0, c.errorf("%v", err)
+		return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
 	}
-	if !geo.Out.Equal(y.Shape) {
-		return nil, 0, c.errorf("output %v, the scales or sizes give %v", y.Shape, geo.Out)
-	}
-	scales := geo.Scales
-	var roi []float64
-	if ctm == "tf_crop_and_resize" {
-		t := c.in(1)
-		if t != nil && !t.IsConst() {
-			return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("roi", t.Name))
-		}
-		k := len(geo.Axes)
-		if t == nil || t.Shape.Elements() != int64(2*k) {
-			return nil, 0, c.errorf("tf_crop_and_resize needs a constant roi of %d values", 2*k)
-		}
-		v, err := t.Float64s()
-		if err != nil {
-			return nil, 0, c.errorf("roi: %v", err)
-		}
-		// The roi of the axes not named is the whole axis.
-		roi = make([]float64, 2*r)
-		for i := 0; i < r; i++ {
-			roi[r+i] = 1
-		}
-		for i, a := range geo.Axes {
-			roi[a], roi[r+a] = v[i], v[k+i]
-		}
-	}
-	n := 1
-	switch mode {
-	case "nearest":
-	case "linear", "bilinear", "trilinear":
-		n, mode = 2, "linear"
-	case "cubic", "bicubic":
-		n, mode = 4, "cubic"
-	default:
-		return nil, 0, c.errorf("mode %q is not supported", mode)
-	}
-	if at.Int("antialias", 0) != 0 {
-		return nil, 0, c.errorf("antialias (opset 18) is not supported")
-	}
-	cubicA := float64(at.Float("cubic_coeff_a", -0.75))
-	exclude := at.Int("exclude_outside", 0) != 0
-	extra := at.Float("extrapolation_value", 0)
-	taps := make([]axisTaps, r)
-	for i := 0; i < r; i++ {
-		in, out := int(x.Shape[i]), int(y.Shape[i])
-		scale := scales[i]
-		if in == 0 && out > 0 {
-			return nil, 0, c.errorf("cannot resize an empty axis")
-		}
-		outW := scale * float64(in)
-		t := axisTaps{n: n, idx: make([]int32, out*n), w: make([]float32, out*n)}
-		for o := 0; o < out; o++ {
-			var xo float64
-			xr := float64(o)
-			switch ctm {
-			case "half_pixel":
-				xo = (xr+0.5)/scale - 0.5
-			case "half_pixel_symmetric":
-				// Opset 19: half_pixel about the centre of the input
-				// when the output's size was rounded.
-				off := float64(in) / 2 * (1 - float64(out)/outW)
-				xo = off + (xr+0.5)/scale - 0.5
-			case "pytorch_half_pixel":
-				xo = -0.5
-				if outW != 1 {
-					xo = (xr+0.5)/scale - 0.5
-				}
-			case "align_corners":
-				if outW != 1 {
-					xo = xr * float64(in-1) / (outW - 1)
-				}
-			case "asymmetric":
-				xo = xr / scale
-			case "tf_half_pixel_for_nearest", "tf_half_pixel_for_nn":
-				xo = (xr + 0.5) / scale
-			case "tf_crop_and_resize":
-				lo, hi := roi[i], roi[r+i]
-				if outW == 1 {
-					xo = (hi - lo) * float64(in-1) / 2
-				} else {
-					xo = xr * (hi - lo) * float64(in-1) / (outW - 1)
-				}
-				xo += lo * float64(in-1)
-				if xo < 0 || xo > float64(in-1) {
-					if t.outside == nil {
-						t.outside = make([]bool, out)
-					}
-					t.outside[o] = true
-				}
-			default:
-				return nil, 0, c.errorf("coordinate_transformation_mode %q is not supported", ctm)
-			}
-			idx, w := t.idx[o*n:(o+1)*n], t.w[o*n:(o+1)*n]
-			f := math.Floor(xo)
-			ratio := xo - f
-			switch mode {
-			case "nearest":
-				up := false
-				if ratio != 0 {
-					switch nearest {
-					case "round_prefer_floor":
-						up = ratio > 0.5
-					case "round_prefer_ceil":
-						up = ratio >= 0.5
-					case "floor":
-					case "ceil":
-						up = true
-					default:
-						return nil, 0, c.errorf("nearest_mode %q is not supported", nearest)
-					}
-				}
-				k := int(f)
-				if up {
-					k++
-				}
-				idx[0], w[0] = int32(max(0, min(k, in-1))), 1
-			case "linear":
-				k := int(f)
-				for j, wt := range [2]float64{1 - ratio, ratio} {
-					idx[j], w[j] = int32(max(0, min(k+j, in-1))), float32(wt)
-				}
-			case "cubic":
-				k := int(f) - 1
-				cs := cubicCoeffs(ratio, cubicA)
-				sum := 0.0
-				for j := range cs {
-					if exclude && (k+j < 0 || k+j >= in) {
-						cs[j] = 0
-					}
-					sum += cs[j]
-				}
-				for j := range cs {
-					if exclude {
-						cs[j] /= sum
-					}
-					idx[j], w[j] = int32(max(0, min(k+j, in-1))), float32(cs[j])
-				}
-			}
-		}
-		taps[i] = t.compact()
-	}
-	if mode == "nearest" {
+	r := x.Shape.Rank()
+	if rs.Mode == "nearest" {
 		maps := make([][]int32, r)
-		for i, t := range taps {
-			maps[i] = t.idx
-			for o, out := range t.outside {
+		for i, t := range rs.Axes {
+			maps[i] = t.Index
+			for o, out := range t.Outside {
 				if out {
 					maps[i][o] = -1
 				}
 			}
 		}
 		k := newIndexMap(x, y, maps)
-		k.value = encodeFloat(float64(extra), x.DType)
+		k.value = ir.EncodeFloat(float64(rs.Extrapolation), x.DType)
 		return k, 0, nil
 	}
 	if x.DType != ir.Float32 {
 		return nil, 0, c.unsupported(x.DType)
 	}
-	k := &resizeKernel{dims: ints(y.Shape), ins: rowStrides(ints(x.Shape)), taps: taps, extra: extra}
+	k := &resizeKernel{dims: ints(y.Shape), ins: rowStrides(ints(x.Shape)), taps: rs.Axes, extra: rs.Extrapolation}
 	if r == 0 || y.Shape.Elements() == 0 {
 		return nil, 0, c.errorf("cannot interpolate a scalar or empty tensor")
 	}
@@ -225,49 +61,10 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 	return k, 0, nil
 }
 
-// cubicCoeffs are the four Keys cubic convolution weights for taps at
-// −1, 0, 1, 2 relative to floor(x), with ratio = x − floor(x).
-func cubicCoeffs(ratio, a float64) [4]float64 {
-	r1, r2 := ratio+1, 1-ratio
-	return [4]float64{
-		((a*r1-5*a)*r1+8*a)*r1 - 4*a,
-		((a+2)*ratio-(a+3))*ratio*ratio + 1,
-		((a+2)*r2-(a+3))*r2*r2 + 1,
-		((a*(r2+1)-5*a)*(r2+1)+8*a)*(r2+1) - 4*a,
-	}
-}
-
-// compact reduces an axis whose every output reads exactly one input with
-// weight 1 (an unscaled axis, say) to one tap per output.
-func (t axisTaps) compact() axisTaps {
-	if t.n == 1 {
-		return t
-	}
-	out := len(t.idx) / t.n
-	single := axisTaps{n: 1, idx: make([]int32, out), w: make([]float32, out), outside: t.outside}
-	for o := 0; o < out; o++ {
-		found := -1
-		for j := 0; j < t.n; j++ {
-			switch w := t.w[o*t.n+j]; {
-			case w == 0:
-			case w == 1 && found < 0:
-				found = j
-			default:
-				return t
-			}
-		}
-		if found < 0 {
-			return t
-		}
-		single.idx[o], single.w[o] = t.idx[o*t.n+found], 1
-	}
-	return single
-}
-
 func (k *resizeKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	work := k.rows * k.inner
 	for _, t := range k.taps {
-		work *= t.n
+		work *= t.N
 	}
 	w.forArgs(k.rows, w.parts(work), k, args{}, in, out, nil)
 }
@@ -289,7 +86,7 @@ func (k *resizeKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int)
 		d := y[row*k.inner : (row+1)*k.inner]
 		outside := false
 		for i := 0; i < r-1; i++ {
-			if t := &k.taps[i]; t.outside != nil && t.outside[oidx[i]] {
+			if t := &k.taps[i]; t.Outside != nil && t.Outside[oidx[i]] {
 				outside = true
 			}
 		}
@@ -305,17 +102,17 @@ func (k *resizeKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int)
 				wt, base := float32(1), 0
 				for i := 0; i < r-1; i++ {
 					t := &k.taps[i]
-					j := oidx[i]*t.n + tidx[i]
-					wt *= t.w[j]
-					base += int(t.idx[j]) * k.ins[i]
+					j := oidx[i]*t.N + tidx[i]
+					wt *= t.Weight[j]
+					base += int(t.Index[j]) * k.ins[i]
 				}
 				if wt != 0 {
-					interpRow(d, x[base:], last.idx, last.w, last.n, wt)
+					interpRow(d, x[base:], last.Index, last.Weight, last.N, wt)
 				}
 				i := r - 2
 				for ; i >= 0; i-- {
 					tidx[i]++
-					if tidx[i] < k.taps[i].n {
+					if tidx[i] < k.taps[i].N {
 						break
 					}
 					tidx[i] = 0
@@ -324,8 +121,8 @@ func (k *resizeKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int)
 					break
 				}
 			}
-			if last.outside != nil {
-				for j, o := range last.outside {
+			if last.Outside != nil {
+				for j, o := range last.Outside {
 					if o {
 						d[j] = k.extra
 					}

@@ -113,16 +113,19 @@ func init() {
 		"Pow": buildBinary, "Max": buildBinary, "Min": buildBinary,
 		"Equal": buildBinary, "Less": buildBinary, "Greater": buildBinary,
 		"LessOrEqual": buildBinary, "GreaterOrEqual": buildBinary,
+		"And": buildBinary, "Or": buildBinary, "Xor": buildBinary, "Not": buildNot,
 		"Where":    buildWhere,
 		"Identity": buildView, "Reshape": buildView, "Flatten": buildView,
 		"Squeeze": buildView, "Unsqueeze": buildView, "Dropout": buildView,
 		"Transpose": buildTranspose, "Slice": buildSlice, "Expand": buildExpand,
 		"Concat": buildConcat, "Split": buildSplit, "Gather": buildGather,
-		"MatMul": buildMatMul, "Gemm": buildGemm, "Conv": buildConv,
+		"MatMul": buildMatMul, "Gemm": buildGemm, "Conv": buildConv, "ConvTranspose": buildConvTranspose,
 		"BatchNormalization": buildBatchNorm, "LayerNormalization": buildLayerNorm,
 		"Softmax": buildSoftmax, "LogSoftmax": buildSoftmax,
 		"MaxPool": buildPool, "AveragePool": buildPool, "GlobalAveragePool": buildGlobalAveragePool,
 		"ReduceMean": buildReduce, "ReduceSum": buildReduce,
+		"Pad": buildPad, "Resize": buildResize, "Upsample": buildResize,
+		"GatherND": buildGatherND, "TopK": buildTopK,
 	}
 }
 
@@ -482,7 +485,7 @@ func buildCast(c *bctx) error {
 var binaryNames = map[string]string{
 	"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Max": "max", "Min": "min",
 	"Equal": "equal", "Less": "less", "Greater": "greater", "LessOrEqual": "lessorequal",
-	"GreaterOrEqual": "greaterorequal",
+	"GreaterOrEqual": "greaterorequal", "And": "and", "Or": "or", "Xor": "xor",
 }
 
 func buildBinary(c *bctx) error {
@@ -506,11 +509,12 @@ func buildBinary(c *bctx) error {
 	case ir.Int32:
 		dt = "i32"
 	case ir.Bool:
-		if op == "equal" {
+		if op == "equal" || op == "and" || op == "or" || op == "xor" {
 			dt = "bool"
 		}
 	}
-	if dt == "" || (op == "pow" && dt != "f32") {
+	logical := op == "and" || op == "or" || op == "xor"
+	if dt == "" || (op == "pow" && dt != "f32") || (logical && dt != "bool") {
 		return c.unsupported(a.DType)
 	}
 	out := []int64(y.Shape)
@@ -519,6 +523,19 @@ func buildBinary(c *bctx) error {
 		return c.errorf("%v", err)
 	}
 	c.elementwise(eltwise, "b_"+op+"_"+dt, y.Shape.Elements(), c.inArg(0), c.inArg(1), c.outArg(0), words(gw))
+	return nil
+}
+
+func buildNot(c *bctx) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	x, y := c.in(0), c.out(0)
+	if x.DType != ir.Bool || y.DType != ir.Bool {
+		return c.unsupported(x.DType)
+	}
+	n := y.Shape.Elements()
+	c.elementwise(eltwise, "u_not", n, c.inArg(0), c.outArg(0), i64(n))
 	return nil
 }
 
@@ -994,6 +1011,86 @@ func buildConv(c *bctx) error {
 		sam: cig * kk, sak: 1, sbk: ohw, sbn: 1, sdm: 1, sdn: 0, alpha: 1, beta: 1,
 		batch: geo{shape: []int64{N, group}, st: [][]int64{{0, cog * cig * kk}, {C * kk * ohw, cig * kk * ohw}, {OC * ohw, cog * ohw}, {0, cog}}}}
 	return c.gemm(g)
+}
+
+// buildConvTranspose runs a ConvTranspose (one to three spatial axes) as
+// a GEMM per image and group, col = Wᵀ·X: the column matrix, every output
+// channel's kernel taps by the input's positions, in planned scratch
+// (cuBLAS where it is installed, in the precision of the other GEMMs),
+// then col2im sums for each output element the entries that land on it
+// and adds the bias.
+func buildConvTranspose(c *bctx) error {
+	if err := c.need(2); err != nil {
+		return err
+	}
+	x, w, b, y := c.in(0), c.in(1), c.in(2), c.out(0)
+	for _, t := range []*ir.Tensor{x, w, b, y} {
+		if t != nil && t.DType != ir.Float32 {
+			return c.unsupported(t.DType)
+		}
+	}
+	r := x.Shape.Rank() - 2
+	if r < 1 || r > 3 {
+		return c.errorf("a ConvTranspose over %d spatial axes is not supported by the CUDA backend", r)
+	}
+	win, err := ir.TransposeWindow(c.g, c.n)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	group := c.n.Attrs.Int("group", 1)
+	N, C := x.Shape[0], x.Shape[1]
+	if group <= 0 || C%group != 0 || w.Shape[0] != C {
+		return c.errorf("weights %v do not fit %d input channels in %d groups", w.Shape, C, group)
+	}
+	cig, cog := C/group, w.Shape[1]
+	OC := cog * group
+	if y.Shape[0] != N || y.Shape[1] != OC {
+		return c.errorf("output %v, want [%d,%d,...]", y.Shape, N, OC)
+	}
+	if b != nil && b.Shape.Elements() != OC {
+		return c.errorf("bias %v must have %d elements", b.Shape, OC)
+	}
+	// Three spatial axes, leading ones of size 1.
+	var in, out, kern, stride, dil, pad [3]int64
+	for i := range 3 {
+		in[i], out[i], kern[i], stride[i], dil[i] = 1, 1, 1, 1, 1
+	}
+	for i := range r {
+		j := 3 - r + i
+		in[j], out[j], kern[j] = x.Shape[2+i], y.Shape[2+i], win.Kernel[i]
+		stride[j], dil[j], pad[j] = win.Strides[i], win.Dilations[i], win.Pads[i]
+	}
+	isp, kk := in[0]*in[1]*in[2], kern[0]*kern[1]*kern[2]
+	if y.Shape.Elements() == 0 {
+		return nil
+	}
+	colBytes := alignUp(N*OC*kk*isp*4, Alignment)
+	c.scratch = colBytes
+	col := arg{kind: argScratch}
+	m := cog * kk
+	call := gemmCall{a: c.inArg(1), b: c.inArg(0), c: col, d: null(), m: m, n: isp, k: cig,
+		sam: 1, sak: m, sbk: isp, sbn: 1, alpha: 1,
+		batch: geo{shape: []int64{N, group}, st: [][]int64{{0, cig * m}, {C * isp, cig * isp}, {OC * kk * isp, m * isp}, {0, 0}}}}
+	if group > 1 && N > 1 {
+		// cuBLAS takes one batch axis: a GEMM per image, batched over
+		// the groups.
+		for i := range N {
+			g := call
+			g.b, g.c = at(c.inArg(0), i*C*isp*4), at(col, i*OC*kk*isp*4)
+			g.batch = geo{shape: []int64{group}, st: [][]int64{{cig * m}, {cig * isp}, {m * isp}, {0}}}
+			if err := c.gemm(g); err != nil {
+				return err
+			}
+		}
+	} else if err := c.gemm(call); err != nil {
+		return err
+	}
+	p := []uint64{uint64(N), uint64(OC)}
+	for _, v := range [][3]int64{in, out, kern, stride, pad, dil} {
+		p = append(p, uint64(v[0]), uint64(v[1]), uint64(v[2]))
+	}
+	c.elementwise(convModule, "col2im", y.Shape.Elements(), col, c.optIn(2), c.outArg(0), words(p))
+	return nil
 }
 
 // foldBelow is the output size per channel (OH·OW) under which a batched

@@ -287,6 +287,25 @@ func TestBinary(t *testing.T) {
 	g.check(t)
 }
 
+func TestLogical(t *testing.T) {
+	requireGPU(t)
+	shapes := [][2][]int64{{{3, 40}, {3, 40}}, {{2, 3, 4}, {3, 1}}, {{5}, {}}}
+	for _, op := range []string{"And", "Or", "Xor"} {
+		for _, s := range shapes {
+			t.Run(fmt.Sprintf("%s/%v", op, s), func(t *testing.T) {
+				g := newTG(17)
+				g.node(op, nil, 1, g.input(ir.Bool, s[0]...), g.input(ir.Bool, s[1]...))
+				g.check(t)
+			})
+		}
+	}
+	t.Run("Not", func(t *testing.T) {
+		g := newTG(17)
+		g.node("Not", nil, 1, g.input(ir.Bool, 7, 33))
+		g.check(t)
+	})
+}
+
 func TestWhere(t *testing.T) {
 	requireGPU(t)
 	for _, dt := range []ir.DType{ir.Float32, ir.Int64, ir.Bool} {
@@ -421,6 +440,44 @@ func TestConv(t *testing.T) {
 	}
 }
 
+func TestConvTranspose(t *testing.T) {
+	requireGPU(t)
+	cases := []struct {
+		name  string
+		x, w  []int64
+		bias  bool
+		attrs ir.Attrs
+	}{
+		// PP-OCR's detector head: 2×2, stride 2.
+		{"2x2-stride2", []int64{1, 24, 20, 30}, []int64{24, 24, 2, 2}, true, ir.Attrs{"strides": ints(2, 2)}},
+		{"3x3-stride2-pads", []int64{2, 4, 7, 6}, []int64{4, 5, 3, 3}, true, ir.Attrs{"strides": ints(2, 2), "pads": ints(1, 1, 1, 1), "output_padding": ints(1, 1)}},
+		{"asymmetric", []int64{1, 3, 5, 8}, []int64{3, 2, 4, 3}, false, ir.Attrs{"strides": ints(3, 2), "pads": ints(0, 2, 1, 0)}},
+		{"dilated", []int64{1, 3, 6, 6}, []int64{3, 4, 3, 3}, true, ir.Attrs{"dilations": ints(2, 2), "pads": ints(1, 1, 1, 1)}},
+		{"grouped", []int64{1, 6, 5, 5}, []int64{6, 2, 3, 3}, true, ir.Attrs{"group": intv(3), "strides": ints(2, 2)}},
+		{"grouped-batch", []int64{3, 4, 5, 4}, []int64{4, 3, 2, 3}, true, ir.Attrs{"group": intv(2), "strides": ints(1, 2)}},
+		{"same-upper", []int64{2, 3, 5, 5}, []int64{3, 4, 3, 3}, true, ir.Attrs{"strides": ints(2, 2), "auto_pad": strv("SAME_UPPER")}},
+		{"output_shape", []int64{1, 3, 4, 4}, []int64{3, 2, 3, 3}, false, ir.Attrs{"strides": ints(3, 3), "output_shape": ints(12, 13)}},
+		{"1d", []int64{2, 5, 30}, []int64{5, 7, 4}, true, ir.Attrs{"strides": ints(3), "pads": ints(2, 1)}},
+		{"3d", []int64{1, 2, 3, 4, 5}, []int64{2, 3, 2, 3, 2}, true, ir.Attrs{"strides": ints(2, 1, 2), "pads": ints(0, 1, 0, 1, 0, 1)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newTG(13)
+			ins := []ir.TensorID{g.input(ir.Float32, tc.x...), g.constant(ir.Float32, tc.w...)}
+			if tc.bias {
+				ins = append(ins, g.constant(ir.Float32, tc.w[1]*tc.attrs.Int("group", 1)))
+			}
+			g.node("ConvTranspose", tc.attrs, 1, ins...)
+			g.check(t)
+		})
+	}
+	t.Run("weights-input", func(t *testing.T) {
+		g := newTG(13)
+		g.node("ConvTranspose", ir.Attrs{"strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 3, 4, 4), g.input(ir.Float32, 3, 2, 3, 3))
+		g.check(t)
+	})
+}
+
 func TestNorm(t *testing.T) {
 	requireGPU(t)
 	cases := []struct {
@@ -473,10 +530,10 @@ func TestNorm(t *testing.T) {
 // device work.
 func TestUnsupportedNamesNode(t *testing.T) {
 	g := newTG(17)
-	g.node("Not", nil, 1, g.input(ir.Bool, 3))
+	g.node("Sign", nil, 1, g.input(ir.Float32, 3))
 	var extras [][]byte
 	_, err := buildNode(g.g, 0, 1, false, &extras)
-	if err == nil || !strings.Contains(err.Error(), `"not"`) || !strings.Contains(err.Error(), "Not") {
+	if err == nil || !strings.Contains(err.Error(), `"sign"`) || !strings.Contains(err.Error(), "Sign") {
 		t.Fatalf("err = %v, want one naming the node and its operator", err)
 	}
 	g = newTG(17)
@@ -760,6 +817,9 @@ func TestHalfPrecision(t *testing.T) {
 		}},
 		{"conv 7x7 stride 2 folded 4x3x15x15", func(g *tg) {
 			g.node("Conv", ir.Attrs{"pads": ints(3, 3, 3, 3), "strides": ints(2, 2)}, 1, g.input(ir.Float32, 4, 3, 15, 15), g.constant(ir.Float32, 16, 3, 7, 7))
+		}},
+		{"convtranspose 2x2 stride 2 bias 2x16x12x12", func(g *tg) {
+			g.node("ConvTranspose", ir.Attrs{"strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 16, 12, 12), g.constant(ir.Float32, 16, 8, 2, 2), g.constant(ir.Float32, 8))
 		}},
 		{"conv grouped 2x16x9x9", func(g *tg) {
 			g.node("Conv", ir.Attrs{"group": intv(4), "strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 16, 9, 9), g.constant(ir.Float32, 8, 4, 3, 3))

@@ -5,9 +5,10 @@
 // records for each node the kernel launches it needs with their arguments.
 // The kernels are CUDA C compiled at run time by NVRTC, one module per
 // family of operators, cached in memory for the process and on disk by the
-// SHA-256 of their source and the GPU architecture. MatMul, Gemm and the
+// SHA-256 of their source and the GPU architecture. MatMul, Gemm, the
 // GEMM step of Conv (im2col into planned scratch, or the input itself for
-// a 1×1 convolution) go to cuBLAS (cublasSgemmStridedBatched, float32
+// a 1×1 convolution) and that of ConvTranspose (a column matrix in
+// planned scratch, which col2im then sums into the output) go to cuBLAS (cublasSgemmStridedBatched, float32
 // arithmetic unless Options.Precision asks for TF32) where it is
 // installed and the strides fit; elsewhere to berth's own tiled SGEMM.
 // Under Options.Precision BF16 or F16 those GEMMs run through

@@ -26,6 +26,7 @@ var (
 	convModule = &source{"conv.cu", convSource}
 	norm       = &source{"norm.cu", normSource}
 	pool       = &source{"pool.cu", poolSource}
+	index      = &source{"index.cu", indexSource}
 )
 
 // nvrtcOptions are the options every module is compiled with.

@@ -101,6 +101,9 @@ template <typename T, typename O, int OP> __device__ __forceinline__ O binop(T a
 	if (OP == 9) return (O)(a > b);
 	if (OP == 10) return (O)(a <= b);
 	if (OP == 11) return (O)(a >= b);
+	if (OP == 12) return (O)((a != 0) & (b != 0));
+	if (OP == 13) return (O)((a != 0) | (b != 0));
+	if (OP == 14) return (O)((a != 0) != (b != 0));
 	return 0;
 }
 template <typename T, typename O, int OP> __device__ void binary(const T* __restrict__ a, const T* __restrict__ b, O* __restrict__ c, const Geo& g) {
@@ -151,6 +154,10 @@ BINARY(b_greater_i32, int, u8, 9)
 BINARY(b_lessorequal_i32, int, u8, 10)
 BINARY(b_greaterorequal_i32, int, u8, 11)
 BINARY(b_equal_bool, u8, u8, 7)
+BINARY(b_and_bool, u8, u8, 12)
+BINARY(b_or_bool, u8, u8, 13)
+BINARY(b_xor_bool, u8, u8, 14)
+extern "C" __global__ void u_not(const u8* __restrict__ x, u8* __restrict__ y, i64 n) { LOOP(i, n) y[i] = x[i] == 0; }
 
 template <typename T> __device__ void where(const u8* __restrict__ c, const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ z, const Geo& g) {
 	LOOP(i, g.n) {
@@ -522,6 +529,42 @@ extern "C" __global__ void im2col_h(const float* __restrict__ x, u16* __restrict
 		col[i] = round_h(v, mode);
 	}
 }
+// ConvT is the geometry of a ConvTranspose over up to three spatial axes
+// (fewer run with leading sizes of 1).
+struct ConvT { i64 N, OC, ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW; };
+// col2im sums, for every output element of a ConvTranspose, the entries of
+// the column matrix (per image and output channel, KD·KH·KW rows of the
+// input's positions, the GEMM's product) that land on it: input position
+// i reaches output i·stride − pad + tap·dilation. One thread an output,
+// so no two threads add to one element.
+extern "C" __global__ void col2im(const float* __restrict__ col, const float* __restrict__ bias, float* __restrict__ y, ConvT p) {
+	i64 osp = p.OD * p.OH * p.OW, isp = p.ID * p.IH * p.IW, kvol = p.KD * p.KH * p.KW;
+	LOOP(i, p.N * p.OC * osp) {
+		i64 q = i % osp, t = i / osp, oc = t % p.OC;
+		i64 ow = q % p.OW, oh = (q / p.OW) % p.OH, od = q / (p.OW * p.OH);
+		const float* cp = col + t * kvol * isp;
+		float acc = 0.f;
+		for (i64 kd = 0; kd < p.KD; kd++) {
+			i64 a = od + p.PD - kd * p.DD;
+			if (a < 0) break;
+			if (a % p.SD != 0 || a / p.SD >= p.ID) continue;
+			i64 id = a / p.SD;
+			for (i64 kh = 0; kh < p.KH; kh++) {
+				i64 b = oh + p.PH - kh * p.DH;
+				if (b < 0) break;
+				if (b % p.SH != 0 || b / p.SH >= p.IH) continue;
+				i64 ih = b / p.SH;
+				for (i64 kw = 0; kw < p.KW; kw++) {
+					i64 c = ow + p.PW - kw * p.DW;
+					if (c < 0) break;
+					if (c % p.SW != 0 || c / p.SW >= p.IW) continue;
+					acc += cp[((kd * p.KH + kh) * p.KW + kw) * isp + (id * p.IH + ih) * p.IW + c / p.SW];
+				}
+			}
+		}
+		y[i] = bias ? acc + bias[oc] : acc;
+	}
+}
 // depthwise: group == C, OC = C·mult, one thread per output.
 extern "C" __global__ void depthwise(const float* __restrict__ x, const float* __restrict__ wt, const float* __restrict__ bias, float* __restrict__ y, Conv p) {
 	i64 n = p.N * p.OC * p.OH * p.OW;
@@ -843,4 +886,289 @@ extern "C" __global__ void pool2d32(const float* __restrict__ x, float* __restri
 	int n = (int)(p.NC * p.OH * p.OW);
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) pool2d_t<int>(x, y, p, i);
 }
+`
+
+// indexSource holds the gathers through index tables (Pad, Resize,
+// GatherND) and TopK.
+const indexSource = common + `
+// IMap is an index-map gather (Pad, nearest Resize): output index q along
+// axis d reads input index maps[off[d] + q], or its own where off[d] < 0;
+// an entry of −1 gives the whole element the constant instead.
+struct IMap { i64 rank, n; i64 dims[6]; i64 st[6]; i64 off[6]; };
+template <typename T, typename I> __device__ __forceinline__ void imap_t(const T* __restrict__ x, T* __restrict__ y, const int* __restrict__ maps, T v, const IMap& p, I i) {
+	I j = i;
+	i64 src = 0;
+	bool in = true;
+	for (int d = (int)p.rank - 1; d >= 0; d--) {
+		I s = (I)p.dims[d];
+		I q = j % s;
+		j /= s;
+		i64 k = p.off[d] < 0 ? (i64)q : (i64)maps[p.off[d] + q];
+		in = in && k >= 0;
+		src += k * p.st[d];
+	}
+	y[i] = in ? x[src] : v;
+}
+// The constant is *pv where pv is set (Pad's constant_value input), else
+// the low bytes of bits.
+template <typename T> __device__ void imap(const T* __restrict__ x, T* __restrict__ y, const int* __restrict__ maps, const T* pv, u64 bits, const IMap& p) {
+	T v = pv ? *pv : (T)bits;
+	if (p.n <= 0x7fffffffLL) {
+		for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < (u32)p.n; i += blockDim.x * gridDim.x) imap_t<T, u32>(x, y, maps, v, p, i);
+		return;
+	}
+	LOOP(i, p.n) imap_t<T, i64>(x, y, maps, v, p, i);
+}
+#define IMAP(N, T) \
+extern "C" __global__ void imap_##N(const T* x, T* y, const int* maps, const T* pv, u64 bits, IMap p) { imap<T>(x, y, maps, pv, bits, p); }
+IMAP(1, u8)
+IMAP(2, u16)
+IMAP(4, u32)
+IMAP(8, u64)
+
+// resize_f32 interpolates (linear or cubic Resize): along axis d, output
+// index q reads taps[d] inputs, idx[off[d] + q·taps[d] + t] with weight
+// w[…] (its own input with weight 1 where off[d] < 0). As the CPU backend
+// does, the last axis's taps are summed first, then weighted by the
+// product of the other axes' weights and added up in the order of their
+// taps. A first tap index of −1 marks an output outside the input
+// (tf_crop_and_resize): it takes extra.
+struct Resample { i64 rank, n; i64 dims[6]; i64 st[6]; i64 off[6]; i64 taps[6]; };
+extern "C" __global__ void resize_f32(const float* __restrict__ x, float* __restrict__ y, const int* __restrict__ idx, const float* __restrict__ w, Resample p, float extra) {
+	const int L = (int)p.rank - 1;
+	LOOP(i, p.n) {
+		i64 c[6], j = i;
+		bool outside = false;
+		for (int d = L; d >= 0; d--) {
+			c[d] = j % p.dims[d];
+			j /= p.dims[d];
+			if (p.off[d] >= 0 && idx[p.off[d] + c[d] * p.taps[d]] < 0) outside = true;
+		}
+		if (outside) {
+			y[i] = extra;
+			continue;
+		}
+		int t[6] = {0, 0, 0, 0, 0, 0};
+		float acc = 0.f;
+		for (;;) {
+			float wt = 1.f;
+			i64 base = 0;
+			for (int d = 0; d < L; d++) {
+				if (p.off[d] < 0) {
+					base += c[d] * p.st[d];
+					continue;
+				}
+				i64 k = p.off[d] + c[d] * p.taps[d] + t[d];
+				wt *= w[k];
+				base += (i64)idx[k] * p.st[d];
+			}
+			if (wt != 0.f) {
+				float s;
+				if (p.off[L] < 0) {
+					s = x[base + c[L] * p.st[L]];
+				} else {
+					i64 k = p.off[L] + c[L] * p.taps[L];
+					const float* xb = x + base;
+					i64 sl = p.st[L];
+					if (p.taps[L] == 1) s = xb[(i64)idx[k] * sl];
+					else if (p.taps[L] == 2) s = w[k] * xb[(i64)idx[k] * sl] + w[k + 1] * xb[(i64)idx[k + 1] * sl];
+					else {
+						s = 0.f;
+						for (int u = 0; u < (int)p.taps[L]; u++) s += w[k + u] * xb[(i64)idx[k + u] * sl];
+					}
+				}
+				acc += wt * s;
+			}
+			int d = L - 1;
+			for (; d >= 0; d--) {
+				if (++t[d] < (p.off[d] < 0 ? 1 : (int)p.taps[d])) break;
+				t[d] = 0;
+			}
+			if (d < 0) break;
+		}
+		y[i] = acc;
+	}
+}
+
+// gathernd: output row r (of slice elements) is the slice of data at
+// batch r / tuples, indexed by the k values at idx[r·k…] (negative ones
+// from the end, out-of-range ones clamped) along the axes of sizes dims
+// and element strides st; per is the data's elements per batch.
+struct GatherND { i64 n, slice, k, tuples, per; i64 dims[8]; i64 st[8]; };
+template <typename T, typename I> __device__ void gathernd(const T* __restrict__ x, const I* __restrict__ idx, T* __restrict__ y, const GatherND& p) {
+	LOOP(i, p.n) {
+		i64 r = i / p.slice, s = i - r * p.slice;
+		i64 off = (r / p.tuples) * p.per;
+		const I* ix = idx + r * p.k;
+		for (int j = 0; j < (int)p.k; j++) {
+			i64 v = (i64)ix[j], d = p.dims[j];
+			if (v < 0) v += d;
+			v = v < 0 ? 0 : (v >= d ? d - 1 : v);
+			off += v * p.st[j];
+		}
+		y[i] = x[off + s];
+	}
+}
+#define GATHERND(T, S, I, IS) \
+extern "C" __global__ void gathernd_##S##_##IS(const T* x, const I* idx, T* y, GatherND p) { gathernd<T, I>(x, idx, y, p); }
+GATHERND(u8, 1, i64, i64)
+GATHERND(u16, 2, i64, i64)
+GATHERND(u32, 4, i64, i64)
+GATHERND(u64, 8, i64, i64)
+GATHERND(u8, 1, int, i32)
+GATHERND(u16, 2, int, i32)
+GATHERND(u32, 4, int, i32)
+GATHERND(u64, 8, int, i32)
+
+// TopK over rows of n elements inner apart (row r = (o, j): element e at
+// (o·n + e)·inner + j). Each value becomes an unsigned key that orders as
+// the values do, reversed for the smallest (−0 as +0, so that they tie);
+// an element comes before another with a larger key, or the same key and
+// a smaller index, as the CPU backend's stable sort orders them.
+template <typename T> struct KeyOf;
+template <> struct KeyOf<float> {
+	typedef u32 K;
+	static __device__ __forceinline__ u32 key(float v, int largest) {
+		if (v == 0.f) v = 0.f;
+		u32 u = __float_as_uint(v);
+		u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+		return largest ? u : ~u;
+	}
+};
+template <> struct KeyOf<int> {
+	typedef u32 K;
+	static __device__ __forceinline__ u32 key(int v, int largest) { u32 u = (u32)v ^ 0x80000000u; return largest ? u : ~u; }
+};
+template <> struct KeyOf<i64> {
+	typedef u64 K;
+	static __device__ __forceinline__ u64 key(i64 v, int largest) { u64 u = (u64)v ^ 0x8000000000000000ull; return largest ? u : ~u; }
+};
+struct TopK { i64 rows, n, inner, k; int largest; };
+// topk_rank places each of a row's candidates at its rank among them: the
+// number that come before it, counted a tile of 256 at a time through
+// shared memory. The candidates are the row itself (ck null) or the k
+// keys and indices topk_select kept (ck, ci). A block row (blockIdx.y)
+// per row, 256 candidates a block.
+template <typename T> __device__ void topk_rank(const T* __restrict__ x, T* __restrict__ vals, i64* __restrict__ inds,
+		const typename KeyOf<T>::K* __restrict__ ck, const int* __restrict__ ci, const TopK& p) {
+	typedef typename KeyOf<T>::K K;
+	__shared__ K sk[256];
+	__shared__ int si[256];
+	const i64 m = ck ? p.k : p.n; // candidates a row
+	for (i64 r = blockIdx.y; r < p.rows; r += gridDim.y) {
+		i64 o = r / p.inner, jn = r % p.inner;
+		const T* xr = x + o * p.n * p.inner + jn;
+		i64 c = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+		K mine = 0;
+		i64 me = 0;
+		if (c < m) {
+			me = ck ? (i64)ci[r * p.k + c] : c;
+			mine = ck ? ck[r * p.k + c] : KeyOf<T>::key(xr[c * p.inner], p.largest);
+		}
+		i64 rank = 0;
+		for (i64 t0 = 0; t0 < m; t0 += blockDim.x) {
+			i64 j = t0 + threadIdx.x;
+			__syncthreads();
+			if (j < m) {
+				sk[threadIdx.x] = ck ? ck[r * p.k + j] : KeyOf<T>::key(xr[j * p.inner], p.largest);
+				si[threadIdx.x] = ck ? ci[r * p.k + j] : (int)j;
+			}
+			__syncthreads();
+			if (c < m) {
+				int cnt = (int)min((i64)blockDim.x, m - t0);
+				for (int q = 0; q < cnt; q++) {
+					K kq = sk[q];
+					rank += kq > mine || (kq == mine && (i64)si[q] < me);
+				}
+			}
+		}
+		if (c < m && rank < p.k) {
+			i64 at = (o * p.k + rank) * p.inner + jn;
+			vals[at] = xr[me * p.inner];
+			if (inds) inds[at] = me;
+		}
+	}
+}
+// topk_select keeps the k first elements of each long row, in no order,
+// as keys and indices at ck, ci + r·k: a radix select, eight bits a pass
+// from the top, finds the k-th key, then every element before it is kept
+// and, of those equal to it, the ones of the smallest indices. A block
+// (1024 threads) per row.
+template <typename T> __device__ void topk_select(const T* __restrict__ x, typename KeyOf<T>::K* __restrict__ ck, int* __restrict__ ci, const TopK& p) {
+	typedef typename KeyOf<T>::K K;
+	__shared__ u32 hist[256];
+	__shared__ u32 wsum[32];
+	__shared__ K prefix;
+	__shared__ i64 want, eqBase;
+	__shared__ u32 better;
+	const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+	for (i64 r = blockIdx.x; r < p.rows; r += gridDim.x) {
+		i64 o = r / p.inner, jn = r % p.inner;
+		const T* xr = x + o * p.n * p.inner + jn;
+		K* kr = ck + r * p.k;
+		int* ir = ci + r * p.k;
+		if (threadIdx.x == 0) {
+			prefix = 0;
+			want = p.k;
+			eqBase = 0;
+			better = 0;
+		}
+		K mask = 0;
+		for (int shift = (int)sizeof(K) * 8 - 8; shift >= 0; shift -= 8) {
+			for (int b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+			__syncthreads();
+			K pre = prefix;
+			for (i64 e = threadIdx.x; e < p.n; e += blockDim.x) {
+				K key = KeyOf<T>::key(xr[e * p.inner], p.largest);
+				if ((key & mask) == pre) atomicAdd(&hist[(u32)(key >> shift) & 255u], 1u);
+			}
+			__syncthreads();
+			if (threadIdx.x == 0) {
+				i64 need = want;
+				int b = 255;
+				for (; b > 0 && (i64)hist[b] < need; b--) need -= hist[b];
+				prefix = pre | ((K)b << shift);
+				want = need;
+			}
+			mask |= (K)255 << shift;
+			__syncthreads();
+		}
+		const K kth = prefix;
+		const i64 take = want, above = p.k - want;
+		for (i64 c0 = 0; c0 < p.n; c0 += blockDim.x) {
+			i64 e = c0 + threadIdx.x;
+			K key = e < p.n ? KeyOf<T>::key(xr[e * p.inner], p.largest) : 0;
+			bool eq = e < p.n && key == kth;
+			if (e < p.n && key > kth) {
+				u32 s = atomicAdd(&better, 1u);
+				kr[s] = key;
+				ir[s] = (int)e;
+			}
+			u32 ball = __ballot_sync(0xffffffffu, eq);
+			if (lane == 0) wsum[wid] = __popc(ball);
+			__syncthreads();
+			i64 before = 0, total = 0;
+			for (int q = 0; q < nw; q++) {
+				if (q < wid) before += wsum[q];
+				total += wsum[q];
+			}
+			if (eq) {
+				i64 pos = eqBase + before + __popc(ball & ((1u << lane) - 1u));
+				if (pos < take) {
+					kr[above + pos] = key;
+					ir[above + pos] = (int)e;
+				}
+			}
+			__syncthreads();
+			if (threadIdx.x == 0) eqBase += total;
+			__syncthreads();
+		}
+	}
+}
+#define TOPK(S, T) \
+extern "C" __global__ void topk_rank_##S(const T* x, T* vals, i64* inds, const KeyOf<T>::K* ck, const int* ci, TopK p) { topk_rank<T>(x, vals, inds, ck, ci, p); } \
+extern "C" __global__ void __launch_bounds__(1024) topk_select_##S(const T* x, KeyOf<T>::K* ck, int* ci, TopK p) { topk_select<T>(x, ck, ci, p); }
+TOPK(f32, float)
+TOPK(i32, int)
+TOPK(i64, i64)
 `
