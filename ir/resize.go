@@ -125,7 +125,7 @@ func ResizeTaps(g *Graph, n *Node) (*Resampling, error) {
 		return nil, fmt.Errorf("mode %q is not supported", mode)
 	}
 	if at.Int("antialias", 0) != 0 {
-		return nil, fmt.Errorf("antialias is not supported")
+		return nil, fmt.Errorf("antialias (opset 18) is not supported")
 	}
 	switch nearest {
 	case "round_prefer_floor", "round_prefer_ceil", "floor", "ceil":
