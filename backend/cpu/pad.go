@@ -50,12 +50,18 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 	if len(pads) != 2*r {
 		return nil, 0, c.errorf("pads %v must have %d values", pads, 2*r)
 	}
+	if r > maxIndexRank {
+		return nil, 0, c.errorf("rank %d is above the %d this kernel indexes", r, maxIndexRank)
+	}
 	mode := at.String("mode", "constant")
 	k := &padKernel{esize: x.DType.Size(), dims: ints(y.Shape), ins: rowStrides(ints(x.Shape))}
 	for i := 0; i < r; i++ {
 		n := int(x.Shape[i])
 		pb, pe := int(pads[i]), int(pads[r+i])
 		o := n + pb + pe
+		if n > math.MaxInt32 {
+			return nil, 0, c.errorf("input %v is too long along axis %d to index with 32 bits", x.Shape, i)
+		}
 		if o != int(y.Shape[i]) {
 			return nil, 0, c.errorf("output %v, the pads %v give %d along axis %d", y.Shape, pads, o, i)
 		}
@@ -162,12 +168,13 @@ func (k *padKernel) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
 	}
 }
 
+// maxIndexRank is the highest rank a padKernel takes (its index lives
+// on the stack).
+const maxIndexRank = 64
+
 func padRows[T any](k *padKernel, x, y []T, v T, lo, hi int) {
 	r := len(k.dims)
-	var idx [64]int
-	if r > len(idx) {
-		return
-	}
+	var idx [maxIndexRank]int
 	rem := lo
 	for i := r - 2; i >= 0; i-- {
 		idx[i] = rem % k.dims[i]
