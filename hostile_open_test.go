@@ -306,6 +306,8 @@ func TestHostileOpenShapes(t *testing.T) {
 		{name: "min int64 dim", model: addModel, runs: [][]berth.Tensor{{f32s("a", math.MinInt64), f32s("b", 2)}}, want: []string{`"a"`, "negative"}},
 		{name: "overflowing dims", model: addNMModel, runs: [][]berth.Tensor{{f32s("a", 1<<32, 1<<32), f32s("b", 1<<32, 1<<32)}}, want: []string{`"a"`, "elements"}},
 		{name: "dims whose bytes overflow", model: addNMModel, runs: [][]berth.Tensor{{f32s("a", 1<<20, 1<<20), f32s("b", 1<<20, 1<<20)}}, want: []string{`"a"`}},
+		{name: "empty with a dimension past max elements", model: addNMModel, runs: [][]berth.Tensor{{f32s("a", 0, 1<<41), f32s("b", 1<<41, 0)}}, want: []string{`"a"`, "more than"}},
+		{name: "empty with a dimension of max int64", model: addNMModel, runs: [][]berth.Tensor{{f32s("a", 0, math.MaxInt64), f32s("b", math.MaxInt64, 0)}}, want: []string{`"a"`, "more than"}},
 		{name: "data short of the shape", model: addModel, runs: [][]berth.Tensor{{f32s("a", 3), {Name: "b", DType: berth.Float32, Shape: []int64{3}, Data: make([]byte, 8)}}}, want: []string{`"b"`, "bytes"}},
 
 		// Inputs that disagree on a symbol.
@@ -437,6 +439,12 @@ func TestOpenZeroSizes(t *testing.T) {
 		{"constant of an empty shape", cosModel, []berth.Tensor{ints("s", 2, 3)}, []berth.Tensor{ints("s", 0, 7)}, []int64{0, 7}, 0},
 		{"empty range", rangeModel, []berth.Tensor{scalar("start", 0), scalar("limit", 3), scalar("delta", 1)}, []berth.Tensor{scalar("start", 5), scalar("limit", 3), scalar("delta", 1)}, []int64{0}, 0},
 		{"nonzero of nothing", nonzeroComputed, []berth.Tensor{ones(f32s("x", 2, 2))}, []berth.Tensor{f32s("x", 0, 2)}, []int64{2, 0}, 0},
+		{"tile of nothing along a long axis", oneNode("Tile", []onnxtest.Input{{Name: "x", Dims: []string{"n", "m"}}, {Name: "s", Elem: "int64", Dims: []string{"2"}}}, "x", "s"),
+			[]berth.Tensor{ones(f32s("x", 2, 2)), ints("s", 1, 2)}, []berth.Tensor{f32s("x", 0, 1), ints("s", 1, 1<<33)}, []int64{0, 1 << 33}, 0},
+		{"pad of nothing along a long axis", oneNode("Pad", []onnxtest.Input{{Name: "x", Dims: []string{"n", "m"}}, {Name: "s", Elem: "int64", Dims: []string{"4"}}}, "x", "s"),
+			[]berth.Tensor{ones(f32s("x", 2, 2)), ints("s", 0, 0, 0, 1)}, []berth.Tensor{f32s("x", 0, 1), ints("s", 0, 0, 0, 1<<33)}, []int64{0, 1<<33 + 1}, 0},
+		{"resize to nothing along a long axis", resizeModel, []berth.Tensor{ones(f32s("x", 1, 1, 2, 2)), f32s("roi", 0), f32s("scales", 0), ints("s", 1, 1, 4, 4)},
+			[]berth.Tensor{f32s("x", 1, 1, 2, 2), f32s("roi", 0), f32s("scales", 0), ints("s", 0, 1<<31, 1, 0)}, []int64{0, 1 << 31, 1, 0}, 0},
 		{"outer of nothing", outerModel, []berth.Tensor{ones(f32s("x", 4))}, []berth.Tensor{f32s("x", 0)}, []int64{0, 0}, 0},
 	}
 	for _, c := range cases {
