@@ -309,3 +309,107 @@ func FuzzOpenValues(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOpenDims compiles small models with open shapes with Options.Dims
+// and Options.MaxDims the fuzzer picks (negative, zero, past any memory,
+// of symbols the model lacks) and runs them at sizes it picks: anything
+// may fail, nothing may panic or allocate more than the memory limit
+// allows, and a run that succeeds keeps every symbol at its fixed size
+// and within its bound.
+func FuzzOpenDims(f *testing.F) {
+	f.Add(uint8(0), uint8(0), int64(3), int64(4), int64(3), int64(3))
+	f.Add(uint8(1), uint8(1), int64(0), int64(0), int64(0), int64(0))
+	f.Add(uint8(2), uint8(2), int64(-1), int64(1<<40), int64(5), int64(2))
+	f.Add(uint8(3), uint8(3), int64(1<<40), int64(math.MaxInt64), int64(7), int64(7))
+	f.Add(uint8(4), uint8(5), int64(2), int64(1<<20), int64(2), int64(9))
+	models := []onnxtest.Graph{addModel, addNMModel, outerModel, reshapeModel, nonzeroComputed, seqAdd, shapeScaled}
+	f.Fuzz(func(t *testing.T, which, flags uint8, dim, bound, a, b int64) {
+		watchdog := time.AfterFunc(20*time.Second, func() { panic("FuzzOpenDims: one input ran for 20 s") })
+		defer watchdog.Stop()
+		m, err := berth.LoadBytes(models[int(which)%len(models)].Bytes(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		syms := append(m.Symbols(), "absent")
+		const limit = 64 << 20
+		opts := berth.Options{Threads: 1, MemoryLimit: limit}
+		if flags&1 != 0 {
+			opts.Dims = map[string]int64{syms[int(flags>>2)%len(syms)]: dim}
+		}
+		if flags&2 != 0 {
+			opts.MaxDims = map[string]int64{syms[int(flags>>4)%len(syms)]: bound}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		defer func() {
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 4*limit {
+				t.Errorf("allocated %d MiB under a limit of %d MiB", grew>>20, limit>>20)
+			}
+		}()
+		exe, err := berth.Compile(m, berth.CPU, opts)
+		if err != nil {
+			return
+		}
+		defer exe.Close()
+		s, err := exe.NewSession()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		// The first symbol takes size a, every other b; an int64 input
+		// holds small values.
+		size := map[string]int64{}
+		for i, sym := range m.Symbols() {
+			size[sym] = b
+			if i == 0 {
+				size[sym] = a
+			}
+		}
+		var inputs []berth.Tensor
+		for _, in := range m.Inputs() {
+			shape := slices.Clone(in.Shape)
+			for i, d := range shape {
+				if d < 0 {
+					shape[i] = size[in.Symbols[i]]
+				}
+			}
+			name := in.Name
+			if in.Sequence {
+				name += "[0]"
+			}
+			tn := zeros(name, in.DType, shape...)
+			if in.DType == berth.Int64 {
+				for i := 0; i+8 <= len(tn.Data); i += 8 {
+					tn.Data[i] = byte(i/8%3 + 1)
+				}
+			}
+			inputs = append(inputs, tn)
+		}
+		if _, err := s.Run(context.Background(), inputs...); err != nil {
+			return
+		}
+		for sym, n := range opts.Dims {
+			if v, ok := size[sym]; ok && v != n && symbolFed(m, sym) {
+				t.Errorf("%s is fixed at %d, a run with %s = %d succeeded", sym, n, sym, v)
+			}
+		}
+		for sym, n := range opts.MaxDims {
+			if v, ok := size[sym]; ok && v > n && symbolFed(m, sym) {
+				t.Errorf("%s is bound by %d, a run with %s = %d succeeded", sym, n, sym, v)
+			}
+		}
+	})
+}
+
+// symbolFed reports whether a tensor input of m (not a sequence, whose
+// elements' symbols bind nothing) has a dimension named sym.
+func symbolFed(m *berth.Model, sym string) bool {
+	for _, in := range m.Inputs() {
+		if !in.Sequence && slices.Contains(in.Symbols, sym) {
+			return true
+		}
+	}
+	return false
+}
