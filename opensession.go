@@ -499,6 +499,16 @@ func (ss *openSession) countError(inputs []Tensor) error {
 	case len(missing) > 0:
 		return fmt.Errorf("missing input(s) %q: the model takes %q", missing, want)
 	}
+	for j, in := range inputs {
+		if inputNamed(inputs[:j], in.Name, -1) >= 0 {
+			return fmt.Errorf("input %q is given twice", in.Name)
+		}
+		for _, v := range sig.Inputs {
+			if k, ok := elementIndex(in.Name, v.Name); ok && v.Kind == onnx.SequenceValue && k > 0 && inputNamed(inputs, v.Name, k-1) < 0 {
+				return fmt.Errorf("input %q: sequence %q has no element %d (its elements are numbered from 0 without gaps)", in.Name, v.Name, k-1)
+			}
+		}
+	}
 	return fmt.Errorf("the model takes %d input(s) %q, got %d", len(want), want, len(inputs))
 }
 

@@ -25,12 +25,18 @@ func (s Shape) Elements() int64 {
 }
 
 // Validate checks that every dimension is non-negative and that the element
-// count stays within MaxElements without overflow.
+// count stays within MaxElements without overflow. Every dimension is
+// bounded by MaxElements too, that of an empty tensor included, so that
+// arithmetic over the dimensions (strides, a kernel's tables along an
+// axis) stays within int64.
 func (s Shape) Validate() error {
 	n := int64(1)
 	for i, d := range s {
 		if d < 0 {
 			return fmt.Errorf("dimension %d is negative (%d)", i, d)
+		}
+		if d > MaxElements {
+			return fmt.Errorf("dimension %d is %d, more than %d elements", i, d, int64(MaxElements))
 		}
 		if d != 0 && n > MaxElements/d {
 			return fmt.Errorf("shape %v has more than %d elements", s, int64(MaxElements))

@@ -186,6 +186,9 @@ func buildTile(c *bctx) (Kernel, int64, error) {
 	maps := make([][]int32, r)
 	for i := range maps {
 		n := int(x.Shape[i])
+		if n > math.MaxInt32 {
+			return nil, 0, c.errorf("input %v is too long along axis %d to index with 32 bits", x.Shape, i)
+		}
 		if int64(n)*reps[i] != y.Shape[i] {
 			return nil, 0, c.errorf("output %v is not input %v repeated %v times", y.Shape, x.Shape, reps)
 		}
@@ -194,12 +197,16 @@ func buildTile(c *bctx) (Kernel, int64, error) {
 			maps[i][o] = int32(o % n)
 		}
 	}
-	return newIndexMap(x, y, maps), 0, nil
+	k, err := newIndexMap(c, x, y, maps)
+	return k, 0, err
 }
 
 // newIndexMap builds a gather whose output index along each axis reads a
 // fixed input index (the Pad machinery without padding).
-func newIndexMap(x, y *ir.Tensor, maps [][]int32) *padKernel {
+func newIndexMap(c *bctx, x, y *ir.Tensor, maps [][]int32) (*padKernel, error) {
+	if r := y.Shape.Rank(); r > maxIndexRank {
+		return nil, c.errorf("rank %d is above the %d this kernel indexes", r, maxIndexRank)
+	}
 	k := &padKernel{esize: x.DType.Size(), dims: ints(y.Shape), ins: rowStrides(ints(x.Shape)), maps: maps}
 	r := len(k.dims)
 	k.inner, k.rows = 1, 1
@@ -209,7 +216,7 @@ func newIndexMap(x, y *ir.Tensor, maps [][]int32) *padKernel {
 	if y.Shape.Elements() == 0 {
 		k.rows = 0
 	}
-	return k
+	return k, nil
 }
 
 // buildDepthToSpace and buildSpaceToDepth are a reshape, a transpose and a

@@ -166,6 +166,12 @@ func BuildWith(g *ir.Graph, n *ir.Node, opts BuildOptions) (k Kernel, scratch in
 	if len(n.Outputs) == 0 || n.Outputs[0] == ir.NoTensor && !optionalFirstOutput[n.Op] {
 		return nil, 0, c.errorf("node has no output")
 	}
+	if writesNothing(g, n) {
+		// Nothing to compute, and nothing to build: the tables some
+		// kernels build per output position along an axis could be as
+		// long as a dimension of an empty tensor ([0, 2³³]).
+		return nothing{}, 0, nil
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			k, scratch, err = nil, 0, c.errorf("internal error while compiling: %v", p)
@@ -177,6 +183,22 @@ func BuildWith(g *ir.Graph, n *ir.Node, opts BuildOptions) (k Kernel, scratch in
 	}
 	return k, scratch, err
 }
+
+// writesNothing reports whether every output n has is empty (holds no
+// element).
+func writesNothing(g *ir.Graph, n *ir.Node) bool {
+	for _, id := range n.Outputs {
+		if id != ir.NoTensor && g.Tensor(id).Shape.Elements() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// nothing is the kernel of a node whose outputs are all empty.
+type nothing struct{}
+
+func (nothing) Run(*Workers, [][]byte, [][]byte, []byte) {}
 
 // optionalFirstOutput lists the operators whose first output a model may
 // omit (asking only for the final states of a recurrent layer).

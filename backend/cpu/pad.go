@@ -3,6 +3,7 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/berth-ml/berth/ir"
 )
@@ -31,6 +32,14 @@ func buildPad(c *bctx) (Kernel, int64, error) {
 	}
 	r := x.Shape.Rank()
 	at := c.attrs()
+	if r > maxIndexRank {
+		return nil, 0, c.errorf("rank %d is above the %d this kernel indexes", r, maxIndexRank)
+	}
+	for i, n := range x.Shape {
+		if n > math.MaxInt32 {
+			return nil, 0, c.errorf("input %v is too long along axis %d to index with 32 bits", x.Shape, i)
+		}
+	}
 	maps, err := ir.PadMaps(c.g, c.n)
 	if err != nil {
 		return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
@@ -86,12 +95,13 @@ func (k *padKernel) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
 	}
 }
 
+// maxIndexRank is the highest rank a padKernel takes (its index lives
+// on the stack).
+const maxIndexRank = 64
+
 func padRows[T any](k *padKernel, x, y []T, v T, lo, hi int) {
 	r := len(k.dims)
-	var idx [64]int
-	if r > len(idx) {
-		return
-	}
+	var idx [maxIndexRank]int
 	rem := lo
 	for i := r - 2; i >= 0; i-- {
 		idx[i] = rem % k.dims[i]

@@ -46,7 +46,10 @@ func buildResize(c *bctx) (Kernel, int64, error) {
 				}
 			}
 		}
-		k := newIndexMap(x, y, maps)
+		k, err := newIndexMap(c, x, y, maps)
+		if err != nil {
+			return nil, 0, err
+		}
 		k.value = ir.EncodeFloat(float64(rs.Extrapolation), x.DType)
 		return k, 0, nil
 	}

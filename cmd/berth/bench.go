@@ -6,15 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/berth-ml/berth"
 	"github.com/berth-ml/berth/arena"
+	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -276,9 +279,14 @@ func stats(ms []float64) (median, lo, p90, mean float64) {
 // An open dimension takes the size sizes gives its symbol (--dim, else
 // --max-dim); without one there is nothing to make up, and the error
 // says which flag would give it.
+//
+// Nothing is allocated for inputs that together, with the float32 values
+// of the floating-point ones, would need more than the machine's memory
+// (the memory limit compiling defaults to): an executable whose plans
+// follow from input values has no plan to check before its inputs come.
 func syntheticInputs(want []berth.TensorInfo, sizes map[string]int64) ([]berth.Tensor, error) {
-	r := rand.New(rand.NewPCG(1, 2))
-	out := make([]berth.Tensor, len(want))
+	shapes := make([]ir.Shape, len(want))
+	var need int64
 	for i, w := range want {
 		if w.Sequence || w.Shape == nil {
 			return nil, fmt.Errorf("input %q is %s: give it with --input", w.Name, describe(w))
@@ -298,10 +306,24 @@ func syntheticInputs(want []berth.TensorInfo, sizes map[string]int64) ([]berth.T
 			}
 			shape[k] = n
 		}
-		w.Shape = shape
 		if err := shape.Validate(); err != nil {
 			return nil, fmt.Errorf("input %q: %w", w.Name, err)
 		}
+		shapes[i] = shape
+		// Each at most 2⁴⁰ elements of at most 16 bytes: no overflow.
+		need += shape.Bytes(w.DType)
+		if w.DType.IsFloat() {
+			need += 4 * shape.Elements()
+		}
+	}
+	if limit := device.HostMemory(); limit > 0 && need > limit {
+		return nil, fmt.Errorf("inputs made up at the sizes given (%s) would need %d bytes, more than the machine's %d: give smaller sizes or the inputs with --input", sizesString(sizes), need, limit)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	out := make([]berth.Tensor, len(want))
+	for i, w := range want {
+		shape := shapes[i]
+		w.Shape = shape
 		t := berth.Tensor{Name: w.Name, DType: w.DType, Shape: w.Shape, Data: make([]byte, shape.Bytes(w.DType))}
 		if w.DType.IsFloat() {
 			v := make([]float32, shape.Elements())
@@ -315,4 +337,13 @@ func syntheticInputs(want []berth.TensorInfo, sizes map[string]int64) ([]berth.T
 		out[i] = t
 	}
 	return out, nil
+}
+
+// sizesString prints symbol sizes as SYMBOL=N, sorted by symbol.
+func sizesString(sizes map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(sizes)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, sizes[k]))
+	}
+	return strings.Join(parts, " ")
 }

@@ -220,6 +220,13 @@ func Write(dir string) ([]Case, error) {
 	g.Initializer = []*onnxpb.TensorProto{i64("s", 1<<20, 1<<12, 2, 3)}
 	add("activation-bomb", model(13, "", g), "memory limit")
 	cases[len(cases)-1].Loads = true
+	// A Tile whose kernel would index every output position along an
+	// axis of 3·2³³: refused before the kernel builds its tables.
+	g = addGraph(f32("w", []int64{2, 3}, 6))
+	g.Node = []*onnxpb.NodeProto{node("Tile", []string{"x", "s"}, []string{"y"})}
+	g.Initializer = []*onnxpb.TensorProto{i64("s", 1, 1<<33)}
+	add("tile-bomb", model(13, "", g), "memory limit")
+	cases[len(cases)-1].Loads = true
 
 	// Run-time cases on the valid model.
 	ok := file("valid/model.onnx", valid)
