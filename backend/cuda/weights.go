@@ -85,13 +85,15 @@ func (w *WeightStore) Bytes() int64 {
 // must be closed before.
 func (w *WeightStore) Close() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
+		w.mu.Unlock()
 		return nil
 	}
 	w.closed = true
 	blocks := w.blocks
-	w.blocks = nil
+	w.blocks, w.bytes = nil, 0
+	// Not under the lock: place runs on the owner thread with it held.
+	w.mu.Unlock()
 	if len(blocks) == 0 {
 		return nil
 	}
