@@ -764,11 +764,13 @@ def gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-def rope(x, base, neox):
-    """x: [T, heads, d]; position t rotates pair i by t·base^(-2i/d). ggml's
-    normal mode pairs (x[2i], x[2i+1]); NeoX mode pairs (x[i], x[i+d/2])."""
+def rope(x, base, neox, pos0=0):
+    """x: [T, heads, d] at positions pos0…; position p rotates pair i by
+    p·base^(-2i/d). ggml's normal mode pairs (x[2i], x[2i+1]); NeoX mode
+    pairs (x[i], x[i+d/2])."""
     T, _, d = x.shape
-    theta = np.arange(T, dtype=np.float64)[:, None] * base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    theta = np.arange(pos0, pos0 + T, dtype=np.float64)[:, None] * \
+        base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
     cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
     if neox:
         a, b = x[..., :d // 2], x[..., d // 2:]
@@ -781,27 +783,32 @@ def rope(x, base, neox):
 
 
 def attention(q, k, v, n_head, n_head_kv):
-    """Causal attention; query head h reads key/value head h // (n_head/n_head_kv)."""
+    """Causal attention of the last len(q) positions of k and v; query head
+    h reads key/value head h // (n_head/n_head_kv)."""
     T, _, d = q.shape
+    S = k.shape[0]
     rep = n_head // n_head_kv
     k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
     s = np.einsum("thd,shd->hts", q, k) / math.sqrt(d)
-    s = s + np.triu(np.full((T, T), -np.inf), 1)
+    s = s + np.triu(np.full((T, S), -np.inf), S - T + 1)
     s = np.exp(s - s.max(-1, keepdims=True))
     s /= s.sum(-1, keepdims=True)
     return np.einsum("hts,shd->thd", s, v).reshape(T, -1)
 
 
-def forward_gguf(model, get, tokens):
+def forward_gguf(model, get, tokens, cache=None):
     """The logits of every position, in float64, as llama.cpp's graph for
     the architecture computes them; get(name) gives a weight dequantised
-    from the file, in NumPy's [out, in] order."""
+    from the file, in NumPy's [out, in] order. With a cache (a list, empty
+    at first) the tokens follow those already in it, whose keys and values
+    it keeps per layer."""
     m = model
     W = lambda n: get(n).astype(np.float64)  # noqa: E731
     T = len(tokens)
+    p0 = cache[0][0].shape[0] if cache else 0
     x = W("token_embd.weight")[tokens]
     if m.arch == "gpt2":
-        x = x + W("position_embd.weight")[:T]
+        x = x + W("position_embd.weight")[p0:p0 + T]
     for i in range(m.n_layer):
         p = f"blk.{i}."
         if m.arch == "gpt2":
@@ -817,7 +824,12 @@ def forward_gguf(model, get, tokens):
         k = k.reshape(T, m.n_head_kv, m.head_dim)
         v = v.reshape(T, m.n_head_kv, m.head_dim)
         if m.arch != "gpt2":
-            q, k = rope(q, m.rope_base, m.arch == "qwen2"), rope(k, m.rope_base, m.arch == "qwen2")
+            q, k = rope(q, m.rope_base, m.arch == "qwen2", p0), rope(k, m.rope_base, m.arch == "qwen2", p0)
+        if cache is not None:
+            if len(cache) <= i:
+                cache.append((k[:0], v[:0]))
+            k, v = np.concatenate([cache[i][0], k]), np.concatenate([cache[i][1], v])
+            cache[i] = (k, v)
         o = attention(q, k, v, m.n_head, m.n_head_kv) @ W(p + "attn_output.weight").T
         if m.arch == "gpt2":
             o = o + W(p + "attn_output.bias")
@@ -883,6 +895,18 @@ def forward_hf(model, weights, tokens):
     x = norm(x, W["model.norm.weight"])
     head = W["model.embed_tokens.weight"] if m.tied else W["lm_head.weight"]
     return (x @ head.T).numpy()
+
+
+def run_cached(forward, prompt, steps):
+    """run_reference's results with a KV cache: one token a step."""
+    cache = []
+    prefill = forward(prompt, cache)
+    greedy, decode = [int(np.argmax(prefill[-1]))], []
+    for k in range(steps):
+        decode.append(forward(greedy[-1:], cache)[-1])
+        if k < steps - 1:
+            greedy.append(int(np.argmax(decode[-1])))
+    return prefill, np.array(decode), greedy
 
 
 def run_reference(forward, prompt, steps):
@@ -974,17 +998,25 @@ def make_gguf(model, ftype, out, stem, prompt, steps, log):
     r = GGUFReader(path)
     assert [i[0] for i in r.infos] == [t[0] for t in tensors]
     assert r.data_offset == data_offset
-    cache = {}
+    large = model.n_vocab * model.dim > 1 << 24
+    weights = {}
 
     def get(name):
-        if name not in cache:
+        if name not in weights:
             w = r.weight(name)
-            if model.n_vocab * model.dim > 1 << 24:  # a large model: dequantise per use
+            if large:  # dequantised again at each use
                 return w
-            cache[name] = w
-        return cache[name]
+            weights[name] = w
+        return weights[name]
 
-    prefill, decode, greedy = run_reference(lambda toks: forward_gguf(model, get, toks), prompt, steps)
+    forward = lambda toks, cache=None: forward_gguf(model, get, toks, cache)  # noqa: E731
+    if large:
+        # Each run of a large model takes minutes here: one token a step.
+        prefill, decode, greedy = run_cached(forward, prompt, steps)
+    else:
+        prefill, decode, greedy = run_reference(forward, prompt, steps)
+        p2, d2, g2 = run_cached(forward, prompt, steps)
+        assert g2 == greedy and rel_l2(p2, prefill) < 1e-12 and rel_l2(d2, decode) < 1e-12, stem
     ref = save_reference(out, stem, prompt, prefill, decode, greedy)
     log(f"{stem}.gguf: {os.path.getsize(path)} bytes, greedy {greedy}, "
         f"top-2 margin {ref['prefill_min_top2_margin']:.3g}")
