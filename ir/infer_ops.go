@@ -214,19 +214,7 @@ func inferConvTranspose(g *Graph, n *Node) ([]Type, error) {
 		return nil, fmt.Errorf("input %v and weight %v must have the same rank, at least 3", x.Shape, w.Shape)
 	}
 	at := n.Attrs
-	get := func(name string, def int64) ([]int64, error) {
-		v := at.Ints(name, nil)
-		if v == nil {
-			v = make([]int64, r)
-			for i := range v {
-				v[i] = def
-			}
-		}
-		if len(v) != r {
-			return nil, fmt.Errorf("attribute %s has %d values, want %d", name, len(v), r)
-		}
-		return v, nil
-	}
+	get := func(name string, def int64) ([]int64, error) { return spatialInts(at, name, r, def) }
 	strides, err := get("strides", 1)
 	if err != nil {
 		return nil, err
@@ -413,4 +401,20 @@ func inferResize(g *Graph, n *Node) ([]Type, error) {
 		return nil, err
 	}
 	return same(x.DType, geo.Out), nil
+}
+
+// spatialInts is the attribute name of a node over r spatial axes (strides,
+// dilations): r values, each def where the attribute is absent.
+func spatialInts(at Attrs, name string, r int, def int64) ([]int64, error) {
+	v := at.Ints(name, nil)
+	if v == nil {
+		v = make([]int64, r)
+		for i := range v {
+			v[i] = def
+		}
+	}
+	if len(v) != r {
+		return nil, fmt.Errorf("attribute %s has %d values, want %d", name, len(v), r)
+	}
+	return v, nil
 }

@@ -374,19 +374,7 @@ func TransposeWindow(g *Graph, n *Node) (*Window, error) {
 		return nil, fmt.Errorf("input %v, weight %v and output %v must have the same rank, at least 3", x.Shape, w.Shape, y.Shape)
 	}
 	at := n.Attrs
-	get := func(name string, def int64) ([]int64, error) {
-		v := at.Ints(name, nil)
-		if v == nil {
-			v = make([]int64, r)
-			for i := range v {
-				v[i] = def
-			}
-		}
-		if len(v) != r {
-			return nil, fmt.Errorf("attribute %s has %d values, want %d", name, len(v), r)
-		}
-		return v, nil
-	}
+	get := func(name string, def int64) ([]int64, error) { return spatialInts(at, name, r, def) }
 	win := &Window{Kernel: w.Shape[2:].Clone(), Out: y.Shape[2:].Clone(), Pads: make([]int64, 2*r)}
 	if win.Strides, err = get("strides", 1); err != nil {
 		return nil, err

@@ -723,6 +723,28 @@ func buildSplit(c *bctx) error {
 	return nil
 }
 
+// gatherTypes checks the types of a gather's data x and indices ind: it
+// returns the indices' type as the kernels name it (i64, i32) and the
+// data's element size (1, 2, 4 or 8 bytes).
+func (c *bctx) gatherTypes(x, ind *ir.Tensor) (string, int, error) {
+	var is string
+	switch ind.DType {
+	case ir.Int64:
+		is = "i64"
+	case ir.Int32:
+		is = "i32"
+	default:
+		return "", 0, c.errorf("indices of type %s are not supported by the CUDA backend", ind.DType)
+	}
+	size := x.DType.Size()
+	switch size {
+	case 1, 2, 4, 8:
+	default:
+		return "", 0, c.unsupported(x.DType)
+	}
+	return is, size, nil
+}
+
 func buildGather(c *bctx) error {
 	if err := c.need(2); err != nil {
 		return err
@@ -732,20 +754,9 @@ func buildGather(c *bctx) error {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	var is string
-	switch ind.DType {
-	case ir.Int64:
-		is = "i64"
-	case ir.Int32:
-		is = "i32"
-	default:
-		return c.errorf("indices of type %s are not supported by the CUDA backend", ind.DType)
-	}
-	size := x.DType.Size()
-	switch size {
-	case 1, 2, 4, 8:
-	default:
-		return c.unsupported(x.DType)
+	is, size, err := c.gatherTypes(x, ind)
+	if err != nil {
+		return err
 	}
 	outer, dim, inner := prod(x.Shape[:axis]), x.Shape[axis], prod(x.Shape[axis+1:])
 	nidx := ind.Shape.Elements()

@@ -213,20 +213,9 @@ func buildGatherND(c *bctx) error {
 		return err
 	}
 	x, ind, y := c.in(0), c.in(1), c.out(0)
-	var is string
-	switch ind.DType {
-	case ir.Int64:
-		is = "i64"
-	case ir.Int32:
-		is = "i32"
-	default:
-		return c.errorf("indices of type %s are not supported by the CUDA backend", ind.DType)
-	}
-	size := x.DType.Size()
-	switch size {
-	case 1, 2, 4, 8:
-	default:
-		return c.unsupported(x.DType)
+	is, size, err := c.gatherTypes(x, ind)
+	if err != nil {
+		return err
 	}
 	b := c.n.Attrs.Int("batch_dims", 0)
 	r := int64(ind.Shape.Rank())

@@ -3,7 +3,6 @@ package gguf
 import (
 	"encoding/binary"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -18,27 +17,7 @@ import (
 // tensor's type, shape, offset and bytes, and a dequantisation equal, bit
 // for bit, to the one the reference logits were computed from.
 func TestLanguageModels(t *testing.T) {
-	dirs := []string{llmtest.Dir()}
-	if d := os.Getenv(llmtest.EnvLarge); d != "" {
-		dirs = append(dirs, d)
-	}
-	n := 0
-	for _, dir := range dirs {
-		m, err := llmtest.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, model := range m.Models {
-			if model.Format != "gguf" {
-				continue
-			}
-			n++
-			t.Run(model.Name, func(t *testing.T) { checkLanguageModel(t, m.Path(model), model) })
-		}
-	}
-	if n == 0 {
-		t.Fatal("no GGUF models in the manifest")
-	}
+	llmtest.Each(t, "gguf", checkLanguageModel)
 }
 
 func checkLanguageModel(t *testing.T, path string, want *llmtest.Model) {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,27 +16,7 @@ import (
 // script wrote them: config.json, the shards, and every tensor's dtype,
 // shape, file and bytes.
 func TestLanguageModels(t *testing.T) {
-	dirs := []string{llmtest.Dir()}
-	if d := os.Getenv(llmtest.EnvLarge); d != "" {
-		dirs = append(dirs, d)
-	}
-	n := 0
-	for _, dir := range dirs {
-		m, err := llmtest.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, model := range m.Models {
-			if model.Format != "safetensors" {
-				continue
-			}
-			n++
-			t.Run(model.Name, func(t *testing.T) { checkLanguageModel(t, m.Path(model), model) })
-		}
-	}
-	if n == 0 {
-		t.Fatal("no safetensors models in the manifest")
-	}
+	llmtest.Each(t, "safetensors", checkLanguageModel)
 }
 
 func checkLanguageModel(t *testing.T, dir string, want *llmtest.Model) {
