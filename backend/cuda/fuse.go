@@ -727,7 +727,7 @@ func channelCode(shape []int64, ov, prefix, ity string) *indexCode {
 func (c *indexCode) div(x, name string, v int64, ity string) string {
 	if ity == "u64" {
 		c.decls = append(c.decls, "const u64 "+name)
-		c.args = append(c.args, i64(v))
+		c.args = append(c.args, i64(max(v, 1)))
 		return fmt.Sprintf("(%s / %s)", x, name)
 	}
 	c.decls = append(c.decls, "const fdiv "+name)
@@ -739,7 +739,7 @@ func (c *indexCode) div(x, name string, v int64, ity string) string {
 func (c *indexCode) mod(x, name string, v int64, ity string) string {
 	if ity == "u64" {
 		c.decls = append(c.decls, "const u64 "+name)
-		c.args = append(c.args, i64(v))
+		c.args = append(c.args, i64(max(v, 1)))
 		return fmt.Sprintf("(%s %% %s)", x, name)
 	}
 	c.decls = append(c.decls, "const fdiv "+name)
@@ -767,6 +767,8 @@ func sizeArg(v int64, ity string) arg {
 // every n < 2³¹, where 2ˢ is the least power of two ≥ d and
 // m = ⌊2³²·(2ˢ − d) / d⌋ + 1.
 func fastDivisor(d uint32) arg {
+	// A tensor with no elements has strides of 0; its kernel never runs.
+	d = max(d, 1)
 	m, s := divisorMagic(d)
 	return words([]uint64{uint64(d) | uint64(m)<<32, uint64(s)})
 }

@@ -275,6 +275,19 @@ func TestFusedKernelText(t *testing.T) {
 
 func fastDivisorMagic(d uint32) uint32 { m, _ := divisorMagic(d); return m }
 
+// TestFusedKernelEmpty: a group over a tensor with no elements generates
+// a kernel (never launched) rather than dividing by its zero strides.
+func TestFusedKernelEmpty(t *testing.T) {
+	g := newTG(17)
+	// [2,1,1] broadcast over [2,0,3]: the outer axis's stride is 0.
+	g.node("Add", nil, 1, g.input(ir.Float32, 2, 0, 3), g.constant(ir.Float32, 2, 1, 1))
+	g.node("Relu", nil, 1, g.g.Outputs[0])
+	fz := analyzeFusion(g.g, true, nil, nil)
+	if _, err := fz.kernel(g.g, []int{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFastDivide checks the divisors of generated kernels against Go's
 // division, at the edges of the range they serve (n, d < 2³¹).
 func TestFastDivide(t *testing.T) {
