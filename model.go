@@ -1,6 +1,7 @@
 package berth
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -49,7 +50,12 @@ func Load(path string) (*Model, error) {
 		}
 		return nil, err
 	}
-	m, err := load(f.Bytes(), path, parsedOnce(func() (*onnx.Parsed, error) { return onnx.ParseMapped(f) }))
+	var m *Model
+	if bytes.HasPrefix(f.Bytes(), []byte(ggufMagic)) {
+		m, err = loadGGUF(f, path)
+	} else {
+		m, err = load(f.Bytes(), path, parsedOnce(func() (*onnx.Parsed, error) { return onnx.ParseMapped(f) }))
+	}
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -16,13 +16,17 @@ var trainingGroups = map[string]int{"Adagrad": 3, "Momentum": 3, "Adam": 4}
 func TrainingOp(op string) bool { _, ok := trainingGroups[op]; return ok }
 
 // DomainOK reports whether berth knows op in the given domain: every
-// default-domain op with a shape rule, and the optimizers of TrainingDomain
-// (which are not ops of the default domain).
+// default-domain op with a shape rule, the optimizers of TrainingDomain
+// and berth's own operators of BerthDomain (neither of which are ops of
+// the default domain).
 func DomainOK(domain, op string) bool {
-	if domain == TrainingDomain {
+	switch domain {
+	case TrainingDomain:
 		return TrainingOp(op)
+	case BerthDomain:
+		return BerthOp(op)
 	}
-	return (domain == "" || domain == "ai.onnx") && !TrainingOp(op)
+	return (domain == "" || domain == "ai.onnx") && !TrainingOp(op) && !BerthOp(op)
 }
 
 // TrainingTensors returns how many optimized tensors a training node

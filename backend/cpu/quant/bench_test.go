@@ -27,7 +27,7 @@ func BenchmarkGEMV(b *testing.B) {
 				im := implOf(typ, path)
 				scratch := make([]byte, 64+actStride(im.kind, k))
 				gemv := func(w []byte) {
-					p, err := prepare(y, x, 1, k, w, n, typ, scratch, im)
+					p, err := prepare(y, x, 1, k, w, n, typ, scratch, im, true)
 					if err != nil {
 						b.Fatal(err)
 					}

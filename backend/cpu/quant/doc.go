@@ -5,13 +5,14 @@
 // MatMul computes y[m,n] = x[m,k]·Wᵀ, where W is n rows of k values
 // stored row after row in ggml blocks (as a GGUF file holds a linear
 // layer's weight): Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K,
-// and F16 and BF16. As in llama.cpp, each row of x is first quantised,
+// and F16, BF16 and F32 (the last in Go only). As in llama.cpp, each row of x is first quantised,
 // once per call, to the form ggml pairs with the weight type: Q8_0 for
 // the types of 32-value blocks, Q8_K for the K-quants (see
 // activations.go; the values are ggml's own). A product of two rows is
 // then a sum of block products in integers (8-bit by 8-bit into 32-bit
 // sums), each scaled by the two blocks' scales in float32. F16 and BF16
-// weights are widened to float32 on the fly and multiply x as it is.
+// weights are widened to float32 on the fly and multiply x as it is, as
+// F32 weights do.
 //
 // The result is that of the dequantised weights (ggml's Dequantize) by the
 // quantised activations, up to float32 rounding: within about 1e-7 of

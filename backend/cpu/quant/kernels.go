@@ -19,6 +19,7 @@ var goImpls = [ggml.TypeCount]impl{
 	ggml.Q4_K: {kindQ8_K, dotQ4_KGo, "go"},
 	ggml.Q5_K: {kindQ8_K, dotQ5_KGo, "go"},
 	ggml.Q6_K: {kindQ8_K, dotQ6_KGo, "go"},
+	ggml.F32:  {kindFloat, dotF32Go, "go"},
 	ggml.F16:  {kindFloat, dotF16Go, "go"},
 	ggml.BF16: {kindFloat, dotBF16Go, "go"},
 }

@@ -67,11 +67,24 @@ func Prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	if !Supports(t) {
 		return Product{}, fmt.Errorf("quant: no product with %s weights", t)
 	}
-	return prepare(y, x, m, k, w, n, t, scratch, impls[t])
+	return prepare(y, x, m, k, w, n, t, scratch, impls[t], true)
 }
 
-// prepare is Prepare with the kernel im.
-func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []byte, im impl) (Product, error) {
+// Prepared is Prepare for activation rows that scratch already holds,
+// quantised by a Prepare of the same operands: it checks them and
+// quantises nothing, so that the goroutines that share out a product's
+// weight rows can each take it. It does not allocate, except for the
+// error.
+func Prepared(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []byte) (Product, error) {
+	if !Supports(t) {
+		return Product{}, fmt.Errorf("quant: no product with %s weights", t)
+	}
+	return prepare(y, x, m, k, w, n, t, scratch, impls[t], false)
+}
+
+// prepare is Prepare with the kernel im, quantising the activations only
+// where quantise says so.
+func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []byte, im impl, quantise bool) (Product, error) {
 	if m < 0 || k < 0 || n < 0 {
 		return Product{}, fmt.Errorf("quant: negative size %d×%d·(%d×%d)ᵀ", m, k, n, k)
 	}
@@ -98,6 +111,9 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(scratch))) & 63)
 	p.act = scratch[off : off+m*p.aRow]
 	for i := range m {
+		if !quantise {
+			break
+		}
 		a := p.act[i*p.aRow : (i+1)*p.aRow]
 		xi := x[i*k : (i+1)*k]
 		switch im.kind {

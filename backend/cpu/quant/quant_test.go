@@ -16,7 +16,7 @@ import (
 )
 
 // types are the weight types the tests cover: every one MatMul takes.
-var types = []ggml.Type{ggml.Q8_0, ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K, ggml.F16, ggml.BF16}
+var types = []ggml.Type{ggml.Q8_0, ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K, ggml.F16, ggml.BF16, ggml.F32}
 
 func TestSupports(t *testing.T) {
 	for typ := range ggml.TypeCount + 1 {
@@ -28,7 +28,7 @@ func TestSupports(t *testing.T) {
 		if want != (len(p) > 0) || want && p[len(p)-1] != "go" {
 			t.Errorf("Paths(%s) = %v, want the Go kernel last", typ, p)
 		}
-		if want != (ScratchBytes(typ, 1, 256) > 0) && typ != ggml.F16 && typ != ggml.BF16 {
+		if want != (ScratchBytes(typ, 1, 256) > 0) && typ != ggml.F16 && typ != ggml.BF16 && typ != ggml.F32 {
 			t.Errorf("ScratchBytes(%s, 1, 256) = %d", typ, ScratchBytes(typ, 1, 256))
 		}
 	}
@@ -64,6 +64,8 @@ func randomWeights(r *rand.Rand, t ggml.Type, n, k int) []byte {
 			f16(b, v)
 		case ggml.BF16:
 			binary.LittleEndian.PutUint16(b, dtype.BF16FromF32(float32(r.NormFloat64())))
+		case ggml.F32:
+			binary.LittleEndian.PutUint32(b, math.Float32bits(float32(r.NormFloat64())))
 		}
 	}
 	return w
@@ -102,7 +104,7 @@ func run(t *testing.T, typ ggml.Type, path string, x []float32, m, k int, w []by
 	y := make([]float32, m*n)
 	im := implOf(typ, path)
 	scratch := make([]byte, 64+m*actStride(im.kind, k))
-	p, err := prepare(y, x, m, k, w, n, typ, scratch, im)
+	p, err := prepare(y, x, m, k, w, n, typ, scratch, im, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,4 +551,39 @@ func TestGODEBUG(t *testing.T) {
 		}
 	}
 	t.Logf("kernels: %v", Paths(ggml.Q4_0))
+}
+
+// TestPrepared: a product taken with Prepared over activations an earlier
+// Prepare quantised, its weight rows computed in two shares, gives what
+// MatMul gives, bit for bit.
+func TestPrepared(t *testing.T) {
+	for _, typ := range types {
+		sh := shapes(typ)[len(shapes(typ))-1]
+		m, k, n := sh[0], sh[1], sh[2]
+		r := rand.New(rand.NewPCG(uint64(typ), 9))
+		w := randomWeights(r, typ, n, k)
+		x := randomX(r, m, k)
+		scratch := make([]byte, ScratchBytes(typ, m, k))
+		want := make([]float32, m*n)
+		if err := MatMul(want, x, m, k, w, n, typ, scratch); err != nil {
+			t.Fatal(err)
+		}
+		clear(scratch)
+		got := make([]float32, m*n)
+		if _, err := Prepare(got, x, m, k, w, n, typ, scratch); err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range [][2]int{{0, n / 2}, {n / 2, n}} {
+			p, err := Prepared(got, x, m, k, w, n, typ, scratch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Run(part[0], part[1])
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s m=%d k=%d n=%d: y[%d] = %g, want %g", typ, m, k, n, i, got[i], want[i])
+			}
+		}
+	}
 }

@@ -273,6 +273,24 @@ func dotQ6_KGo(w, a []byte, k int) float32 {
 	return acc
 }
 
+// dotF32Go is the product of float32 weights and activations, summed in
+// 32 lanes as the F16 kernels sum.
+func dotF32Go(w, a []byte, k int) float32 {
+	x, wf := f32s(a, k), f32s(w, k)
+	var acc [32]float32
+	k32 := k &^ 31
+	for e := 0; e < k32; e += 32 {
+		for l := range 32 {
+			acc[l] += wf[e+l] * x[e+l]
+		}
+	}
+	var t float32
+	for e := k32; e < k; e++ {
+		t += wf[e] * x[e]
+	}
+	return reduce32(&acc) + t
+}
+
 func dotF16Go(w, a []byte, k int) float32 {
 	x := f32s(a, k)
 	w = w[:2*k]

@@ -1,0 +1,129 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/berth-ml/berth/backend/cpu/quant"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/weights/ggml"
+)
+
+// Berth's packed operators (ir.BerthDomain): products and gathers of
+// weights in ggml's block formats, read in place from the bytes the file
+// holds.
+
+func init() {
+	builders["PackedMatMul"] = buildPackedMatMul
+	builders["PackedGather"] = buildPackedGather
+}
+
+// packedMatMulKernel is y[m,n] = x[m,k]·Wᵀ with W packed (quant.MatMul):
+// the activation rows are quantised once into the scratch, then the
+// workers share out the weight rows, 16 at a time.
+type packedMatMulKernel struct {
+	format  ggml.Type
+	m, k, n int
+}
+
+func buildPackedMatMul(c *bctx) (Kernel, int64, error) {
+	if err := c.need(2); err != nil {
+		return nil, 0, err
+	}
+	x, w, y := c.in(0), c.in(1), c.out(0)
+	k := x.Shape[x.Shape.Rank()-1]
+	p, err := ir.PackedWeights(c.n, w, k)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	if !quant.Supports(p.Format) {
+		return nil, 0, c.errorf("no product with %s weights on the CPU", p.Format)
+	}
+	if k%p.Format.BlockSize() != 0 {
+		return nil, 0, c.errorf("rows of %d values are not whole %s blocks", k, p.Format)
+	}
+	m := x.Shape.Elements() / max(k, 1)
+	if y.DType != ir.Float32 || y.Shape.Elements() != m*p.Rows {
+		return nil, 0, c.errorf("output %s%v, want float32 of %d×%d", y.DType, y.Shape, m, p.Rows)
+	}
+	kr := &packedMatMulKernel{format: p.Format, m: int(m), k: int(k), n: int(p.Rows)}
+	return kr, int64(quant.ScratchBytes(p.Format, kr.m, kr.k)), nil
+}
+
+func (kr *packedMatMulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	y, x := f32s(out[0]), f32s(in[0])
+	if _, err := quant.Prepare(y, x, kr.m, kr.k, in[1], kr.n, kr.format, scratch); err != nil {
+		// Building checked every size: this is a bug, not bad input.
+		panic(fmt.Sprintf("PackedMatMul: %v", err))
+	}
+	groups := (kr.n + 15) / 16
+	w.forArgs(groups, w.parts(kr.m*kr.k*kr.n/64), kr, args{}, in, out, scratch)
+}
+
+// rangeArgs computes weight rows [16·lo, 16·hi) of every activation row.
+func (kr *packedMatMulKernel) rangeArgs(in, out [][]byte, scratch []byte, _ args, lo, hi int) {
+	p, err := quant.Prepared(f32s(out[0]), f32s(in[0]), kr.m, kr.k, in[1], kr.n, kr.format, scratch)
+	if err != nil {
+		panic(fmt.Sprintf("PackedMatMul: %v", err))
+	}
+	p.Run(16*lo, min(16*hi, kr.n))
+}
+
+// packedGatherKernel is y[i, :] = row ids[i] of a packed table,
+// dequantised (ggml.Dequantize).
+type packedGatherKernel struct {
+	format   ggml.Type
+	rows     int64
+	cols     int
+	rowBytes int
+	ids      ir.DType
+	n        int // ids
+}
+
+func buildPackedGather(c *bctx) (Kernel, int64, error) {
+	if err := c.need(2); err != nil {
+		return nil, 0, err
+	}
+	w, ids, y := c.in(0), c.in(1), c.out(0)
+	p, err := ir.PackedWeights(c.n, w, c.n.Attrs.Int("cols", -1))
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	if ids.DType != ir.Int64 && ids.DType != ir.Int32 {
+		return nil, 0, c.unsupported(ids.DType)
+	}
+	n := ids.Shape.Elements()
+	if y.DType != ir.Float32 || y.Shape.Elements() != n*p.Cols {
+		return nil, 0, c.errorf("output %s%v, want float32 of %d×%d", y.DType, y.Shape, n, p.Cols)
+	}
+	return &packedGatherKernel{format: p.Format, rows: p.Rows, cols: int(p.Cols), rowBytes: int(p.RowBytes), ids: ids.DType, n: int(n)}, 0, nil
+}
+
+func (kr *packedGatherKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	w.forArgs(kr.n, w.parts(kr.n*kr.cols), kr, args{}, in, out, scratch)
+}
+
+// rangeArgs dequantises the rows of ids [lo, hi); an id outside the table
+// (counted from the end where negative, as Gather does) gives zeros.
+func (kr *packedGatherKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
+	y := f32s(out[0])
+	for i := lo; i < hi; i++ {
+		var id int64
+		if kr.ids == ir.Int64 {
+			id = view[int64](in[1])[i]
+		} else {
+			id = int64(view[int32](in[1])[i])
+		}
+		if id < 0 {
+			id += kr.rows
+		}
+		dst := y[i*kr.cols : (i+1)*kr.cols]
+		if id < 0 || id >= kr.rows {
+			clear(dst)
+			continue
+		}
+		src := in[0][int(id)*kr.rowBytes : (int(id)+1)*kr.rowBytes]
+		if err := ggml.Dequantize(kr.format, dst, src); err != nil {
+			panic(fmt.Sprintf("PackedGather: %v", err))
+		}
+	}
+}

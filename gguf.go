@@ -1,0 +1,51 @@
+package berth
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/llm"
+	"github.com/berth-ml/berth/onnx"
+	"github.com/berth-ml/berth/weights/gguf"
+)
+
+// ggufMagic starts every GGUF file.
+const ggufMagic = "GGUF"
+
+// loadGGUF loads the decoder language model of the GGUF file f maps (see
+// package llm): a model with one input, tokens (int64[seq]), and one
+// output, logits (float32[seq, vocab]), whose open dimension seq is the
+// prompt's length. Each length is planned as any open model's shapes
+// are; its weights are read in place from the mapping.
+func loadGGUF(f *device.MappedFile, path string) (*Model, error) {
+	gf, err := gguf.Parse(f.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	cfg, err := llm.ConfigOf(gf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	seq := ir.Dim{Size: -1, Symbol: "seq"}
+	sig := &onnx.Signature{
+		Inputs:  []onnx.Value{{Name: "tokens", Kind: onnx.TensorValue, DType: ir.Int64, Shape: ir.DeclaredShape{seq}, Ranked: true}},
+		Outputs: []onnx.Value{{Name: "logits", Kind: onnx.TensorValue, DType: ir.Float32, Shape: ir.DeclaredShape{seq, {Size: cfg.Vocab}}, Ranked: true}},
+	}
+	imp := func(opts onnx.ImportOptions) (*onnx.Model, error) {
+		if opts.Open {
+			return nil, errors.New("a language model's graph is built for a prompt length")
+		}
+		shape := opts.InputShapes["tokens"]
+		if len(shape) != 1 {
+			return nil, fmt.Errorf("tokens: shape %v, want [seq]", shape)
+		}
+		g, err := llm.Graph(gf, cfg, shape[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return &onnx.Model{Graph: g, ProducerName: "berth llm (" + cfg.Arch + ")"}, nil
+	}
+	return openModelOf(f.Bytes(), sig, path, imp)
+}

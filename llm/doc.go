@@ -1,0 +1,19 @@
+// Package llm builds decoder-only language models from their weight files
+// into berth's IR: a model's graph is made from the file's metadata and
+// tensors, with no ONNX in between, and then planned, verified and run
+// like any other model.
+//
+// A GGUF file's architecture (general.architecture) says which graph:
+// "llama" (LLaMA 2 and 3, TinyLlama, Mistral: RMSNorm, rotary embeddings,
+// grouped-query attention, a SwiGLU feed-forward) and "qwen2" (the same
+// with biases on the query, key and value projections). Matrix weights
+// stay in the file's block formats and are read in place: products and
+// the embedding lookup are ir.BerthDomain operators (PackedMatMul,
+// PackedGather) over the mapped bytes, never a float32 copy.
+//
+// Graph builds the forward pass over a prompt of T tokens from position
+// 0: its input "tokens" (int64[T]) and its output "logits"
+// (float32[T, vocab]), each position attending to itself and those
+// before it. The KV cache that lets a decoder take one token at a time
+// is not built yet.
+package llm

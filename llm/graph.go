@@ -1,0 +1,268 @@
+package llm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/weights/ggml"
+	"github.com/berth-ml/berth/weights/gguf"
+)
+
+// Graph builds the forward pass of the decoder in f (its config c) over
+// a prompt of t tokens from position 0 (see the package comment). The
+// graph's matrix weights are windows of f's bytes: f must stay open while
+// the graph is in use.
+func Graph(f *gguf.File, c Config, t int64) (*ir.Graph, error) {
+	if t <= 0 || t > c.Context {
+		return nil, fmt.Errorf("%d tokens: the model takes 1 to %d (its context length)", t, c.Context)
+	}
+	b := &builder{g: &ir.Graph{Name: c.Arch, Opsets: map[string]int64{"": ir.LatestOpset}}, f: f, c: c, t: t}
+	tokens := b.g.NewTensor("tokens", ir.Int64, ir.Shape{t}, nil)
+	b.g.Inputs = []ir.TensorID{tokens}
+	h := b.gather("token_embd.weight", tokens)
+	cos, sin := b.rotary()
+	mask := b.causalMask()
+	for l := range c.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		x := b.rmsNorm(h, p+"attn_norm.weight")
+		q := b.project(x, p+"attn_q")
+		k := b.project(x, p+"attn_k")
+		v := b.project(x, p+"attn_v")
+		a := b.attention(q, k, v, cos, sin, mask)
+		h = b.op("Add", nil, h, b.matmul(a, p+"attn_output.weight"))
+		x = b.rmsNorm(h, p+"ffn_norm.weight")
+		gate := b.matmul(x, p+"ffn_gate.weight")
+		up := b.matmul(x, p+"ffn_up.weight")
+		silu := b.op("Mul", nil, gate, b.op("Sigmoid", nil, gate))
+		h = b.op("Add", nil, h, b.matmul(b.op("Mul", nil, silu, up), p+"ffn_down.weight"))
+	}
+	h = b.rmsNorm(h, "output_norm.weight")
+	out := "output.weight"
+	if _, ok := f.Tensor(out); !ok {
+		out = "token_embd.weight" // tied to the embedding
+	}
+	logits := b.matmul(h, out)
+	if b.err != nil {
+		return nil, b.err
+	}
+	b.g.Tensor(logits).Name = "logits"
+	b.g.Outputs = []ir.TensorID{logits}
+	return b.g, nil
+}
+
+// builder adds nodes to g; the first error sticks in err and later calls
+// do nothing of use.
+type builder struct {
+	g   *ir.Graph
+	f   *gguf.File
+	c   Config
+	t   int64
+	err error
+}
+
+func (b *builder) fail(err error) ir.TensorID {
+	if b.err == nil {
+		b.err = err
+	}
+	return b.g.NewTensor("", ir.Float32, nil, nil)
+}
+
+// op adds a node of one output and returns the output.
+func (b *builder) op(op string, attrs ir.Attrs, inputs ...ir.TensorID) ir.TensorID {
+	return b.opIn("", op, attrs, inputs...)
+}
+
+func (b *builder) opIn(domain, op string, attrs ir.Attrs, inputs ...ir.TensorID) ir.TensorID {
+	i := len(b.g.Nodes)
+	y := b.g.AddTensor(ir.Tensor{Name: fmt.Sprintf("%s_%d", op, i), Producer: i})
+	b.g.Nodes = append(b.g.Nodes, ir.Node{Name: fmt.Sprintf("%s_%d", op, i), Op: op, Domain: domain, Inputs: inputs, Outputs: []ir.TensorID{y}, Attrs: attrs})
+	return y
+}
+
+func (b *builder) floats(name string, shape ir.Shape, v []float32) ir.TensorID {
+	data := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+	}
+	return b.g.NewTensor(name, ir.Float32, shape, data)
+}
+
+func (b *builder) int64s(v ...int64) ir.TensorID {
+	data := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(data[8*i:], uint64(x))
+	}
+	return b.g.NewTensor(fmt.Sprintf("shape_%d", len(b.g.Tensors)), ir.Int64, ir.Shape{int64(len(v))}, data)
+}
+
+// tensor returns the file's tensor name, checking its ggml shape.
+func (b *builder) tensor(name string, ne ...int64) *gguf.Tensor {
+	t, ok := b.f.Tensor(name)
+	if !ok {
+		b.fail(fmt.Errorf("the file has no tensor %s", name))
+		return nil
+	}
+	if len(t.Shape) != len(ne) {
+		b.fail(fmt.Errorf("%s has shape %v, want %v", name, t.Shape, ne))
+		return nil
+	}
+	for i, d := range ne {
+		if d >= 0 && t.Shape[i] != d {
+			b.fail(fmt.Errorf("%s has shape %v, want %v", name, t.Shape, ne))
+			return nil
+		}
+	}
+	return t
+}
+
+// packed is the bytes of t as the uint8 constant a packed operator reads.
+func (b *builder) packed(t *gguf.Tensor) ir.TensorID {
+	return b.g.NewTensor(t.Name, ir.Uint8, ir.Shape{int64(len(t.Bytes()))}, t.Bytes())
+}
+
+// gather looks the rows of ids up in the table name (vocab rows of Dim).
+func (b *builder) gather(name string, ids ir.TensorID) ir.TensorID {
+	t := b.tensor(name, b.c.Dim, -1)
+	if t == nil {
+		return b.fail(b.err)
+	}
+	attrs := ir.Attrs{
+		"format": {Kind: ir.AttrString, String: t.Type.String()},
+		"rows":   {Kind: ir.AttrInt, Int: t.Shape[1]},
+		"cols":   {Kind: ir.AttrInt, Int: t.Shape[0]},
+	}
+	return b.opIn(ir.BerthDomain, "PackedGather", attrs, b.packed(t), ids)
+}
+
+// matmul multiplies x[…, k] by the weight name (rows of k values).
+func (b *builder) matmul(x ir.TensorID, name string) ir.TensorID {
+	t := b.tensor(name, -1, -1)
+	if t == nil {
+		return b.fail(b.err)
+	}
+	attrs := ir.Attrs{
+		"format": {Kind: ir.AttrString, String: t.Type.String()},
+		"rows":   {Kind: ir.AttrInt, Int: t.Shape[1]},
+	}
+	return b.opIn(ir.BerthDomain, "PackedMatMul", attrs, x, b.packed(t))
+}
+
+// project is the projection name.weight of x, plus name.bias where the
+// file has one (qwen2's query, key and value).
+func (b *builder) project(x ir.TensorID, name string) ir.TensorID {
+	y := b.matmul(x, name+".weight")
+	if _, ok := b.f.Tensor(name + ".bias"); ok {
+		y = b.op("Add", nil, y, b.vector(name+".bias", -1))
+	}
+	return y
+}
+
+// vector is the file's 1-D tensor name as float32 (n values; -1: any).
+func (b *builder) vector(name string, n int64) ir.TensorID {
+	t := b.tensor(name, n)
+	if t == nil {
+		return b.fail(b.err)
+	}
+	v := make([]float32, t.Shape[0])
+	switch t.Type {
+	case ggml.F32, ggml.F16, ggml.BF16:
+		if err := ggml.Dequantize(t.Type, v, t.Bytes()); err != nil {
+			return b.fail(fmt.Errorf("%s: %w", name, err))
+		}
+	default:
+		return b.fail(fmt.Errorf("%s is %s, want f32, f16 or bf16", name, t.Type))
+	}
+	return b.floats(name, ir.Shape{t.Shape[0]}, v)
+}
+
+// rmsNorm is x / sqrt(mean(x²) + ε) · w, over the last axis.
+func (b *builder) rmsNorm(x ir.TensorID, weight string) ir.TensorID {
+	sq := b.op("Mul", nil, x, x)
+	ms := b.op("ReduceMean", ir.Attrs{"axes": {Kind: ir.AttrInts, Ints: []int64{-1}}, "keepdims": {Kind: ir.AttrInt, Int: 1}}, sq)
+	eps := b.floats(fmt.Sprintf("eps_%d", len(b.g.Tensors)), ir.Shape{}, []float32{float32(b.c.NormEps)})
+	r := b.op("Reciprocal", nil, b.op("Sqrt", nil, b.op("Add", nil, ms, eps)))
+	return b.op("Mul", nil, b.op("Mul", nil, x, r), b.vector(weight, b.c.Dim))
+}
+
+// rotary returns the cosines and sines of the rotary embedding at the
+// prompt's positions: [t, 1, HeadDim/2, 1] for llama's adjacent pairs,
+// [t, 1, HeadDim/2] for qwen2's halves.
+func (b *builder) rotary() (cos, sin ir.TensorID) {
+	half := b.c.HeadDim / 2
+	cv, sv := make([]float32, b.t*half), make([]float32, b.t*half)
+	for p := range b.t {
+		for i := range half {
+			theta := float64(p) * math.Pow(b.c.RopeBase, -2*float64(i)/float64(b.c.HeadDim))
+			cv[p*half+i], sv[p*half+i] = float32(math.Cos(theta)), float32(math.Sin(theta))
+		}
+	}
+	shape := ir.Shape{b.t, 1, half, 1}
+	if b.c.Arch == "qwen2" {
+		shape = ir.Shape{b.t, 1, half}
+	}
+	return b.floats("rope_cos", shape, cv), b.floats("rope_sin", shape.Clone(), sv)
+}
+
+// causalMask is 0 where a position may attend and the lowest float32
+// where it attends to a later one: [t, t].
+func (b *builder) causalMask() ir.TensorID {
+	v := make([]float32, b.t*b.t)
+	for i := range b.t {
+		for j := i + 1; j < b.t; j++ {
+			v[i*b.t+j] = -math.MaxFloat32
+		}
+	}
+	return b.floats("causal_mask", ir.Shape{b.t, b.t}, v)
+}
+
+// rotate applies the rotary embedding to x [t, heads, HeadDim].
+func (b *builder) rotate(x ir.TensorID, heads int64, cos, sin ir.TensorID) ir.TensorID {
+	half := b.c.HeadDim / 2
+	slice := func(x ir.TensorID, axis, lo, hi int64) ir.TensorID {
+		return b.op("Slice", nil, x, b.int64s(lo), b.int64s(hi), b.int64s(axis))
+	}
+	var x0, x1 ir.TensorID
+	axis := int64(-1)
+	if b.c.Arch == "qwen2" {
+		// NeoX order: the first half against the second.
+		x0, x1 = slice(x, -1, 0, half), slice(x, -1, half, b.c.HeadDim)
+	} else {
+		// ggml's normal order: adjacent pairs (x[2i], x[2i+1]).
+		x = b.op("Reshape", nil, x, b.int64s(b.t, heads, half, 2))
+		x0, x1 = slice(x, -1, 0, 1), slice(x, -1, 1, 2)
+	}
+	o0 := b.op("Sub", nil, b.op("Mul", nil, x0, cos), b.op("Mul", nil, x1, sin))
+	o1 := b.op("Add", nil, b.op("Mul", nil, x0, sin), b.op("Mul", nil, x1, cos))
+	y := b.op("Concat", ir.Attrs{"axis": {Kind: ir.AttrInt, Int: axis}}, o0, o1)
+	return b.op("Reshape", nil, y, b.int64s(b.t, heads, b.c.HeadDim))
+}
+
+// attention is causal grouped-query attention of q [t, Heads·HeadDim]
+// over k and v [t, KVHeads·HeadDim], rotated first: [t, Heads·HeadDim].
+func (b *builder) attention(q, k, v, cos, sin, mask ir.TensorID) ir.TensorID {
+	c := b.c
+	heads := func(x ir.TensorID, n int64) ir.TensorID {
+		return b.op("Reshape", nil, x, b.int64s(b.t, n, c.HeadDim))
+	}
+	perm := func(p ...int64) ir.Attrs { return ir.Attrs{"perm": {Kind: ir.AttrInts, Ints: p}} }
+	q = b.op("Transpose", perm(1, 0, 2), b.rotate(heads(q, c.Heads), c.Heads, cos, sin))
+	k = b.op("Transpose", perm(1, 0, 2), b.rotate(heads(k, c.KVHeads), c.KVHeads, cos, sin))
+	v = b.op("Transpose", perm(1, 0, 2), heads(v, c.KVHeads))
+	if g := c.Heads / c.KVHeads; g > 1 {
+		// Query head h reads key-value head h / g.
+		share := func(x ir.TensorID) ir.TensorID {
+			x = b.op("Reshape", nil, x, b.int64s(c.KVHeads, 1, b.t, c.HeadDim))
+			x = b.op("Expand", nil, x, b.int64s(c.KVHeads, g, b.t, c.HeadDim))
+			return b.op("Reshape", nil, x, b.int64s(c.Heads, b.t, c.HeadDim))
+		}
+		k, v = share(k), share(v)
+	}
+	scale := b.floats(fmt.Sprintf("scale_%d", len(b.g.Tensors)), ir.Shape{}, []float32{float32(1 / math.Sqrt(float64(c.HeadDim)))})
+	s := b.op("MatMul", nil, q, b.op("Transpose", perm(0, 2, 1), k))
+	s = b.op("Add", nil, b.op("Mul", nil, s, scale), mask)
+	p := b.op("Softmax", ir.Attrs{"axis": {Kind: ir.AttrInt, Int: -1}}, s)
+	o := b.op("Transpose", perm(1, 0, 2), b.op("MatMul", nil, p, v))
+	return b.op("Reshape", nil, o, b.int64s(b.t, c.Heads*c.HeadDim))
+}
