@@ -8,7 +8,7 @@ import (
 
 // Config is the shape of a decoder, as the file's metadata gives it.
 type Config struct {
-	Arch     string // "llama" or "qwen2"
+	Arch     string // "llama", "qwen2" or "gpt2"
 	Vocab    int64
 	Dim      int64 // the embedding width
 	Layers   int64
@@ -18,7 +18,7 @@ type Config struct {
 	FFN      int64 // the feed-forward width
 	Context  int64 // the context length it was trained for
 	RopeBase float64
-	NormEps  float64
+	NormEps  float64 // RMSNorm's ε (LayerNorm's for gpt2)
 }
 
 // maxDim bounds every size of a config: a file that claims more is
@@ -33,9 +33,9 @@ func ConfigOf(f *gguf.File) (Config, error) {
 		return c, err
 	}
 	switch arch {
-	case "llama", "qwen2":
+	case "llama", "qwen2", "gpt2":
 	default:
-		return c, fmt.Errorf("architecture %q is not supported (berth builds llama and qwen2)", arch)
+		return c, fmt.Errorf("architecture %q is not supported (berth builds llama, qwen2 and gpt2)", arch)
 	}
 	c.Arch = arch
 	get := func(key string, dst *int64, def int64) error {
@@ -88,7 +88,11 @@ func ConfigOf(f *gguf.File) (Config, error) {
 	if v, err := f.Float(arch + ".rope.freq_base"); err == nil {
 		c.RopeBase = v
 	}
-	eps, err := f.Float(arch + ".attention.layer_norm_rms_epsilon")
+	epsKey := arch + ".attention.layer_norm_rms_epsilon"
+	if arch == "gpt2" {
+		epsKey = arch + ".attention.layer_norm_epsilon" // LayerNorm, not RMSNorm
+	}
+	eps, err := f.Float(epsKey)
 	if err != nil {
 		return c, err
 	}

@@ -5,8 +5,10 @@
 //
 // A GGUF file's architecture (general.architecture) says which graph:
 // "llama" (LLaMA 2 and 3, TinyLlama, Mistral: RMSNorm, rotary embeddings,
-// grouped-query attention, a SwiGLU feed-forward) and "qwen2" (the same
-// with biases on the query, key and value projections). Matrix weights
+// grouped-query attention, a SwiGLU feed-forward), "qwen2" (the same with
+// biases on the query, key and value projections) and "gpt2" (learned
+// positions, LayerNorm, one fused query-key-value projection, the tanh
+// GELU). Matrix weights
 // stay in the file's block formats and are read in place: products and
 // the embedding lookup are ir.BerthDomain operators (PackedMatMul,
 // PackedGather) over the mapped bytes, never a float32 copy.

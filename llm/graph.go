@@ -22,6 +22,9 @@ func Graph(f *gguf.File, c Config, t int64) (*ir.Graph, error) {
 	tokens := b.g.NewTensor("tokens", ir.Int64, ir.Shape{t}, nil)
 	b.g.Inputs = []ir.TensorID{tokens}
 	h := b.gather("token_embd.weight", tokens)
+	if c.Arch == "gpt2" {
+		return b.finish(b.gpt2(h))
+	}
 	cos, sin := b.rotary()
 	mask := b.causalMask()
 	for l := range c.Layers {
@@ -38,9 +41,14 @@ func Graph(f *gguf.File, c Config, t int64) (*ir.Graph, error) {
 		silu := b.op("Mul", nil, gate, b.op("Sigmoid", nil, gate))
 		h = b.op("Add", nil, h, b.matmul(b.op("Mul", nil, silu, up), p+"ffn_down.weight"))
 	}
-	h = b.rmsNorm(h, "output_norm.weight")
+	return b.finish(b.rmsNorm(h, "output_norm.weight"))
+}
+
+// finish adds the output projection of the normalised h (output.weight,
+// or the embedding where the file ties them) and returns the graph.
+func (b *builder) finish(h ir.TensorID) (*ir.Graph, error) {
 	out := "output.weight"
-	if _, ok := f.Tensor(out); !ok {
+	if _, ok := b.f.Tensor(out); !ok {
 		out = "token_embd.weight" // tied to the embedding
 	}
 	logits := b.matmul(h, out)
@@ -50,6 +58,51 @@ func Graph(f *gguf.File, c Config, t int64) (*ir.Graph, error) {
 	b.g.Tensor(logits).Name = "logits"
 	b.g.Outputs = []ir.TensorID{logits}
 	return b.g, nil
+}
+
+// gpt2 is GPT-2's layers over the token embeddings h: learned positions,
+// LayerNorm before attention and the feed-forward, one fused query, key
+// and value projection, the tanh GELU, biases everywhere. It returns the
+// normalised output.
+func (b *builder) gpt2(h ir.TensorID) ir.TensorID {
+	c := b.c
+	pos := make([]int64, b.t)
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	h = b.op("Add", nil, h, b.gather("position_embd.weight", b.int64s(pos...)))
+	for l := range c.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		x := b.layerNorm(h, p+"attn_norm")
+		qkv := b.project(x, p+"attn_qkv")
+		split := func(i int64) ir.TensorID {
+			return b.op("Slice", nil, qkv, b.int64s(i*c.Dim), b.int64s((i+1)*c.Dim), b.int64s(-1))
+		}
+		a := b.attention(split(0), split(1), split(2), ir.NoTensor, ir.NoTensor, b.causalMask())
+		h = b.op("Add", nil, h, b.project(a, p+"attn_output"))
+		x = b.layerNorm(h, p+"ffn_norm")
+		h = b.op("Add", nil, h, b.project(b.geluTanh(b.project(x, p+"ffn_up")), p+"ffn_down"))
+	}
+	return b.layerNorm(h, "output_norm")
+}
+
+// layerNorm is LayerNorm over the last axis with name.weight and
+// name.bias.
+func (b *builder) layerNorm(x ir.TensorID, name string) ir.TensorID {
+	attrs := ir.Attrs{"axis": {Kind: ir.AttrInt, Int: -1}, "epsilon": {Kind: ir.AttrFloat, Float: float32(b.c.NormEps)}}
+	return b.op("LayerNormalization", attrs, x, b.vector(name+".weight", b.c.Dim), b.vector(name+".bias", b.c.Dim))
+}
+
+// geluTanh is GELU's tanh approximation (GPT-2's, and ggml's):
+// x/2 · (1 + tanh(√(2/π) · (x + 0.044715·x³))).
+func (b *builder) geluTanh(x ir.TensorID) ir.TensorID {
+	scalar := func(v float64) ir.TensorID {
+		return b.floats(fmt.Sprintf("c_%d", len(b.g.Tensors)), ir.Shape{}, []float32{float32(v)})
+	}
+	x3 := b.op("Mul", nil, b.op("Mul", nil, x, x), x)
+	inner := b.op("Mul", nil, b.op("Add", nil, x, b.op("Mul", nil, x3, scalar(0.044715))), scalar(math.Sqrt(2/math.Pi)))
+	t := b.op("Add", nil, b.op("Tanh", nil, inner), scalar(1))
+	return b.op("Mul", nil, b.op("Mul", nil, x, t), scalar(0.5))
 }
 
 // builder adds nodes to g; the first error sticks in err and later calls
@@ -240,15 +293,20 @@ func (b *builder) rotate(x ir.TensorID, heads int64, cos, sin ir.TensorID) ir.Te
 }
 
 // attention is causal grouped-query attention of q [t, Heads·HeadDim]
-// over k and v [t, KVHeads·HeadDim], rotated first: [t, Heads·HeadDim].
+// over k and v [t, KVHeads·HeadDim], q and k rotated first unless cos is
+// ir.NoTensor: [t, Heads·HeadDim].
 func (b *builder) attention(q, k, v, cos, sin, mask ir.TensorID) ir.TensorID {
 	c := b.c
 	heads := func(x ir.TensorID, n int64) ir.TensorID {
 		return b.op("Reshape", nil, x, b.int64s(b.t, n, c.HeadDim))
 	}
 	perm := func(p ...int64) ir.Attrs { return ir.Attrs{"perm": {Kind: ir.AttrInts, Ints: p}} }
-	q = b.op("Transpose", perm(1, 0, 2), b.rotate(heads(q, c.Heads), c.Heads, cos, sin))
-	k = b.op("Transpose", perm(1, 0, 2), b.rotate(heads(k, c.KVHeads), c.KVHeads, cos, sin))
+	q, k = heads(q, c.Heads), heads(k, c.KVHeads)
+	if cos != ir.NoTensor {
+		q, k = b.rotate(q, c.Heads, cos, sin), b.rotate(k, c.KVHeads, cos, sin)
+	}
+	q = b.op("Transpose", perm(1, 0, 2), q)
+	k = b.op("Transpose", perm(1, 0, 2), k)
 	v = b.op("Transpose", perm(1, 0, 2), heads(v, c.KVHeads))
 	if g := c.Heads / c.KVHeads; g > 1 {
 		// Query head h reads key-value head h / g.

@@ -19,9 +19,6 @@ import (
 // reference's at 90 % of the positions or more.
 func TestPrefillMatchesReference(t *testing.T) {
 	llmtest.Each(t, "gguf", func(t *testing.T, path string, model *llmtest.Model) {
-		if model.HParams.Arch == "gpt2" {
-			t.Skip("gpt2 is not built yet")
-		}
 		m, err := llmtest.Load(llmtest.Dir())
 		if err != nil {
 			t.Fatal(err)
