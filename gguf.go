@@ -47,5 +47,22 @@ func loadGGUF(f *device.MappedFile, path string) (*Model, error) {
 		}
 		return &onnx.Model{Graph: g, ProducerName: "berth llm (" + cfg.Arch + ")"}, nil
 	}
-	return openModelOf(f.Bytes(), sig, path, imp)
+	m, err := openModelOf(f.Bytes(), sig, path, imp)
+	if err != nil {
+		return nil, err
+	}
+	m.open.describe = func(in *Info) {
+		in.Producer = fmt.Sprintf("GGUF v%d, %s: %d layers, width %d, %d heads (%d for keys and values), vocabulary %d, context %d",
+			gf.Version, cfg.Arch, cfg.Layers, cfg.Dim, cfg.Heads, cfg.KVHeads, cfg.Vocab, cfg.Context)
+		in.WeightTypes = map[string]int64{}
+		for _, t := range gf.Tensors() {
+			in.WeightBytes += t.Size
+			in.WeightTypes[t.Type.String()] += t.Size
+		}
+		for _, k := range gf.Keys() {
+			v, _ := gf.Value(k)
+			in.Metadata = append(in.Metadata, KeyValue{Key: k, Value: v.String()})
+		}
+	}
+	return m, nil
 }

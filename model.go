@@ -219,6 +219,16 @@ type Info struct {
 	// Model.Symbols); Open is set when shapes are settled per run.
 	Symbols []string `json:",omitempty"`
 	Open    bool     `json:",omitempty"`
+	// Metadata are a GGUF file's metadata, in file order, each value as
+	// text (an array as its length, type and first and last elements);
+	// WeightTypes the bytes of its tensors by type ("q4_0": …).
+	Metadata    []KeyValue       `json:",omitempty"`
+	WeightTypes map[string]int64 `json:",omitempty"`
+}
+
+// KeyValue is one metadata entry of a weight file.
+type KeyValue struct {
+	Key, Value string
 }
 
 // Info describes the model.

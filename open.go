@@ -30,6 +30,9 @@ type openModel struct {
 	// bytes are its bytes (LoadBytes's).
 	file  *device.MappedFile
 	bytes []byte
+	// describe, where set, adds what the file says of itself to Info (a
+	// GGUF file's metadata and tensor types).
+	describe func(*Info)
 
 	mu sync.Mutex
 	// byValue marks the declared inputs whose values decide shapes, as
@@ -105,6 +108,9 @@ func (o *openModel) infos(vs []onnx.Value) []TensorInfo {
 
 func (o *openModel) info() Info {
 	in := Info{Inputs: o.infos(o.sig.Inputs), Outputs: o.infos(o.sig.Outputs), Symbols: o.symbols, Open: true}
+	if o.describe != nil {
+		o.describe(&in)
+	}
 	if p := o.probe; p != nil {
 		in.Opsets = maps.Clone(p.Opsets)
 		in.Producer = p.Producer()

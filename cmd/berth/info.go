@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/berth-ml/berth"
@@ -46,15 +48,17 @@ func cmdInfo(args []string, stdout io.Writer) error {
 	if info.Producer != "" {
 		fmt.Fprintf(stdout, "producer  %s\n", info.Producer)
 	}
-	fmt.Fprint(stdout, "opsets   ")
-	for _, d := range berth.SortedOps(intMap(info.Opsets)) {
-		name := d
-		if name == "" {
-			name = "ai.onnx"
+	if len(info.Opsets) > 0 {
+		fmt.Fprint(stdout, "opsets   ")
+		for _, d := range berth.SortedOps(intMap(info.Opsets)) {
+			name := d
+			if name == "" {
+				name = "ai.onnx"
+			}
+			fmt.Fprintf(stdout, " %s %d", name, info.Opsets[d])
 		}
-		fmt.Fprintf(stdout, " %s %d", name, info.Opsets[d])
+		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "inputs")
 	for _, t := range info.Inputs {
 		fmt.Fprintf(stdout, "  %-24s %s\n", t.Name, describe(t))
@@ -69,6 +73,20 @@ func cmdInfo(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "shapes    follow from input values: planned per run")
 	}
 	fmt.Fprintf(stdout, "weights   %s (%d bytes)\n", humanBytes(info.WeightBytes), info.WeightBytes)
+	if len(info.WeightTypes) > 0 {
+		for _, typ := range slices.Sorted(maps.Keys(info.WeightTypes)) {
+			fmt.Fprintf(stdout, "  %-24s %s\n", typ, humanBytes(info.WeightTypes[typ]))
+		}
+		fmt.Fprintln(stdout, "metadata")
+		for _, kv := range info.Metadata {
+			v := kv.Value
+			if len(v) > 100 {
+				v = v[:97] + "..."
+			}
+			fmt.Fprintf(stdout, "  %-40s %s\n", kv.Key, v)
+		}
+		return nil
+	}
 	if info.Open {
 		fmt.Fprintf(stdout, "nodes     %d in the file (folded once the shapes are known)\n", info.FileNodes)
 		fmt.Fprintln(stdout, "ops")

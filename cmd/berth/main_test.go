@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,41 @@ func TestInfo(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("info lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestLanguageModel: a GGUF language model of testdata/llm, described by
+// info and run on a prompt by run, as a user calls them.
+func TestLanguageModel(t *testing.T) {
+	const model = "../../testdata/llm/llama-q4_0.gguf"
+	code, out, errs := cli("info", model)
+	if code != 0 {
+		t.Fatalf("info: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"GGUF v3, llama: 2 layers", "tokens                   int64[seq]", "q4_0", "llama.rope.freq_base"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("info lacks %q:\n%s", want, out)
+		}
+	}
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.npy")
+	ids := make([]byte, 8*5)
+	for i := range 5 {
+		ids[8*i] = byte(3 + 7*i)
+	}
+	if err := npy.WriteFile(tokens, &npy.Array{DType: ir.Int64, Shape: []int64{5}, Data: ids}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = cli("run", model, "--input", "tokens="+tokens, "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	a, err := npy.ReadFile(filepath.Join(dir, "logits.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.DType != ir.Float32 || !slices.Equal(a.Shape, []int64{5, 288}) {
+		t.Errorf("logits %s%v, want float32[5 288]", a.DType, a.Shape)
 	}
 }
 
