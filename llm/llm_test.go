@@ -42,6 +42,20 @@ func TestPrefillMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
+		if _, err := s.Run(context.Background(), berth.Tensor{Name: "tokens", DType: berth.Int64, Shape: []int64{1}, Data: make([]byte, 8)}); err != nil {
+			t.Fatal(err)
+		}
+		// The packed weights are read in place from the file: what is
+		// copied is the graph's own small constants (shapes, the rotary
+		// tables), a few KiB at most.
+		if n, w := s.Executable().PackedWeightBytes(), bm.Info().WeightBytes; n > 8<<10 || n > w/8 {
+			t.Errorf("%d bytes of weights copied (the file's weights are %d bytes)", n, w)
+		}
+		s, err = exe.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
 		ids := make([]byte, 8*len(ref.Tokens))
 		for i, id := range ref.Tokens {
 			binary.LittleEndian.PutUint64(ids[8*i:], uint64(id))
@@ -76,6 +90,14 @@ func TestPrefillMatchesReference(t *testing.T) {
 		}
 		if !(rel <= tol) {
 			t.Errorf("rel L2 %.3g > %g", rel, tol)
+		}
+		in := berth.Tensor{Name: "tokens", DType: berth.Int64, Shape: []int64{int64(len(ref.Tokens))}, Data: ids}
+		if allocs := testing.AllocsPerRun(5, func() {
+			if _, err := s.Run(context.Background(), in); err != nil {
+				t.Fatal(err)
+			}
+		}); allocs != 0 {
+			t.Errorf("%v allocations per run of a prompt already planned", allocs)
 		}
 	})
 }

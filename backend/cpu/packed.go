@@ -127,3 +127,11 @@ func (kr *packedGatherKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, 
 		}
 	}
 }
+
+// ReadsBytes: the packed weights are read at any alignment, in place in
+// the mapped file (ggml's blocks are 18, 34 or 144 bytes long, so rows do
+// not keep the file's alignment anyway).
+func (kr *packedMatMulKernel) ReadsBytes(i int) bool { return i == 1 }
+
+// ReadsBytes: as packedMatMulKernel's.
+func (kr *packedGatherKernel) ReadsBytes(i int) bool { return i == 0 }
