@@ -10,6 +10,10 @@ import (
 	"github.com/berth-ml/berth/weights/gguf"
 )
 
+// MaxPrompt is the longest prompt Graph builds: its causal mask alone
+// is MaxPrompt² float32 values (1 GiB).
+const MaxPrompt = 1 << 14
+
 // Graph builds the forward pass of the decoder in f (its config c) over
 // a prompt of t tokens from position 0 (see the package comment). The
 // graph's matrix weights are windows of f's bytes: f must stay open while
@@ -17,6 +21,11 @@ import (
 func Graph(f *gguf.File, c Config, t int64) (*ir.Graph, error) {
 	if t <= 0 || t > c.Context {
 		return nil, fmt.Errorf("%d tokens: the model takes 1 to %d (its context length)", t, c.Context)
+	}
+	if t > MaxPrompt {
+		// The prompt's graph holds its causal mask and each layer's
+		// attention scores whole (t² values a head).
+		return nil, fmt.Errorf("%d tokens: a prompt takes at most %d", t, MaxPrompt)
 	}
 	b := &builder{g: &ir.Graph{Name: c.Arch, Opsets: map[string]int64{"": ir.LatestOpset}}, f: f, c: c, t: t}
 	tokens := b.g.NewTensor("tokens", ir.Int64, ir.Shape{t}, nil)

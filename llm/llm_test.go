@@ -8,6 +8,8 @@ import (
 	"github.com/berth-ml/berth"
 	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/llmtest"
+	"github.com/berth-ml/berth/llm"
+	"github.com/berth-ml/berth/weights/gguf"
 )
 
 // TestPrefillMatchesReference loads each GGUF language model of
@@ -100,4 +102,27 @@ func TestPrefillMatchesReference(t *testing.T) {
 			t.Errorf("%v allocations per run of a prompt already planned", allocs)
 		}
 	})
+}
+
+// TestPromptLengths: prompts past the context length, or too long for the
+// prompt's graph, are refused before anything is built.
+func TestPromptLengths(t *testing.T) {
+	f, err := gguf.Open("../testdata/llm/llama-q4_0.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := llm.ConfigOf(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{0, -1, c.Context + 1} {
+		if _, err := llm.Graph(f, c, n); err == nil {
+			t.Errorf("a prompt of %d tokens was built", n)
+		}
+	}
+	c.Context = 1 << 30 // a file that claims a huge context
+	if _, err := llm.Graph(f, c, llm.MaxPrompt+1); err == nil {
+		t.Errorf("a prompt of %d tokens was built", llm.MaxPrompt+1)
+	}
 }
