@@ -1,14 +1,18 @@
 package berth
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/llm"
 	"github.com/berth-ml/berth/onnx"
 	"github.com/berth-ml/berth/weights/gguf"
+	"github.com/berth-ml/berth/weights/safetensors"
 )
 
 // ggufMagic starts every GGUF file.
@@ -28,26 +32,7 @@ func loadGGUF(f *device.MappedFile, path string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	seq := ir.Dim{Size: -1, Symbol: "seq"}
-	sig := &onnx.Signature{
-		Inputs:  []onnx.Value{{Name: "tokens", Kind: onnx.TensorValue, DType: ir.Int64, Shape: ir.DeclaredShape{seq}, Ranked: true}},
-		Outputs: []onnx.Value{{Name: "logits", Kind: onnx.TensorValue, DType: ir.Float32, Shape: ir.DeclaredShape{seq, {Size: cfg.Vocab}}, Ranked: true}},
-	}
-	imp := func(opts onnx.ImportOptions) (*onnx.Model, error) {
-		if opts.Open {
-			return nil, errors.New("a language model's graph is built for a prompt length")
-		}
-		shape := opts.InputShapes["tokens"]
-		if len(shape) != 1 {
-			return nil, fmt.Errorf("tokens: shape %v, want [seq]", shape)
-		}
-		g, err := llm.Graph(gf, cfg, shape[0])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return &onnx.Model{Graph: g, ProducerName: "berth llm (" + cfg.Arch + ")"}, nil
-	}
-	m, err := openModelOf(f.Bytes(), sig, path, imp)
+	m, err := languageModel(f.Bytes(), path, llm.GGUF(gf), cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +47,69 @@ func loadGGUF(f *device.MappedFile, path string) (*Model, error) {
 		for _, k := range gf.Keys() {
 			v, _ := gf.Value(k)
 			in.Metadata = append(in.Metadata, KeyValue{Key: k, Value: v.String()})
+		}
+	}
+	return m, nil
+}
+
+// languageModel is the open model of a decoder whose weights are w and
+// config cfg (b: the bytes of its file, where it has one).
+func languageModel(b []byte, path string, w llm.Weights, cfg llm.Config) (*Model, error) {
+	seq := ir.Dim{Size: -1, Symbol: "seq"}
+	sig := &onnx.Signature{
+		Inputs:  []onnx.Value{{Name: "tokens", Kind: onnx.TensorValue, DType: ir.Int64, Shape: ir.DeclaredShape{seq}, Ranked: true}},
+		Outputs: []onnx.Value{{Name: "logits", Kind: onnx.TensorValue, DType: ir.Float32, Shape: ir.DeclaredShape{seq, {Size: cfg.Vocab}}, Ranked: true}},
+	}
+	imp := func(opts onnx.ImportOptions) (*onnx.Model, error) {
+		if opts.Open {
+			return nil, errors.New("a language model's graph is built for a prompt length")
+		}
+		shape := opts.InputShapes["tokens"]
+		if len(shape) != 1 {
+			return nil, fmt.Errorf("tokens: shape %v, want [seq]", shape)
+		}
+		g, err := llm.Graph(w, cfg, shape[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return &onnx.Model{Graph: g, ProducerName: "berth llm (" + cfg.Arch + ")"}, nil
+	}
+	return openModelOf(b, sig, path, imp)
+}
+
+// loadSafetensors loads the decoder language model of a Hugging Face
+// checkpoint (a .safetensors file, an index, or a folder holding either
+// with its config.json), as loadGGUF does a GGUF file's.
+func loadSafetensors(path string) (*Model, error) {
+	ck, err := safetensors.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := llm.ConfigOfHF(ck.Config())
+	if err != nil {
+		ck.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m, err := languageModel(nil, path, llm.Safetensors(ck), cfg)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	m.open.closer = ck
+	m.open.describe = func(in *Info) {
+		in.Producer = fmt.Sprintf("safetensors, %s: %d layers, width %d, %d heads (%d for keys and values), vocabulary %d, context %d",
+			cfg.Arch, cfg.Layers, cfg.Dim, cfg.Heads, cfg.KVHeads, cfg.Vocab, cfg.Context)
+		in.WeightTypes = map[string]int64{}
+		for _, t := range ck.Tensors() {
+			in.WeightBytes += t.Size
+			in.WeightTypes[t.DType.String()] += t.Size
+		}
+		// config.json's settings, as metadata.
+		var conf map[string]json.RawMessage
+		if json.Unmarshal(ck.Config(), &conf) == nil {
+			for _, k := range slices.Sorted(maps.Keys(conf)) {
+				in.Metadata = append(in.Metadata, KeyValue{Key: k, Value: string(conf[k])})
+			}
 		}
 	}
 	return m, nil

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/berth-ml/berth/backend/cpu"
@@ -43,6 +44,9 @@ type Model struct {
 // shape, folds constants and verifies the result; otherwise the model is
 // open and that happens for each set of shapes it runs with.
 func Load(path string) (*Model, error) {
+	if safetensorsPath(path) {
+		return loadSafetensors(path)
+	}
 	f, err := device.MapFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -70,6 +74,16 @@ func Load(path string) (*Model, error) {
 		m.releaseFile()
 	}
 	return m, nil
+}
+
+// safetensorsPath reports whether path names a Hugging Face checkpoint:
+// a .safetensors file, an index, or a folder.
+func safetensorsPath(path string) bool {
+	if strings.HasSuffix(path, ".safetensors") || strings.HasSuffix(path, ".safetensors.index.json") {
+		return true
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // releaseFile hints that the pages of the model's files are not needed

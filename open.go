@@ -3,6 +3,7 @@ package berth
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sync"
@@ -33,6 +34,9 @@ type openModel struct {
 	// describe, where set, adds what the file says of itself to Info (a
 	// GGUF file's metadata and tensor types).
 	describe func(*Info)
+	// closer, where set, holds files the model reads that Close closes
+	// (a safetensors checkpoint's).
+	closer io.Closer
 
 	mu sync.Mutex
 	// byValue marks the declared inputs whose values decide shapes, as
@@ -72,6 +76,9 @@ func openModelOf(b []byte, sig *onnx.Signature, name string, imp importer) (*Mod
 func (o *openModel) close() {
 	if o.probe != nil {
 		o.probe.Close()
+	}
+	if o.closer != nil {
+		o.closer.Close()
 	}
 }
 

@@ -19,6 +19,24 @@ type Config struct {
 	Context  int64 // the context length it was trained for
 	RopeBase float64
 	NormEps  float64 // RMSNorm's ε (LayerNorm's for gpt2)
+	// RopeHalves rotates the first half of each head against the second
+	// (Hugging Face's rotate_half; qwen2 in every file) rather than
+	// adjacent pairs (a GGUF llama's, whose query and key rows the
+	// converter permuted).
+	RopeHalves bool
+}
+
+// check refuses sizes no model has, before anything is built.
+func (c Config) check() error {
+	for _, v := range []int64{c.Vocab, c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Context} {
+		if v <= 0 || v > maxDim {
+			return fmt.Errorf("config %+v: a size out of range", c)
+		}
+	}
+	if c.Heads%c.KVHeads != 0 || c.HeadDim%2 != 0 {
+		return fmt.Errorf("%d heads of %d key-value heads of %d values do not make attention", c.Heads, c.KVHeads, c.HeadDim)
+	}
+	return nil
 }
 
 // maxDim bounds every size of a config: a file that claims more is
@@ -97,5 +115,6 @@ func ConfigOf(f *gguf.File) (Config, error) {
 		return c, err
 	}
 	c.NormEps = eps
-	return c, nil
+	c.RopeHalves = arch == "qwen2"
+	return c, c.check()
 }

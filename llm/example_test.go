@@ -19,7 +19,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := llm.Graph(f, c, 4)
+	g, err := llm.Graph(llm.GGUF(f), c, 4)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,18 +7,17 @@ import (
 
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/weights/ggml"
-	"github.com/berth-ml/berth/weights/gguf"
 )
 
 // MaxPrompt is the longest prompt Graph builds: its causal mask alone
 // is MaxPrompt² float32 values (1 GiB).
 const MaxPrompt = 1 << 14
 
-// Graph builds the forward pass of the decoder in f (its config c) over
-// a prompt of t tokens from position 0 (see the package comment). The
-// graph's matrix weights are windows of f's bytes: f must stay open while
-// the graph is in use.
-func Graph(f *gguf.File, c Config, t int64) (*ir.Graph, error) {
+// Graph builds the forward pass of the decoder whose weights are w (its
+// config c) over a prompt of t tokens from position 0 (see the package
+// comment). The graph's matrix weights are windows of the file's bytes:
+// the file must stay open while the graph is in use.
+func Graph(w Weights, c Config, t int64) (*ir.Graph, error) {
 	if t <= 0 || t > c.Context {
 		return nil, fmt.Errorf("%d tokens: the model takes 1 to %d (its context length)", t, c.Context)
 	}
@@ -27,7 +26,7 @@ func Graph(f *gguf.File, c Config, t int64) (*ir.Graph, error) {
 		// attention scores whole (t² values a head).
 		return nil, fmt.Errorf("%d tokens: a prompt takes at most %d", t, MaxPrompt)
 	}
-	b := &builder{g: &ir.Graph{Name: c.Arch, Opsets: map[string]int64{"": ir.LatestOpset}}, f: f, c: c, t: t}
+	b := &builder{g: &ir.Graph{Name: c.Arch, Opsets: map[string]int64{"": ir.LatestOpset}}, w: w, c: c, t: t}
 	tokens := b.g.NewTensor("tokens", ir.Int64, ir.Shape{t}, nil)
 	b.g.Inputs = []ir.TensorID{tokens}
 	h := b.gather("token_embd.weight", tokens)
@@ -57,7 +56,7 @@ func Graph(f *gguf.File, c Config, t int64) (*ir.Graph, error) {
 // or the embedding where the file ties them) and returns the graph.
 func (b *builder) finish(h ir.TensorID) (*ir.Graph, error) {
 	out := "output.weight"
-	if _, ok := b.f.Tensor(out); !ok {
+	if _, ok := b.w.Tensor(out); !ok {
 		out = "token_embd.weight" // tied to the embedding
 	}
 	logits := b.matmul(h, out)
@@ -118,7 +117,7 @@ func (b *builder) geluTanh(x ir.TensorID) ir.TensorID {
 // do nothing of use.
 type builder struct {
 	g   *ir.Graph
-	f   *gguf.File
+	w   Weights
 	c   Config
 	t   int64
 	err error
@@ -159,29 +158,33 @@ func (b *builder) int64s(v ...int64) ir.TensorID {
 	return b.g.NewTensor(fmt.Sprintf("shape_%d", len(b.g.Tensors)), ir.Int64, ir.Shape{int64(len(v))}, data)
 }
 
-// tensor returns the file's tensor name, checking its ggml shape.
-func (b *builder) tensor(name string, ne ...int64) *gguf.Tensor {
-	t, ok := b.f.Tensor(name)
+// tensor returns the weight name, checking its ggml shape (-1: any).
+func (b *builder) tensor(name string, ne ...int64) *Tensor {
+	t, ok := b.w.Tensor(name)
 	if !ok {
 		b.fail(fmt.Errorf("the file has no tensor %s", name))
 		return nil
 	}
 	if len(t.Shape) != len(ne) {
-		b.fail(fmt.Errorf("%s has shape %v, want %v", name, t.Shape, ne))
+		b.fail(fmt.Errorf("%s has shape %v, want %v", t.Name, t.Shape, ne))
 		return nil
 	}
 	for i, d := range ne {
 		if d >= 0 && t.Shape[i] != d {
-			b.fail(fmt.Errorf("%s has shape %v, want %v", name, t.Shape, ne))
+			b.fail(fmt.Errorf("%s has shape %v, want %v", t.Name, t.Shape, ne))
 			return nil
 		}
 	}
-	return t
+	if !t.Format.CanDequantize() {
+		b.fail(fmt.Errorf("%s: its type is not supported", t.Name))
+		return nil
+	}
+	return &t
 }
 
 // packed is the bytes of t as the uint8 constant a packed operator reads.
-func (b *builder) packed(t *gguf.Tensor) ir.TensorID {
-	return b.g.NewTensor(t.Name, ir.Uint8, ir.Shape{int64(len(t.Bytes()))}, t.Bytes())
+func (b *builder) packed(t *Tensor) ir.TensorID {
+	return b.g.NewTensor(t.Name, ir.Uint8, ir.Shape{int64(len(t.Data))}, t.Data)
 }
 
 // gather looks the rows of ids up in the table name (vocab rows of Dim).
@@ -191,7 +194,7 @@ func (b *builder) gather(name string, ids ir.TensorID) ir.TensorID {
 		return b.fail(b.err)
 	}
 	attrs := ir.Attrs{
-		"format": {Kind: ir.AttrString, String: t.Type.String()},
+		"format": {Kind: ir.AttrString, String: t.Format.String()},
 		"rows":   {Kind: ir.AttrInt, Int: t.Shape[1]},
 		"cols":   {Kind: ir.AttrInt, Int: t.Shape[0]},
 	}
@@ -205,7 +208,7 @@ func (b *builder) matmul(x ir.TensorID, name string) ir.TensorID {
 		return b.fail(b.err)
 	}
 	attrs := ir.Attrs{
-		"format": {Kind: ir.AttrString, String: t.Type.String()},
+		"format": {Kind: ir.AttrString, String: t.Format.String()},
 		"rows":   {Kind: ir.AttrInt, Int: t.Shape[1]},
 	}
 	return b.opIn(ir.BerthDomain, "PackedMatMul", attrs, x, b.packed(t))
@@ -215,7 +218,7 @@ func (b *builder) matmul(x ir.TensorID, name string) ir.TensorID {
 // file has one (qwen2's query, key and value).
 func (b *builder) project(x ir.TensorID, name string) ir.TensorID {
 	y := b.matmul(x, name+".weight")
-	if _, ok := b.f.Tensor(name + ".bias"); ok {
+	if _, ok := b.w.Tensor(name + ".bias"); ok {
 		y = b.op("Add", nil, y, b.vector(name+".bias", -1))
 	}
 	return y
@@ -228,13 +231,13 @@ func (b *builder) vector(name string, n int64) ir.TensorID {
 		return b.fail(b.err)
 	}
 	v := make([]float32, t.Shape[0])
-	switch t.Type {
+	switch t.Format {
 	case ggml.F32, ggml.F16, ggml.BF16:
-		if err := ggml.Dequantize(t.Type, v, t.Bytes()); err != nil {
-			return b.fail(fmt.Errorf("%s: %w", name, err))
+		if err := ggml.Dequantize(t.Format, v, t.Data); err != nil {
+			return b.fail(fmt.Errorf("%s: %w", t.Name, err))
 		}
 	default:
-		return b.fail(fmt.Errorf("%s is %s, want f32, f16 or bf16", name, t.Type))
+		return b.fail(fmt.Errorf("%s is %s, want f32, f16 or bf16", t.Name, t.Format))
 	}
 	return b.floats(name, ir.Shape{t.Shape[0]}, v)
 }
@@ -249,8 +252,8 @@ func (b *builder) rmsNorm(x ir.TensorID, weight string) ir.TensorID {
 }
 
 // rotary returns the cosines and sines of the rotary embedding at the
-// prompt's positions: [t, 1, HeadDim/2, 1] for llama's adjacent pairs,
-// [t, 1, HeadDim/2] for qwen2's halves.
+// prompt's positions: [t, 1, HeadDim/2, 1] for adjacent pairs,
+// [t, 1, HeadDim/2] for halves (Config.RopeHalves).
 func (b *builder) rotary() (cos, sin ir.TensorID) {
 	half := b.c.HeadDim / 2
 	cv, sv := make([]float32, b.t*half), make([]float32, b.t*half)
@@ -261,7 +264,7 @@ func (b *builder) rotary() (cos, sin ir.TensorID) {
 		}
 	}
 	shape := ir.Shape{b.t, 1, half, 1}
-	if b.c.Arch == "qwen2" {
+	if b.c.RopeHalves {
 		shape = ir.Shape{b.t, 1, half}
 	}
 	return b.floats("rope_cos", shape, cv), b.floats("rope_sin", shape.Clone(), sv)
@@ -287,8 +290,8 @@ func (b *builder) rotate(x ir.TensorID, heads int64, cos, sin ir.TensorID) ir.Te
 	}
 	var x0, x1 ir.TensorID
 	axis := int64(-1)
-	if b.c.Arch == "qwen2" {
-		// NeoX order: the first half against the second.
+	if b.c.RopeHalves {
+		// The first half against the second (rotate_half).
 		x0, x1 = slice(x, -1, 0, half), slice(x, -1, half, b.c.HeadDim)
 	} else {
 		// ggml's normal order: adjacent pairs (x[2i], x[2i+1]).

@@ -20,7 +20,18 @@ import (
 // to 8 bits as llama.cpp does, ≤ 3e-2 with the argmax equal to the
 // reference's at 90 % of the positions or more.
 func TestPrefillMatchesReference(t *testing.T) {
-	llmtest.Each(t, "gguf", func(t *testing.T, path string, model *llmtest.Model) {
+	llmtest.Each(t, "gguf", checkPrefill)
+}
+
+// TestSafetensorsPrefill is TestPrefillMatchesReference for the Hugging
+// Face checkpoints (a file, and a folder of two shards with its index):
+// rel L2 ≤ 1e-4 for F32, 1e-3 for BF16 and F16.
+func TestSafetensorsPrefill(t *testing.T) {
+	llmtest.Each(t, "safetensors", checkPrefill)
+}
+
+func checkPrefill(t *testing.T, path string, model *llmtest.Model) {
+	{
 		m, err := llmtest.Load(llmtest.Dir())
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +95,9 @@ func TestPrefillMatchesReference(t *testing.T) {
 		agree := float64(same) / float64(len(ref.Tokens))
 		t.Logf("%s: rel L2 %.3g, argmax agrees at %d of %d positions", model.Name, rel, same, len(ref.Tokens))
 		tol := 1e-3
-		if model.FileType != "f32" && model.FileType != "f16" {
+		if model.Format == "safetensors" && model.DType == "f32" {
+			tol = 1e-4
+		} else if model.Format == "gguf" && model.FileType != "f32" && model.FileType != "f16" {
 			tol = 3e-2
 			if agree < 0.9 {
 				t.Errorf("argmax agrees at %.0f %% of the positions, want 90 %%", 100*agree)
@@ -101,7 +114,7 @@ func TestPrefillMatchesReference(t *testing.T) {
 		}); allocs != 0 {
 			t.Errorf("%v allocations per run of a prompt already planned", allocs)
 		}
-	})
+	}
 }
 
 // TestPromptLengths: prompts past the context length, or too long for the
@@ -117,12 +130,12 @@ func TestPromptLengths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int64{0, -1, c.Context + 1} {
-		if _, err := llm.Graph(f, c, n); err == nil {
+		if _, err := llm.Graph(llm.GGUF(f), c, n); err == nil {
 			t.Errorf("a prompt of %d tokens was built", n)
 		}
 	}
 	c.Context = 1 << 30 // a file that claims a huge context
-	if _, err := llm.Graph(f, c, llm.MaxPrompt+1); err == nil {
+	if _, err := llm.Graph(llm.GGUF(f), c, llm.MaxPrompt+1); err == nil {
 		t.Errorf("a prompt of %d tokens was built", llm.MaxPrompt+1)
 	}
 }

@@ -77,7 +77,9 @@ func cmdInfo(args []string, stdout io.Writer) error {
 		for _, typ := range slices.Sorted(maps.Keys(info.WeightTypes)) {
 			fmt.Fprintf(stdout, "  %-24s %s\n", typ, humanBytes(info.WeightTypes[typ]))
 		}
-		fmt.Fprintln(stdout, "metadata")
+		if len(info.Metadata) > 0 {
+			fmt.Fprintln(stdout, "metadata")
+		}
 		for _, kv := range info.Metadata {
 			v := kv.Value
 			if len(v) > 100 {
