@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,10 @@ type Model struct {
 // shape, folds constants and verifies the result; otherwise the model is
 // open and that happens for each set of shapes it runs with.
 func Load(path string) (*Model, error) {
+	path, err := modelPath(path)
+	if err != nil {
+		return nil, err
+	}
 	if safetensorsPath(path) {
 		return loadSafetensors(path)
 	}
@@ -77,13 +82,40 @@ func Load(path string) (*Model, error) {
 }
 
 // safetensorsPath reports whether path names a Hugging Face checkpoint:
-// a .safetensors file, an index, or a folder.
+// a .safetensors file, an index, or a folder (modelPath sends only a
+// checkpoint's folder on).
 func safetensorsPath(path string) bool {
 	if strings.HasSuffix(path, ".safetensors") || strings.HasSuffix(path, ".safetensors.index.json") {
 		return true
 	}
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
+}
+
+// modelPath resolves a folder to the model it holds: itself where it
+// holds a safetensors checkpoint, else its one .gguf or .onnx file. Any
+// other path is returned as it is.
+func modelPath(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.IsDir() {
+		return path, nil
+	}
+	for _, pattern := range []string{"*.safetensors", "*.safetensors.index.json"} {
+		if m, _ := filepath.Glob(filepath.Join(path, pattern)); len(m) > 0 {
+			return path, nil
+		}
+	}
+	for _, pattern := range []string{"*.gguf", "*.onnx"} {
+		m, _ := filepath.Glob(filepath.Join(path, pattern))
+		switch len(m) {
+		case 0:
+			continue
+		case 1:
+			return m[0], nil
+		}
+		return "", fmt.Errorf("%s holds %d %s files: name the one to load", path, len(m), pattern[1:])
+	}
+	return "", fmt.Errorf("%s holds no model (a .onnx or .gguf file, or a safetensors checkpoint)", path)
 }
 
 // releaseFile hints that the pages of the model's files are not needed
