@@ -1,5 +1,5 @@
-# tools.sh — what bench/compare_ort.sh and bench/parity_ort.sh share, sourced
-# by each before it reads its flags.
+# tools.sh — what bench/compare_ort.sh, bench/parity_ort.sh and
+# bench/compare_llama.sh share, sourced by each before it reads its flags.
 #
 # ensure_ort NAME installs the pinned ONNX Runtime (the npm package
 # onnxruntime-node, ORT_VERSION) into $ort_dir unless it is there already,

@@ -230,14 +230,17 @@ func printProfile(ctx context.Context, s *berth.Session, inputs []berth.Tensor, 
 // the garbage of loading and compiling, so that no collection lands inside
 // the timed runs, then runs until a batch of runs allocates nothing — the
 // Go runtime fills its per-thread caches (goroutine wait records, threads)
-// during the first runs of a new session. It gives up after a bounded
-// number of runs; whatever still allocates is then counted.
+// during the first runs of a new session. A batch is 10 runs, or as many
+// as fill a second when runs are long (a language model's prompt), at
+// least one. It gives up after 20 batches; whatever still allocates is
+// then counted.
 func settle(ctx context.Context, s *berth.Session, inputs []berth.Tensor) error {
 	runtime.GC()
 	var before, after runtime.MemStats
 	for batch := 0; batch < 20; batch++ {
 		runtime.ReadMemStats(&before)
-		for i := 0; i < 10; i++ {
+		start := time.Now()
+		for i := 0; i < 10 && (i == 0 || time.Since(start) < time.Second); i++ {
 			if _, err := s.Run(ctx, inputs...); err != nil {
 				return err
 			}
