@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-ml/berth/internal/llmtest"
 	"github.com/berth-ml/berth/weights/ggml"
 )
 
@@ -25,15 +26,8 @@ type manifestFile struct {
 	Alignment  int64    `json:"alignment"`
 	DataOffset int64    `json:"data_offset"`
 	Keys       []string `json:"keys"`
-	Tensors    []struct {
-		Name        string  `json:"name"`
-		Type        string  `json:"type"`
-		NE          []int64 `json:"ne"`
-		Offset      int64   `json:"offset"`
-		Bytes       int64   `json:"bytes"`
-		SHA256      string  `json:"sha256"`
-		Dequantised string  `json:"dequantised_sha256"`
-	} `json:"tensors"`
+	// Tensors have the fields llmtest.Tensor reads for a GGUF tensor.
+	Tensors []llmtest.Tensor `json:"tensors"`
 }
 
 func readManifest(t *testing.T) map[string]manifestFile {
@@ -81,29 +75,7 @@ func TestFixtures(t *testing.T) {
 				if byName, ok := f.Tensor(w.Name); !ok || byName != tt {
 					t.Errorf("Tensor(%q) is not the %d-th tensor", w.Name, i)
 				}
-				if tt.Name != w.Name || tt.Type.String() != w.Type || !reflect.DeepEqual(tt.Shape, w.NE) ||
-					tt.Offset != w.Offset || tt.Size != w.Bytes || int64(len(tt.Bytes())) != w.Bytes {
-					t.Errorf("tensor %d: %s %s %v at %d, %d bytes; want %s %s %v at %d, %d bytes",
-						i, tt.Name, tt.Type, tt.Shape, tt.Offset, tt.Size, w.Name, w.Type, w.NE, w.Offset, w.Bytes)
-					continue
-				}
-				if hash(tt.Bytes()) != w.SHA256 {
-					t.Errorf("%s: the bytes differ from the script's", tt.Name)
-				}
-				values := make([]float32, tt.Elements())
-				if err := ggml.Dequantize(tt.Type, values, tt.Bytes()); err != nil {
-					t.Fatal(err)
-				}
-				raw := make([]byte, 0, 4*len(values))
-				for _, v := range values {
-					raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
-				}
-				if hash(raw) != w.Dequantised {
-					t.Errorf("%s: dequantised values differ from ggml's", tt.Name)
-				}
-				if tt.Elements() != tt.Rows()*tt.Shape[0] {
-					t.Errorf("%s: %d elements in %d rows of %d", tt.Name, tt.Elements(), tt.Rows(), tt.Shape[0])
-				}
+				checkTensor(t, i, tt, w)
 			}
 		})
 	}
@@ -334,5 +306,35 @@ func TestStringArrayAllocations(t *testing.T) {
 	})
 	if allocs > 20 {
 		t.Errorf("parsing 1000 strings takes %v allocations", allocs)
+	}
+}
+
+// checkTensor compares the i-th tensor of a file with its manifest
+// entry w: name, type, shape, offset, size, the SHA-256 of its bytes and
+// of their float32 dequantisation.
+func checkTensor(t *testing.T, i int, tt *Tensor, w llmtest.Tensor) {
+	t.Helper()
+	if tt.Name != w.Name || tt.Type.String() != w.Type || !reflect.DeepEqual(tt.Shape, w.NE) ||
+		tt.Offset != w.Offset || tt.Size != w.Bytes || int64(len(tt.Bytes())) != w.Bytes {
+		t.Errorf("tensor %d: %s %s %v at %d, %d bytes; want %s %s %v at %d, %d bytes",
+			i, tt.Name, tt.Type, tt.Shape, tt.Offset, tt.Size, w.Name, w.Type, w.NE, w.Offset, w.Bytes)
+		return
+	}
+	if hash(tt.Bytes()) != w.SHA256 {
+		t.Errorf("%s: the bytes differ from the manifest's", tt.Name)
+	}
+	values := make([]float32, tt.Elements())
+	if err := ggml.Dequantize(tt.Type, values, tt.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 0, 4*len(values))
+	for _, v := range values {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+	}
+	if hash(raw) != w.Dequantised {
+		t.Errorf("%s: dequantised values differ from the manifest's", tt.Name)
+	}
+	if tt.Elements() != tt.Rows()*tt.Shape[0] {
+		t.Errorf("%s: %d elements in %d rows of %d", tt.Name, tt.Elements(), tt.Rows(), tt.Shape[0])
 	}
 }

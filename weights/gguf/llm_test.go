@@ -1,14 +1,10 @@
 package gguf
 
 import (
-	"encoding/binary"
-	"math"
-	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/berth-ml/berth/internal/llmtest"
-	"github.com/berth-ml/berth/weights/ggml"
 )
 
 // The language-model fixtures of scripts/gen_llm_models.py (and a large
@@ -58,27 +54,7 @@ func checkLanguageModel(t *testing.T, path string, want *llmtest.Model) {
 		t.Fatalf("%d tensors, want %d", len(f.Tensors()), len(want.Tensors))
 	}
 	for i, w := range want.Tensors {
-		tt := f.Tensors()[i]
-		if tt.Name != w.Name || tt.Type.String() != w.Type || !reflect.DeepEqual(tt.Shape, w.NE) ||
-			tt.Offset != w.Offset || tt.Size != w.Bytes {
-			t.Errorf("tensor %d: %s %s %v at %d, %d bytes; want %s %s %v at %d, %d bytes",
-				i, tt.Name, tt.Type, tt.Shape, tt.Offset, tt.Size, w.Name, w.Type, w.NE, w.Offset, w.Bytes)
-			continue
-		}
-		if hash(tt.Bytes()) != w.SHA256 {
-			t.Errorf("%s: the bytes differ from the script's", tt.Name)
-		}
-		values := make([]float32, tt.Elements())
-		if err := ggml.Dequantize(tt.Type, values, tt.Bytes()); err != nil {
-			t.Fatal(err)
-		}
-		raw := make([]byte, 0, 4*len(values))
-		for _, v := range values {
-			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
-		}
-		if hash(raw) != w.Dequantised {
-			t.Errorf("%s: dequantised values differ from the reference's", tt.Name)
-		}
+		checkTensor(t, i, f.Tensors()[i], w)
 	}
 }
 
