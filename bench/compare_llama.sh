@@ -59,7 +59,7 @@
 # (default /usr/bin/python3; nothing beyond the standard library).
 set -euo pipefail
 
-source "$(dirname "$0")/tools.sh" # usage, ensure_berth
+source "$(dirname "$0")/tools.sh" # usage, posint, ensure_berth
 
 tokens=512
 threads=2
@@ -77,10 +77,6 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 die() {
 	echo "compare_llama: $*" >&2
 	exit 1
-}
-
-posint() { # posint FLAG VALUE MIN
-	[[ $2 =~ ^[0-9]+$ ]] && (($2 >= $3)) || die "$1 wants an integer ≥ $3, not '$2'"
 }
 
 while (($# > 0)); do

@@ -64,7 +64,7 @@
 # /usr/bin/time, and $PYTHON (default /usr/bin/python3) with numpy and onnx.
 set -euo pipefail
 
-source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, ensure_ort, ensure_berth
+source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, posint, ensure_ort, ensure_berth
 
 threads=2
 models="resnet50 mobilenet_v2 efficientnet_b0 bert_base gpt2_small"
@@ -83,10 +83,6 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 die() {
 	echo "compare_ort: $*" >&2
 	exit 1
-}
-
-posint() { # posint FLAG VALUE MIN
-	[[ $2 =~ ^[0-9]+$ ]] && (($2 >= $3)) || die "$1 wants an integer ≥ $3, not '$2'"
 }
 
 while (($# > 0)); do

@@ -5,9 +5,16 @@
 # onnxruntime-node, ORT_VERSION) into $ort_dir unless it is there already,
 # and sets ort_pkg to its package.json;
 # ensure_berth NAME builds berth into $work/berth unless $berth names a
-# binary. NAME starts their messages; both use the caller's die.
+# binary. NAME starts their messages; both use the caller's die, as
+# posint does.
 
 ORT_VERSION=1.30.0
+
+# posint FLAG VALUE MIN dies (the caller's die) unless VALUE is an
+# integer of at least MIN.
+posint() {
+	[[ $2 =~ ^[0-9]+$ ]] && (($2 >= $3)) || die "$1 wants an integer ≥ $3, not '$2'"
+}
 
 # usage prints the script's header comment and exits with $1 (0).
 usage() {
