@@ -37,8 +37,7 @@ func loadGGUF(f *device.MappedFile, path string) (*Model, error) {
 		return nil, err
 	}
 	m.open.describe = func(in *Info) {
-		in.Producer = fmt.Sprintf("GGUF v%d, %s: %d layers, width %d, %d heads (%d for keys and values), vocabulary %d, context %d",
-			gf.Version, cfg.Arch, cfg.Layers, cfg.Dim, cfg.Heads, cfg.KVHeads, cfg.Vocab, cfg.Context)
+		in.Producer = fmt.Sprintf("GGUF v%d, %s", gf.Version, cfg)
 		in.WeightTypes = map[string]int64{}
 		for _, t := range gf.Tensors() {
 			in.WeightBytes += t.Size
@@ -97,8 +96,7 @@ func loadSafetensors(path string) (*Model, error) {
 	}
 	m.open.closer = ck
 	m.open.describe = func(in *Info) {
-		in.Producer = fmt.Sprintf("safetensors, %s: %d layers, width %d, %d heads (%d for keys and values), vocabulary %d, context %d",
-			cfg.Arch, cfg.Layers, cfg.Dim, cfg.Heads, cfg.KVHeads, cfg.Vocab, cfg.Context)
+		in.Producer = "safetensors, " + cfg.String()
 		in.WeightTypes = map[string]int64{}
 		for _, t := range ck.Tensors() {
 			in.WeightBytes += t.Size

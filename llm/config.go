@@ -26,6 +26,12 @@ type Config struct {
 	RopeHalves bool
 }
 
+// String describes the decoder's shape in a line.
+func (c Config) String() string {
+	return fmt.Sprintf("%s: %d layers, width %d, %d heads (%d for keys and values), vocabulary %d, context %d",
+		c.Arch, c.Layers, c.Dim, c.Heads, c.KVHeads, c.Vocab, c.Context)
+}
+
 // check refuses sizes no model has, before anything is built.
 func (c Config) check() error {
 	for _, v := range []int64{c.Vocab, c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Context} {

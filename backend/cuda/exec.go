@@ -551,17 +551,26 @@ func (e *Executable) newLane(arena, staging int64, blas bool) (*Lane, error) {
 	return l, nil
 }
 
-// stagingBytes is the page-locked staging a session needs: every input and
-// output, each 64-byte aligned.
+// stagingBytes is the page-locked staging a session needs (stagingLayout).
 func (e *Executable) stagingBytes() int64 {
-	var n int64
-	for _, id := range e.g.Inputs {
+	_, _, n := e.stagingLayout()
+	return n
+}
+
+// stagingLayout lays out a session's staging: every input, then every
+// output, each 64-byte aligned; it returns their offsets and the total.
+func (e *Executable) stagingLayout() (inAt, outAt []int64, n int64) {
+	inAt = make([]int64, len(e.inputs))
+	for i, id := range e.g.Inputs {
+		inAt[i] = n
 		n += alignUp(e.g.Tensor(id).Bytes(), 64)
 	}
-	for _, o := range e.outputs {
+	outAt = make([]int64, len(e.outputs))
+	for i, o := range e.outputs {
+		outAt[i] = n
 		n += alignUp(o.bytes, 64)
 	}
-	return n
+	return inAt, outAt, n
 }
 
 // setupBLAS makes the lane's cuBLAS handle: on its stream, with a
@@ -626,7 +635,8 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 	if l.closed {
 		return nil, errors.New("new session: the lane is closed")
 	}
-	if e.plan.ArenaBytes > l.bytes || e.stagingBytes() > int64(len(l.stage)) || e.usesBLAS && l.blas != 0 && l.prec != e.precision {
+	inAt, outAt, staging := e.stagingLayout()
+	if e.plan.ArenaBytes > l.bytes || staging > int64(len(l.stage)) || e.usesBLAS && l.blas != 0 && l.prec != e.precision {
 		return nil, fmt.Errorf("new session: %w (arena %d bytes, the lane's %d)", ErrLaneTooSmall, e.plan.ArenaBytes, l.bytes)
 	}
 	if e.usesBLAS && l.blas == 0 {
@@ -635,18 +645,7 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 			return nil, err
 		}
 	}
-	s := &Session{exe: e, lane: l, arena: l.arena, bytes: l.bytes, stream: l.stream, stage: l.stage, blas: l.blas}
-	var n int64
-	s.inAt = make([]int64, len(e.inputs))
-	for i, id := range e.g.Inputs {
-		s.inAt[i] = n
-		n += alignUp(e.g.Tensor(id).Bytes(), 64)
-	}
-	s.outAt = make([]int64, len(e.outputs))
-	for i, o := range e.outputs {
-		s.outAt[i] = n
-		n += alignUp(o.bytes, 64)
-	}
+	s := &Session{exe: e, lane: l, arena: l.arena, bytes: l.bytes, stream: l.stream, stage: l.stage, blas: l.blas, inAt: inAt, outAt: outAt}
 	s.inView = make([][]byte, len(e.inputs))
 	for i, id := range e.g.Inputs {
 		n := e.g.Tensor(id).Bytes()
