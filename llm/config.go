@@ -36,7 +36,8 @@ func (c Config) String() string {
 func (c Config) check() error {
 	for _, v := range []int64{c.Vocab, c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Context} {
 		if v <= 0 || v > maxDim {
-			return fmt.Errorf("config %+v: a size out of range", c)
+			type fields Config // every field, not String's line
+			return fmt.Errorf("config %+v: a size out of range", fields(c))
 		}
 	}
 	if c.Heads%c.KVHeads != 0 || c.HeadDim%2 != 0 {
