@@ -289,7 +289,6 @@ func (b *builder) rotate(x ir.TensorID, heads int64, cos, sin ir.TensorID) ir.Te
 		return b.op("Slice", nil, x, b.int64s(lo), b.int64s(hi), b.int64s(axis))
 	}
 	var x0, x1 ir.TensorID
-	axis := int64(-1)
 	if b.c.RopeHalves {
 		// The first half against the second (rotate_half).
 		x0, x1 = slice(x, -1, 0, half), slice(x, -1, half, b.c.HeadDim)
@@ -300,7 +299,7 @@ func (b *builder) rotate(x ir.TensorID, heads int64, cos, sin ir.TensorID) ir.Te
 	}
 	o0 := b.op("Sub", nil, b.op("Mul", nil, x0, cos), b.op("Mul", nil, x1, sin))
 	o1 := b.op("Add", nil, b.op("Mul", nil, x0, sin), b.op("Mul", nil, x1, cos))
-	y := b.op("Concat", ir.Attrs{"axis": {Kind: ir.AttrInt, Int: axis}}, o0, o1)
+	y := b.op("Concat", ir.Attrs{"axis": {Kind: ir.AttrInt, Int: -1}}, o0, o1)
 	return b.op("Reshape", nil, y, b.int64s(b.t, heads, b.c.HeadDim))
 }
 

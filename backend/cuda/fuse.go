@@ -780,13 +780,6 @@ func divisorMagic(d uint32) (m, s uint32) {
 	return uint32((uint64(1)<<32*(uint64(1)<<s-uint64(d)))/uint64(d) + 1), s
 }
 
-// fastDivide is fdiv_q on the host, for tests.
-func fastDivide(n, d uint32) uint32 {
-	m, s := divisorMagic(d)
-	t := uint32(uint64(n) * uint64(m) >> 32)
-	return uint32((uint64(t) + uint64(n)) >> s)
-}
-
 // fdivCommon defines the divisors of generated kernels (fastDivisor).
 const fdivCommon = `
 struct fdiv { u32 d, m, s; };

@@ -275,6 +275,13 @@ func TestFusedKernelText(t *testing.T) {
 
 func fastDivisorMagic(d uint32) uint32 { m, _ := divisorMagic(d); return m }
 
+// fastDivide is fdiv_q (fdivCommon) on the host.
+func fastDivide(n, d uint32) uint32 {
+	m, s := divisorMagic(d)
+	t := uint32(uint64(n) * uint64(m) >> 32)
+	return uint32((uint64(t) + uint64(n)) >> s)
+}
+
 // TestFusedKernelEmpty: a group over a tensor with no elements generates
 // a kernel (never launched) rather than dividing by its zero strides.
 func TestFusedKernelEmpty(t *testing.T) {
