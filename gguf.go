@@ -11,6 +11,7 @@ import (
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/llm"
 	"github.com/berth-ml/berth/onnx"
+	"github.com/berth-ml/berth/tokenizer"
 	"github.com/berth-ml/berth/weights/gguf"
 	"github.com/berth-ml/berth/weights/safetensors"
 )
@@ -36,6 +37,7 @@ func loadGGUF(f *device.MappedFile, path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.lm.tokenizer = func() (*tokenizer.Tokenizer, error) { return tokenizer.FromGGUF(gf) }
 	m.open.describe = func(in *Info) {
 		in.Producer = fmt.Sprintf("GGUF v%d, %s", gf.Version, cfg)
 		in.WeightTypes = map[string]int64{}
@@ -73,7 +75,12 @@ func languageModel(b []byte, path string, w llm.Weights, cfg llm.Config) (*Model
 		}
 		return &onnx.Model{Graph: g, ProducerName: "berth llm (" + cfg.Arch + ")"}, nil
 	}
-	return openModelOf(b, sig, path, imp)
+	m, err := openModelOf(b, sig, path, imp)
+	if err != nil {
+		return nil, err
+	}
+	m.lm = &decoder{w: w, cfg: cfg}
+	return m, nil
 }
 
 // loadSafetensors loads the decoder language model of a Hugging Face
@@ -95,6 +102,7 @@ func loadSafetensors(path string) (*Model, error) {
 		return nil, err
 	}
 	m.open.closer = ck
+	m.lm.tokenizer = tokenizerJSON(path)
 	m.open.describe = func(in *Info) {
 		in.Producer = "safetensors, " + cfg.String()
 		in.WeightTypes = map[string]int64{}

@@ -38,6 +38,8 @@ type Model struct {
 	// reopen makes the open model of the same file, for a model whose
 	// kernels turn out to need input values (nil when it cannot).
 	reopen func() (*Model, error)
+	// lm is set for a decoder language model (NewGenerator).
+	lm *decoder
 }
 
 // Load imports the ONNX model at path: it maps the file and decodes the

@@ -76,6 +76,12 @@ type Graph struct {
 	// given its Data when the outer value is a constant) from the
 	// implicit input of the parent node with the same name.
 	Captures []TensorID
+	// State lists the graph inputs whose values a session keeps from one
+	// run to the next, such as a language model's cache of keys and
+	// values: each is also in Inputs, the caller does not feed it, and a
+	// node that updates it (see UpdatesState) writes its new value in
+	// place.
+	State []TensorID
 }
 
 // MaxSubgraphDepth bounds how deeply control-flow subgraphs may nest.

@@ -19,10 +19,13 @@ import (
 //   - PackedGather(w, ids) → y: y[…, k] = the rows ids of a table of rows
 //     rows of k values (attribute cols) packed in format in w (a uint8
 //     constant); ids are int64 or int32.
+//
+// CacheWrite and CachedAttention keep a decoder's keys and values between
+// runs (see infer_cache.go).
 const BerthDomain = "berth"
 
 // berthOps are the operators of BerthDomain.
-var berthOps = map[string]bool{"PackedMatMul": true, "PackedGather": true}
+var berthOps = map[string]bool{"PackedMatMul": true, "PackedGather": true, "CacheWrite": true, "CachedAttention": true}
 
 // BerthOp reports whether op is an operator of BerthDomain.
 func BerthOp(op string) bool { return berthOps[op] }

@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Verify checks the structure of g: every tensor has a valid type and a
 // shape within limits, constants hold exactly their bytes, every node input
@@ -42,6 +45,11 @@ func Verify(g *Graph) error {
 			return fmt.Errorf("capture id %d out of range", id)
 		}
 		defined[id] = true
+	}
+	for _, id := range g.State {
+		if !slices.Contains(g.Inputs, id) {
+			return fmt.Errorf("state tensor %d is not a graph input", id)
+		}
 	}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]

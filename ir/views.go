@@ -12,6 +12,14 @@ func IsView(n *Node) bool {
 	return false
 }
 
+// UpdatesState reports whether n writes its output over its first
+// input, in place: CacheWrite, which updates a graph's state (see
+// Graph.State). The output is the input's new value, in the input's
+// bytes.
+func UpdatesState(n *Node) bool {
+	return n.Op == "CacheWrite" && n.Domain == BerthDomain && len(n.Outputs) == 1 && len(n.Inputs) > 0
+}
+
 // A Piece is a run of bytes that a Concat, Split or Slice node copies whole
 // between one of its inputs and one of its outputs: a Concat writes its
 // input Input into its output at byte Offset, a Split or Slice writes its

@@ -26,22 +26,75 @@ func Graph(w Weights, c Config, t int64) (*ir.Graph, error) {
 		// attention scores whole (t² values a head).
 		return nil, fmt.Errorf("%d tokens: a prompt takes at most %d", t, MaxPrompt)
 	}
-	b := &builder{g: &ir.Graph{Name: c.Arch, Opsets: map[string]int64{"": ir.LatestOpset}}, w: w, c: c, t: t}
-	tokens := b.g.NewTensor("tokens", ir.Int64, ir.Shape{t}, nil)
-	b.g.Inputs = []ir.TensorID{tokens}
-	h := b.gather("token_embd.weight", tokens)
+	b := newBuilder(w, c, t)
+	return b.decoder(true)
+}
+
+// StepGraph builds one step of the decoder with a cache of keys and
+// values for context positions: t tokens (input "tokens", int64[t]) at
+// the positions from pos (input "pos", int64[1], read at run time) on,
+// each attending to the cache's rows before it and to itself. Its state
+// (ir.Graph.State) is each layer's cache of keys and of values,
+// float32[context, KVHeads·HeadDim] ("cache.L.k", "cache.L.v"), which a
+// step updates at its positions. Its output "logits" is float32[t,
+// vocab], or the last token's alone ([1, vocab]) unless allLogits.
+func StepGraph(w Weights, c Config, t, context int64, allLogits bool) (*ir.Graph, error) {
+	if context <= 0 || context > c.Context {
+		return nil, fmt.Errorf("a context of %d: the model takes 1 to %d positions", context, c.Context)
+	}
+	if t <= 0 || t > context {
+		return nil, fmt.Errorf("%d tokens: a step takes 1 to %d (the context)", t, context)
+	}
+	b := newBuilder(w, c, t)
+	b.context = context
+	b.pos = b.g.NewTensor("pos", ir.Int64, ir.Shape{1}, nil)
+	b.g.Inputs = append(b.g.Inputs, b.pos)
+	width := c.KVHeads * c.HeadDim
+	for l := range c.Layers {
+		for _, kv := range []string{"k", "v"} {
+			id := b.g.NewTensor(fmt.Sprintf("cache.%d.%s", l, kv), ir.Float32, ir.Shape{context, width}, nil)
+			b.g.Inputs = append(b.g.Inputs, id)
+			b.g.State = append(b.g.State, id)
+		}
+	}
+	return b.decoder(allLogits)
+}
+
+// CacheBytes is the bytes of the cache of keys and values StepGraph
+// keeps for context positions.
+func CacheBytes(c Config, context int64) int64 {
+	return 2 * 4 * c.Layers * context * c.KVHeads * c.HeadDim
+}
+
+func newBuilder(w Weights, c Config, t int64) *builder {
+	b := &builder{g: &ir.Graph{Name: c.Arch, Opsets: map[string]int64{"": ir.LatestOpset}}, w: w, c: c, t: t, pos: ir.NoTensor}
+	b.tokens = b.g.NewTensor("tokens", ir.Int64, ir.Shape{t}, nil)
+	b.g.Inputs = []ir.TensorID{b.tokens}
+	return b
+}
+
+// cached reports whether the graph attends over a cache (StepGraph).
+func (b *builder) cached() bool { return b.pos != ir.NoTensor }
+
+// decoder adds the layers and the output projection.
+func (b *builder) decoder(allLogits bool) (*ir.Graph, error) {
+	c := b.c
+	h := b.gather("token_embd.weight", b.tokens)
 	if c.Arch == "gpt2" {
-		return b.finish(b.gpt2(h))
+		return b.finish(b.gpt2(h), allLogits)
 	}
 	cos, sin := b.rotary()
-	mask := b.causalMask()
+	mask := ir.NoTensor
+	if !b.cached() {
+		mask = b.causalMask()
+	}
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		x := b.rmsNorm(h, p+"attn_norm.weight")
 		q := b.project(x, p+"attn_q")
 		k := b.project(x, p+"attn_k")
 		v := b.project(x, p+"attn_v")
-		a := b.attention(q, k, v, cos, sin, mask)
+		a := b.attention(l, q, k, v, cos, sin, mask)
 		h = b.op("Add", nil, h, b.matmul(a, p+"attn_output.weight"))
 		x = b.rmsNorm(h, p+"ffn_norm.weight")
 		gate := b.matmul(x, p+"ffn_gate.weight")
@@ -49,12 +102,21 @@ func Graph(w Weights, c Config, t int64) (*ir.Graph, error) {
 		silu := b.op("Mul", nil, gate, b.op("Sigmoid", nil, gate))
 		h = b.op("Add", nil, h, b.matmul(b.op("Mul", nil, silu, up), p+"ffn_down.weight"))
 	}
-	return b.finish(b.rmsNorm(h, "output_norm.weight"))
+	return b.finish(h, allLogits)
 }
 
-// finish adds the output projection of the normalised h (output.weight,
-// or the embedding where the file ties them) and returns the graph.
-func (b *builder) finish(h ir.TensorID) (*ir.Graph, error) {
+// finish adds the final normalisation and the output projection of h
+// (output.weight, or the embedding where the file ties them), of its last
+// row alone unless allLogits, and returns the graph.
+func (b *builder) finish(h ir.TensorID, allLogits bool) (*ir.Graph, error) {
+	if !allLogits && b.t > 1 {
+		h = b.op("Slice", nil, h, b.int64s(b.t-1), b.int64s(b.t), b.int64s(0))
+	}
+	if b.c.Arch == "gpt2" {
+		h = b.layerNorm(h, "output_norm")
+	} else {
+		h = b.rmsNorm(h, "output_norm.weight")
+	}
 	out := "output.weight"
 	if _, ok := b.w.Tensor(out); !ok {
 		out = "token_embd.weight" // tied to the embedding
@@ -74,11 +136,7 @@ func (b *builder) finish(h ir.TensorID) (*ir.Graph, error) {
 // normalised output.
 func (b *builder) gpt2(h ir.TensorID) ir.TensorID {
 	c := b.c
-	pos := make([]int64, b.t)
-	for i := range pos {
-		pos[i] = int64(i)
-	}
-	h = b.op("Add", nil, h, b.gather("position_embd.weight", b.int64s(pos...)))
+	h = b.op("Add", nil, h, b.gather("position_embd.weight", b.positions()))
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		x := b.layerNorm(h, p+"attn_norm")
@@ -86,12 +144,16 @@ func (b *builder) gpt2(h ir.TensorID) ir.TensorID {
 		split := func(i int64) ir.TensorID {
 			return b.op("Slice", nil, qkv, b.int64s(i*c.Dim), b.int64s((i+1)*c.Dim), b.int64s(-1))
 		}
-		a := b.attention(split(0), split(1), split(2), ir.NoTensor, ir.NoTensor, b.causalMask())
+		mask := ir.NoTensor
+		if !b.cached() {
+			mask = b.causalMask()
+		}
+		a := b.attention(l, split(0), split(1), split(2), ir.NoTensor, ir.NoTensor, mask)
 		h = b.op("Add", nil, h, b.project(a, p+"attn_output"))
 		x = b.layerNorm(h, p+"ffn_norm")
 		h = b.op("Add", nil, h, b.project(b.geluTanh(b.project(x, p+"ffn_up")), p+"ffn_down"))
 	}
-	return b.layerNorm(h, "output_norm")
+	return h
 }
 
 // layerNorm is LayerNorm over the last axis with name.weight and
@@ -116,11 +178,16 @@ func (b *builder) geluTanh(x ir.TensorID) ir.TensorID {
 // builder adds nodes to g; the first error sticks in err and later calls
 // do nothing of use.
 type builder struct {
-	g   *ir.Graph
-	w   Weights
-	c   Config
-	t   int64
-	err error
+	g      *ir.Graph
+	w      Weights
+	c      Config
+	t      int64
+	tokens ir.TensorID
+	// pos is the first position's input in a step over a cache of
+	// context rows (StepGraph), and ir.NoTensor in a prompt's graph.
+	pos     ir.TensorID
+	context int64
+	err     error
 }
 
 func (b *builder) fail(err error) ir.TensorID {
@@ -251,13 +318,31 @@ func (b *builder) rmsNorm(x ir.TensorID, weight string) ir.TensorID {
 	return b.op("Mul", nil, b.op("Mul", nil, x, r), b.vector(weight, b.c.Dim))
 }
 
+// positions is the tokens' positions: 0 to t-1 in a prompt's graph, and
+// from the input pos on in a step's.
+func (b *builder) positions() ir.TensorID {
+	pos := make([]int64, b.t)
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	if !b.cached() {
+		return b.int64s(pos...)
+	}
+	return b.op("Add", nil, b.pos, b.int64s(pos...))
+}
+
 // rotary returns the cosines and sines of the rotary embedding at the
-// prompt's positions: [t, 1, HeadDim/2, 1] for adjacent pairs,
-// [t, 1, HeadDim/2] for halves (Config.RopeHalves).
+// tokens' positions: [t, 1, HeadDim/2, 1] for adjacent pairs,
+// [t, 1, HeadDim/2] for halves (Config.RopeHalves). A step over a cache
+// looks them up at its run's positions in a table of the whole context.
 func (b *builder) rotary() (cos, sin ir.TensorID) {
 	half := b.c.HeadDim / 2
-	cv, sv := make([]float32, b.t*half), make([]float32, b.t*half)
-	for p := range b.t {
+	n := b.t
+	if b.cached() {
+		n = b.context
+	}
+	cv, sv := make([]float32, n*half), make([]float32, n*half)
+	for p := range n {
 		for i := range half {
 			theta := float64(p) * math.Pow(b.c.RopeBase, -2*float64(i)/float64(b.c.HeadDim))
 			cv[p*half+i], sv[p*half+i] = float32(math.Cos(theta)), float32(math.Sin(theta))
@@ -267,7 +352,15 @@ func (b *builder) rotary() (cos, sin ir.TensorID) {
 	if b.c.RopeHalves {
 		shape = ir.Shape{b.t, 1, half}
 	}
-	return b.floats("rope_cos", shape, cv), b.floats("rope_sin", shape.Clone(), sv)
+	if !b.cached() {
+		return b.floats("rope_cos", shape, cv), b.floats("rope_sin", shape.Clone(), sv)
+	}
+	at := func(name string, v []float32) ir.TensorID {
+		table := b.floats(name, ir.Shape{n, half}, v)
+		rows := b.op("Gather", ir.Attrs{"axis": {Kind: ir.AttrInt, Int: 0}}, table, b.positions())
+		return b.op("Reshape", nil, rows, b.int64s(shape...))
+	}
+	return at("rope_cos", cv), at("rope_sin", sv)
 }
 
 // causalMask is 0 where a position may attend and the lowest float32
@@ -303,10 +396,12 @@ func (b *builder) rotate(x ir.TensorID, heads int64, cos, sin ir.TensorID) ir.Te
 	return b.op("Reshape", nil, y, b.int64s(b.t, heads, b.c.HeadDim))
 }
 
-// attention is causal grouped-query attention of q [t, Heads·HeadDim]
-// over k and v [t, KVHeads·HeadDim], q and k rotated first unless cos is
-// ir.NoTensor: [t, Heads·HeadDim].
-func (b *builder) attention(q, k, v, cos, sin, mask ir.TensorID) ir.TensorID {
+// attention is causal grouped-query attention of layer l's q [t,
+// Heads·HeadDim] over k and v [t, KVHeads·HeadDim], q and k rotated first
+// unless cos is ir.NoTensor: [t, Heads·HeadDim]. In a step over a cache,
+// k and v are written into the layer's cache at the step's positions and
+// q attends over the cache.
+func (b *builder) attention(l int64, q, k, v, cos, sin, mask ir.TensorID) ir.TensorID {
 	c := b.c
 	heads := func(x ir.TensorID, n int64) ir.TensorID {
 		return b.op("Reshape", nil, x, b.int64s(b.t, n, c.HeadDim))
@@ -315,6 +410,20 @@ func (b *builder) attention(q, k, v, cos, sin, mask ir.TensorID) ir.TensorID {
 	q, k = heads(q, c.Heads), heads(k, c.KVHeads)
 	if cos != ir.NoTensor {
 		q, k = b.rotate(q, c.Heads, cos, sin), b.rotate(k, c.KVHeads, cos, sin)
+	}
+	if b.cached() {
+		flat := func(x ir.TensorID, n int64) ir.TensorID {
+			return b.op("Reshape", nil, x, b.int64s(b.t, n*c.HeadDim))
+		}
+		state := b.g.State[2*l : 2*l+2]
+		kc := b.opIn(ir.BerthDomain, "CacheWrite", nil, state[0], flat(k, c.KVHeads), b.pos)
+		vc := b.opIn(ir.BerthDomain, "CacheWrite", nil, state[1], v, b.pos)
+		attrs := ir.Attrs{
+			"heads":    {Kind: ir.AttrInt, Int: c.Heads},
+			"kv_heads": {Kind: ir.AttrInt, Int: c.KVHeads},
+			"scale":    {Kind: ir.AttrFloat, Float: float32(1 / math.Sqrt(float64(c.HeadDim)))},
+		}
+		return b.opIn(ir.BerthDomain, "CachedAttention", attrs, flat(q, c.Heads), kc, vc, b.pos)
 	}
 	q = b.op("Transpose", perm(1, 0, 2), q)
 	k = b.op("Transpose", perm(1, 0, 2), k)

@@ -101,4 +101,5 @@ func EliminateDeadCode(g *ir.Graph) {
 	mapIDs(g.Inputs)
 	mapIDs(g.Outputs)
 	mapIDs(g.Captures)
+	mapIDs(g.State)
 }

@@ -15,7 +15,9 @@ import (
 // working memory that node i writes and no one else reads, live during its
 // step only. The output of a Reshape, Flatten, Squeeze, Unsqueeze or
 // Identity node whose first input is an activation of the same byte size
-// becomes a view of that input. Concat, Split and Slice steps carry their
+// becomes a view of that input, as does the output of a CacheWrite, which
+// updates its input in place (Step.Update); the graph's state tensors
+// are the problem's (Problem.State). Concat, Split and Slice steps carry their
 // pieces (see ir.Pieces and Piece); SharePieces, which a caller that runs
 // steps in place may call next, turns those it can into views.
 //
@@ -97,6 +99,12 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 				out.SetAlias(index[in])
 			}
 		}
+		if in := n.Input(0); ir.UpdatesState(n) && len(st.Outputs) == 1 && in != ir.NoTensor && index[in] >= 0 {
+			if out := &p.Tensors[st.Outputs[0]]; out.Size == p.Tensors[index[in]].Size {
+				out.SetAlias(index[in])
+				st.Update = true
+			}
+		}
 		for _, pc := range ir.Pieces(g, n) {
 			in, out := index[n.Inputs[pc.Input]], index[n.Outputs[pc.Output]]
 			if in < 0 || out < 0 {
@@ -113,6 +121,12 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 			p.Tensors = append(p.Tensors, Tensor{Name: scratchName(n, i), Size: scratch[i]})
 		}
 		p.Steps = append(p.Steps, st)
+	}
+	for _, id := range g.State {
+		if !valid(id) || index[id] < 0 {
+			return nil, nil, fmt.Errorf("plan: state tensor %d is not a graph input", id)
+		}
+		p.State = append(p.State, index[id])
 	}
 	for _, id := range g.Outputs {
 		if !valid(id) {

@@ -144,6 +144,9 @@ func analyze(p *Problem, order []int, views bool, share func(p *Problem, s, in, 
 	for _, id := range p.Outputs {
 		lv.end[id] = lv.steps - 1
 	}
+	for _, id := range p.State {
+		lv.end[id] = lv.steps - 1
+	}
 
 	for i := range lv.parent {
 		lv.parent[i] = -1

@@ -157,6 +157,13 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 	for i := range p.Tensors {
 		pl.NaiveBytes += alignUp(p.Tensors[i].Size, align)
 	}
+	// The state takes the arena's first bytes (see Problem.State): the
+	// other slots are placed after it.
+	state := p.stateBytes(align)
+	isState := make([]bool, len(p.Tensors))
+	for _, id := range p.State {
+		isState[id] = true
+	}
 	var best *candidate
 	var bestOff []int64
 	work := 0 // runs of bytes looked at, shared by all schedules (see maxWork)
@@ -170,12 +177,19 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 		var rs []rect
 		var own []int // the tensor of each rectangle
 		for i, r := range c.lv.root {
-			if r == i && p.Tensors[i].Size > 0 {
+			if r == i && p.Tensors[i].Size > 0 && !isState[i] {
 				rs = append(rs, rect{c.lv.start[i], c.lv.end[i], alignUp(p.Tensors[i].Size, align)})
 				own = append(own, i)
 			}
 		}
-		off, arena, winner, tried := place(rs, c.lv.steps, c.load, &work)
+		off, arena, winner, tried := place(rs, c.lv.steps, c.load-state, &work)
+		for k := range off {
+			off[k] += state
+		}
+		arena += state
+		for k := range tried {
+			tried[k].ArenaBytes += state
+		}
 		pl.Schedules = append(pl.Schedules, ScheduleAttempt{c.name, c.load, arena})
 		better := best == nil || arena < pl.ArenaBytes ||
 			(arena == pl.ArenaBytes && c.name == "file")
@@ -189,6 +203,11 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 	pl.Live = best.lv.curve(p, align)
 	for k, i := range owner {
 		pl.Offsets[i] = bestOff[k]
+	}
+	var at int64
+	for _, id := range p.State {
+		pl.Offsets[id] = at
+		at += alignUp(p.Tensors[id].Size, align)
 	}
 	pl.PeakStep, pl.PeakTensors = best.lv.peak(p, align)
 	pl.InPlace = make([]int, len(p.Tensors))

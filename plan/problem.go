@@ -58,6 +58,11 @@ type Step struct {
 	// must have the output's type and size; the rest of the rule of
 	// in-place execution (see Build) applies as for any input.
 	Overwrite []int
+	// Update says that the step's first output is the new value of its
+	// first input, a state tensor (see Problem.State), written in place:
+	// the output is a view of all of the input's bytes. The input's old
+	// value must not be read after the step (Verify checks it).
+	Update bool
 }
 
 // A Piece says that after its step, tensor Part holds exactly the bytes of
@@ -133,6 +138,12 @@ type Problem struct {
 	Steps   []Step
 	Inputs  []int // graph inputs: live from before the first step
 	Outputs []int // graph outputs: live until after the last step
+	// State lists graph inputs whose values outlive the run (a language
+	// model's cache of keys and values): they are live from before the
+	// first step until after the last, and take the first bytes of the
+	// arena, one after the other in this order, each slot aligned, so that
+	// every plan of problems with the same state places it alike.
+	State []int
 }
 
 // maxTotalBytes bounds the sum of all tensor sizes, so that no sum of slots,
@@ -221,12 +232,57 @@ func (p *Problem) check() error {
 			return fmt.Errorf("graph output %d out of range", id)
 		}
 	}
+	if err := p.checkState(); err != nil {
+		return err
+	}
 	for i := range p.Tensors {
 		if !written[i] {
 			return fmt.Errorf("tensor %q is neither a graph input nor written by a step", p.Tensors[i].Name)
 		}
 	}
 	return nil
+}
+
+// checkState checks that every state tensor is a graph input listed once
+// and owns its bytes, and that every update (see Step.Update) writes a view
+// of all of a state tensor's bytes.
+func (p *Problem) checkState() error {
+	isState := make(map[int]bool, len(p.State))
+	for _, id := range p.State {
+		if id < 0 || id >= len(p.Tensors) || !slices.Contains(p.Inputs, id) {
+			return fmt.Errorf("state tensor %d is not a graph input", id)
+		}
+		if isState[id] || p.Tensors[id].IsView() {
+			return fmt.Errorf("state tensor %q is listed twice or is a view", p.Tensors[id].Name)
+		}
+		isState[id] = true
+	}
+	for s := range p.Steps {
+		st := &p.Steps[s]
+		if !st.Update {
+			continue
+		}
+		if len(st.Inputs) == 0 || len(st.Outputs) == 0 {
+			return fmt.Errorf("step %s updates nothing", p.stepName(s))
+		}
+		in, out := st.Inputs[0], &p.Tensors[st.Outputs[0]]
+		if out.Alias() != in || out.AliasOffset != 0 || out.Size != p.Tensors[in].Size {
+			return fmt.Errorf("step %s: its update %q is not a view of all of %q", p.stepName(s), out.Name, p.Tensors[in].Name)
+		}
+		if r, _ := wholeRoot(p, in); !isState[r] {
+			return fmt.Errorf("step %s updates %q, which is not state", p.stepName(s), p.Tensors[in].Name)
+		}
+	}
+	return nil
+}
+
+// stateBytes is the bytes the state takes at the start of the arena.
+func (p *Problem) stateBytes(align int64) int64 {
+	var b int64
+	for _, id := range p.State {
+		b += alignUp(p.Tensors[id].Size, align)
+	}
+	return b
 }
 
 // checkAliasCycles rejects views that, following Alias, come back to

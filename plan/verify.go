@@ -98,10 +98,17 @@ func verify(p *Problem, pl *Plan) error {
 		}
 	}
 	final := max(len(pl.Order), 1) - 1
+	read := slices.Clone(last) // each tensor's last read (its write where none)
 	for _, id := range p.Outputs {
 		if id < 0 || id >= n {
 			return fmt.Errorf("graph output %d out of range", id)
 		}
+		last[id] = final
+	}
+	if err := p.checkState(); err != nil {
+		return err
+	}
+	for _, id := range p.State {
 		last[id] = final
 	}
 	for id := range p.Tensors {
@@ -145,6 +152,9 @@ func verify(p *Problem, pl *Plan) error {
 	if err := verifyPieces(p, pl, root); err != nil {
 		return err
 	}
+	if err := verifyState(p, pl, root, read); err != nil {
+		return err
+	}
 
 	// Roots: aligned slots inside the arena.
 	var roots []int
@@ -171,6 +181,9 @@ func verify(p *Problem, pl *Plan) error {
 		boundary[root[id]] = true
 	}
 	for _, id := range p.Outputs {
+		boundary[root[id]] = true
+	}
+	for _, id := range p.State {
 		boundary[root[id]] = true
 	}
 	takesOver := func(t, out, r int) bool {
@@ -243,6 +256,42 @@ func verify(p *Problem, pl *Plan) error {
 	}
 	if pl.ArenaBytes < load {
 		return fmt.Errorf("arena of %d bytes is below LOAD, %d bytes", pl.ArenaBytes, load)
+	}
+	return nil
+}
+
+// verifyState checks that the state takes the first bytes of the arena in
+// its order (see Problem.State), and that no value a step updates in place
+// (see Step.Update) is read after the update: every tensor sharing the
+// updated bytes that does not hold the new value (the update's output or
+// a view of it) is read at or before the update's position. read gives
+// each tensor's last read in schedule positions.
+func verifyState(p *Problem, pl *Plan, root, read []int) error {
+	var at int64
+	for _, id := range p.State {
+		if pl.Offsets[id] != at {
+			return fmt.Errorf("state tensor %q is at %d, not at %d, after the state before it", p.Tensors[id].Name, pl.Offsets[id], at)
+		}
+		at += alignUp(p.Tensors[id].Size, pl.Alignment)
+	}
+	for t, s := range pl.Order {
+		st := &p.Steps[s]
+		if !st.Update {
+			continue
+		}
+		out := st.Outputs[0]
+		for id := range p.Tensors {
+			if root[id] != root[out] || read[id] <= t {
+				continue
+			}
+			fresh := false
+			for j := id; j >= 0 && !fresh; j = p.Tensors[j].Alias() {
+				fresh = j == out
+			}
+			if !fresh {
+				return fmt.Errorf("%q is read at schedule position %d, after step %s updated its bytes at %d", p.Tensors[id].Name, read[id], p.stepName(s), t)
+			}
+		}
 	}
 	return nil
 }

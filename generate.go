@@ -1,0 +1,510 @@
+package berth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/llm"
+	"github.com/berth-ml/berth/onnx"
+	"github.com/berth-ml/berth/tokenizer"
+)
+
+// decoder is what a language model keeps to build its graphs: the
+// weights, the config, and where its tokenizer comes from.
+type decoder struct {
+	w   llm.Weights
+	cfg llm.Config
+	// tokenizer reads the model's tokenizer (nil: the model has none).
+	tokenizer func() (*tokenizer.Tokenizer, error)
+}
+
+// LanguageModel reports whether m is a decoder language model (a GGUF
+// file or a Hugging Face checkpoint), which NewGenerator runs.
+func (m *Model) LanguageModel() bool { return m.lm != nil }
+
+// Tokenizer returns the tokenizer of a language model: the one its GGUF
+// file describes, or the tokenizer.json beside its checkpoint.
+func (m *Model) Tokenizer() (*tokenizer.Tokenizer, error) {
+	if m.lm == nil || m.lm.tokenizer == nil {
+		return nil, errors.New("the model has no tokenizer")
+	}
+	return m.lm.tokenizer()
+}
+
+// tokenizerJSON reads the tokenizer.json of the checkpoint at path (a file
+// or a folder).
+func tokenizerJSON(path string) func() (*tokenizer.Tokenizer, error) {
+	return func() (*tokenizer.Tokenizer, error) {
+		dir := path
+		if st, err := os.Stat(path); err == nil && !st.IsDir() {
+			dir = filepath.Dir(path)
+		}
+		return tokenizer.FromJSON(filepath.Join(dir, "tokenizer.json"))
+	}
+}
+
+// GeneratorOptions tune NewGenerator. The zero value is a sensible
+// default.
+type GeneratorOptions struct {
+	// Context is how many positions the cache of keys and values holds:
+	// the prompt and every token generated after it. 0 means the model's
+	// own context length, at most DefaultContext.
+	Context int64
+	// Options are the compile options of the generator's plans: threads,
+	// memory limit. Dims, MaxDims and Plans do not apply.
+	Options Options
+}
+
+// DefaultContext is the context a generator holds unless its options
+// say otherwise (or the model's own is shorter).
+const DefaultContext = 4096
+
+// PrefillChunk is the most tokens of a prompt one plan takes at once: a
+// longer prompt is fed a chunk after another.
+const PrefillChunk = 512
+
+// A Generator runs a decoder language model one step at a time over a
+// cache of keys and values (see llm.StepGraph): a prompt's tokens are fed
+// in chunks (Prefill), then one token a step (Step), each at the next
+// position, until the context is full (Reset starts again at position 0).
+//
+// Its plans share one arena whose first bytes are the cache, planned and
+// verified with every plan: a plan of one token serves every step, and a
+// plan per prompt length serves prompts. A step allocates nothing. A
+// generator is not safe for concurrent use.
+type Generator struct {
+	m       *Model
+	cfg     llm.Config
+	context int64
+	opts    Options
+	pos     int64 // the positions the cache holds
+
+	workers *cpu.Workers
+	store   *cpu.WeightStore
+	buf     *device.HostBuffer // the arena of every plan; the cache first
+	decode  *stepPlan
+	prompts []*stepPlan // the prompt plans, the most recently used last
+	ids     []int64     // a token's id, for the step's input
+}
+
+// stepPlan is one step graph's executable and its session in the
+// generator's arena.
+type stepPlan struct {
+	t      int64
+	all    bool // the logits of every token, not the last one's alone
+	exe    *Executable
+	m      *Model
+	s      *Session
+	inputs []Tensor // the session's own buffers: tokens, pos, the cache
+	tokens []int64
+	pos    []int64
+}
+
+// maxPromptPlans is how many prompt plans a generator keeps.
+const maxPromptPlans = 4
+
+// NewGenerator compiles m, a language model, for generation on the CPU:
+// the plan of one token at once, and of a prompt chunk of up to
+// PrefillChunk tokens, in one arena holding the cache. It fails, before
+// allocating the arena, when the cache, the arena and the weights exceed
+// the options' memory limit.
+func (m *Model) NewGenerator(opts GeneratorOptions) (*Generator, error) {
+	if m.lm == nil {
+		return nil, errors.New("generate: the model is not a language model (a GGUF file or a Hugging Face checkpoint)")
+	}
+	cfg := m.lm.cfg
+	ctx := opts.Context
+	switch {
+	case ctx == 0:
+		ctx = min(cfg.Context, DefaultContext)
+	case ctx < 0 || ctx > cfg.Context:
+		return nil, fmt.Errorf("generate: a context of %d: the model takes 1 to %d positions", ctx, cfg.Context)
+	}
+	o := opts.Options
+	if o.Threads <= 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	g := &Generator{m: m, cfg: cfg, context: ctx, opts: o, store: new(cpu.WeightStore), ids: make([]int64, 1)}
+	g.opts.weights = g.store
+	g.workers = cpu.NewWorkers(o.Threads)
+	var err error
+	if g.decode, err = g.compile(1, false); err != nil {
+		g.Close()
+		return nil, err
+	}
+	if t := min(PrefillChunk, ctx); t > 1 {
+		p, err := g.compile(t, false)
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		g.prompts = append(g.prompts, p)
+	}
+	if err := g.bind(); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Context is the positions the generator's cache holds.
+func (g *Generator) Context() int64 { return g.context }
+
+// Position is how many positions the cache holds so far: where the next
+// token goes.
+func (g *Generator) Position() int64 { return g.pos }
+
+// CacheBytes is the bytes of the cache of keys and values.
+func (g *Generator) CacheBytes() int64 { return llm.CacheBytes(g.cfg, g.context) }
+
+// ArenaBytes is the bytes of the arena the plans share: the cache, then
+// the activations of the largest plan.
+func (g *Generator) ArenaBytes() int64 { return g.buf.Size() }
+
+// WeightBytes is the bytes of the model's weights.
+func (g *Generator) WeightBytes() int64 { return g.decode.exe.WeightBytes() }
+
+// Vocab is the size of the logits rows.
+func (g *Generator) Vocab() int { return int(g.cfg.Vocab) }
+
+// Reset empties the cache: the next token goes to position 0.
+func (g *Generator) Reset() { g.pos = 0 }
+
+// compile builds and compiles the step graph of t tokens.
+func (g *Generator) compile(t int64, all bool) (*stepPlan, error) {
+	graph, err := llm.StepGraph(g.m.lm.w, g.cfg, t, g.context, all)
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	m, err := prepare(&onnx.Model{Graph: graph, ProducerName: "berth llm (" + g.cfg.Arch + ")"})
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	if limit := g.opts.MemoryLimit; limit >= 0 {
+		// The cache comes on top of the plan's activations and the
+		// weights, which the compiler checks.
+		if limit == 0 {
+			limit = device.HostMemory()
+		}
+		if c := g.CacheBytes(); c > limit {
+			m.Close()
+			return nil, fmt.Errorf("generate: %w: a cache of %d positions needs %d bytes, the limit is %d", ErrMemoryLimit, g.context, c, limit)
+		}
+	}
+	exe, err := compileStatic(m, CPU, g.opts)
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	return &stepPlan{t: t, all: all, exe: exe, m: m}, nil
+}
+
+// plans lists every plan the generator holds.
+func (g *Generator) plans() []*stepPlan {
+	return append([]*stepPlan{g.decode}, g.prompts...)
+}
+
+// bind gives every plan a session in the shared arena, allocating a
+// larger arena (the cache copied over) where a plan needs more.
+func (g *Generator) bind() error {
+	var need int64
+	for _, p := range g.plans() {
+		need = max(need, p.exe.ArenaBytes())
+	}
+	if g.buf != nil && g.buf.Size() >= need {
+		for _, p := range g.plans() {
+			if p.s == nil {
+				if err := g.open(p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	buf, err := device.NewHostBuffer(need, Alignment)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	if g.buf != nil {
+		copy(buf.Bytes(), g.buf.Bytes()[:g.stateBytes()])
+	}
+	g.buf = buf
+	for _, p := range g.plans() {
+		if p.s != nil {
+			p.s.Close()
+			p.s = nil
+		}
+		if err := g.open(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stateBytes is the bytes the cache takes at the start of the arena.
+func (g *Generator) stateBytes() int64 {
+	var b int64
+	for _, id := range g.decode.exe.g.State {
+		b = max(b, g.decode.exe.layout.Slots[id].Offset+g.decode.exe.layout.Slots[id].Size)
+	}
+	return b
+}
+
+// open makes p's session in the generator's arena and checks that its
+// cache lies where every other plan's does.
+func (g *Generator) open(p *stepPlan) error {
+	want, got := g.decode.exe, p.exe
+	for i, id := range got.g.State {
+		w, s := want.layout.Slots[want.g.State[i]], got.layout.Slots[id]
+		if w != s {
+			return fmt.Errorf("generate: the plan of %d tokens holds cache %q at %d, the step's at %d", p.t, got.g.Tensor(id).Name, s.Offset, w.Offset)
+		}
+	}
+	s, err := p.exe.newSession(g.workers, g.buf, nil)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	if !raw.SameStart(s.arena.Bytes(), g.buf.Bytes()) {
+		s.Close()
+		return errors.New("generate: a plan's session is not in the shared arena")
+	}
+	p.s, p.inputs = s, s.InputBuffers()
+	p.tokens = raw.I64(p.inputs[0].Data)
+	p.pos = raw.I64(p.inputs[1].Data)
+	return nil
+}
+
+// promptPlan returns the plan of t tokens (all: with every token's
+// logits), compiling it the first time.
+func (g *Generator) promptPlan(t int64, all bool) (*stepPlan, error) {
+	if t == 1 && !all {
+		return g.decode, nil
+	}
+	for i, p := range g.prompts {
+		if p.t == t && p.all == all {
+			g.prompts = append(slices.Delete(g.prompts, i, i+1), p)
+			return p, nil
+		}
+	}
+	p, err := g.compile(t, all)
+	if err != nil {
+		return nil, err
+	}
+	if len(g.prompts) == maxPromptPlans {
+		// The least recently used, but never the chunk plan, first.
+		g.prompts[min(1, len(g.prompts)-1)].close()
+		g.prompts = slices.Delete(g.prompts, min(1, len(g.prompts)-1), min(2, len(g.prompts)))
+	}
+	g.prompts = append(g.prompts, p)
+	if err := g.bind(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *stepPlan) close() {
+	if p.s != nil {
+		p.s.Close()
+	}
+	p.exe.Close()
+	p.m.Close()
+}
+
+// checkTokens refuses ids outside the vocabulary and prompts that do not
+// fit the rest of the context.
+func (g *Generator) checkTokens(tokens []int32) error {
+	if n := int64(len(tokens)); n > g.context-g.pos {
+		return fmt.Errorf("generate: %d tokens at position %d do not fit a context of %d (Reset starts again at 0)", n, g.pos, g.context)
+	}
+	for i, id := range tokens {
+		if id < 0 || int64(id) >= g.cfg.Vocab {
+			return fmt.Errorf("generate: token %d (at %d) is not in the vocabulary of %d", id, i, g.cfg.Vocab)
+		}
+	}
+	return nil
+}
+
+// run runs p over tokens at the current position and moves it on.
+func (g *Generator) run(ctx context.Context, p *stepPlan, tokens []int32) ([]float32, error) {
+	for i, id := range tokens {
+		p.tokens[i] = int64(id)
+	}
+	p.pos[0] = g.pos
+	outs, err := p.s.Run(ctx, p.inputs...)
+	if err != nil {
+		return nil, err
+	}
+	g.pos += int64(len(tokens))
+	return raw.F32(outs[0].Data), nil
+}
+
+// Prefill feeds tokens at the next positions, PrefillChunk at a time,
+// and returns the logits of the last one (valid until the generator runs
+// again). When all is not nil it must hold len(tokens)·Vocab values: it
+// receives the logits of every token, row after row.
+func (g *Generator) Prefill(ctx context.Context, tokens []int32, all []float32) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, errors.New("generate: no tokens to feed")
+	}
+	if err := g.checkTokens(tokens); err != nil {
+		return nil, err
+	}
+	v := int(g.cfg.Vocab)
+	if all != nil && len(all) < len(tokens)*v {
+		return nil, fmt.Errorf("generate: %d values for the logits of %d tokens of %d", len(all), len(tokens), v)
+	}
+	var logits []float32
+	for i := 0; i < len(tokens); i += PrefillChunk {
+		chunk := tokens[i:min(len(tokens), i+PrefillChunk)]
+		p, err := g.promptPlan(int64(len(chunk)), all != nil)
+		if err != nil {
+			return nil, err
+		}
+		if logits, err = g.run(ctx, p, chunk); err != nil {
+			return nil, err
+		}
+		if all != nil {
+			copy(all[i*v:], logits)
+			logits = logits[len(logits)-v:]
+		}
+	}
+	return logits, nil
+}
+
+// Step feeds one token at the next position and returns its logits
+// (valid until the generator runs again). It allocates nothing.
+func (g *Generator) Step(ctx context.Context, token int32) ([]float32, error) {
+	if g.pos >= g.context {
+		return nil, fmt.Errorf("generate: the context of %d positions is full (Reset starts again at 0)", g.context)
+	}
+	if token < 0 || int64(token) >= g.cfg.Vocab {
+		return nil, fmt.Errorf("generate: token %d is not in the vocabulary of %d", token, g.cfg.Vocab)
+	}
+	p := g.decode
+	p.tokens[0] = int64(token)
+	p.pos[0] = g.pos
+	outs, err := p.s.Run(ctx, p.inputs...)
+	if err != nil {
+		return nil, err
+	}
+	g.pos++
+	return raw.F32(outs[0].Data), nil
+}
+
+// A Sampler picks the next token from a row of logits, given the tokens
+// so far (package sample has one).
+type Sampler interface {
+	Sample(logits []float32, recent []int32) (int32, error)
+}
+
+// Generation is what Generate produces and how: its options.
+type Generation struct {
+	// MaxTokens is how many tokens to generate at most (0: until the
+	// context is full).
+	MaxTokens int
+	// Sampler picks each token; nil picks the most likely (greedy).
+	Sampler Sampler
+	// Stop lists tokens that end the generation (a model's end of
+	// generation tokens, say); the stop token itself is not yielded.
+	Stop []int32
+	// Stats, when not nil, receives the counts and times of the run.
+	Stats *GenerationStats
+}
+
+// GenerationStats are the counts and times of a generation.
+type GenerationStats struct {
+	PromptTokens    int
+	GeneratedTokens int
+	Prefill         time.Duration // feeding the prompt
+	Decode          time.Duration // the steps after it, sampling included
+}
+
+// Generate feeds prompt after what the cache holds, then yields each token
+// it generates until MaxTokens, a stop token, the end of the context or
+// ctx's end; an error ends the sequence as its last pair. Each step
+// allocates nothing.
+func (g *Generator) Generate(ctx context.Context, prompt []int32, o Generation) iter.Seq2[int32, error] {
+	return func(yield func(int32, error) bool) {
+		stats := o.Stats
+		if stats == nil {
+			stats = new(GenerationStats)
+		}
+		*stats = GenerationStats{PromptTokens: len(prompt)}
+		start := time.Now()
+		logits, err := g.Prefill(ctx, prompt, nil)
+		stats.Prefill = time.Since(start)
+		if err != nil {
+			yield(0, err)
+			return
+		}
+		recent := make([]int32, 0, len(prompt)+max(o.MaxTokens, 0)+1)
+		recent = append(recent, prompt...)
+		start = time.Now()
+		defer func() { stats.Decode = time.Since(start) }()
+		for n := 0; o.MaxTokens <= 0 || n < o.MaxTokens; n++ {
+			var id int32
+			if o.Sampler != nil {
+				if id, err = o.Sampler.Sample(logits, recent); err != nil {
+					yield(0, err)
+					return
+				}
+			} else {
+				id = int32(argmax(logits))
+			}
+			if slices.Contains(o.Stop, id) {
+				return
+			}
+			stats.GeneratedTokens++
+			if !yield(id, nil) {
+				return
+			}
+			if len(recent) == cap(recent) {
+				recent = append(recent[:0], recent[len(recent)/2:]...)
+			}
+			recent = append(recent, id)
+			if g.pos >= g.context || o.MaxTokens > 0 && n+1 == o.MaxTokens {
+				return
+			}
+			if logits, err = g.Step(ctx, id); err != nil {
+				yield(0, err)
+				return
+			}
+		}
+	}
+}
+
+// argmax is the index of the largest value, the first on ties.
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// Close releases the generator's plans and arena.
+func (g *Generator) Close() error {
+	for _, p := range g.plans() {
+		if p != nil {
+			p.close()
+		}
+	}
+	g.decode, g.prompts = nil, nil
+	if g.workers != nil {
+		g.workers.Close()
+		g.workers = nil
+	}
+	return nil
+}

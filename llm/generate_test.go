@@ -1,0 +1,158 @@
+package llm_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/berth-ml/berth"
+	"github.com/berth-ml/berth/internal/compare"
+	"github.com/berth-ml/berth/internal/llmtest"
+)
+
+// TestGenerateMatchesReference runs each language model of testdata/llm
+// through a Generator as a user does: the prompt fed in two chunks over
+// the cache of keys and values, then the reference's greedy tokens one
+// step at a time. The prompt's logits and every step's are compared with
+// the float64 reference of the same weights (which recomputes the whole
+// sequence at each step, with no cache), at the tolerances of
+// TestPrefillMatchesReference.
+func TestGenerateMatchesReference(t *testing.T) {
+	for _, format := range []string{"gguf", "safetensors"} {
+		t.Run(format, func(t *testing.T) { llmtest.Each(t, format, checkGenerate) })
+	}
+}
+
+func checkGenerate(t *testing.T, path string, model *llmtest.Model) {
+	m, err := llmtest.Load(llmtest.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := m.Logits(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := berth.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bm.Close()
+	g, err := bm.NewGenerator(berth.GeneratorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	v := ref.Vocab
+	ctx := context.Background()
+
+	// The prompt in two chunks, the second at the position the first
+	// ends at.
+	prompt := ref.Tokens
+	got := make([]float32, len(prompt)*v)
+	half := len(prompt) / 2
+	if _, err := g.Prefill(ctx, prompt[:half], got); err != nil {
+		t.Fatal(err)
+	}
+	last, err := g.Prefill(ctx, prompt[half:], got[half*v:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(last, got[len(got)-v:]) {
+		t.Errorf("Prefill's last row differs from the last of all rows")
+	}
+	same := check(t, model, "prompt", got, ref.Prefill, len(ref.Tokens), ref.PrefillRow)
+
+	// The greedy tokens one at a time.
+	steps := make([]float32, 0, len(ref.Decode))
+	for k := range ref.Greedy {
+		row, err := g.Step(ctx, ref.Greedy[k])
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, row...)
+	}
+	same += check(t, model, "steps", steps, ref.Decode, len(ref.Greedy), ref.DecodeRow)
+	if n := len(ref.Tokens) + len(ref.Greedy); quantised(model) && 10*same < 9*n {
+		// The argmax over every position, the prompt's and the steps'.
+		t.Errorf("argmax agrees at %d of %d positions, want 90 %%", same, n)
+	}
+	if want := int64(len(prompt) + len(ref.Greedy)); g.Position() != want {
+		t.Errorf("position %d after the steps, want %d", g.Position(), want)
+	}
+
+	if allocs := testing.AllocsPerRun(5, func() {
+		if _, err := g.Step(ctx, ref.Greedy[0]); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("%v allocations per step", allocs)
+	}
+
+	// A generation from a fresh cache gives the reference's greedy tokens
+	// where the reference is sure of them.
+	g.Reset()
+	var gen []int32
+	for id, err := range g.Generate(ctx, prompt, berth.Generation{MaxTokens: len(ref.Greedy)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen = append(gen, id)
+	}
+	if len(gen) != len(ref.Greedy) {
+		t.Fatalf("%d tokens generated, want %d", len(gen), len(ref.Greedy))
+	}
+	if quantised(model) {
+		return // the 8-bit activations may rightly pick other tokens
+	}
+	for k, id := range gen {
+		if id != ref.Greedy[k] {
+			t.Errorf("token %d is %d, the reference's %d", k, id, ref.Greedy[k])
+			break
+		}
+	}
+}
+
+// quantised reports whether the model's products take 8-bit activations.
+func quantised(model *llmtest.Model) bool {
+	return model.Format == "gguf" && model.FileType != "f32" && model.FileType != "f16"
+}
+
+// check compares rows of logits with the reference's by the rel L2 of
+// all, and returns at how many rows the argmax is the reference row's.
+func check(t *testing.T, model *llmtest.Model, what string, got, ref []float32, rows int, row func(int) []float32) int {
+	t.Helper()
+	if len(got) != len(ref) {
+		t.Fatalf("%s: %d logits, want %d", what, len(got), len(ref))
+	}
+	v := len(ref) / max(rows, 1)
+	rel := compare.RelL2(got, ref)
+	same := 0
+	for i := range rows {
+		if llmtest.Argmax(got[i*v:(i+1)*v]) == llmtest.Argmax(row(i)) {
+			same++
+		}
+	}
+	t.Logf("%s %s: rel L2 %.3g, argmax agrees at %d of %d", model.Name, what, rel, same, rows)
+	tol := 1e-3
+	switch {
+	case model.Format == "safetensors" && model.DType == "f32":
+		tol = 1e-4
+	case quantised(model):
+		tol = 3e-2
+	}
+	if !(rel <= tol) {
+		t.Errorf("%s: rel L2 %.3g > %g", what, rel, tol)
+	}
+	return same
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
