@@ -417,6 +417,9 @@ type Generation struct {
 	// Stop lists tokens that end the generation (a model's end of
 	// generation tokens, say); the stop token itself is not yielded.
 	Stop []int32
+	// PromptLogits, when not nil, receives the logits of every prompt
+	// token, row after row: len(prompt)·Vocab values.
+	PromptLogits []float32
 	// Stats, when not nil, receives the counts and times of the run.
 	Stats *GenerationStats
 }
@@ -427,6 +430,9 @@ type GenerationStats struct {
 	GeneratedTokens int
 	Prefill         time.Duration // feeding the prompt
 	Decode          time.Duration // the steps after it, sampling included
+	// DecodeAllocs counts the heap allocations while decoding, the
+	// caller's own between tokens included.
+	DecodeAllocs uint64
 }
 
 // Generate feeds prompt after what the cache holds, then yields each token
@@ -441,16 +447,23 @@ func (g *Generator) Generate(ctx context.Context, prompt []int32, o Generation) 
 		}
 		*stats = GenerationStats{PromptTokens: len(prompt)}
 		start := time.Now()
-		logits, err := g.Prefill(ctx, prompt, nil)
+		logits, err := g.Prefill(ctx, prompt, o.PromptLogits)
 		stats.Prefill = time.Since(start)
 		if err != nil {
 			yield(0, err)
 			return
 		}
-		recent := make([]int32, 0, len(prompt)+max(o.MaxTokens, 0)+1)
+		recent := make([]int32, 0, len(prompt)+min(max(o.MaxTokens, 0), int(g.context))+1)
 		recent = append(recent, prompt...)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		allocs := ms.Mallocs
 		start = time.Now()
-		defer func() { stats.Decode = time.Since(start) }()
+		defer func() {
+			stats.Decode = time.Since(start)
+			runtime.ReadMemStats(&ms)
+			stats.DecodeAllocs = ms.Mallocs - allocs
+		}()
 		for n := 0; o.MaxTokens <= 0 || n < o.MaxTokens; n++ {
 			var id int32
 			if o.Sampler != nil {
