@@ -16,6 +16,9 @@
 // Graph builds the forward pass over a prompt of T tokens from position
 // 0: its input "tokens" (int64[T]) and its output "logits"
 // (float32[T, vocab]), each position attending to itself and those
-// before it. The KV cache that lets a decoder take one token at a time
-// is not built yet.
+// before it. StepGraph builds a step over a cache of keys and values
+// instead (the graph's state, kept between runs): t tokens at positions
+// given at run time, each attending to the cache up to itself, so that a
+// decoder takes a prompt in chunks and then one token at a time
+// (berth.Generator runs it).
 package llm

@@ -15,10 +15,15 @@ usage:
   berth plan  MODEL [--json] [--svg FILE] [--device cpu|cuda] [--dim S=N]... [--max-dim S=N]...
   berth bench MODEL [--input ...] [--iters N] [--warmup N] [--threads N] [--device cpu|cuda] [--precision P] [--dim S=N]... [--max-dim S=N]... [--plans N] [--json] [--profile]
   berth info  MODEL [--json] [--dim S=N]...
+  berth generate MODEL (--prompt TEXT | --tokens IDS) [-n N] [--ctx N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
+                 [--repeat-penalty R] [--seed S] [--stop STRING]... [--ignore-eos] [--logits-out FILE.npy] [--threads N] [--json]
 
-MODEL is an ONNX file. Inputs are .npy files or ONNX TensorProto .pb files
-(a sequence input a SequenceProto .pb file); --input PATH without a name
-binds the graph inputs in order. Without MODEL, run uses the Fashion-MNIST
+MODEL is an ONNX file, or a language model: a GGUF file or a Hugging Face
+checkpoint (a .safetensors file, or its folder with config.json and
+tokenizer.json), which generate runs and run takes a prompt's logits of.
+Inputs are .npy files or ONNX TensorProto .pb files (a sequence input a
+SequenceProto .pb file); --input PATH without a name binds the graph
+inputs in order. Without MODEL, run uses the Fashion-MNIST
 classifier embedded in the binary.
 
 Dimensions the model leaves open (berth info shows their symbols) take
@@ -58,11 +63,13 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		err = cmdBench(args[1:], stdout, stderr)
 	case "info":
 		err = cmdInfo(args[1:], stdout)
+	case "generate":
+		err = cmdGenerate(args[1:], stdout, stderr)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		err = usageError{fmt.Sprintf("unknown command %q (want run, plan, bench or info)", args[0])}
+		err = usageError{fmt.Sprintf("unknown command %q (want run, plan, bench, info or generate)", args[0])}
 	}
 	if err == nil {
 		return 0
