@@ -429,10 +429,16 @@ type GenerationStats struct {
 	PromptTokens    int
 	GeneratedTokens int
 	Prefill         time.Duration // feeding the prompt
-	Decode          time.Duration // the steps after it, sampling included
-	// DecodeAllocs counts the heap allocations while decoding, the
-	// caller's own between tokens included.
-	DecodeAllocs uint64
+	// Steps is how many tokens were fed one at a time after the prompt
+	// (the last token generated is not), and Decode the time from the
+	// first step on, sampling and the caller's work between tokens
+	// included.
+	Steps  int
+	Decode time.Duration
+	// StepAllocs counts the heap allocations after the first step (which
+	// may fill the runtime's caches once), the caller's own between
+	// tokens included.
+	StepAllocs uint64
 }
 
 // Generate feeds prompt after what the cache holds, then yields each token
@@ -456,13 +462,15 @@ func (g *Generator) Generate(ctx context.Context, prompt []int32, o Generation) 
 		recent := make([]int32, 0, len(prompt)+min(max(o.MaxTokens, 0), int(g.context))+1)
 		recent = append(recent, prompt...)
 		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		allocs := ms.Mallocs
-		start = time.Now()
+		var allocs uint64
 		defer func() {
-			stats.Decode = time.Since(start)
-			runtime.ReadMemStats(&ms)
-			stats.DecodeAllocs = ms.Mallocs - allocs
+			if stats.Steps > 0 {
+				stats.Decode = time.Since(start)
+			}
+			if stats.Steps > 1 {
+				runtime.ReadMemStats(&ms)
+				stats.StepAllocs = ms.Mallocs - allocs
+			}
 		}()
 		for n := 0; o.MaxTokens <= 0 || n < o.MaxTokens; n++ {
 			var id int32
@@ -488,9 +496,16 @@ func (g *Generator) Generate(ctx context.Context, prompt []int32, o Generation) 
 			if g.pos >= g.context || o.MaxTokens > 0 && n+1 == o.MaxTokens {
 				return
 			}
+			if stats.Steps == 0 {
+				start = time.Now()
+			}
 			if logits, err = g.Step(ctx, id); err != nil {
 				yield(0, err)
 				return
+			}
+			if stats.Steps++; stats.Steps == 1 {
+				runtime.ReadMemStats(&ms)
+				allocs = ms.Mallocs
 			}
 		}
 	}

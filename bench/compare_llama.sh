@@ -1,38 +1,38 @@
 #!/usr/bin/env bash
-# compare_llama.sh — a language model's prefill, berth against llama.cpp:
-# the same GGUF file, the same prompt, the same machine.
+# compare_llama.sh — a language model's generation, berth against
+# llama.cpp: the same GGUF file, the same prompt, the same machine.
 #
-#   bench/compare_llama.sh [--tokens P] [--threads N] [--pairs K] [--reps R]
+#   bench/compare_llama.sh [--tokens P] [--threads N] [--pairs K]
 #       [--decode-steps D] [--no-repack] [--out FILE] [--berth BINARY]
 #       [--libdir DIR] [--keep] MODEL.gguf...
 #
 # For each model it writes P token ids (default 512) drawn with a fixed seed
-# below the model's vocabulary size, and times the prefill of that prompt,
-# that is the forward pass over all P tokens at once, by
+# below the model's vocabulary size, and times, in one process per side,
+# the prefill of that prompt (the forward pass over all P tokens at once)
+# and then D tokens (default 128) one at a time after it, each at the next
+# position, as generation does:
 #
 #   - llama.cpp (its prebuilt CPU libraries from the npm package
 #     @node-llama-cpp/linux-x64, through scripts/llamacpp.py and
-#     bench/llama_prefill.py): one llama_decode of the P tokens as one
-#     batch, the logits of the last token only, an F32 KV cache, flash
-#     attention off, --threads threads; one untimed prefill, then R timed
-#     ones (default 3), the KV cache emptied before each. By default
-#     llama.cpp copies the matrix weights it has a faster kernel for into
-#     a layout of its own (on a CPU with AMX, its AMX buffer type, which
-#     then runs the products on AMX tiles); --no-repack keeps them in the
-#     mapped file (llama-bench's --no-repack), for its AVX-512/AVX2
-#     kernels;
-#   - berth: `berth bench MODEL --input tokens=IDS.npy --threads N --json
-#     --warmup 1 --iters R`, which computes the logits of every position
-#     (berth has no KV cache yet) and settles before timing (untimed runs
-#     until one allocates nothing).
+#     bench/llama_prefill.py generate): one llama_decode of the P tokens as
+#     one batch, the logits of the last token only, an F32 KV cache of
+#     P+D+1 positions, flash attention off, --threads threads; one untimed
+#     prefill (the cache emptied after it), one timed, then the D steps.
+#     By default llama.cpp copies the matrix weights it has a faster
+#     kernel for into a layout of its own (on a CPU with AMX, its AMX
+#     buffer type, which then runs the products on AMX tiles); --no-repack
+#     keeps them in the mapped file (llama-bench's --no-repack), for its
+#     AVX-512/AVX2 kernels;
+#   - berth: `berth generate MODEL --tokens IDS --threads N -n D+1
+#     --ctx P+D+1 --temp 0 --ignore-eos --warmup 1 --json`: one untimed
+#     prefill, then the timed prefill (its float32 cache of keys and
+#     values), the first token from its logits and D steps, each token
+#     chosen greedily.
 #
-# and prints one markdown table per model: prefill tokens/s of each (P over
-# the median run of a process; the median over pairs), the ratio
-# berth/llama.cpp (above 1: berth faster), the peak RSS of each process
-# (GNU time's %M: everything the process touched, the mapped weights
-# included) and llama.cpp's decode speed, D tokens (default 128) one at a
-# time after the prompt, the target for berth's decode, which needs the KV
-# cache and is not there yet.
+# and prints one markdown table per model: prefill and decode tokens/s of
+# each (the median over pairs), the ratios berth/llama.cpp (above 1: berth
+# faster), and the peak RSS of each process (GNU time's %M: everything
+# the process touched, the mapped weights included).
 #
 # How it measures:
 #   - Pairs: K pairs (default 3) of fresh processes, llama.cpp first in odd
@@ -44,7 +44,6 @@
 #     (busy time from /proc/stat, steal included, less the process's own
 #     user and system time, over its wall time). These machines are
 #     small and shared: a pair with a large share is noise, run again.
-#   - Decode: one process after the pairs (llama.cpp only).
 #
 # Generate a model of TinyLlama's shape (1.1B parameters, random weights)
 # with
@@ -64,7 +63,6 @@ source "$(dirname "$0")/tools.sh" # usage, posint, ensure_berth
 tokens=512
 threads=2
 pairs=3
-reps=3
 decode_steps=128
 out=""
 berth=""
@@ -90,14 +88,13 @@ while (($# > 0)); do
 		repack=""
 		shift
 		;;
-	--tokens | --threads | --pairs | --reps | --decode-steps | --out | --berth | --libdir)
+	--tokens | --threads | --pairs | --decode-steps | --out | --berth | --libdir)
 		(($# >= 2)) || die "$1 needs a value"
 		case $1 in
 		--tokens) posint "$1" "$2" 1 && tokens=$2 ;;
 		--threads) posint "$1" "$2" 1 && threads=$2 ;;
 		--pairs) posint "$1" "$2" 1 && pairs=$2 ;;
-		--reps) posint "$1" "$2" 1 && reps=$2 ;;
-		--decode-steps) posint "$1" "$2" 0 && decode_steps=$2 ;;
+		--decode-steps) posint "$1" "$2" 1 && decode_steps=$2 ;;
 		--out) out=$2 ;;
 		--berth) berth=$2 ;;
 		--libdir) libdir=$2 ;;
@@ -176,7 +173,7 @@ describe() {
 	echo "- llama.cpp: @node-llama-cpp/linux-x64 $(sed -n 's/^ *"version": "\(.*\)".*/\1/p' "$lib/../../package.json" 2>/dev/null | head -1) (llama.cpp's C API through ctypes), weights $([[ -n $repack ]] && echo "repacked as llama.cpp does by default (use_extra_bufts)" || echo "left in the mapped file (--no-repack)"); its CPU backend: $llama_info"
 	echo "- berth at $rev; Go $(go version 2>/dev/null | awk '{print $3}' || echo unknown)"
 	echo "- Load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
-	echo "- Settings: P = $tokens tokens, $threads threads each, $pairs pairs, $reps timed prefills per process after one untimed (berth: and its settling runs)"
+	echo "- Settings: P = $tokens tokens, then D = $decode_steps tokens one at a time, $threads threads each, $pairs pairs; each process one untimed prefill, then one timed prefill and the D steps"
 }
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -190,11 +187,15 @@ for model in "${models[@]}"; do
 	name=$(basename "$model")
 	echo "compare_llama: $name" >&2
 	"${helper[@]}" ids "$model" --n "$tokens" --out "$dir/ids.npy" "${libargs[@]}" || die "$name: cannot write the prompt"
-	printf '{"model": "%s", "tokens": %d, "threads": %d, "pairs": %d, "repack": %s}\n' "$name" "$tokens" "$threads" "$pairs" \
+	printf '{"model": "%s", "tokens": %d, "steps": %d, "threads": %d, "pairs": %d, "repack": %s}\n' "$name" "$tokens" "$decode_steps" "$threads" "$pairs" \
 		"$([[ -n $repack ]] && echo true || echo false)" >"$dir/meta.json"
+	ids=$("$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); import llama_prefill as l; print(",".join(map(str, l.read_ids(sys.argv[2]))))' "$here" "$dir/ids.npy")
 
-	llama_cmd=("${helper[@]}" prefill "$model" --tokens "$dir/ids.npy" --threads "$threads" --reps "$reps" "${runargs[@]}")
-	berth_cmd=("$berth" bench "$model" --input "tokens=$dir/ids.npy" --threads "$threads" --warmup 1 --iters "$reps" --json)
+	llama_cmd=("${helper[@]}" generate "$model" --tokens "$dir/ids.npy" --threads "$threads" --steps "$decode_steps" --warmup 1 "${runargs[@]}")
+	# The first token comes from the prompt's logits; the next
+	# $decode_steps are the steps timed.
+	berth_cmd=("$berth" generate "$model" --tokens "$ids" --threads "$threads" -n "$((decode_steps + 1))" --ctx "$((tokens + decode_steps + 1))"
+		--temp 0 --ignore-eos --warmup 1 --json)
 	for ((i = 1; i <= pairs; i++)); do
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		if ((i % 2 == 1)); then
@@ -205,19 +206,14 @@ for model in "${models[@]}"; do
 			ol=$(measure "llama_$i" "${llama_cmd[@]}")
 		fi
 		echo "$load, $ol, $ob" >"$dir/load_$i"
-		echo "compare_llama: $name pair $i: load $load; llama.cpp $(sed -n 's/.*"median_ms": \([0-9.]*\).*/\1/p' "$dir/llama_$i.json") ms;" \
-			"berth $(sed -n 's/.*"median_ms": \([0-9.]*\).*/\1/p' "$dir/berth_$i.json") ms; others' CPU share $ol, $ob" >&2
+		echo "compare_llama: $name pair $i: load $load; others' CPU share $ol, $ob" >&2
 	done
-	if ((decode_steps > 0)); then
-		measure decode "${helper[@]}" decode "$model" --tokens "$dir/ids.npy" --threads "$threads" \
-			--steps "$decode_steps" "${runargs[@]}" >/dev/null
-	fi
 	llama_info=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["system_info"])' "$dir/llama_1.json")
 	tables+=("$("${helper[@]}" table "$dir")")
 done
 
 report() {
-	echo "### berth vs llama.cpp: prefill on the CPU"
+	echo "### berth vs llama.cpp: prefill and decode on the CPU"
 	echo
 	describe
 	echo

@@ -4,6 +4,7 @@
     llama_prefill.py ids     MODEL --n P --out IDS.npy
     llama_prefill.py prefill MODEL --tokens IDS.npy [--threads 2] [--reps 3] [--warmup 1] [--no-repack]
     llama_prefill.py decode  MODEL --tokens IDS.npy [--threads 2] [--steps 128] [--warmup 4] [--no-repack]
+    llama_prefill.py generate MODEL --tokens IDS.npy [--threads 2] [--steps 128] [--warmup 1] [--no-repack]
     llama_prefill.py table   DIR
 
 ids writes P token ids drawn with a fixed seed below the model's vocabulary
@@ -21,6 +22,10 @@ then --reps timed, emptying the KV cache (llama_memory_clear) before each.
 decode decodes the prompt once (untimed), then --warmup tokens one at a
 time (untimed) and --steps tokens one at a time (timed), each token at
 the next position, as generation does.
+
+generate is what bench/compare_llama.sh pairs with `berth generate`:
+--warmup untimed prefills, one timed prefill, then --steps tokens one at
+a time after it, in one process.
 
 Both print one JSON object: the times in ms, tokens/s of their median,
 and the process's peak resident set (VmHWM of /proc/self/status, MiB),
@@ -144,45 +149,65 @@ def cmd_decode(args):
                       "peak_rss_mb": peak_rss_mib()}))
 
 
+def cmd_generate(args):
+    """A prompt's prefill then steps of one token, in one process, as
+    `berth generate` does them: --warmup untimed prefills (the cache
+    emptied after each), one timed prefill, then --steps tokens one at a
+    time, each at the next position."""
+    ids = read_ids(args.tokens)
+    llama = Llama(args.libdir, args.threads)
+    model = llama.load_model(args.model, repack=not args.no_repack)
+    ctx = llama.new_context(model, len(ids) + args.steps + 1, len(ids))
+    for _ in range(args.warmup):
+        llama.decode(ctx, ids, 0, all_logits=False)
+        llama.clear(ctx)
+    t0 = time.perf_counter()
+    llama.decode(ctx, ids, 0, all_logits=False)
+    prefill = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for k in range(args.steps):
+        llama.decode(ctx, [ids[k % len(ids)]], len(ids) + k)
+    decode = time.perf_counter() - t0
+    llama.free(ctx, model)
+    print(json.dumps({"side": "llama.cpp", "mode": "generate", "prompt_tokens": len(ids), "steps": args.steps,
+                      "threads": args.threads, "warmup": args.warmup, "repack": not args.no_repack,
+                      "prefill_ms": ms(prefill), "decode_ms": ms(decode),
+                      "prefill_tok_s": len(ids) / prefill, "decode_tok_s": args.steps / decode if args.steps else 0,
+                      "peak_rss_mb": peak_rss_mib(), "system_info": llama.system_info()}))
+
+
 def cmd_table(args):
-    """One markdown table row block for the model whose results are in DIR:
-    the pairs' llama_N.json, berth_N.json, rss_*_N (GNU time) and
-    load_N, and decode.json."""
+    """One markdown table block for the model whose results are in DIR:
+    the pairs' llama_N.json and berth_N.json (each a generate run: prefill
+    then decode), rss_*_N (GNU time) and load_N."""
     d = args.dir
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
     P, pairs = meta["tokens"], meta["pairs"]
 
     def side(name):
-        tps, rss, med = [], [], []
+        pre, dec, rss, allocs = [], [], [], []
         for i in range(1, pairs + 1):
             p = os.path.join(d, f"{name}_{i}.json")
             if not os.path.exists(p):
                 continue
             with open(p) as f:
                 r = json.load(f)
-            med.append(r["median_ms"])
-            tps.append(P / (r["median_ms"] / 1000))
+            pre.append(r["prefill_tok_s"])
+            dec.append(r["decode_tok_s"])
+            allocs.append(r.get("allocs_per_token"))
             with open(os.path.join(d, f"rss_{name}_{i}")) as f:
                 rss.append(int(f.read().split()[0]) / 1024)
-        return tps, rss, med
+        return pre, dec, rss, allocs
 
-    ltps, lrss, lmed = side("llama")
-    btps, brss, bmed = side("berth")
+    lpre, ldec, lrss, _ = side("llama")
+    bpre, bdec, brss, allocs = side("berth")
     loads = []
     for i in range(1, pairs + 1):
         p = os.path.join(d, f"load_{i}")
         if os.path.exists(p):
             with open(p) as f:
                 loads.append(f.read().strip())
-    dec = None
-    if os.path.exists(os.path.join(d, "decode.json")):
-        with open(os.path.join(d, "decode.json")) as f:
-            dec = json.load(f)
-    allocs = None
-    if os.path.exists(os.path.join(d, "berth_1.json")):
-        with open(os.path.join(d, "berth_1.json")) as f:
-            allocs = json.load(f).get("allocs_per_run")
 
     def f(xs, fmt=".1f"):
         return format(statistics.median(xs), fmt) if xs else "—"
@@ -190,23 +215,22 @@ def cmd_table(args):
     def each(xs, fmt=".1f"):
         return "[" + ", ".join(format(x, fmt) for x in xs) + "]"
 
-    ratio = f"{statistics.median(btps) / statistics.median(ltps):.3f}" if btps and ltps else "—"
-    pair_ratios = [b / a for a, b in zip(ltps, btps)]
+    def ratio(b, a):
+        return f"{statistics.median(b) / statistics.median(a):.3f}" if b and a else "—"
+
     repack = "" if meta.get("repack", True) else ", llama.cpp with --no-repack"
-    print(f"#### {meta['model']} (P = {P}, {meta['threads']} threads, {len(ltps)}/{len(btps)} pairs{repack})")
+    print(f"#### {meta['model']} (P = {P}, D = {meta['steps']}, {meta['threads']} threads, {len(lpre)}/{len(bpre)} pairs{repack})")
     print()
     print("| | llama.cpp | berth | berth/llama.cpp |")
     print("|---|---:|---:|---:|")
-    print(f"| prefill tok/s (median of pairs) | {f(ltps)} | {f(btps)} | {ratio} |")
-    print(f"| prefill ms (median of pairs) | {f(lmed, '.0f')} | {f(bmed, '.0f')} | |")
+    print(f"| prefill tok/s (median of pairs) | {f(lpre)} | {f(bpre)} | {ratio(bpre, lpre)} |")
+    print(f"| decode tok/s (median of pairs) | {f(ldec)} | {f(bdec)} | {ratio(bdec, ldec)} |")
     rr = f"{max(brss) / max(lrss):.2f}" if brss and lrss else "—"
     print(f"| peak RSS MiB (largest of pairs) | {max(lrss) if lrss else 0:.0f} | {max(brss) if brss else 0:.0f} | {rr} |")
-    dtps = f"{dec['tokens_per_s']:.1f}" if dec else "—"
-    print(f"| decode tok/s ({dec['steps'] if dec else '—'} tokens one at a time after the prompt) "
-          f"| {dtps} | not yet (no KV cache) | |")
     print()
-    print(f"Per pair, tok/s: llama.cpp {each(ltps)}, berth {each(btps)}, berth/llama.cpp "
-          f"{each(pair_ratios, '.3f')}; berth allocs/run {allocs}; load before each pair "
+    print(f"Per pair: prefill tok/s llama.cpp {each(lpre)}, berth {each(bpre)}, ratio "
+          f"{each([b / a for a, b in zip(lpre, bpre)], '.3f')}; decode tok/s llama.cpp {each(ldec)}, berth {each(bdec)}, ratio "
+          f"{each([b / a for a, b in zip(ldec, bdec)], '.3f')}; berth allocations per token {allocs}; load before each pair "
           f"(1-min average, others' CPU share during llama.cpp, berth): {'; '.join(loads)}.")
 
 
@@ -218,7 +242,7 @@ def main():
     p.add_argument("--n", type=int, default=512)
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=1)
-    for name in ("prefill", "decode"):
+    for name in ("prefill", "decode", "generate"):
         p = sub.add_parser(name)
         p.add_argument("model")
         p.add_argument("--tokens", required=True, help="the prompt, int64 .npy")
@@ -228,16 +252,19 @@ def main():
         if name == "prefill":
             p.add_argument("--reps", type=int, default=3, help="timed prefills")
             p.add_argument("--warmup", type=int, default=1, help="untimed prefills first")
-        else:
+        elif name == "decode":
             p.add_argument("--steps", type=int, default=128, help="timed tokens")
             p.add_argument("--warmup", type=int, default=4, help="untimed tokens first")
+        else:
+            p.add_argument("--steps", type=int, default=128, help="timed tokens after the prompt")
+            p.add_argument("--warmup", type=int, default=1, help="untimed prefills first")
     for p in sub.choices.values():
         p.add_argument("--libdir", default=LIBDIR, help="folder of libllama and libggml*")
     sub.add_parser("table").add_argument("dir")
     args = ap.parse_args()
     if args.cmd != "table" and missing(args.libdir):
         sys.exit(missing(args.libdir))
-    {"ids": cmd_ids, "prefill": cmd_prefill, "decode": cmd_decode, "table": cmd_table}[args.cmd](args)
+    {"ids": cmd_ids, "prefill": cmd_prefill, "decode": cmd_decode, "generate": cmd_generate, "table": cmd_table}[args.cmd](args)
 
 
 if __name__ == "__main__":

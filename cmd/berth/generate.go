@@ -37,6 +37,7 @@ type generateFlags struct {
 	device             string
 	threads            int
 	asJSON             bool
+	warmup             int
 }
 
 func (f *generateFlags) register(fs *flag.FlagSet) {
@@ -58,6 +59,7 @@ func (f *generateFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logitsOut, "logits-out", "", "write the prompt's logits, float32 [tokens, vocab], to `FILE.npy`")
 	fs.StringVar(&f.device, "device", "cpu", "device: cpu")
 	fs.IntVar(&f.threads, "threads", 0, "threads (0: all cores)")
+	fs.IntVar(&f.warmup, "warmup", 0, "feed the prompt this many times untimed first (for benchmarks)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the text, the tokens and the speeds as one JSON object at the end instead of streaming the text")
 }
 
@@ -72,7 +74,7 @@ type generateReport struct {
 	DecodeMS        float64 `json:"decode_ms"`
 	PrefillTokS     float64 `json:"prefill_tok_s"`
 	DecodeTokS      float64 `json:"decode_tok_s"`
-	AllocsPerToken  float64 `json:"allocs_per_token"`
+	AllocsPerToken  float64 `json:"allocs_per_token"` // after the first step
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 	KVCacheBytes    int64   `json:"kv_cache_bytes"`
 	ArenaBytes      int64   `json:"arena_bytes"`
@@ -92,6 +94,9 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	if (f.prompt == "") == (f.tokens == "") {
 		return usageError{"give the prompt as --prompt TEXT or as --tokens IDS (one of them)"}
+	}
+	if f.warmup < 0 {
+		return usageError{fmt.Sprintf("--warmup %d: want 0 or more", f.warmup)}
 	}
 	if f.n < 0 {
 		return usageError{fmt.Sprintf("-n %d: want 0 or more tokens", f.n)}
@@ -163,6 +168,12 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 
+	for range f.warmup {
+		if _, err := g.Prefill(ctx, prompt, nil); err != nil {
+			return err
+		}
+		g.Reset()
+	}
 	var stats berth.GenerationStats
 	gen := berth.Generation{MaxTokens: f.n, Sampler: smp, Stop: stopIDs, PromptLogits: promptLogits, Stats: &stats}
 	out := newTextOut(stdout, f.stops, !f.asJSON)
@@ -224,11 +235,11 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if stats.Prefill > 0 {
 		rep.PrefillTokS = float64(stats.PromptTokens) / stats.Prefill.Seconds()
 	}
-	// The first token comes from the prompt's logits: the decode steps
-	// are the tokens after it.
-	if steps := stats.GeneratedTokens - 1; steps > 0 && stats.Decode > 0 {
-		rep.DecodeTokS = float64(steps) / stats.Decode.Seconds()
-		rep.AllocsPerToken = float64(stats.DecodeAllocs) / float64(steps)
+	if stats.Steps > 0 && stats.Decode > 0 {
+		rep.DecodeTokS = float64(stats.Steps) / stats.Decode.Seconds()
+	}
+	if stats.Steps > 1 {
+		rep.AllocsPerToken = float64(stats.StepAllocs) / float64(stats.Steps-1)
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)
