@@ -23,11 +23,7 @@ func TestGenerateMatchesReference(t *testing.T) {
 }
 
 func checkGenerate(t *testing.T, path string, model *llmtest.Model) {
-	m, err := llmtest.Load(llmtest.Dir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := m.Logits(model)
+	ref, err := model.Logits()
 	if err != nil {
 		t.Fatal(err)
 	}

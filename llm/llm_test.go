@@ -32,11 +32,7 @@ func TestSafetensorsPrefill(t *testing.T) {
 
 func checkPrefill(t *testing.T, path string, model *llmtest.Model) {
 	{
-		m, err := llmtest.Load(llmtest.Dir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, err := m.Logits(model)
+		ref, err := model.Logits()
 		if err != nil {
 			t.Fatal(err)
 		}

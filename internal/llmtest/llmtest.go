@@ -32,6 +32,8 @@ type Manifest struct {
 
 // Model is one model file (GGUF) or folder (safetensors).
 type Model struct {
+	manifest *Manifest // the manifest the model was read from
+
 	Name string `json:"name"`
 	// Format is "gguf" or "safetensors".
 	Format string `json:"format"`
@@ -128,8 +130,15 @@ func Load(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(b, m); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "manifest.json"), err)
 	}
+	for _, model := range m.Models {
+		model.manifest = m
+	}
 	return m, nil
 }
+
+// Logits reads the reference of a model of a loaded manifest (see
+// Manifest.Logits).
+func (model *Model) Logits() (*Logits, error) { return model.manifest.Logits(model) }
 
 // Path is the model's file or folder.
 func (m *Manifest) Path(model *Model) string { return filepath.Join(m.Dir, model.Path) }
