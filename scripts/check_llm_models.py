@@ -20,6 +20,10 @@ that what differs is its arithmetic: activations rounded to F16 for F16
 weights, to Q8_0/Q8_K blocks for quantised ones, and GELU looked up in an
 F16 table.
 
+With --berth BINARY it also runs `BINARY generate MODEL --tokens PROMPT
+-n 0 --logits-out F.npy`, berth's prompt logits as a user gets them, and
+compares them with the reference and with llama.cpp's.
+
 Run from the repository root:
 
     npm install --ignore-scripts --prefix ~/.cache/berth/llama/3.22.1 @node-llama-cpp/linux-x64@3.22.1
@@ -33,7 +37,9 @@ files, 5e-2 for quantised ones).
 import argparse
 import json
 import os
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -88,7 +94,7 @@ def compare(got, want):
             "argmax": float(np.mean(got.argmax(-1) == want.argmax(-1)))}
 
 
-def check_model(llama, folder, e):
+def check_model(llama, folder, e, berth=None, threads=2):
     path = os.path.join(folder, e["path"])
     r = gen.GGUFReader(path)
     bad = []
@@ -108,6 +114,16 @@ def check_model(llama, folder, e):
     # reference's tokens, so one disagreement does not carry on).
     mine = [int(prefill[-1].argmax())] + [int(x) for x in decode[:-1].argmax(-1)]
     out["greedy_agreement"] = float(np.mean(np.array(mine) == np.array(greedy)))
+    if berth:
+        # berth's prompt logits through its command line, as a user runs
+        # it: the same file, the reference's prompt ids.
+        with tempfile.TemporaryDirectory() as tmp:
+            npy = os.path.join(tmp, "logits.npy")
+            subprocess.run([berth, "generate", path, "--tokens", ",".join(map(str, prompt)), "-n", "0",
+                            "--logits-out", npy, "--threads", str(threads)], check=True, stdout=subprocess.DEVNULL)
+            mine = np.load(npy)
+        out["berth_vs_reference"] = compare(mine, load("prefill"))
+        out["berth_vs_llama"] = compare(mine, prefill)
     return out
 
 
@@ -119,6 +135,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-rel", type=float, help="largest rel L2 allowed (default by type)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--berth", help="a berth binary: compare its prompt logits (berth generate --logits-out) too")
     args = ap.parse_args()
     if missing(args.libdir):
         sys.exit(missing(args.libdir))
@@ -132,9 +149,11 @@ def main():
     for e in manifest["models"]:
         if e["format"] != "gguf":
             continue
-        r = check_model(llama, args.dir, e)
+        r = check_model(llama, args.dir, e, args.berth, args.threads)
         limit = args.max_rel or (2e-3 if e["ftype"] in ("f32", "f16", "bf16") else 5e-2)
         r["ok"] = not r["dequant_mismatches"] and max(r["prefill"]["rel_l2"], r["decode"]["rel_l2"]) <= limit
+        if args.berth:
+            r["ok"] = r["ok"] and r["berth_vs_reference"]["rel_l2"] <= limit
         failed |= not r["ok"]
         results.append(r)
         if not args.json:
@@ -142,6 +161,9 @@ def main():
             dq = "exact" if not r["dequant_mismatches"] else f"{len(r['dequant_mismatches'])} differ"
             print(f"{r['name']:<20} {dq:>8} {p['max_abs']:>14.3g} {p['rel_l2']:>9.2e} {p['argmax']:>7.3f}"
                   f" {d['max_abs']:>14.3g} {d['rel_l2']:>9.2e} {d['argmax']:>7.3f} {r['greedy_agreement']:>7.3f}"
+                  + (f"  berth: rel L2 {r['berth_vs_reference']['rel_l2']:.2e} to the reference (argmax"
+                     f" {r['berth_vs_reference']['argmax']:.3f}), {r['berth_vs_llama']['rel_l2']:.2e} to llama.cpp"
+                     f" (argmax {r['berth_vs_llama']['argmax']:.3f})" if args.berth else "")
                   + ("" if r["ok"] else "  FAIL"), flush=True)
     if args.json:
         print(json.dumps(results, indent=1))

@@ -194,8 +194,12 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 				break
 			}
 		}
-	} else if _, err := g.Prefill(ctx, prompt, promptLogits); err != nil {
-		return err
+	} else {
+		start := time.Now()
+		if _, err := g.Prefill(ctx, prompt, promptLogits); err != nil {
+			return err
+		}
+		stats.PromptTokens, stats.Prefill = len(prompt), time.Since(start)
 	}
 	if f.asJSON && dec != nil {
 		for _, id := range tokens {
