@@ -146,8 +146,9 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer g.Close()
-	if d := time.Since(start); d > time.Second {
-		fmt.Fprintf(stderr, "berth: compiled in %.1f s\n", d.Seconds())
+	if !f.asJSON {
+		fmt.Fprintf(stderr, "berth: %d positions of context: cache %s in an arena of %s, weights %s; compiled in %.2f s\n",
+			g.Context(), humanBytes(g.CacheBytes()), humanBytes(g.ArenaBytes()), humanBytes(g.WeightBytes()), time.Since(start).Seconds())
 	}
 	smp, err := sample.New(g.Vocab(), opts)
 	if err != nil {
