@@ -146,16 +146,21 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer g.Close()
-	if !f.asJSON {
-		fmt.Fprintf(stderr, "berth: %d positions of context: cache %s in an arena of %s, weights %s; compiled in %.2f s\n",
-			g.Context(), humanBytes(g.CacheBytes()), humanBytes(g.ArenaBytes()), humanBytes(g.WeightBytes()), time.Since(start).Seconds())
-	}
 	smp, err := sample.New(g.Vocab(), opts)
 	if err != nil {
 		return usageError{err.Error()}
 	}
 	if int64(len(prompt)) >= g.Context() {
 		return fmt.Errorf("a prompt of %d tokens leaves no room in a context of %d (--ctx)", len(prompt), g.Context())
+	}
+	for i, id := range prompt {
+		if int(id) >= g.Vocab() {
+			return fmt.Errorf("token %d (at %d) is not in the vocabulary of %d", id, i, g.Vocab())
+		}
+	}
+	if !f.asJSON {
+		fmt.Fprintf(stderr, "berth: %d positions of context: cache %s in an arena of %s, weights %s; compiled in %.2f s\n",
+			g.Context(), humanBytes(g.CacheBytes()), humanBytes(g.ArenaBytes()), humanBytes(g.WeightBytes()), time.Since(start).Seconds())
 	}
 
 	var stopIDs []int32
