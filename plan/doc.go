@@ -55,6 +55,20 @@
 // over. The output then lives in the input's slot, which lives on as long
 // as the output does (Plan.InPlace records each takeover).
 //
+// # State
+//
+// Problem.State lists graph inputs whose values outlive a run: a language
+// model's cache of keys and values, which each run reads and extends.
+// They are live from before the first step until after the last, and take
+// the first bytes of the arena, one after the other in their order, each
+// slot aligned, before any other slot; every plan of problems with the
+// same state therefore puts it at the same offsets, so that the plans of
+// one model (a prompt's, a single token's) can share one arena and its
+// state. A step marked Update writes its first output over its first
+// input, a state tensor, in place: the output is a view of all of the
+// state's bytes and holds its new value. The old value may be read only up
+// to that step; Verify checks that, and that the state sits where it must.
+//
 // # Schedules
 //
 // Unless Options fixes the order, Build tries several schedules: the
