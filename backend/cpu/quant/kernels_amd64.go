@@ -80,11 +80,11 @@ func asmImpls(t ggml.Type) []impl {
 	case ggml.Q5_K:
 		f = func(w, a []byte, k int) float32 { return qkcall(dotQ5_KAVX2, w, a, k, 176) }
 	case ggml.Q6_K:
-		f = func(w, a []byte, k int) float32 {
+		return []impl{{kindQ8_K, func(w, a []byte, k int) float32 {
 			xq, xd, _ := qkRow(a, k)
 			_ = w[210*(k/256)-1]
 			return dotQ6_KAVX2(&w[0], &xq[0], &xd[0], k/256)
-		}
+		}, "avx2", tileK(tileQ6_KAVX2, 210, 4)}}
 	case ggml.F16:
 		f = func(w, a []byte, k int) float32 {
 			x := f32s(a, k)
@@ -306,4 +306,25 @@ func tileF(f tileFloatFunc, mr, nr int, tail func(w []byte, x []float32, k32 int
 			}
 		}
 	}, mr, nr}
+}
+
+// The tile kernels of the K-quants take y and its row length, the first
+// weight row and the bytes from one to the next, the first activation
+// row's values and scales and the bytes from one row to the next, and
+// the number of blocks.
+type tileKFunc func(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, aRow int, nb int)
+
+//go:noescape
+func tileQ6_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, aRow int, nb int)
+
+// tileK wraps a K-quant tile kernel of mr activation rows by one weight
+// row of blocks of size bytes.
+func tileK(f tileKFunc, size, mr int) tiling {
+	return tiling{func(y []float32, ldy int, w []byte, wRow int, a []byte, aRow int, k int) {
+		nb := k / 256
+		_ = a[(mr-1)*aRow+k+4*nb-1]
+		_ = w[size*nb-1]
+		_ = y[(mr-1)*ldy]
+		f(&y[0], ldy, &w[0], wRow, &a[0], (*float32)(unsafe.Pointer(&a[k])), aRow, nb)
+	}, mr, 1}
 }

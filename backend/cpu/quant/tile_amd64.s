@@ -202,6 +202,113 @@ done:; \
 	VZEROUPPER; \
 	RET
 
+// The Q6_K tile: four activation rows by one weight row. SI the weight
+// row, DI the activation values and DX their scales (row i's at i·aRow
+// past: R11 = aRow, R12 = 3·aRow), CX the blocks left. Y0–Y3 each row's
+// integer sums of a block, X4–X7 each row's result; Y8 32 six-bit
+// values, Y9 their scales as words, Y10 the block half's high bits, Y11
+// bytes 32, Y12 the half's scales as words, Y15 bytes 0x0f. The steps
+// are dotQ6_KAVX2's (dot_amd64.s).
+
+// Q6ROW(X, A): A += the products of Y8 less 32 by the 32 values at X,
+// scaled by Y9.
+#define Q6ROW(X, A) \
+	VPMADDUBSW X, Y8, Y13; \
+	VPMADDUBSW X, Y11, Y14; \
+	VPSUBW     Y14, Y13, Y13; \
+	VPMADDWD   Y9, Y13, Y13; \
+	VPADDD     Y13, A, A
+
+// Q6CHUNK(VALUES, xo, so): 32 values of the block, VALUES putting them
+// in Y8, by the activation rows' at xo(DI), scaled as pairBcast+so picks.
+#define Q6CHUNK(VALUES, xo, so) \
+	VALUES; \
+	VPSHUFB tilePairBcast<>+so(SB), Y12, Y9; \
+	Q6ROW(xo(DI), Y0); \
+	Q6ROW(xo(DI)(R11*1), Y1); \
+	Q6ROW(xo(DI)(R11*2), Y2); \
+	Q6ROW(xo(DI)(R12*1), Y3)
+
+// The four runs of 32 values of a half: low bits from the 32 bytes at
+// o(SI) (low or high nibbles), high bits from Y10 (bits 0–1, 2–3, 4–5,
+// 6–7).
+#define Q6V0(o) \
+	VMOVDQU o(SI), Y8; \
+	VPAND   Y15, Y8, Y8; \
+	VPSLLW  $4, Y10, Y13; \
+	VPAND   tileMask30<>(SB), Y13, Y13; \
+	VPOR    Y13, Y8, Y8
+
+#define Q6V1(o) \
+	VMOVDQU o(SI), Y8; \
+	VPAND   Y15, Y8, Y8; \
+	VPSLLW  $2, Y10, Y13; \
+	VPAND   tileMask30<>(SB), Y13, Y13; \
+	VPOR    Y13, Y8, Y8
+
+#define Q6V2(o) \
+	VMOVDQU o(SI), Y8; \
+	VPSRLW  $4, Y8, Y8; \
+	VPAND   Y15, Y8, Y8; \
+	VPAND   tileMask30<>(SB), Y10, Y13; \
+	VPOR    Y13, Y8, Y8
+
+#define Q6V3(o) \
+	VMOVDQU o(SI), Y8; \
+	VPSRLW  $4, Y8, Y8; \
+	VPAND   Y15, Y8, Y8; \
+	VPSRLW  $2, Y10, Y13; \
+	VPAND   tileMask30<>(SB), Y13, Y13; \
+	VPOR    Y13, Y8, Y8
+
+// Q6HALFT(ql, ql2, qh, sc, xo): a half of the block (128 values).
+#define Q6HALFT(ql, ql2, qh, sc, xo) \
+	VPMOVSXBW   sc(SI), X12; \
+	VINSERTI128 $1, X12, Y12, Y12; \
+	VMOVDQU     qh(SI), Y10; \
+	Q6CHUNK(Q6V0(ql), xo, 0); \
+	Q6CHUNK(Q6V1(ql2), xo+32, 32); \
+	Q6CHUNK(Q6V2(ql), xo+64, 64); \
+	Q6CHUNK(Q6V3(ql2), xo+96, 96)
+
+// Q6FIN(A, XA, R, D): R += float32(d·float32(Σ A)), d the block's scale
+// (X9) by the row's at D.
+#define Q6FIN(A, XA, R, D) \
+	VEXTRACTI128 $1, A, X13; \
+	VPADDD       X13, XA, XA; \
+	VPHADDD      XA, XA, XA; \
+	VPHADDD      XA, XA, XA; \
+	VCVTDQ2PS    XA, XA; \
+	VMULSS       D, X9, X13; \
+	VMULSS       X13, XA, XA; \
+	VADDSS       XA, R, R
+
+// tilePairBcast is pairBcast of dot_amd64.s.
+DATA tilePairBcast<>+0(SB)/8, $0x0100010001000100
+DATA tilePairBcast<>+8(SB)/8, $0x0100010001000100
+DATA tilePairBcast<>+16(SB)/8, $0x0302030203020302
+DATA tilePairBcast<>+24(SB)/8, $0x0302030203020302
+DATA tilePairBcast<>+32(SB)/8, $0x0504050405040504
+DATA tilePairBcast<>+40(SB)/8, $0x0504050405040504
+DATA tilePairBcast<>+48(SB)/8, $0x0706070607060706
+DATA tilePairBcast<>+56(SB)/8, $0x0706070607060706
+DATA tilePairBcast<>+64(SB)/8, $0x0908090809080908
+DATA tilePairBcast<>+72(SB)/8, $0x0908090809080908
+DATA tilePairBcast<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA tilePairBcast<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA tilePairBcast<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA tilePairBcast<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA tilePairBcast<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA tilePairBcast<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL tilePairBcast<>(SB), RODATA|NOPTR, $128
+
+// tileMask30: bytes 0x30.
+DATA tileMask30<>+0(SB)/8, $0x3030303030303030
+DATA tileMask30<>+8(SB)/8, $0x3030303030303030
+DATA tileMask30<>+16(SB)/8, $0x3030303030303030
+DATA tileMask30<>+24(SB)/8, $0x3030303030303030
+GLOBL tileMask30<>(SB), RODATA|NOPTR, $32
+
 // func tileQ4_0AVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, bias *int32, aRow int, nb int)
 TEXT ·tileQ4_0AVX2(SB), NOSPLIT, $0-72
 	TILEA(A4_0, PA4_0, 2, 18, 20, 36)
@@ -217,3 +324,53 @@ TEXT ·tileF16AVX2(SB), NOSPLIT, $0-56
 // func tileBF16AVX2(y *float32, ldy int, w *byte, wRow int, x *byte, xRow int, n int)
 TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-56
 	TILEFA(WIDENABF16)
+
+// func tileQ6_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, aRow int, nb int)
+TEXT ·tileQ6_KAVX2(SB), NOSPLIT, $0-64
+	MOVQ         w+16(FP), SI
+	MOVQ         q+32(FP), DI
+	MOVQ         d+40(FP), DX
+	MOVQ         aRow+48(FP), R11
+	LEAQ         (R11)(R11*2), R12
+	MOVQ         nb+56(FP), CX
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x20202020, AX
+	VMOVD        AX, X11
+	VPBROADCASTD X11, Y11
+	VXORPS       X4, X4, X4
+	VXORPS       X5, X5, X5
+	VXORPS       X6, X6, X6
+	VXORPS       X7, X7, X7
+loop:
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	Q6HALFT(0, 32, 128, 192, 0)
+	Q6HALFT(64, 96, 160, 200, 128)
+	MOVWLZX      208(SI), AX
+	VMOVD        AX, X9
+	VCVTPH2PS    X9, X9
+	Q6FIN(Y0, X0, X4, (DX))
+	Q6FIN(Y1, X1, X5, (DX)(R11*1))
+	Q6FIN(Y2, X2, X6, (DX)(R11*2))
+	Q6FIN(Y3, X3, X7, (DX)(R12*1))
+	ADDQ         $210, SI
+	ADDQ         $256, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          loop
+	MOVQ         y+0(FP), R8
+	MOVQ         ldy+8(FP), R10
+	SHLQ         $2, R10
+	VMOVSS       X4, (R8)
+	ADDQ         R10, R8
+	VMOVSS       X5, (R8)
+	ADDQ         R10, R8
+	VMOVSS       X6, (R8)
+	ADDQ         R10, R8
+	VMOVSS       X7, (R8)
+	VZEROUPPER
+	RET
