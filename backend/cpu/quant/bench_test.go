@@ -75,7 +75,7 @@ func BenchmarkGEMM(b *testing.B) {
 	const m = 512
 	for _, shape := range [][2]int{{2048, 2048}, {2048, 5632}, {5632, 2048}} {
 		k, n := shape[0], shape[1]
-		for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q8_0, ggml.F16, ggml.Q6_K} {
+		for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q8_0, ggml.F16, ggml.Q6_K, ggml.Q4_K} {
 			r := rand.New(rand.NewPCG(5, uint64(typ)))
 			w := randomWeights(r, typ, n, k)
 			x := randomX(r, m, k)

@@ -63,7 +63,6 @@ func asmImpls(t ggml.Type) []impl {
 	if !hasAVX2 {
 		return nil
 	}
-	var f dotFunc
 	switch t {
 	case ggml.Q8_0:
 		return append(avx512Impls(t), withTile(impl32(dotQ8_0AVX2, 34, kindQ8_0, "avx2"), tile32(tileQ8_0AVX2, 34, kindQ8_0, 4, 1)))
@@ -76,9 +75,9 @@ func asmImpls(t ggml.Type) []impl {
 	case ggml.Q5_1:
 		return append(avx512Impls(t), impl32(dotQ5_1AVX2, 24, kindQ8_0, "avx2"))
 	case ggml.Q4_K:
-		f = func(w, a []byte, k int) float32 { return qkcall(dotQ4_KAVX2, w, a, k, 144) }
+		return []impl{{kindQ8_K, func(w, a []byte, k int) float32 { return qkcall(dotQ4_KAVX2, w, a, k, 144) }, "avx2", tileK(tileQ4_KAVX2, 144, 4)}}
 	case ggml.Q5_K:
-		f = func(w, a []byte, k int) float32 { return qkcall(dotQ5_KAVX2, w, a, k, 176) }
+		return []impl{{kindQ8_K, func(w, a []byte, k int) float32 { return qkcall(dotQ5_KAVX2, w, a, k, 176) }, "avx2", tileK(tileQ5_KAVX2, 176, 4)}}
 	case ggml.Q6_K:
 		return []impl{{kindQ8_K, func(w, a []byte, k int) float32 {
 			xq, xd, _ := qkRow(a, k)
@@ -86,7 +85,7 @@ func asmImpls(t ggml.Type) []impl {
 			return dotQ6_KAVX2(&w[0], &xq[0], &xd[0], k/256)
 		}, "avx2", tileK(tileQ6_KAVX2, 210, 4)}}
 	case ggml.F16:
-		f = func(w, a []byte, k int) float32 {
+		f := func(w, a []byte, k int) float32 {
 			x := f32s(a, k)
 			_ = w[2*k-1]
 			return dotF16AVX2(&w[0], &x[0], k/32) + tailF16(w, x, k&^31)
@@ -100,7 +99,7 @@ func asmImpls(t ggml.Type) []impl {
 		}
 		return []impl{{kindFloat, f, "avx2", tileF(tileF16AVX2, 3, 1, tailF16)}}
 	case ggml.BF16:
-		f = func(w, a []byte, k int) float32 {
+		f := func(w, a []byte, k int) float32 {
 			x := f32s(a, k)
 			_ = w[2*k-1]
 			return dotBF16AVX2(&w[0], &x[0], k/32) + tailBF16(w, x, k&^31)
@@ -113,10 +112,8 @@ func asmImpls(t ggml.Type) []impl {
 			}, "avx512", tileF(tileBF16AVX512, 4, 2, tailBF16)}, {kindFloat, f, "avx2", tileF(tileBF16AVX2, 3, 1, tailBF16)}}
 		}
 		return []impl{{kindFloat, f, "avx2", tileF(tileBF16AVX2, 3, 1, tailBF16)}}
-	default:
-		return nil
 	}
-	return append(avx512Impls(t), impl{goImpls[t].kind, f, "avx2", tiling{}})
+	return nil
 }
 
 // qkcall runs a K-quant kernel (blocks of size bytes) on a prepared Q8_K
@@ -310,21 +307,27 @@ func tileF(f tileFloatFunc, mr, nr int, tail func(w []byte, x []float32, k32 int
 
 // The tile kernels of the K-quants take y and its row length, the first
 // weight row and the bytes from one to the next, the first activation
-// row's values and scales and the bytes from one row to the next, and
-// the number of blocks.
-type tileKFunc func(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, aRow int, nb int)
+// row's values, scales and sums of 32 (unused by Q6_K) and the bytes
+// from one row to the next, and the number of blocks.
+type tileKFunc func(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
 
 //go:noescape
-func tileQ6_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, aRow int, nb int)
+func tileQ4_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
+
+//go:noescape
+func tileQ5_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
+
+//go:noescape
+func tileQ6_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
 
 // tileK wraps a K-quant tile kernel of mr activation rows by one weight
 // row of blocks of size bytes.
 func tileK(f tileKFunc, size, mr int) tiling {
 	return tiling{func(y []float32, ldy int, w []byte, wRow int, a []byte, aRow int, k int) {
 		nb := k / 256
-		_ = a[(mr-1)*aRow+k+4*nb-1]
+		_ = a[(mr-1)*aRow+k+4*nb+2*(k/32)-1]
 		_ = w[size*nb-1]
 		_ = y[(mr-1)*ldy]
-		f(&y[0], ldy, &w[0], wRow, &a[0], (*float32)(unsafe.Pointer(&a[k])), aRow, nb)
+		f(&y[0], ldy, &w[0], wRow, &a[0], (*float32)(unsafe.Pointer(&a[k])), (*int16)(unsafe.Pointer(&a[k+4*nb])), aRow, nb)
 	}, mr, 1}
 }

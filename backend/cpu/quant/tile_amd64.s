@@ -309,6 +309,213 @@ DATA tileMask30<>+16(SB)/8, $0x3030303030303030
 DATA tileMask30<>+24(SB)/8, $0x3030303030303030
 GLOBL tileMask30<>(SB), RODATA|NOPTR, $32
 
+// The Q4_K and Q5_K tiles: four activation rows by one weight row. SI
+// the weight row, DI the activation values, DX their scales, R8 their
+// sums of 32 (row i's at i·aRow past: R11 = aRow, R12 = 3·aRow), CX the
+// blocks left. Y0–Y3 each row's integer sums of a block, X4–X7 each
+// row's result; Y8 and Y9 the low and high nibbles of 32 bytes, Y10 and
+// Y11 their scales as words, Y12 the block's scales as words, then its
+// d and dmin; Y15 its minimums as words; Y14 bytes 0x0f. The steps are
+// dotQ4_KAVX2's and dotQ5_KAVX2's (dot_amd64.s).
+
+// KSCALEST: KSCALES of dot_amd64.s, AX the scales and BX the minimums of
+// the block at SI; R9, R10 and R13 are spoilt.
+#define KSCALEST \
+	MOVL  4(SI), AX; \
+	MOVL  8(SI), BX; \
+	MOVL  12(SI), R9; \
+	MOVL  R9, R10; \
+	SHRL  $4, R10; \
+	ANDL  $0x0f0f0f0f, R10; \
+	MOVL  BX, R13; \
+	SHRL  $6, R13; \
+	ANDL  $0x03030303, R13; \
+	SHLL  $4, R13; \
+	ORL   R13, R10; \
+	ANDL  $0x3f3f3f3f, BX; \
+	ANDL  $0x0f0f0f0f, R9; \
+	MOVL  AX, R13; \
+	SHRL  $6, R13; \
+	ANDL  $0x03030303, R13; \
+	SHLL  $4, R13; \
+	ORL   R13, R9; \
+	ANDL  $0x3f3f3f3f, AX; \
+	SHLQ  $32, R9; \
+	ORQ   R9, AX; \
+	SHLQ  $32, R10; \
+	ORQ   R10, BX
+
+// KROW(X, X2, A): A += the low nibbles Y8 by the 32 values at X, scaled
+// by Y10, and the high ones Y9 by those at X2, scaled by Y11.
+#define KROW(X, X2, A) \
+	VPMADDUBSW X, Y8, Y13; \
+	VPMADDWD   Y10, Y13, Y13; \
+	VPADDD     Y13, A, A; \
+	VPMADDUBSW X2, Y9, Y13; \
+	VPMADDWD   Y11, Y13, Y13; \
+	VPADDD     Y13, A, A
+
+// KCHUNKT(qo, xo, xo2, s0, s1, HI): 64 values, from the 32 bytes at
+// qo(SI), by the activation rows' at xo(DI) and xo2(DI), as KCHUNK.
+#define KCHUNKT(qo, xo, xo2, s0, s1, HI) \
+	VMOVDQU qo(SI), Y8; \
+	VPSRLW  $4, Y8, Y9; \
+	VPAND   Y14, Y8, Y8; \
+	VPAND   Y14, Y9, Y9; \
+	HI; \
+	VPSHUFB tileWordBcast<>+s0(SB), Y12, Y10; \
+	VPSHUFB tileWordBcast<>+s1(SB), Y12, Y11; \
+	KROW(xo(DI), xo2(DI), Y0); \
+	KROW(xo(DI)(R11*1), xo2(DI)(R11*1), Y1); \
+	KROW(xo(DI)(R11*2), xo2(DI)(R11*2), Y2); \
+	KROW(xo(DI)(R12*1), xo2(DI)(R12*1), Y3)
+
+// Q5HIT(LO, HI): the fifth bits of a Q5_K chunk from the 32 bytes at
+// 16(SI), moved to bit 4 by LO for Y8 and by HI for Y9.
+#define Q5HIT(LO, HI) \
+	VMOVDQU 16(SI), Y13; \
+	LO; \
+	VPAND   tileMask10<>(SB), Y13, Y13; \
+	VPOR    Y13, Y8, Y8; \
+	VMOVDQU 16(SI), Y13; \
+	HI; \
+	VPAND   tileMask10<>(SB), Y13, Y13; \
+	VPOR    Y13, Y9, Y9
+
+#define TSL4 VPSLLW $4, Y13, Y13
+#define TSL3 VPSLLW $3, Y13, Y13
+#define TSL2 VPSLLW $2, Y13, Y13
+#define TSL1 VPSLLW $1, Y13, Y13
+#define TS0
+#define TSR1 VPSRLW $1, Y13, Y13
+#define TSR2 VPSRLW $2, Y13, Y13
+#define TSR3 VPSRLW $3, Y13, Y13
+
+// KFIN(A, XA, R, D, S): R += float32(d·float32(isum)) − float32(dmin·
+// float32(msum)), isum the dwords of A, msum the minimums (X15) by the
+// row's sums at S, d and dmin X12 by the row's scale at D, as KFINISH.
+#define KFIN(A, XA, R, D, S) \
+	VPMADDWD     S, X15, X13; \
+	VEXTRACTI128 $1, A, X10; \
+	VPADDD       X10, XA, XA; \
+	VPHADDD      X13, XA, XA; \
+	VPHADDD      XA, XA, XA; \
+	VCVTDQ2PS    XA, XA; \
+	VBROADCASTSS D, X11; \
+	VMULPS       X11, X12, X11; \
+	VMULPS       X11, XA, XA; \
+	VMOVSHDUP    XA, X10; \
+	VSUBSS       X10, XA, XA; \
+	VADDSS       XA, R, R
+
+// TILEK(CHUNKS, size): the kernel, CHUNKS the four chunks of a block of
+// size bytes.
+#define TILEK(CHUNKS, size) \
+	MOVQ         w+16(FP), SI; \
+	MOVQ         q+32(FP), DI; \
+	MOVQ         d+40(FP), DX; \
+	MOVQ         sums+48(FP), R8; \
+	MOVQ         aRow+56(FP), R11; \
+	LEAQ         (R11)(R11*2), R12; \
+	MOVQ         nb+64(FP), CX; \
+	MOVL         $0x0f0f0f0f, AX; \
+	VMOVD        AX, X14; \
+	VPBROADCASTD X14, Y14; \
+	VXORPS       X4, X4, X4; \
+	VXORPS       X5, X5, X5; \
+	VXORPS       X6, X6, X6; \
+	VXORPS       X7, X7, X7; \
+loop:; \
+	KSCALEST; \
+	VMOVQ        AX, X12; \
+	VPMOVZXBW    X12, X12; \
+	VINSERTI128  $1, X12, Y12, Y12; \
+	VMOVQ        BX, X15; \
+	VPMOVZXBW    X15, X15; \
+	VPXOR        Y0, Y0, Y0; \
+	VPXOR        Y1, Y1, Y1; \
+	VPXOR        Y2, Y2, Y2; \
+	VPXOR        Y3, Y3, Y3; \
+	CHUNKS; \
+	VMOVD        (SI), X12; \
+	VCVTPH2PS    X12, X12; \
+	KFIN(Y0, X0, X4, (DX), (R8)); \
+	KFIN(Y1, X1, X5, (DX)(R11*1), (R8)(R11*1)); \
+	KFIN(Y2, X2, X6, (DX)(R11*2), (R8)(R11*2)); \
+	KFIN(Y3, X3, X7, (DX)(R12*1), (R8)(R12*1)); \
+	ADDQ         $size, SI; \
+	ADDQ         $256, DI; \
+	ADDQ         $4, DX; \
+	ADDQ         $16, R8; \
+	DECQ         CX; \
+	JNZ          loop; \
+	MOVQ         y+0(FP), R8; \
+	MOVQ         ldy+8(FP), R10; \
+	SHLQ         $2, R10; \
+	VMOVSS       X4, (R8); \
+	ADDQ         R10, R8; \
+	VMOVSS       X5, (R8); \
+	ADDQ         R10, R8; \
+	VMOVSS       X6, (R8); \
+	ADDQ         R10, R8; \
+	VMOVSS       X7, (R8); \
+	VZEROUPPER; \
+	RET
+
+#define Q4KCHUNKS \
+	KCHUNKT(16, 0, 32, 0, 32, TS0); \
+	KCHUNKT(48, 64, 96, 64, 96, TS0); \
+	KCHUNKT(80, 128, 160, 128, 160, TS0); \
+	KCHUNKT(112, 192, 224, 192, 224, TS0)
+
+#define Q5KCHUNKS \
+	KCHUNKT(48, 0, 32, 0, 32, Q5HIT(TSL4, TSL3)); \
+	KCHUNKT(80, 64, 96, 64, 96, Q5HIT(TSL2, TSL1)); \
+	KCHUNKT(112, 128, 160, 128, 160, Q5HIT(TS0, TSR1)); \
+	KCHUNKT(144, 192, 224, 192, 224, Q5HIT(TSR2, TSR3))
+
+// tileWordBcast is wordBcast of dot_amd64.s.
+DATA tileWordBcast<>+0(SB)/8, $0x0100010001000100
+DATA tileWordBcast<>+8(SB)/8, $0x0100010001000100
+DATA tileWordBcast<>+16(SB)/8, $0x0100010001000100
+DATA tileWordBcast<>+24(SB)/8, $0x0100010001000100
+DATA tileWordBcast<>+32(SB)/8, $0x0302030203020302
+DATA tileWordBcast<>+40(SB)/8, $0x0302030203020302
+DATA tileWordBcast<>+48(SB)/8, $0x0302030203020302
+DATA tileWordBcast<>+56(SB)/8, $0x0302030203020302
+DATA tileWordBcast<>+64(SB)/8, $0x0504050405040504
+DATA tileWordBcast<>+72(SB)/8, $0x0504050405040504
+DATA tileWordBcast<>+80(SB)/8, $0x0504050405040504
+DATA tileWordBcast<>+88(SB)/8, $0x0504050405040504
+DATA tileWordBcast<>+96(SB)/8, $0x0706070607060706
+DATA tileWordBcast<>+104(SB)/8, $0x0706070607060706
+DATA tileWordBcast<>+112(SB)/8, $0x0706070607060706
+DATA tileWordBcast<>+120(SB)/8, $0x0706070607060706
+DATA tileWordBcast<>+128(SB)/8, $0x0908090809080908
+DATA tileWordBcast<>+136(SB)/8, $0x0908090809080908
+DATA tileWordBcast<>+144(SB)/8, $0x0908090809080908
+DATA tileWordBcast<>+152(SB)/8, $0x0908090809080908
+DATA tileWordBcast<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA tileWordBcast<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA tileWordBcast<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA tileWordBcast<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA tileWordBcast<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA tileWordBcast<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA tileWordBcast<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA tileWordBcast<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA tileWordBcast<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA tileWordBcast<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA tileWordBcast<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA tileWordBcast<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL tileWordBcast<>(SB), RODATA|NOPTR, $256
+
+// tileMask10: bytes 0x10.
+DATA tileMask10<>+0(SB)/8, $0x1010101010101010
+DATA tileMask10<>+8(SB)/8, $0x1010101010101010
+DATA tileMask10<>+16(SB)/8, $0x1010101010101010
+DATA tileMask10<>+24(SB)/8, $0x1010101010101010
+GLOBL tileMask10<>(SB), RODATA|NOPTR, $32
+
 // func tileQ4_0AVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, bias *int32, aRow int, nb int)
 TEXT ·tileQ4_0AVX2(SB), NOSPLIT, $0-72
 	TILEA(A4_0, PA4_0, 2, 18, 20, 36)
@@ -325,14 +532,14 @@ TEXT ·tileF16AVX2(SB), NOSPLIT, $0-56
 TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-56
 	TILEFA(WIDENABF16)
 
-// func tileQ6_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, aRow int, nb int)
-TEXT ·tileQ6_KAVX2(SB), NOSPLIT, $0-64
+// func tileQ6_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
+TEXT ·tileQ6_KAVX2(SB), NOSPLIT, $0-72
 	MOVQ         w+16(FP), SI
 	MOVQ         q+32(FP), DI
 	MOVQ         d+40(FP), DX
-	MOVQ         aRow+48(FP), R11
+	MOVQ         aRow+56(FP), R11
 	LEAQ         (R11)(R11*2), R12
-	MOVQ         nb+56(FP), CX
+	MOVQ         nb+64(FP), CX
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
@@ -374,3 +581,11 @@ loop:
 	VMOVSS       X7, (R8)
 	VZEROUPPER
 	RET
+
+// func tileQ4_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
+TEXT ·tileQ4_KAVX2(SB), NOSPLIT, $0-72
+	TILEK(Q4KCHUNKS, 144)
+
+// func tileQ5_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
+TEXT ·tileQ5_KAVX2(SB), NOSPLIT, $0-72
+	TILEK(Q5KCHUNKS, 176)
