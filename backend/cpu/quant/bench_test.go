@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/berth-ml/berth/weights/ggml"
 )
 
 // BenchmarkGEMV times y[1,n] = x[1,k]·Wᵀ on one goroutine, with each
@@ -59,6 +61,50 @@ func BenchmarkGEMV(b *testing.B) {
 						i = (i + 1) % copies
 					}
 				})
+			}
+		}
+	}
+}
+
+// BenchmarkGEMM times a prompt's product, y[512,n] = x[512,k]·Wᵀ, on one
+// goroutine, with each kernel this CPU runs: "tiles" as Run computes it,
+// "rows" one output at a time with the dot kernel, as Run did before it
+// had tiles. It reports G ops/s (two a multiply-add) and, in the name,
+// the path. Quantising the activations (Prepare) is left out.
+func BenchmarkGEMM(b *testing.B) {
+	const m = 512
+	for _, shape := range [][2]int{{2048, 2048}, {2048, 5632}, {5632, 2048}} {
+		k, n := shape[0], shape[1]
+		for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q8_0, ggml.F16, ggml.Q6_K, ggml.Q4_K} {
+			r := rand.New(rand.NewPCG(5, uint64(typ)))
+			w := randomWeights(r, typ, n, k)
+			x := randomX(r, m, k)
+			y := make([]float32, m*n)
+			for _, path := range Paths(typ) {
+				if path == "go" {
+					continue
+				}
+				for _, tiles := range []bool{false, true} {
+					im := implOf(typ, path)
+					name := "tiles"
+					if !tiles {
+						im.tile, name = tiling{}, "rows"
+					}
+					if tiles && im.tile.f == nil {
+						continue
+					}
+					scratch := make([]byte, 64+m*actStride(im.kind, k))
+					p, err := prepare(y, x, m, k, w, n, typ, scratch, im, true)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Run(fmt.Sprintf("m=%d/k=%d/n=%d/%s/%s/%s", m, k, n, typ, path, name), func(b *testing.B) {
+						for b.Loop() {
+							p.Run(0, n)
+						}
+						b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gop/s")
+					})
+				}
 			}
 		}
 	}

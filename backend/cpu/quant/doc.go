@@ -37,6 +37,18 @@
 // the same order and returns the same bits. The build tag noasm leaves
 // the assembly out.
 //
+// For a prompt (m > 1) the products are taken a tile at a time: a tile
+// kernel multiplies several activation rows by one or more weight rows
+// (with AVX-512, 4×4 for Q4_0 and Q8_0 and 4×2 for F16 and BF16; with
+// AVX2, 4×1 for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K and 3×1 for F16 and
+// BF16; in Go, 4×1 for Q4_0, Q8_0 and F16; see tile.go), so that each
+// weight block is loaded and unpacked once for all the rows and each
+// activation row's scales are spread once for all the weight rows. Every
+// output keeps the accumulators of its dot kernel and takes its steps in
+// the same order: a tile's results are the bits of its dot kernel's. The
+// rows and weight rows past the last whole tile, and the other types, go
+// one output at a time.
+//
 // Work is shared among goroutines by rows of W: Prepare checks the
 // operands and quantises x into the caller's scratch (ScratchBytes long),
 // then each worker calls Run on its range of rows from Split. Nothing

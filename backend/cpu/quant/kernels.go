@@ -7,21 +7,35 @@ type impl struct {
 	kind kind
 	dot  dotFunc
 	path string // "go", "avx2", "avx512bw", "avx512vnni", "avx512"
+	tile tiling // for several activation rows at once, where there is one
+}
+
+// tiling is a kernel of a tile of y: the products of mr activation rows
+// by nr weight rows, each output's the bits dot returns.
+type tiling struct {
+	f      tileFunc
+	mr, nr int
+}
+
+// withTile is im with the tile kernel t.
+func withTile(im impl, t tiling) impl {
+	im.tile = t
+	return im
 }
 
 // goImpls are the reference kernels.
 var goImpls = [ggml.TypeCount]impl{
-	ggml.Q8_0: {kindQ8_0, dotQ8_0Go, "go"},
-	ggml.Q4_0: {kindQ8_0, dotQ4_0Go, "go"},
-	ggml.Q4_1: {kindQ8_0, dotQ4_1Go, "go"},
-	ggml.Q5_0: {kindQ8_0, dotQ5_0Go, "go"},
-	ggml.Q5_1: {kindQ8_0, dotQ5_1Go, "go"},
-	ggml.Q4_K: {kindQ8_K, dotQ4_KGo, "go"},
-	ggml.Q5_K: {kindQ8_K, dotQ5_KGo, "go"},
-	ggml.Q6_K: {kindQ8_K, dotQ6_KGo, "go"},
-	ggml.F32:  {kindFloat, dotF32Go, "go"},
-	ggml.F16:  {kindFloat, dotF16Go, "go"},
-	ggml.BF16: {kindFloat, dotBF16Go, "go"},
+	ggml.Q8_0: {kindQ8_0, dotQ8_0Go, "go", tiling{tileQ8_0Go, goTileRows, 1}},
+	ggml.Q4_0: {kindQ8_0, dotQ4_0Go, "go", tiling{tileQ4_0Go, goTileRows, 1}},
+	ggml.Q4_1: {kindQ8_0, dotQ4_1Go, "go", tiling{}},
+	ggml.Q5_0: {kindQ8_0, dotQ5_0Go, "go", tiling{}},
+	ggml.Q5_1: {kindQ8_0, dotQ5_1Go, "go", tiling{}},
+	ggml.Q4_K: {kindQ8_K, dotQ4_KGo, "go", tiling{}},
+	ggml.Q5_K: {kindQ8_K, dotQ5_KGo, "go", tiling{}},
+	ggml.Q6_K: {kindQ8_K, dotQ6_KGo, "go", tiling{}},
+	ggml.F32:  {kindFloat, dotF32Go, "go", tiling{}},
+	ggml.F16:  {kindFloat, dotF16Go, "go", tiling{tileF16Go, goTileRows, 1}},
+	ggml.BF16: {kindFloat, dotBF16Go, "go", tiling{}},
 }
 
 // impls are the kernels products use: the fastest this CPU runs.

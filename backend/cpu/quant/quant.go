@@ -53,6 +53,7 @@ type Product struct {
 	w       []byte
 	act     []byte // the prepared activation rows, 64-byte aligned
 	dot     dotFunc
+	tile    tiling
 	m, k, n int
 	wRow    int // bytes per weight row
 	aRow    int // bytes per prepared activation row (0: x is read as it is)
@@ -100,7 +101,7 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	case int64(len(w)) < int64(n)*wRow:
 		return Product{}, fmt.Errorf("quant: w holds %d bytes, %d rows of %d %s need %d", len(w), n, k, t, int64(n)*wRow)
 	}
-	p := Product{y: y, x: x, w: w, dot: im.dot, m: m, k: k, n: n, wRow: int(wRow), aRow: actStride(im.kind, k)}
+	p := Product{y: y, x: x, w: w, dot: im.dot, tile: im.tile, m: m, k: k, n: n, wRow: int(wRow), aRow: actStride(im.kind, k)}
 	if p.aRow == 0 || m == 0 || k == 0 {
 		return p, nil
 	}
@@ -142,20 +143,54 @@ func (p *Product) Run(lo, hi int) {
 	// The activation rows are taken a chunk at a time, a chunk small
 	// enough to stay in L2 while every weight row of the range passes
 	// by it once; a weight row stays in L1 while the chunk's rows use it.
+	// Where the kernel has tiles, they take the chunk's rows mr at a time
+	// and the range's weight rows nr at a time; the rows and weight rows
+	// left over go one by one.
 	stride := p.aRow
 	if stride == 0 {
 		stride = 4 * p.k
 	}
 	chunk := max(1, (192<<10)/stride)
+	t := p.tile
+	if t.f != nil {
+		chunk = max(t.mr, chunk/t.mr*t.mr)
+	}
 	for i0 := 0; i0 < p.m; i0 += chunk {
 		i1 := min(p.m, i0+chunk)
-		for j := lo; j < hi; j++ {
-			wr := p.w[j*p.wRow : (j+1)*p.wRow]
-			for i := i0; i < i1; i++ {
-				p.y[i*p.n+j] = p.dot(wr, p.row(i), p.k)
+		it, jt := i0, lo // the tiles cover rows [i0, it) by weight rows [lo, jt)
+		if t.f != nil && i1-i0 >= t.mr && hi-lo >= t.nr {
+			it, jt = i1-(i1-i0)%t.mr, hi-(hi-lo)%t.nr
+			a := p.rows()
+			for j := lo; j < jt; j += t.nr {
+				wt := p.w[j*p.wRow : (j+t.nr)*p.wRow]
+				for i := i0; i < it; i += t.mr {
+					t.f(p.y[i*p.n+j:], p.n, wt, p.wRow, a[i*stride:], stride, p.k)
+				}
 			}
 		}
+		p.oneByOne(i0, i1, jt, hi)
+		p.oneByOne(it, i1, lo, jt)
 	}
+}
+
+// oneByOne computes outputs [j0, j1) of activation rows [i0, i1) with
+// the dot kernel, one by one.
+func (p *Product) oneByOne(i0, i1, j0, j1 int) {
+	for j := j0; j < j1; j++ {
+		wr := p.w[j*p.wRow : (j+1)*p.wRow]
+		for i := i0; i < i1; i++ {
+			p.y[i*p.n+j] = p.dot(wr, p.row(i), p.k)
+		}
+	}
+}
+
+// rows are the activation rows as the kernels read them, one after the
+// other: prepared, or x's own.
+func (p *Product) rows() []byte {
+	if p.aRow != 0 {
+		return p.act
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(p.x))), 4*p.m*p.k)
 }
 
 // row is activation row i as the kernels read it: prepared, or x's own.

@@ -459,21 +459,24 @@ func TestSplitWorkers(t *testing.T) {
 	}
 }
 
+// Nothing allocates, one output at a time (m = 2) or in tiles (m = 9).
 func TestMatMulAllocatesNothing(t *testing.T) {
 	for _, typ := range types {
-		const m, k, n = 2, 256, 8
-		r := rand.New(rand.NewPCG(4, 4))
-		w := randomWeights(r, typ, n, k)
-		x := randomX(r, m, k)
-		y := make([]float32, m*n)
-		scratch := make([]byte, ScratchBytes(typ, m, k))
-		allocs := testing.AllocsPerRun(10, func() {
-			if err := MatMul(y, x, m, k, w, n, typ, scratch); err != nil {
-				t.Fatal(err)
+		for _, m := range []int{2, 9} {
+			const k, n = 256, 8
+			r := rand.New(rand.NewPCG(4, 4))
+			w := randomWeights(r, typ, n, k)
+			x := randomX(r, m, k)
+			y := make([]float32, m*n)
+			scratch := make([]byte, ScratchBytes(typ, m, k))
+			allocs := testing.AllocsPerRun(10, func() {
+				if err := MatMul(y, x, m, k, w, n, typ, scratch); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s m=%d: %v allocations a call", typ, m, allocs)
 			}
-		})
-		if allocs != 0 {
-			t.Errorf("%s: %v allocations a call", typ, allocs)
 		}
 	}
 }

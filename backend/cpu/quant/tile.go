@@ -1,0 +1,92 @@
+package quant
+
+import "encoding/binary"
+
+// The tile kernels: the products of several activation rows by one or
+// more weight rows at once, so that a weight block is read and unpacked
+// once for all of them. Each output takes the steps its dot takes (see
+// ref.go), in the same order, and so has the same bits: only the order
+// in which the outputs advance differs.
+
+// tileFunc computes a tile of y: y[i·ldy+j] for i < mr and j < nr, the
+// product of the activation row at a[i·aRow:] (prepared, or float32 as
+// the dot kernels take it) by the weight row at w[j·wRow:], rows of k
+// values.
+type tileFunc func(y []float32, ldy int, w []byte, wRow int, a []byte, aRow int, k int)
+
+// goTileRows is the activation rows of the Go tile kernels; they take one
+// weight row.
+const goTileRows = 4
+
+// q8Rows splits goTileRows prepared Q8_0 rows, aRow bytes apart.
+func q8Rows(a []byte, aRow, k int) (q [goTileRows][]byte, d [goTileRows][]float32) {
+	for i := range goTileRows {
+		q[i], d[i], _ = q8Row(a[i*aRow:], k)
+	}
+	return q, d
+}
+
+func tileQ8_0Go(y []float32, ldy int, w []byte, _ int, a []byte, aRow int, k int) {
+	xq, xd := q8Rows(a, aRow, k)
+	var acc [goTileRows]lanes
+	var v [32]int32
+	for b := range k / 32 {
+		blk := w[34*b : 34*b+34 : 34*b+34]
+		for j, q := range blk[2:34] {
+			v[j] = int32(int8(q))
+		}
+		dw := scale(blk)
+		for i := range goTileRows {
+			s := dot4(&v, xq[i][32*b:])
+			acc[i].add(b, dw*xd[i][b], &s)
+		}
+	}
+	for i := range goTileRows {
+		y[i*ldy] = acc[i].sum()
+	}
+}
+
+func tileQ4_0Go(y []float32, ldy int, w []byte, _ int, a []byte, aRow int, k int) {
+	xq, xd := q8Rows(a, aRow, k)
+	var acc [goTileRows]lanes
+	var v [32]int32
+	for b := range k / 32 {
+		blk := w[18*b : 18*b+18 : 18*b+18]
+		for j, q := range blk[2:18] {
+			v[j], v[j+16] = int32(q&15)-8, int32(q>>4)-8
+		}
+		dw := scale(blk)
+		for i := range goTileRows {
+			s := dot4(&v, xq[i][32*b:])
+			acc[i].add(b, dw*xd[i][b], &s)
+		}
+	}
+	for i := range goTileRows {
+		y[i*ldy] = acc[i].sum()
+	}
+}
+
+func tileF16Go(y []float32, ldy int, w []byte, _ int, a []byte, aRow int, k int) {
+	var x [goTileRows][]float32
+	for i := range goTileRows {
+		x[i] = f32s(a[i*aRow:], k)
+	}
+	w = w[:2*k]
+	var acc [goTileRows][32]float32
+	var wv [32]float32
+	k32 := k &^ 31
+	for e := 0; e < k32; e += 32 {
+		for l := range 32 {
+			wv[l] = half(binary.LittleEndian.Uint16(w[2*(e+l):]))
+		}
+		for i := range goTileRows {
+			xi := x[i][e : e+32 : e+32]
+			for l := range 32 {
+				acc[i][l] += float32(wv[l] * xi[l])
+			}
+		}
+	}
+	for i := range goTileRows {
+		y[i*ldy] = reduce32(&acc[i]) + tailF16(w, x[i], k32)
+	}
+}
