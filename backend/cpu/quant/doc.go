@@ -31,8 +31,8 @@
 // weights 2 KiB ahead, so that a matrix streamed from memory keeps up
 // with the arithmetic. They are chosen once, from the features
 // golang.org/x/sys/cpu reports, so GODEBUG=cpu.avx512f=off runs them as
-// on a CPU without AVX-512 (cpu.avx512vnni=off without VNNI), and
-// cpu.avx2=off as on one without AVX2. The Go kernels (ref.go) define the
+// on a CPU without AVX-512, and cpu.avx2=off as on one without AVX2 (the
+// path without VNNI on a CPU that has it is tested directly). The Go kernels (ref.go) define the
 // results: every assembly kernel takes the same floating-point steps in
 // the same order and returns the same bits. The build tag noasm leaves
 // the assembly out.
