@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/berth-ml/berth"
@@ -52,7 +53,7 @@ func checkGenerate(t *testing.T, path string, model *llmtest.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equal(last, got[len(got)-v:]) {
+	if !slices.Equal(last, got[len(got)-v:]) {
 		t.Errorf("Prefill's last row differs from the last of all rows")
 	}
 	same := check(t, model, "prompt", got, ref.Prefill, len(ref.Tokens), ref.PrefillRow)
@@ -139,16 +140,4 @@ func check(t *testing.T, model *llmtest.Model, what string, got, ref []float32, 
 		t.Errorf("%s: rel L2 %.3g > %g", what, rel, tol)
 	}
 	return same
-}
-
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
