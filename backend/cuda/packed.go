@@ -16,7 +16,7 @@ import (
 // serves every position.
 //
 // A product with one activation row (a decoder's step) runs packedMV: a
-// warp a weight row, which it streams through shared memory in 16-byte
+// warp takes four weight rows, which it streams through shared memory in 16-byte
 // loads (rows of ggml blocks are only 2-byte aligned), decoding a unit of
 // 32 values (16 for q6_K, 8 or 1 for the float formats) a lane at a time
 // and accumulating in float32. More rows (a prompt) run packedMM: 64×64
@@ -51,8 +51,13 @@ func packedUnit(t ggml.Type, k int64) (name string, unit int64, ok bool) {
 	return name, 32, true
 }
 
-// packedRows is the weight rows a block of packedMV takes: one a warp.
-const packedRows = 4
+// packedWarps is the warps of a block of packedMV, each of which takes
+// packedWarpRows weight rows at once.
+const (
+	packedWarps    = 4
+	packedWarpRows = 4
+	packedRows     = packedWarps * packedWarpRows
+)
 
 func buildPackedMatMul(c *bctx) error {
 	if err := c.need(2); err != nil {
@@ -85,7 +90,7 @@ func buildPackedMatMul(c *bctx) error {
 	args := []arg{c.inArg(1), c.inArg(0), c.outArg(0), i64(m), i64(n), i64(k), i64(p.RowBytes)}
 	if m == 1 {
 		c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "pmv_" + name,
-			grid: [3]uint32{uint32((n + packedRows - 1) / packedRows), 1, 1}, block: [3]uint32{32 * packedRows, 1, 1}, args: args})
+			grid: [3]uint32{uint32((n + packedRows - 1) / packedRows), 1, 1}, block: [3]uint32{32 * packedWarps, 1, 1}, args: args})
 		return nil
 	}
 	if (m+63)/64 > 65535 {
@@ -179,8 +184,8 @@ var packedModule = &source{"packed.cu", packedSource}
 // product, or apply them where they write values out. The 4- and 8-bit
 // values become floats exactly through the exponent of 2²³ (a byte
 // permute and a subtraction) instead of the slower integer conversion.
-var packedSource = common + fmt.Sprintf("#define PMV_WARPS %d\n#define ATT_THREADS %d\n", packedRows, attentionThreads) + `
-#define PMV_CHUNK 2048
+var packedSource = common + fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n", packedWarps, packedWarpRows, attentionThreads) + `
+#define PMV_CHUNK 1024
 __device__ __forceinline__ u32 ld16(const u8* p) { return *(const u16*)p; }
 // ld32 reads 4 bytes at a 2-aligned address.
 __device__ __forceinline__ u32 ld32(const u8* p) { return ld16(p) | (ld16(p + 2) << 16); }
@@ -375,63 +380,79 @@ template <> struct Fmt<15, 32> { // q8_K: d (f32), 256 signed bytes, sums
 	}
 };
 
-// pmv: y[r] = Σ_k x[k]·W[r][k] for one activation row; a warp a row. Each
-// chunk of whole blocks (≤ PMV_CHUNK bytes) comes into the warp's shared
-// buffer in aligned 16-byte loads, all issued before the first is used.
+// pmv: y[r] = Σ_k x[k]·W[r][k] for one activation row. A warp takes
+// PMV_ROWS rows at once, so that each unit of x, loaded once into
+// registers, serves them all; each row's chunk of whole blocks
+// (≤ PMV_CHUNK bytes) comes into the warp's shared buffer in aligned
+// 16-byte loads, all of them issued before the first is used.
 template <int F, int U> __device__ __forceinline__ void pmv(const u8* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, i64 n, i64 k, i64 rb) {
 	typedef Fmt<F, U> T;
 	enum { CB = PMV_CHUNK / T::BB > 0 ? PMV_CHUNK / T::BB : 1, WORDS = (CB * T::BB + 30) / 16 + 1, PER = (WORDS + 31) / 32 };
-	__shared__ __align__(16) u8 stage[PMV_WARPS][PER * 32 * 16];
+	__shared__ uint4 stage[PMV_WARPS][PMV_ROWS][PER * 32];
 	int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
-	i64 r = (i64)blockIdx.x * PMV_WARPS + wp;
-	if (r >= n) return;
-	u8* buf = stage[wp];
-	const u8* row = w + r * rb;
+	i64 r0 = ((i64)blockIdx.x * PMV_WARPS + wp) * PMV_ROWS;
+	if (r0 >= n) return;
 	const i64 nb = k / T::QK;
-	float acc = 0.f;
+	float acc[PMV_ROWS];
+	#pragma unroll
+	for (int rr = 0; rr < PMV_ROWS; rr++) acc[rr] = 0.f;
 	for (i64 b0 = 0; b0 < nb; b0 += CB) {
 		int cnt = (int)min((i64)CB, nb - b0);
-		const u8* src = row + b0 * T::BB;
-		const uint4* a = (const uint4*)((u64)src & ~(u64)15);
-		int delta = (int)(src - (const u8*)a);
-		int words = (delta + cnt * T::BB + 15) >> 4;
-		uint4 v[PER];
+		int delta[PMV_ROWS];
+		uint4 v[PMV_ROWS][PER];
 		#pragma unroll
-		for (int i = 0; i < PER; i++) if (lane + 32 * i < words) v[i] = __ldg(a + lane + 32 * i);
+		for (int rr = 0; rr < PMV_ROWS; rr++) {
+			// rows past n read the last row again: their sums are dropped
+			const u8* src = w + min(r0 + rr, n - 1) * rb + b0 * T::BB;
+			const uint4* a = (const uint4*)((u64)src & ~(u64)15);
+			delta[rr] = (int)(src - (const u8*)a);
+			int words = (delta[rr] + cnt * T::BB + 15) >> 4;
+			#pragma unroll
+			for (int i = 0; i < PER; i++) if (lane + 32 * i < words) v[rr][i] = __ldg(a + lane + 32 * i);
+		}
 		#pragma unroll
-		for (int i = 0; i < PER; i++) if (lane + 32 * i < words) ((uint4*)buf)[lane + 32 * i] = v[i];
+		for (int rr = 0; rr < PMV_ROWS; rr++)
+			#pragma unroll
+			for (int i = 0; i < PER; i++) stage[wp][rr][lane + 32 * i] = v[rr][i];
 		__syncwarp();
 		const float* xb = x + b0 * T::QK;
 		for (int u = lane; u < cnt * T::UPB; u += 32) {
 			int bl = u / T::UPB, sub = u % T::UPB;
-			float q[U], sc, bi;
-			T::unit(buf + delta + bl * T::BB, sub, q, sc, bi);
 			const float* xu = xb + bl * T::QK + sub * U;
-			float s = 0.f, sx = 0.f;
+			float xv[U], sx = 0.f;
 			if (U % 4 == 0) {
 				#pragma unroll
 				for (int j = 0; j < U / 4; j++) {
-					float4 xv = __ldg((const float4*)xu + j);
-					s = fmaf(q[4 * j], xv.x, s); s = fmaf(q[4 * j + 1], xv.y, s);
-					s = fmaf(q[4 * j + 2], xv.z, s); s = fmaf(q[4 * j + 3], xv.w, s);
-					if (T::BIAS) sx += (xv.x + xv.y) + (xv.z + xv.w);
+					float4 t = __ldg((const float4*)xu + j);
+					xv[4 * j] = t.x; xv[4 * j + 1] = t.y; xv[4 * j + 2] = t.z; xv[4 * j + 3] = t.w;
 				}
 			} else {
 				#pragma unroll
-				for (int j = 0; j < U; j++) {
-					float xv = __ldg(xu + j);
-					s = fmaf(q[j], xv, s);
-					if (T::BIAS) sx += xv;
-				}
+				for (int j = 0; j < U; j++) xv[j] = __ldg(xu + j);
 			}
-			acc = fmaf(sc, s, acc);
-			if (T::BIAS) acc = fmaf(bi, sx, acc);
+			if (T::BIAS) {
+				#pragma unroll
+				for (int j = 0; j < U; j++) sx += xv[j];
+			}
+			#pragma unroll
+			for (int rr = 0; rr < PMV_ROWS; rr++) {
+				float q[U], sc, bi, s = 0.f;
+				T::unit((const u8*)stage[wp][rr] + delta[rr] + bl * T::BB, sub, q, sc, bi);
+				#pragma unroll
+				for (int j = 0; j < U; j++) s = fmaf(q[j], xv[j], s);
+				acc[rr] = fmaf(sc, s, acc[rr]);
+				if (T::BIAS) acc[rr] = fmaf(bi, sx, acc[rr]);
+			}
 		}
 		__syncwarp();
 	}
 	#pragma unroll
-	for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-	if (lane == 0) y[r] = acc;
+	for (int rr = 0; rr < PMV_ROWS; rr++) {
+		float a = acc[rr];
+		#pragma unroll
+		for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+		if (lane == 0 && r0 + rr < n) y[r0 + rr] = a;
+	}
 }
 
 // pmm: y[m][n] = x[m][k]·Wᵀ in 64×64 tiles of 256 threads, 4×4 outputs a
