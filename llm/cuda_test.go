@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/berth-ml/berth"
@@ -22,7 +23,9 @@ func TestGenerateCUDAMatchesReference(t *testing.T) {
 }
 
 func checkGenerateCUDA(t *testing.T, path string, model *llmtest.Model) {
-	m, err := llmtest.Load(llmtest.Dir())
+	// The manifest beside the model: the committed fixtures', or the
+	// folder llmtest.EnvLarge names.
+	m, err := llmtest.Load(filepath.Dir(path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,7 @@ func init() {
 		// ir.BerthDomain (packed.go)
 		"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
 		"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
+		"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
 	}
 }
 

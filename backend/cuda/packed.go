@@ -175,6 +175,46 @@ func buildCachedAttention(c *bctx) error {
 	return nil
 }
 
+// buildRMSNorm is a block a row: the mean of the squares, then the row
+// scaled by its reciprocal root and by the weights.
+func buildRMSNorm(c *bctx) error {
+	if err := c.need(2); err != nil {
+		return err
+	}
+	x, w := c.in(0), c.in(1)
+	if x.DType != ir.Float32 || w.DType != ir.Float32 || x.Shape.Rank() == 0 {
+		return c.unsupported(x.DType)
+	}
+	d := x.Shape[x.Shape.Rank()-1]
+	if w.Shape.Elements() != d {
+		return c.errorf("weights %v for rows of %d", w.Shape, d)
+	}
+	if d == 0 {
+		return nil
+	}
+	c.rowwise(packedModule, "rms_norm", x.Shape.Elements()/d, c.inArg(0), c.inArg(1), c.outArg(0), i64(x.Shape.Elements()/d), i64(d), f32(c.n.Attrs.Float("epsilon", 1e-5)))
+	return nil
+}
+
+// buildRotary is a thread a pair of values.
+func buildRotary(c *bctx) error {
+	if err := c.need(3); err != nil {
+		return err
+	}
+	x := c.in(0)
+	if x.DType != ir.Float32 || x.Shape.Rank() != 3 || x.Shape[2]%2 != 0 {
+		return c.errorf("input %s%v, want float32 [t, heads, d] of even d", x.DType, x.Shape)
+	}
+	t, heads, half := x.Shape[0], x.Shape[1], x.Shape[2]/2
+	for _, a := range []*ir.Tensor{c.in(1), c.in(2)} {
+		if a.DType != ir.Float32 || a.Shape.Elements() != t*half {
+			return c.errorf("angles %s%v, want float32 of %d values", a.DType, a.Shape, t*half)
+		}
+	}
+	c.elementwise(packedModule, "rotary", t*heads*half, c.inArg(0), c.inArg(1), c.inArg(2), c.outArg(0), i64(t*heads*half), i64(heads), i64(half), i32(int32(c.n.Attrs.Int("halves", 0))))
+	return nil
+}
+
 var packedModule = &source{"packed.cu", packedSource}
 
 // packedSource: each format is a Fmt<F, U> (F its ggml type id, U the
@@ -384,7 +424,7 @@ template <> struct Fmt<15, 32> { // q8_K: d (f32), 256 signed bytes, sums
 // PMV_ROWS rows at once, so that each unit of x, loaded once into
 // registers, serves them all; each row's chunk of whole blocks
 // (≤ PMV_CHUNK bytes) comes into the warp's shared buffer in aligned
-// 16-byte loads, all of them issued before the first is used.
+// 16-byte loads, issued while the chunk before is decoded.
 template <int F, int U> __device__ __forceinline__ void pmv(const u8* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, i64 n, i64 k, i64 rb) {
 	typedef Fmt<F, U> T;
 	enum { CB = PMV_CHUNK / T::BB > 0 ? PMV_CHUNK / T::BB : 1, WORDS = (CB * T::BB + 30) / 16 + 1, PER = (WORDS + 31) / 32 };
@@ -396,10 +436,11 @@ template <int F, int U> __device__ __forceinline__ void pmv(const u8* __restrict
 	float acc[PMV_ROWS];
 	#pragma unroll
 	for (int rr = 0; rr < PMV_ROWS; rr++) acc[rr] = 0.f;
-	for (i64 b0 = 0; b0 < nb; b0 += CB) {
+	uint4 v[PMV_ROWS][PER];
+	int delta[PMV_ROWS], cur[PMV_ROWS];
+	// load issues the loads of the chunk from block b0 of each row.
+	auto load = [&](i64 b0) {
 		int cnt = (int)min((i64)CB, nb - b0);
-		int delta[PMV_ROWS];
-		uint4 v[PMV_ROWS][PER];
 		#pragma unroll
 		for (int rr = 0; rr < PMV_ROWS; rr++) {
 			// rows past n read the last row again: their sums are dropped
@@ -410,11 +451,19 @@ template <int F, int U> __device__ __forceinline__ void pmv(const u8* __restrict
 			#pragma unroll
 			for (int i = 0; i < PER; i++) if (lane + 32 * i < words) v[rr][i] = __ldg(a + lane + 32 * i);
 		}
+	};
+	load(0);
+	for (i64 b0 = 0; b0 < nb; b0 += CB) {
+		int cnt = (int)min((i64)CB, nb - b0);
 		#pragma unroll
-		for (int rr = 0; rr < PMV_ROWS; rr++)
+		for (int rr = 0; rr < PMV_ROWS; rr++) {
+			cur[rr] = delta[rr];
 			#pragma unroll
 			for (int i = 0; i < PER; i++) stage[wp][rr][lane + 32 * i] = v[rr][i];
+		}
 		__syncwarp();
+		// The next chunk's loads fly while this one is decoded.
+		if (b0 + CB < nb) load(b0 + CB);
 		const float* xb = x + b0 * T::QK;
 		for (int u = lane; u < cnt * T::UPB; u += 32) {
 			int bl = u / T::UPB, sub = u % T::UPB;
@@ -437,7 +486,7 @@ template <int F, int U> __device__ __forceinline__ void pmv(const u8* __restrict
 			#pragma unroll
 			for (int rr = 0; rr < PMV_ROWS; rr++) {
 				float q[U], sc, bi, s = 0.f;
-				T::unit((const u8*)stage[wp][rr] + delta[rr] + bl * T::BB, sub, q, sc, bi);
+				T::unit((const u8*)stage[wp][rr] + cur[rr] + bl * T::BB, sub, q, sc, bi);
 				#pragma unroll
 				for (int j = 0; j < U; j++) s = fmaf(q[j], xv[j], s);
 				acc[rr] = fmaf(sc, s, acc[rr]);
@@ -556,6 +605,40 @@ PACKED(q4_K, 12, 32)
 PACKED(q5_K, 13, 32)
 PACKED(q6_K, 14, 16)
 PACKED(q8_K, 15, 32)
+
+// rms_norm: y = x / sqrt(mean(x²) + eps) · w, a block (256 threads) a row.
+extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, i64 rows, i64 d, float eps) {
+	__shared__ float red[8];
+	for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+		const float* xr = x + r * d;
+		float s = 0.f;
+		for (i64 j = threadIdx.x; j < d; j += blockDim.x) s = fmaf(xr[j], xr[j], s);
+		#pragma unroll
+		for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+		if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
+		__syncthreads();
+		float t = 0.f;
+		for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += red[i];
+		float inv = 1.f / sqrtf(t / (float)d + eps);
+		for (i64 j = threadIdx.x; j < d; j += blockDim.x) y[r * d + j] = xr[j] * inv * w[j];
+		__syncthreads();
+	}
+}
+
+// rotary: pair j of head h of token i, (x0, x1) adjacent or halves, turned
+// by the angle whose cosine and sine are cs[i][j] and sn[i][j].
+extern "C" __global__ void rotary(const float* __restrict__ x, const float* __restrict__ cs, const float* __restrict__ sn, float* __restrict__ y, i64 n, i64 heads, i64 half, int halves) {
+	LOOP(i, n) {
+		i64 j = i % half, th = i / half, tok = th / heads;
+		const float* xr = x + th * 2 * half;
+		float* yr = y + th * 2 * half;
+		float c = cs[tok * half + j], s = sn[tok * half + j];
+		i64 a = halves ? j : 2 * j, b = halves ? j + half : 2 * j + 1;
+		float x0 = xr[a], x1 = xr[b];
+		yr[a] = x0 * c - x1 * s;
+		yr[b] = x0 * s + x1 * c;
+	}
+}
 
 // cache_write copies x[t][w] over rows pos… of cache[c][w], pos read from
 // device memory; rows that would not fit write nothing.
