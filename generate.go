@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/llm"
@@ -63,6 +64,9 @@ type GeneratorOptions struct {
 	// Options are the compile options of the generator's plans: threads,
 	// memory limit. Dims, MaxDims and Plans do not apply.
 	Options Options
+	// Device is where the generator runs: CPU (the default) or CUDA
+	// (see generate_cuda.go).
+	Device Device
 }
 
 // DefaultContext is the context a generator holds unless its options
@@ -95,6 +99,7 @@ type Generator struct {
 	decode  *stepPlan
 	prompts []*stepPlan // the prompt plans, the most recently used last
 	ids     []int64     // a token's id, for the step's input
+	cuda    *cudaGen    // on CUDA: the device weights and the lane of every plan
 }
 
 // stepPlan is one step graph's executable and its session in the
@@ -108,13 +113,15 @@ type stepPlan struct {
 	inputs []Tensor // the session's own buffers: tokens, pos, the cache
 	tokens []int64
 	pos    []int64
+	cs     *cuda.Session // on CUDA: the session on the generator's lane
+	out    []byte        // on CUDA: the logits, in cs's staging
 }
 
 // maxPromptPlans is how many prompt plans a generator keeps.
 const maxPromptPlans = 4
 
-// NewGenerator compiles m, a language model, for generation on the CPU:
-// the plan of one token at once, and of a prompt chunk of up to
+// NewGenerator compiles m, a language model, for generation on the CPU (or
+// the GPU where opts.Device is CUDA): the plan of one token at once, and of a prompt chunk of up to
 // PrefillChunk tokens, in one arena holding the cache. It fails, before
 // allocating the arena, when the cache, the arena and the weights exceed
 // the options' memory limit.
@@ -135,8 +142,17 @@ func (m *Model) NewGenerator(opts GeneratorOptions) (*Generator, error) {
 		o.Threads = runtime.GOMAXPROCS(0)
 	}
 	g := &Generator{m: m, cfg: cfg, context: ctx, opts: o, store: new(cpu.WeightStore), ids: make([]int64, 1)}
-	g.opts.weights = g.store
-	g.workers = cpu.NewWorkers(o.Threads)
+	switch opts.Device {
+	case CPU, "":
+		g.opts.weights = g.store
+		g.workers = cpu.NewWorkers(o.Threads)
+	case CUDA:
+		if err := g.initCUDA(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("generate: unknown device %q (want cpu or cuda)", opts.Device)
+	}
 	var err error
 	if g.decode, err = g.compile(1, false); err != nil {
 		g.Close()
@@ -169,10 +185,20 @@ func (g *Generator) CacheBytes() int64 { return llm.CacheBytes(g.cfg, g.context)
 
 // ArenaBytes is the bytes of the arena the plans share: the cache, then
 // the activations of the largest plan.
-func (g *Generator) ArenaBytes() int64 { return g.buf.Size() }
+func (g *Generator) ArenaBytes() int64 {
+	if g.cuda != nil {
+		return g.cuda.lane.Bytes()
+	}
+	return g.buf.Size()
+}
 
 // WeightBytes is the bytes of the model's weights.
-func (g *Generator) WeightBytes() int64 { return g.decode.exe.WeightBytes() }
+func (g *Generator) WeightBytes() int64 {
+	if g.cuda != nil {
+		return g.cuda.store.Bytes() + g.decode.exe.WeightBytes()
+	}
+	return g.decode.exe.WeightBytes()
+}
 
 // Vocab is the size of the logits rows.
 func (g *Generator) Vocab() int { return int(g.cfg.Vocab) }
@@ -182,7 +208,11 @@ func (g *Generator) Reset() { g.pos = 0 }
 
 // compile builds and compiles the step graph of t tokens.
 func (g *Generator) compile(t int64, all bool) (*stepPlan, error) {
-	graph, err := llm.StepGraph(g.m.lm.w, g.cfg, t, g.context, all)
+	step := llm.StepGraph
+	if g.cuda != nil {
+		step = g.cudaStepGraph()
+	}
+	graph, err := step(g.m.lm.w, g.cfg, t, g.context, all)
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
@@ -190,7 +220,10 @@ func (g *Generator) compile(t int64, all bool) (*stepPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
-	if limit := g.opts.MemoryLimit; limit >= 0 {
+	if g.cuda != nil {
+		g.cudaWeights(m)
+	}
+	if limit := g.opts.MemoryLimit; limit >= 0 && (g.cuda == nil || limit > 0) {
 		// The cache comes on top of the plan's activations and the
 		// weights, which the compiler checks.
 		if limit == 0 {
@@ -201,7 +234,11 @@ func (g *Generator) compile(t int64, all bool) (*stepPlan, error) {
 			return nil, fmt.Errorf("generate: %w: a cache of %d positions needs %d bytes, the limit is %d", ErrMemoryLimit, g.context, c, limit)
 		}
 	}
-	exe, err := compileStatic(m, CPU, g.opts)
+	dev := CPU
+	if g.cuda != nil {
+		dev = CUDA
+	}
+	exe, err := compileStatic(m, dev, g.opts)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("generate: %w", err)
@@ -217,6 +254,9 @@ func (g *Generator) plans() []*stepPlan {
 // bind gives every plan a session in the shared arena, allocating a
 // larger arena (the cache copied over) where a plan needs more.
 func (g *Generator) bind() error {
+	if g.cuda != nil {
+		return g.bindCUDA()
+	}
 	var need int64
 	for _, p := range g.plans() {
 		need = max(need, p.exe.ArenaBytes())
@@ -316,6 +356,9 @@ func (p *stepPlan) close() {
 	if p.s != nil {
 		p.s.Close()
 	}
+	if p.cs != nil {
+		p.cs.Close()
+	}
 	p.exe.Close()
 	p.m.Close()
 }
@@ -340,11 +383,23 @@ func (g *Generator) run(ctx context.Context, p *stepPlan, tokens []int32) ([]flo
 		p.tokens[i] = int64(id)
 	}
 	p.pos[0] = g.pos
-	outs, err := p.s.Run(ctx, p.inputs...)
+	logits, err := g.exec(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	g.pos += int64(len(tokens))
+	return logits, nil
+}
+
+// exec runs p with its inputs in place and returns its logits.
+func (g *Generator) exec(ctx context.Context, p *stepPlan) ([]float32, error) {
+	if p.cs != nil {
+		return g.execCUDA(ctx, p)
+	}
+	outs, err := p.s.Run(ctx, p.inputs...)
+	if err != nil {
+		return nil, err
+	}
 	return raw.F32(outs[0].Data), nil
 }
 
@@ -393,12 +448,12 @@ func (g *Generator) Step(ctx context.Context, token int32) ([]float32, error) {
 	p := g.decode
 	p.tokens[0] = int64(token)
 	p.pos[0] = g.pos
-	outs, err := p.s.Run(ctx, p.inputs...)
+	logits, err := g.exec(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	g.pos++
-	return raw.F32(outs[0].Data), nil
+	return logits, nil
 }
 
 // A Sampler picks the next token from a row of logits, given the tokens
@@ -533,6 +588,9 @@ func (g *Generator) Close() error {
 	if g.workers != nil {
 		g.workers.Close()
 		g.workers = nil
+	}
+	if g.cuda != nil {
+		return g.cuda.close()
 	}
 	return nil
 }

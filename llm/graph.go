@@ -39,6 +39,18 @@ func Graph(w Weights, c Config, t int64) (*ir.Graph, error) {
 // step updates at its positions. Its output "logits" is float32[t,
 // vocab], or the last token's alone ([1, vocab]) unless allLogits.
 func StepGraph(w Weights, c Config, t, context int64, allLogits bool) (*ir.Graph, error) {
+	return stepGraph(w, c, t, context, allLogits, false)
+}
+
+// FusedStepGraph is StepGraph with each RMSNorm and each rotary embedding
+// one operator of ir.BerthDomain (RMSNorm, Rotary) instead of a chain of
+// ONNX nodes: the graph a GPU runs in fewer kernels. The CPU backend has
+// no kernels for them.
+func FusedStepGraph(w Weights, c Config, t, context int64, allLogits bool) (*ir.Graph, error) {
+	return stepGraph(w, c, t, context, allLogits, true)
+}
+
+func stepGraph(w Weights, c Config, t, context int64, allLogits, fused bool) (*ir.Graph, error) {
 	if context <= 0 || context > c.Context {
 		return nil, fmt.Errorf("a context of %d: the model takes 1 to %d positions", context, c.Context)
 	}
@@ -47,6 +59,7 @@ func StepGraph(w Weights, c Config, t, context int64, allLogits bool) (*ir.Graph
 	}
 	b := newBuilder(w, c, t)
 	b.context = context
+	b.fused = fused
 	b.pos = b.g.NewTensor("pos", ir.Int64, ir.Shape{1}, nil)
 	b.g.Inputs = append(b.g.Inputs, b.pos)
 	width := c.KVHeads * c.HeadDim
@@ -187,6 +200,7 @@ type builder struct {
 	// context rows (StepGraph), and ir.NoTensor in a prompt's graph.
 	pos     ir.TensorID
 	context int64
+	fused   bool // RMSNorm and Rotary as one operator each (FusedStepGraph)
 	err     error
 }
 
@@ -311,6 +325,10 @@ func (b *builder) vector(name string, n int64) ir.TensorID {
 
 // rmsNorm is x / sqrt(mean(x²) + ε) · w, over the last axis.
 func (b *builder) rmsNorm(x ir.TensorID, weight string) ir.TensorID {
+	if b.fused {
+		attrs := ir.Attrs{"epsilon": {Kind: ir.AttrFloat, Float: float32(b.c.NormEps)}}
+		return b.opIn(ir.BerthDomain, "RMSNorm", attrs, x, b.vector(weight, b.c.Dim))
+	}
 	sq := b.op("Mul", nil, x, x)
 	ms := b.op("ReduceMean", ir.Attrs{"axes": {Kind: ir.AttrInts, Ints: []int64{-1}}, "keepdims": {Kind: ir.AttrInt, Int: 1}}, sq)
 	eps := b.floats(fmt.Sprintf("eps_%d", len(b.g.Tensors)), ir.Shape{}, []float32{float32(b.c.NormEps)})
@@ -378,6 +396,13 @@ func (b *builder) causalMask() ir.TensorID {
 // rotate applies the rotary embedding to x [t, heads, HeadDim].
 func (b *builder) rotate(x ir.TensorID, heads int64, cos, sin ir.TensorID) ir.TensorID {
 	half := b.c.HeadDim / 2
+	if b.fused {
+		var halves int64
+		if b.c.RopeHalves {
+			halves = 1
+		}
+		return b.opIn(ir.BerthDomain, "Rotary", ir.Attrs{"halves": {Kind: ir.AttrInt, Int: halves}}, x, cos, sin)
+	}
 	slice := func(x ir.TensorID, axis, lo, hi int64) ir.TensorID {
 		return b.op("Slice", nil, x, b.int64s(lo), b.int64s(hi), b.int64s(axis))
 	}

@@ -126,6 +126,10 @@ func init() {
 		"ReduceMean": buildReduce, "ReduceSum": buildReduce,
 		"Pad": buildPad, "Resize": buildResize, "Upsample": buildResize,
 		"GatherND": buildGatherND, "TopK": buildTopK,
+		// ir.BerthDomain (packed.go)
+		"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
+		"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
+		"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
 	}
 }
 
@@ -149,7 +153,7 @@ func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs 
 	if c.opset == 0 {
 		c.opset = 17
 	}
-	if !n.DefaultDomain() {
+	if !n.DefaultDomain() && !(n.Domain == ir.BerthDomain && ir.BerthOp(n.Op)) {
 		return nil, c.errorf("operator domain %q is not supported by the CUDA backend", n.Domain)
 	}
 	f, ok := builders[n.Op]

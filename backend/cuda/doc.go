@@ -41,6 +41,16 @@
 // waits once. A run allocates nothing on the host: the calls it makes go
 // through argument blocks made with the session (driver.Args).
 //
+// Berth's own operators (ir.BerthDomain) run too (packed.go): products
+// and gathers of weights packed in ggml's block formats, decoded in the
+// kernel from the device copy of the file's bytes; a decoder's cache of
+// keys and values (CacheWrite, CachedAttention), whose kernels read the
+// position from device memory so that one captured graph serves every
+// position; and the RMSNorm and Rotary of the step graphs a GPU runs.
+// State (ir.Graph.State, the plan's first bytes) stays in the arena from
+// run to run: it is neither staged nor copied in, and sessions on one
+// lane share it (NewLaneFor).
+//
 // The CUDA libraries are loaded at run time (see package driver): without
 // them Compile returns an error wrapping driver.ErrUnavailable.
 package cuda

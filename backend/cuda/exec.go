@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -133,7 +134,8 @@ type Executable struct {
 	weights     driver.Ptr
 	weightBytes int64
 
-	inputs  []int64  // arena offset of each graph input (-1: none)
+	inputs  []int64  // arena offset of each graph input (-1: none, or state)
+	state   []bool   // by graph input: state (ir.Graph.State), kept in the arena
 	outputs []output // where each graph output is read from
 
 	noGraphs  bool
@@ -344,10 +346,14 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 
 	// Graph inputs and outputs.
+	// State (the plan puts it at the arena's first bytes) stays on the
+	// device from run to run: it is neither staged nor copied in.
 	e.inputs = make([]int64, len(g.Inputs))
+	e.state = make([]bool, len(g.Inputs))
 	for k, id := range g.Inputs {
 		e.inputs[k] = -1
-		if j := index[id]; j >= 0 {
+		e.state[k] = slices.Contains(g.State, id)
+		if j := index[id]; j >= 0 && !e.state[k] {
 			e.inputs[k] = pl.Offsets[j]
 		}
 	}
@@ -416,6 +422,31 @@ func scratchTensors(p *plan.Problem, index []int, scratch []int64) []int {
 }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// inputBytes is the staging graph input i takes: none for state.
+func (e *Executable) inputBytes(i int) int64 {
+	if e.state[i] {
+		return 0
+	}
+	return e.g.Tensor(e.g.Inputs[i]).Bytes()
+}
+
+// StateSlots gives the arena offset and size of each state tensor
+// (ir.Graph.State), in order: the arena's first bytes. A session's state
+// lives there from run to run; the executables whose state lies alike
+// share it when their sessions share a lane.
+func (e *Executable) StateSlots() (offsets, sizes []int64) {
+	for _, id := range e.g.State {
+		j := e.index[id]
+		offsets = append(offsets, e.plan.Offsets[j])
+		sizes = append(sizes, e.problem.Tensors[j].Size)
+	}
+	return offsets, sizes
+}
+
+// StagingBytes is the page-locked staging a session of e takes: its
+// inputs (state aside) and outputs.
+func (e *Executable) StagingBytes() int64 { return e.stagingBytes() }
 
 // ArenaBytes is the size of each session's device arena: the plan's.
 func (e *Executable) ArenaBytes() int64 { return e.plan.ArenaBytes }
@@ -526,6 +557,41 @@ func NewLane(bound *Executable) (*Lane, error) {
 	return bound.newLane(bound.plan.ArenaBytes, bound.stagingBytes(), bound.usesBLAS)
 }
 
+// NewLaneFor makes a lane for the sessions of every executable of exes:
+// an arena and staging of the largest's size. Where from is not nil, the
+// first keep bytes of its arena (state, say) are copied into the new
+// lane's.
+func NewLaneFor(exes []*Executable, from *Lane, keep int64) (*Lane, error) {
+	if len(exes) == 0 {
+		return nil, errors.New("new lane: no executables")
+	}
+	var arena, staging int64
+	blas := false
+	for _, e := range exes {
+		arena, staging = max(arena, e.plan.ArenaBytes), max(staging, e.stagingBytes())
+		blas = blas || e.usesBLAS
+	}
+	l, err := exes[0].newLane(arena, staging, blas)
+	if err != nil || from == nil || keep <= 0 {
+		return l, err
+	}
+	if keep > from.bytes || keep > l.bytes {
+		l.Close()
+		return nil, fmt.Errorf("new lane: %d bytes to keep, the arenas hold %d and %d", keep, from.bytes, l.bytes)
+	}
+	err = l.dev.Do(func() error {
+		if err := from.stream.Synchronize(); err != nil {
+			return err
+		}
+		return driver.CopyDevice(l.arena, from.arena, keep)
+	})
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("new lane: %w", err)
+	}
+	return l, nil
+}
+
 func (e *Executable) newLane(arena, staging int64, blas bool) (*Lane, error) {
 	l := &Lane{dev: e.dev, bytes: arena, prec: e.precision}
 	err := e.dev.Do(func() error {
@@ -561,9 +627,9 @@ func (e *Executable) stagingBytes() int64 {
 // output, each 64-byte aligned; it returns their offsets and the total.
 func (e *Executable) stagingLayout() (inAt, outAt []int64, n int64) {
 	inAt = make([]int64, len(e.inputs))
-	for i, id := range e.g.Inputs {
+	for i := range e.g.Inputs {
 		inAt[i] = n
-		n += alignUp(e.g.Tensor(id).Bytes(), 64)
+		n += alignUp(e.inputBytes(i), 64)
 	}
 	outAt = make([]int64, len(e.outputs))
 	for i, o := range e.outputs {
@@ -647,8 +713,8 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 	}
 	s := &Session{exe: e, lane: l, arena: l.arena, bytes: l.bytes, stream: l.stream, stage: l.stage, blas: l.blas, inAt: inAt, outAt: outAt}
 	s.inView = make([][]byte, len(e.inputs))
-	for i, id := range e.g.Inputs {
-		n := e.g.Tensor(id).Bytes()
+	for i := range e.g.Inputs {
+		n := e.inputBytes(i)
 		s.inView[i] = s.stage[s.inAt[i] : s.inAt[i]+n : s.inAt[i]+n]
 	}
 	s.outView = make([][]byte, len(e.outputs))
@@ -775,7 +841,7 @@ func (s *Session) Run(inputs, outputs [][]byte) error {
 		return fmt.Errorf("%d outputs, the graph has %d", len(outputs), len(e.outputs))
 	}
 	for i, id := range e.g.Inputs {
-		if want := e.g.Tensor(id).Bytes(); int64(len(inputs[i])) != want {
+		if want := e.g.Tensor(id).Bytes(); int64(len(inputs[i])) != want && !e.state[i] {
 			return fmt.Errorf("input %q: %d bytes, want %d", e.g.Tensor(id).Name, len(inputs[i]), want)
 		}
 	}
@@ -795,7 +861,9 @@ func (s *Session) Run(inputs, outputs [][]byte) error {
 // hands the outputs over.
 func (s *Session) launchAll() error {
 	for i, in := range s.in {
-		copy(s.inView[i], in)
+		if !s.exe.state[i] {
+			copy(s.inView[i], in)
+		}
 	}
 	if s.graph == 0 && s.runs > 0 && !s.exe.noGraphs && !s.noCapture {
 		// The second run captures the launches of one into a graph,

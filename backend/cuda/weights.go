@@ -16,7 +16,7 @@ import (
 // (folded ones, kernel parameters) stay with their executable. A store
 // outlives the executables compiled with it; Close frees it after them.
 type WeightStore struct {
-	file []byte // the model file's bytes
+	files [][]byte // the model file's bytes (or the windows of it that hold weights)
 
 	mu     sync.Mutex
 	blocks map[weightKey]driver.Ptr
@@ -35,17 +35,32 @@ type weightKey struct {
 // NewWeightStore makes a store for the constants that lie in file, the
 // model file's bytes (mapped read-only, unchanged while the store lives).
 func NewWeightStore(file []byte) *WeightStore {
-	return &WeightStore{file: file, blocks: map[weightKey]driver.Ptr{}}
+	return NewWeightStoreOf([][]byte{file})
 }
 
-// holds reports whether b lies in the store's file.
+// NewWeightStoreOf makes a store for the constants that lie in any of
+// files: windows of mapped model files (a checkpoint of several files, or
+// the weights of one), unchanged while the store lives.
+func NewWeightStoreOf(files [][]byte) *WeightStore {
+	return &WeightStore{files: files, blocks: map[weightKey]driver.Ptr{}}
+}
+
+// holds reports whether b lies in one of the store's files.
 func (w *WeightStore) holds(b []byte) bool {
-	if w == nil || len(b) == 0 || len(w.file) == 0 {
+	if w == nil || len(b) == 0 {
 		return false
 	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(w.file)))
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return p >= start && p+uintptr(len(b)) <= start+uintptr(len(w.file))
+	for _, f := range w.files {
+		if len(f) == 0 {
+			continue
+		}
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(f)))
+		if p >= start && p+uintptr(len(b)) <= start+uintptr(len(f)) {
+			return true
+		}
+	}
+	return false
 }
 
 // place returns the device copy of src converted as prec says (FP32: as

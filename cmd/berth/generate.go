@@ -57,7 +57,7 @@ func (f *generateFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.special, "special", false, "print control tokens as their text")
 	fs.Var(&f.stops, "stop", "stop when the text produced contains `STRING`; repeat for several")
 	fs.StringVar(&f.logitsOut, "logits-out", "", "write the prompt's logits, float32 [tokens, vocab], to `FILE.npy`")
-	fs.StringVar(&f.device, "device", "cpu", "device: cpu")
+	fs.StringVar(&f.device, "device", "cpu", "device: cpu or cuda")
 	fs.IntVar(&f.threads, "threads", 0, "threads (0: all cores)")
 	fs.IntVar(&f.warmup, "warmup", 0, "feed the prompt this many times untimed first (for benchmarks)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the text, the tokens and the speeds as one JSON object at the end instead of streaming the text")
@@ -101,8 +101,8 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if f.n < 0 {
 		return usageError{fmt.Sprintf("-n %d: want 0 or more tokens", f.n)}
 	}
-	if f.device != "cpu" {
-		return usageError{fmt.Sprintf("--device %s: generation runs on the cpu only so far", f.device)}
+	if f.device != "cpu" && f.device != "cuda" {
+		return usageError{fmt.Sprintf("--device %s: generation runs on the cpu or cuda", f.device)}
 	}
 	seed := uint64(f.seed)
 	if f.seed < 0 {
@@ -141,7 +141,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 
 	start := time.Now()
-	g, err := m.NewGenerator(berth.GeneratorOptions{Context: f.context, Options: berth.Options{Threads: f.threads}})
+	g, err := m.NewGenerator(berth.GeneratorOptions{Context: f.context, Options: berth.Options{Threads: f.threads}, Device: berth.Device(f.device)})
 	if err != nil {
 		return err
 	}

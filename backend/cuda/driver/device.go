@@ -193,6 +193,14 @@ func CopyFromDevice(dst []byte, src Ptr) error {
 	return err
 }
 
+// CopyDevice copies n bytes from the device address src to dst.
+func CopyDevice(dst, src Ptr, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	return call(lib.cuMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(n))
+}
+
 // Memset sets n bytes at p to v.
 func Memset(p Ptr, v byte, n int64) error {
 	return call(lib.cuMemsetD8, uintptr(p), uintptr(v), uintptr(n))

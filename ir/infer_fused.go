@@ -1,0 +1,64 @@
+package ir
+
+import "fmt"
+
+// The operators of BerthDomain that a decoder's step graph for the GPU
+// uses in place of a chain of ONNX nodes each (see llm.FusedStepGraph),
+// so that each takes one kernel:
+//
+//   - RMSNorm(x, w) → y: x / sqrt(mean(x², last axis) + epsilon) · w, w
+//     a float32 vector as long as x's last axis (attribute epsilon).
+//   - Rotary(x, cos, sin) → y: the rotary embedding of x[t, heads, d]
+//     by the angles whose cosines and sines cos and sin hold, t·d/2
+//     values each (row i for token i): value j of a pair (x0, x1) becomes
+//     x0·cos[i][j] − x1·sin[i][j], and x0·sin[i][j] + x1·cos[i][j]. The
+//     pairs are adjacent (x[2j], x[2j+1]), or halves (x[j], x[j+d/2])
+//     where the attribute halves is 1.
+
+func init() {
+	berthOps["RMSNorm"] = true
+	berthOps["Rotary"] = true
+	register(inferRMSNorm, "RMSNorm")
+	register(inferRotary, "Rotary")
+}
+
+func inferRMSNorm(g *Graph, n *Node) ([]Type, error) {
+	if err := inputCount(n, 2, 2); err != nil {
+		return nil, err
+	}
+	x, err := input(g, n, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := input(g, n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if x.DType != Float32 || w.DType != Float32 || x.Shape.Rank() == 0 || w.Shape.Elements() != x.Shape[x.Shape.Rank()-1] {
+		return nil, fmt.Errorf("input %s%v and weights %s%v, want float32 with one weight a value of the last axis", x.DType, x.Shape, w.DType, w.Shape)
+	}
+	return []Type{{DType: Float32, Shape: x.Shape.Clone()}}, nil
+}
+
+func inferRotary(g *Graph, n *Node) ([]Type, error) {
+	if err := inputCount(n, 3, 3); err != nil {
+		return nil, err
+	}
+	var ts [3]*Tensor
+	for i := range ts {
+		var err error
+		if ts[i], err = input(g, n, i); err != nil {
+			return nil, err
+		}
+	}
+	x := ts[0]
+	if x.DType != Float32 || x.Shape.Rank() != 3 || x.Shape[2]%2 != 0 {
+		return nil, fmt.Errorf("input %s%v, want float32 [t, heads, d] of even d", x.DType, x.Shape)
+	}
+	for _, c := range ts[1:] {
+		if c.DType != Float32 || c.Shape.Elements() != x.Shape[0]*x.Shape[2]/2 {
+			return nil, fmt.Errorf("angles %s%v, want float32 of %d values", c.DType, c.Shape, x.Shape[0]*x.Shape[2]/2)
+		}
+	}
+	return []Type{{DType: Float32, Shape: x.Shape.Clone()}}, nil
+}
