@@ -208,11 +208,7 @@ func (g *Generator) Reset() { g.pos = 0 }
 
 // compile builds and compiles the step graph of t tokens.
 func (g *Generator) compile(t int64, all bool) (*stepPlan, error) {
-	step := llm.StepGraph
-	if g.cuda != nil {
-		step = g.cudaStepGraph()
-	}
-	graph, err := step(g.m.lm.w, g.cfg, t, g.context, all)
+	graph, err := llm.StepGraph(g.m.lm.w, g.cfg, t, g.context, all)
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}

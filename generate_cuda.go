@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
-	"github.com/berth-ml/berth/llm"
 )
 
 // A generator on CUDA (GeneratorOptions.Device) compiles the same step
@@ -24,16 +22,6 @@ import (
 // captures its launches into a CUDA graph on its second run, so that each
 // step replays one graph: the kernels read the position from device
 // memory, and the graph serves every position.
-
-// cudaStepGraph is the builder of the step graphs on CUDA: the one whose
-// RMSNorms and rotary embeddings take a kernel each (llm.FusedStepGraph),
-// unless BERTH_CUDA_LLM_FUSED=0.
-func (g *Generator) cudaStepGraph() func(llm.Weights, llm.Config, int64, int64, bool) (*ir.Graph, error) {
-	if os.Getenv("BERTH_CUDA_LLM_FUSED") == "0" {
-		return llm.StepGraph
-	}
-	return llm.FusedStepGraph
-}
 
 // cudaGen is what a generator on CUDA holds beside its plans.
 type cudaGen struct {

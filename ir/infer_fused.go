@@ -2,9 +2,9 @@ package ir
 
 import "fmt"
 
-// The operators of BerthDomain that a decoder's step graph for the GPU
-// uses in place of a chain of ONNX nodes each (see llm.FusedStepGraph),
-// so that each takes one kernel:
+// The operators of BerthDomain that a decoder's graphs use in place of a
+// chain of ONNX nodes each (see package llm), so that each takes one
+// kernel:
 //
 //   - RMSNorm(x, w) → y: x / sqrt(mean(x², last axis) + epsilon) · w, w
 //     a float32 vector as long as x's last axis (attribute epsilon).

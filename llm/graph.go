@@ -39,18 +39,6 @@ func Graph(w Weights, c Config, t int64) (*ir.Graph, error) {
 // step updates at its positions. Its output "logits" is float32[t,
 // vocab], or the last token's alone ([1, vocab]) unless allLogits.
 func StepGraph(w Weights, c Config, t, context int64, allLogits bool) (*ir.Graph, error) {
-	return stepGraph(w, c, t, context, allLogits, false)
-}
-
-// FusedStepGraph is StepGraph with each RMSNorm and each rotary embedding
-// one operator of ir.BerthDomain (RMSNorm, Rotary) instead of a chain of
-// ONNX nodes: the graph a GPU runs in fewer kernels. The CPU backend has
-// no kernels for them.
-func FusedStepGraph(w Weights, c Config, t, context int64, allLogits bool) (*ir.Graph, error) {
-	return stepGraph(w, c, t, context, allLogits, true)
-}
-
-func stepGraph(w Weights, c Config, t, context int64, allLogits, fused bool) (*ir.Graph, error) {
 	if context <= 0 || context > c.Context {
 		return nil, fmt.Errorf("a context of %d: the model takes 1 to %d positions", context, c.Context)
 	}
@@ -59,7 +47,6 @@ func stepGraph(w Weights, c Config, t, context int64, allLogits, fused bool) (*i
 	}
 	b := newBuilder(w, c, t)
 	b.context = context
-	b.fused = fused
 	b.pos = b.g.NewTensor("pos", ir.Int64, ir.Shape{1}, nil)
 	b.g.Inputs = append(b.g.Inputs, b.pos)
 	width := c.KVHeads * c.HeadDim
@@ -200,7 +187,6 @@ type builder struct {
 	// context rows (StepGraph), and ir.NoTensor in a prompt's graph.
 	pos     ir.TensorID
 	context int64
-	fused   bool // RMSNorm and Rotary as one operator each (FusedStepGraph)
 	err     error
 }
 
@@ -323,17 +309,11 @@ func (b *builder) vector(name string, n int64) ir.TensorID {
 	return b.floats(name, ir.Shape{t.Shape[0]}, v)
 }
 
-// rmsNorm is x / sqrt(mean(x²) + ε) · w, over the last axis.
+// rmsNorm is x / sqrt(mean(x²) + ε) · w, over the last axis: one
+// operator of berth's (RMSNorm).
 func (b *builder) rmsNorm(x ir.TensorID, weight string) ir.TensorID {
-	if b.fused {
-		attrs := ir.Attrs{"epsilon": {Kind: ir.AttrFloat, Float: float32(b.c.NormEps)}}
-		return b.opIn(ir.BerthDomain, "RMSNorm", attrs, x, b.vector(weight, b.c.Dim))
-	}
-	sq := b.op("Mul", nil, x, x)
-	ms := b.op("ReduceMean", ir.Attrs{"axes": {Kind: ir.AttrInts, Ints: []int64{-1}}, "keepdims": {Kind: ir.AttrInt, Int: 1}}, sq)
-	eps := b.floats(fmt.Sprintf("eps_%d", len(b.g.Tensors)), ir.Shape{}, []float32{float32(b.c.NormEps)})
-	r := b.op("Reciprocal", nil, b.op("Sqrt", nil, b.op("Add", nil, ms, eps)))
-	return b.op("Mul", nil, b.op("Mul", nil, x, r), b.vector(weight, b.c.Dim))
+	attrs := ir.Attrs{"epsilon": {Kind: ir.AttrFloat, Float: float32(b.c.NormEps)}}
+	return b.opIn(ir.BerthDomain, "RMSNorm", attrs, x, b.vector(weight, b.c.Dim))
 }
 
 // positions is the tokens' positions: 0 to t-1 in a prompt's graph, and
@@ -393,32 +373,15 @@ func (b *builder) causalMask() ir.TensorID {
 	return b.floats("causal_mask", ir.Shape{b.t, b.t}, v)
 }
 
-// rotate applies the rotary embedding to x [t, heads, HeadDim].
-func (b *builder) rotate(x ir.TensorID, heads int64, cos, sin ir.TensorID) ir.TensorID {
-	half := b.c.HeadDim / 2
-	if b.fused {
-		var halves int64
-		if b.c.RopeHalves {
-			halves = 1
-		}
-		return b.opIn(ir.BerthDomain, "Rotary", ir.Attrs{"halves": {Kind: ir.AttrInt, Int: halves}}, x, cos, sin)
-	}
-	slice := func(x ir.TensorID, axis, lo, hi int64) ir.TensorID {
-		return b.op("Slice", nil, x, b.int64s(lo), b.int64s(hi), b.int64s(axis))
-	}
-	var x0, x1 ir.TensorID
+// rotate applies the rotary embedding to x [t, heads, HeadDim]: one
+// operator of berth's (Rotary), on adjacent pairs as ggml's normal order
+// or on halves (Config.RopeHalves, rotate_half).
+func (b *builder) rotate(x ir.TensorID, cos, sin ir.TensorID) ir.TensorID {
+	var halves int64
 	if b.c.RopeHalves {
-		// The first half against the second (rotate_half).
-		x0, x1 = slice(x, -1, 0, half), slice(x, -1, half, b.c.HeadDim)
-	} else {
-		// ggml's normal order: adjacent pairs (x[2i], x[2i+1]).
-		x = b.op("Reshape", nil, x, b.int64s(b.t, heads, half, 2))
-		x0, x1 = slice(x, -1, 0, 1), slice(x, -1, 1, 2)
+		halves = 1
 	}
-	o0 := b.op("Sub", nil, b.op("Mul", nil, x0, cos), b.op("Mul", nil, x1, sin))
-	o1 := b.op("Add", nil, b.op("Mul", nil, x0, sin), b.op("Mul", nil, x1, cos))
-	y := b.op("Concat", ir.Attrs{"axis": {Kind: ir.AttrInt, Int: -1}}, o0, o1)
-	return b.op("Reshape", nil, y, b.int64s(b.t, heads, b.c.HeadDim))
+	return b.opIn(ir.BerthDomain, "Rotary", ir.Attrs{"halves": {Kind: ir.AttrInt, Int: halves}}, x, cos, sin)
 }
 
 // attention is causal grouped-query attention of layer l's q [t,
@@ -434,7 +397,7 @@ func (b *builder) attention(l int64, q, k, v, cos, sin, mask ir.TensorID) ir.Ten
 	perm := func(p ...int64) ir.Attrs { return ir.Attrs{"perm": {Kind: ir.AttrInts, Ints: p}} }
 	q, k = heads(q, c.Heads), heads(k, c.KVHeads)
 	if cos != ir.NoTensor {
-		q, k = b.rotate(q, c.Heads, cos, sin), b.rotate(k, c.KVHeads, cos, sin)
+		q, k = b.rotate(q, cos, sin), b.rotate(k, cos, sin)
 	}
 	if b.cached() {
 		flat := func(x ir.TensorID, n int64) ir.TensorID {
