@@ -76,9 +76,9 @@ type Options struct {
 	NoPairs bool
 	// NoAttention runs attention's scores, softmax and second product as
 	// three steps instead of one that takes each head from its scores to
-	// its output on one worker, the scores in that worker's cache (see
-	// cpu.FuseAttention). Results are the same bit for bit; the fused
-	// step's scores take no arena.
+	// its output on one worker, the scores in that worker's cache.
+	// Results are the same bit for bit; the fused step's scores take no
+	// arena.
 	NoAttention bool
 
 	// Dims fixes open dimensions of the model's inputs ahead of time, by

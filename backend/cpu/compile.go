@@ -125,7 +125,7 @@ func Compile(g *ir.Graph, opts Options) (*Executable, error) {
 			return nil, err
 		}
 		e.kernels[i], scratch[i] = k, s
-		if pk, ok := k.(Prepacked); ok && opts.Release != nil {
+		if pk, ok := k.(prepackedKernel); ok && opts.Release != nil {
 			// The kernel holds its own copy: the file's pages can go.
 			for j, id := range g.Nodes[i].Inputs {
 				if id != ir.NoTensor && g.Tensor(id).IsConst() && pk.Prepacked(j) {
@@ -249,8 +249,8 @@ func (e *Executable) runTimeWeights() (used, anyAlign []bool, bytes int64) {
 		anyAlign[i] = true
 	}
 	for i := range g.Nodes {
-		pk, _ := e.kernels[i].(Prepacked)
-		br, _ := e.kernels[i].(ByteReader)
+		pk, _ := e.kernels[i].(prepackedKernel)
+		br, _ := e.kernels[i].(byteReader)
 		if pk != nil {
 			bytes += pk.PackedBytes()
 		}

@@ -114,7 +114,7 @@ func (c attentionCase) graph(rng *rand.Rand) *ir.Graph {
 	return k.g
 }
 
-// TestAttention merges attention's three steps into one (cpu.FuseAttention)
+// TestAttention merges attention's three steps into one (cpu.fuseAttention)
 // on 1 to 3 threads and wants the bytes of every step run apart
 // (NoFusion: the scale and mask as steps of their own too), and no
 // allocation in Run.

@@ -5,10 +5,10 @@ import (
 )
 
 // blockLayouts chooses the activations that the CPU kernels hold in
-// NCHW16c, sixteen channels of a position side by side (Block), and
+// NCHW16c, sixteen channels of a position side by side (blockKernels), and
 // gives their producers and readers the kernels that keep that layout:
 // an activation is blocked when the step that writes it and every step
-// that reads it can take it so (BlockRoles), a residual that a
+// that reads it can take it so (blockRoles), a residual that a
 // convolution adds as it stores is blocked exactly when the result is,
 // and it is not a graph input or output. In a ResNet these are the
 // activations between the bottleneck blocks: their 1×1 convolutions then
@@ -58,16 +58,16 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 		runs, bytes := []Kernel{e.kernels[s]}, scratch[s]
 		if f := e.fusions[s]; f != nil {
 			result[s], runs, bytes = f.result, kernels(s)[1:], f.kernelBytes
-			if ri := ResidualInput(f.kernel); ri >= len(g.Nodes[s].Inputs) {
+			if ri := residualInput(f.kernel); ri >= len(g.Nodes[s].Inputs) {
 				residual[s] = f.ext[ri-len(g.Nodes[s].Inputs)]
 			}
 		}
 		r := roles{true, true}
 		for _, k := range runs {
-			in, out := BlockRoles(k, bytes)
+			in, out := blockRoles(k, bytes)
 			r.in, r.out = r.in && in, r.out && out
-			tied[s] = tied[s] || BlockTied(k)
-			allIn[s] = allIn[s] || BlockAllInputs(k)
+			tied[s] = tied[s] || blockTied(k)
+			allIn[s] = allIn[s] || blockAllInputs(k)
 		}
 		can[s] = r
 	}
@@ -149,7 +149,7 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 		if ins := g.Nodes[s].Inputs; len(ins) > 1 && ins[1] != ir.NoTensor {
 			w = g.Tensor(ins[1]).Data
 		}
-		ks, err := Block(kernels(s), in, out, w)
+		ks, err := blockKernels(kernels(s), in, out, w)
 		if err != nil {
 			return err
 		}

@@ -84,4 +84,4 @@ func logits(t *testing.T, e *Executable, in [][]byte) []float32 {
 
 // cpuBlocks reports whether the CPU backend holds activations in NCHW16c
 // on this machine.
-func cpuBlocks() bool { return BlockedLayouts() }
+func cpuBlocks() bool { return blockedLayouts() }

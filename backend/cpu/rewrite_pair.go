@@ -9,8 +9,8 @@ import (
 
 // merged is a step that also runs the steps after it that read its
 // result: a pointwise convolution with the depthwise convolution reading
-// its output (FusePair, pairUp), or attention's two products and the
-// padding mask's Add and softmax between them (FuseAttention,
+// its output (fusePair, pairUp), or attention's two products and the
+// padding mask's Add and softmax between them (fuseAttention,
 // attend). The steps in more are
 // absorbed; the merged step binds its own node's inputs and outputs, then
 // each absorbed node's, in order, and runs kernel on them.
@@ -23,7 +23,7 @@ type merged struct {
 }
 
 // pairUp finds each step whose result only a depthwise convolution reads,
-// a step that reads no other activation, and where FusePair takes the
+// a step that reads no other activation, and where fusePair takes the
 // two kernels, merges the depthwise's step into it: the merged step reads
 // both steps' inputs but the result, writes both steps' outputs, and one
 // scratch for both, which holds the workers' buffers of the result, so
@@ -68,7 +68,7 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 		}
 		kdw, _ := kernel(d)
 		nIn, nOut := e.stepArity(s)
-		k, bytes, ok := FusePair(kpw, kdw, nIn, nOut, scratch[s], scratch[d], e.threads)
+		k, bytes, ok := fusePair(kpw, kdw, nIn, nOut, scratch[s], scratch[d], e.threads)
 		if !ok {
 			continue
 		}
