@@ -122,9 +122,6 @@ const DefaultPlans = 4
 // memory limit.
 var ErrMemoryLimit = errors.New("memory limit exceeded")
 
-// Alignment of every slot in a CPU arena, in bytes.
-const Alignment = cpu.Alignment
-
 // Executable is a compiled model: kernels bound to a verified memory plan
 // and a read-only weight region shared by all its sessions.
 type Executable struct {
@@ -194,12 +191,11 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	return e, err
 }
 
+// compileStatic compiles m, whose shapes are all known, for dev.
 func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 	switch dev {
 	case CPU, "":
-		if err := checkTensorSizes(opts.MemoryLimit, m.graph); err != nil {
-			return nil, err
-		}
+		return compileCPU(m, opts)
 	case CUDA:
 		if opts.MemoryLimit > 0 {
 			if err := checkTensorSizes(opts.MemoryLimit, m.graph); err != nil {
@@ -219,39 +215,8 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 			}
 		}
 		return &Executable{model: m, g: m.graph, device: CUDA, cuda: ce, problem: p, plan: pl, weightBytes: ce.WeightBytes()}, nil
-	default:
-		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 	}
-	g := m.graph
-	copts := cpu.Options{
-		Threads:     opts.Threads,
-		FileOrder:   opts.FileOrder,
-		NoInPlace:   opts.NoInPlace,
-		NoFusion:    opts.NoFusion,
-		NoBlocking:  opts.NoBlocking,
-		NoPairs:     opts.NoPairs,
-		NoAttention: opts.NoAttention,
-		Weights:     opts.weights,
-		Bound:       opts.bound,
-		Check: func(p *plan.Problem, pl *plan.Plan, w int64) error {
-			return checkLimit(opts.MemoryLimit, p, pl, g, w)
-		},
-	}
-	if m.src != nil {
-		copts.Release, copts.Read = m.src.Release, m.src.ReadInto
-	}
-	ce, err := cpu.Compile(g, copts)
-	if err != nil {
-		return nil, err
-	}
-	if m.src != nil {
-		// Compiling read what it packed; runs read back only the rest.
-		m.releaseFile()
-	}
-	e := &Executable{model: m, g: g, device: CPU, cpu: ce, layout: ce.Layout(),
-		weightBytes: ce.WeightBytes(), packedBytes: ce.PackedWeightBytes(), planTime: ce.PlanTime()}
-	e.problem, e.plan = ce.Plan()
-	return e, nil
+	return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 }
 
 // checkLimit refuses plans whose arena plus weights exceed the limit. The

@@ -72,18 +72,7 @@ func (e *Executable) newSession(workers *cpu.Workers, buf *device.HostBuffer, la
 		}
 		return &Session{exe: e, cuda: cs, inputs: cs.inputs}, nil
 	}
-	cs, err := e.cpu.NewSession(workers, buf)
-	if err != nil {
-		return nil, err
-	}
-	s := &Session{exe: e, cpu: cs, arena: cs.Arena(), inputs: cs.Inputs()}
-	g := e.g
-	s.outputs = make([]Tensor, len(g.Outputs))
-	for i, id := range g.Outputs {
-		t := g.Tensor(id)
-		s.outputs[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape.Clone(), Data: cs.Outputs()[i]}
-	}
-	return s, nil
+	return newCPUSession(e, workers, buf)
 }
 
 // Arena exposes the session's arena (for tools and tests): for a model
@@ -195,11 +184,7 @@ func (s *Session) run(ctx context.Context, inputs []Tensor, times []time.Duratio
 		return s.cuda.run()
 	}
 	if err := s.cpu.Run(ctx, times); err != nil {
-		var ke *cpu.KernelError
-		if errors.As(err, &ke) {
-			return nil, fmt.Errorf("%w: %v", ErrKernel, err)
-		}
-		return nil, err
+		return nil, cpuRunError(err)
 	}
 	return s.outputs, nil
 }
