@@ -205,36 +205,11 @@ func Compile(g *ir.Graph, opts Options) (*Executable, error) {
 			e.layout.Slots[id] = arena.Slot{Offset: pl.Offsets[j], Size: p.Tensors[j].Size}
 		}
 	}
-	e.scratch = scratchTensors(p, index, g, scratch)
+	e.scratch = plan.ScratchTensors(p, index, scratch)
 	if err := e.placeWeights(used, anyAlign); err != nil {
 		return nil, err
 	}
 	return e, nil
-}
-
-// scratchTensors finds, for each node with scratch, the problem tensor
-// FromGraph added for it: the one output of the node's step that is not an
-// ir tensor.
-func scratchTensors(p *plan.Problem, index []int, g *ir.Graph, scratch []int64) []int {
-	isIR := make([]bool, len(p.Tensors))
-	for _, j := range index {
-		if j >= 0 {
-			isIR[j] = true
-		}
-	}
-	out := make([]int, len(g.Nodes))
-	for i := range out {
-		out[i] = -1
-		if scratch[i] <= 0 {
-			continue
-		}
-		for _, t := range p.Steps[i].Outputs {
-			if !isIR[t] {
-				out[i] = t
-			}
-		}
-	}
-	return out
 }
 
 // runTimeWeights finds the constants kernels read at run time (a
