@@ -3,7 +3,6 @@ package berth
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/device"
-	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
 )
@@ -78,9 +76,9 @@ type Options struct {
 	NoPairs bool
 	// NoAttention runs attention's scores, softmax and second product as
 	// three steps instead of one that takes each head from its scores to
-	// its output on one worker, the scores in that worker's cache (see
-	// cpu.FuseAttention). Results are the same bit for bit; the fused
-	// step's scores take no arena.
+	// its output on one worker, the scores in that worker's cache.
+	// Results are the same bit for bit; the fused step's scores take no
+	// arena.
 	NoAttention bool
 
 	// Dims fixes open dimensions of the model's inputs ahead of time, by
@@ -95,9 +93,9 @@ type Options struct {
 	// weights, when set, holds the kernels' packed weights: the plans of
 	// one model with open shapes share what they pack alike.
 	weights *cpu.WeightStore
-	// template, when set, is the plan at the bound of a model with open
-	// shapes, whose offsets a plan for smaller shapes takes (reusePlan).
-	template *planTemplate
+	// bound, when set, is the plan at the bound of a model with open
+	// shapes on the CPU, whose offsets a plan for smaller shapes takes.
+	bound *cpu.Bound
 	// cudaWeights holds, for all the plans of a model with open shapes
 	// on CUDA, the constants read from its file; cudaBound is the plan at
 	// its bound, whose offsets the others keep where they can.
@@ -124,47 +122,29 @@ const DefaultPlans = 4
 // memory limit.
 var ErrMemoryLimit = errors.New("memory limit exceeded")
 
-// Alignment of every slot in a CPU arena, in bytes.
-const Alignment = 64
-
 // Executable is a compiled model: kernels bound to a verified memory plan
 // and a read-only weight region shared by all its sessions.
 type Executable struct {
-	model   *Model
-	g       *ir.Graph
-	device  Device
-	threads int
+	model  *Model
+	g      *ir.Graph
+	device Device
 
+	cpu  *cpu.Executable  // set when compiled for the CPU
 	cuda *cuda.Executable // set when compiled for CUDA
 	open *openExec        // set when shapes are settled per run
 	// owned are the specialised models the executable was compiled from
 	// and closes with itself.
-	owned   []*Model
-	kernels []cpu.Kernel
-	problem *plan.Problem
-	index   []int // ir.TensorID → problem tensor (-1: constant)
-	scratch []int // node → problem tensor of its scratch (-1: none)
-	plan    *plan.Plan
-	layout  *arena.Layout // slots by ir.TensorID
+	owned []*Model
 
-	weights     [][]byte // ir.TensorID → aligned constant bytes
-	weightBytes int64    // constant bytes the kernels read
-	packedBytes int64    // of which copied into the packed region
-	packed      *device.HostBuffer
-	store       *cpu.WeightStore // the kernels' packed weights
+	// What every device's plan reports: the plan and the problem it
+	// solves, the arena's slots by ir.TensorID (on the CPU), the weights'
+	// bytes at run time and how long planning took.
+	problem     *plan.Problem
+	plan        *plan.Plan
+	layout      *arena.Layout
+	weightBytes int64
+	packedBytes int64
 	planTime    time.Duration
-
-	// blocked marks the activations held in NCHW16c (blockLayouts), by
-	// ir.TensorID; nil when none are.
-	blocked []bool
-
-	fusions   map[int]*fusion   // node → its fused kernel
-	prologues map[int]*prologue // node → the chain it applies to its input
-	merged    map[int]*merged   // node → the steps it runs with (pairUp, attend)
-	// folds maps each tensor of a Transpose folded into a merged step to
-	// the tensor the step binds in its place (attend).
-	folds    map[ir.TensorID]ir.TensorID
-	absorbed []bool // node → runs inside another node's step
 
 	// opts are the options a fixed-shape executable was compiled with,
 	// and reshaped the executable of its model with open shapes, compiled
@@ -211,12 +191,11 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	return e, err
 }
 
+// compileStatic compiles m, whose shapes are all known, for dev.
 func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 	switch dev {
 	case CPU, "":
-		if err := checkTensorSizes(opts.MemoryLimit, m.graph); err != nil {
-			return nil, err
-		}
+		return compileCPU(m, opts)
 	case CUDA:
 		if opts.MemoryLimit > 0 {
 			if err := checkTensorSizes(opts.MemoryLimit, m.graph); err != nil {
@@ -236,119 +215,8 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 			}
 		}
 		return &Executable{model: m, g: m.graph, device: CUDA, cuda: ce, problem: p, plan: pl, weightBytes: ce.WeightBytes()}, nil
-	default:
-		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 	}
-	g := m.graph
-	e := &Executable{model: m, g: g, device: CPU, threads: opts.Threads}
-	if e.threads <= 0 {
-		e.threads = runtime.GOMAXPROCS(0)
-	}
-	scratch := make([]int64, len(g.Nodes))
-	e.kernels = make([]cpu.Kernel, len(g.Nodes))
-	// One store for the kernels' packed weights: the small ones lie together
-	// in huge pages.
-	bopts := cpu.BuildOptions{Threads: e.threads, Weights: opts.weights}
-	if bopts.Weights == nil {
-		bopts.Weights = new(cpu.WeightStore)
-	}
-	e.store = bopts.Weights
-	if m.src != nil {
-		bopts.Release, bopts.Read = m.src.Release, m.src.ReadInto
-	}
-	for i := range g.Nodes {
-		k, s, err := cpu.BuildWith(g, &g.Nodes[i], bopts)
-		if err != nil {
-			return nil, err
-		}
-		e.kernels[i], scratch[i] = k, s
-		if pk, ok := k.(cpu.Prepacked); ok && m.src != nil {
-			// The kernel holds its own copy: the file's pages can go.
-			for j, id := range g.Nodes[i].Inputs {
-				if id != ir.NoTensor && g.Tensor(id).IsConst() && pk.Prepacked(j) {
-					m.src.Release(g.Tensor(id).Data)
-				}
-			}
-		}
-	}
-	p, index, err := plan.FromGraph(g, scratch)
-	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	// The plan is measured against the file's order of the model as given,
-	// every node a step of its own.
-	fileLoad, err := plan.FileOrderLoad(p, Alignment)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	if !opts.NoFusion {
-		e.fuse(p, index, scratch)
-	}
-	if !opts.NoBlocking {
-		if err := e.blockLayouts(scratch); err != nil {
-			return nil, fmt.Errorf("compile: %w", err)
-		}
-	}
-	if !opts.NoFusion && !opts.NoPairs {
-		e.pairUp(p, index, scratch)
-	}
-	if !opts.NoFusion && !opts.NoAttention {
-		if e.merged == nil {
-			e.merged = make(map[int]*merged)
-		}
-		e.attend(p, index, scratch)
-	}
-	if !opts.NoInPlace {
-		// Concat inputs written straight into the output, Split and
-		// Slice outputs read from the input: in place too.
-		if err := plan.SharePieces(p); err != nil {
-			return nil, fmt.Errorf("plan: %w", err)
-		}
-	}
-	popts := plan.Options{Alignment: Alignment, FileOrder: opts.FileOrder, NoInPlace: opts.NoInPlace}
-	var pl *plan.Plan
-	if t := opts.template; t != nil {
-		// The plan at the bound serves this shape where the steps are
-		// the same and every tensor fits its slot there.
-		e.overwriteAs(p, t.problem)
-		pl = reusePlan(p, t.problem, t.plan, popts)
-	}
-	if pl == nil {
-		var err error
-		if pl, err = plan.Build(p, popts); err != nil {
-			return nil, fmt.Errorf("plan: %w", err)
-		}
-		if !opts.NoFusion && !opts.NoInPlace {
-			pl = e.pruneOverwrites(p, pl, popts)
-		}
-	}
-	e.planTime = time.Since(start)
-	if err := plan.Verify(p, pl); err != nil {
-		return nil, fmt.Errorf("plan failed verification: %w", err)
-	}
-	pl.FileOrderLoadBytes = fileLoad
-	used, anyAlign, wbytes := e.runTimeWeights()
-	if err := checkLimit(opts.MemoryLimit, p, pl, g, wbytes); err != nil {
-		return nil, err
-	}
-	e.problem, e.index, e.plan, e.weightBytes = p, index, pl, wbytes
-	e.layout = &arena.Layout{Slots: make([]arena.Slot, len(g.Tensors)), Bytes: pl.ArenaBytes, Alignment: Alignment}
-	for id := range g.Tensors {
-		e.layout.Slots[id] = arena.Slot{Offset: -1, Size: -1}
-		if j := index[id]; j >= 0 {
-			e.layout.Slots[id] = arena.Slot{Offset: pl.Offsets[j], Size: p.Tensors[j].Size}
-		}
-	}
-	e.scratch = scratchTensors(p, index, g, scratch)
-	if err := e.placeWeights(used, anyAlign); err != nil {
-		return nil, err
-	}
-	if m.src != nil {
-		// Compiling read what it packed; runs read back only the rest.
-		m.releaseFile()
-	}
-	return e, nil
+	return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 }
 
 // checkLimit refuses plans whose arena plus weights exceed the limit. The
@@ -410,121 +278,6 @@ func checkTensorSizes(limit int64, g *ir.Graph) error {
 	}
 	return nil
 }
-
-// scratchTensors finds, for each node with scratch, the problem tensor
-// FromGraph added for it: the one output of the node's step that is not an
-// ir tensor.
-func scratchTensors(p *plan.Problem, index []int, g *ir.Graph, scratch []int64) []int {
-	isIR := make([]bool, len(p.Tensors))
-	for _, j := range index {
-		if j >= 0 {
-			isIR[j] = true
-		}
-	}
-	out := make([]int, len(g.Nodes))
-	for i := range out {
-		out[i] = -1
-		if scratch[i] <= 0 {
-			continue
-		}
-		for _, t := range p.Steps[i].Outputs {
-			if !isIR[t] {
-				out[i] = t
-			}
-		}
-	}
-	return out
-}
-
-// runTimeWeights finds the constants kernels read at run time (a
-// constant that every reader packed into a layout of its own at build time
-// is not one) and the bytes the weights take: those constants and the
-// kernels' packed copies. anyAlign marks the constants every run-time
-// reader only copies byte by byte, which need no aligned copy.
-func (e *Executable) runTimeWeights() (used, anyAlign []bool, bytes int64) {
-	g := e.g
-	used, anyAlign = make([]bool, len(g.Tensors)), make([]bool, len(g.Tensors))
-	for i := range anyAlign {
-		anyAlign[i] = true
-	}
-	for i := range g.Nodes {
-		pk, _ := e.kernels[i].(cpu.Prepacked)
-		br, _ := e.kernels[i].(cpu.ByteReader)
-		if pk != nil {
-			bytes += pk.PackedBytes()
-		}
-		for j, in := range g.Nodes[i].Inputs {
-			if in == ir.NoTensor || !g.Tensor(in).IsConst() || pk != nil && pk.Prepacked(j) {
-				continue
-			}
-			used[in] = true
-			if br == nil || !br.ReadsBytes(j) {
-				anyAlign[in] = false
-			}
-		}
-	}
-	for id, u := range used {
-		if u {
-			bytes += int64(len(g.Tensors[id].Data))
-		}
-	}
-	return used, anyAlign, bytes
-}
-
-// placeWeights gives every constant in used its bytes for run time: its
-// own in the mapped file when they are aligned or every reader copies them
-// byte by byte (anyAlign), else an aligned copy in the packed region.
-func (e *Executable) placeWeights(used, anyAlign []bool) error {
-	g := e.g
-	var need int64
-	for id, u := range used {
-		if !u {
-			continue
-		}
-		d := g.Tensors[id].Data
-		if !raw.Aligned(d, Alignment) && !anyAlign[id] {
-			need += roundUp(int64(len(d)), Alignment)
-		}
-	}
-	e.weights = make([][]byte, len(g.Tensors))
-	// The plans of an open model share their aligned copies (the store's),
-	// a lone plan has a region of its own.
-	shared := e.store != nil && e.store.Shared
-	if need > 0 && !shared {
-		buf, err := device.NewHostBuffer(need, Alignment)
-		if err != nil {
-			return fmt.Errorf("weights: %w", err)
-		}
-		e.packed = buf
-	}
-	var off int64
-	for id, u := range used {
-		if !u {
-			continue
-		}
-		d := g.Tensors[id].Data
-		if raw.Aligned(d, Alignment) || anyAlign[id] {
-			e.weights[id] = d
-			continue
-		}
-		var dst []byte
-		if shared {
-			dst = e.store.Aligned(d)
-		} else {
-			dst = e.packed.Bytes()[off : off+int64(len(d)) : off+int64(len(d))]
-			copy(dst, d)
-			off += roundUp(int64(len(d)), Alignment)
-		}
-		if e.model.src != nil {
-			e.model.src.Release(d) // read from the copy from now on
-		}
-		e.weights[id] = dst
-		e.packedBytes += int64(len(d))
-	}
-	return nil
-}
-
-func roundUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // Close releases what the executable holds outside Go's heap: on CUDA,
 // the device weights. Its sessions must be closed first; NewSession fails

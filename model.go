@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
@@ -182,7 +181,7 @@ func load(b []byte, name string, imp importer) (*Model, error) {
 func prepare(src *onnx.Model) (*Model, error) {
 	g := src.Graph
 	m := &Model{src: src, graph: g, fileOps: g.OpCounts(), fileNode: len(g.Nodes)}
-	if err := passes.Prepare(g, cpu.Evaluate); err != nil {
+	if err := passes.Prepare(g, foldNode); err != nil {
 		src.Close()
 		return nil, err
 	}

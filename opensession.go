@@ -338,7 +338,7 @@ func (ss *openSession) compile(flat []Tensor, byValue []bool, bound map[string]i
 // declared inputs bound by value.
 func (ss *openSession) open(sm *Model, exe *Executable, flat []Tensor, byValue []bool, shared bool) (*special, error) {
 	if ss.workers == nil && exe.cuda == nil {
-		ss.workers = cpu.NewWorkers(exe.threads)
+		ss.workers = cpu.NewWorkers(exe.cpu.Threads())
 	}
 	s, err := exe.newSession(ss.workers, ss.buf, ss.lane)
 	if err != nil {

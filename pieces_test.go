@@ -109,8 +109,9 @@ func TestPiecesKeepOutputs(t *testing.T) {
 					t.Fatal(err)
 				}
 				p, pl := exe.Plan()
+				index := exe.cpu.Index()
 				for _, w := range want {
-					part, whole := exe.index[w.part], exe.index[w.whole]
+					part, whole := index[w.part], index[w.whole]
 					view := p.Tensors[part].IsView()
 					if view == opts.NoInPlace {
 						t.Errorf("%+v: %s is a view: %v", opts, k.g.Tensors[w.part].Name, view)

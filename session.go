@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,21 +15,12 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-// step is one kernel bound to its session's buffers.
-type step struct {
-	node    int // index in the graph's nodes
-	kernel  cpu.Kernel
-	in, out [][]byte
-	scratch []byte
-}
-
 // Session owns one activation arena and runs the executable in it.
 type Session struct {
 	exe     *Executable
-	arena   *arena.Host
-	workers *cpu.Workers
-	steps   []step
-	inputs  [][]byte     // graph input slots
+	cpu     *cpu.Session // set for a CPU executable
+	arena   *arena.Host  // the CPU session's arena
+	inputs  [][]byte     // graph input slots (CUDA: staging buffers)
 	outputs []Tensor     // graph outputs, viewing the arena
 	cuda    *cudaSession // set for a CUDA executable
 	open    *openSession // set for an executable whose shapes are open
@@ -39,9 +28,6 @@ type Session struct {
 	// shapes: a session of the executable's model with open shapes, opened
 	// with the first such run.
 	reshaped *Session
-	// borrowed marks workers the session shares with others of an open
-	// session and does not close.
-	borrowed bool
 	mu       sync.Mutex
 	closed   bool
 }
@@ -86,124 +72,7 @@ func (e *Executable) newSession(workers *cpu.Workers, buf *device.HostBuffer, la
 		}
 		return &Session{exe: e, cuda: cs, inputs: cs.inputs}, nil
 	}
-	var a *arena.Host
-	var err error
-	if buf != nil && buf.Size() >= e.layout.Bytes {
-		a, err = arena.NewHostIn(e.layout, buf)
-	} else {
-		a, err = arena.NewHost(e.layout)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s := &Session{exe: e, arena: a}
-	slot := func(id ir.TensorID) []byte {
-		if id == ir.NoTensor {
-			return nil
-		}
-		if e.g.Tensor(id).IsConst() {
-			return e.weights[id]
-		}
-		return a.Slot(id)
-	}
-	g := e.g
-	s.steps = make([]step, 0, len(e.plan.Order))
-	for _, i := range e.plan.Order {
-		if e.absorbed != nil && e.absorbed[i] {
-			continue
-		}
-		st := step{node: i, kernel: e.kernels[i]}
-		if t := e.scratch[i]; t >= 0 {
-			off, size := e.plan.Offsets[t], e.problem.Tensors[t].Size
-			st.scratch = a.Bytes()[off : off+size : off+size]
-		}
-		var err error
-		if st.in, st.out, err = e.stepSlots(i, slot); err != nil {
-			return nil, err
-		}
-		if f := e.fusions[i]; f != nil {
-			st.kernel = f.kernel
-			if f.temp > 0 {
-				// Overwrite mode's tile buffers follow the kernel's own
-				// scratch in the step's planned scratch.
-				st.out = append(st.out, st.scratch[f.tempAt:f.tempAt+f.temp:f.tempAt+f.temp])
-				st.scratch = st.scratch[:f.kernelBytes:f.kernelBytes]
-			}
-		}
-		if mg := e.merged[i]; mg != nil {
-			// The absorbed steps' inputs and outputs follow; the
-			// scratch is the merged step's.
-			st.kernel = mg.kernel
-			for _, d := range mg.more {
-				in, out, err := e.stepSlots(d, slot)
-				if err != nil {
-					return nil, err
-				}
-				st.in, st.out = append(st.in, in...), append(st.out, out...)
-			}
-		}
-		s.steps = append(s.steps, st)
-	}
-	s.inputs = make([][]byte, len(g.Inputs))
-	for i, id := range g.Inputs {
-		s.inputs[i] = a.Slot(id)
-	}
-	s.outputs = make([]Tensor, len(g.Outputs))
-	for i, id := range g.Outputs {
-		t := g.Tensor(id)
-		s.outputs[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape.Clone(), Data: a.Slot(id)}
-	}
-	s.workers, s.borrowed = workers, workers != nil
-	if workers == nil {
-		s.workers = cpu.NewWorkers(e.threads)
-	}
-	return s, nil
-}
-
-// stepArity is how many inputs and outputs stepSlots gives node i's
-// step.
-func (e *Executable) stepArity(i int) (nIn, nOut int) {
-	n := &e.g.Nodes[i]
-	nIn, nOut = len(n.Inputs), len(n.Outputs)
-	if f := e.fusions[i]; f != nil {
-		nIn, nOut = nIn+len(f.ext), nOut+2
-	}
-	return nIn, nOut
-}
-
-// stepSlots is the inputs and outputs that node i's step binds, each slot as
-// slot gives it: the node's inputs (a prologue's input in place of the
-// first) and outputs, and, for a fused step, the epilogue's activations
-// and then its result and registers (a few KiB per session, like a stack,
-// outside the arena).
-func (e *Executable) stepSlots(i int, slot func(ir.TensorID) []byte) (in, out [][]byte, err error) {
-	n := &e.g.Nodes[i]
-	for _, id := range e.nodeInputs(i) {
-		in = append(in, slot(e.bound(id)))
-	}
-	for _, id := range n.Outputs {
-		out = append(out, slot(e.bound(id)))
-	}
-	if f := e.fusions[i]; f != nil {
-		for _, id := range f.ext {
-			in = append(in, slot(id))
-		}
-		regs, err := device.NewHostBuffer(int64(f.regs), Alignment)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, slot(f.result), regs.Bytes())
-	}
-	return in, out, nil
-}
-
-// bound is the tensor a step binds for id: id itself, or the other side
-// of a Transpose folded into the step (folds).
-func (e *Executable) bound(id ir.TensorID) ir.TensorID {
-	if to, ok := e.folds[id]; ok {
-		return to
-	}
-	return id
+	return newCPUSession(e, workers, buf)
 }
 
 // Arena exposes the session's arena (for tools and tests): for a model
@@ -239,9 +108,7 @@ func (s *Session) Close() error {
 		if s.cuda != nil {
 			return s.cuda.close()
 		}
-		if !s.borrowed {
-			s.workers.Close()
-		}
+		s.cpu.Close()
 	}
 	return nil
 }
@@ -283,33 +150,14 @@ func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, er
 	if s.cuda != nil {
 		return nil, errors.New("profile: not supported on CUDA sessions")
 	}
-	times := make([]time.Duration, len(s.steps))
+	times := make([]time.Duration, s.cpu.Steps())
 	if _, err := s.run(ctx, inputs, times); err != nil {
 		return nil, err
 	}
-	e, g := s.exe, s.exe.g
-	out := make([]StepTime, len(s.steps))
-	for i, st := range s.steps {
-		n := &g.Nodes[st.node]
-		op := n.Op
-		if pr := e.prologues[st.node]; pr != nil {
-			op = strings.Join(pr.ops, "+") + "+" + op
-		}
-		if f := e.fusions[st.node]; f != nil {
-			op += "+" + strings.Join(f.ops, "+")
-		}
-		if mg := e.merged[st.node]; mg != nil {
-			for _, d := range mg.more {
-				op += "+" + g.Nodes[d].Op
-				if f := e.fusions[d]; f != nil {
-					op += "+" + strings.Join(f.ops, "+")
-				}
-			}
-			for _, d := range mg.folded {
-				op += "+" + g.Nodes[d].Op
-			}
-		}
-		out[i] = StepTime{Node: n.Name, Op: op, Time: times[i]}
+	steps := s.cpu.Profile(times)
+	out := make([]StepTime, len(steps))
+	for i, st := range steps {
+		out[i] = StepTime{Node: st.Node, Op: st.Op, Time: st.Time}
 	}
 	return out, nil
 }
@@ -335,35 +183,8 @@ func (s *Session) run(ctx context.Context, inputs []Tensor, times []time.Duratio
 	if s.cuda != nil {
 		return s.cuda.run()
 	}
-	// A fault while reading the mapped model file (it was truncated or
-	// rewritten under us) or a failing kernel becomes an error, not a
-	// crash of the process.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	s.workers.Begin()
-	defer s.workers.End()
-	s.workers.SetDone(ctx.Done())
-	defer s.workers.SetDone(nil)
-	step := -1
-	defer func() {
-		if r := recover(); r != nil {
-			outs, err = nil, s.stepError(step, r)
-			if r == cpu.ErrCanceled {
-				err = ctx.Err()
-			}
-		}
-	}()
-	for step = range s.steps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		st := &s.steps[step]
-		if times != nil {
-			start := time.Now()
-			st.kernel.Run(s.workers, st.in, st.out, st.scratch)
-			times[step] = time.Since(start)
-			continue
-		}
-		st.kernel.Run(s.workers, st.in, st.out, st.scratch)
+	if err := s.cpu.Run(ctx, times); err != nil {
+		return nil, cpuRunError(err)
 	}
 	return s.outputs, nil
 }
@@ -391,17 +212,6 @@ func (s *Session) runReshaped(ctx context.Context, inputs []Tensor) ([]Tensor, e
 // ErrKernel is returned when a kernel fails during Run: a memory fault on
 // the mapped model file or an internal error.
 var ErrKernel = errors.New("kernel failed")
-
-func (s *Session) stepError(step int, r any) error {
-	if step < 0 || step >= len(s.steps) {
-		return fmt.Errorf("%w: %v", ErrKernel, r)
-	}
-	n := &s.exe.g.Nodes[s.steps[step].node]
-	if _, fault := r.(interface{ Addr() uintptr }); fault {
-		return fmt.Errorf("%w: node %q (%s): %v (was the model file truncated or rewritten while in use?)", ErrKernel, n.Name, n.Op, r)
-	}
-	return fmt.Errorf("%w: node %q (%s): %v", ErrKernel, n.Name, n.Op, r)
-}
 
 // bind checks the inputs against the graph's and copies them into their
 // slots.

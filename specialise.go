@@ -187,7 +187,7 @@ func (x *openExec) planAtBound() error {
 	x.atBound = &boundPlan{key: key, m: m, exe: exe}
 	if exe.cuda == nil {
 		p, pl := exe.Plan()
-		x.opts.template = &planTemplate{problem: p, plan: pl}
+		x.opts.bound = &cpu.Bound{Problem: p, Plan: pl}
 	} else {
 		x.opts.cudaBound = exe.cuda
 	}

@@ -155,3 +155,29 @@ func scratchName(n *ir.Node, i int) string {
 	}
 	return fmt.Sprintf("%s#%d/scratch", n.Op, i)
 }
+
+// ScratchTensors finds, for each node i with scratch (scratch[i] > 0), the
+// problem tensor FromGraph added for it, as a backend's rewrites may have
+// moved it: the last output of step i that is no tensor of the graph
+// (index maps the graph's tensors to p's); -1 for the others.
+func ScratchTensors(p *Problem, index []int, scratch []int64) []int {
+	isIR := make([]bool, len(p.Tensors))
+	for _, j := range index {
+		if j >= 0 {
+			isIR[j] = true
+		}
+	}
+	out := make([]int, len(scratch))
+	for i := range out {
+		out[i] = -1
+		if scratch[i] <= 0 {
+			continue
+		}
+		for _, t := range p.Steps[i].Outputs {
+			if !isIR[t] {
+				out[i] = t
+			}
+		}
+	}
+	return out
+}

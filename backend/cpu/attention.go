@@ -61,20 +61,20 @@ func packed(batch, rows, cols, rs, cs int) headView {
 	return v
 }
 
-// A View is how an operand of FuseAttention lies in the tensor that the
+// A stridedView is how an operand of fuseAttention lies in the tensor that the
 // step binds in its place, where a Transpose between the two is folded
 // into the step (the heads split from a projection's output, or merged
 // back into one): Shape is the operand's (the Transpose's output, or its
 // input for the output) and Strides the distance in the bound tensor
 // between neighbours along each of its dimensions.
-type View struct {
+type stridedView struct {
 	Shape   ir.Shape
 	Strides []int
 }
 
 // heads is v's view of a batch of rows×cols matrices, where v's leading
 // dimensions are the batch's; ok is false where v does not fit.
-func (v *View) heads(batch, rows, cols int) (hv headView, ok bool) {
+func (v *stridedView) heads(batch, rows, cols int) (hv headView, ok bool) {
 	r := v.Shape.Rank()
 	if r < 2 || len(v.Strides) != r || int(v.Shape[r-2]) != rows || int(v.Shape[r-1]) != cols ||
 		int(v.Shape.Elements()) != batch*rows*cols {
@@ -102,9 +102,9 @@ func offsetOf(i int, dims, strides []int) int {
 	return off
 }
 
-// AttentionSteps are the steps FuseAttention merges, in the order their
+// attentionSteps are the steps fuseAttention merges, in the order their
 // slots are bound.
-type AttentionSteps struct {
+type attentionSteps struct {
 	// Scores is a batch of products of two activations, a head each,
 	// perhaps with an epilogue of constant operands (a scale, a mask); it
 	// binds In inputs and Out outputs.
@@ -123,14 +123,14 @@ type AttentionSteps struct {
 	// The views of the queries (Scores' A), the keys (its B), the values
 	// (Values' B) and the output (Values' result) where the step binds
 	// another tensor in their place; nil where it binds their own.
-	Q, K, V, O *View
+	Q, K, V, O *stridedView
 }
 
-// FuseAttention returns one kernel that runs st head by head on up to
+// fuseAttention returns one kernel that runs st head by head on up to
 // threads workers, with the scratch it needs; ok is false where the steps
 // do not fit that form. The kernel binds the slots of each step of st in
 // turn.
-func FuseAttention(st AttentionSteps, threads int) (k Kernel, bytes int64, ok bool) {
+func fuseAttention(st attentionSteps, threads int) (k Kernel, bytes int64, ok bool) {
 	a, ok1 := st.Scores.(*matmulKernel)
 	s, ok2 := st.Softmax.(*softmaxKernel)
 	b, ok3 := st.Values.(*matmulKernel)
@@ -161,7 +161,7 @@ func FuseAttention(st AttentionSteps, threads int) (k Kernel, bytes int64, ok bo
 		o:  packed(b.batch, b.m, b.n, b.n, 1),
 	}
 	for _, f := range []struct {
-		view       *View
+		view       *stridedView
 		hv         *headView
 		rows, cols int
 	}{{st.Q, &ak.q, a.m, a.k}, {st.K, &ak.kt, a.k, a.n}, {st.V, &ak.v, b.k, b.n}, {st.O, &ak.o, b.m, b.n}} {

@@ -17,7 +17,7 @@ import (
 // writes such an output sixteen channels of a position at a time, where
 // its NCHW product reads and writes rows of planes 32 positions at a
 // time, far apart. The compiler chooses the layout of each activation
-// (see BlockRoles and Block); the kernels here keep to it.
+// (see blockRoles and blockKernels); the kernels here keep to it.
 const blockLanes = 16
 
 // blockedPW is the channel-blocked path of a 1×1 convolution (convKernel
@@ -74,7 +74,7 @@ func (b *blockedPW) floats() int {
 // 1×1 convolution of unit or stride 2 (subsample) with one group,
 // constant weights, whole 32-channel output panels and no epilogue but
 // a residual and a clamp, on AVX-512, with scratch bytes: in and out are
-// BlockRoles'.
+// blockRoles'.
 func (k *convKernel) blockedFits(scratch int64) (in, out bool) {
 	if !useAVX512Kernel || !dw512 || k.depthwise || k.g != 1 || k.kvol != 1 || k.in[0] != 1 || k.nb == 0 || k.outSp == 0 {
 		return false, false
@@ -119,7 +119,7 @@ func (k *convKernel) storeEpilogue() {
 	r, lim, _ := k.blockedEpilogue()
 	k.res, k.lim = r, lim
 	if k.fuse != nil {
-		k.fuse = &fused{ep: &Epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
+		k.fuse = &fused{ep: &epilogue{rowLen: k.fuse.ep.rowLen}, nin: k.fuse.nin, shares: k.fuse.shares}
 	}
 }
 
@@ -140,9 +140,9 @@ func vecAt(v []float32, i int) *float32 {
 	return &v[i]
 }
 
-// BlockedLayouts reports whether this machine's kernels take NCHW16c
+// blockedLayouts reports whether this machine's kernels take NCHW16c
 // activations at all (they need AVX-512).
-func BlockedLayouts() bool { return useAVX512Kernel && dw512 }
+func blockedLayouts() bool { return useAVX512Kernel && dw512 }
 
 // blockedEpilogue is what the blocked path applies as it stores, for a
 // convolution whose epilogue, if any, is at most a residual's Add and then
@@ -160,11 +160,11 @@ func (k *convKernel) blockedEpilogue() (res int, lim *[2]float32, ok bool) {
 	return r + 1, lim, len(rest.instrs) == 0
 }
 
-// BlockRoles reports which of a kernel's activations it can take in
+// blockRoles reports which of a kernel's activations it can take in
 // NCHW16c: its input 0 (in), and its result (out, which a residual it
 // adds as it stores then shares). scratch is the bytes its
 // build asked for. A kernel that can take neither returns false, false.
-func BlockRoles(k Kernel, scratch int64) (in, out bool) {
+func blockRoles(k Kernel, scratch int64) (in, out bool) {
 	switch k := k.(type) {
 	case *convKernel:
 		if k.wg != nil {
@@ -192,10 +192,10 @@ func BlockRoles(k Kernel, scratch int64) (in, out bool) {
 	return false, false
 }
 
-// BlockTied reports whether a kernel takes its input 0 and its result in
+// blockTied reports whether a kernel takes its input 0 and its result in
 // NCHW16c only both together (the Winograd path, max pooling, and a
-// concatenation, which ties all its inputs: BlockAllInputs).
-func BlockTied(k Kernel) bool {
+// concatenation, which ties all its inputs: blockAllInputs).
+func blockTied(k Kernel) bool {
 	switch k := k.(type) {
 	case *convKernel:
 		return k.wg != nil || k.gatherFits(math.MaxInt64)
@@ -205,16 +205,16 @@ func BlockTied(k Kernel) bool {
 	return false
 }
 
-// BlockAllInputs reports whether a kernel that BlockTied ties ties every
+// blockAllInputs reports whether a kernel that blockTied ties ties every
 // input to its result, not only input 0 (a concatenation).
-func BlockAllInputs(k Kernel) bool {
+func blockAllInputs(k Kernel) bool {
 	_, ok := k.(*concatKernel)
 	return ok
 }
 
-// ResidualInput is the index, among a fused kernel's inputs, of the
+// residualInput is the index, among a fused kernel's inputs, of the
 // residual its kernels add as they store, or -1.
-func ResidualInput(k Kernel) int {
+func residualInput(k Kernel) int {
 	if k, ok := k.(*convKernel); ok && k.fuse != nil {
 		if r, _, ok := k.blockedEpilogue(); ok && r > 0 {
 			return k.fuse.nin + r - 1
@@ -223,15 +223,15 @@ func ResidualInput(k Kernel) int {
 	return -1
 }
 
-// Block returns a copy of each of ks, kernels built (and fused) from the
+// blockKernels returns a copy of each of ks, kernels built (and fused) from the
 // same node, that reads its input 0 (a concatenation: every input) in
 // NCHW16c where in is set and writes its result (and reads its residual)
-// in NCHW16c where out is set, as BlockRoles and BlockTied allowed. w is
+// in NCHW16c where out is set, as blockRoles and blockTied allowed. w is
 // a convolution's weight tensor, float32 bytes (nil for other kernels);
 // the copies share the layout of it they keep, which takes the memory of
-// the packed weights of the other paths: ks must not run once Block has
+// the packed weights of the other paths: ks must not run once blockKernels has
 // returned them.
-func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
+func blockKernels(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 	res := make([]Kernel, len(ks))
 	var wT []float32
 	var wg *winograd
@@ -290,7 +290,7 @@ func Block(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 			_, _, ok := k.blockedEpilogue()
 			switch {
 			case !in && !out:
-				return nil, fmt.Errorf("cpu: Block with neither input nor output blocked")
+				return nil, fmt.Errorf("cpu: blockKernels with neither input nor output blocked")
 			case !ok:
 				return nil, fmt.Errorf("cpu: a fused epilogue the blocked path does not apply")
 			}

@@ -93,14 +93,14 @@ func testConvBlocked(t *testing.T, n, c, m, h, w, stride, threads int, inB, outB
 			bound[i] += math.Abs(float64(res[i]))
 		}
 	}
-	bin, bout := BlockRoles(k, scratch)
+	bin, bout := blockRoles(k, scratch)
 	if bin != (c%16 == 0) {
-		t.Fatalf("BlockRoles = %v, %v", bin, bout)
+		t.Fatalf("blockRoles = %v, %v", bin, bout)
 	}
 	if inB && !bin || (outB || !inB) && !bout {
 		t.Skipf("scratch of %d bytes: roles %v, %v", scratch, bin, bout)
 	}
-	ks, err := Block([]Kernel{k}, inB, outB, cg.tg.g.Tensor(cg.wi).Data)
+	ks, err := blockKernels([]Kernel{k}, inB, outB, cg.tg.g.Tensor(cg.wi).Data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func testConvBlocked(t *testing.T, n, c, m, h, w, stride, threads int, inB, outB
 		copy(a, in[i])
 		in[i] = a
 	}
-	out := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, WorkBytes(ks[0]))))}
+	out := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, workBytes(ks[0]))))}
 	for i := range out[:2] {
 		for j := range out[i] {
 			out[i][j] = 0xA5
@@ -194,13 +194,13 @@ func fuseChain(t *testing.T, cg convCaseGraph, k Kernel, chain []*ir.Node, threa
 	t.Helper()
 	y := cg.n.Outputs[0]
 	shape := cg.tg.g.Tensor(y).Shape
-	ep, _, err := NewEpilogue(cg.tg.g, y, int(shape[2]*shape[3]), chain)
+	ep, _, err := newEpilogue(cg.tg.g, y, int(shape[2]*shape[3]), chain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, ok := Fuse(k, ep, 3, threads)
+	f, ok := fuseEpilogue(k, ep, 3, threads)
 	if !ok {
-		t.Fatal("Fuse refused the convolution")
+		t.Fatal("fuseEpilogue refused the convolution")
 	}
 	return f
 }
@@ -217,11 +217,11 @@ func TestGlobalPoolBlocked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bin, _ := BlockRoles(k, 0)
+		bin, _ := blockRoles(k, 0)
 		if !bin {
 			t.Fatal("GlobalAveragePool does not take a blocked input")
 		}
-		ks, err := Block([]Kernel{k}, true, false, nil)
+		ks, err := blockKernels([]Kernel{k}, true, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,14 +277,14 @@ func BenchmarkConvBlocked(b *testing.B) {
 					k := p.k
 					if c.res {
 						f := *k.(*convKernel)
-						f.fuse = newFused(&Epilogue{rowLen: int(y[2] * y[3])}, 3, th)
+						f.fuse = newFused(&epilogue{rowLen: int(y[2] * y[3])}, 3, th)
 						f.res, f.lim = 1, &[2]float32{0, float32(math.Inf(1))}
 						k = &f
 						p.in = append(p.in, alignedBytes(int64(len(p.out[0]))))
 						p.out = append(p.out, p.out[0], alignedBytes(64))
 					}
 					if mode != "planes" {
-						ks, err := Block([]Kernel{k}, mode != "out", mode != "in", g.Tensor(n.Inputs[1]).Data)
+						ks, err := blockKernels([]Kernel{k}, mode != "out", mode != "in", g.Tensor(n.Inputs[1]).Data)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -356,10 +356,10 @@ func testWinogradBlocked(t *testing.T, n, c, m, h, w, pad, r, threads int, clamp
 			want[i] = min(0.5, max(-0.5, want[i]))
 		}
 	}
-	if in, out := BlockRoles(k, scratch); !in || !out || !BlockTied(k) {
-		t.Fatalf("BlockRoles = %v, %v, BlockTied = %v", in, out, BlockTied(k))
+	if in, out := blockRoles(k, scratch); !in || !out || !blockTied(k) {
+		t.Fatalf("blockRoles = %v, %v, blockTied = %v", in, out, blockTied(k))
 	}
-	ks, err := Block([]Kernel{k}, true, true, cg.tg.g.Tensor(cg.wi).Data)
+	ks, err := blockKernels([]Kernel{k}, true, true, cg.tg.g.Tensor(cg.wi).Data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,10 +426,10 @@ func testWindowsBlocked(t *testing.T, cc convCase, threads int, relu, inB bool) 
 			want[i] = max(0, want[i])
 		}
 	}
-	if in, out := BlockRoles(k, scratch); in != inB || !out || BlockTied(k) != inB {
-		t.Fatalf("BlockRoles = %v, %v, BlockTied = %v (scratch %d)", in, out, BlockTied(k), scratch)
+	if in, out := blockRoles(k, scratch); in != inB || !out || blockTied(k) != inB {
+		t.Fatalf("blockRoles = %v, %v, blockTied = %v (scratch %d)", in, out, blockTied(k), scratch)
 	}
-	ks, err := Block([]Kernel{k}, inB, true, cg.tg.g.Tensor(cg.wi).Data)
+	ks, err := blockKernels([]Kernel{k}, inB, true, cg.tg.g.Tensor(cg.wi).Data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func testWindowsBlocked(t *testing.T, cc convCase, threads int, relu, inB bool) 
 	copy(in[0], f32Bytes(x))
 	copy(in[2], f32Bytes(cg.b))
 	bytes := int64(4 * len(want))
-	outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, WorkBytes(ks[0]))))}
+	outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, workBytes(ks[0]))))}
 	for i := range outs[:2] {
 		for j := range outs[i] {
 			outs[i][j] = 0xA5
@@ -501,10 +501,10 @@ func TestMaxPoolBlocked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if in, out := BlockRoles(k, 0); !in || !out || !BlockTied(k) {
-				t.Fatalf("BlockRoles = %v, %v", in, out)
+			if in, out := blockRoles(k, 0); !in || !out || !blockTied(k) {
+				t.Fatalf("blockRoles = %v, %v", in, out)
 			}
-			ks, err := Block([]Kernel{k}, true, true, nil)
+			ks, err := blockKernels([]Kernel{k}, true, true, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -661,7 +661,7 @@ func testStemRows(t *testing.T, cc convCase, threads int, epName string) {
 	}
 	run := func(k Kernel) []float32 {
 		bytes := int64(4 * len(want))
-		outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, WorkBytes(k))))}
+		outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, workBytes(k))))}
 		for i := range outs[:2] {
 			for j := range outs[i] {
 				outs[i][j] = 0xA5

@@ -39,7 +39,7 @@ const (
 	pairGroupBytes = 640 << 10
 )
 
-// FusePair returns a kernel that runs pw, a pointwise convolution whose
+// fusePair returns a kernel that runs pw, a pointwise convolution whose
 // output only dw, a depthwise convolution, reads, and then dw, a group
 // of channels at a time (pairKernel). nIn and nOut are how many inputs
 // and outputs pw's step binds, pwScratch and dwScratch the scratch bytes
@@ -50,7 +50,7 @@ const (
 // positions and a multiple of twelve output channels, with no residual,
 // prologue or subsample, and dw its depthwise on the same planes; an
 // epilogue of either may read no other activation.
-func FusePair(pw, dw Kernel, nIn, nOut int, pwScratch, dwScratch int64, threads int) (Kernel, int64, bool) {
+func fusePair(pw, dw Kernel, nIn, nOut int, pwScratch, dwScratch int64, threads int) (Kernel, int64, bool) {
 	p, ok1 := pw.(*convKernel)
 	d, ok2 := dw.(*convKernel)
 	if !ok1 || !ok2 || !p.pairPointwise() || !d.depthwise || d.nb != 1 || d.mg != 1 || d.c != p.m || d.in != p.out ||
@@ -75,7 +75,7 @@ func FusePair(pw, dw Kernel, nIn, nOut int, pwScratch, dwScratch int64, threads 
 	return k, int64(bufAt + 4*threads*bufFloats), true
 }
 
-// pairPointwise reports whether k can be a pair's expansion (FusePair).
+// pairPointwise reports whether k can be a pair's expansion (fusePair).
 func (k *convKernel) pairPointwise() bool {
 	return k.pointwise && !k.depthwise && k.nb == 1 && k.g == 1 && k.blk == nil && k.win == nil && k.gth == nil &&
 		k.wg == nil && !k.tPath && k.wT == nil && k.sub == 0 && k.pro == nil && k.kSplit <= 1 && k.wPre != nil &&

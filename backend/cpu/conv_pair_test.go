@@ -2,7 +2,7 @@ package cpu
 
 import "testing"
 
-// TestFusePairTakes checks which kernel pairs FusePair runs together: an
+// TestFusePairTakes checks which kernel pairs fusePair runs together: an
 // expansion onto planes of at least 56² and the depthwise convolution on
 // its output, not smaller planes, other channel counts, other
 // convolutions or an epilogue that reads another activation. The pair's
@@ -47,9 +47,9 @@ func TestFusePairTakes(t *testing.T) {
 		{"residual", residual(), depthwise(96, 56, 3, 1), false},
 	}
 	for _, c := range cases {
-		_, bytes, ok := FusePair(c.pw, c.dw, 3, 1, 1<<20, 1<<20, 2)
+		_, bytes, ok := fusePair(c.pw, c.dw, 3, 1, 1<<20, 1<<20, 2)
 		if ok != c.want {
-			t.Errorf("%s: FusePair %v, want %v", c.name, ok, c.want)
+			t.Errorf("%s: fusePair %v, want %v", c.name, ok, c.want)
 		}
 		if ok && bytes < 2<<20 {
 			t.Errorf("%s: %d bytes of scratch, want both kernels' 2 MiB at least", c.name, bytes)

@@ -510,7 +510,7 @@ func TestConvWeightsPrepacked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pk, ok := k.(Prepacked)
+		pk, ok := k.(prepackedKernel)
 		if !ok || !pk.Prepacked(1) || pk.PackedBytes() < 4*c.m*c.c*c.k*c.k {
 			t.Errorf("%s: weights not reported prepacked (%T)", c.name, k)
 		}

@@ -10,6 +10,15 @@
 // are all constants and stores its results in the graph, so constant
 // folding and execution share one implementation of every operator.
 //
+// Compile turns a whole graph into an Executable: a kernel per node, the
+// rewrites that merge steps (fusion of elementwise chains and
+// BatchNormalization prologues, rewrite_fuse.go; channel-blocked layouts,
+// rewrite_block.go; pointwise+depthwise pairs, rewrite_pair.go;
+// attention, rewrite_attention.go), a verified memory plan and the
+// weights as the kernels read them. A Session binds each step to its
+// slots in an arena of its own and runs the steps in plan order on its
+// Workers without allocating (session.go).
+//
 // Parallel work goes through Workers, a persistent pool of goroutines owned
 // by one session. A kernel splits its work into items and hands each
 // goroutine a contiguous range of them; small loops stay on the caller.
@@ -38,8 +47,8 @@
 // channels at a time interleaved in registers (conv_dwc.go).
 //
 // Activations may be held channel-blocked (NCHW16c: sixteen channels of a
-// position side by side) where a compiler chooses so with BlockRoles and
-// Block (berth's blockLayouts, after fusion): the kernels that take such
+// position side by side) where Compile chooses so (blockLayouts, after
+// fusion, with blockRoles and blockKernels): the kernels that take such
 // activations are 1×1 convolutions (pwb12x32: twelve positions by 32
 // output channels a tile, the input read in place, its residual added
 // and its output stored sixteen channels at a time), Winograd layers
@@ -56,26 +65,26 @@
 // positions of a row a tile, the channels as rows, stored straight into
 // the planes (conv_rows.go).
 //
-// FusePair runs a pointwise convolution onto large planes and the
+// fusePair runs a pointwise convolution onto large planes and the
 // depthwise convolution on its output as one kernel, a group of channels
 // at a time: each worker computes a group's planes into a buffer of its
 // own and the depthwise planes of them from there, with both kernels'
 // own code, so the expansion's whole output never exists (conv_pair.go).
 //
-// FuseAttention runs attention's scores (a batch of products, a head
+// fuseAttention runs attention's scores (a batch of products, a head
 // each, with their scale and constant mask as epilogue), an Add of a
 // padding mask, the softmax along the scores' rows and the product of
 // the probabilities by the values as one kernel, a head at a time on each
 // worker: the head's scores stay in a buffer of the worker's own, in its
 // cache, from the first product to the packing of the second, and the
-// scores of all the heads never exist. The heads' operands may be views
-// (View) of the projections' rows, with the Transposes that would split
-// the heads out of them (and merge the output's back) folded into the
+// scores of all the heads never exist. The heads' operands may be
+// strided views of the projections' rows, with the Transposes that would
+// split the heads out of them (and merge the output's back) folded into the
 // packing and the store. Each part runs its own kernel's code, so the
 // result is the same bit for bit (attention.go).
 //
-// Fuse and FuseAfter attach an Epilogue to a MatMul, Gemm or Conv kernel:
-// the elementwise nodes that follow it in the plan, run on each tile of its
+// fuseEpilogue and fuseAfter attach an epilogue to a MatMul, Gemm or Conv
+// kernel: the elementwise nodes that follow it in the plan, run on each tile of its
 // output while the tile is in cache (or in one more pass), each with its
 // own kernel's loop, so the result is the same bit for bit. A leading
 // residual Add and Relu or Clip move into the GEMM kernels' store, and

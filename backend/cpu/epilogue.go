@@ -8,7 +8,7 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-// An Epilogue is a chain of elementwise operators that a GEMM-based kernel
+// An epilogue is a chain of elementwise operators that a GEMM-based kernel
 // (MatMul, Gemm, Conv) applies to each tile of its output while the tile is
 // still in cache, instead of running them as steps of their own that each
 // read and write the whole tensor again.
@@ -24,7 +24,7 @@ import (
 // (a causal mask) picks between two such values.
 // Every operator computes exactly what its own kernel would, element by
 // element, so fusing changes no bit of the result.
-type Epilogue struct {
+type epilogue struct {
 	instrs []epInstr
 	regs   int // value registers: 0 is the producer's output
 	ext    int // activations read, bound after the producer's inputs
@@ -85,26 +85,26 @@ var epilogueOps = map[string]bool{
 	"Where": true, // with a constant condition
 }
 
-// EpilogueOp reports whether an epilogue may run op (of the default
-// domain); NewEpilogue still checks each node's types and shapes.
-func EpilogueOp(op string) bool { return epilogueOps[op] }
+// epilogueOp reports whether an epilogue may run op (of the default
+// domain); newEpilogue still checks each node's types and shapes.
+func epilogueOp(op string) bool { return epilogueOps[op] }
 
 // Ext is the number of activations the epilogue reads besides the
 // producer's output; the fused kernel finds them after its own inputs.
-func (e *Epilogue) Ext() int { return e.ext }
+func (e *epilogue) Ext() int { return e.ext }
 
-// NewEpilogue compiles the chain of nodes that follows a producer whose
+// newEpilogue compiles the chain of nodes that follows a producer whose
 // output is the tensor out, viewed as rows of rowLen elements. The chain's
 // first node reads out; every later node reads the result of an earlier
 // one (or out). It returns the epilogue and the activations it reads, in
 // the order the fused kernel expects them after its own inputs, or an
 // error saying why the chain cannot be fused.
-func NewEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*Epilogue, []ir.TensorID, error) {
+func newEpilogue(g *ir.Graph, out ir.TensorID, rowLen int, chain []*ir.Node) (*epilogue, []ir.TensorID, error) {
 	yt := g.Tensor(out)
 	if yt.DType != ir.Float32 || rowLen <= 0 || yt.Shape.Elements()%int64(rowLen) != 0 {
 		return nil, nil, fmt.Errorf("output %q is not float32 rows of %d", yt.Name, rowLen)
 	}
-	e := &Epilogue{regs: 1, rowLen: rowLen}
+	e := &epilogue{regs: 1, rowLen: rowLen}
 	reg := map[ir.TensorID]int{out: 0}
 	var exts []ir.TensorID
 	extIdx := map[ir.TensorID]int{}
@@ -265,7 +265,7 @@ func unaryOf(g *ir.Graph, n *ir.Node, ins []epOperand) (uk *unaryKernel, unary b
 // where nothing after reads the sigmoid, into one SiLU instruction: one
 // pass instead of two, with the same bits (vSilu is x times vSigmoid's
 // result).
-func (e *Epilogue) fuseSilu() {
+func (e *epilogue) fuseSilu() {
 	for i := 0; i+1 < len(e.instrs); i++ {
 		sg, m := &e.instrs[i], &e.instrs[i+1]
 		if sg.op != "Sigmoid" || m.op != "Mul" || sg.a.kind != operandReg || m.a.kind != operandReg || m.b.kind != operandReg {
@@ -284,7 +284,7 @@ func (e *Epilogue) fuseSilu() {
 }
 
 // reads reports whether an instruction from the i-th on reads register r.
-func (e *Epilogue) reads(i, r int) bool {
+func (e *epilogue) reads(i, r int) bool {
 	for j := range e.instrs[i:] {
 		for _, o := range e.instrs[i+j].operands() {
 			if o.isReg(r) {
@@ -311,7 +311,7 @@ func siluF32(d, s []byte, _ args) { vSilu(f32s(d), f32s(s)) }
 // output feeds: it returns the interval to clamp the producer's output to
 // as the kernels store it, and the epilogue of the rest of the chain (with
 // no instructions when nothing is left). Otherwise it returns nil and e.
-func (e *Epilogue) splitClamp() (*[2]float32, *Epilogue) {
+func (e *epilogue) splitClamp() (*[2]float32, *epilogue) {
 	if len(e.instrs) == 0 || e.instrs[0].clamp == nil || !e.instrs[0].a.isReg(0) {
 		return nil, e
 	}
@@ -326,7 +326,7 @@ func (e *Epilogue) splitClamp() (*[2]float32, *Epilogue) {
 // producer's output beside: it returns the residual's index among the
 // epilogue's activations, for the kernels to add as they store, and the
 // epilogue of the rest of the chain. Otherwise it returns -1 and e.
-func (e *Epilogue) splitResidual() (int, *Epilogue) {
+func (e *epilogue) splitResidual() (int, *epilogue) {
 	if len(e.instrs) == 0 {
 		return -1, e
 	}
@@ -354,8 +354,8 @@ func (o epOperand) isReg(r int) bool { return o.kind == operandReg && o.idx == r
 
 // dropFirst is e without its first instruction, whose result takes the
 // place of register 0, when no later instruction reads register 0.
-func (e *Epilogue) dropFirst() (*Epilogue, bool) {
-	rest := &Epilogue{regs: e.regs - 1, ext: e.ext, rowLen: e.rowLen, flat: e.flat}
+func (e *epilogue) dropFirst() (*epilogue, bool) {
+	rest := &epilogue{regs: e.regs - 1, ext: e.ext, rowLen: e.rowLen, flat: e.flat}
 	for _, in := range e.instrs[1:] {
 		for _, o := range in.operands() {
 			if o.kind != operandReg {
@@ -467,7 +467,7 @@ func arithF32(op string) binFn[float32, float32] {
 // epRegs is the register space one worker needs: register 0 is read in
 // place and the last one is the result, so only those in between take
 // room.
-func (e *Epilogue) epRegs() int { return max(e.regs-2, 0) * epChunk }
+func (e *epilogue) epRegs() int { return max(e.regs-2, 0) * epChunk }
 
 // reg is register i (0 < i < regs-1) of a piece of l elements in regs.
 func reg(regs []float32, i, l int) []float32 { return regs[(i-1)*epChunk:][:l] }
@@ -478,7 +478,7 @@ func reg(regs []float32, i, l int) []float32 { return regs[(i-1)*epChunk:][:l] }
 // Register 0 is read from y and the last result is written to z directly;
 // the registers in between live in regs. Every operator is elementwise, so
 // z may be y or an activation that the chain reads.
-func (e *Epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32) {
+func (e *epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32) {
 	n := len(y)
 	if len(e.instrs) == 0 {
 		// Nothing left after the kernel's clamp: the result is the
@@ -532,7 +532,7 @@ func (e *Epilogue) apply(z, y []float32, ext [][]byte, r, j0 int, regs []float32
 // fetch returns an operand's values for a piece of l elements starting at
 // column j of row r (flat index flat), and its stride (0: one value); y0
 // is the producer's piece, register 0.
-func (e *Epilogue) fetch(o *epOperand, y0, regs []float32, ext [][]byte, r, j, flat, l int) ([]float32, int) {
+func (e *epilogue) fetch(o *epOperand, y0, regs []float32, ext [][]byte, r, j, flat, l int) ([]float32, int) {
 	switch o.kind {
 	case operandReg:
 		if o.idx == 0 {
@@ -570,7 +570,7 @@ func f32bytes(f []float32) []byte {
 
 // fused is what a kernel that takes an epilogue keeps of it.
 type fused struct {
-	ep     *Epilogue
+	ep     *epilogue
 	nin    int // the producer's own inputs; ext activations follow
 	shares int // workers the registers serve
 	// temp is, in overwrite mode, the floats of each worker's tile buffer:
@@ -630,19 +630,19 @@ func (f *fused) tempBuf(temps []float32, share int) []float32 {
 // output: every worker's registers.
 func (f *fused) workFloats() int { return f.shares * f.ep.epRegs() }
 
-func newFused(ep *Epilogue, nin, threads int) *fused {
+func newFused(ep *epilogue, nin, threads int) *fused {
 	return &fused{ep: ep, nin: nin, shares: max(threads, 1)}
 }
 
 // RegisterBytes is the working memory a kernel fused with ep needs when it
 // runs on a pool of the given number of threads, outside overwrite mode
-// (see WorkBytes).
-func (e *Epilogue) RegisterBytes(threads int) int { return 4 * max(threads, 1) * e.epRegs() }
+// (see workBytes).
+func (e *epilogue) RegisterBytes(threads int) int { return 4 * max(threads, 1) * e.epRegs() }
 
-// WorkBytes is the working memory a kernel that Fuse, FuseAfter or
-// FuseOverwrite returned takes as its third output: each session gives
+// workBytes is the working memory a kernel that fuseEpilogue, fuseAfter or
+// fuseOverwrite returned takes as its third output: each session gives
 // its own, 64-byte aligned; 0 for any other kernel.
-func WorkBytes(k Kernel) int {
+func workBytes(k Kernel) int {
 	switch k := k.(type) {
 	case *matmulKernel:
 		if k.fuse != nil {
@@ -662,7 +662,7 @@ func WorkBytes(k Kernel) int {
 // overwrite mode that the blocking aims for (128 KiB).
 const overwriteTemp = 32 << 10
 
-// FuseOverwrite is Fuse for a chain whose result may be the memory of an
+// fuseOverwrite is fuseEpilogue for a chain whose result may be the memory of an
 // activation the epilogue reads (a residual that dies there): the fused
 // kernel computes each tile of k's output in a tile buffer of its worker
 // and never writes its own output (the first of its outputs is unused),
@@ -672,7 +672,7 @@ const overwriteTemp = 32 << 10
 // (none where the kernels add the residual themselves in a single k
 // slice: they then write the result directly). ok is false when k cannot
 // run so.
-func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp int, ok bool) {
+func fuseOverwrite(k Kernel, ep *epilogue, nin, threads int) (fk Kernel, temp int, ok bool) {
 	switch k := k.(type) {
 	case *convKernel:
 		if k.fuse != nil || ep.rowLen != k.outSp || k.depthwise || k.outSp == 0 || k.nb == 0 || k.wT != nil || k.wg != nil {
@@ -719,9 +719,9 @@ func FuseOverwrite(k Kernel, ep *Epilogue, nin, threads int) (fk Kernel, temp in
 	return nil, 0, false
 }
 
-// FusedRowLen reports whether k can take an epilogue and, if so, the row
+// fusedRowLen reports whether k can take an epilogue and, if so, the row
 // length its output is viewed as.
-func FusedRowLen(k Kernel) (int, bool) {
+func fusedRowLen(k Kernel) (int, bool) {
 	switch k := k.(type) {
 	case *matmulKernel:
 		if k.fuse == nil {
@@ -735,7 +735,7 @@ func FusedRowLen(k Kernel) (int, bool) {
 	return 0, false
 }
 
-// Fuse returns a kernel that runs k and then ep on each tile of k's output.
+// fuseEpilogue returns a kernel that runs k and then ep on each tile of k's output.
 // The fused kernel takes k's inputs followed by ep's activations (nin is
 // the number of k's inputs, absent ones included), and three outputs: k's
 // own output, which it writes as k would, the epilogue's result, which may
@@ -743,7 +743,7 @@ func FusedRowLen(k Kernel) (int, bool) {
 // memory, 64-byte aligned, that no other run uses at the same time.
 // threads is the size of the Workers it will run on. ok is false when k
 // cannot take an epilogue.
-func Fuse(k Kernel, ep *Epilogue, nin, threads int) (Kernel, bool) {
+func fuseEpilogue(k Kernel, ep *epilogue, nin, threads int) (Kernel, bool) {
 	switch k := k.(type) {
 	case *matmulKernel:
 		if k.fuse != nil || ep.rowLen != k.n {
@@ -787,11 +787,11 @@ func (g *gemm) tileRect(t int) (i0, i1, j0, j1 int) {
 	return p0 * gemmMR, min(p1*gemmMR, g.m), q0 * gemmNR, min(q1*gemmNR, g.n)
 }
 
-// FuseAfter returns a kernel that runs k and then ep over k's whole
+// fuseAfter returns a kernel that runs k and then ep over k's whole
 // output, in one more parallel pass instead of tile by tile: for a chain
 // whose result may not be written while k still reads its inputs. Inputs
-// and outputs are as for Fuse; rowLen (ep's) must divide k's output.
-func FuseAfter(k Kernel, ep *Epilogue, nin, threads int) Kernel {
+// and outputs are as for fuseEpilogue; rowLen (ep's) must divide k's output.
+func fuseAfter(k Kernel, ep *epilogue, nin, threads int) Kernel {
 	return &afterKernel{k: k, f: newFused(ep, nin, threads)}
 }
 

@@ -19,7 +19,7 @@ func TestGODEBUGTurnsOffAVX512(t *testing.T) {
 	}
 	for name, on := range map[string]bool{
 		"useAVX512Kernel": useAVX512Kernel, "dw512": dw512, "arith512": arith512, "vmath512": vmath512,
-		"BlockedLayouts": BlockedLayouts(),
+		"blockedLayouts": blockedLayouts(),
 	} {
 		if on {
 			t.Errorf("%s is set with AVX-512F switched off", name)

@@ -295,13 +295,13 @@ func BenchmarkLinearFusedCold(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					ep, _, err := NewEpilogue(tg.g, mm.Outputs[0], int(s.n), []*ir.Node{add, add2})
+					ep, _, err := newEpilogue(tg.g, mm.Outputs[0], int(s.n), []*ir.Node{add, add2})
 					if err != nil {
 						b.Fatal(err)
 					}
-					fk, ok := Fuse(k, ep, 2, th)
+					fk, ok := fuseEpilogue(k, ep, 2, th)
 					if !ok {
-						b.Fatal("Fuse refused")
+						b.Fatal("fuseEpilogue refused")
 					}
 					y := int64(s.m * s.n * 4)
 					runs[i] = &prepared{

@@ -131,7 +131,7 @@ func checkFusedProduct(t *testing.T, m, kk, nn int64) {
 	mm := tg.node("MatMul", nil, []ir.TensorID{x, w}, out{ir.Float32, []int64{m, nn}})
 	relu := tg.node("Relu", nil, []ir.TensorID{mm.Outputs[0]}, out{ir.Float32, []int64{m, nn}})
 	add := tg.node("Add", nil, []ir.TensorID{relu.Outputs[0], r}, out{ir.Float32, []int64{m, nn}})
-	ep, _, err := NewEpilogue(tg.g, mm.Outputs[0], int(nn), []*ir.Node{relu, add})
+	ep, _, err := newEpilogue(tg.g, mm.Outputs[0], int(nn), []*ir.Node{relu, add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +146,10 @@ func checkFusedProduct(t *testing.T, m, kk, nn int64) {
 			t.Fatalf("built for %d threads: neither block-packed nor by owned columns", built)
 		}
 		ref, refScratch := wholeOf(mk)
-		fk, ok1 := Fuse(k, ep, 2, built)
-		fr, ok2 := Fuse(ref, ep, 2, built)
+		fk, ok1 := fuseEpilogue(k, ep, 2, built)
+		fr, ok2 := fuseEpilogue(ref, ep, 2, built)
 		if !ok1 || !ok2 {
-			t.Fatal("Fuse refused")
+			t.Fatal("fuseEpilogue refused")
 		}
 		outBytes := []int64{m * nn * 4, m * nn * 4, int64(ep.RegisterBytes(built))}
 		for _, threads := range []int{1, 2, 3} {

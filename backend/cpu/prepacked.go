@@ -1,9 +1,9 @@
 package cpu
 
-// Prepacked is implemented by kernels that copy some constant inputs into
+// prepackedKernel is implemented by kernels that copy some constant inputs into
 // a layout of their own when they are built and never read those inputs
 // again: a runtime need not keep such an input's bytes resident.
-type Prepacked interface {
+type prepackedKernel interface {
 	// Prepacked reports whether input i was copied at build time.
 	Prepacked(i int) bool
 	// PackedBytes is the size of the kernel's copies.
@@ -44,10 +44,10 @@ func (k *convKernel) PackedBytes() int64 {
 	return 4 * int64(n)
 }
 
-// ByteReader is implemented by kernels that only copy some inputs byte
+// byteReader is implemented by kernels that only copy some inputs byte
 // by byte: such an input may sit at any address, so a runtime can hand
 // them a constant straight from a mapped file however the file aligns it.
-type ByteReader interface {
+type byteReader interface {
 	// ReadsBytes reports whether input i is only copied byte by byte.
 	ReadsBytes(i int) bool
 }

@@ -18,14 +18,14 @@ type prologue struct {
 	relu bool
 }
 
-// WithPrologue returns a kernel that runs the chain of nodes on the input
+// withPrologue returns a kernel that runs the chain of nodes on the input
 // of the convolution kernel k while packing it, instead of as steps of
 // their own. chain is [BatchNormalization] or [BatchNormalization, Relu],
 // the Relu reading the BatchNormalization's output, and the chain's last
 // output is k's input 0 (the caller guarantees that, and that no other
 // node reads the chain's outputs). The returned kernel takes the
 // BatchNormalization's input in place of k's input 0 and k's other inputs
-// unchanged; its outputs, scratch size and any epilogue (see Fuse; either
+// unchanged; its outputs, scratch size and any epilogue (see fuseEpilogue; either
 // may be applied first) are k's. Its output must not share memory with
 // the new input 0: every block of the output reads all input channels.
 //
@@ -33,7 +33,7 @@ type prologue struct {
 // and no padding (not depthwise, any group) without a prologue yet, every
 // tensor of the chain is float32 of k's input shape, and the
 // BatchNormalization is in inference mode with constant statistics.
-func WithPrologue(k Kernel, g *ir.Graph, chain []*ir.Node) (Kernel, bool) {
+func withPrologue(k Kernel, g *ir.Graph, chain []*ir.Node) (Kernel, bool) {
 	ck, ok := k.(*convKernel)
 	if !ok || !ck.pointwise || ck.sub > 0 || ck.depthwise || ck.pro != nil || g == nil || len(chain) < 1 || len(chain) > 2 {
 		return nil, false

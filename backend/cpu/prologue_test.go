@@ -242,9 +242,9 @@ func TestPrologue(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					pk, ok := WithPrologue(k, p.g, p.chain())
+					pk, ok := withPrologue(k, p.g, p.chain())
 					if !ok {
-						t.Fatal("WithPrologue refused")
+						t.Fatal("withPrologue refused")
 					}
 					y := alignedBytes(int64(len(want)))
 					for i := range y {
@@ -286,9 +286,9 @@ func TestProloguePack(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				pk, ok := WithPrologue(k, p.g, p.chain())
+				pk, ok := withPrologue(k, p.g, p.chain())
 				if !ok {
-					t.Fatal("WithPrologue refused")
+					t.Fatal("withPrologue refused")
 				}
 				pro := pk.(*convKernel).pro
 				ck := pk.(*convKernel)
@@ -319,7 +319,7 @@ func TestProloguePack(t *testing.T) {
 }
 
 // TestPrologueEpilogue checks that an epilogue still runs on a convolution
-// with a prologue, in either order of WithPrologue and Fuse.
+// with a prologue, in either order of withPrologue and fuseEpilogue.
 func TestPrologueEpilogue(t *testing.T) {
 	for _, c := range []proCase{proCases[2], proCases[6], proCases[9]} {
 		for _, th := range []int{1, 3} {
@@ -330,18 +330,18 @@ func TestPrologueEpilogue(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rowLen, ok := FusedRowLen(k)
+				rowLen, ok := fusedRowLen(k)
 				if !ok {
 					t.Fatal("convolution takes no epilogue")
 				}
-				ep, _, err := NewEpilogue(p.g, p.conv.Outputs[0], rowLen, []*ir.Node{p.post})
+				ep, _, err := newEpilogue(p.g, p.conv.Outputs[0], rowLen, []*ir.Node{p.post})
 				if err != nil {
 					t.Fatal(err)
 				}
 				nin := len(p.conv.Inputs)
-				ref, ok := Fuse(k, ep, nin, th)
+				ref, ok := fuseEpilogue(k, ep, nin, th)
 				if !ok {
-					t.Fatal("Fuse refused")
+					t.Fatal("fuseEpilogue refused")
 				}
 				pool := NewWorkers(th)
 				defer pool.Close()
@@ -353,17 +353,17 @@ func TestPrologueEpilogue(t *testing.T) {
 					return y, z
 				}
 				wantY, wantZ := runFused(ref, cin)
-				pk, ok := WithPrologue(k, p.g, p.chain())
+				pk, ok := withPrologue(k, p.g, p.chain())
 				if !ok {
-					t.Fatal("WithPrologue refused")
+					t.Fatal("withPrologue refused")
 				}
-				a, ok := Fuse(pk, ep, nin, th)
+				a, ok := fuseEpilogue(pk, ep, nin, th)
 				if !ok {
-					t.Fatal("Fuse after WithPrologue refused")
+					t.Fatal("fuseEpilogue after withPrologue refused")
 				}
-				b, ok := WithPrologue(ref, p.g, p.chain())
+				b, ok := withPrologue(ref, p.g, p.chain())
 				if !ok {
-					t.Fatal("WithPrologue after Fuse refused")
+					t.Fatal("withPrologue after fuseEpilogue refused")
 				}
 				for name, fk := range map[string]Kernel{"prologue then epilogue": a, "epilogue then prologue": b} {
 					y, z := runFused(fk, alignedCopy(f32Bytes(p.x)))
@@ -415,9 +415,9 @@ func TestPrologueRefused(t *testing.T) {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			pk, ok := WithPrologue(k, p.g, p.chain())
+			pk, ok := withPrologue(k, p.g, p.chain())
 			if !ok {
-				tb.Fatal("WithPrologue refused the base case")
+				tb.Fatal("withPrologue refused the base case")
 			}
 			return pk
 		}},
@@ -437,8 +437,8 @@ func TestPrologueRefused(t *testing.T) {
 			if tc.chain != nil {
 				chain = tc.chain(p)
 			}
-			if pk, ok := WithPrologue(k, p.g, chain); ok || pk != nil {
-				t.Errorf("WithPrologue = %v, %v; want nil, false", pk, ok)
+			if pk, ok := withPrologue(k, p.g, chain); ok || pk != nil {
+				t.Errorf("withPrologue = %v, %v; want nil, false", pk, ok)
 			}
 		})
 	}
@@ -451,9 +451,9 @@ func TestPrologueDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk, ok := WithPrologue(k, p.g, p.chain())
+	pk, ok := withPrologue(k, p.g, p.chain())
 	if !ok {
-		t.Fatal("WithPrologue refused")
+		t.Fatal("withPrologue refused")
 	}
 	pool := NewWorkers(2)
 	defer pool.Close()
@@ -483,9 +483,9 @@ func BenchmarkPrologue(b *testing.B) {
 		bnK, bnS := build(p.bn)
 		reluK, reluS := build(p.relu)
 		convK, convS := build(p.conv)
-		pk, ok := WithPrologue(convK, p.g, p.chain())
+		pk, ok := withPrologue(convK, p.g, p.chain())
 		if !ok {
-			b.Fatal("WithPrologue refused")
+			b.Fatal("withPrologue refused")
 		}
 		x := alignedCopy(f32Bytes(p.x))
 		bnIn := [][]byte{x}

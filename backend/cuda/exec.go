@@ -229,7 +229,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if fz != nil {
 		e.fused = fz.stats()
 	}
-	scratchOf := scratchTensors(p, index, scratch)
+	scratchOf := plan.ScratchTensors(p, index, scratch)
 
 	// The weight region: every constant a launch reads, then the extras;
 	// those of the model file that a store holds lie there instead.
@@ -395,30 +395,6 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-// scratchTensors finds, for each node with scratch, the problem tensor
-// FromGraph added for it: the output of its step that is no ir tensor.
-func scratchTensors(p *plan.Problem, index []int, scratch []int64) []int {
-	isIR := make([]bool, len(p.Tensors))
-	for _, j := range index {
-		if j >= 0 {
-			isIR[j] = true
-		}
-	}
-	out := make([]int, len(scratch))
-	for i := range out {
-		out[i] = -1
-		if scratch[i] <= 0 {
-			continue
-		}
-		for _, t := range p.Steps[i].Outputs {
-			if !isIR[t] {
-				out[i] = t
-			}
-		}
-	}
-	return out
 }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }

@@ -1,12 +1,11 @@
-package berth
+package cpu
 
 import (
 	"context"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/berth-ml/berth/npy"
+	"time"
 )
 
 // TestPairs compiles the mobilenet_pairs fixture, whose three expansions
@@ -16,18 +15,10 @@ import (
 // its own, on any number of threads. TestFixturesMatchPyTorch holds the
 // results against PyTorch's.
 func TestPairs(t *testing.T) {
-	const dir = "testdata/models/mobilenet_pairs/"
-	m, err := Load(dir + "model.onnx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	a, err := npy.ReadFile(dir + "input_0.npy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := Tensor{Name: "image", DType: a.DType, Shape: a.Shape, Data: a.Data}
-	plain, err := Compile(m, CPU, Options{Threads: 2, NoPairs: true})
+	const dir = fixtures + "mobilenet_pairs/"
+	g := loadFixture(t, dir+"model.onnx")
+	in := fixtureInputs(t, dir)
+	plain, err := Compile(g, Options{Threads: 2, NoPairs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +27,7 @@ func TestPairs(t *testing.T) {
 	}
 	want := logits(t, plain, in)
 	for _, threads := range []int{1, 2, 3} {
-		e, err := Compile(m, CPU, Options{Threads: threads})
+		e, err := Compile(g, Options{Threads: threads})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,11 +38,14 @@ func TestPairs(t *testing.T) {
 			t.Errorf("%d threads: %v, want %v (each step alone)", threads, got, want)
 		}
 		// The profile names the pair's steps after both chains.
-		s, err := e.NewSession()
+		s, err := e.NewSession(nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps, err := s.Profile(context.Background(), in)
+		feed(t, s, in)
+		times := make([]time.Duration, s.Steps())
+		err = s.Run(context.Background(), times)
+		steps := s.Profile(times)
 		s.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package berth
+package cpu
 
 import (
 	"bytes"
@@ -114,7 +114,7 @@ func (c attentionCase) graph(rng *rand.Rand) *ir.Graph {
 	return k.g
 }
 
-// TestAttention merges attention's three steps into one (cpu.FuseAttention)
+// TestAttention merges attention's three steps into one (cpu.fuseAttention)
 // on 1 to 3 threads and wants the bytes of every step run apart
 // (NoFusion: the scale and mask as steps of their own too), and no
 // allocation in Run.
@@ -143,15 +143,15 @@ func TestAttention(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := &Model{graph: c.graph(rng)}
-			inputs := randomInputs(rng, m.graph)
-			ref := attentionRun(t, m, inputs, Options{Threads: 1, NoFusion: true}, 0, 0)
+			g := c.graph(rng)
+			inputs := randomInputs(rng, g)
+			ref := attentionRun(t, g, inputs, Options{Threads: 1, NoFusion: true}, 0, 0)
 			for _, threads := range []int{1, 2, 3} {
 				want, folds := 0, 0
 				if c.fuses && c.heads >= 2*int64(threads) {
 					want, folds = 1, c.folds
 				}
-				got := attentionRun(t, m, inputs, Options{Threads: threads}, want, folds)
+				got := attentionRun(t, g, inputs, Options{Threads: threads}, want, folds)
 				for i := range ref {
 					if !bytes.Equal(got[i], ref[i]) {
 						t.Errorf("%d threads: output %d differs from the steps run apart", threads, i)
@@ -162,13 +162,13 @@ func TestAttention(t *testing.T) {
 	}
 }
 
-// attentionRun compiles m with opts, wants merged attention steps and
+// attentionRun compiles g with opts, wants merged attention steps and
 // folds Transposes folded into them, runs
 // it on inputs (checking that Run does not allocate) and returns its
 // outputs' bytes.
-func attentionRun(t *testing.T, m *Model, inputs []Tensor, opts Options, merged, folds int) [][]byte {
+func attentionRun(t *testing.T, g *ir.Graph, inputs [][]byte, opts Options, merged, folds int) [][]byte {
 	t.Helper()
-	exe, err := Compile(m, CPU, opts)
+	exe, err := Compile(g, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,15 +184,15 @@ func attentionRun(t *testing.T, m *Model, inputs []Tensor, opts Options, merged,
 	if len(exe.folds) != folds {
 		t.Errorf("%d threads: %d Transposes folded, want %d", opts.Threads, len(exe.folds), folds)
 	}
-	s, err := exe.NewSession()
+	s, err := exe.NewSession(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	var outs []Tensor
 	allocs := testing.AllocsPerRun(5, func() {
-		if outs, err = s.Run(ctx, inputs...); err != nil {
+		feed(t, s, inputs)
+		if err = s.Run(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -200,8 +200,8 @@ func attentionRun(t *testing.T, m *Model, inputs []Tensor, opts Options, merged,
 		t.Errorf("%d threads: Session.Run allocates %.1f times per run", opts.Threads, allocs)
 	}
 	var res [][]byte
-	for _, o := range outs {
-		res = append(res, bytes.Clone(o.Data))
+	for _, o := range s.Outputs() {
+		res = append(res, bytes.Clone(o))
 	}
 	if len(res) == 0 {
 		t.Fatal(fmt.Errorf("no outputs"))
@@ -214,8 +214,8 @@ func attentionRun(t *testing.T, m *Model, inputs []Tensor, opts Options, merged,
 func BenchmarkAttention(b *testing.B) {
 	c := attentionCase{heads: 12, m: 128, n: 128, d: 64, dv: 64, scale: true, split: true}
 	rng := rand.New(rand.NewPCG(5, 6))
-	m := &Model{graph: c.graph(rng)}
-	inputs := randomInputs(rng, m.graph)
+	g := c.graph(rng)
+	inputs := randomInputs(rng, g)
 	for _, threads := range []int{1, 2} {
 		for _, steps := range []bool{false, true} {
 			name := "fused"
@@ -223,18 +223,19 @@ func BenchmarkAttention(b *testing.B) {
 				name = "steps"
 			}
 			b.Run(fmt.Sprintf("%s/threads=%d", name, threads), func(b *testing.B) {
-				exe, err := Compile(m, CPU, Options{Threads: threads, NoAttention: steps})
+				exe, err := Compile(g, Options{Threads: threads, NoAttention: steps})
 				if err != nil {
 					b.Fatal(err)
 				}
-				s, err := exe.NewSession()
+				s, err := exe.NewSession(nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer s.Close()
 				ctx := context.Background()
 				for b.Loop() {
-					if _, err := s.Run(ctx, inputs...); err != nil {
+					feed(b, s, inputs)
+					if err := s.Run(ctx, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

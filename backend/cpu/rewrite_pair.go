@@ -1,22 +1,21 @@
-package berth
+package cpu
 
 import (
 	"slices"
 
-	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
 )
 
 // merged is a step that also runs the steps after it that read its
 // result: a pointwise convolution with the depthwise convolution reading
-// its output (cpu.FusePair, pairUp), or attention's two products and the
-// padding mask's Add and softmax between them (cpu.FuseAttention,
+// its output (fusePair, pairUp), or attention's two products and the
+// padding mask's Add and softmax between them (fuseAttention,
 // attend). The steps in more are
 // absorbed; the merged step binds its own node's inputs and outputs, then
 // each absorbed node's, in order, and runs kernel on them.
 type merged struct {
-	kernel cpu.Kernel
+	kernel Kernel
 	more   []int
 	// folded lists the Transposes whose work the merged step does as it
 	// reads or writes (attend): absorbed, binding nothing themselves.
@@ -24,7 +23,7 @@ type merged struct {
 }
 
 // pairUp finds each step whose result only a depthwise convolution reads,
-// a step that reads no other activation, and where cpu.FusePair takes the
+// a step that reads no other activation, and where fusePair takes the
 // two kernels, merges the depthwise's step into it: the merged step reads
 // both steps' inputs but the result, writes both steps' outputs, and one
 // scratch for both, which holds the workers' buffers of the result, so
@@ -36,7 +35,7 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 	readers := g.Consumers()
 	isOut := graphOutputs(g)
 	// kernel is the kernel node s runs and its result.
-	kernel := func(s int) (k cpu.Kernel, y ir.TensorID) {
+	kernel := func(s int) (k Kernel, y ir.TensorID) {
 		k, y = e.kernels[s], ir.NoTensor
 		if outs := g.Nodes[s].Outputs; len(outs) > 0 {
 			y = outs[0]
@@ -69,7 +68,7 @@ func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 		}
 		kdw, _ := kernel(d)
 		nIn, nOut := e.stepArity(s)
-		k, bytes, ok := cpu.FusePair(kpw, kdw, nIn, nOut, scratch[s], scratch[d], e.threads)
+		k, bytes, ok := fusePair(kpw, kdw, nIn, nOut, scratch[s], scratch[d], e.threads)
 		if !ok {
 			continue
 		}

@@ -1,9 +1,8 @@
-package berth
+package cpu
 
 import (
 	"slices"
 
-	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
 )
@@ -18,7 +17,7 @@ import (
 // writes the chain's result, so the planner never keeps the producer's
 // output and the chain's values live beside each other.
 type fusion struct {
-	kernel cpu.Kernel
+	kernel Kernel
 	ext    []ir.TensorID // activations the epilogue reads
 	result ir.TensorID   // the chain's last output, which the epilogue writes
 	ops    []string      // the absorbed nodes' operators
@@ -35,7 +34,7 @@ type fusion struct {
 	// plain is the kernel without overwrite mode, step and scratch the
 	// fused step and its scratch tensor in the plan's problem (-1: none):
 	// what pruneOverwrites needs to take overwrite mode back.
-	plain         cpu.Kernel
+	plain         Kernel
 	step, scratch int
 }
 
@@ -69,12 +68,12 @@ func (e *Executable) fuse(p *plan.Problem, index []int, scratch []int64) {
 	isOut := graphOutputs(g)
 	producedAt := func(id ir.TensorID) int { return g.Tensors[id].Producer } // -1 for inputs and constants
 	e.fusions = make(map[int]*fusion)
-	e.prologues = make(map[int]*prologue)
+	e.prologues = make(map[int]*convPrologue)
 	e.absorbed = make([]bool, len(g.Nodes))
 	for s := 0; s < len(g.Nodes); s++ {
 		n := &g.Nodes[s]
 		e.fusePrologue(p, index, s, readers, isOut)
-		rowLen, ok := cpu.FusedRowLen(e.kernels[s])
+		rowLen, ok := fusedRowLen(e.kernels[s])
 		if !ok || len(n.Outputs) != 1 || n.Outputs[0] == ir.NoTensor || isOut[n.Outputs[0]] {
 			continue
 		}
@@ -113,17 +112,17 @@ func (e *Executable) fuse(p *plan.Problem, index []int, scratch []int64) {
 	}
 }
 
-// prologue is a BatchNormalization, and maybe a Relu after it, that a
+// convPrologue is a BatchNormalization, and maybe a Relu after it, that a
 // pointwise Conv applies to its input while packing it: the Conv reads
 // the normalisation's input instead, and the chain's values are never
 // written.
-type prologue struct {
+type convPrologue struct {
 	input ir.TensorID // what the Conv reads in place of its input 0
 	ops   []string    // the absorbed nodes' operators
 }
 
 // fusePrologue gives node s, a Conv, the BatchNormalization (+ Relu)
-// chain that computes its input as a prologue (cpu.WithPrologue) when the
+// chain that computes its input as a prologue (withPrologue) when the
 // chain's values are read by nothing else and are not graph outputs, and
 // merges the chain into step s of p: the step reads the chain's input and
 // writes the chain's values, which take no bytes, and the chain's steps
@@ -158,12 +157,12 @@ func (e *Executable) fusePrologue(p *plan.Problem, index []int, s int, readers [
 	if len(chain) == 0 || chain[0].Op != "BatchNormalization" {
 		return
 	}
-	k, ok := cpu.WithPrologue(e.kernels[s], g, chain)
+	k, ok := withPrologue(e.kernels[s], g, chain)
 	if !ok {
 		return
 	}
 	x := chain[0].Inputs[0]
-	pr := &prologue{input: x}
+	pr := &convPrologue{input: x}
 	for _, m := range chain {
 		pr.ops = append(pr.ops, m.Op)
 	}
@@ -267,7 +266,7 @@ func stepScratch(p *plan.Problem, name string, sc int, need int64) int {
 // y whose values are vals: one output of y's type and shape, reading a
 // chain value, every other input constant or computed before step s.
 func chainable(g *ir.Graph, m *ir.Node, y ir.TensorID, vals map[ir.TensorID]bool, producedAt func(ir.TensorID) int, s int) bool {
-	if !m.DefaultDomain() || !cpu.EpilogueOp(m.Op) || len(m.Outputs) != 1 || m.Outputs[0] == ir.NoTensor {
+	if !m.DefaultDomain() || !epilogueOp(m.Op) || len(m.Outputs) != 1 || m.Outputs[0] == ir.NoTensor {
 		return false
 	}
 	if z, yt := g.Tensor(m.Outputs[0]), g.Tensor(y); z.DType != yt.DType || !z.Shape.Equal(yt.Shape) {
@@ -312,12 +311,12 @@ func closedChain(chain []*ir.Node, y ir.TensorID, readers [][]int, isOut []bool,
 //
 // When an activation the epilogue reads dies there in every schedule and
 // has the result's type and size (a residual), the kernel runs in
-// overwrite mode if it can (cpu.FuseOverwrite) and the plan may then give
+// overwrite mode if it can (fuseOverwrite) and the plan may then give
 // the result that activation's bytes; only where its tile buffers are
 // small beside the result, so that the mode saves memory.
 func (e *Executable) tryFusion(i int, y ir.TensorID, rowLen int, chain []*ir.Node, kernelBytes int64, readers [][]int, isOut []bool) *fusion {
 	g := e.g
-	ep, ext, err := cpu.NewEpilogue(g, y, rowLen, chain)
+	ep, ext, err := newEpilogue(g, y, rowLen, chain)
 	if err != nil {
 		return nil
 	}
@@ -334,23 +333,23 @@ func (e *Executable) tryFusion(i int, y ir.TensorID, rowLen int, chain []*ir.Nod
 			}
 		}
 		if len(dying) > 0 {
-			if k, temp, ok := cpu.FuseOverwrite(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads); ok && 4*int64(temp) <= g.Tensor(z).Bytes() {
+			if k, temp, ok := fuseOverwrite(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads); ok && 4*int64(temp) <= g.Tensor(z).Bytes() {
 				f.kernel, f.overwrite = k, dying
-				f.tempAt, f.temp = roundUp(kernelBytes, Alignment), int64(temp)
+				f.tempAt, f.temp = alignUp(kernelBytes, Alignment), int64(temp)
 			}
 		}
 	}
 	if fuseTiles {
-		f.plain, _ = cpu.Fuse(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads)
+		f.plain, _ = fuseEpilogue(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads)
 	}
 	ok := f.kernel != nil
 	if !ok && f.plain != nil {
 		f.kernel, ok = f.plain, true
 	}
 	if !ok {
-		f.kernel = cpu.FuseAfter(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads)
+		f.kernel = fuseAfter(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads)
 	}
-	f.regs = cpu.WorkBytes(f.kernel)
+	f.regs = workBytes(f.kernel)
 	return f
 }
 

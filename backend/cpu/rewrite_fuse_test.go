@@ -1,26 +1,21 @@
-package berth
+package cpu
 
 import (
 	"bytes"
-	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/berth-ml/berth/ir"
-	"github.com/berth-ml/berth/npy"
 )
 
-// runBoth compiles m with and without fusion (in place on and off), on 2
+// runBoth compiles g with and without fusion (in place on and off), on 2
 // and 3 threads (the kernels split their work differently), runs each on
 // the same inputs and wants the same bytes; it returns the number of nodes
 // absorbed into epilogues with fusion on.
-func runBoth(t *testing.T, m *Model, inputs []Tensor) int {
+func runBoth(t *testing.T, g *ir.Graph, inputs [][]byte) int {
 	t.Helper()
 	var ref [][]byte
 	absorbed := -1
@@ -31,7 +26,7 @@ func runBoth(t *testing.T, m *Model, inputs []Tensor) int {
 					continue
 				}
 				// Blocked layouts follow fusion and round otherwise.
-				n := runOne(t, m, inputs, &ref, Options{Threads: threads, NoInPlace: noInPlace, NoFusion: noFusion, NoBlocking: true, MemoryLimit: -1})
+				n := runOne(t, g, inputs, &ref, Options{Threads: threads, NoInPlace: noInPlace, NoFusion: noFusion, NoBlocking: true})
 				if !noFusion && !noInPlace && threads == 3 {
 					absorbed = n
 				}
@@ -41,13 +36,13 @@ func runBoth(t *testing.T, m *Model, inputs []Tensor) int {
 	return absorbed
 }
 
-// runOne compiles m with opts, runs it on inputs and compares the outputs
+// runOne compiles g with opts, runs it on inputs and compares the outputs
 // with ref (which it sets when nil); it returns the number of nodes
 // absorbed into epilogues.
-func runOne(t *testing.T, m *Model, inputs []Tensor, ref *[][]byte, opts Options) int {
+func runOne(t *testing.T, g *ir.Graph, inputs [][]byte, ref *[][]byte, opts Options) int {
 	t.Helper()
 	noInPlace, noFusion := opts.NoInPlace, opts.NoFusion
-	exe, err := Compile(m, CPU, opts)
+	exe, err := Compile(g, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,50 +55,17 @@ func runOne(t *testing.T, m *Model, inputs []Tensor, ref *[][]byte, opts Options
 	if noFusion && n != 0 {
 		t.Fatalf("NoFusion, yet %d nodes absorbed", n)
 	}
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	res, err := s.Run(context.Background(), inputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runOnce(t, exe, inputs)
 	if *ref == nil {
-		for _, r := range res {
-			*ref = append(*ref, bytes.Clone(r.Data))
-		}
+		*ref = res
 	} else {
 		for i, r := range res {
-			if !bytes.Equal(r.Data, (*ref)[i]) {
+			if !bytes.Equal(r, (*ref)[i]) {
 				t.Fatalf("%d threads, in place %v, fusion %v: output %d differs from the unfused run", opts.Threads, !noInPlace, !noFusion, i)
 			}
 		}
 	}
 	return n
-}
-
-// randomInputs draws every float32 input of g from N(0, 1), every bool
-// one from {false, true}.
-func randomInputs(rng *rand.Rand, g *ir.Graph) []Tensor {
-	var inputs []Tensor
-	for _, id := range g.Inputs {
-		tt := g.Tensor(id)
-		if tt.DType == ir.Bool {
-			b := make([]byte, tt.Shape.Elements())
-			for i := range b {
-				b[i] = byte(rng.IntN(2))
-			}
-			inputs = append(inputs, Tensor{Name: tt.Name, DType: tt.DType, Shape: []int64(tt.Shape), Data: b})
-			continue
-		}
-		b := make([]byte, 4*tt.Shape.Elements())
-		for i := 0; i < len(b); i += 4 {
-			binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(rng.NormFloat64())))
-		}
-		inputs = append(inputs, Tensor{Name: tt.Name, DType: tt.DType, Shape: []int64(tt.Shape), Data: b})
-	}
-	return inputs
 }
 
 // TestFusedChains fuses elementwise chains into MatMul, Gemm and Conv
@@ -417,7 +379,7 @@ func testChain(t *testing.T, rng *rand.Rand, prod func(k *kgraph) (ir.TensorID, 
 	if want == 0 {
 		k.g.Outputs = append(k.g.Outputs, y)
 	}
-	if got := runBoth(t, &Model{graph: k.g}, randomInputs(rng, k.g)); got != max(want, 0) {
+	if got := runBoth(t, k.g, randomInputs(rng, k.g)); got != max(want, 0) {
 		t.Errorf("%d nodes absorbed, want %d", got, max(want, 0))
 	}
 }
@@ -425,30 +387,14 @@ func testChain(t *testing.T, rng *rand.Rand, prod func(k *kgraph) (ir.TensorID, 
 // TestFusedFixtures runs every fixture with and without fusion and wants
 // the same bytes.
 func TestFusedFixtures(t *testing.T) {
-	models, _ := filepath.Glob("testdata/models/*/model.onnx")
+	models, _ := filepath.Glob(fixtures + "*/model.onnx")
 	if len(models) == 0 {
 		t.Fatal("no fixtures")
 	}
 	for _, path := range models {
 		dir := filepath.Dir(path)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			m, err := Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			var inputs []Tensor
-			for i := 0; ; i++ {
-				a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("input_%d.npy", i)))
-				if errors.Is(err, os.ErrNotExist) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				inputs = append(inputs, Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
-			}
-			n := runBoth(t, m, inputs)
+			n := runBoth(t, loadFixture(t, path), fixtureInputs(t, dir))
 			t.Logf("%d nodes absorbed into epilogues", n)
 		})
 	}
@@ -498,7 +444,7 @@ func TestOverwriteResidual(t *testing.T) {
 			z := k.node("Relu", nil, []ir.TensorID{a}, f32, out...)
 			k.g.Outputs = []ir.TensorID{z}
 
-			exe, err := Compile(&Model{graph: k.g}, CPU, Options{Threads: 3, MemoryLimit: -1})
+			exe, err := Compile(k.g, Options{Threads: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -510,7 +456,7 @@ func TestOverwriteResidual(t *testing.T) {
 			if zs, rs := exe.layout.Slots[z], exe.layout.Slots[r]; zs.Offset != rs.Offset {
 				t.Errorf("result at %d, residual at %d: not in place", zs.Offset, rs.Offset)
 			}
-			if got := runBoth(t, &Model{graph: k.g}, randomInputs(rng, k.g)); got != 2 {
+			if got := runBoth(t, k.g, randomInputs(rng, k.g)); got != 2 {
 				t.Errorf("%d nodes absorbed, want 2", got)
 			}
 		})
@@ -563,7 +509,7 @@ func TestFusedPrologue(t *testing.T) {
 			if c.extraRead {
 				k.g.Outputs = append(k.g.Outputs, bn)
 			}
-			if got := runBoth(t, &Model{graph: k.g}, randomInputs(rng, k.g)); got != c.absorbed {
+			if got := runBoth(t, k.g, randomInputs(rng, k.g)); got != c.absorbed {
 				t.Errorf("%d nodes absorbed, want %d", got, c.absorbed)
 			}
 		})
@@ -589,7 +535,7 @@ func TestOverwritePruned(t *testing.T) {
 	y := k.node("Conv", nil, []ir.TensorID{k.input("x", f32, 1, 8, 64, 64), k.constant("w", w, 16, 8, 1, 1)}, f32, out...)
 	z := k.node("Relu", nil, []ir.TensorID{k.node("Add", nil, []ir.TensorID{y, r}, f32, out...)}, f32, out...)
 	k.g.Outputs = []ir.TensorID{sum, z}
-	exe, err := Compile(&Model{graph: k.g}, CPU, Options{Threads: 2, MemoryLimit: -1})
+	exe, err := Compile(k.g, Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +546,7 @@ func TestOverwritePruned(t *testing.T) {
 	if len(f.overwrite) != 0 || f.temp != 0 || f.kernel != f.plain {
 		t.Errorf("overwrite mode kept (%v, %d bytes of tile buffers) where the peak is elsewhere", f.overwrite, f.temp)
 	}
-	if got := runBoth(t, &Model{graph: k.g}, randomInputs(rng, k.g)); got != 2 {
+	if got := runBoth(t, k.g, randomInputs(rng, k.g)); got != 2 {
 		t.Errorf("%d nodes absorbed, want 2", got)
 	}
 }

@@ -1,9 +1,8 @@
-package berth
+package cpu
 
 import (
 	"slices"
 
-	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
 )
@@ -13,7 +12,7 @@ import (
 // perhaps followed by an Add of a padding mask that only the softmax
 // reads), the Softmax along their rows that only they feed, and the
 // MatMul that reads the probabilities as its first operand and is their
-// only reader, and merges them into one step where cpu.FuseAttention
+// only reader, and merges them into one step where fuseAttention
 // takes them: each worker computes one head at a time from its scores to
 // its output, and neither the scores nor the probabilities take bytes of
 // the arena. The Transposes that split the queries, keys and values into
@@ -50,7 +49,7 @@ func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 		if f := e.fusions[s]; f != nil {
 			kqk, y = f.kernel, f.result
 		}
-		st := cpu.AttentionSteps{Scores: kqk, ScoresShape: g.Tensor(y).Shape}
+		st := attentionSteps{Scores: kqk, ScoresShape: g.Tensor(y).Shape}
 		st.In, st.Out = e.stepArity(s)
 		more := []int{}
 		// A padding mask: an Add of an activation that only the softmax
@@ -86,7 +85,7 @@ func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 		// where only this step reads or writes their other side.
 		var folds []fold
 		for _, op := range []struct {
-			view   **cpu.View
+			view   **stridedView
 			id     ir.TensorID
 			reader int
 		}{{&st.Q, g.Nodes[s].Inputs[0], s}, {&st.K, g.Nodes[s].Inputs[1], s}, {&st.V, g.Nodes[pv].Inputs[1], pv}} {
@@ -106,7 +105,7 @@ func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 				folds = append(folds, fold{node: t, id: out, to: g.Nodes[t].Outputs[0], out: true})
 			}
 		}
-		k, bytes, ok := cpu.FuseAttention(st, e.threads)
+		k, bytes, ok := fuseAttention(st, e.threads)
 		if !ok {
 			continue
 		}
@@ -168,7 +167,7 @@ func (e *Executable) foldInto(p *plan.Problem, index []int, s int, f fold) {
 // transposeViews is how the output of Transpose node t lies in its input
 // and its input in its output; ok is false where its permutation does
 // not fit its input.
-func transposeViews(g *ir.Graph, t int) (out, in *cpu.View, ok bool) {
+func transposeViews(g *ir.Graph, t int) (out, in *stridedView, ok bool) {
 	n := &g.Nodes[t]
 	xs, ys := g.Tensor(n.Inputs[0]).Shape, g.Tensor(n.Outputs[0]).Shape
 	r := xs.Rank()
@@ -182,8 +181,8 @@ func transposeViews(g *ir.Graph, t int) (out, in *cpu.View, ok bool) {
 		return nil, nil, false
 	}
 	xst, yst := xs.Strides(), ys.Strides()
-	out = &cpu.View{Shape: ys, Strides: make([]int, r)}
-	in = &cpu.View{Shape: xs, Strides: make([]int, r)}
+	out = &stridedView{Shape: ys, Strides: make([]int, r)}
+	in = &stridedView{Shape: xs, Strides: make([]int, r)}
 	for i, d := range perm {
 		if d < 0 || int(d) >= r || xs[d] != ys[i] {
 			return nil, nil, false

@@ -1,13 +1,10 @@
-package berth
+package cpu
 
 import (
-	"context"
 	"slices"
 	"testing"
 
-	"github.com/berth-ml/berth/backend/cpu"
-	"github.com/berth-ml/berth/internal/compare"
-	"github.com/berth-ml/berth/npy"
+	numeric "github.com/berth-ml/berth/internal/compare"
 )
 
 // TestBlockLayouts compiles the resnet_blocked fixture (ResNet-50's stem,
@@ -16,17 +13,13 @@ import (
 // none elsewhere; and that the results agree with the same model run in
 // NCHW throughout to rounding.
 func TestBlockLayouts(t *testing.T) {
-	const path = "testdata/models/resnet_blocked/model.onnx"
-	m, err := Load(path)
+	const dir = fixtures + "resnet_blocked/"
+	g := loadFixture(t, dir+"model.onnx")
+	e, err := Compile(g, Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	e, err := Compile(m, CPU, Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := Compile(m, CPU, Options{Threads: 2, NoBlocking: true})
+	plain, err := Compile(g, Options{Threads: 2, NoBlocking: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,19 +57,15 @@ func TestBlockLayouts(t *testing.T) {
 			t.Errorf("graph input %q blocked", e.g.Tensors[id].Name)
 		}
 	}
-	a, err := npy.ReadFile("testdata/models/resnet_blocked/input_0.npy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := Tensor{Name: "image", DType: a.DType, Shape: a.Shape, Data: a.Data}
+	in := fixtureInputs(t, dir)
 	got, want := logits(t, e, in), logits(t, plain, in)
-	if d := compare.RelL2(got, want); !(d <= 1e-6) {
+	if d := numeric.RelL2(got, want); !(d <= 1e-6) {
 		t.Errorf("blocked and NCHW results differ by rel L2 %.3g", d)
 	}
 	// The same bits on any number of threads, in place or not.
 	for _, threads := range []int{1, 3} {
 		for _, noInPlace := range []bool{false, true} {
-			other, err := Compile(m, CPU, Options{Threads: threads, NoInPlace: noInPlace})
+			other, err := Compile(g, Options{Threads: threads, NoInPlace: noInPlace})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,24 +77,11 @@ func TestBlockLayouts(t *testing.T) {
 }
 
 // logits runs e once on in and returns its first output.
-func logits(t *testing.T, e *Executable, in Tensor) []float32 {
+func logits(t *testing.T, e *Executable, in [][]byte) []float32 {
 	t.Helper()
-	s, err := e.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	outs, err := s.Run(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := outs[0].Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return asF32(runOnce(t, e, in)[0])
 }
 
 // cpuBlocks reports whether the CPU backend holds activations in NCHW16c
 // on this machine.
-func cpuBlocks() bool { return cpu.BlockedLayouts() }
+func cpuBlocks() bool { return blockedLayouts() }

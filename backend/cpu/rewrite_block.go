@@ -1,15 +1,14 @@
-package berth
+package cpu
 
 import (
-	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
 )
 
 // blockLayouts chooses the activations that the CPU kernels hold in
-// NCHW16c, sixteen channels of a position side by side (cpu.Block), and
+// NCHW16c, sixteen channels of a position side by side (blockKernels), and
 // gives their producers and readers the kernels that keep that layout:
 // an activation is blocked when the step that writes it and every step
-// that reads it can take it so (cpu.BlockRoles), a residual that a
+// that reads it can take it so (blockRoles), a residual that a
 // convolution adds as it stores is blocked exactly when the result is,
 // and it is not a graph input or output. In a ResNet these are the
 // activations between the bottleneck blocks: their 1×1 convolutions then
@@ -32,8 +31,8 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 			owner[t] = s
 		}
 	}
-	kernels := func(s int) []cpu.Kernel {
-		ks := []cpu.Kernel{e.kernels[s]}
+	kernels := func(s int) []Kernel {
+		ks := []Kernel{e.kernels[s]}
 		if f := e.fusions[s]; f != nil {
 			ks = append(ks, f.kernel)
 			if f.plain != nil && f.plain != f.kernel {
@@ -56,19 +55,19 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 		}
 		result[s] = g.Nodes[s].Outputs[0]
 		// The kernels the step may run, with the scratch each gets.
-		runs, bytes := []cpu.Kernel{e.kernels[s]}, scratch[s]
+		runs, bytes := []Kernel{e.kernels[s]}, scratch[s]
 		if f := e.fusions[s]; f != nil {
 			result[s], runs, bytes = f.result, kernels(s)[1:], f.kernelBytes
-			if ri := cpu.ResidualInput(f.kernel); ri >= len(g.Nodes[s].Inputs) {
+			if ri := residualInput(f.kernel); ri >= len(g.Nodes[s].Inputs) {
 				residual[s] = f.ext[ri-len(g.Nodes[s].Inputs)]
 			}
 		}
 		r := roles{true, true}
 		for _, k := range runs {
-			in, out := cpu.BlockRoles(k, bytes)
+			in, out := blockRoles(k, bytes)
 			r.in, r.out = r.in && in, r.out && out
-			tied[s] = tied[s] || cpu.BlockTied(k)
-			allIn[s] = allIn[s] || cpu.BlockAllInputs(k)
+			tied[s] = tied[s] || blockTied(k)
+			allIn[s] = allIn[s] || blockAllInputs(k)
 		}
 		can[s] = r
 	}
@@ -150,7 +149,7 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 		if ins := g.Nodes[s].Inputs; len(ins) > 1 && ins[1] != ir.NoTensor {
 			w = g.Tensor(ins[1]).Data
 		}
-		ks, err := cpu.Block(kernels(s), in, out, w)
+		ks, err := blockKernels(kernels(s), in, out, w)
 		if err != nil {
 			return err
 		}
@@ -165,8 +164,8 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 				f.plain = ks[2]
 			}
 		}
-		if e.model.src != nil && w != nil {
-			e.model.src.Release(w)
+		if e.release != nil && w != nil {
+			e.release(w)
 		}
 	}
 	return nil

@@ -1,0 +1,283 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/berth-ml/berth/arena"
+	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/ir"
+)
+
+// boundStep is one kernel bound to its session's buffers.
+type boundStep struct {
+	node    int // index in the graph's nodes
+	kernel  Kernel
+	in, out [][]byte
+	scratch []byte
+}
+
+// Session owns one activation arena and runs an executable's steps in it
+// on its workers. It is not safe for concurrent use.
+type Session struct {
+	exe     *Executable
+	arena   *arena.Host
+	workers *Workers
+	// borrowed marks workers the caller shares and closes.
+	borrowed bool
+	steps    []boundStep
+	inputs   [][]byte // graph input slots
+	outputs  [][]byte // graph output slots
+}
+
+// NewSession allocates an arena and binds every kernel to its slots.
+// workers, when not nil, are shared with the caller, which closes them;
+// buf, when large enough, holds the arena (shared with other sessions
+// whose runs take turns).
+func (e *Executable) NewSession(workers *Workers, buf *device.HostBuffer) (*Session, error) {
+	var a *arena.Host
+	var err error
+	if buf != nil && buf.Size() >= e.layout.Bytes {
+		a, err = arena.NewHostIn(e.layout, buf)
+	} else {
+		a, err = arena.NewHost(e.layout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{exe: e, arena: a}
+	slot := func(id ir.TensorID) []byte {
+		if id == ir.NoTensor {
+			return nil
+		}
+		if e.g.Tensor(id).IsConst() {
+			return e.weights[id]
+		}
+		return a.Slot(id)
+	}
+	g := e.g
+	s.steps = make([]boundStep, 0, len(e.plan.Order))
+	for _, i := range e.plan.Order {
+		if e.absorbed != nil && e.absorbed[i] {
+			continue
+		}
+		st := boundStep{node: i, kernel: e.kernels[i]}
+		if t := e.scratch[i]; t >= 0 {
+			off, size := e.plan.Offsets[t], e.problem.Tensors[t].Size
+			st.scratch = a.Bytes()[off : off+size : off+size]
+		}
+		var err error
+		if st.in, st.out, err = e.stepSlots(i, slot); err != nil {
+			return nil, err
+		}
+		if f := e.fusions[i]; f != nil {
+			st.kernel = f.kernel
+			if f.temp > 0 {
+				// Overwrite mode's tile buffers follow the kernel's own
+				// scratch in the step's planned scratch.
+				st.out = append(st.out, st.scratch[f.tempAt:f.tempAt+f.temp:f.tempAt+f.temp])
+				st.scratch = st.scratch[:f.kernelBytes:f.kernelBytes]
+			}
+		}
+		if mg := e.merged[i]; mg != nil {
+			// The absorbed steps' inputs and outputs follow; the
+			// scratch is the merged step's.
+			st.kernel = mg.kernel
+			for _, d := range mg.more {
+				in, out, err := e.stepSlots(d, slot)
+				if err != nil {
+					return nil, err
+				}
+				st.in, st.out = append(st.in, in...), append(st.out, out...)
+			}
+		}
+		s.steps = append(s.steps, st)
+	}
+	s.inputs = make([][]byte, len(g.Inputs))
+	for i, id := range g.Inputs {
+		s.inputs[i] = a.Slot(id)
+	}
+	s.outputs = make([][]byte, len(g.Outputs))
+	for i, id := range g.Outputs {
+		s.outputs[i] = a.Slot(id)
+	}
+	s.workers, s.borrowed = workers, workers != nil
+	if workers == nil {
+		s.workers = NewWorkers(e.threads)
+	}
+	return s, nil
+}
+
+// stepArity is how many inputs and outputs stepSlots gives node i's
+// step.
+func (e *Executable) stepArity(i int) (nIn, nOut int) {
+	n := &e.g.Nodes[i]
+	nIn, nOut = len(n.Inputs), len(n.Outputs)
+	if f := e.fusions[i]; f != nil {
+		nIn, nOut = nIn+len(f.ext), nOut+2
+	}
+	return nIn, nOut
+}
+
+// stepSlots is the inputs and outputs that node i's step binds, each slot as
+// slot gives it: the node's inputs (a prologue's input in place of the
+// first) and outputs, and, for a fused step, the epilogue's activations
+// and then its result and registers (a few KiB per session, like a stack,
+// outside the arena).
+func (e *Executable) stepSlots(i int, slot func(ir.TensorID) []byte) (in, out [][]byte, err error) {
+	n := &e.g.Nodes[i]
+	for _, id := range e.nodeInputs(i) {
+		in = append(in, slot(e.bound(id)))
+	}
+	for _, id := range n.Outputs {
+		out = append(out, slot(e.bound(id)))
+	}
+	if f := e.fusions[i]; f != nil {
+		for _, id := range f.ext {
+			in = append(in, slot(id))
+		}
+		regs, err := device.NewHostBuffer(int64(f.regs), Alignment)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, slot(f.result), regs.Bytes())
+	}
+	return in, out, nil
+}
+
+// bound is the tensor a step binds for id: id itself, or the other side
+// of a Transpose folded into the step (folds).
+func (e *Executable) bound(id ir.TensorID) ir.TensorID {
+	if to, ok := e.folds[id]; ok {
+		return to
+	}
+	return id
+}
+
+// Arena is the session's activation arena.
+func (s *Session) Arena() *arena.Host { return s.arena }
+
+// Inputs are the graph inputs' slots in the arena, in order: a run reads
+// its inputs there.
+func (s *Session) Inputs() [][]byte { return s.inputs }
+
+// Outputs are the graph outputs' slots in the arena, in order: a run
+// leaves its results there.
+func (s *Session) Outputs() [][]byte { return s.outputs }
+
+// Steps is how many steps a run runs.
+func (s *Session) Steps() int { return len(s.steps) }
+
+// Close stops the session's workers unless they are borrowed.
+func (s *Session) Close() {
+	if !s.borrowed {
+		s.workers.Close()
+	}
+}
+
+// KernelError is a kernel's failure during a run: a memory fault on the
+// mapped model file or an internal error.
+type KernelError struct {
+	Node, Op string // the failing step's node; empty outside any step
+	Value    any    // what the kernel panicked with
+	Fault    bool   // a memory fault
+}
+
+func (e *KernelError) Error() string {
+	switch {
+	case e.Node == "" && e.Op == "":
+		return fmt.Sprint(e.Value)
+	case e.Fault:
+		return fmt.Sprintf("node %q (%s): %v (was the model file truncated or rewritten while in use?)", e.Node, e.Op, e.Value)
+	}
+	return fmt.Sprintf("node %q (%s): %v", e.Node, e.Op, e.Value)
+}
+
+// Run runs every step in plan order on the inputs already in their slots,
+// timing each step into times unless it is nil (len(times) ≥ Steps()).
+// Cancelling ctx stops the run between two kernels (and between two
+// iterations of a Loop) with ctx's error; a kernel that fails gives a
+// *KernelError. Run allocates nothing.
+func (s *Session) Run(ctx context.Context, times []time.Duration) (err error) {
+	// A fault while reading the mapped model file (it was truncated or
+	// rewritten under us) or a failing kernel becomes an error, not a
+	// crash of the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	s.workers.Begin()
+	defer s.workers.End()
+	s.workers.SetDone(ctx.Done())
+	defer s.workers.SetDone(nil)
+	step := -1
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.stepError(step, r)
+			if r == ErrCanceled {
+				err = ctx.Err()
+			}
+		}
+	}()
+	for step = range s.steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st := &s.steps[step]
+		if times != nil {
+			start := time.Now()
+			st.kernel.Run(s.workers, st.in, st.out, st.scratch)
+			times[step] = time.Since(start)
+			continue
+		}
+		st.kernel.Run(s.workers, st.in, st.out, st.scratch)
+	}
+	return nil
+}
+
+func (s *Session) stepError(step int, r any) error {
+	if step < 0 || step >= len(s.steps) {
+		return &KernelError{Value: r}
+	}
+	n := &s.exe.g.Nodes[s.steps[step].node]
+	_, fault := r.(interface{ Addr() uintptr })
+	return &KernelError{Node: n.Name, Op: n.Op, Value: r, Fault: fault}
+}
+
+// StepTime is how long one step of a profiled run took.
+type StepTime struct {
+	Node string // the node's name
+	// Op is the node's operator; a step that runs other nodes with it
+	// lists them too, as "Conv+Add+Relu".
+	Op   string
+	Time time.Duration
+}
+
+// Profile names the steps of a run that Run timed into times.
+func (s *Session) Profile(times []time.Duration) []StepTime {
+	e, g := s.exe, s.exe.g
+	out := make([]StepTime, len(s.steps))
+	for i, st := range s.steps {
+		n := &g.Nodes[st.node]
+		op := n.Op
+		if pr := e.prologues[st.node]; pr != nil {
+			op = strings.Join(pr.ops, "+") + "+" + op
+		}
+		if f := e.fusions[st.node]; f != nil {
+			op += "+" + strings.Join(f.ops, "+")
+		}
+		if mg := e.merged[st.node]; mg != nil {
+			for _, d := range mg.more {
+				op += "+" + g.Nodes[d].Op
+				if f := e.fusions[d]; f != nil {
+					op += "+" + strings.Join(f.ops, "+")
+				}
+			}
+			for _, d := range mg.folded {
+				op += "+" + g.Nodes[d].Op
+			}
+		}
+		out[i] = StepTime{Node: n.Name, Op: op, Time: times[i]}
+	}
+	return out
+}
