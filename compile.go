@@ -51,35 +51,10 @@ type Options struct {
 	// with it. With FileOrder, it gives the plan of a runtime without
 	// memory-aware passes, to compare results and sizes with.
 	NoInPlace bool
-	// NoFusion runs every node as a step of its own instead of applying
-	// the elementwise nodes that follow a MatMul, Gemm or Conv to each
-	// tile of its output. With NoBlocking, results are the same bit for
-	// bit (without it, fusion lets more activations be held in NCHW16c,
-	// whose products round differently); fusion saves the passes over
-	// memory, and the planner sees each fused chain as one step, whose
-	// intermediate values take no bytes.
-	NoFusion bool
-	// NoBlocking keeps every activation in NCHW instead of holding those
-	// between convolutions with sixteen channels of a position side by
-	// side (NCHW16c) where every kernel that writes or reads them can (a
-	// ResNet's 1×1 and Winograd 3×3 layers then read and write their
-	// activations in runs of whole cache lines). Results agree to
-	// rounding: the products sum in another order.
-	NoBlocking bool
-	// NoPairs runs each depthwise convolution as a step of its own
-	// instead of together with the pointwise convolution whose output it
-	// reads, a group of channels at a time, where those planes are large
-	// (MobileNetV2's and EfficientNet's expansions at 112² and 56²: each
-	// worker computes a group's planes into a buffer of its own and reads
-	// them back from its cache, and the expansion's whole output never
-	// exists). Results are the same bit for bit; pairs take less arena.
-	NoPairs bool
-	// NoAttention runs attention's scores, softmax and second product as
-	// three steps instead of one that takes each head from its scores to
-	// its output on one worker, the scores in that worker's cache.
-	// Results are the same bit for bit; the fused step's scores take no
-	// arena.
-	NoAttention bool
+	// CPU switches the CPU compiler's rewrites off one by one, to compare
+	// results and arenas with and without them; the zero value, every
+	// rewrite on, is the fast one. The CUDA backend ignores it.
+	CPU CPUTuning
 
 	// Dims fixes open dimensions of the model's inputs ahead of time, by
 	// the symbol the file names them with ("batch": 1). A model whose
@@ -113,6 +88,9 @@ type Options struct {
 	// least recently used is released. 0 means DefaultPlans.
 	Plans int
 }
+
+// CPUTuning is the CPU compiler's switches (see cpu.Tuning).
+type CPUTuning = cpu.Tuning
 
 // DefaultPlans is how many specialised plans a session of a model with
 // open shapes keeps unless Options.Plans says otherwise.

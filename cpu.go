@@ -26,15 +26,12 @@ func compileCPU(m *Model, opts Options) (*Executable, error) {
 	}
 	g := m.graph
 	copts := cpu.Options{
-		Threads:     opts.Threads,
-		FileOrder:   opts.FileOrder,
-		NoInPlace:   opts.NoInPlace,
-		NoFusion:    opts.NoFusion,
-		NoBlocking:  opts.NoBlocking,
-		NoPairs:     opts.NoPairs,
-		NoAttention: opts.NoAttention,
-		Weights:     opts.weights,
-		Bound:       opts.bound,
+		Threads:   opts.Threads,
+		FileOrder: opts.FileOrder,
+		NoInPlace: opts.NoInPlace,
+		Tuning:    opts.CPU,
+		Weights:   opts.weights,
+		Bound:     opts.bound,
 		Check: func(p *plan.Problem, pl *plan.Plan, w int64) error {
 			return checkLimit(opts.MemoryLimit, p, pl, g, w)
 		},

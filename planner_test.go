@@ -184,7 +184,7 @@ func TestMemoryLimitNamesThePeak(t *testing.T) {
 // sameOutputs runs exe, and m compiled in file order with nothing in place,
 // on the same random inputs and wants identical outputs.
 func sameOutputs(t *testing.T, name string, m *berth.Model, exe *berth.Executable) {
-	plain, err := berth.Compile(m, berth.CPU, berth.Options{MemoryLimit: -1, FileOrder: true, NoInPlace: true, NoFusion: true})
+	plain, err := berth.Compile(m, berth.CPU, berth.Options{MemoryLimit: -1, FileOrder: true, NoInPlace: true, CPU: berth.CPUTuning{NoFusion: true}})
 	if err != nil {
 		t.Errorf("%s: %v", name, err)
 		return

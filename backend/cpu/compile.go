@@ -15,6 +15,33 @@ import (
 // Alignment of every slot in a CPU arena, in bytes.
 const Alignment = alignment
 
+// Tuning switches the compiler's rewrites off one by one, to compare
+// results and arenas with and without them; the zero value, every rewrite
+// on, is the fast one.
+type Tuning struct {
+	// NoFusion runs every node as a step of its own instead of applying
+	// the elementwise nodes that follow a MatMul, Gemm or Conv to each
+	// tile of its output, and a BatchNormalization (+ Relu) as a
+	// pointwise Conv packs its input. With NoBlocking, results are the
+	// same bit for bit; fusion saves passes over memory, and the planner
+	// sees each fused chain as one step.
+	NoFusion bool
+	// NoBlocking keeps every activation in NCHW instead of NCHW16c
+	// (sixteen channels of a position side by side) where the kernels
+	// that write and read it can take it so. Results agree to rounding:
+	// the products sum in another order.
+	NoBlocking bool
+	// NoPairs runs each depthwise convolution as a step of its own
+	// instead of with the pointwise convolution whose output it reads, a
+	// group of channels at a time. Results are the same bit for bit;
+	// pairs take less arena.
+	NoPairs bool
+	// NoAttention runs attention's scores, softmax and second product as
+	// steps of their own instead of one per head on one worker. Results
+	// are the same bit for bit; the fused step's scores take no arena.
+	NoAttention bool
+}
+
 // Options are the settings of Compile. The zero value is a sensible
 // default.
 type Options struct {
@@ -26,21 +53,8 @@ type Options struct {
 	FileOrder bool
 	// NoInPlace gives every node's outputs bytes apart from its inputs.
 	NoInPlace bool
-	// NoFusion runs every node as a step of its own instead of applying
-	// the elementwise nodes that follow a MatMul, Gemm or Conv to each
-	// tile of its output (fuse), and a BatchNormalization (+ Relu) as a
-	// pointwise Conv packs its input.
-	NoFusion bool
-	// NoBlocking keeps every activation in NCHW instead of NCHW16c where
-	// the kernels that write and read it can take it so (blockLayouts).
-	NoBlocking bool
-	// NoPairs runs each depthwise convolution as a step of its own
-	// instead of with the pointwise convolution whose output it reads
-	// (pairUp).
-	NoPairs bool
-	// NoAttention runs attention's scores, softmax and second product as
-	// steps of their own instead of one (attend).
-	NoAttention bool
+	// Tuning switches rewrites off.
+	Tuning
 
 	// Weights, when set, holds the kernels' packed weights (see
 	// WeightStore); without it the executable has a store of its own.

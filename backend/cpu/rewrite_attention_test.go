@@ -145,7 +145,7 @@ func TestAttention(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := c.graph(rng)
 			inputs := randomInputs(rng, g)
-			ref := attentionRun(t, g, inputs, Options{Threads: 1, NoFusion: true}, 0, 0)
+			ref := attentionRun(t, g, inputs, Options{Threads: 1, Tuning: Tuning{NoFusion: true}}, 0, 0)
 			for _, threads := range []int{1, 2, 3} {
 				want, folds := 0, 0
 				if c.fuses && c.heads >= 2*int64(threads) {
@@ -223,7 +223,7 @@ func BenchmarkAttention(b *testing.B) {
 				name = "steps"
 			}
 			b.Run(fmt.Sprintf("%s/threads=%d", name, threads), func(b *testing.B) {
-				exe, err := Compile(g, Options{Threads: threads, NoAttention: steps})
+				exe, err := Compile(g, Options{Threads: threads, Tuning: Tuning{NoAttention: steps}})
 				if err != nil {
 					b.Fatal(err)
 				}

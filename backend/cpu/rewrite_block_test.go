@@ -19,7 +19,7 @@ func TestBlockLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := Compile(g, Options{Threads: 2, NoBlocking: true})
+	plain, err := Compile(g, Options{Threads: 2, Tuning: Tuning{NoBlocking: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func runBoth(t *testing.T, g *ir.Graph, inputs [][]byte) int {
 					continue
 				}
 				// Blocked layouts follow fusion and round otherwise.
-				n := runOne(t, g, inputs, &ref, Options{Threads: threads, NoInPlace: noInPlace, NoFusion: noFusion, NoBlocking: true})
+				n := runOne(t, g, inputs, &ref, Options{Threads: threads, NoInPlace: noInPlace, Tuning: Tuning{NoFusion: noFusion, NoBlocking: true}})
 				if !noFusion && !noInPlace && threads == 3 {
 					absorbed = n
 				}

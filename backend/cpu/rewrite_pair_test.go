@@ -18,7 +18,7 @@ func TestPairs(t *testing.T) {
 	const dir = fixtures + "mobilenet_pairs/"
 	g := loadFixture(t, dir+"model.onnx")
 	in := fixtureInputs(t, dir)
-	plain, err := Compile(g, Options{Threads: 2, NoPairs: true})
+	plain, err := Compile(g, Options{Threads: 2, Tuning: Tuning{NoPairs: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
