@@ -22,6 +22,15 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 source "$here/tools.sh"
+# label names a model by its file, or by its folder where the file is
+# model.onnx (the fixtures' layout).
+label() {
+	local b
+	b=$(basename "$1")
+	if [[ $b == model.onnx ]]; then b="$(basename "$(dirname "$1")")/$b"; fi
+	echo "$b"
+}
+
 die() {
 	echo "parity_device: $*" >&2
 	exit 2
@@ -73,7 +82,7 @@ row() {
 		rc=0
 		"$berth" run "$model" "${args[@]}" --device "$d" --output-dir "$dir/$d" >"$dir/$d.txt" 2>"$dir/$d.err" || rc=$?
 		if ((rc != 0)); then
-			echo "| $(basename "$model") | $(basename "$set") | — | FAIL | $d: $(head -1 "$dir/$d.err" | cut -c1-300 | tr '|' '/') |"
+			echo "| $(label "$model") | $(basename "$set") | — | FAIL | $d: $(head -1 "$dir/$d.err" | cut -c1-300 | tr '|' '/') |"
 			return 1
 		fi
 	done
@@ -85,7 +94,7 @@ row() {
 			verdict=FAIL
 		fi
 	done <"$dir/compare.txt"
-	echo "| $(basename "$model") | $(basename "$set") | ${cells%; } | $verdict | |"
+	echo "| $(label "$model") | $(basename "$set") | ${cells%; } | $verdict | |"
 	[[ $verdict == pass ]]
 }
 
