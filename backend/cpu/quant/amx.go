@@ -1,0 +1,206 @@
+package quant
+
+import (
+	"encoding/binary"
+	"sync"
+	"unsafe"
+
+	"github.com/berth-ml/berth/weights/ggml"
+)
+
+// The AMX path: products of Q4_0 and Q8_0 weights by many activation
+// rows on the tile unit of Intel's Advanced Matrix Extensions, as
+// llama.cpp takes them.
+//
+// TDPBSSD multiplies a tile of up to 16 rows of int8 values by a tile of
+// int8 fours, summing into a tile of int32. Here the first operand is 16
+// weight rows and the second 16 activation rows, one block of 32 values
+// at a time: every block has its own scales, so each block's int32 sums
+// (exact) are scaled by d_w·d_x and added into float32 accumulators with
+// AVX-512, one zmm register per weight row. The order of these sums is
+// not ref.go's, so the results are not its bits; see TestAMXMatchesReference
+// for how close they are.
+//
+// Prepare lays the activation rows out once as the second operand wants
+// them (amxLayout): for each tile of 16 rows and each block, 512 bytes,
+// eight rows of the 16 rows' fours, and 16 float32 scales; rows past m
+// are zeros. Each goroutine's RunWith unpacks 16 weight rows at a time,
+// a slice of at most amxSliceBlocks blocks, into its own work space (a
+// panel of 512 bytes a block, 16 rows of 32 int8 values, and the
+// float32 scales) and runs the tile kernel over up to amxChunkTiles
+// tiles of activation rows, which stay in L2 while every weight row of
+// its range passes by them. The slices after the first add into y.
+
+// amxMinRows is the fewest activation rows for which products take the
+// AMX path: below it, the register tiles of the vector kernels are as
+// fast.
+const amxMinRows = 16
+
+// amxSliceBlocks is the most blocks of one slice of k: a slice of 16
+// unpacked weight rows is 32 KiB, in L1, and amxChunkTiles tiles of
+// activation rows 1 MiB, in L2.
+const amxSliceBlocks = 64
+
+// amxChunkTiles is the most tiles of 16 activation rows one pass over
+// the weight rows takes.
+const amxChunkTiles = 32
+
+// amxOff turns the AMX path off (for tests): products prepared after it
+// is set take the vector kernels.
+var amxOff bool
+
+// amxGranted is whether the tile state is this process's: asked for
+// once, on the first product that could use it.
+var amxGranted = sync.OnceValue(amxPermit)
+
+// amxFor reports whether products of m activation rows by weights of
+// type t take the AMX path.
+func amxFor(t ggml.Type, m int) bool {
+	return (t == ggml.Q4_0 || t == ggml.Q8_0) && m >= amxMinRows && !amxOff && amxCPU && amxGranted()
+}
+
+// AMX reports whether long prompts' products with weights of type t take
+// the AMX tiles on this CPU and build (see RunWith).
+func AMX(t ggml.Type) bool { return amxFor(t, amxMinRows) }
+
+// amxActBytes is the scratch of the activation rows laid out for AMX:
+// per tile of 16 rows, k bytes of values and k/32·16 float32 scales.
+func amxActBytes(m, k int) int {
+	return (m + 15) / 16 * 16 * (k + k/32*4)
+}
+
+// amxWorkBytes is the work space of one goroutine's RunWith for rows of
+// k values: the tile configuration, two int32 tiles, a float32 tile, and
+// for a slice of blocks its weight panel, f16 and float32 scales; plus
+// 64 bytes to align them.
+func amxWorkBytes(k int) int {
+	kc := min(k/32, amxSliceBlocks)
+	return 64 + amxHeader + kc*(512+32+64)
+}
+
+// amxHeader is the bytes of the work space before the panel: the tile
+// configuration (64), two int32 tiles and a float32 one (3 KiB).
+const amxHeader = 64 + 3*1024
+
+// WorkBytes is the work space each goroutine's RunWith needs for
+// products of m activation rows of k values by weights of type t, 0
+// where they take no AMX tiles (RunWith is then Run).
+func WorkBytes(t ggml.Type, m, k int) int {
+	if m <= 0 || k <= 0 || !amxFor(t, m) {
+		return 0
+	}
+	return amxWorkBytes(k)
+}
+
+// amxLayout lays the prepared activation rows act (aRow bytes apart, k
+// values each, with their scales at od) out as the AMX kernel takes them
+// (see above), into xv and xs.
+func amxLayout(xv []byte, xs []float32, act []byte, aRow, m, k, od int) {
+	nb := k / 32
+	tiles := (m + 15) / 16
+	xv = xv[:tiles*16*k]
+	xs = xs[:tiles*16*nb]
+	for i := range tiles * 16 {
+		t, c := i/16, i%16
+		v := xv[t*16*k+4*c:]
+		s := xs[t*16*nb+c:]
+		if i >= m {
+			for b := range nb {
+				s[16*b] = 0
+				for r := range 8 {
+					binary.LittleEndian.PutUint32(v[512*b+64*r:], 0)
+				}
+			}
+			continue
+		}
+		row := act[i*aRow : i*aRow+od+4*nb]
+		d := f32s(row[od:], nb)
+		for b := range nb {
+			q := row[32*b : 32*b+32]
+			o := v[512*b : 512*b+452]
+			for r := range 8 {
+				binary.LittleEndian.PutUint32(o[64*r:], binary.LittleEndian.Uint32(q[4*r:]))
+			}
+			s[16*b] = d[b]
+		}
+	}
+}
+
+// RunWith is Run with work, this goroutine's own work space of
+// WorkBytes(t, m, k) bytes, which lets a long prompt's products take the
+// AMX tiles where the CPU has them (their results are then within
+// float32 rounding of Run's, not its bits; see doc.go). Goroutines
+// sharing a product each need their own. It does not allocate.
+func (p *Product) RunWith(lo, hi int, work []byte) {
+	if p.xv == nil || len(work) < amxWorkBytes(p.k) || lo < 0 || hi > p.n || lo >= hi {
+		p.Run(lo, hi)
+		return
+	}
+	p.runAMX(lo, hi, work)
+}
+
+// runAMX computes outputs [lo, hi) of every row on the AMX tiles.
+func (p *Product) runAMX(lo, hi int, work []byte) {
+	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(work))) & 63)
+	work = work[off:]
+	nb := p.k / 32
+	kc := min(nb, amxSliceBlocks)
+	cfg := work[:64]
+	panel := work[amxHeader : amxHeader+512*kc]
+	halves := i16s(work[amxHeader+512*kc:], 16*kc)
+	ws := f32s(work[amxHeader+544*kc:], 16*kc)
+	pack := amxPackQ4_0
+	if p.wType == ggml.Q8_0 {
+		pack = amxPackQ8_0
+	}
+	tiles := (p.m + 15) / 16
+	last := p.m - 16*(tiles-1)
+	rows := -1 // the weight rows cfg names
+	for t0 := 0; t0 < tiles; t0 += amxChunkTiles {
+		t1 := min(tiles, t0+amxChunkTiles)
+		lastRows := 16
+		if t1 == tiles {
+			lastRows = last
+		}
+		for b0 := 0; b0 < nb; b0 += kc {
+			b1 := min(nb, b0+kc)
+			add := 0
+			if b0 > 0 {
+				add = 1
+			}
+			for j := lo; j < hi; j += 16 {
+				nr := min(16, hi-j)
+				w := p.w[j*p.wRow+(b0*p.wRow)/nb : (j+nr-1)*p.wRow+(b1*p.wRow)/nb]
+				pack(&panel[0], (*uint16)(unsafe.Pointer(&halves[0])), &w[0], p.wRow, nr, b1-b0)
+				if nr < 16 {
+					for b := range b1 - b0 {
+						clear(halves[16*b+nr : 16*b+16])
+					}
+				}
+				amxHalves(&ws[0], (*uint16)(unsafe.Pointer(&halves[0])), b1-b0)
+				if nr != rows {
+					amxConfig(cfg, nr)
+					rows = nr
+				}
+				y := p.y[16*t0*p.n+j : (16*(t1-1)+lastRows-1)*p.n+j+nr]
+				xv := p.xv[t0*16*p.k+512*b0 : 16*p.k*t1]
+				xs := p.xs[(t0*16*nb + 16*b0):(16 * nb * t1)]
+				amxTiles(&y[0], p.n, 1<<nr-1, lastRows, &panel[0], &ws[0], &xv[0], &xs[0], 16*p.k, b1-b0, t1-t0, add, &work[0])
+			}
+		}
+	}
+}
+
+// amxConfig writes the tile configuration of amxTiles for nr weight
+// rows: palette 1; tile 0 the weights (nr rows of 32 int8), tile 1 the
+// activations (8 rows of 16 fours), tile 2 their int32 products (nr rows
+// of 16).
+func amxConfig(cfg []byte, nr int) {
+	cfg = cfg[:64]
+	clear(cfg)
+	cfg[0] = 1
+	for t, s := range [...]struct{ rows, bytes int }{{nr, 32}, {8, 64}, {nr, 64}} {
+		binary.LittleEndian.PutUint16(cfg[16+2*t:], uint16(s.bytes))
+		cfg[48+t] = byte(s.rows)
+	}
+}

@@ -1,0 +1,315 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// The AMX kernels (see amx.go). Go's assembler has no AMX mnemonics, so
+// the tile instructions are spelled out as bytes, each with the
+// instruction it encodes (Intel SDM vol. 2, VEX.128 map 0F38, W0):
+//
+//	LDTILECFG m512        NP 49 /0 (memory)
+//	TILERELEASE           NP 49 C0
+//	TILEZERO tmm          F2 49 11:tmm:000
+//	TILELOADD tmm, sib    F2 4B 00:tmm:100 + SIB
+//	TILESTORED sib, tmm   F3 4B 00:tmm:100 + SIB
+//	TDPBSSD tmm1, tmm2, tmm3   F2 5E 11:tmm1:tmm2, tmm3 in VEX.vvvv
+//
+// after the three-byte VEX prefix C4 E2 (R̄X̄B̄ = 111: no register above
+// 7; map 0F38) and W0 v̄v̄v̄v̄ L0 pp, the last byte 0x78 (NP), 0x7A (F3)
+// or 0x7B (F2) where vvvv is unused. TDPBSSD tmm1 += tmm2·tmm3: the
+// int8 rows of tmm2 by the int8 pairs of fours of tmm3, signed by
+// signed, into the int32 of tmm1.
+
+// func cpuid7EDX() uint32
+TEXT ·cpuid7EDX(SB), NOSPLIT, $0-4
+	MOVL $7, AX
+	XORL CX, CX
+	CPUID
+	MOVL DX, ret+0(FP)
+	RET
+
+// func xgetbv0() uint32
+TEXT ·xgetbv0(SB), NOSPLIT, $0-4
+	XORL CX, CX
+	XGETBV
+	MOVL AX, ret+0(FP)
+	RET
+
+// func amxPackQ4_0(panel *byte, halves *uint16, w *byte, wRow int, rows int, nb int)
+//
+// For each of rows weight rows (wRow bytes apart from w) and each of nb
+// blocks: the 32 values q−8 as int8 at panel[512·b + 32·r], and the
+// block's f16 scale at halves[16·b + r].
+TEXT ·amxPackQ4_0(SB), NOSPLIT, $0-48
+	MOVQ panel+0(FP), DI
+	MOVQ halves+8(FP), R8
+	MOVQ w+16(FP), SI
+	MOVQ wRow+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVQ nb+40(FP), R11
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y15
+	MOVL $0x08080808, AX
+	VPBROADCASTD AX, Y14
+
+q4row:
+	MOVQ SI, BX // this row's blocks
+	MOVQ DI, CX // its values in the panel
+	MOVQ R8, DX // its scales
+	MOVQ R11, R12
+
+q4block:
+	MOVWLZX (BX), AX
+	MOVW    AX, (DX)
+	VMOVDQU 2(BX), X0
+	VPSRLW  $4, X0, X1
+	VINSERTI128 $1, X1, Y0, Y0 // low nibbles (values 0-15), then high (16-31)
+	VPAND   Y15, Y0, Y0
+	VPSUBB  Y14, Y0, Y0
+	VMOVDQU Y0, (CX)
+	ADDQ    $18, BX
+	ADDQ    $512, CX
+	ADDQ    $32, DX
+	DECQ    R12
+	JNZ     q4block
+
+	ADDQ R9, SI
+	ADDQ $32, DI
+	ADDQ $2, R8
+	DECQ R10
+	JNZ  q4row
+	VZEROUPPER
+	RET
+
+// func amxPackQ8_0(panel *byte, halves *uint16, w *byte, wRow int, rows int, nb int)
+//
+// amxPackQ4_0 for Q8_0 blocks: the values are copied as they are.
+TEXT ·amxPackQ8_0(SB), NOSPLIT, $0-48
+	MOVQ panel+0(FP), DI
+	MOVQ halves+8(FP), R8
+	MOVQ w+16(FP), SI
+	MOVQ wRow+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVQ nb+40(FP), R11
+
+q8row:
+	MOVQ SI, BX
+	MOVQ DI, CX
+	MOVQ R8, DX
+	MOVQ R11, R12
+
+q8block:
+	MOVWLZX (BX), AX
+	MOVW    AX, (DX)
+	VMOVDQU 2(BX), Y0
+	VMOVDQU Y0, (CX)
+	ADDQ    $34, BX
+	ADDQ    $512, CX
+	ADDQ    $32, DX
+	DECQ    R12
+	JNZ     q8block
+
+	ADDQ R9, SI
+	ADDQ $32, DI
+	ADDQ $2, R8
+	DECQ R10
+	JNZ  q8row
+	VZEROUPPER
+	RET
+
+// func amxHalves(ws *float32, halves *uint16, n int)
+//
+// ws[i] = halves[i] widened, for i < 16·n.
+TEXT ·amxHalves(SB), NOSPLIT, $0-24
+	MOVQ ws+0(FP), DI
+	MOVQ halves+8(FP), SI
+	MOVQ n+16(FP), CX
+
+halfLoop:
+	VCVTPH2PS (SI), Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       halfLoop
+	VZEROUPPER
+	RET
+
+// TRANSPOSE16 transposes the 16×16 float32 matrix whose rows are Z0-Z15
+// into Z0-Z15, through Z16-Z31: pairs of 32-bit lanes, pairs of 64-bit
+// lanes, then 128-bit lanes twice.
+#define TRANSPOSE16 \
+	VUNPCKLPS Z1, Z0, Z16;    VUNPCKHPS Z1, Z0, Z17;    \
+	VUNPCKLPS Z3, Z2, Z18;    VUNPCKHPS Z3, Z2, Z19;    \
+	VUNPCKLPS Z5, Z4, Z20;    VUNPCKHPS Z5, Z4, Z21;    \
+	VUNPCKLPS Z7, Z6, Z22;    VUNPCKHPS Z7, Z6, Z23;    \
+	VUNPCKLPS Z9, Z8, Z24;    VUNPCKHPS Z9, Z8, Z25;    \
+	VUNPCKLPS Z11, Z10, Z26;  VUNPCKHPS Z11, Z10, Z27;  \
+	VUNPCKLPS Z13, Z12, Z28;  VUNPCKHPS Z13, Z12, Z29;  \
+	VUNPCKLPS Z15, Z14, Z30;  VUNPCKHPS Z15, Z14, Z31;  \
+	VUNPCKLPD Z18, Z16, Z0;   VUNPCKHPD Z18, Z16, Z1;   \
+	VUNPCKLPD Z19, Z17, Z2;   VUNPCKHPD Z19, Z17, Z3;   \
+	VUNPCKLPD Z22, Z20, Z4;   VUNPCKHPD Z22, Z20, Z5;   \
+	VUNPCKLPD Z23, Z21, Z6;   VUNPCKHPD Z23, Z21, Z7;   \
+	VUNPCKLPD Z26, Z24, Z8;   VUNPCKHPD Z26, Z24, Z9;   \
+	VUNPCKLPD Z27, Z25, Z10;  VUNPCKHPD Z27, Z25, Z11;  \
+	VUNPCKLPD Z30, Z28, Z12;  VUNPCKHPD Z30, Z28, Z13;  \
+	VUNPCKLPD Z31, Z29, Z14;  VUNPCKHPD Z31, Z29, Z15;  \
+	VSHUFF32X4 $0x44, Z4, Z0, Z16;   VSHUFF32X4 $0xee, Z4, Z0, Z20;   \
+	VSHUFF32X4 $0x44, Z12, Z8, Z24;  VSHUFF32X4 $0xee, Z12, Z8, Z28;  \
+	VSHUFF32X4 $0x44, Z5, Z1, Z17;   VSHUFF32X4 $0xee, Z5, Z1, Z21;   \
+	VSHUFF32X4 $0x44, Z13, Z9, Z25;  VSHUFF32X4 $0xee, Z13, Z9, Z29;  \
+	VSHUFF32X4 $0x44, Z6, Z2, Z18;   VSHUFF32X4 $0xee, Z6, Z2, Z22;   \
+	VSHUFF32X4 $0x44, Z14, Z10, Z26; VSHUFF32X4 $0xee, Z14, Z10, Z30; \
+	VSHUFF32X4 $0x44, Z7, Z3, Z19;   VSHUFF32X4 $0xee, Z7, Z3, Z23;   \
+	VSHUFF32X4 $0x44, Z15, Z11, Z27; VSHUFF32X4 $0xee, Z15, Z11, Z31; \
+	VSHUFF32X4 $0x88, Z24, Z16, Z0;  VSHUFF32X4 $0xdd, Z24, Z16, Z4;  \
+	VSHUFF32X4 $0x88, Z28, Z20, Z8;  VSHUFF32X4 $0xdd, Z28, Z20, Z12; \
+	VSHUFF32X4 $0x88, Z25, Z17, Z1;  VSHUFF32X4 $0xdd, Z25, Z17, Z5;  \
+	VSHUFF32X4 $0x88, Z29, Z21, Z9;  VSHUFF32X4 $0xdd, Z29, Z21, Z13; \
+	VSHUFF32X4 $0x88, Z26, Z18, Z2;  VSHUFF32X4 $0xdd, Z26, Z18, Z6;  \
+	VSHUFF32X4 $0x88, Z30, Z22, Z10; VSHUFF32X4 $0xdd, Z30, Z22, Z14; \
+	VSHUFF32X4 $0x88, Z27, Z19, Z3;  VSHUFF32X4 $0xdd, Z27, Z19, Z7;  \
+	VSHUFF32X4 $0x88, Z31, Z23, Z11; VSHUFF32X4 $0xdd, Z31, Z23, Z15
+
+// SCALE adds row n of the int32 tile at CX (64 bytes a row), times the
+// block's weight scale n (at DI) and activation scales (Z16), into Zacc.
+#define SCALE(n, acc) \
+	VMULPS.BCST (4*n)(DI), Z16, Z17; \
+	VCVTDQ2PS   (64*n)(CX), Z18;     \
+	VFMADD231PS Z18, Z17, acc
+
+// func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)
+//
+// For each of tiles tiles of 16 activation rows (xv, xs, then xStride
+// and xStride/8 bytes on): the products of the tile's rows by up to 16
+// weight rows over nb blocks, into y (ldy floats a row; set, or added
+// to where add is not 0). The weights are nb blocks of 512 bytes at
+// panel (16 rows of 32 int8 values) with 16 scales each at ws; each
+// activation block is 512 bytes at xv (eight rows of 16 fours, as
+// TDPBSSD takes them) with 16 scales at xs. The tile configuration is at
+// work (64 bytes; the weight rows it names are those computed), then two
+// int32 tiles and a float32 one (3 KiB). Only the columns of mask are
+// written, and of the last tile only its first last rows.
+TEXT ·amxTiles(SB), NOSPLIT, $0-104
+	MOVQ work+96(FP), CX
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x01 // LDTILECFG (CX)
+	ADDQ $64, CX                                               // the int32 tile
+	MOVQ mask+16(FP), AX
+	KMOVW AX, K1
+	MOVQ $64, AX // bytes a row of the activation and int32 tiles
+	MOVQ $32, DX // bytes a row of the weight tile
+	MOVQ y+0(FP), R10
+	MOVQ ldy+8(FP), R11
+	SHLQ $2, R11
+	MOVQ xv+48(FP), R12
+	MOVQ xs+56(FP), R13
+
+tile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ panel+32(FP), SI
+	MOVQ ws+40(FP), DI
+	MOVQ R12, BX
+	MOVQ R13, R8
+	MOVQ nb+72(FP), R9
+
+block:
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD0              // TILEZERO TMM2
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x16 // TILELOADD TMM0, (SI)(DX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x03 // TILELOADD TMM1, (BX)(AX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x73; BYTE $0x5E; BYTE $0xD0              // TDPBSSD TMM2, TMM0, TMM1
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x01 // TILESTORED (CX)(AX*1), TMM2
+	VMOVUPS (R8), Z16
+	SCALE(0, Z0)
+	SCALE(1, Z1)
+	SCALE(2, Z2)
+	SCALE(3, Z3)
+	SCALE(4, Z4)
+	SCALE(5, Z5)
+	SCALE(6, Z6)
+	SCALE(7, Z7)
+	SCALE(8, Z8)
+	SCALE(9, Z9)
+	SCALE(10, Z10)
+	SCALE(11, Z11)
+	SCALE(12, Z12)
+	SCALE(13, Z13)
+	SCALE(14, Z14)
+	SCALE(15, Z15)
+	ADDQ $512, SI
+	ADDQ $512, BX
+	ADDQ $64, DI
+	ADDQ $64, R8
+	DECQ R9
+	JNZ  block
+
+	// Zn holds weight row n's products with the tile's 16 rows: turn
+	// them into the rows of y and write them out.
+	TRANSPOSE16
+	LEAQ 2048(CX), SI
+	VMOVUPS Z0, 0(SI)
+	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z2, 128(SI)
+	VMOVUPS Z3, 192(SI)
+	VMOVUPS Z4, 256(SI)
+	VMOVUPS Z5, 320(SI)
+	VMOVUPS Z6, 384(SI)
+	VMOVUPS Z7, 448(SI)
+	VMOVUPS Z8, 512(SI)
+	VMOVUPS Z9, 576(SI)
+	VMOVUPS Z10, 640(SI)
+	VMOVUPS Z11, 704(SI)
+	VMOVUPS Z12, 768(SI)
+	VMOVUPS Z13, 832(SI)
+	VMOVUPS Z14, 896(SI)
+	VMOVUPS Z15, 960(SI)
+	MOVQ $16, R9
+	CMPQ tiles+80(FP), $1
+	JNE  rows
+	MOVQ last+24(FP), R9
+
+rows:
+	MOVQ R10, DI
+	MOVQ add+88(FP), BX
+
+row:
+	VMOVUPS (SI), Z16
+	TESTQ   BX, BX
+	JZ      set
+	VMOVUPS.Z (DI), K1, Z17
+	VADDPS  Z17, Z16, Z16
+
+set:
+	VMOVUPS Z16, K1, (DI)
+	ADDQ    $64, SI
+	ADDQ    R11, DI
+	DECQ    R9
+	JNZ     row
+
+	MOVQ R11, BX
+	SHLQ $4, BX
+	ADDQ BX, R10
+	MOVQ xStride+64(FP), BX
+	ADDQ BX, R12
+	SHRQ $3, BX
+	ADDQ BX, R13
+	DECQ tiles+80(FP)
+	JNZ  tile
+
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
+	VZEROUPPER
+	RET

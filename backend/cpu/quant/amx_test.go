@@ -1,0 +1,303 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/berth-ml/berth/weights/ggml"
+)
+
+// amxTypes are the weight types with an AMX path.
+var amxTypes = []ggml.Type{ggml.Q4_0, ggml.Q8_0}
+
+// needAMX skips a test where this CPU, build or process has no AMX tiles.
+func needAMX(t testing.TB) {
+	t.Helper()
+	if !AMX(ggml.Q4_0) {
+		t.Skip("no AMX tiles here")
+	}
+}
+
+// runAMX computes the product on the AMX path, each range of parts as a
+// worker would, with a work space of its own, and checks that the path
+// was taken.
+func runAMXParts(t *testing.T, typ ggml.Type, x []float32, m, k int, w []byte, n int, parts [][2]int) []float32 {
+	t.Helper()
+	y := make([]float32, m*n)
+	for i := range y {
+		y[i] = float32(math.NaN()) // every output must be written
+	}
+	scratch := make([]byte, ScratchBytes(typ, m, k))
+	p, err := Prepare(y, x, m, k, w, n, typ, scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.xv == nil {
+		t.Fatalf("%s m=%d k=%d: not prepared for AMX", typ, m, k)
+	}
+	for _, r := range parts {
+		q, err := Prepared(y, x, m, k, w, n, typ, scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.RunWith(r[0], r[1], make([]byte, WorkBytes(typ, m, k)))
+	}
+	return y
+}
+
+// amxCheck compares y, the AMX path's product, with ref.go's dot of each
+// output, and returns the largest error in units of u·S (see below).
+//
+// Both take the same integer block sums (exact) and the same scales
+// d = d_w·d_x (one float32 product); they differ in the float32 steps
+// after. ref.go rounds each lane's d·s (eight lanes a block), adds it
+// into one of 16 lane accumulators, nb/2 terms each, and sums those in
+// four steps; the AMX path adds d·s of each block with one rounding
+// (FMA) into one accumulator, a slice of at most amxSliceBlocks blocks
+// after another, and adds the slices. An error of a float32 step is at
+// most u = 2⁻²⁴ of its result, which is at most S, the sum of the
+// magnitudes of the lane terms |d·s_lane| (at least that of the block
+// terms |d·s|); each term passes through at most nb/2+5 steps in ref.go
+// and min(nb, amxSliceBlocks)+⌈nb/amxSliceBlocks⌉ in the AMX path. So
+// to first order
+//
+//	|y − ref| ≤ (nb/2 + 5 + min(nb, 64) + ⌈nb/64⌉)·u·S,
+//
+// the bound checked. It is a worst case: the test logs the largest error
+// seen, in units of u·S, which is typically below one.
+func amxCheck(t *testing.T, typ ggml.Type, name string, x []float32, m, k int, w []byte, n int, y []float32) float64 {
+	t.Helper()
+	im := goImpls[typ]
+	scratch := make([]byte, 64+m*actStride(im.kind, k))
+	p, err := prepare(make([]float32, m*n), x, m, k, w, n, typ, scratch, im, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := k / 32
+	size := p.wRow / nb
+	steps := float64(nb)/2 + 5 + float64(min(nb, amxSliceBlocks)) + math.Ceil(float64(nb)/amxSliceBlocks)
+	const u = 1.0 / (1 << 24)
+	worst := 0.0
+	for i := range m {
+		a := p.row(i)
+		xq, xd, _ := q8Row(a, k)
+		for j := range n {
+			wr := w[j*p.wRow : (j+1)*p.wRow]
+			ref := p.dot(wr, a, k)
+			var s float64
+			for b := range nb {
+				blk := wr[size*b : size*(b+1)]
+				v := weightValues(typ, blk)
+				d := scale(blk) * xd[b]
+				for l := range 8 {
+					var sl int32
+					for e := 4 * l; e < 4*l+4; e++ {
+						sl += v[e] * int32(int8(xq[32*b+e]))
+					}
+					s += math.Abs(float64(d) * float64(sl))
+				}
+			}
+			got := y[i*n+j]
+			diff := math.Abs(float64(got) - float64(ref))
+			if !(diff <= steps*u*s) {
+				t.Errorf("%s %s m=%d k=%d n=%d: y[%d,%d] = %g, ref.go %g: off by %.3g, more than %.0f·u·S = %.3g",
+					typ, name, m, k, n, i, j, got, ref, diff, steps, steps*u*s)
+				return worst
+			}
+			if s > 0 {
+				worst = max(worst, diff/(u*s))
+			}
+		}
+	}
+	return worst
+}
+
+// weightValues are the 32 integer values of a Q4_0 or Q8_0 block.
+func weightValues(typ ggml.Type, blk []byte) (v [32]int32) {
+	if typ == ggml.Q8_0 {
+		for j, q := range blk[2:34] {
+			v[j] = int32(int8(q))
+		}
+		return v
+	}
+	for j, q := range blk[2:18] {
+		v[j], v[j+16] = int32(q&15)-8, int32(q>>4)-8
+	}
+	return v
+}
+
+// amxShapes are products of awkward sizes for the AMX path: rows not a
+// multiple of 16 (and fewer than a tile past the first), more rows than
+// one chunk of tiles; weight rows fewer than 16, not a multiple of 16;
+// k of one block, of a slice and a block, of several slices.
+func amxShapes() (s [][3]int) {
+	for _, m := range []int{16, 17, 31, 40} {
+		for _, k := range []int{32, 96, 32 * (amxSliceBlocks + 1)} {
+			for _, n := range []int{1, 5, 16, 17, 40} {
+				s = append(s, [3]int{m, k, n})
+			}
+		}
+	}
+	return append(s, [3]int{16*amxChunkTiles + 3, 256, 33}, [3]int{70, 32 * (2*amxSliceBlocks + 7), 20})
+}
+
+// The AMX path computes every output within the bound of amxCheck of
+// ref.go's dot, whatever the ranges workers take (as Split gives them,
+// and ranges not a multiple of 16 long).
+func TestAMXMatchesReference(t *testing.T) {
+	needAMX(t)
+	for _, typ := range amxTypes {
+		worst := 0.0
+		for _, sh := range amxShapes() {
+			m, k, n := sh[0], sh[1], sh[2]
+			r := rand.New(rand.NewPCG(uint64(typ), uint64(m*k*n+7)))
+			w := randomWeights(r, typ, n, k)
+			x := randomX(r, m, k)
+			ranges := map[string][][2]int{"whole": {{0, n}}}
+			for _, parts := range []int{2, 3} {
+				var rs [][2]int
+				for i := range parts {
+					if lo, hi := Split(n, parts, i); lo < hi {
+						rs = append(rs, [2]int{lo, hi})
+					}
+				}
+				ranges["split"+string(rune('0'+parts))] = rs
+			}
+			if n > 2 {
+				ranges["odd"] = [][2]int{{0, 1}, {1, n - 1}, {n - 1, n}}
+			}
+			for name, parts := range ranges {
+				y := runAMXParts(t, typ, x, m, k, w, n, parts)
+				worst = max(worst, amxCheck(t, typ, name, x, m, k, w, n, y))
+			}
+		}
+		t.Logf("%s: largest error %.3g·u·S", typ, worst)
+	}
+}
+
+// The AMX path on extreme values: weights at their limits, activations
+// of ±127 after quantisation and of the largest f16 scale, tiny ones
+// that quantise to zero, and zeros.
+func TestAMXOnExtremes(t *testing.T) {
+	needAMX(t)
+	const m, k, n = 20, 32 * (amxSliceBlocks + 3), 18
+	x := make([]float32, m*k)
+	for e := range k {
+		x[e] = 1e3 * float32(1-2*(e&1))
+		x[2*k+e] = 1e-30
+		x[5*k+e] = -1e3
+		x[7*k+e] = 65504 * 127
+		x[9*k+e] = float32(e%32) - 16
+	}
+	for _, typ := range amxTypes {
+		size, _ := typ.RowSize(k)
+		for _, fill := range []byte{0x00, 0xff, 0x80, 0x7f, 0x88} {
+			w := make([]byte, n*int(size))
+			for i := range w {
+				w[i] = fill
+			}
+			r := rand.New(rand.NewPCG(uint64(fill), 8))
+			ws := randomWeights(r, typ, n, k)
+			for o := 0; o < len(w); o += int(typ.TypeSize()) {
+				copy(w[o:o+2], ws[o:o+2]) // finite scales
+			}
+			y := runAMXParts(t, typ, x, m, k, w, n, [][2]int{{0, n}})
+			amxCheck(t, typ, "extremes", x, m, k, w, n, y)
+		}
+	}
+}
+
+// With the AMX path switched off (amxOff), or without a work space,
+// products take the vector kernels and return their bits.
+func TestAMXFallback(t *testing.T) {
+	needAMX(t)
+	const m, k, n = 40, 256, 37
+	for _, typ := range amxTypes {
+		r := rand.New(rand.NewPCG(uint64(typ), 9))
+		w := randomWeights(r, typ, n, k)
+		x := randomX(r, m, k)
+		want := runRange(t, typ, impls[typ], true, x, m, k, w, n, [][2]int{{0, n}})
+		check := func(name string, y []float32) {
+			t.Helper()
+			for i := range y {
+				if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+					t.Errorf("%s %s: y[%d] = %g, the vector kernels' %g", typ, name, i, y[i], want[i])
+					return
+				}
+			}
+		}
+
+		// No work space: Run.
+		y := make([]float32, m*n)
+		scratch := make([]byte, ScratchBytes(typ, m, k))
+		p, err := Prepare(y, x, m, k, w, n, typ, scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.RunWith(0, n, make([]byte, WorkBytes(typ, m, k)-1))
+		check("short work space", y)
+
+		// A scratch without room for the AMX layout.
+		small := make([]byte, ScratchBytes(typ, m, k)-amxActBytes(m, k))
+		y = make([]float32, m*n)
+		if p, err = Prepare(y, x, m, k, w, n, typ, small); err != nil {
+			t.Fatal(err)
+		}
+		if p.xv != nil {
+			t.Errorf("%s: prepared for AMX in a scratch too short", typ)
+		}
+		p.RunWith(0, n, make([]byte, WorkBytes(typ, m, k)))
+		check("short scratch", y)
+
+		// Switched off.
+		amxOff = true
+		if AMX(typ) || WorkBytes(typ, m, k) != 0 || ScratchBytes(typ, m, k) != len(small) {
+			t.Errorf("%s: AMX switched off, but AMX = %v, WorkBytes %d, ScratchBytes %d (want %d)", typ, AMX(typ), WorkBytes(typ, m, k), ScratchBytes(typ, m, k), len(small))
+		}
+		y = make([]float32, m*n)
+		if p, err = Prepare(y, x, m, k, w, n, typ, scratch); err != nil {
+			t.Fatal(err)
+		}
+		p.RunWith(0, n, make([]byte, amxWorkBytes(k)))
+		amxOff = false
+		if p.xv != nil {
+			t.Errorf("%s: prepared for AMX while it is off", typ)
+		}
+		check("switched off", y)
+
+		// Too few rows.
+		if WorkBytes(typ, amxMinRows-1, k) != 0 {
+			t.Errorf("%s: a work space for %d rows", typ, amxMinRows-1)
+		}
+	}
+}
+
+// MatMul takes the AMX path given room for a work space, and allocates
+// nothing.
+func TestAMXMatMul(t *testing.T) {
+	needAMX(t)
+	const m, k, n = 33, 32 * (amxSliceBlocks + 5), 24
+	for _, typ := range amxTypes {
+		r := rand.New(rand.NewPCG(uint64(typ), 10))
+		w := randomWeights(r, typ, n, k)
+		x := randomX(r, m, k)
+		y := make([]float32, m*n)
+		scratch := make([]byte, ScratchBytes(typ, m, k)+WorkBytes(typ, m, k))
+		if err := MatMul(y, x, m, k, w, n, typ, scratch); err != nil {
+			t.Fatal(err)
+		}
+		want := runRange(t, typ, impls[typ], true, x, m, k, w, n, [][2]int{{0, n}})
+		same := true
+		for i := range y {
+			same = same && math.Float32bits(y[i]) == math.Float32bits(want[i])
+		}
+		if same {
+			t.Errorf("%s: MatMul's results are the vector kernels' bits: no AMX?", typ)
+		}
+		amxCheck(t, typ, "MatMul", x, m, k, w, n, y)
+		if a := testing.AllocsPerRun(5, func() { MatMul(y, x, m, k, w, n, typ, scratch) }); a != 0 {
+			t.Errorf("%s: %v allocations a call", typ, a)
+		}
+	}
+}
