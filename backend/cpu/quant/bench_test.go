@@ -116,7 +116,7 @@ func BenchmarkGEMM(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Run(fmt.Sprintf("m=%d/k=%d/n=%d/%s/amx", m, k, n, typ), func(b *testing.B) {
+			b.Run(fmt.Sprintf("m=%d/k=%d/n=%d/%s/amx/tiles", m, k, n, typ), func(b *testing.B) {
 				for b.Loop() {
 					p.RunWith(0, n, work)
 				}

@@ -1,0 +1,68 @@
+package quant
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The assembly quantisation of activation rows writes the bytes the Go
+// one writes, on random rows and on awkward blocks: zeros, −0, ties,
+// a NaN, infinities, values whose scale is subnormal or overflows f16.
+func TestQuantizeQ8_0Asm(t *testing.T) {
+	const k = 32 * 40
+	r := rand.New(rand.NewPCG(11, 12))
+	x := make([]float32, k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64()) * float32(math.Pow(10, float64(r.IntN(9)-4)))
+	}
+	blk := func(b int) []float32 { return x[32*b : 32*b+32] }
+	clear(blk(1))
+	for i := range blk(2) {
+		blk(2)[i] = float32(math.Copysign(0, -1))
+	}
+	for i := range blk(3) {
+		blk(3)[i] = float32(i) - 15.5 // ties after scaling by 127/16.5? some
+	}
+	blk(4)[0], blk(4)[1], blk(4)[2] = 127, 0.5, 1.5
+	blk(5)[7] = float32(math.NaN())
+	blk(11)[31] = float32(math.NaN())
+	blk(6)[3] = float32(math.Inf(1))
+	blk(7)[9] = float32(math.Inf(-1))
+	for i := range blk(8) {
+		blk(8)[i] = 1e-9 * float32(i-16) // d subnormal in f16
+	}
+	blk(9)[0] = 1e30    // d overflows f16
+	blk(10)[5] = -1e-40 // a subnormal float32 alone
+	for _, bias := range []bool{false, true} {
+		want := make([]byte, actStride(kindQ8_0B, k))
+		got := make([]byte, len(want))
+		for i := range got {
+			got[i], want[i] = 0xa5, 0xa5
+		}
+		quantizeQ8_0Go(want, x, bias)
+		if !quantizeQ8_0Asm(got, x, bias) {
+			t.Skip("no assembly quantisation here")
+		}
+		// The values and sums of fours must be the same bytes; the
+		// scales the same floats, any NaN as good as another (Go's max
+		// leaves a NaN whose payload depends on the other values).
+		nb := k / 32
+		od, os := q8Offsets(k, bias)
+		if !bytes.Equal(got[:od], want[:od]) || !bytes.Equal(got[os+4*nb:], want[os+4*nb:]) {
+			for i := range got {
+				if got[i] != want[i] && (i < od || i >= os+4*nb) {
+					t.Errorf("bias %v: byte %d is %#x, Go's %#x", bias, i, got[i], want[i])
+					break
+				}
+			}
+		}
+		g, w := f32s(got[od:], 2*nb), f32s(want[od:], 2*nb)
+		for i := range g {
+			if math.Float32bits(g[i]) != math.Float32bits(w[i]) && !(g[i] != g[i] && w[i] != w[i]) {
+				t.Errorf("bias %v: scale %d of block %d is %g, Go's %g", bias, i/nb, i%nb, g[i], w[i])
+			}
+		}
+	}
+}
