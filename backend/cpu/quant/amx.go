@@ -70,7 +70,7 @@ func amxActBytes(m, k int) int {
 }
 
 // amxWorkBytes is the work space of one goroutine's RunWith for rows of
-// k values: the tile configuration, two int32 tiles, a float32 tile, and
+// k values: the tile configuration, four int32 tiles, a float32 tile, and
 // for a slice of blocks its weight panel, f16 and float32 scales; plus
 // 64 bytes to align them.
 func amxWorkBytes(k int) int {
@@ -79,8 +79,8 @@ func amxWorkBytes(k int) int {
 }
 
 // amxHeader is the bytes of the work space before the panel: the tile
-// configuration (64), two int32 tiles and a float32 one (3 KiB).
-const amxHeader = 64 + 3*1024
+// configuration (64), four int32 tiles and a float32 one (5 KiB).
+const amxHeader = 64 + 5*1024
 
 // WorkBytes is the work space each goroutine's RunWith needs for
 // products of m activation rows of k values by weights of type t, 0
@@ -192,14 +192,15 @@ func (p *Product) runAMX(lo, hi int, work []byte) {
 }
 
 // amxConfig writes the tile configuration of amxTiles for nr weight
-// rows: palette 1; tile 0 the weights (nr rows of 32 int8), tile 1 the
-// activations (8 rows of 16 fours), tile 2 their int32 products (nr rows
-// of 16).
+// rows: palette 1; tiles 0 and 2 weights (nr rows of 32 int8), 1 and 3
+// activations (8 rows of 16 fours), 4 to 7 their int32 products (nr
+// rows of 16).
 func amxConfig(cfg []byte, nr int) {
 	cfg = cfg[:64]
 	clear(cfg)
 	cfg[0] = 1
-	for t, s := range [...]struct{ rows, bytes int }{{nr, 32}, {8, 64}, {nr, 64}} {
+	a, b, c := struct{ rows, bytes int }{nr, 32}, struct{ rows, bytes int }{8, 64}, struct{ rows, bytes int }{nr, 64}
+	for t, s := range [...]struct{ rows, bytes int }{a, b, a, b, c, c, c, c} {
 		binary.LittleEndian.PutUint16(cfg[16+2*t:], uint16(s.bytes))
 		cfg[48+t] = byte(s.rows)
 	}

@@ -171,12 +171,53 @@ halfLoop:
 	VSHUFF32X4 $0x88, Z27, Z19, Z3;  VSHUFF32X4 $0xdd, Z27, Z19, Z7;  \
 	VSHUFF32X4 $0x88, Z31, Z23, Z11; VSHUFF32X4 $0xdd, Z31, Z23, Z15
 
-// SCALE adds row n of the int32 tile at CX (64 bytes a row), times the
-// block's weight scale n (at DI) and activation scales (Z16), into Zacc.
-#define SCALE(n, acc) \
-	VMULPS.BCST (4*n)(DI), Z16, Z17; \
-	VCVTDQ2PS   (64*n)(CX), Z18;     \
+// SCALE adds row n of the int32 tile at o(CX) (64 bytes a row), times
+// the weight scale n at w(DI) and the activation scales in Z16, into acc.
+#define SCALE(o, w, n, acc) \
+	VMULPS.BCST (w+4*n)(DI), Z16, Z17; \
+	VCVTDQ2PS   (o+64*n)(CX), Z18;     \
 	VFMADD231PS Z18, Z17, acc
+
+// BLOCK adds the int32 tile at o(CX), a block's products, scaled by the
+// block's weight scales at w(DI) and activation scales at w(R8), into
+// Z0-Z15.
+#define BLOCK(o, w) \
+	VMOVUPS w(R8), Z16;      \
+	SCALE(o, w, 0, Z0);      \
+	SCALE(o, w, 1, Z1);      \
+	SCALE(o, w, 2, Z2);      \
+	SCALE(o, w, 3, Z3);      \
+	SCALE(o, w, 4, Z4);      \
+	SCALE(o, w, 5, Z5);      \
+	SCALE(o, w, 6, Z6);      \
+	SCALE(o, w, 7, Z7);      \
+	SCALE(o, w, 8, Z8);      \
+	SCALE(o, w, 9, Z9);      \
+	SCALE(o, w, 10, Z10);    \
+	SCALE(o, w, 11, Z11);    \
+	SCALE(o, w, 12, Z12);    \
+	SCALE(o, w, 13, Z13);    \
+	SCALE(o, w, 14, Z14);    \
+	SCALE(o, w, 15, Z15)
+
+// The tile instructions of the kernel. Tiles 0 and 2 hold weights
+// (A0, A1), 1 and 3 activations (B0, B1), 4-7 int32 products (C0-C3).
+#define TILEZERO_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xE0 // TILEZERO TMM4
+#define TILEZERO_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xE8 // TILEZERO TMM5
+#define TILEZERO_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xF0 // TILEZERO TMM6
+#define TILEZERO_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xF8 // TILEZERO TMM7
+#define LOAD_A0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x16 // TILELOADD TMM0, (SI)(DX*1)
+#define LOAD_B0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x03 // TILELOADD TMM1, (BX)(AX*1)
+#define LOAD_A1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x14; BYTE $0x16 // TILELOADD TMM2, (SI)(DX*1)
+#define LOAD_B1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x1C; BYTE $0x03 // TILELOADD TMM3, (BX)(AX*1)
+#define DP_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x73; BYTE $0x5E; BYTE $0xE0 // TDPBSSD TMM4, TMM0, TMM1
+#define DP_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x63; BYTE $0x5E; BYTE $0xEA // TDPBSSD TMM5, TMM2, TMM3
+#define DP_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x73; BYTE $0x5E; BYTE $0xF0 // TDPBSSD TMM6, TMM0, TMM1
+#define DP_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x63; BYTE $0x5E; BYTE $0xFA // TDPBSSD TMM7, TMM2, TMM3
+#define STORE_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x24; BYTE $0x01 // TILESTORED (CX)(AX*1), TMM4
+#define STORE_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xAC; BYTE $0x01; LONG $0x400 // TILESTORED 1024(CX)(AX*1), TMM5
+#define STORE_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xB4; BYTE $0x01; LONG $0x800 // TILESTORED 2048(CX)(AX*1), TMM6
+#define STORE_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xBC; BYTE $0x01; LONG $0xC00 // TILESTORED 3072(CX)(AX*1), TMM7
 
 // func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)
 //
@@ -187,13 +228,17 @@ halfLoop:
 // panel (16 rows of 32 int8 values) with 16 scales each at ws; each
 // activation block is 512 bytes at xv (eight rows of 16 fours, as
 // TDPBSSD takes them) with 16 scales at xs. The tile configuration is at
-// work (64 bytes; the weight rows it names are those computed), then two
-// int32 tiles and a float32 one (3 KiB). Only the columns of mask are
-// written, and of the last tile only its first last rows.
+// work (64 bytes; the weight rows it names are those computed), then
+// four int32 tiles and a float32 one (5 KiB). Only the columns of mask
+// are written, and of the last tile only its first last rows.
+//
+// Four blocks go at once, each into its own int32 tile, so that the tile
+// unit works on the next while the vector unit scales the last; their
+// scaled products are added in order, block after block.
 TEXT ·amxTiles(SB), NOSPLIT, $0-104
 	MOVQ work+96(FP), CX
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x01 // LDTILECFG (CX)
-	ADDQ $64, CX                                               // the int32 tile
+	ADDQ $64, CX                                               // the int32 tiles
 	MOVQ mask+16(FP), AX
 	KMOVW AX, K1
 	MOVQ $64, AX // bytes a row of the activation and int32 tiles
@@ -226,41 +271,69 @@ tile:
 	MOVQ R12, BX
 	MOVQ R13, R8
 	MOVQ nb+72(FP), R9
+	CMPQ R9, $4
+	JLT  one
 
-block:
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD0              // TILEZERO TMM2
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x16 // TILELOADD TMM0, (SI)(DX*1)
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x03 // TILELOADD TMM1, (BX)(AX*1)
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x73; BYTE $0x5E; BYTE $0xD0              // TDPBSSD TMM2, TMM0, TMM1
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x01 // TILESTORED (CX)(AX*1), TMM2
-	VMOVUPS (R8), Z16
-	SCALE(0, Z0)
-	SCALE(1, Z1)
-	SCALE(2, Z2)
-	SCALE(3, Z3)
-	SCALE(4, Z4)
-	SCALE(5, Z5)
-	SCALE(6, Z6)
-	SCALE(7, Z7)
-	SCALE(8, Z8)
-	SCALE(9, Z9)
-	SCALE(10, Z10)
-	SCALE(11, Z11)
-	SCALE(12, Z12)
-	SCALE(13, Z13)
-	SCALE(14, Z14)
-	SCALE(15, Z15)
+four:
+	TILEZERO_C0
+	TILEZERO_C1
+	TILEZERO_C2
+	TILEZERO_C3
+	LOAD_A0
+	LOAD_B0
+	DP_C0
+	ADDQ $512, SI
+	ADDQ $512, BX
+	LOAD_A1
+	LOAD_B1
+	DP_C1
+	ADDQ $512, SI
+	ADDQ $512, BX
+	LOAD_A0
+	LOAD_B0
+	DP_C2
+	ADDQ $512, SI
+	ADDQ $512, BX
+	LOAD_A1
+	LOAD_B1
+	DP_C3
+	ADDQ $512, SI
+	ADDQ $512, BX
+	STORE_C0
+	STORE_C1
+	STORE_C2
+	STORE_C3
+	BLOCK(0, 0)
+	BLOCK(1024, 64)
+	BLOCK(2048, 128)
+	BLOCK(3072, 192)
+	ADDQ $256, DI
+	ADDQ $256, R8
+	SUBQ $4, R9
+	CMPQ R9, $4
+	JGE  four
+
+one:
+	TESTQ R9, R9
+	JZ    done
+	TILEZERO_C0
+	LOAD_A0
+	LOAD_B0
+	DP_C0
+	STORE_C0
+	BLOCK(0, 0)
 	ADDQ $512, SI
 	ADDQ $512, BX
 	ADDQ $64, DI
 	ADDQ $64, R8
 	DECQ R9
-	JNZ  block
+	JMP  one
 
+done:
 	// Zn holds weight row n's products with the tile's 16 rows: turn
 	// them into the rows of y and write them out.
 	TRANSPOSE16
-	LEAQ 2048(CX), SI
+	LEAQ 4096(CX), SI
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
