@@ -44,7 +44,7 @@ const (
 //
 // With bias, it also stores −8 times the sum of each four q.
 func quantizeQ8_0(a []byte, x []float32, bias bool) {
-	if !quantizeQ8_0Asm(a, x, bias) {
+	if !quantizeQ8_0Asm(a, x, bias, nil, nil) {
 		quantizeQ8_0Go(a, x, bias)
 	}
 }

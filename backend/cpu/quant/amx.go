@@ -22,7 +22,7 @@ import (
 // for how close they are.
 //
 // Prepare lays the activation rows out once as the second operand wants
-// them (amxLayout): for each tile of 16 rows and each block, 512 bytes,
+// them, as it quantises them (amxQuantize): for each tile of 16 rows and each block, 512 bytes,
 // eight rows of the 16 rows' fours, and 16 float32 scales; rows past m
 // are zeros. Each goroutine's RunWith unpacks 16 weight rows at a time,
 // a slice of at most amxSliceBlocks blocks, into its own work space (a
@@ -92,36 +92,44 @@ func WorkBytes(t ggml.Type, m, k int) int {
 	return amxWorkBytes(k)
 }
 
-// amxLayout lays the prepared activation rows act (aRow bytes apart, k
-// values each, with their scales at od) out as the AMX kernel takes them
-// (see above), into xv and xs.
-func amxLayout(xv []byte, xs []float32, act []byte, aRow, m, k, od int) {
+// amxQuantize quantises activation row i, x, into its prepared row a (as
+// quantizeQ8_0 does) and into the AMX layout.
+func (p *Product) amxQuantize(i int, a []byte, x []float32, bias bool) {
+	nb := p.k / 32
+	t, c := i/16, i%16
+	xv := p.xv[t*16*p.k+4*c : (t+1)*16*p.k]
+	xs := p.xs[t*16*nb+c : (t+1)*16*nb]
+	if !quantizeQ8_0Asm(a, x, bias, xv, xs) {
+		quantizeQ8_0Go(a, x, bias)
+		amxRow(xv, xs, a, p.k, bias)
+	}
+}
+
+// amxRow copies the prepared row a of k values into its place xv, xs of
+// the AMX layout.
+func amxRow(xv []byte, xs []float32, a []byte, k int, bias bool) {
 	nb := k / 32
-	tiles := (m + 15) / 16
-	xv = xv[:tiles*16*k]
-	xs = xs[:tiles*16*nb]
-	for i := range tiles * 16 {
-		t, c := i/16, i%16
-		v := xv[t*16*k+4*c:]
-		s := xs[t*16*nb+c:]
-		if i >= m {
-			for b := range nb {
-				s[16*b] = 0
-				for r := range 8 {
-					binary.LittleEndian.PutUint32(v[512*b+64*r:], 0)
-				}
-			}
-			continue
+	od, _ := q8Offsets(k, bias)
+	d := f32s(a[od:], nb)
+	for b := range nb {
+		for r := range 8 {
+			binary.LittleEndian.PutUint32(xv[512*b+64*r:], binary.LittleEndian.Uint32(a[32*b+4*r:]))
 		}
-		row := act[i*aRow : i*aRow+od+4*nb]
-		d := f32s(row[od:], nb)
+		xs[16*b] = d[b]
+	}
+}
+
+// amxPad zeroes the rows of the last tile of the AMX layout past the
+// last activation row.
+func (p *Product) amxPad() {
+	nb := p.k / 32
+	for i := p.m; i%16 != 0; i++ {
+		t, c := i/16, i%16
 		for b := range nb {
-			q := row[32*b : 32*b+32]
-			o := v[512*b : 512*b+452]
 			for r := range 8 {
-				binary.LittleEndian.PutUint32(o[64*r:], binary.LittleEndian.Uint32(q[4*r:]))
+				binary.LittleEndian.PutUint32(p.xv[t*16*p.k+512*b+64*r+4*c:], 0)
 			}
-			s[16*b] = d[b]
+			p.xs[t*16*nb+16*b+c] = 0
 		}
 	}
 }

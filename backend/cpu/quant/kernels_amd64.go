@@ -333,11 +333,12 @@ func tileK(f tileKFunc, size, mr int) tiling {
 }
 
 //go:noescape
-func quantizeQ8_0AVX512(q *byte, d, s *float32, bias *int32, x *float32, nb int)
+func quantizeQ8_0AVX512(q *byte, d, s *float32, bias *int32, x *float32, nb int, xv *byte, xs *float32)
 
 // quantizeQ8_0Asm is quantizeQ8_0 with AVX-512, where the CPU has it; it
-// reports whether it ran.
-func quantizeQ8_0Asm(a []byte, x []float32, bias bool) bool {
+// reports whether it ran. Where xv is not nil, it also lays the row out
+// for the AMX tiles (amxRow).
+func quantizeQ8_0Asm(a []byte, x []float32, bias bool, xv []byte, xs []float32) bool {
 	nb := len(x) / 32
 	if !hasAVX512 || nb == 0 {
 		return false
@@ -349,6 +350,13 @@ func quantizeQ8_0Asm(a []byte, x []float32, bias bool) bool {
 	if bias {
 		b = &i32s(a[k:], k/4)[0]
 	}
-	quantizeQ8_0AVX512(&a[0], &f32s(a[od:], nb)[0], &f32s(a[os:], nb)[0], b, &x[0], nb)
+	var v *byte
+	var s *float32
+	if xv != nil {
+		_ = xv[512*(nb-1)+448+3]
+		_ = xs[16*(nb-1)]
+		v, s = &xv[0], &xs[0]
+	}
+	quantizeQ8_0AVX512(&a[0], &f32s(a[od:], nb)[0], &f32s(a[os:], nb)[0], b, &x[0], nb, v, s)
 	return true
 }

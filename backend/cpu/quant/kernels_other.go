@@ -8,4 +8,6 @@ import "github.com/berth-ml/berth/weights/ggml"
 func asmImpls(t ggml.Type) []impl { return nil }
 
 // quantizeQ8_0Asm: there is no assembly here.
-func quantizeQ8_0Asm(a []byte, x []float32, bias bool) bool { return false }
+func quantizeQ8_0Asm(a []byte, x []float32, bias bool, xv []byte, xs []float32) bool {
+	return false
+}

@@ -119,7 +119,6 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	}
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(scratch))) & 63)
 	p.act = scratch[off : off+m*p.aRow]
-	od, _ := q8Offsets(k, im.kind == kindQ8_0B)
 	if amxFor(t, m) && (im.kind == kindQ8_0 || im.kind == kindQ8_0B) && len(scratch) >= need+amxActBytes(m, k) {
 		v := scratch[off+m*p.aRow : off+m*p.aRow+amxActBytes(m, k)]
 		tiles := (m + 15) / 16
@@ -134,13 +133,17 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 		xi := x[i*k : (i+1)*k]
 		switch im.kind {
 		case kindQ8_0, kindQ8_0B:
-			quantizeQ8_0(a, xi, im.kind == kindQ8_0B)
+			if p.xv != nil {
+				p.amxQuantize(i, a, xi, im.kind == kindQ8_0B)
+			} else {
+				quantizeQ8_0(a, xi, im.kind == kindQ8_0B)
+			}
 		case kindQ8_K:
 			quantizeQ8_K(a, xi)
 		}
 	}
 	if quantise && p.xv != nil {
-		amxLayout(p.xv, p.xs, p.act, p.aRow, m, k, od)
+		p.amxPad()
 	}
 	return p, nil
 }

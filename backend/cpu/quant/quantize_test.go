@@ -42,7 +42,7 @@ func TestQuantizeQ8_0Asm(t *testing.T) {
 			got[i], want[i] = 0xa5, 0xa5
 		}
 		quantizeQ8_0Go(want, x, bias)
-		if !quantizeQ8_0Asm(got, x, bias) {
+		if !quantizeQ8_0Asm(got, x, bias, nil, nil) {
 			t.Skip("no assembly quantisation here")
 		}
 		// The values and sums of fours must be the same bytes; the
@@ -62,6 +62,38 @@ func TestQuantizeQ8_0Asm(t *testing.T) {
 		for i := range g {
 			if math.Float32bits(g[i]) != math.Float32bits(w[i]) && !(g[i] != g[i] && w[i] != w[i]) {
 				t.Errorf("bias %v: scale %d of block %d is %g, Go's %g", bias, i/nb, i%nb, g[i], w[i])
+			}
+		}
+	}
+}
+
+// Quantising into the AMX layout as well puts each block's fours and
+// scale where amxRow puts them, and writes nothing else there.
+func TestQuantizeQ8_0AMXLayout(t *testing.T) {
+	const k, nb = 32 * 9, 9
+	r := rand.New(rand.NewPCG(13, 14))
+	x := make([]float32, k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for _, bias := range []bool{false, true} {
+		a := make([]byte, actStride(kindQ8_0B, k))
+		want, got := make([]byte, 16*k), make([]byte, 16*k)
+		wantS, gotS := make([]float32, 16*nb), make([]float32, 16*nb)
+		for i := range got {
+			got[i], want[i] = 0xa5, 0xa5
+		}
+		const c = 5 // the row's place in its tile
+		if !quantizeQ8_0Asm(a, x, bias, got[4*c:], gotS[c:]) {
+			t.Skip("no assembly quantisation here")
+		}
+		amxRow(want[4*c:], wantS[c:], a, k, bias)
+		if !bytes.Equal(got, want) {
+			t.Errorf("bias %v: the layout's values differ", bias)
+		}
+		for i := range gotS {
+			if gotS[i] != wantS[i] {
+				t.Errorf("bias %v: scale %d is %g, want %g", bias, i, gotS[i], wantS[i])
 			}
 		}
 	}
