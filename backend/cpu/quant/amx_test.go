@@ -132,7 +132,7 @@ func weightValues(typ ggml.Type, blk []byte) (v [32]int32) {
 // one chunk of tiles; weight rows fewer than 16, not a multiple of 16;
 // k of one block, of a slice and a block, of several slices.
 func amxShapes() (s [][3]int) {
-	for _, m := range []int{16, 17, 31, 40} {
+	for _, m := range []int{amxMinRows, 9, 16, 17, 31, 40} {
 		for _, k := range []int{32, 96, 32 * (amxSliceBlocks + 1)} {
 			for _, n := range []int{1, 5, 16, 17, 40} {
 				s = append(s, [3]int{m, k, n})
