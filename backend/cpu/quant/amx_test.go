@@ -3,6 +3,7 @@ package quant
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/berth-ml/berth/weights/ggml"
@@ -19,9 +20,9 @@ func needAMX(t testing.TB) {
 	}
 }
 
-// runAMX computes the product on the AMX path, each range of parts as a
-// worker would, with a work space of its own, and checks that the path
-// was taken.
+// runAMXParts computes the product on the AMX path, each range of parts
+// on a goroutine of its own, at once, with its own work space, as
+// workers do; and checks that the path was taken.
 func runAMXParts(t *testing.T, typ ggml.Type, x []float32, m, k int, w []byte, n int, parts [][2]int) []float32 {
 	t.Helper()
 	y := make([]float32, m*n)
@@ -36,13 +37,16 @@ func runAMXParts(t *testing.T, typ ggml.Type, x []float32, m, k int, w []byte, n
 	if p.xv == nil {
 		t.Fatalf("%s m=%d k=%d: not prepared for AMX", typ, m, k)
 	}
+	var wg sync.WaitGroup
 	for _, r := range parts {
 		q, err := Prepared(y, x, m, k, w, n, typ, scratch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		q.RunWith(r[0], r[1], make([]byte, WorkBytes(typ, m, k)))
+		work := make([]byte, WorkBytes(typ, m, k))
+		wg.Go(func() { q.RunWith(r[0], r[1], work) })
 	}
+	wg.Wait()
 	return y
 }
 
