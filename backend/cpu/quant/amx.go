@@ -8,9 +8,9 @@ import (
 	"github.com/berth-ml/berth/weights/ggml"
 )
 
-// The AMX path: products of Q4_0 and Q8_0 weights by many activation
-// rows on the tile unit of Intel's Advanced Matrix Extensions, as
-// llama.cpp takes them.
+// The AMX path: products of Q4_0, Q8_0 and Q4_K weights by many
+// activation rows on the tile unit of Intel's Advanced Matrix
+// Extensions, as llama.cpp takes them.
 //
 // TDPBSSD multiplies a tile of up to 16 rows of int8 values by a tile of
 // int8 fours, summing into a tile of int32. Here the first operand is 16
@@ -20,6 +20,12 @@ import (
 // AVX-512, one zmm register per weight row. The order of these sums is
 // not ref.go's, so the results are not its bits; see TestAMXMatchesReference
 // for how close they are.
+//
+// A Q4_K block is eight such blocks (sub-blocks), value d·sc_j·q −
+// dmin·m_j: the weight scale of sub-block j is d·sc_j, the activation
+// scale that of its Q8_K block, and the minimums add a second term a
+// sub-block, (−dmin·m_j)·(d_x·Σq_x), one more multiply-add in each
+// weight row's accumulator (amxTilesMin).
 //
 // Prepare lays the activation rows out once as the second operand wants
 // them, as it quantises them (amxQuantize): for each tile of 16 rows and each block, 512 bytes,
@@ -56,17 +62,28 @@ var amxGranted = sync.OnceValue(amxPermit)
 // amxFor reports whether products of m activation rows by weights of
 // type t take the AMX path.
 func amxFor(t ggml.Type, m int) bool {
-	return (t == ggml.Q4_0 || t == ggml.Q8_0) && m >= amxMinRows && !amxOff && amxCPU && amxGranted()
+	return (t == ggml.Q4_0 || t == ggml.Q8_0 || t == ggml.Q4_K) && m >= amxMinRows && !amxOff && amxCPU && amxGranted()
+}
+
+// amxScales is the float32 scales a block of 32 takes on each side of
+// the AMX kernel for weights of type t, 16 (one a row): the weights' and
+// the activations'; 32 for Q4_K, with the terms of its minimums.
+func amxScales(t ggml.Type) int {
+	if t == ggml.Q4_K {
+		return 32
+	}
+	return 16
 }
 
 // AMX reports whether long prompts' products with weights of type t take
 // the AMX tiles on this CPU and build (see RunWith).
 func AMX(t ggml.Type) bool { return amxFor(t, amxMinRows) }
 
-// amxActBytes is the scratch of the activation rows laid out for AMX:
-// per tile of 16 rows, k bytes of values and k/32·16 float32 scales.
-func amxActBytes(m, k int) int {
-	return (m + 15) / 16 * 16 * (k + k/32*4)
+// amxActBytes is the scratch of the activation rows laid out for AMX,
+// against weights of type t: per tile of 16 rows, k bytes of values and
+// k/32·amxScales(t) float32 scales.
+func amxActBytes(t ggml.Type, m, k int) int {
+	return (m + 15) / 16 * (16*k + k/32*amxScales(t)*4)
 }
 
 // amxWorkBytes is the work space of one goroutine's RunWith for rows of
@@ -75,7 +92,7 @@ func amxActBytes(m, k int) int {
 // 64 bytes to align them.
 func amxWorkBytes(k int) int {
 	kc := min(k/32, amxSliceBlocks)
-	return 64 + amxHeader + kc*(512+32+64)
+	return 64 + amxHeader + kc*(512+32+128)
 }
 
 // amxHeader is the bytes of the work space before the panel: the tile
@@ -119,17 +136,39 @@ func amxRow(xv []byte, xs []float32, a []byte, k int, bias bool) {
 	}
 }
 
+// amxQuantizeK quantises activation row i, x, into its prepared Q8_K
+// row a (quantizeQ8_K) and into the AMX layout: its values, and for each
+// sub-block of 32 its block's scale d and d·Σq.
+func (p *Product) amxQuantizeK(i int, a []byte, x []float32) {
+	quantizeQ8_K(a, x)
+	nb := p.k / 32
+	t, c := i/16, i%16
+	xv := p.xv[t*16*p.k+4*c : (t+1)*16*p.k]
+	xs := p.xs[t*32*nb+c : (t+1)*32*nb]
+	q, d, sums := qkRow(a, p.k)
+	for b := range nb {
+		for r := range 8 {
+			binary.LittleEndian.PutUint32(xv[512*b+64*r:], binary.LittleEndian.Uint32(q[32*b+4*r:]))
+		}
+		xs[32*b] = d[b/8]
+		xs[32*b+16] = d[b/8] * float32(sums[b])
+	}
+}
+
 // amxPad zeroes the rows of the last tile of the AMX layout past the
 // last activation row.
 func (p *Product) amxPad() {
 	nb := p.k / 32
+	sw := amxScales(p.wType)
 	for i := p.m; i%16 != 0; i++ {
 		t, c := i/16, i%16
 		for b := range nb {
 			for r := range 8 {
 				binary.LittleEndian.PutUint32(p.xv[t*16*p.k+512*b+64*r+4*c:], 0)
 			}
-			p.xs[t*16*nb+16*b+c] = 0
+			for s := 0; s < sw; s += 16 {
+				p.xs[(t*nb+b)*sw+s+c] = 0
+			}
 		}
 	}
 }
@@ -153,13 +192,17 @@ func (p *Product) runAMX(lo, hi int, work []byte) {
 	work = work[off:]
 	nb := p.k / 32
 	kc := min(nb, amxSliceBlocks)
+	sw := amxScales(p.wType)
 	cfg := work[:64]
 	panel := work[amxHeader : amxHeader+512*kc]
 	halves := i16s(work[amxHeader+512*kc:], 16*kc)
-	ws := f32s(work[amxHeader+544*kc:], 16*kc)
-	pack := amxPackQ4_0
-	if p.wType == ggml.Q8_0 {
+	ws := f32s(work[amxHeader+544*kc:], sw*kc)
+	pack, kernel := amxPackQ4_0, amxTiles
+	switch p.wType {
+	case ggml.Q8_0:
 		pack = amxPackQ8_0
+	case ggml.Q4_K:
+		kernel = amxTilesMin
 	}
 	tiles := (p.m + 15) / 16
 	last := p.m - 16*(tiles-1)
@@ -179,21 +222,50 @@ func (p *Product) runAMX(lo, hi int, work []byte) {
 			for j := lo; j < hi; j += 16 {
 				nr := min(16, hi-j)
 				w := p.w[j*p.wRow+(b0*p.wRow)/nb : (j+nr-1)*p.wRow+(b1*p.wRow)/nb]
-				pack(&panel[0], (*uint16)(unsafe.Pointer(&halves[0])), &w[0], p.wRow, nr, b1-b0)
-				if nr < 16 {
-					for b := range b1 - b0 {
-						clear(halves[16*b+nr : 16*b+16])
+				if p.wType == ggml.Q4_K {
+					amxPackQ4_K(&panel[0], &w[0], p.wRow, nr, (b1-b0)/8)
+					amxScalesQ4_K(ws, w, p.wRow, nr, (b1-b0)/8)
+				} else {
+					pack(&panel[0], (*uint16)(unsafe.Pointer(&halves[0])), &w[0], p.wRow, nr, b1-b0)
+					if nr < 16 {
+						for b := range b1 - b0 {
+							clear(halves[16*b+nr : 16*b+16])
+						}
 					}
+					amxHalves(&ws[0], (*uint16)(unsafe.Pointer(&halves[0])), b1-b0)
 				}
-				amxHalves(&ws[0], (*uint16)(unsafe.Pointer(&halves[0])), b1-b0)
 				if nr != rows {
 					amxConfig(cfg, nr)
 					rows = nr
 				}
 				y := p.y[16*t0*p.n+j : (16*(t1-1)+lastRows-1)*p.n+j+nr]
 				xv := p.xv[t0*16*p.k+512*b0 : 16*p.k*t1]
-				xs := p.xs[(t0*16*nb + 16*b0):(16 * nb * t1)]
-				amxTiles(&y[0], p.n, 1<<nr-1, lastRows, &panel[0], &ws[0], &xv[0], &xs[0], 16*p.k, b1-b0, t1-t0, add, &work[0])
+				xs := p.xs[(t0*nb+b0)*sw : nb*sw*t1]
+				kernel(&y[0], p.n, 1<<nr-1, lastRows, &panel[0], &ws[0], &xv[0], &xs[0], 16*p.k, b1-b0, t1-t0, add, &work[0])
+			}
+		}
+	}
+}
+
+// amxScalesQ4_K sets the scales of nsb Q4_K blocks of nr weight rows (w,
+// wRow bytes apart) as amxTilesMin takes them: for sub-block b, 16 of
+// d·sc (one a row), then 16 of −dmin·m; zeros for rows past nr.
+func amxScalesQ4_K(ws []float32, w []byte, wRow, nr, nsb int) {
+	ws = ws[:32*8*nsb]
+	for r := range 16 {
+		for s := range nsb {
+			if r >= nr {
+				for j := range 8 {
+					ws[32*(8*s+j)+r], ws[32*(8*s+j)+16+r] = 0, 0
+				}
+				continue
+			}
+			blk := w[r*wRow+144*s : r*wRow+144*s+16]
+			d, dmin := scale(blk), scale(blk[2:])
+			sc, mn := scalesMins(blk[4:16])
+			for j := range 8 {
+				ws[32*(8*s+j)+r] = d * float32(sc[j])
+				ws[32*(8*s+j)+16+r] = -(dmin * float32(mn[j]))
 			}
 		}
 	}

@@ -30,3 +30,9 @@ func amxHalves(ws *float32, halves *uint16, n int)
 
 //go:noescape
 func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)
+
+//go:noescape
+func amxPackQ4_K(panel *byte, w *byte, wRow int, rows int, nsb int)
+
+//go:noescape
+func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)

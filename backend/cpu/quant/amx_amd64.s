@@ -116,6 +116,62 @@ q8block:
 	VZEROUPPER
 	RET
 
+// func amxPackQ4_K(panel *byte, w *byte, wRow int, rows int, nsb int)
+//
+// For each of rows weight rows (wRow bytes apart from w) and each of nsb
+// Q4_K blocks of 256 values: the values q (0 to 15) of its eight
+// sub-blocks as int8, sub-block j at panel[512·(8·b+j) + 32·r].
+TEXT ·amxPackQ4_K(SB), NOSPLIT, $0-40
+	MOVQ panel+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ wRow+16(FP), R9
+	MOVQ rows+24(FP), R10
+	MOVQ nsb+32(FP), R11
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y15
+
+qkrow:
+	LEAQ 16(SI), BX // this row's values
+	MOVQ DI, CX
+	MOVQ R11, R12
+
+qkblock:
+	VMOVDQU (BX), Y0
+	VPSRLW  $4, Y0, Y1
+	VPAND   Y15, Y0, Y0
+	VPAND   Y15, Y1, Y1
+	VMOVDQU Y0, (CX)
+	VMOVDQU Y1, 512(CX)
+	VMOVDQU 32(BX), Y0
+	VPSRLW  $4, Y0, Y1
+	VPAND   Y15, Y0, Y0
+	VPAND   Y15, Y1, Y1
+	VMOVDQU Y0, 1024(CX)
+	VMOVDQU Y1, 1536(CX)
+	VMOVDQU 64(BX), Y0
+	VPSRLW  $4, Y0, Y1
+	VPAND   Y15, Y0, Y0
+	VPAND   Y15, Y1, Y1
+	VMOVDQU Y0, 2048(CX)
+	VMOVDQU Y1, 2560(CX)
+	VMOVDQU 96(BX), Y0
+	VPSRLW  $4, Y0, Y1
+	VPAND   Y15, Y0, Y0
+	VPAND   Y15, Y1, Y1
+	VMOVDQU Y0, 3072(CX)
+	VMOVDQU Y1, 3584(CX)
+	ADDQ    $144, BX
+	ADDQ    $4096, CX
+	DECQ    R12
+	JNZ     qkblock
+
+	ADDQ R9, SI
+	ADDQ $32, DI
+	DECQ R10
+	JNZ  qkrow
+	VZEROUPPER
+	RET
+
 // func amxHalves(ws *float32, halves *uint16, n int)
 //
 // ws[i] = halves[i] widened, for i < 16·n.
@@ -382,6 +438,193 @@ set:
 	ADDQ BX, R13
 	DECQ tiles+80(FP)
 	JNZ  tile
+
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
+	VZEROUPPER
+	RET
+
+// SCALEM is SCALE with the minimums: it also adds weight n's term at
+// w+64(DI) times the activations' at Z19.
+#define SCALEM(o, w, n, acc) \
+	SCALE(o, w, n, acc); \
+	VFMADD231PS.BCST (w+64+4*n)(DI), Z19, acc
+
+// BLOCKM is BLOCK for blocks of weights with minimums: 128 bytes of
+// scales a block on both sides, the scales then the minimums' terms.
+#define BLOCKM(o, w) \
+	VMOVUPS w(R8), Z16;       \
+	VMOVUPS (w+64)(R8), Z19;  \
+	SCALEM(o, w, 0, Z0);      \
+	SCALEM(o, w, 1, Z1);      \
+	SCALEM(o, w, 2, Z2);      \
+	SCALEM(o, w, 3, Z3);      \
+	SCALEM(o, w, 4, Z4);      \
+	SCALEM(o, w, 5, Z5);      \
+	SCALEM(o, w, 6, Z6);      \
+	SCALEM(o, w, 7, Z7);      \
+	SCALEM(o, w, 8, Z8);      \
+	SCALEM(o, w, 9, Z9);      \
+	SCALEM(o, w, 10, Z10);    \
+	SCALEM(o, w, 11, Z11);    \
+	SCALEM(o, w, 12, Z12);    \
+	SCALEM(o, w, 13, Z13);    \
+	SCALEM(o, w, 14, Z14);    \
+	SCALEM(o, w, 15, Z15)
+
+// func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)
+//
+// amxTiles for weights with minimums (Q4_K): each block's 16 weight
+// scales at ws are followed by 16 terms of the minimums, and its 16
+// activation scales at xs by 16 terms of the activation sums, whose
+// products are added too: 128 bytes a block on both sides, and
+// xStride/4 bytes a tile at xs.
+TEXT ·amxTilesMin(SB), NOSPLIT, $0-104
+	MOVQ work+96(FP), CX
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x01 // LDTILECFG (CX)
+	ADDQ $64, CX                                               // the int32 tiles
+	MOVQ mask+16(FP), AX
+	KMOVW AX, K1
+	MOVQ $64, AX // bytes a row of the activation and int32 tiles
+	MOVQ $32, DX // bytes a row of the weight tile
+	MOVQ y+0(FP), R10
+	MOVQ ldy+8(FP), R11
+	SHLQ $2, R11
+	MOVQ xv+48(FP), R12
+	MOVQ xs+56(FP), R13
+
+tileM:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ panel+32(FP), SI
+	MOVQ ws+40(FP), DI
+	MOVQ R12, BX
+	MOVQ R13, R8
+	MOVQ nb+72(FP), R9
+	CMPQ R9, $4
+	JLT  oneM
+
+fourM:
+	TILEZERO_C0
+	TILEZERO_C1
+	TILEZERO_C2
+	TILEZERO_C3
+	LOAD_A0
+	LOAD_B0
+	DP_C0
+	ADDQ $512, SI
+	ADDQ $512, BX
+	LOAD_A1
+	LOAD_B1
+	DP_C1
+	ADDQ $512, SI
+	ADDQ $512, BX
+	LOAD_A0
+	LOAD_B0
+	DP_C2
+	ADDQ $512, SI
+	ADDQ $512, BX
+	LOAD_A1
+	LOAD_B1
+	DP_C3
+	ADDQ $512, SI
+	ADDQ $512, BX
+	STORE_C0
+	STORE_C1
+	STORE_C2
+	STORE_C3
+	BLOCKM(0, 0)
+	BLOCKM(1024, 128)
+	BLOCKM(2048, 256)
+	BLOCKM(3072, 384)
+	ADDQ $512, DI
+	ADDQ $512, R8
+	SUBQ $4, R9
+	CMPQ R9, $4
+	JGE  fourM
+
+oneM:
+	TESTQ R9, R9
+	JZ    doneM
+	TILEZERO_C0
+	LOAD_A0
+	LOAD_B0
+	DP_C0
+	STORE_C0
+	BLOCKM(0, 0)
+	ADDQ $512, SI
+	ADDQ $512, BX
+	ADDQ $128, DI
+	ADDQ $128, R8
+	DECQ R9
+	JMP  oneM
+
+doneM:
+	// Zn holds weight row n's products with the tile's 16 rows: turn
+	// them into the rows of y and write them out.
+	TRANSPOSE16
+	LEAQ 4096(CX), SI
+	VMOVUPS Z0, 0(SI)
+	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z2, 128(SI)
+	VMOVUPS Z3, 192(SI)
+	VMOVUPS Z4, 256(SI)
+	VMOVUPS Z5, 320(SI)
+	VMOVUPS Z6, 384(SI)
+	VMOVUPS Z7, 448(SI)
+	VMOVUPS Z8, 512(SI)
+	VMOVUPS Z9, 576(SI)
+	VMOVUPS Z10, 640(SI)
+	VMOVUPS Z11, 704(SI)
+	VMOVUPS Z12, 768(SI)
+	VMOVUPS Z13, 832(SI)
+	VMOVUPS Z14, 896(SI)
+	VMOVUPS Z15, 960(SI)
+	MOVQ $16, R9
+	CMPQ tiles+80(FP), $1
+	JNE  rowsM
+	MOVQ last+24(FP), R9
+
+rowsM:
+	MOVQ R10, DI
+	MOVQ add+88(FP), BX
+
+rowM:
+	VMOVUPS (SI), Z16
+	TESTQ   BX, BX
+	JZ      setM
+	VMOVUPS.Z (DI), K1, Z17
+	VADDPS  Z17, Z16, Z16
+
+setM:
+	VMOVUPS Z16, K1, (DI)
+	ADDQ    $64, SI
+	ADDQ    R11, DI
+	DECQ    R9
+	JNZ     rowM
+
+	MOVQ R11, BX
+	SHLQ $4, BX
+	ADDQ BX, R10
+	MOVQ xStride+64(FP), BX
+	ADDQ BX, R12
+	SHRQ $2, BX
+	ADDQ BX, R13
+	DECQ tiles+80(FP)
+	JNZ  tileM
 
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
 	VZEROUPPER

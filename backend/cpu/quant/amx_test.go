@@ -10,7 +10,15 @@ import (
 )
 
 // amxTypes are the weight types with an AMX path.
-var amxTypes = []ggml.Type{ggml.Q4_0, ggml.Q8_0}
+var amxTypes = []ggml.Type{ggml.Q4_0, ggml.Q8_0, ggml.Q4_K}
+
+// amxK is k of about n blocks of 32 that weights of type t take.
+func amxK(t ggml.Type, n int) int {
+	if t == ggml.Q4_K {
+		return (n + 7) / 8 * 256
+	}
+	return 32 * n
+}
 
 // needAMX skips a test where this CPU, build or process has no AMX tiles.
 func needAMX(t testing.TB) {
@@ -53,6 +61,8 @@ func runAMXParts(t *testing.T, typ ggml.Type, x []float32, m, k int, w []byte, n
 // amxCheck compares y, the AMX path's product, with ref.go's dot of each
 // output, and returns the largest error in units of u·S (see below).
 //
+// Q4_0 and Q8_0:
+//
 // Both take the same integer block sums (exact) and the same scales
 // d = d_w·d_x (one float32 product); they differ in the float32 steps
 // after. ref.go rounds each lane's d·s (eight lanes a block), adds it
@@ -69,7 +79,17 @@ func runAMXParts(t *testing.T, typ ggml.Type, x []float32, m, k int, w []byte, n
 //	|y − ref| ≤ (nb/2 + 5 + min(nb, 64) + ⌈nb/64⌉)·u·S,
 //
 // the bound checked. It is a worst case: the test logs the largest error
-// seen, in units of u·S, which is typically below one.
+// seen, in units of u·S, which is typically a few.
+//
+// Q4_K: ref.go takes each block of 256 as float32(isum), times d = d_w·d_x,
+// less float32(msum) times dm = dmin·d_x, into one accumulator, nsb =
+// k/256 terms; S sums |d_w·sc·d_x·s| and |dmin·m·d_x·Σq_x| over the
+// sub-blocks of 32, and a term passes through at most nsb+5 steps. The
+// AMX path adds two products a sub-block (the minimums' second), each
+// with one rounding of its scale and one of the FMA: at most
+// 2·min(nb, 64)+2+⌈nb/64⌉ steps. So
+//
+//	|y − ref| ≤ (nsb + 7 + 2·min(nb, 64) + ⌈nb/64⌉)·u·S.
 func amxCheck(t *testing.T, typ ggml.Type, name string, x []float32, m, k int, w []byte, n int, y []float32) float64 {
 	t.Helper()
 	im := goImpls[typ]
@@ -81,25 +101,32 @@ func amxCheck(t *testing.T, typ ggml.Type, name string, x []float32, m, k int, w
 	nb := k / 32
 	size := p.wRow / nb
 	steps := float64(nb)/2 + 5 + float64(min(nb, amxSliceBlocks)) + math.Ceil(float64(nb)/amxSliceBlocks)
+	if typ == ggml.Q4_K {
+		steps = float64(k/256) + 7 + 2*float64(min(nb, amxSliceBlocks)) + math.Ceil(float64(nb)/amxSliceBlocks)
+	}
 	const u = 1.0 / (1 << 24)
 	worst := 0.0
 	for i := range m {
 		a := p.row(i)
-		xq, xd, _ := q8Row(a, k)
 		for j := range n {
 			wr := w[j*p.wRow : (j+1)*p.wRow]
 			ref := p.dot(wr, a, k)
 			var s float64
-			for b := range nb {
-				blk := wr[size*b : size*(b+1)]
-				v := weightValues(typ, blk)
-				d := scale(blk) * xd[b]
-				for l := range 8 {
-					var sl int32
-					for e := 4 * l; e < 4*l+4; e++ {
-						sl += v[e] * int32(int8(xq[32*b+e]))
+			if typ == ggml.Q4_K {
+				s = magnitudeQ4_K(wr, a, k)
+			} else {
+				xq, xd, _ := q8Row(a, k)
+				for b := range nb {
+					blk := wr[size*b : size*(b+1)]
+					v := weightValues(typ, blk)
+					d := scale(blk) * xd[b]
+					for l := range 8 {
+						var sl int32
+						for e := 4 * l; e < 4*l+4; e++ {
+							sl += v[e] * int32(int8(xq[32*b+e]))
+						}
+						s += math.Abs(float64(d) * float64(sl))
 					}
-					s += math.Abs(float64(d) * float64(sl))
 				}
 			}
 			got := y[i*n+j]
@@ -115,6 +142,29 @@ func amxCheck(t *testing.T, typ ggml.Type, name string, x []float32, m, k int, w
 		}
 	}
 	return worst
+}
+
+// magnitudeQ4_K is S of amxCheck for a Q4_K row w by a Q8_K row a.
+func magnitudeQ4_K(w, a []byte, k int) (s float64) {
+	xq, xd, sums := qkRow(a, k)
+	for b := range k / 256 {
+		blk := w[144*b : 144*b+144]
+		sc, mn := scalesMins(blk[4:16])
+		d, dmin := float64(scale(blk)), float64(scale(blk[2:]))
+		for j := range 8 {
+			var sj int64
+			q := blk[16+32*(j/2) : 48+32*(j/2)]
+			for l, v := range q {
+				if j%2 == 1 {
+					v >>= 4
+				}
+				sj += int64(v&15) * int64(int8(xq[256*b+32*j+l]))
+			}
+			dx := float64(xd[b])
+			s += math.Abs(d*float64(sc[j])*dx*float64(sj)) + math.Abs(dmin*float64(mn[j])*dx*float64(sums[8*b+j]))
+		}
+	}
+	return s
 }
 
 // weightValues are the 32 integer values of a Q4_0 or Q8_0 block.
@@ -134,16 +184,17 @@ func weightValues(typ ggml.Type, blk []byte) (v [32]int32) {
 // amxShapes are products of awkward sizes for the AMX path: rows not a
 // multiple of 16 (and fewer than a tile past the first), more rows than
 // one chunk of tiles; weight rows fewer than 16, not a multiple of 16;
-// k of one block, of a slice and a block, of several slices.
+// k of one block, of a slice and a block, of several slices (k in
+// blocks of 32, rounded up to whole blocks of the type; see amxK).
 func amxShapes() (s [][3]int) {
 	for _, m := range []int{amxMinRows, 9, 16, 17, 31, 40} {
-		for _, k := range []int{32, 96, 32 * (amxSliceBlocks + 1)} {
+		for _, k := range []int{1, 3, amxSliceBlocks + 1} {
 			for _, n := range []int{1, 5, 16, 17, 40} {
 				s = append(s, [3]int{m, k, n})
 			}
 		}
 	}
-	return append(s, [3]int{16*amxChunkTiles + 3, 256, 33}, [3]int{70, 32 * (2*amxSliceBlocks + 7), 20})
+	return append(s, [3]int{16*amxChunkTiles + 3, 8, 33}, [3]int{70, 2*amxSliceBlocks + 7, 20})
 }
 
 // The AMX path computes every output within the bound of amxCheck of
@@ -154,7 +205,7 @@ func TestAMXMatchesReference(t *testing.T) {
 	for _, typ := range amxTypes {
 		worst := 0.0
 		for _, sh := range amxShapes() {
-			m, k, n := sh[0], sh[1], sh[2]
+			m, k, n := sh[0], amxK(typ, sh[1]), sh[2]
 			r := rand.New(rand.NewPCG(uint64(typ), uint64(m*k*n+7)))
 			w := randomWeights(r, typ, n, k)
 			x := randomX(r, m, k)
@@ -185,17 +236,18 @@ func TestAMXMatchesReference(t *testing.T) {
 // that quantise to zero, and zeros.
 func TestAMXOnExtremes(t *testing.T) {
 	needAMX(t)
-	const m, k, n = 20, 32 * (amxSliceBlocks + 3), 18
-	x := make([]float32, m*k)
-	for e := range k {
-		x[e] = 1e3 * float32(1-2*(e&1))
-		x[2*k+e] = 1e-30
-		x[5*k+e] = -1e3
-		x[7*k+e] = 65504 * 127
-		x[9*k+e] = float32(e%32) - 16
-	}
+	const m, n = 20, 18
 	for _, typ := range amxTypes {
-		size, _ := typ.RowSize(k)
+		k := amxK(typ, amxSliceBlocks+3)
+		x := make([]float32, m*k)
+		for e := range k {
+			x[e] = 1e3 * float32(1-2*(e&1))
+			x[2*k+e] = 1e-30
+			x[5*k+e] = -1e3
+			x[7*k+e] = 65504 * 127
+			x[9*k+e] = float32(e%32) - 16
+		}
+		size, _ := typ.RowSize(int64(k))
 		for _, fill := range []byte{0x00, 0xff, 0x80, 0x7f, 0x88} {
 			w := make([]byte, n*int(size))
 			for i := range w {
@@ -204,7 +256,7 @@ func TestAMXOnExtremes(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(fill), 8))
 			ws := randomWeights(r, typ, n, k)
 			for o := 0; o < len(w); o += int(typ.TypeSize()) {
-				copy(w[o:o+2], ws[o:o+2]) // finite scales
+				copy(w[o:o+4], ws[o:o+4]) // finite scales (Q4_K: and minimums)
 			}
 			y := runAMXParts(t, typ, x, m, k, w, n, [][2]int{{0, n}})
 			amxCheck(t, typ, "extremes", x, m, k, w, n, y)
@@ -243,7 +295,7 @@ func TestAMXFallback(t *testing.T) {
 		check("short work space", y)
 
 		// A scratch without room for the AMX layout.
-		small := make([]byte, ScratchBytes(typ, m, k)-amxActBytes(m, k))
+		small := make([]byte, ScratchBytes(typ, m, k)-amxActBytes(typ, m, k))
 		y = make([]float32, m*n)
 		if p, err = Prepare(y, x, m, k, w, n, typ, small); err != nil {
 			t.Fatal(err)
@@ -281,8 +333,9 @@ func TestAMXFallback(t *testing.T) {
 // nothing.
 func TestAMXMatMul(t *testing.T) {
 	needAMX(t)
-	const m, k, n = 33, 32 * (amxSliceBlocks + 5), 24
+	const m, n = 33, 24
 	for _, typ := range amxTypes {
+		k := amxK(typ, amxSliceBlocks+5)
 		r := rand.New(rand.NewPCG(uint64(typ), 10))
 		w := randomWeights(r, typ, n, k)
 		x := randomX(r, m, k)

@@ -26,7 +26,7 @@ func ScratchBytes(t ggml.Type, m, k int) int {
 	}
 	n := 64 + m*s
 	if amxFor(t, m) {
-		n += amxActBytes(m, k)
+		n += amxActBytes(t, m, k)
 	}
 	return n
 }
@@ -119,11 +119,11 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	}
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(scratch))) & 63)
 	p.act = scratch[off : off+m*p.aRow]
-	if amxFor(t, m) && (im.kind == kindQ8_0 || im.kind == kindQ8_0B) && len(scratch) >= need+amxActBytes(m, k) {
-		v := scratch[off+m*p.aRow : off+m*p.aRow+amxActBytes(m, k)]
+	if amxFor(t, m) && im.kind != kindFloat && len(scratch) >= need+amxActBytes(t, m, k) {
+		v := scratch[off+m*p.aRow : off+m*p.aRow+amxActBytes(t, m, k)]
 		tiles := (m + 15) / 16
 		p.xv = v[:tiles*16*k]
-		p.xs = f32s(v[tiles*16*k:], tiles*16*(k/32))
+		p.xs = f32s(v[tiles*16*k:], tiles*(k/32)*amxScales(t))
 	}
 	for i := range m {
 		if !quantise {
@@ -139,7 +139,11 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 				quantizeQ8_0(a, xi, im.kind == kindQ8_0B)
 			}
 		case kindQ8_K:
-			quantizeQ8_K(a, xi)
+			if p.xv != nil {
+				p.amxQuantizeK(i, a, xi)
+			} else {
+				quantizeQ8_K(a, xi)
+			}
 		}
 	}
 	if quantise && p.xv != nil {
