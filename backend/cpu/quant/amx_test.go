@@ -194,7 +194,8 @@ func amxShapes() (s [][3]int) {
 			}
 		}
 	}
-	return append(s, [3]int{16*amxChunkTiles + 3, 8, 33}, [3]int{70, 2*amxSliceBlocks + 7, 20})
+	// And a product of a 1.1B LLaMA's feed-forward down projection.
+	return append(s, [3]int{16*amxChunkTiles + 3, 8, 33}, [3]int{70, 2*amxSliceBlocks + 7, 20}, [3]int{37, 5632 / 32, 48})
 }
 
 // The AMX path computes every output within the bound of amxCheck of
