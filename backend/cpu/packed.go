@@ -18,10 +18,10 @@ func init() {
 }
 
 // packedMatMulKernel is y[m,n] = x[m,k]·Wᵀ with W packed (quant.MatMul):
-// the activation rows are quantised once into the scratch, then the
-// workers share out the weight rows, 16 at a time. Where the products
-// take the AMX tiles, each worker has a work space of its own after the
-// activations (quant.WorkBytes), and the shares are Split's.
+// the workers share out the activation rows, which they quantise once
+// into the scratch, then the weight rows, 16 at a time. Where the
+// products take the AMX tiles, each worker has a work space of its own
+// after the activations (quant.WorkBytes), and the shares are Split's.
 type packedMatMulKernel struct {
 	format  ggml.Type
 	m, k, n int
@@ -55,38 +55,47 @@ func buildPackedMatMul(c *bctx) (Kernel, int64, error) {
 	return kr, int64(kr.act + max(1, c.threads)*kr.work), nil
 }
 
+// The phases of a PackedMatMul, in args[0]; args[1] is the shares of
+// phasePackedShares.
+const (
+	phasePackedQuantise = iota // items are activation rows
+	phasePackedGroups          // items are groups of 16 weight rows
+	phasePackedShares          // items are shares of the weight rows (Split), with a work space each
+)
+
 func (kr *packedMatMulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
-	y, x := f32s(out[0]), f32s(in[0])
-	if _, err := quant.Prepare(y, x, kr.m, kr.k, in[1], kr.n, kr.format, scratch[:kr.act]); err != nil {
-		// Building checked every size: this is a bug, not bad input.
-		panic(fmt.Sprintf("PackedMatMul: %v", err))
-	}
+	w.forArgs(kr.m, w.parts(kr.m*kr.k/4), kr, args{phasePackedQuantise}, in, out, scratch)
 	groups := (kr.n + 15) / 16
 	parts := w.parts(kr.m * kr.k * kr.n / 64)
 	if kr.work == 0 {
-		w.forArgs(groups, parts, kr, args{}, in, out, scratch)
+		w.forArgs(groups, parts, kr, args{phasePackedGroups}, in, out, scratch)
 		return
 	}
 	// One item a share, so that share i knows its work space.
 	parts = max(1, min(parts, groups, (len(scratch)-kr.act)/kr.work))
-	w.forArgs(parts, parts, kr, args{int64(parts)}, in, out, scratch)
+	w.forArgs(parts, parts, kr, args{phasePackedShares, int64(parts)}, in, out, scratch)
 }
 
-// rangeArgs computes weight rows [16·lo, 16·hi) of every activation row
-// or, with a[0] shares, those of shares [lo, hi).
+// rangeArgs quantises activation rows [lo, hi), or computes weight rows
+// [16·lo, 16·hi) of every activation row, or those of shares [lo, hi),
+// as a[0] says.
 func (kr *packedMatMulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
 	p, err := quant.Prepared(f32s(out[0]), f32s(in[0]), kr.m, kr.k, in[1], kr.n, kr.format, scratch[:kr.act])
 	if err != nil {
+		// Building checked every size: this is a bug, not bad input.
 		panic(fmt.Sprintf("PackedMatMul: %v", err))
 	}
-	if a[0] == 0 {
+	switch a[0] {
+	case phasePackedQuantise:
+		p.Quantize(lo, hi)
+	case phasePackedGroups:
 		p.Run(16*lo, min(16*hi, kr.n))
-		return
-	}
-	for s := lo; s < hi; s++ {
-		r0, r1 := quant.Split(kr.n, int(a[0]), s)
-		o := kr.act + s*kr.work
-		p.RunWith(r0, r1, scratch[o:o+kr.work])
+	case phasePackedShares:
+		for s := lo; s < hi; s++ {
+			r0, r1 := quant.Split(kr.n, int(a[1]), s)
+			o := kr.act + s*kr.work
+			p.RunWith(r0, r1, scratch[o:o+kr.work])
+		}
 	}
 }
 

@@ -63,6 +63,7 @@ type Product struct {
 	wRow    int // bytes per weight row
 	aRow    int // bytes per prepared activation row (0: x is read as it is)
 	wType   ggml.Type
+	kind    kind      // of the prepared activation rows
 	xv      []byte    // for the AMX tiles: the activation rows as they take them (amx.go)
 	xs      []float32 // and their scales
 }
@@ -109,7 +110,7 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	case int64(len(w)) < int64(n)*wRow:
 		return Product{}, fmt.Errorf("quant: w holds %d bytes, %d rows of %d %s need %d", len(w), n, k, t, int64(n)*wRow)
 	}
-	p := Product{y: y, x: x, w: w, dot: im.dot, tile: im.tile, m: m, k: k, n: n, wRow: int(wRow), aRow: actStride(im.kind, k), wType: t}
+	p := Product{y: y, x: x, w: w, dot: im.dot, tile: im.tile, m: m, k: k, n: n, wRow: int(wRow), aRow: actStride(im.kind, k), wType: t, kind: im.kind}
 	if p.aRow == 0 || m == 0 || k == 0 {
 		return p, nil
 	}
@@ -125,18 +126,31 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 		p.xv = v[:tiles*16*k]
 		p.xs = f32s(v[tiles*16*k:], tiles*(k/32)*amxScales(t))
 	}
-	for i := range m {
-		if !quantise {
-			break
-		}
+	if quantise {
+		p.Quantize(0, m)
+	}
+	return p, nil
+}
+
+// Quantize quantises activation rows [lo, hi) into the scratch, as
+// Prepare does every row, so that the goroutines sharing out a product
+// can share this out too: each takes the product from Prepared and
+// quantises its rows, and all have done so before any calls Run. It
+// does not allocate.
+func (p *Product) Quantize(lo, hi int) {
+	if p.act == nil {
+		return
+	}
+	lo, hi = max(lo, 0), min(hi, p.m)
+	for i := lo; i < hi; i++ {
 		a := p.act[i*p.aRow : (i+1)*p.aRow]
-		xi := x[i*k : (i+1)*k]
-		switch im.kind {
+		xi := p.x[i*p.k : (i+1)*p.k]
+		switch p.kind {
 		case kindQ8_0, kindQ8_0B:
 			if p.xv != nil {
-				p.amxQuantize(i, a, xi, im.kind == kindQ8_0B)
+				p.amxQuantize(i, a, xi, p.kind == kindQ8_0B)
 			} else {
-				quantizeQ8_0(a, xi, im.kind == kindQ8_0B)
+				quantizeQ8_0(a, xi, p.kind == kindQ8_0B)
 			}
 		case kindQ8_K:
 			if p.xv != nil {
@@ -146,10 +160,9 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 			}
 		}
 	}
-	if quantise && p.xv != nil {
+	if hi == p.m && lo < hi && p.xv != nil {
 		p.amxPad()
 	}
-	return p, nil
 }
 
 // Run computes the output columns [lo, hi) of every row of y: the

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
+
+	"github.com/berth-ml/berth/weights/ggml"
 )
 
 // The assembly quantisation of activation rows writes the bytes the Go
@@ -95,6 +98,40 @@ func TestQuantizeQ8_0AMXLayout(t *testing.T) {
 			if gotS[i] != wantS[i] {
 				t.Errorf("bias %v: scale %d is %g, want %g", bias, i, gotS[i], wantS[i])
 			}
+		}
+	}
+}
+
+// Goroutines quantising shares of the rows of a product from Prepared
+// (at once) leave in the scratch what Prepare leaves, AMX layout
+// included.
+func TestQuantizeShares(t *testing.T) {
+	const m, n = 37, 16
+	for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q8_0, ggml.Q4_K, ggml.Q6_K, ggml.Q5_1} {
+		k := 512
+		r := rand.New(rand.NewPCG(uint64(typ), 15))
+		w := randomWeights(r, typ, n, k)
+		x := randomX(r, m, k)
+		y := make([]float32, m*n)
+		want := make([]byte, ScratchBytes(typ, m, k))
+		got := make([]byte, len(want))
+		for i := range got {
+			got[i], want[i] = 0x5a, 0x5a
+		}
+		if _, err := Prepare(y, x, m, k, w, n, typ, want); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, s := range [][2]int{{0, 5}, {5, 30}, {30, m}} {
+			p, err := Prepared(y, x, m, k, w, n, typ, got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() { p.Quantize(s[0], s[1]) })
+		}
+		wg.Wait()
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the scratch differs", typ)
 		}
 	}
 }
