@@ -8,7 +8,7 @@ import (
 	"github.com/berth-ml/berth/weights/ggml"
 )
 
-// The AMX path: products of Q4_0, Q8_0 and Q4_K weights by many
+// The AMX path: products of Q4_0, Q8_0, Q4_K and Q6_K weights by many
 // activation rows on the tile unit of Intel's Advanced Matrix
 // Extensions, as llama.cpp takes them.
 //
@@ -25,7 +25,9 @@ import (
 // dmin·m_j: the weight scale of sub-block j is d·sc_j, the activation
 // scale that of its Q8_K block, and the minimums add a second term a
 // sub-block, (−dmin·m_j)·(d_x·Σq_x), one more multiply-add in each
-// weight row's accumulator (amxTilesMin).
+// weight row's accumulator (amxTilesMin). A Q6_K block is sixteen
+// blocks of 16 (value d·sc_j·q, q from −32 to 31), each its own tile
+// product of half the depth: the weight scale d·sc_j.
 //
 // Prepare lays the activation rows out once as the second operand wants
 // them, as it quantises them (amxQuantize): for each tile of 16 rows and each block, 512 bytes,
@@ -42,8 +44,8 @@ import (
 // faster (with 8 rows, half a tile, the AMX path is about 10-20% ahead).
 const amxMinRows = 8
 
-// amxSliceBlocks is the most blocks of one slice of k: a slice of 16
-// unpacked weight rows is 32 KiB, in L1, and amxChunkTiles tiles of
+// amxSliceBlocks is the most blocks of 32 of one slice of k: a slice of
+// 16 unpacked weight rows is 32 KiB, in L1, and amxChunkTiles tiles of
 // activation rows 1 MiB, in L2.
 const amxSliceBlocks = 64
 
@@ -62,12 +64,21 @@ var amxGranted = sync.OnceValue(amxPermit)
 // amxFor reports whether products of m activation rows by weights of
 // type t take the AMX path.
 func amxFor(t ggml.Type, m int) bool {
-	return (t == ggml.Q4_0 || t == ggml.Q8_0 || t == ggml.Q4_K) && m >= amxMinRows && !amxOff && amxCPU && amxGranted()
+	return (t == ggml.Q4_0 || t == ggml.Q8_0 || t == ggml.Q4_K || t == ggml.Q6_K) && m >= amxMinRows && !amxOff && amxCPU && amxGranted()
 }
 
-// amxScales is the float32 scales a block of 32 takes on each side of
-// the AMX kernel for weights of type t, 16 (one a row): the weights' and
-// the activations'; 32 for Q4_K, with the terms of its minimums.
+// amxBlock is the values of one tile product for weights of type t: the
+// values that share a scale, 32, or 16 for Q6_K.
+func amxBlock(t ggml.Type) int {
+	if t == ggml.Q6_K {
+		return 16
+	}
+	return 32
+}
+
+// amxScales is the float32 scales a block (amxBlock) takes on each side
+// of the AMX kernel for weights of type t, 16 (one a row): the weights'
+// and the activations'; 32 for Q4_K, with the terms of its minimums.
 func amxScales(t ggml.Type) int {
 	if t == ggml.Q4_K {
 		return 32
@@ -81,9 +92,9 @@ func AMX(t ggml.Type) bool { return amxFor(t, amxMinRows) }
 
 // amxActBytes is the scratch of the activation rows laid out for AMX,
 // against weights of type t: per tile of 16 rows, k bytes of values and
-// k/32·amxScales(t) float32 scales.
+// k/amxBlock(t)·amxScales(t) float32 scales.
 func amxActBytes(t ggml.Type, m, k int) int {
-	return (m + 15) / 16 * (16*k + k/32*amxScales(t)*4)
+	return (m + 15) / 16 * (16*k + k/amxBlock(t)*amxScales(t)*4)
 }
 
 // amxWorkBytes is the work space of one goroutine's RunWith for rows of
@@ -138,34 +149,39 @@ func amxRow(xv []byte, xs []float32, a []byte, k int, bias bool) {
 
 // amxQuantizeK quantises activation row i, x, into its prepared Q8_K
 // row a (quantizeQ8_K) and into the AMX layout: its values, and for each
-// sub-block of 32 its block's scale d and d·Σq.
+// block (amxBlock) its Q8_K block's scale d (Q4_K: and d·Σq).
 func (p *Product) amxQuantizeK(i int, a []byte, x []float32) {
 	quantizeQ8_K(a, x)
-	nb := p.k / 32
 	t, c := i/16, i%16
 	xv := p.xv[t*16*p.k+4*c : (t+1)*16*p.k]
-	xs := p.xs[t*32*nb+c : (t+1)*32*nb]
 	q, d, sums := qkRow(a, p.k)
-	for b := range nb {
+	for b := range p.k / 32 {
 		for r := range 8 {
 			binary.LittleEndian.PutUint32(xv[512*b+64*r:], binary.LittleEndian.Uint32(q[32*b+4*r:]))
 		}
-		xs[32*b] = d[b/8]
-		xs[32*b+16] = d[b/8] * float32(sums[b])
+	}
+	nb := p.k / amxBlock(p.wType)
+	sw := amxScales(p.wType)
+	xs := p.xs[t*sw*nb+c : (t+1)*sw*nb]
+	for b := range nb {
+		xs[sw*b] = d[b*amxBlock(p.wType)/256]
+		if p.wType == ggml.Q4_K {
+			xs[32*b+16] = d[b/8] * float32(sums[b])
+		}
 	}
 }
 
 // amxPad zeroes the rows of the last tile of the AMX layout past the
 // last activation row.
 func (p *Product) amxPad() {
-	nb := p.k / 32
+	nb := p.k / amxBlock(p.wType)
 	sw := amxScales(p.wType)
 	for i := p.m; i%16 != 0; i++ {
 		t, c := i/16, i%16
+		for e := 0; e < p.k; e += 4 {
+			binary.LittleEndian.PutUint32(p.xv[t*16*p.k+(e/32)*512+(e%32)/4*64+4*c:], 0)
+		}
 		for b := range nb {
-			for r := range 8 {
-				binary.LittleEndian.PutUint32(p.xv[t*16*p.k+512*b+64*r+4*c:], 0)
-			}
 			for s := 0; s < sw; s += 16 {
 				p.xs[(t*nb+b)*sw+s+c] = 0
 			}
@@ -190,13 +206,16 @@ func (p *Product) RunWith(lo, hi int, work []byte) {
 func (p *Product) runAMX(lo, hi int, work []byte) {
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(work))) & 63)
 	work = work[off:]
-	nb := p.k / 32
-	kc := min(nb, amxSliceBlocks)
+	bv := amxBlock(p.wType)
+	step := 16 * bv // bytes of a block on either side
+	nb := p.k / bv
+	kc := min(nb, amxSliceBlocks*32/bv)
 	sw := amxScales(p.wType)
 	cfg := work[:64]
-	panel := work[amxHeader : amxHeader+512*kc]
-	halves := i16s(work[amxHeader+512*kc:], 16*kc)
-	ws := f32s(work[amxHeader+544*kc:], sw*kc)
+	kc32 := kc * bv / 32 // the slice in blocks of 32
+	panel := work[amxHeader : amxHeader+step*kc]
+	halves := i16s(work[amxHeader+512*kc32:], 16*kc32)
+	ws := f32s(work[amxHeader+544*kc32:], sw*kc)
 	pack, kernel := amxPackQ4_0, amxTiles
 	switch p.wType {
 	case ggml.Q8_0:
@@ -222,10 +241,13 @@ func (p *Product) runAMX(lo, hi int, work []byte) {
 			for j := lo; j < hi; j += 16 {
 				nr := min(16, hi-j)
 				w := p.w[j*p.wRow+(b0*p.wRow)/nb : (j+nr-1)*p.wRow+(b1*p.wRow)/nb]
-				if p.wType == ggml.Q4_K {
+				switch p.wType {
+				case ggml.Q4_K:
 					amxPackQ4_K(&panel[0], &w[0], p.wRow, nr, (b1-b0)/8)
 					amxScalesQ4_K(ws, w, p.wRow, nr, (b1-b0)/8)
-				} else {
+				case ggml.Q6_K:
+					amxPackQ6_K(panel, ws, w, p.wRow, nr, (b1-b0)/16)
+				default:
 					pack(&panel[0], (*uint16)(unsafe.Pointer(&halves[0])), &w[0], p.wRow, nr, b1-b0)
 					if nr < 16 {
 						for b := range b1 - b0 {
@@ -235,13 +257,13 @@ func (p *Product) runAMX(lo, hi int, work []byte) {
 					amxHalves(&ws[0], (*uint16)(unsafe.Pointer(&halves[0])), b1-b0)
 				}
 				if nr != rows {
-					amxConfig(cfg, nr)
+					amxConfig(cfg, nr, bv)
 					rows = nr
 				}
 				y := p.y[16*t0*p.n+j : (16*(t1-1)+lastRows-1)*p.n+j+nr]
-				xv := p.xv[t0*16*p.k+512*b0 : 16*p.k*t1]
+				xv := p.xv[t0*16*p.k+step*b0 : 16*p.k*t1]
 				xs := p.xs[(t0*nb+b0)*sw : nb*sw*t1]
-				kernel(&y[0], p.n, 1<<nr-1, lastRows, &panel[0], &ws[0], &xv[0], &xs[0], 16*p.k, b1-b0, t1-t0, add, &work[0])
+				kernel(&y[0], p.n, 1<<nr-1, lastRows, &panel[0], &ws[0], &xv[0], &xs[0], 16*p.k, 4*nb*sw, step, b1-b0, t1-t0, add, &work[0])
 			}
 		}
 	}
@@ -271,15 +293,50 @@ func amxScalesQ4_K(ws []float32, w []byte, wRow, nr, nsb int) {
 	}
 }
 
+// amxPackQ6_K unpacks nsb Q6_K blocks of nr weight rows (w, wRow bytes
+// apart) as amxTiles takes them: for block b of 16, the values q−32 of
+// row r at panel[256·b + 16·r] and the scale d·sc at ws[16·b + r]; zero
+// scales for rows past nr.
+func amxPackQ6_K(panel []byte, ws []float32, w []byte, wRow, nr, nsb int) {
+	panel = panel[:256*16*nsb]
+	ws = ws[:16*16*nsb]
+	for r := range 16 {
+		for s := range nsb {
+			if r >= nr {
+				for g := range 16 {
+					ws[16*(16*s+g)+r] = 0
+				}
+				continue
+			}
+			blk := w[r*wRow+210*s : r*wRow+210*s+210]
+			d := scale(blk[208:])
+			for g := range 16 {
+				ws[16*(16*s+g)+r] = d * float32(int8(blk[192+g]))
+			}
+			for h := range 2 {
+				ql := blk[64*h : 64*h+64]
+				qh := blk[128+32*h : 160+32*h]
+				for l := range 32 {
+					v := [4]byte{ql[l]&15 | qh[l]&3<<4, ql[l+32]&15 | qh[l]>>2&3<<4, ql[l]>>4 | qh[l]>>4&3<<4, ql[l+32]>>4 | qh[l]>>6&3<<4}
+					for q, u := range v {
+						e := 128*h + 32*q + l // the value's place in the block of 256
+						panel[256*(16*s+e/16)+16*r+e%16] = u - 32
+					}
+				}
+			}
+		}
+	}
+}
+
 // amxConfig writes the tile configuration of amxTiles for nr weight
-// rows: palette 1; tiles 0 and 2 weights (nr rows of 32 int8), 1 and 3
-// activations (8 rows of 16 fours), 4 to 7 their int32 products (nr
-// rows of 16).
-func amxConfig(cfg []byte, nr int) {
+// rows and blocks of bv values: palette 1; tiles 0 and 2 weights (nr
+// rows of bv int8), 1 and 3 activations (bv/4 rows of 16 fours), 4 to 7
+// their int32 products (nr rows of 16).
+func amxConfig(cfg []byte, nr, bv int) {
 	cfg = cfg[:64]
 	clear(cfg)
 	cfg[0] = 1
-	a, b, c := struct{ rows, bytes int }{nr, 32}, struct{ rows, bytes int }{8, 64}, struct{ rows, bytes int }{nr, 64}
+	a, b, c := struct{ rows, bytes int }{nr, bv}, struct{ rows, bytes int }{bv / 4, 64}, struct{ rows, bytes int }{nr, 64}
 	for t, s := range [...]struct{ rows, bytes int }{a, b, a, b, c, c, c, c} {
 		binary.LittleEndian.PutUint16(cfg[16+2*t:], uint16(s.bytes))
 		cfg[48+t] = byte(s.rows)

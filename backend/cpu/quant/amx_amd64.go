@@ -29,10 +29,10 @@ func amxPackQ8_0(panel *byte, halves *uint16, w *byte, wRow int, rows int, nb in
 func amxHalves(ws *float32, halves *uint16, n int)
 
 //go:noescape
-func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)
+func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte)
 
 //go:noescape
 func amxPackQ4_K(panel *byte, w *byte, wRow int, rows int, nsb int)
 
 //go:noescape
-func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)
+func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte)

@@ -275,15 +275,16 @@ halfLoop:
 #define STORE_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xB4; BYTE $0x01; LONG $0x800 // TILESTORED 2048(CX)(AX*1), TMM6
 #define STORE_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xBC; BYTE $0x01; LONG $0xC00 // TILESTORED 3072(CX)(AX*1), TMM7
 
-// func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)
+// func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte)
 //
 // For each of tiles tiles of 16 activation rows (xv, xs, then xStride
-// and xStride/8 bytes on): the products of the tile's rows by up to 16
+// and xsStride bytes on): the products of the tile's rows by up to 16
 // weight rows over nb blocks, into y (ldy floats a row; set, or added
-// to where add is not 0). The weights are nb blocks of 512 bytes at
-// panel (16 rows of 32 int8 values) with 16 scales each at ws; each
-// activation block is 512 bytes at xv (eight rows of 16 fours, as
-// TDPBSSD takes them) with 16 scales at xs. The tile configuration is at
+// to where add is not 0). A block is 32 values, step = 512 bytes a side,
+// or 16, step = 256 bytes. The weights are nb blocks at panel (16 rows
+// of 32 or 16 int8 values) with 16 scales each at ws; each activation
+// block is at xv (eight or four rows of 16 fours, as TDPBSSD takes
+// them) with 16 scales at xs. The tile configuration is at
 // work (64 bytes; the weight rows it names are those computed), then
 // four int32 tiles and a float32 one (5 KiB). Only the columns of mask
 // are written, and of the last tile only its first last rows.
@@ -291,14 +292,16 @@ halfLoop:
 // Four blocks go at once, each into its own int32 tile, so that the tile
 // unit works on the next while the vector unit scales the last; their
 // scaled products are added in order, block after block.
-TEXT ·amxTiles(SB), NOSPLIT, $0-104
-	MOVQ work+96(FP), CX
+TEXT ·amxTiles(SB), NOSPLIT, $0-120
+	MOVQ work+112(FP), CX
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x01 // LDTILECFG (CX)
 	ADDQ $64, CX                                               // the int32 tiles
 	MOVQ mask+16(FP), AX
 	KMOVW AX, K1
 	MOVQ $64, AX // bytes a row of the activation and int32 tiles
-	MOVQ $32, DX // bytes a row of the weight tile
+	MOVQ step+80(FP), R15 // bytes of a block on either side
+	MOVQ R15, DX
+	SHRQ $4, DX // bytes a row of the weight tile
 	MOVQ y+0(FP), R10
 	MOVQ ldy+8(FP), R11
 	SHLQ $2, R11
@@ -326,7 +329,7 @@ tile:
 	MOVQ ws+40(FP), DI
 	MOVQ R12, BX
 	MOVQ R13, R8
-	MOVQ nb+72(FP), R9
+	MOVQ nb+88(FP), R9
 	CMPQ R9, $4
 	JLT  one
 
@@ -338,23 +341,23 @@ four:
 	LOAD_A0
 	LOAD_B0
 	DP_C0
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	LOAD_A1
 	LOAD_B1
 	DP_C1
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	LOAD_A0
 	LOAD_B0
 	DP_C2
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	LOAD_A1
 	LOAD_B1
 	DP_C3
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	STORE_C0
 	STORE_C1
 	STORE_C2
@@ -378,8 +381,8 @@ one:
 	DP_C0
 	STORE_C0
 	BLOCK(0, 0)
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	ADDQ $64, DI
 	ADDQ $64, R8
 	DECQ R9
@@ -407,13 +410,13 @@ done:
 	VMOVUPS Z14, 896(SI)
 	VMOVUPS Z15, 960(SI)
 	MOVQ $16, R9
-	CMPQ tiles+80(FP), $1
+	CMPQ tiles+96(FP), $1
 	JNE  rows
 	MOVQ last+24(FP), R9
 
 rows:
 	MOVQ R10, DI
-	MOVQ add+88(FP), BX
+	MOVQ add+104(FP), BX
 
 row:
 	VMOVUPS (SI), Z16
@@ -432,11 +435,9 @@ set:
 	MOVQ R11, BX
 	SHLQ $4, BX
 	ADDQ BX, R10
-	MOVQ xStride+64(FP), BX
-	ADDQ BX, R12
-	SHRQ $3, BX
-	ADDQ BX, R13
-	DECQ tiles+80(FP)
+	ADDQ xStride+64(FP), R12
+	ADDQ xsStride+72(FP), R13
+	DECQ tiles+96(FP)
 	JNZ  tile
 
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
@@ -471,21 +472,22 @@ set:
 	SCALEM(o, w, 14, Z14);    \
 	SCALEM(o, w, 15, Z15)
 
-// func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte)
+// func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte)
 //
 // amxTiles for weights with minimums (Q4_K): each block's 16 weight
 // scales at ws are followed by 16 terms of the minimums, and its 16
 // activation scales at xs by 16 terms of the activation sums, whose
-// products are added too: 128 bytes a block on both sides, and
-// xStride/4 bytes a tile at xs.
-TEXT ·amxTilesMin(SB), NOSPLIT, $0-104
-	MOVQ work+96(FP), CX
+// products are added too: 128 bytes a block on both sides.
+TEXT ·amxTilesMin(SB), NOSPLIT, $0-120
+	MOVQ work+112(FP), CX
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x01 // LDTILECFG (CX)
 	ADDQ $64, CX                                               // the int32 tiles
 	MOVQ mask+16(FP), AX
 	KMOVW AX, K1
 	MOVQ $64, AX // bytes a row of the activation and int32 tiles
-	MOVQ $32, DX // bytes a row of the weight tile
+	MOVQ step+80(FP), R15 // bytes of a block on either side
+	MOVQ R15, DX
+	SHRQ $4, DX // bytes a row of the weight tile
 	MOVQ y+0(FP), R10
 	MOVQ ldy+8(FP), R11
 	SHLQ $2, R11
@@ -513,7 +515,7 @@ tileM:
 	MOVQ ws+40(FP), DI
 	MOVQ R12, BX
 	MOVQ R13, R8
-	MOVQ nb+72(FP), R9
+	MOVQ nb+88(FP), R9
 	CMPQ R9, $4
 	JLT  oneM
 
@@ -525,23 +527,23 @@ fourM:
 	LOAD_A0
 	LOAD_B0
 	DP_C0
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	LOAD_A1
 	LOAD_B1
 	DP_C1
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	LOAD_A0
 	LOAD_B0
 	DP_C2
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	LOAD_A1
 	LOAD_B1
 	DP_C3
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	STORE_C0
 	STORE_C1
 	STORE_C2
@@ -565,8 +567,8 @@ oneM:
 	DP_C0
 	STORE_C0
 	BLOCKM(0, 0)
-	ADDQ $512, SI
-	ADDQ $512, BX
+	ADDQ R15, SI
+	ADDQ R15, BX
 	ADDQ $128, DI
 	ADDQ $128, R8
 	DECQ R9
@@ -594,13 +596,13 @@ doneM:
 	VMOVUPS Z14, 896(SI)
 	VMOVUPS Z15, 960(SI)
 	MOVQ $16, R9
-	CMPQ tiles+80(FP), $1
+	CMPQ tiles+96(FP), $1
 	JNE  rowsM
 	MOVQ last+24(FP), R9
 
 rowsM:
 	MOVQ R10, DI
-	MOVQ add+88(FP), BX
+	MOVQ add+104(FP), BX
 
 rowM:
 	VMOVUPS (SI), Z16
@@ -619,11 +621,9 @@ setM:
 	MOVQ R11, BX
 	SHLQ $4, BX
 	ADDQ BX, R10
-	MOVQ xStride+64(FP), BX
-	ADDQ BX, R12
-	SHRQ $2, BX
-	ADDQ BX, R13
-	DECQ tiles+80(FP)
+	ADDQ xStride+64(FP), R12
+	ADDQ xsStride+72(FP), R13
+	DECQ tiles+96(FP)
 	JNZ  tileM
 
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE

@@ -18,12 +18,12 @@ func amxPackQ8_0(panel *byte, halves *uint16, w *byte, wRow int, rows int, nb in
 
 func amxHalves(ws *float32, halves *uint16, n int) { panic("quant: no AMX kernels") }
 
-func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte) {
+func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte) {
 	panic("quant: no AMX kernels")
 }
 
 func amxPackQ4_K(panel *byte, w *byte, wRow int, rows int, nsb int) { panic("quant: no AMX kernels") }
 
-func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, nb, tiles, add int, work *byte) {
+func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte) {
 	panic("quant: no AMX kernels")
 }

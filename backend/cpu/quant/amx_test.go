@@ -10,11 +10,11 @@ import (
 )
 
 // amxTypes are the weight types with an AMX path.
-var amxTypes = []ggml.Type{ggml.Q4_0, ggml.Q8_0, ggml.Q4_K}
+var amxTypes = []ggml.Type{ggml.Q4_0, ggml.Q8_0, ggml.Q4_K, ggml.Q6_K}
 
 // amxK is k of about n blocks of 32 that weights of type t take.
 func amxK(t ggml.Type, n int) int {
-	if t == ggml.Q4_K {
+	if t.BlockSize() == 256 {
 		return (n + 7) / 8 * 256
 	}
 	return 32 * n
@@ -90,6 +90,14 @@ func runAMXParts(t *testing.T, typ ggml.Type, x []float32, m, k int, w []byte, n
 // 2·min(nb, 64)+2+⌈nb/64⌉ steps. So
 //
 //	|y − ref| ≤ (nsb + 7 + 2·min(nb, 64) + ⌈nb/64⌉)·u·S.
+//
+// Q6_K: ref.go takes each block of 256 as float32(isum) times d =
+// d_w·d_x into one accumulator, at most nsb+3 steps; the AMX path adds
+// each block of 16 (nb16 = k/16 of them) with one rounding of its scale
+// and one of the FMA, a slice of at most 128 after another, and S sums
+// |d_w·sc·d_x·s| over the blocks of 16:
+//
+//	|y − ref| ≤ (nsb + 4 + min(nb16, 128) + ⌈nb16/128⌉)·u·S.
 func amxCheck(t *testing.T, typ ggml.Type, name string, x []float32, m, k int, w []byte, n int, y []float32) float64 {
 	t.Helper()
 	im := goImpls[typ]
@@ -101,8 +109,11 @@ func amxCheck(t *testing.T, typ ggml.Type, name string, x []float32, m, k int, w
 	nb := k / 32
 	size := p.wRow / nb
 	steps := float64(nb)/2 + 5 + float64(min(nb, amxSliceBlocks)) + math.Ceil(float64(nb)/amxSliceBlocks)
-	if typ == ggml.Q4_K {
+	switch typ {
+	case ggml.Q4_K:
 		steps = float64(k/256) + 7 + 2*float64(min(nb, amxSliceBlocks)) + math.Ceil(float64(nb)/amxSliceBlocks)
+	case ggml.Q6_K:
+		steps = float64(k/256) + 4 + float64(min(k/16, 2*amxSliceBlocks)) + math.Ceil(float64(k/16)/(2*amxSliceBlocks))
 	}
 	const u = 1.0 / (1 << 24)
 	worst := 0.0
@@ -112,9 +123,12 @@ func amxCheck(t *testing.T, typ ggml.Type, name string, x []float32, m, k int, w
 			wr := w[j*p.wRow : (j+1)*p.wRow]
 			ref := p.dot(wr, a, k)
 			var s float64
-			if typ == ggml.Q4_K {
+			switch typ {
+			case ggml.Q4_K:
 				s = magnitudeQ4_K(wr, a, k)
-			} else {
+			case ggml.Q6_K:
+				s = magnitudeQ6_K(wr, a, k)
+			default:
 				xq, xd, _ := q8Row(a, k)
 				for b := range nb {
 					blk := wr[size*b : size*(b+1)]
@@ -162,6 +176,33 @@ func magnitudeQ4_K(w, a []byte, k int) (s float64) {
 			}
 			dx := float64(xd[b])
 			s += math.Abs(d*float64(sc[j])*dx*float64(sj)) + math.Abs(dmin*float64(mn[j])*dx*float64(sums[8*b+j]))
+		}
+	}
+	return s
+}
+
+// magnitudeQ6_K is S of amxCheck for a Q6_K row w by a Q8_K row a.
+func magnitudeQ6_K(w, a []byte, k int) (s float64) {
+	xq, xd, _ := qkRow(a, k)
+	for b := range k / 256 {
+		blk := w[210*b : 210*b+210]
+		var v [256]int64
+		for h := range 2 {
+			ql, qh := blk[64*h:64*h+64], blk[128+32*h:160+32*h]
+			for l := range 32 {
+				v[128*h+l] = int64(ql[l]&15|qh[l]&3<<4) - 32
+				v[128*h+32+l] = int64(ql[l+32]&15|qh[l]>>2&3<<4) - 32
+				v[128*h+64+l] = int64(ql[l]>>4|qh[l]>>4&3<<4) - 32
+				v[128*h+96+l] = int64(ql[l+32]>>4|qh[l]>>6&3<<4) - 32
+			}
+		}
+		d := float64(scale(blk[208:])) * float64(xd[b])
+		for g := range 16 {
+			var sg int64
+			for e := 16 * g; e < 16*g+16; e++ {
+				sg += v[e] * int64(int8(xq[256*b+e]))
+			}
+			s += math.Abs(d * float64(int8(blk[192+g])) * float64(sg))
 		}
 	}
 	return s
@@ -257,7 +298,11 @@ func TestAMXOnExtremes(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(fill), 8))
 			ws := randomWeights(r, typ, n, k)
 			for o := 0; o < len(w); o += int(typ.TypeSize()) {
-				copy(w[o:o+4], ws[o:o+4]) // finite scales (Q4_K: and minimums)
+				if typ == ggml.Q6_K {
+					copy(w[o+208:o+210], ws[o+208:o+210]) // a finite scale
+				} else {
+					copy(w[o:o+4], ws[o:o+4]) // finite scales (Q4_K: and minimums)
+				}
 			}
 			y := runAMXParts(t, typ, x, m, k, w, n, [][2]int{{0, n}})
 			amxCheck(t, typ, "extremes", x, m, k, w, n, y)

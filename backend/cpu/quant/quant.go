@@ -124,7 +124,7 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 		v := scratch[off+m*p.aRow : off+m*p.aRow+amxActBytes(t, m, k)]
 		tiles := (m + 15) / 16
 		p.xv = v[:tiles*16*k]
-		p.xs = f32s(v[tiles*16*k:], tiles*(k/32)*amxScales(t))
+		p.xs = f32s(v[tiles*16*k:], tiles*(k/amxBlock(t))*amxScales(t))
 	}
 	if quantise {
 		p.Quantize(0, m)
