@@ -246,7 +246,8 @@ func (p *Product) runAMX(lo, hi int, work []byte) {
 					amxPackQ4_K(&panel[0], &w[0], p.wRow, nr, (b1-b0)/8)
 					amxScalesQ4_K(ws, w, p.wRow, nr, (b1-b0)/8)
 				case ggml.Q6_K:
-					amxPackQ6_K(panel, ws, w, p.wRow, nr, (b1-b0)/16)
+					amxPackQ6_K(&panel[0], &w[0], p.wRow, nr, (b1-b0)/16)
+					amxScalesQ6_K(ws, w, p.wRow, nr, (b1-b0)/16)
 				default:
 					pack(&panel[0], (*uint16)(unsafe.Pointer(&halves[0])), &w[0], p.wRow, nr, b1-b0)
 					if nr < 16 {
@@ -293,12 +294,10 @@ func amxScalesQ4_K(ws []float32, w []byte, wRow, nr, nsb int) {
 	}
 }
 
-// amxPackQ6_K unpacks nsb Q6_K blocks of nr weight rows (w, wRow bytes
-// apart) as amxTiles takes them: for block b of 16, the values q−32 of
-// row r at panel[256·b + 16·r] and the scale d·sc at ws[16·b + r]; zero
-// scales for rows past nr.
-func amxPackQ6_K(panel []byte, ws []float32, w []byte, wRow, nr, nsb int) {
-	panel = panel[:256*16*nsb]
+// amxScalesQ6_K sets the scales of nsb Q6_K blocks of nr weight rows (w,
+// wRow bytes apart) as amxTiles takes them: for block b of 16, d·sc of
+// row r at ws[16·b + r]; zeros for rows past nr.
+func amxScalesQ6_K(ws []float32, w []byte, wRow, nr, nsb int) {
 	ws = ws[:16*16*nsb]
 	for r := range 16 {
 		for s := range nsb {
@@ -313,6 +312,16 @@ func amxPackQ6_K(panel []byte, ws []float32, w []byte, wRow, nr, nsb int) {
 			for g := range 16 {
 				ws[16*(16*s+g)+r] = d * float32(int8(blk[192+g]))
 			}
+		}
+	}
+}
+
+// amxPackQ6_KGo is amxPackQ6_K in Go, the definition of the assembly.
+func amxPackQ6_KGo(panel []byte, w []byte, wRow, nr, nsb int) {
+	panel = panel[:256*16*nsb]
+	for r := range nr {
+		for s := range nsb {
+			blk := w[r*wRow+210*s : r*wRow+210*s+210]
 			for h := range 2 {
 				ql := blk[64*h : 64*h+64]
 				qh := blk[128+32*h : 160+32*h]

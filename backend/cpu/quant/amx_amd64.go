@@ -36,3 +36,6 @@ func amxPackQ4_K(panel *byte, w *byte, wRow int, rows int, nsb int)
 
 //go:noescape
 func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte)
+
+//go:noescape
+func amxPackQ6_K(panel *byte, w *byte, wRow int, rows int, nsb int)

@@ -172,6 +172,80 @@ qkblock:
 	VZEROUPPER
 	RET
 
+// Q6HALF unpacks half h of the Q6_K block at BX (values 128h to 128h+127)
+// into the panel at CX: value e as q−32 at 256·(e/16) + e%16.
+#define Q6HALF(h) \
+	VMOVDQU (64*h)(BX), Y0;       \
+	VMOVDQU (64*h+32)(BX), Y1;    \
+	VMOVDQU (128+32*h)(BX), Y2;   \
+	VPAND   Y15, Y0, Y3;          \
+	VPSLLW  $4, Y2, Y4;           \
+	VPAND   Y14, Y4, Y4;          \
+	VPOR    Y4, Y3, Y3;           \
+	VPSUBB  Y13, Y3, Y3;          \
+	VMOVDQU X3, (2048*h)(CX);     \
+	VEXTRACTI128 $1, Y3, (2048*h+256)(CX); \
+	VPAND   Y15, Y1, Y3;          \
+	VPSLLW  $2, Y2, Y4;           \
+	VPAND   Y14, Y4, Y4;          \
+	VPOR    Y4, Y3, Y3;           \
+	VPSUBB  Y13, Y3, Y3;          \
+	VMOVDQU X3, (2048*h+512)(CX); \
+	VEXTRACTI128 $1, Y3, (2048*h+768)(CX); \
+	VPSRLW  $4, Y0, Y3;           \
+	VPAND   Y15, Y3, Y3;          \
+	VPAND   Y14, Y2, Y4;          \
+	VPOR    Y4, Y3, Y3;           \
+	VPSUBB  Y13, Y3, Y3;          \
+	VMOVDQU X3, (2048*h+1024)(CX); \
+	VEXTRACTI128 $1, Y3, (2048*h+1280)(CX); \
+	VPSRLW  $4, Y1, Y3;           \
+	VPAND   Y15, Y3, Y3;          \
+	VPSRLW  $2, Y2, Y4;           \
+	VPAND   Y14, Y4, Y4;          \
+	VPOR    Y4, Y3, Y3;           \
+	VPSUBB  Y13, Y3, Y3;          \
+	VMOVDQU X3, (2048*h+1536)(CX); \
+	VEXTRACTI128 $1, Y3, (2048*h+1792)(CX)
+
+// func amxPackQ6_K(panel *byte, w *byte, wRow int, rows int, nsb int)
+//
+// For each of rows weight rows (wRow bytes apart from w) and each of nsb
+// Q6_K blocks of 256 values: the values q−32 of its sixteen blocks of 16
+// as int8, block g at panel[256·(16·b+g) + 16·r].
+TEXT ·amxPackQ6_K(SB), NOSPLIT, $0-40
+	MOVQ panel+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ wRow+16(FP), R9
+	MOVQ rows+24(FP), R10
+	MOVQ nsb+32(FP), R11
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Y14
+	MOVL $0x20202020, AX
+	VPBROADCASTD AX, Y13
+
+q6row:
+	MOVQ SI, BX
+	MOVQ DI, CX
+	MOVQ R11, R12
+
+q6block:
+	Q6HALF(0)
+	Q6HALF(1)
+	ADDQ $210, BX
+	ADDQ $4096, CX
+	DECQ R12
+	JNZ  q6block
+
+	ADDQ R9, SI
+	ADDQ $16, DI
+	DECQ R10
+	JNZ  q6row
+	VZEROUPPER
+	RET
+
 // func amxHalves(ws *float32, halves *uint16, n int)
 //
 // ws[i] = halves[i] widened, for i < 16·n.

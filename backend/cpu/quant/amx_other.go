@@ -27,3 +27,5 @@ func amxPackQ4_K(panel *byte, w *byte, wRow int, rows int, nsb int) { panic("qua
 func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte) {
 	panic("quant: no AMX kernels")
 }
+
+func amxPackQ6_K(panel *byte, w *byte, wRow int, rows int, nsb int) { panic("quant: no AMX kernels") }

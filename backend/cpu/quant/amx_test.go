@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -402,5 +403,20 @@ func TestAMXMatMul(t *testing.T) {
 		if a := testing.AllocsPerRun(5, func() { MatMul(y, x, m, k, w, n, typ, scratch) }); a != 0 {
 			t.Errorf("%s: %v allocations a call", typ, a)
 		}
+	}
+}
+
+// The assembly unpacking of Q6_K weights for the tiles writes what the
+// Go one writes.
+func TestAMXPackQ6_K(t *testing.T) {
+	needAMX(t)
+	const rows, nsb = 11, 3
+	r := rand.New(rand.NewPCG(16, 17))
+	w := randomWeights(r, ggml.Q6_K, rows, 256*nsb)
+	want, got := make([]byte, 256*16*nsb), make([]byte, 256*16*nsb)
+	amxPackQ6_KGo(want, w, 210*nsb, rows, nsb)
+	amxPackQ6_K(&got[0], &w[0], 210*nsb, rows, nsb)
+	if !bytes.Equal(got, want) {
+		t.Error("the assembly unpacks Q6_K differently")
 	}
 }
