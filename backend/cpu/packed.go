@@ -18,11 +18,15 @@ func init() {
 }
 
 // packedMatMulKernel is y[m,n] = x[m,k]·Wᵀ with W packed (quant.MatMul):
-// the activation rows are quantised once into the scratch, then the
-// workers share out the weight rows, 16 at a time.
+// the workers share out the activation rows, which they quantise once
+// into the scratch, then the weight rows, 16 at a time. Where the
+// products take the AMX tiles, each worker has a work space of its own
+// after the activations (quant.WorkBytes), and the shares are Split's.
 type packedMatMulKernel struct {
 	format  ggml.Type
 	m, k, n int
+	act     int // bytes of the scratch the activations take
+	work    int // bytes of each worker's work space, 0 for none
 }
 
 func buildPackedMatMul(c *bctx) (Kernel, int64, error) {
@@ -46,26 +50,53 @@ func buildPackedMatMul(c *bctx) (Kernel, int64, error) {
 		return nil, 0, c.errorf("output %s%v, want float32 of %d×%d", y.DType, y.Shape, m, p.Rows)
 	}
 	kr := &packedMatMulKernel{format: p.Format, m: int(m), k: int(k), n: int(p.Rows)}
-	return kr, int64(quant.ScratchBytes(p.Format, kr.m, kr.k)), nil
+	kr.act = quant.ScratchBytes(p.Format, kr.m, kr.k)
+	kr.work = quant.WorkBytes(p.Format, kr.m, kr.k)
+	return kr, int64(kr.act + max(1, c.threads)*kr.work), nil
 }
 
+// The phases of a PackedMatMul, in args[0]; args[1] is the shares of
+// phasePackedShares.
+const (
+	phasePackedQuantise = iota // items are activation rows
+	phasePackedGroups          // items are groups of 16 weight rows
+	phasePackedShares          // items are shares of the weight rows (Split), with a work space each
+)
+
 func (kr *packedMatMulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
-	y, x := f32s(out[0]), f32s(in[0])
-	if _, err := quant.Prepare(y, x, kr.m, kr.k, in[1], kr.n, kr.format, scratch); err != nil {
+	w.forArgs(kr.m, w.parts(kr.m*kr.k/4), kr, args{phasePackedQuantise}, in, out, scratch)
+	groups := (kr.n + 15) / 16
+	parts := w.parts(kr.m * kr.k * kr.n / 64)
+	if kr.work == 0 {
+		w.forArgs(groups, parts, kr, args{phasePackedGroups}, in, out, scratch)
+		return
+	}
+	// One item a share, so that share i knows its work space.
+	parts = max(1, min(parts, groups, (len(scratch)-kr.act)/kr.work))
+	w.forArgs(parts, parts, kr, args{phasePackedShares, int64(parts)}, in, out, scratch)
+}
+
+// rangeArgs quantises activation rows [lo, hi), or computes weight rows
+// [16·lo, 16·hi) of every activation row, or those of shares [lo, hi),
+// as a[0] says.
+func (kr *packedMatMulKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi int) {
+	p, err := quant.Prepared(f32s(out[0]), f32s(in[0]), kr.m, kr.k, in[1], kr.n, kr.format, scratch[:kr.act])
+	if err != nil {
 		// Building checked every size: this is a bug, not bad input.
 		panic(fmt.Sprintf("PackedMatMul: %v", err))
 	}
-	groups := (kr.n + 15) / 16
-	w.forArgs(groups, w.parts(kr.m*kr.k*kr.n/64), kr, args{}, in, out, scratch)
-}
-
-// rangeArgs computes weight rows [16·lo, 16·hi) of every activation row.
-func (kr *packedMatMulKernel) rangeArgs(in, out [][]byte, scratch []byte, _ args, lo, hi int) {
-	p, err := quant.Prepared(f32s(out[0]), f32s(in[0]), kr.m, kr.k, in[1], kr.n, kr.format, scratch)
-	if err != nil {
-		panic(fmt.Sprintf("PackedMatMul: %v", err))
+	switch a[0] {
+	case phasePackedQuantise:
+		p.Quantize(lo, hi)
+	case phasePackedGroups:
+		p.Run(16*lo, min(16*hi, kr.n))
+	case phasePackedShares:
+		for s := lo; s < hi; s++ {
+			r0, r1 := quant.Split(kr.n, int(a[1]), s)
+			o := kr.act + s*kr.work
+			p.RunWith(r0, r1, scratch[o:o+kr.work])
+		}
 	}
-	p.Run(16*lo, min(16*hi, kr.n))
 }
 
 // packedGatherKernel is y[i, :] = row ids[i] of a packed table,

@@ -44,6 +44,13 @@ const (
 //
 // With bias, it also stores −8 times the sum of each four q.
 func quantizeQ8_0(a []byte, x []float32, bias bool) {
+	if !quantizeQ8_0Asm(a, x, bias, nil, nil) {
+		quantizeQ8_0Go(a, x, bias)
+	}
+}
+
+// quantizeQ8_0Go is quantizeQ8_0 in Go, the definition of the assembly.
+func quantizeQ8_0Go(a []byte, x []float32, bias bool) {
 	k := len(x)
 	nb := k / 32
 	od, os := q8Offsets(k, bias)

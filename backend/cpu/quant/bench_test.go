@@ -69,8 +69,9 @@ func BenchmarkGEMV(b *testing.B) {
 // BenchmarkGEMM times a prompt's product, y[512,n] = x[512,k]·Wᵀ, on one
 // goroutine, with each kernel this CPU runs: "tiles" as Run computes it,
 // "rows" one output at a time with the dot kernel, as Run did before it
-// had tiles. It reports G ops/s (two a multiply-add) and, in the name,
-// the path. Quantising the activations (Prepare) is left out.
+// had tiles, and "amx" on the AMX tiles (RunWith), where the CPU has
+// them. It reports G ops/s (two a multiply-add) and, in the name, the
+// path. Quantising the activations (Prepare) is left out.
 func BenchmarkGEMM(b *testing.B) {
 	const m = 512
 	for _, shape := range [][2]int{{2048, 2048}, {2048, 5632}, {5632, 2048}} {
@@ -106,6 +107,21 @@ func BenchmarkGEMM(b *testing.B) {
 					})
 				}
 			}
+			if !AMX(typ) {
+				continue
+			}
+			scratch := make([]byte, ScratchBytes(typ, m, k))
+			work := make([]byte, WorkBytes(typ, m, k))
+			p, err := Prepare(y, x, m, k, w, n, typ, scratch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("m=%d/k=%d/n=%d/%s/amx/tiles", m, k, n, typ), func(b *testing.B) {
+				for b.Loop() {
+					p.RunWith(0, n, work)
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gop/s")
+			})
 		}
 	}
 }

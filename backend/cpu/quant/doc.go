@@ -49,8 +49,25 @@
 // rows and weight rows past the last whole tile, and the other types, go
 // one output at a time.
 //
+// On a CPU with AMX (Intel's tile unit: AMX-TILE and AMX-INT8, granted
+// by Linux once per process, see amx.go), products of Q4_0, Q8_0, Q4_K
+// and Q6_K weights by at least 8 activation rows take its int8 tiles
+// instead, four to five times as fast as the vector tiles: TDPBSSD
+// multiplies 16 weight rows by 16 activation rows one block of values
+// that share a scale at a time (32; Q6_K: 16), and AVX-512 scales each
+// block's exact int32 sums by d_w·d_x into float32 accumulators, as
+// llama.cpp does. Those sums are not added in ref.go's order, so the
+// results are not its bits: each is within a few hundred 2⁻²⁴ of S of
+// ref.go's at worst, S the sum of the magnitudes of the terms (for nb
+// blocks of 32, (nb/2 + 5 + min(nb, 64) + ⌈nb/64⌉)·2⁻²⁴·S; the K-quants'
+// bounds are in amx_test.go), and a few 2⁻²⁴·S in practice (see
+// TestAMXMatchesReference). The path needs a work space
+// per goroutine (WorkBytes, given to RunWith) and the rows laid out for
+// the tiles (ScratchBytes counts them); GODEBUG=cpu.avx512f=off, the
+// build tag noasm, or a Linux that refuses the tile state turn it off.
+//
 // Work is shared among goroutines by rows of W: Prepare checks the
 // operands and quantises x into the caller's scratch (ScratchBytes long),
-// then each worker calls Run on its range of rows from Split. Nothing
-// allocates.
+// then each worker calls Run (or RunWith, with its own work space) on
+// its range of rows from Split. Nothing allocates.
 package quant

@@ -63,3 +63,45 @@ func ExampleProduct_Run() {
 	// 48 80
 	// 80 100
 }
+
+func ExampleProduct_RunWith() {
+	// A prompt's product shared among two workers, each with a work space
+	// of its own, so that it may take the AMX tiles where the CPU has
+	// them (WorkBytes is 0 where it does not: RunWith is then Run).
+	const m, k, n, workers = 64, 256, 48, 2
+	// W: Q4_0 rows whose values are 0.5 at 16 places, 0 elsewhere.
+	w := make([]byte, n*18*(k/32))
+	for b := range n * k / 32 {
+		block := w[18*b : 18*b+18]
+		binary.LittleEndian.PutUint16(block, dtype.F16FromF32(0.5))
+		for i := range 16 {
+			block[2+i] = 0x88 // values q−8 = 0 and 0
+		}
+		if b%(k/32) == 0 {
+			for i := range 16 {
+				block[2+i] = 0x98 // values 16 to 31 are q−8 = 1
+			}
+		}
+	}
+	x := make([]float32, m*k)
+	for i := range x {
+		x[i] = 1
+	}
+	y := make([]float32, m*n)
+	scratch := make([]byte, quant.ScratchBytes(ggml.Q4_0, m, k))
+	p, err := quant.Prepare(y, x, m, k, w, n, ggml.Q4_0, scratch)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range workers {
+		lo, hi := quant.Split(n, workers, i)
+		work := make([]byte, quant.WorkBytes(ggml.Q4_0, m, k))
+		wg.Go(func() { p.RunWith(lo, hi, work) })
+	}
+	wg.Wait()
+	// Each output is 16 times 0.5, by x through 8 bits.
+	fmt.Printf("%.3f %.3f\n", y[0], y[m*n-1])
+	// Output: 8.000 8.000
+}

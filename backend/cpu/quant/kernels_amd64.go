@@ -331,3 +331,32 @@ func tileK(f tileKFunc, size, mr int) tiling {
 		f(&y[0], ldy, &w[0], wRow, &a[0], (*float32)(unsafe.Pointer(&a[k])), (*int16)(unsafe.Pointer(&a[k+4*nb])), aRow, nb)
 	}, mr, 1}
 }
+
+//go:noescape
+func quantizeQ8_0AVX512(q *byte, d, s *float32, bias *int32, x *float32, nb int, xv *byte, xs *float32)
+
+// quantizeQ8_0Asm is quantizeQ8_0 with AVX-512, where the CPU has it; it
+// reports whether it ran. Where xv is not nil, it also lays the row out
+// for the AMX tiles (amxRow).
+func quantizeQ8_0Asm(a []byte, x []float32, bias bool, xv []byte, xs []float32) bool {
+	nb := len(x) / 32
+	if !hasAVX512 || nb == 0 {
+		return false
+	}
+	k := 32 * nb
+	od, os := q8Offsets(k, bias)
+	_ = a[os+4*nb-1]
+	var b *int32
+	if bias {
+		b = &i32s(a[k:], k/4)[0]
+	}
+	var v *byte
+	var s *float32
+	if xv != nil {
+		_ = xv[512*(nb-1)+448+3]
+		_ = xs[16*(nb-1)]
+		v, s = &xv[0], &xs[0]
+	}
+	quantizeQ8_0AVX512(&a[0], &f32s(a[od:], nb)[0], &f32s(a[os:], nb)[0], b, &x[0], nb, v, s)
+	return true
+}

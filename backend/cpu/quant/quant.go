@@ -13,8 +13,9 @@ func Supports(t ggml.Type) bool { return t < ggml.TypeCount && impls[t].kind != 
 // ScratchBytes is the scratch MatMul and Prepare need for m activation
 // rows of k elements against weights of type t: the quantised rows (Q8_0
 // for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights, Q8_K for the K-quants),
-// plus 64 bytes to align them. F16 and BF16 weights need none. It is 0
-// for a type MatMul does not take.
+// plus 64 bytes to align them, and where the product takes the AMX tiles
+// (see RunWith) the rows once more, laid out for them. F16 and BF16
+// weights need none. It is 0 for a type MatMul does not take.
 func ScratchBytes(t ggml.Type, m, k int) int {
 	if !Supports(t) || m <= 0 || k <= 0 {
 		return 0
@@ -23,7 +24,11 @@ func ScratchBytes(t ggml.Type, m, k int) int {
 	if s == 0 {
 		return 0
 	}
-	return 64 + m*s
+	n := 64 + m*s
+	if amxFor(t, m) {
+		n += amxActBytes(t, m, k)
+	}
+	return n
 }
 
 // actStride is the bytes one prepared activation row of k elements takes
@@ -57,6 +62,10 @@ type Product struct {
 	m, k, n int
 	wRow    int // bytes per weight row
 	aRow    int // bytes per prepared activation row (0: x is read as it is)
+	wType   ggml.Type
+	kind    kind      // of the prepared activation rows
+	xv      []byte    // for the AMX tiles: the activation rows as they take them (amx.go)
+	xs      []float32 // and their scales
 }
 
 // Prepare checks the operands of y[m,n] = x[m,k]·Wᵀ, where W is n rows
@@ -101,7 +110,7 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	case int64(len(w)) < int64(n)*wRow:
 		return Product{}, fmt.Errorf("quant: w holds %d bytes, %d rows of %d %s need %d", len(w), n, k, t, int64(n)*wRow)
 	}
-	p := Product{y: y, x: x, w: w, dot: im.dot, tile: im.tile, m: m, k: k, n: n, wRow: int(wRow), aRow: actStride(im.kind, k)}
+	p := Product{y: y, x: x, w: w, dot: im.dot, tile: im.tile, m: m, k: k, n: n, wRow: int(wRow), aRow: actStride(im.kind, k), wType: t, kind: im.kind}
 	if p.aRow == 0 || m == 0 || k == 0 {
 		return p, nil
 	}
@@ -111,20 +120,49 @@ func prepare(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []b
 	}
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(scratch))) & 63)
 	p.act = scratch[off : off+m*p.aRow]
-	for i := range m {
-		if !quantise {
-			break
-		}
-		a := p.act[i*p.aRow : (i+1)*p.aRow]
-		xi := x[i*k : (i+1)*k]
-		switch im.kind {
-		case kindQ8_0, kindQ8_0B:
-			quantizeQ8_0(a, xi, im.kind == kindQ8_0B)
-		case kindQ8_K:
-			quantizeQ8_K(a, xi)
-		}
+	if amxFor(t, m) && im.kind != kindFloat && len(scratch) >= need+amxActBytes(t, m, k) {
+		v := scratch[off+m*p.aRow : off+m*p.aRow+amxActBytes(t, m, k)]
+		tiles := (m + 15) / 16
+		p.xv = v[:tiles*16*k]
+		p.xs = f32s(v[tiles*16*k:], tiles*(k/amxBlock(t))*amxScales(t))
+	}
+	if quantise {
+		p.Quantize(0, m)
 	}
 	return p, nil
+}
+
+// Quantize quantises activation rows [lo, hi) into the scratch, as
+// Prepare does every row, so that the goroutines sharing out a product
+// can share this out too: each takes the product from Prepared and
+// quantises its rows, and all have done so before any calls Run. It
+// does not allocate.
+func (p *Product) Quantize(lo, hi int) {
+	if p.act == nil {
+		return
+	}
+	lo, hi = max(lo, 0), min(hi, p.m)
+	for i := lo; i < hi; i++ {
+		a := p.act[i*p.aRow : (i+1)*p.aRow]
+		xi := p.x[i*p.k : (i+1)*p.k]
+		switch p.kind {
+		case kindQ8_0, kindQ8_0B:
+			if p.xv != nil {
+				p.amxQuantize(i, a, xi, p.kind == kindQ8_0B)
+			} else {
+				quantizeQ8_0(a, xi, p.kind == kindQ8_0B)
+			}
+		case kindQ8_K:
+			if p.xv != nil {
+				p.amxQuantizeK(i, a, xi)
+			} else {
+				quantizeQ8_K(a, xi)
+			}
+		}
+	}
+	if hi == p.m && lo < hi && p.xv != nil {
+		p.amxPad()
+	}
 }
 
 // Run computes the output columns [lo, hi) of every row of y: the
@@ -204,14 +242,15 @@ func (p *Product) row(i int) []byte {
 
 // MatMul sets y[m,n] = x[m,k]·Wᵀ for the n rows of k elements of type t
 // in w, on the calling goroutine: Prepare, then Run over every row of W.
-// scratch must hold ScratchBytes(t, m, k) bytes. It does not allocate,
-// except for the error.
+// scratch must hold ScratchBytes(t, m, k) bytes; the WorkBytes(t, m, k)
+// after them, where it holds them too, serve RunWith instead. It does
+// not allocate, except for the error.
 func MatMul(y, x []float32, m, k int, w []byte, n int, t ggml.Type, scratch []byte) error {
 	p, err := Prepare(y, x, m, k, w, n, t, scratch)
 	if err != nil {
 		return err
 	}
-	p.Run(0, n)
+	p.RunWith(0, n, scratch[min(len(scratch), ScratchBytes(t, m, k)):])
 	return nil
 }
 

@@ -552,8 +552,12 @@ func TestGODEBUG(t *testing.T) {
 		if p[0] != impls[typ].path {
 			t.Errorf("%s: MatMul runs %s, Paths says %v", typ, impls[typ].path, p)
 		}
+		off := strings.Contains(godebug, "cpu.avx512f=off") || strings.Contains(godebug, "cpu.avx2=off")
+		if off && (AMX(typ) || WorkBytes(typ, 64, 256) != 0) {
+			t.Errorf("%s: the AMX tiles with AVX-512 switched off", typ)
+		}
 	}
-	t.Logf("kernels: %v", Paths(ggml.Q4_0))
+	t.Logf("kernels: %v, AMX %v", Paths(ggml.Q4_0), AMX(ggml.Q4_0))
 }
 
 // TestPrepared: a product taken with Prepared over activations an earlier
