@@ -337,12 +337,14 @@ func (g *Generator) promptPlan(t int64, all bool) (*stepPlan, error) {
 		return nil, err
 	}
 	if len(g.prompts) == maxPromptPlans {
-		// The least recently used, but never the chunk plan, first.
-		g.prompts[min(1, len(g.prompts)-1)].close()
-		g.prompts = slices.Delete(g.prompts, min(1, len(g.prompts)-1), min(2, len(g.prompts)))
+		// The least recently used goes.
+		g.prompts[0].close()
+		g.prompts = slices.Delete(g.prompts, 0, 1)
 	}
 	g.prompts = append(g.prompts, p)
 	if err := g.bind(); err != nil {
+		g.prompts = g.prompts[:len(g.prompts)-1]
+		p.close()
 		return nil, err
 	}
 	return p, nil

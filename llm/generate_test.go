@@ -159,3 +159,43 @@ func check(t *testing.T, model *llmtest.Model, what string, got, ref []float32, 
 	}
 	return same
 }
+
+// TestGeneratePromptPlans feeds prompts of many lengths to one generator,
+// more than it keeps plans for, from a fresh cache each: each prompt's
+// last logits must be the reference's at its last position (attention is
+// causal, so a prefix's last row is the whole prompt's row there).
+func TestGeneratePromptPlans(t *testing.T) {
+	m, err := llmtest.Load(llmtest.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range m.Models {
+		if model.Name != "llama-f32" {
+			continue
+		}
+		ref, err := model.Logits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bm, err := berth.Load(m.Path(model))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bm.Close()
+		g, err := bm.NewGenerator(berth.GeneratorOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		for _, n := range []int{2, 3, 5, 7, 11, 3, 13, 2, 17, len(ref.Tokens)} {
+			g.Reset()
+			last, err := g.Prefill(context.Background(), ref.Tokens[:n], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel := compare.RelL2(last, ref.PrefillRow(n-1)); !(rel <= 1e-5) {
+				t.Errorf("a prompt of %d: rel L2 %.3g to the reference's row %d", n, rel, n-1)
+			}
+		}
+	}
+}
