@@ -66,7 +66,7 @@ const (
 func (kr *packedMatMulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	w.forArgs(kr.m, w.parts(kr.m*kr.k/4), kr, args{phasePackedQuantise}, in, out, scratch)
 	groups := (kr.n + 15) / 16
-	parts := w.parts(kr.m * kr.k * kr.n / 64)
+	parts := w.parts(kr.m * kr.k * kr.n / 8)
 	if kr.work == 0 {
 		w.forArgs(groups, parts, kr, args{phasePackedGroups}, in, out, scratch)
 		return
