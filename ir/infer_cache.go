@@ -22,11 +22,9 @@ func CacheShape(g *Graph, n *Node) (t, c, heads, kvHeads, d int64, err error) {
 	if err = inputCount(n, 4, 4); err != nil {
 		return
 	}
-	var ts [4]*Tensor
-	for i := range ts {
-		if ts[i], err = input(g, n, i); err != nil {
-			return
-		}
+	ts, err := inputs(g, n, 4)
+	if err != nil {
+		return
 	}
 	q, k, v := ts[0], ts[1], ts[2]
 	for _, x := range ts[:3] {
@@ -72,12 +70,9 @@ func inferCacheWrite(g *Graph, n *Node) ([]Type, error) {
 	if err := inputCount(n, 3, 3); err != nil {
 		return nil, err
 	}
-	var ts [3]*Tensor
-	for i := range ts {
-		var err error
-		if ts[i], err = input(g, n, i); err != nil {
-			return nil, err
-		}
+	ts, err := inputs(g, n, 3)
+	if err != nil {
+		return nil, err
 	}
 	cache, x := ts[0], ts[1]
 	if cache.DType != Float32 || x.DType != Float32 || cache.Shape.Rank() != 2 || x.Shape.Rank() != 2 {

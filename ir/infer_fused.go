@@ -44,12 +44,9 @@ func inferRotary(g *Graph, n *Node) ([]Type, error) {
 	if err := inputCount(n, 3, 3); err != nil {
 		return nil, err
 	}
-	var ts [3]*Tensor
-	for i := range ts {
-		var err error
-		if ts[i], err = input(g, n, i); err != nil {
-			return nil, err
-		}
+	ts, err := inputs(g, n, 3)
+	if err != nil {
+		return nil, err
 	}
 	x := ts[0]
 	if x.DType != Float32 || x.Shape.Rank() != 3 || x.Shape[2]%2 != 0 {

@@ -14,6 +14,19 @@ func input(g *Graph, n *Node, i int) (*Tensor, error) {
 	return tensorOf(g, id)
 }
 
+// inputs returns the first k inputs of n, each present and typed, as
+// input does.
+func inputs(g *Graph, n *Node, k int) ([]*Tensor, error) {
+	ts := make([]*Tensor, k)
+	for i := range ts {
+		var err error
+		if ts[i], err = input(g, n, i); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
 // optInput returns input i of n, or nil when the model omitted it.
 func optInput(g *Graph, n *Node, i int) (*Tensor, error) {
 	id := n.Input(i)
