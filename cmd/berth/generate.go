@@ -150,7 +150,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	if int64(len(prompt)) >= g.Context() {
+	if n := int64(len(prompt)); n > g.Context() || n == g.Context() && f.n > 0 {
 		return fmt.Errorf("a prompt of %d tokens leaves no room in a context of %d (--ctx)", len(prompt), g.Context())
 	}
 	for i, id := range prompt {
