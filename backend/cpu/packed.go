@@ -25,8 +25,9 @@ func init() {
 type packedMatMulKernel struct {
 	format  ggml.Type
 	m, k, n int
-	act     int // bytes of the scratch the activations take
-	work    int // bytes of each worker's work space, 0 for none
+	act     int           // bytes of the scratch the activations take
+	work    int           // bytes of each worker's work space, 0 for none
+	float   *floatProduct // float weights over many rows: widened, then the GEMM
 }
 
 func buildPackedMatMul(c *bctx) (Kernel, int64, error) {
@@ -50,6 +51,12 @@ func buildPackedMatMul(c *bctx) (Kernel, int64, error) {
 		return nil, 0, c.errorf("output %s%v, want float32 of %d×%d", y.DType, y.Shape, m, p.Rows)
 	}
 	kr := &packedMatMulKernel{format: p.Format, m: int(m), k: int(k), n: int(p.Rows)}
+	if kr.float, err = newFloatProduct(c, p.Format, kr.m, kr.k, kr.n, p.RowBytes); err != nil {
+		return nil, 0, c.errorf("%v", err)
+	}
+	if kr.float != nil {
+		return kr, int64(kr.float.totalBytes), nil
+	}
 	kr.act = quant.ScratchBytes(p.Format, kr.m, kr.k)
 	kr.work = quant.WorkBytes(p.Format, kr.m, kr.k)
 	return kr, int64(kr.act + max(1, c.threads)*kr.work), nil
@@ -64,6 +71,10 @@ const (
 )
 
 func (kr *packedMatMulKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
+	if kr.float != nil {
+		kr.float.Run(w, in, out, scratch)
+		return
+	}
 	w.forArgs(kr.m, w.parts(kr.m*kr.k/4), kr, args{phasePackedQuantise}, in, out, scratch)
 	groups := (kr.n + 15) / 16
 	parts := w.parts(kr.m * kr.k * kr.n / 8)
