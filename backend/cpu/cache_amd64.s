@@ -174,3 +174,22 @@ narrowStore:
 wdone:
 	VZEROUPPER
 	RET
+
+// func widenF16AVX2(dst *float32, src *uint16, n int)
+//
+// dst[i] = the f16 src[i] as float32 (exact; a NaN keeps its payload,
+// quieted), n a positive multiple of 8. Needs F16C.
+TEXT ·widenF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+widen:
+	VCVTPH2PS (SI), Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	SUBQ      $8, CX
+	JG        widen
+	VZEROUPPER
+	RET

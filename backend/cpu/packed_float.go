@@ -95,7 +95,16 @@ func (fp *floatProduct) Run(w *Workers, in, out [][]byte, scratch []byte) {
 // rangeArgs widens rows [lo, hi) of the chunk in in[0] into out[0].
 func (fp *floatProduct) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
 	dst := f32s(out[0])[lo*fp.k : hi*fp.k]
-	if err := ggml.Dequantize(fp.format, dst, in[0][lo*fp.rowBytes:hi*fp.rowBytes]); err != nil {
+	src := in[0][lo*fp.rowBytes : hi*fp.rowBytes]
+	if n := len(dst) &^ 7; fp.format == ggml.F16 && vmathAsm && n > 0 {
+		// F16C's conversion: the bits ggml.Dequantize gives.
+		widenF16AVX2(&dst[0], &view[uint16](src)[0], n)
+		dst, src = dst[n:], src[2*n:]
+		if len(dst) == 0 {
+			return
+		}
+	}
+	if err := ggml.Dequantize(fp.format, dst, src); err != nil {
 		// Building checked every size: this is a bug, not bad input.
 		panic(fmt.Sprintf("PackedMatMul: %v", err))
 	}

@@ -65,3 +65,27 @@ func TestPackedFloatProducts(t *testing.T) {
 		}
 	}
 }
+
+// TestWidenF16 checks the F16C widening of float products against
+// ggml.Dequantize on every f16 value: zeros, denormals, infinities and
+// NaNs included, bit for bit.
+func TestWidenF16(t *testing.T) {
+	if !vmathAsm {
+		t.Skip("no assembly on this CPU or build")
+	}
+	src := make([]uint16, 1<<16)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	want := make([]float32, len(src))
+	if err := ggml.Dequantize(ggml.F16, want, raw.Bytes(src)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, len(src))
+	widenF16AVX2(&got[0], &src[0], len(src))
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("f16 %#04x: %#08x, ggml %#08x", i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+		}
+	}
+}
