@@ -66,25 +66,35 @@ func init() {
 	register(inferCachedAttention, "CachedAttention")
 }
 
-func inferCacheWrite(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 3, 3); err != nil {
-		return nil, err
+// CacheWriteShape checks the operands of a CacheWrite node and returns
+// its sizes: t rows written into a cache of c rows of w values.
+func CacheWriteShape(g *Graph, n *Node) (t, c, w int64, err error) {
+	if err = inputCount(n, 3, 3); err != nil {
+		return
 	}
 	ts, err := inputs(g, n, 3)
 	if err != nil {
-		return nil, err
+		return
 	}
 	cache, x := ts[0], ts[1]
 	if cache.DType != Float32 || x.DType != Float32 || cache.Shape.Rank() != 2 || x.Shape.Rank() != 2 {
-		return nil, fmt.Errorf("cache %s%v and rows %s%v, want float32 matrices", cache.DType, cache.Shape, x.DType, x.Shape)
+		return 0, 0, 0, fmt.Errorf("cache %s%v and rows %s%v, want float32 matrices", cache.DType, cache.Shape, x.DType, x.Shape)
 	}
 	if x.Shape[1] != cache.Shape[1] || x.Shape[0] > cache.Shape[0] {
-		return nil, fmt.Errorf("rows %v do not fit a cache %v", x.Shape, cache.Shape)
+		return 0, 0, 0, fmt.Errorf("rows %v do not fit a cache %v", x.Shape, cache.Shape)
 	}
-	if err := checkPosition(ts[2]); err != nil {
+	if err = checkPosition(ts[2]); err != nil {
+		return
+	}
+	return x.Shape[0], cache.Shape[0], cache.Shape[1], nil
+}
+
+func inferCacheWrite(g *Graph, n *Node) ([]Type, error) {
+	_, c, w, err := CacheWriteShape(g, n)
+	if err != nil {
 		return nil, err
 	}
-	return []Type{{DType: Float32, Shape: cache.Shape.Clone()}}, nil
+	return []Type{{DType: Float32, Shape: Shape{c, w}}}, nil
 }
 
 func inferCachedAttention(g *Graph, n *Node) ([]Type, error) {

@@ -22,40 +22,60 @@ func init() {
 	register(inferRotary, "Rotary")
 }
 
-func inferRMSNorm(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
+// RMSNormShape checks the operands of an RMSNorm node and returns its
+// sizes: rows of d values.
+func RMSNormShape(g *Graph, n *Node) (rows, d int64, err error) {
+	if err = inputCount(n, 2, 2); err != nil {
+		return
 	}
-	x, err := input(g, n, 0)
+	ts, err := inputs(g, n, 2)
 	if err != nil {
-		return nil, err
+		return
 	}
-	w, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, w := ts[0], ts[1]
 	if x.DType != Float32 || w.DType != Float32 || x.Shape.Rank() == 0 || w.Shape.Elements() != x.Shape[x.Shape.Rank()-1] {
-		return nil, fmt.Errorf("input %s%v and weights %s%v, want float32 with one weight a value of the last axis", x.DType, x.Shape, w.DType, w.Shape)
+		return 0, 0, fmt.Errorf("input %s%v and weights %s%v, want float32 with one weight a value of the last axis", x.DType, x.Shape, w.DType, w.Shape)
 	}
-	return []Type{{DType: Float32, Shape: x.Shape.Clone()}}, nil
+	d = w.Shape.Elements()
+	if d > 0 {
+		rows = x.Shape.Elements() / d
+	}
+	return rows, d, nil
 }
 
-func inferRotary(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 3, 3); err != nil {
-		return nil, err
+// RotaryShape checks the operands of a Rotary node and returns its
+// sizes: t tokens of heads heads of d values.
+func RotaryShape(g *Graph, n *Node) (t, heads, d int64, err error) {
+	if err = inputCount(n, 3, 3); err != nil {
+		return
 	}
 	ts, err := inputs(g, n, 3)
 	if err != nil {
-		return nil, err
+		return
 	}
 	x := ts[0]
 	if x.DType != Float32 || x.Shape.Rank() != 3 || x.Shape[2]%2 != 0 {
-		return nil, fmt.Errorf("input %s%v, want float32 [t, heads, d] of even d", x.DType, x.Shape)
+		return 0, 0, 0, fmt.Errorf("input %s%v, want float32 [t, heads, d] of even d", x.DType, x.Shape)
 	}
 	for _, c := range ts[1:] {
 		if c.DType != Float32 || c.Shape.Elements() != x.Shape[0]*x.Shape[2]/2 {
-			return nil, fmt.Errorf("angles %s%v, want float32 of %d values", c.DType, c.Shape, x.Shape[0]*x.Shape[2]/2)
+			return 0, 0, 0, fmt.Errorf("angles %s%v, want float32 of %d values", c.DType, c.Shape, x.Shape[0]*x.Shape[2]/2)
 		}
 	}
-	return []Type{{DType: Float32, Shape: x.Shape.Clone()}}, nil
+	return x.Shape[0], x.Shape[1], x.Shape[2], nil
+}
+
+func inferRMSNorm(g *Graph, n *Node) ([]Type, error) {
+	if _, _, err := RMSNormShape(g, n); err != nil {
+		return nil, err
+	}
+	return []Type{{DType: Float32, Shape: g.Tensor(n.Inputs[0]).Shape.Clone()}}, nil
+}
+
+func inferRotary(g *Graph, n *Node) ([]Type, error) {
+	t, heads, d, err := RotaryShape(g, n)
+	if err != nil {
+		return nil, err
+	}
+	return []Type{{DType: Float32, Shape: Shape{t, heads, d}}}, nil
 }

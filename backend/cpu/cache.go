@@ -33,14 +33,11 @@ func cachePosition(op string, b []byte, rows, c int) int {
 type cacheWriteKernel struct{ t, c, w int }
 
 func buildCacheWrite(c *bctx) (Kernel, int64, error) {
-	if err := c.need(3); err != nil {
-		return nil, 0, err
+	t, rows, w, err := ir.CacheWriteShape(c.g, c.n)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
 	}
-	cache, x := c.in(0), c.in(1)
-	if cache.DType != ir.Float32 || x.DType != ir.Float32 || cache.Shape.Rank() != 2 || x.Shape.Rank() != 2 || x.Shape[1] != cache.Shape[1] {
-		return nil, 0, c.errorf("cache %s%v and rows %s%v, want float32 matrices of one width", cache.DType, cache.Shape, x.DType, x.Shape)
-	}
-	return &cacheWriteKernel{t: int(x.Shape[0]), c: int(cache.Shape[0]), w: int(cache.Shape[1])}, 0, nil
+	return &cacheWriteKernel{t: int(t), c: int(rows), w: int(w)}, 0, nil
 }
 
 func (k *cacheWriteKernel) Run(_ *Workers, in, out [][]byte, _ []byte) {

@@ -24,19 +24,11 @@ type rmsNormKernel struct {
 }
 
 func buildRMSNorm(c *bctx) (Kernel, int64, error) {
-	if err := c.need(2); err != nil {
-		return nil, 0, err
+	rows, n, err := ir.RMSNormShape(c.g, c.n)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
 	}
-	x, w := c.in(0), c.in(1)
-	if x.DType != ir.Float32 || w.DType != ir.Float32 || x.Shape.Rank() == 0 || w.Shape.Elements() != x.Shape[x.Shape.Rank()-1] {
-		return nil, 0, c.errorf("input %s%v and weights %s%v, want float32 with one weight a value of the last axis", x.DType, x.Shape, w.DType, w.Shape)
-	}
-	n := int(w.Shape.Elements())
-	k := &rmsNormKernel{n: n, eps: float64(c.n.Attrs.Float("epsilon", 1e-5)), zeros: make([]float32, n)}
-	if n > 0 {
-		k.rows = int(x.Shape.Elements()) / n
-	}
-	return k, 0, nil
+	return &rmsNormKernel{rows: int(rows), n: int(n), eps: float64(c.n.Attrs.Float("epsilon", 1e-5)), zeros: make([]float32, n)}, 0, nil
 }
 
 func (k *rmsNormKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
@@ -61,19 +53,11 @@ type rotaryKernel struct {
 }
 
 func buildRotary(c *bctx) (Kernel, int64, error) {
-	if err := c.need(3); err != nil {
-		return nil, 0, err
+	t, heads, d, err := ir.RotaryShape(c.g, c.n)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
 	}
-	x := c.in(0)
-	if x.DType != ir.Float32 || x.Shape.Rank() != 3 || x.Shape[2]%2 != 0 {
-		return nil, 0, c.errorf("input %s%v, want float32 [t, heads, d] of even d", x.DType, x.Shape)
-	}
-	for _, a := range []*ir.Tensor{c.in(1), c.in(2)} {
-		if a.DType != ir.Float32 || a.Shape.Elements() != x.Shape[0]*x.Shape[2]/2 {
-			return nil, 0, c.errorf("angles %s%v, want float32 of %d values", a.DType, a.Shape, x.Shape[0]*x.Shape[2]/2)
-		}
-	}
-	return &rotaryKernel{t: int(x.Shape[0]), heads: int(x.Shape[1]), d: int(x.Shape[2]), halves: c.n.Attrs.Int("halves", 0) == 1}, 0, nil
+	return &rotaryKernel{t: int(t), heads: int(heads), d: int(d), halves: c.n.Attrs.Int("halves", 0) == 1}, 0, nil
 }
 
 func (k *rotaryKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {

@@ -135,17 +135,10 @@ func buildPackedGather(c *bctx) error {
 // A position whose rows do not fit the cache writes nothing (the caller,
 // berth.Generator, checks positions before it runs).
 func buildCacheWrite(c *bctx) error {
-	if err := c.need(3); err != nil {
-		return err
+	t, rows, w, err := ir.CacheWriteShape(c.g, c.n)
+	if err != nil {
+		return c.errorf("%v", err)
 	}
-	cache, x, pos := c.in(0), c.in(1), c.in(2)
-	if cache.DType != ir.Float32 || x.DType != ir.Float32 || cache.Shape.Rank() != 2 || x.Shape.Rank() != 2 || x.Shape[1] != cache.Shape[1] {
-		return c.errorf("cache %s%v and rows %s%v, want float32 matrices of one width", cache.DType, cache.Shape, x.DType, x.Shape)
-	}
-	if pos.DType != ir.Int64 || pos.Shape.Elements() != 1 {
-		return c.errorf("position %s%v, want one int64", pos.DType, pos.Shape)
-	}
-	t, rows, w := x.Shape[0], cache.Shape[0], cache.Shape[1]
 	c.elementwise(packedModule, "cache_write", t*w, c.inArg(1), c.outArg(0), c.inArg(2), i64(t), i64(rows), i64(w))
 	return nil
 }
@@ -178,39 +171,24 @@ func buildCachedAttention(c *bctx) error {
 // buildRMSNorm is a block a row: the mean of the squares, then the row
 // scaled by its reciprocal root and by the weights.
 func buildRMSNorm(c *bctx) error {
-	if err := c.need(2); err != nil {
-		return err
-	}
-	x, w := c.in(0), c.in(1)
-	if x.DType != ir.Float32 || w.DType != ir.Float32 || x.Shape.Rank() == 0 {
-		return c.unsupported(x.DType)
-	}
-	d := x.Shape[x.Shape.Rank()-1]
-	if w.Shape.Elements() != d {
-		return c.errorf("weights %v for rows of %d", w.Shape, d)
+	rows, d, err := ir.RMSNormShape(c.g, c.n)
+	if err != nil {
+		return c.errorf("%v", err)
 	}
 	if d == 0 {
 		return nil
 	}
-	c.rowwise(packedModule, "rms_norm", x.Shape.Elements()/d, c.inArg(0), c.inArg(1), c.outArg(0), i64(x.Shape.Elements()/d), i64(d), f32(c.n.Attrs.Float("epsilon", 1e-5)))
+	c.rowwise(packedModule, "rms_norm", rows, c.inArg(0), c.inArg(1), c.outArg(0), i64(rows), i64(d), f32(c.n.Attrs.Float("epsilon", 1e-5)))
 	return nil
 }
 
 // buildRotary is a thread a pair of values.
 func buildRotary(c *bctx) error {
-	if err := c.need(3); err != nil {
-		return err
+	t, heads, d, err := ir.RotaryShape(c.g, c.n)
+	if err != nil {
+		return c.errorf("%v", err)
 	}
-	x := c.in(0)
-	if x.DType != ir.Float32 || x.Shape.Rank() != 3 || x.Shape[2]%2 != 0 {
-		return c.errorf("input %s%v, want float32 [t, heads, d] of even d", x.DType, x.Shape)
-	}
-	t, heads, half := x.Shape[0], x.Shape[1], x.Shape[2]/2
-	for _, a := range []*ir.Tensor{c.in(1), c.in(2)} {
-		if a.DType != ir.Float32 || a.Shape.Elements() != t*half {
-			return c.errorf("angles %s%v, want float32 of %d values", a.DType, a.Shape, t*half)
-		}
-	}
+	half := d / 2
 	c.elementwise(packedModule, "rotary", t*heads*half, c.inArg(0), c.inArg(1), c.inArg(2), c.outArg(0), i64(t*heads*half), i64(heads), i64(half), i32(int32(c.n.Attrs.Int("halves", 0))))
 	return nil
 }
