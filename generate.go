@@ -361,9 +361,10 @@ func (p *stepPlan) close() {
 	p.m.Close()
 }
 
-// checkTokens refuses ids outside the vocabulary and prompts that do not
-// fit the rest of the context.
-func (g *Generator) checkTokens(tokens []int32) error {
+// CheckPrompt reports whether tokens can be fed at the current position
+// (Prefill refuses them otherwise): every id in the vocabulary, and room
+// for them all in the rest of the context.
+func (g *Generator) CheckPrompt(tokens []int32) error {
 	if n := int64(len(tokens)); n > g.context-g.pos {
 		return fmt.Errorf("generate: %d tokens at position %d do not fit a context of %d (Reset starts again at 0)", n, g.pos, g.context)
 	}
@@ -409,7 +410,7 @@ func (g *Generator) Prefill(ctx context.Context, tokens []int32, all []float32) 
 	if len(tokens) == 0 {
 		return nil, errors.New("generate: no tokens to feed")
 	}
-	if err := g.checkTokens(tokens); err != nil {
+	if err := g.CheckPrompt(tokens); err != nil {
 		return nil, err
 	}
 	v := int(g.cfg.Vocab)

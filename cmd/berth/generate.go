@@ -150,13 +150,11 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	if n := int64(len(prompt)); n > g.Context() || n == g.Context() && f.n > 0 {
-		return fmt.Errorf("a prompt of %d tokens leaves no room in a context of %d (--ctx)", len(prompt), g.Context())
+	if err := g.CheckPrompt(prompt); err != nil {
+		return err
 	}
-	for i, id := range prompt {
-		if int(id) >= g.Vocab() {
-			return fmt.Errorf("token %d (at %d) is not in the vocabulary of %d", id, i, g.Vocab())
-		}
+	if int64(len(prompt)) == g.Context() && f.n > 0 {
+		return fmt.Errorf("a prompt of %d tokens leaves no room in a context of %d (--ctx)", len(prompt), g.Context())
 	}
 	if !f.asJSON {
 		fmt.Fprintf(stderr, "berth: %d positions of context: cache %s in an arena of %s, weights %s; compiled in %.2f s\n",
