@@ -88,15 +88,28 @@ func qkRow(a []byte, k int) (q []byte, d []float32, sums []int16) {
 	return a[:k], f32s(a[k:], nb), i16s(a[k+4*nb:], k/32)
 }
 
+// unpackQ8_0 sets v to the 32 values of a Q8_0 block (34 bytes).
+func unpackQ8_0(v *[32]int32, blk []byte) {
+	for j, q := range blk[2:34] {
+		v[j] = int32(int8(q))
+	}
+}
+
+// unpackQ4_0 sets v to the 32 values of a Q4_0 block (18 bytes), each
+// less 8.
+func unpackQ4_0(v *[32]int32, blk []byte) {
+	for j, q := range blk[2:18] {
+		v[j], v[j+16] = int32(q&15)-8, int32(q>>4)-8
+	}
+}
+
 func dotQ8_0Go(w, a []byte, k int) float32 {
 	xq, xd, _ := q8Row(a, k)
 	var acc lanes
 	var v [32]int32
 	for b := range k / 32 {
 		blk := w[34*b : 34*b+34 : 34*b+34]
-		for j, q := range blk[2:34] {
-			v[j] = int32(int8(q))
-		}
+		unpackQ8_0(&v, blk)
 		s := dot4(&v, xq[32*b:])
 		acc.add(b, scale(blk)*xd[b], &s)
 	}
@@ -109,9 +122,7 @@ func dotQ4_0Go(w, a []byte, k int) float32 {
 	var v [32]int32
 	for b := range k / 32 {
 		blk := w[18*b : 18*b+18 : 18*b+18]
-		for j, q := range blk[2:18] {
-			v[j], v[j+16] = int32(q&15)-8, int32(q>>4)-8
-		}
+		unpackQ4_0(&v, blk)
 		s := dot4(&v, xq[32*b:])
 		acc.add(b, scale(blk)*xd[b], &s)
 	}

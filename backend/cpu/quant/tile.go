@@ -1,6 +1,10 @@
 package quant
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/berth-ml/berth/weights/ggml"
+)
 
 // The tile kernels: the products of several activation rows by one or
 // more weight rows at once, so that a weight block is read and unpacked
@@ -27,33 +31,26 @@ func q8Rows(a []byte, aRow, k int) (q [goTileRows][]byte, d [goTileRows][]float3
 }
 
 func tileQ8_0Go(y []float32, ldy int, w []byte, _ int, a []byte, aRow int, k int) {
-	xq, xd := q8Rows(a, aRow, k)
-	var acc [goTileRows]lanes
-	var v [32]int32
-	for b := range k / 32 {
-		blk := w[34*b : 34*b+34 : 34*b+34]
-		for j, q := range blk[2:34] {
-			v[j] = int32(int8(q))
-		}
-		dw := scale(blk)
-		for i := range goTileRows {
-			s := dot4(&v, xq[i][32*b:])
-			acc[i].add(b, dw*xd[i][b], &s)
-		}
-	}
-	for i := range goTileRows {
-		y[i*ldy] = acc[i].sum()
-	}
+	tile32Go(y, ldy, w, a, aRow, k, ggml.Q8_0)
 }
 
 func tileQ4_0Go(y []float32, ldy int, w []byte, _ int, a []byte, aRow int, k int) {
+	tile32Go(y, ldy, w, a, aRow, k, ggml.Q4_0)
+}
+
+// tile32Go is the Go tile of Q8_0 or Q4_0 weights (t): 32-value blocks of
+// a scale and the values, without minimums.
+func tile32Go(y []float32, ldy int, w []byte, a []byte, aRow, k int, t ggml.Type) {
+	size := int(t.TypeSize())
 	xq, xd := q8Rows(a, aRow, k)
 	var acc [goTileRows]lanes
 	var v [32]int32
 	for b := range k / 32 {
-		blk := w[18*b : 18*b+18 : 18*b+18]
-		for j, q := range blk[2:18] {
-			v[j], v[j+16] = int32(q&15)-8, int32(q>>4)-8
+		blk := w[size*b : size*(b+1) : size*(b+1)]
+		if t == ggml.Q8_0 {
+			unpackQ8_0(&v, blk)
+		} else {
+			unpackQ4_0(&v, blk)
 		}
 		dw := scale(blk)
 		for i := range goTileRows {
