@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/berth-ml/berth"
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/npy"
 	"github.com/berth-ml/berth/sample"
@@ -228,7 +227,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout)
 	}
 	if promptLogits != nil {
-		a := &npy.Array{DType: ir.Float32, Shape: []int64{int64(len(prompt)), int64(g.Vocab())}, Data: float32Bytes(promptLogits)}
+		a := &npy.Array{DType: ir.Float32, Shape: []int64{int64(len(prompt)), int64(g.Vocab())}, Data: raw.Bytes(promptLogits)}
 		if err := npy.WriteFile(f.logitsOut, a); err != nil {
 			return err
 		}
@@ -271,14 +270,6 @@ func parseTokens(s string) ([]int32, error) {
 		ids = append(ids, int32(id))
 	}
 	return ids, nil
-}
-
-func float32Bytes(v []float32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-	}
-	return b
 }
 
 // textOut writes generated text as it comes, holding back what may be the
