@@ -98,7 +98,6 @@ type Generator struct {
 	buf     *device.HostBuffer // the arena of every plan; the cache first
 	decode  *stepPlan
 	prompts []*stepPlan // the prompt plans, the most recently used last
-	ids     []int64     // a token's id, for the step's input
 	cuda    *cudaGen    // on CUDA: the device weights and the lane of every plan
 }
 
@@ -141,7 +140,7 @@ func (m *Model) NewGenerator(opts GeneratorOptions) (*Generator, error) {
 	if o.Threads <= 0 {
 		o.Threads = runtime.GOMAXPROCS(0)
 	}
-	g := &Generator{m: m, cfg: cfg, context: ctx, opts: o, store: new(cpu.WeightStore), ids: make([]int64, 1)}
+	g := &Generator{m: m, cfg: cfg, context: ctx, opts: o, store: new(cpu.WeightStore)}
 	switch opts.Device {
 	case CPU, "":
 		g.opts.weights = g.store
@@ -444,15 +443,7 @@ func (g *Generator) Step(ctx context.Context, token int32) ([]float32, error) {
 	if token < 0 || int64(token) >= g.cfg.Vocab {
 		return nil, fmt.Errorf("generate: token %d is not in the vocabulary of %d", token, g.cfg.Vocab)
 	}
-	p := g.decode
-	p.tokens[0] = int64(token)
-	p.pos[0] = g.pos
-	logits, err := g.exec(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	g.pos++
-	return logits, nil
+	return g.run(ctx, g.decode, []int32{token})
 }
 
 // A Sampler picks the next token from a row of logits, given the tokens
