@@ -8,24 +8,11 @@ import (
 	"time"
 
 	"github.com/berth-ml/berth/arena"
-	"github.com/berth-ml/berth/backend/cpu"
-	"github.com/berth-ml/berth/backend/cuda"
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
 )
-
-// Device names where a model runs.
-type Device string
-
-// The devices.
-const (
-	CPU  Device = "cpu"
-	CUDA Device = "cuda"
-)
-
-// ErrNoDevice is returned when the requested device is not available.
-var ErrNoDevice = errors.New("device not available")
 
 // Options tune compilation. The zero value is a sensible default.
 type Options struct {
@@ -65,17 +52,13 @@ type Options struct {
 	// a symbol a larger size fails with an error naming the symbol and
 	// its bound, before anything is compiled or allocated for it.
 	MaxDims map[string]int64
-	// weights, when set, holds the kernels' packed weights: the plans of
-	// one model with open shapes share what they pack alike.
-	weights *cpu.WeightStore
-	// bound, when set, is the plan at the bound of a model with open
-	// shapes on the CPU, whose offsets a plan for smaller shapes takes.
-	bound *cpu.Bound
-	// cudaWeights holds, for all the plans of a model with open shapes
-	// on CUDA, the constants read from its file; cudaBound is the plan at
-	// its bound, whose offsets the others keep where they can.
-	cudaWeights *cuda.WeightStore
-	cudaBound   *cuda.Executable
+	// weights, when set, holds the weights of every plan of a model with
+	// open shapes (from its device's NewWeights): what they pack or
+	// upload alike, they share. bound, when set, is the plan at the
+	// bound, whose offsets the plans for smaller shapes keep where they
+	// can.
+	weights backend.Weights
+	bound   backend.Executable
 	// perRun makes an open model's executable plan every run for its
 	// inputs, even where the options fix every shape (it serves a
 	// fixed-shape model's runs whose declared scalars come with other
@@ -88,9 +71,6 @@ type Options struct {
 	// least recently used is released. 0 means DefaultPlans.
 	Plans int
 }
-
-// CPUTuning is the CPU compiler's switches (see cpu.Tuning).
-type CPUTuning = cpu.Tuning
 
 // DefaultPlans is how many specialised plans a session of a model with
 // open shapes keeps unless Options.Plans says otherwise.
@@ -107,9 +87,9 @@ type Executable struct {
 	g      *ir.Graph
 	device Device
 
-	cpu  *cpu.Executable  // set when compiled for the CPU
-	cuda *cuda.Executable // set when compiled for CUDA
-	open *openExec        // set when shapes are settled per run
+	x    backend.Executable // set when compiled for fixed shapes
+	dev  backend.Device     // the backend that compiled x
+	open *openExec          // set when shapes are settled per run
 	// owned are the specialised models the executable was compiled from
 	// and closes with itself.
 	owned []*Model
@@ -169,41 +149,58 @@ func Compile(m *Model, dev Device, opts Options) (*Executable, error) {
 	return e, err
 }
 
-// compileStatic compiles m, whose shapes are all known, for dev.
+// compileStatic compiles m, whose shapes are all known, for dev,
+// refusing, before anything is allocated for it, a plan whose arena and
+// weights exceed opts.MemoryLimit.
 func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
-	switch dev {
-	case CPU, "":
-		return compileCPU(m, opts)
-	case CUDA:
-		if opts.MemoryLimit > 0 {
-			if err := checkTensorSizes(opts.MemoryLimit, m.graph); err != nil {
-				return nil, err
-			}
-		}
-		ce, err := compileCUDA(m, opts)
-		if err != nil {
-			return nil, err
-		}
-		p, pl := ce.Plan()
-		if opts.MemoryLimit > 0 {
-			// The device arena of one session plus the device weights.
-			if err := checkLimit(opts.MemoryLimit, p, pl, m.graph, ce.WeightBytes()); err != nil {
-				ce.Close()
-				return nil, err
-			}
-		}
-		return &Executable{model: m, g: m.graph, device: CUDA, cuda: ce, problem: p, plan: pl, weightBytes: ce.WeightBytes()}, nil
+	b, err := backendOf(dev, &opts)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
+	caps := b.Caps()
+	limit := opts.MemoryLimit
+	switch {
+	case limit == 0 && caps.Host:
+		limit = device.HostMemory()
+	case limit <= 0:
+		// Off the host only a limit given applies.
+		limit = -1
+	}
+	g := m.graph
+	if err := checkTensorSizes(limit, g); err != nil {
+		return nil, err
+	}
+	bo := backend.Options{
+		Threads: opts.Threads, Precision: opts.Precision, FileOrder: opts.FileOrder, NoInPlace: opts.NoInPlace,
+		Weights: opts.weights, Bound: opts.bound,
+		Check: func(p *plan.Problem, pl *plan.Plan, w int64) error {
+			return checkLimit(limit, p, pl, g, w)
+		},
+	}
+	if m.src != nil && caps.Host {
+		bo.Release, bo.Read = m.src.Release, m.src.ReadInto
+	}
+	x, err := b.Compile(g, bo)
+	if err != nil {
+		if !caps.Host {
+			err = fmt.Errorf("compile for %s: %w", b.Name(), err)
+		}
+		return nil, err
+	}
+	if m.src != nil && caps.Host {
+		// Compiling read what it packed; runs read back only the rest.
+		m.releaseFile()
+	}
+	e := &Executable{model: m, g: g, device: dev, x: x, dev: b, layout: x.Layout(),
+		weightBytes: x.WeightBytes(), packedBytes: x.PackedWeightBytes(), planTime: x.PlanTime()}
+	e.problem, e.plan = x.Plan()
+	return e, nil
 }
 
 // checkLimit refuses plans whose arena plus weights exceed the limit. The
 // error names the step at which the most bytes are live and the largest
 // tensors live there, which is where the model would have to give.
 func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int64) error {
-	if limit == 0 {
-		limit = device.HostMemory()
-	}
 	if limit <= 0 {
 		return nil
 	}
@@ -233,9 +230,6 @@ func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int6
 // and the kernels of such a tensor may build tables as long as its
 // dimensions (a Tile's or a Pad's index per output position).
 func checkTensorSizes(limit int64, g *ir.Graph) error {
-	if limit == 0 {
-		limit = device.HostMemory()
-	}
 	if limit <= 0 {
 		return nil
 	}
@@ -268,8 +262,8 @@ func (e *Executable) Close() error {
 	}
 	e.closed = true
 	var err error
-	if e.cuda != nil {
-		err = e.cuda.Close()
+	if e.x != nil {
+		err = e.x.Close()
 	}
 	if e.open != nil {
 		e.open.close()

@@ -142,7 +142,7 @@ func testCUDAFixture(t *testing.T, f cudaFixture, prec string, tol float64, timi
 	}
 	compileTime := time.Since(start)
 	defer exe.Close()
-	cs2, err := newCUDASession(f.model.graph, exe, nil)
+	cs2, err := newCUDASession(f.model.graph, exe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func profileCUDA(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	defer exe.Close()
-	cs, err := newCUDASession(m.graph, exe, nil)
+	cs, err := newCUDASession(m.graph, exe)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -742,3 +742,47 @@ func TestCUDADetectors(t *testing.T) {
 		})
 	}
 }
+
+// compileCUDA compiles m for CUDA through the pipeline and returns the
+// device's executable under it.
+func compileCUDA(m *Model, o Options) (*cuda.Executable, error) {
+	e, err := compileStatic(m, CUDA, o)
+	if err != nil {
+		return nil, err
+	}
+	return e.x.(cuda.Compiled).Executable, nil
+}
+
+// cudaRun is a CUDA session of an executable of graph g with the tensors
+// of its outputs, as the root Session has them.
+type cudaRun struct {
+	s       *cuda.Session
+	inputs  [][]byte // the staging of each graph input
+	out     [][]byte // the staging of each graph output
+	outputs []Tensor // the graph outputs, viewing out
+}
+
+// newCUDASession makes a session of exe (compiled from g) on a lane of
+// its own.
+func newCUDASession(g *ir.Graph, exe *cuda.Executable) (*cudaRun, error) {
+	bs, err := cuda.Compiled{Executable: exe}.NewSession(nil)
+	if err != nil {
+		return nil, err
+	}
+	c := &cudaRun{s: bs.(cuda.Staged).Session, inputs: bs.Inputs(), out: bs.Outputs(), outputs: make([]Tensor, len(g.Outputs))}
+	for i, id := range g.Outputs {
+		t := g.Tensor(id)
+		c.outputs[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape.Clone(), Data: c.out[i]}
+	}
+	return c, nil
+}
+
+// run runs the graph on the staged inputs and returns the outputs.
+func (c *cudaRun) run() ([]Tensor, error) {
+	if err := c.s.RunStaged(); err != nil {
+		return nil, err
+	}
+	return c.outputs, nil
+}
+
+func (c *cudaRun) close() error { return c.s.Close() }

@@ -11,10 +11,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/berth-ml/berth/backend/cpu"
-	"github.com/berth-ml/berth/backend/cuda"
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/llm"
 	"github.com/berth-ml/berth/onnx"
 	"github.com/berth-ml/berth/tokenizer"
@@ -64,8 +64,7 @@ type GeneratorOptions struct {
 	// Options are the compile options of the generator's plans: threads,
 	// memory limit. Dims, MaxDims and Plans do not apply.
 	Options Options
-	// Device is where the generator runs: CPU (the default) or CUDA
-	// (see generate_cuda.go).
+	// Device is where the generator runs: CPU (the default) or CUDA.
 	Device Device
 }
 
@@ -82,38 +81,43 @@ const PrefillChunk = 512
 // in chunks (Prefill), then one token a step (Step), each at the next
 // position, until the context is full (Reset starts again at position 0).
 //
-// Its plans share one arena whose first bytes are the cache, planned and
-// verified with every plan: a plan of one token serves every step, and a
-// plan per prompt length serves prompts. A step allocates nothing. A
+// Its plans share one lane (backend.Lane): one arena whose first bytes
+// are the cache, planned and verified with every plan, so that the cache
+// stays where it is from step to step and plan to plan and is never
+// copied; on a GPU also one stream and the page-locked staging where a
+// run finds its tokens and position and leaves its logits. A plan of one
+// token serves every step (on a GPU its launches are replayed as one
+// graph: the kernels read the position from device memory), and a plan
+// per prompt length serves prompts. The weights are packed (or uploaded)
+// once, into a store the plans share. A step allocates nothing. A
 // generator is not safe for concurrent use.
 type Generator struct {
 	m       *Model
 	cfg     llm.Config
 	context int64
+	device  Device
 	opts    Options
 	pos     int64 // the positions the cache holds
 
-	workers *cpu.Workers
-	store   *cpu.WeightStore
-	buf     *device.HostBuffer // the arena of every plan; the cache first
+	dev     backend.Device
+	weights backend.Weights // the store every plan's weights are in
+	lane    backend.Lane    // the arena of every plan; the cache first
 	decode  *stepPlan
 	prompts []*stepPlan // the prompt plans, the most recently used last
-	cuda    *cudaGen    // on CUDA: the device weights and the lane of every plan
 }
 
-// stepPlan is one step graph's executable and its session in the
-// generator's arena.
+// stepPlan is one step graph's executable and its session on the
+// generator's lane: its tokens and position are written straight into
+// the session's input buffers.
 type stepPlan struct {
 	t      int64
 	all    bool // the logits of every token, not the last one's alone
 	exe    *Executable
 	m      *Model
-	s      *Session
-	inputs []Tensor // the session's own buffers: tokens, pos, the cache
+	s      backend.Session
 	tokens []int64
 	pos    []int64
-	cs     *cuda.Session // on CUDA: the session on the generator's lane
-	out    []byte        // on CUDA: the logits, in cs's staging
+	out    []byte // the logits, in the session's output buffer
 }
 
 // maxPromptPlans is how many prompt plans a generator keeps.
@@ -140,19 +144,15 @@ func (m *Model) NewGenerator(opts GeneratorOptions) (*Generator, error) {
 	if o.Threads <= 0 {
 		o.Threads = runtime.GOMAXPROCS(0)
 	}
-	g := &Generator{m: m, cfg: cfg, context: ctx, opts: o, store: new(cpu.WeightStore)}
-	switch opts.Device {
-	case CPU, "":
-		g.opts.weights = g.store
-		g.workers = cpu.NewWorkers(o.Threads)
-	case CUDA:
-		if err := g.initCUDA(); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("generate: unknown device %q (want cpu or cuda)", opts.Device)
+	g := &Generator{m: m, cfg: cfg, context: ctx, device: opts.Device, opts: o}
+	b, err := backendOf(opts.Device, &g.opts)
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
 	}
-	var err error
+	if err := b.Available(); err != nil {
+		return nil, fmt.Errorf("generate: compile for %s: %w", b.Name(), err)
+	}
+	g.dev = b
 	if g.decode, err = g.compile(1, false); err != nil {
 		g.Close()
 		return nil, err
@@ -184,20 +184,10 @@ func (g *Generator) CacheBytes() int64 { return llm.CacheBytes(g.cfg, g.context)
 
 // ArenaBytes is the bytes of the arena the plans share: the cache, then
 // the activations of the largest plan.
-func (g *Generator) ArenaBytes() int64 {
-	if g.cuda != nil {
-		return g.cuda.lane.Bytes()
-	}
-	return g.buf.Size()
-}
+func (g *Generator) ArenaBytes() int64 { return g.lane.Bytes() }
 
-// WeightBytes is the bytes of the model's weights.
-func (g *Generator) WeightBytes() int64 {
-	if g.cuda != nil {
-		return g.cuda.store.Bytes() + g.decode.exe.WeightBytes()
-	}
-	return g.decode.exe.WeightBytes()
-}
+// WeightBytes is the bytes of the model's weights as the step reads them.
+func (g *Generator) WeightBytes() int64 { return g.decode.exe.WeightBytes() }
 
 // Vocab is the size of the logits rows.
 func (g *Generator) Vocab() int { return int(g.cfg.Vocab) }
@@ -215,10 +205,20 @@ func (g *Generator) compile(t int64, all bool) (*stepPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
-	if g.cuda != nil {
-		g.cudaWeights(m)
+	if g.weights == nil {
+		// One store for every plan, of the graph's packed weights: the
+		// uint8 constants, windows of the mapped files.
+		var files [][]byte
+		for i := range m.graph.Tensors {
+			t := &m.graph.Tensors[i]
+			if t.IsConst() && t.DType == ir.Uint8 && len(t.Data) > 0 {
+				files = append(files, t.Data)
+			}
+		}
+		g.weights = g.dev.NewWeights(files)
+		g.opts.weights = g.weights
 	}
-	if limit := g.opts.MemoryLimit; limit >= 0 && (g.cuda == nil || limit > 0) {
+	if limit := g.opts.MemoryLimit; limit >= 0 && (g.dev.Caps().Host || limit > 0) {
 		// The cache comes on top of the plan's activations and the
 		// weights, which the compiler checks.
 		if limit == 0 {
@@ -229,11 +229,7 @@ func (g *Generator) compile(t int64, all bool) (*stepPlan, error) {
 			return nil, fmt.Errorf("generate: %w: a cache of %d positions needs %d bytes, the limit is %d", ErrMemoryLimit, g.context, c, limit)
 		}
 	}
-	dev := CPU
-	if g.cuda != nil {
-		dev = CUDA
-	}
-	exe, err := compileStatic(m, dev, g.opts)
+	exe, err := compileStatic(m, g.device, g.opts)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("generate: %w", err)
@@ -246,39 +242,59 @@ func (g *Generator) plans() []*stepPlan {
 	return append([]*stepPlan{g.decode}, g.prompts...)
 }
 
-// bind gives every plan a session in the shared arena, allocating a
-// larger arena (the cache copied over) where a plan needs more.
+// bind gives every plan a session on the generator's lane, making a
+// larger lane (the cache copied over) where a plan does not fit it. Every
+// plan must hold the cache where the step's plan does.
 func (g *Generator) bind() error {
-	if g.cuda != nil {
-		return g.bindCUDA()
-	}
-	var need int64
-	for _, p := range g.plans() {
-		need = max(need, p.exe.ArenaBytes())
-	}
-	if g.buf != nil && g.buf.Size() >= need {
-		for _, p := range g.plans() {
-			if p.s == nil {
-				if err := g.open(p); err != nil {
-					return err
-				}
+	plans := g.plans()
+	want := g.decode.exe
+	for _, p := range plans {
+		got := p.exe
+		for i, id := range got.g.State {
+			w, s := want.layout.Slots[want.g.State[i]], got.layout.Slots[id]
+			if w != s {
+				return fmt.Errorf("generate: the plan of %d tokens holds cache %q at %d, the step's at %d", p.t, got.g.Tensor(id).Name, s.Offset, w.Offset)
 			}
 		}
-		return nil
 	}
-	buf, err := device.NewHostBuffer(need, Alignment)
+	if g.lane != nil {
+		fits := true
+		for _, p := range plans {
+			if p.s != nil {
+				continue
+			}
+			err := g.open(p)
+			if errors.Is(err, backend.ErrLaneTooSmall) {
+				fits = false
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if fits {
+			return nil
+		}
+	}
+	exes := make([]backend.Executable, len(plans))
+	for i, p := range plans {
+		exes[i] = p.exe.x
+	}
+	lane, err := g.dev.NewLane(exes, g.lane, g.stateBytes())
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
-	if g.buf != nil {
-		copy(buf.Bytes(), g.buf.Bytes()[:g.stateBytes()])
-	}
-	g.buf = buf
-	for _, p := range g.plans() {
+	for _, p := range plans {
 		if p.s != nil {
 			p.s.Close()
 			p.s = nil
 		}
+	}
+	if g.lane != nil {
+		g.lane.Close()
+	}
+	g.lane = lane
+	for _, p := range plans {
 		if err := g.open(p); err != nil {
 			return err
 		}
@@ -295,27 +311,15 @@ func (g *Generator) stateBytes() int64 {
 	return b
 }
 
-// open makes p's session in the generator's arena and checks that its
-// cache lies where every other plan's does.
+// open makes p's session on the generator's lane.
 func (g *Generator) open(p *stepPlan) error {
-	want, got := g.decode.exe, p.exe
-	for i, id := range got.g.State {
-		w, s := want.layout.Slots[want.g.State[i]], got.layout.Slots[id]
-		if w != s {
-			return fmt.Errorf("generate: the plan of %d tokens holds cache %q at %d, the step's at %d", p.t, got.g.Tensor(id).Name, s.Offset, w.Offset)
-		}
-	}
-	s, err := p.exe.newSession(g.workers, g.buf, nil)
+	s, err := p.exe.x.NewSession(g.lane)
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
-	if !raw.SameStart(s.arena.Bytes(), g.buf.Bytes()) {
-		s.Close()
-		return errors.New("generate: a plan's session is not in the shared arena")
-	}
-	p.s, p.inputs = s, s.InputBuffers()
-	p.tokens = raw.I64(p.inputs[0].Data)
-	p.pos = raw.I64(p.inputs[1].Data)
+	in := s.Inputs()
+	p.s, p.out = s, s.Outputs()[0]
+	p.tokens, p.pos = raw.I64(in[0]), raw.I64(in[1])
 	return nil
 }
 
@@ -353,9 +357,6 @@ func (p *stepPlan) close() {
 	if p.s != nil {
 		p.s.Close()
 	}
-	if p.cs != nil {
-		p.cs.Close()
-	}
 	p.exe.Close()
 	p.m.Close()
 }
@@ -389,16 +390,13 @@ func (g *Generator) run(ctx context.Context, p *stepPlan, tokens []int32) ([]flo
 	return logits, nil
 }
 
-// exec runs p with its inputs in place and returns its logits.
+// exec runs p with its inputs in place and returns its logits (in its
+// output buffer, valid until the next run).
 func (g *Generator) exec(ctx context.Context, p *stepPlan) ([]float32, error) {
-	if p.cs != nil {
-		return g.execCUDA(ctx, p)
-	}
-	outs, err := p.s.Run(ctx, p.inputs...)
-	if err != nil {
+	if err := p.s.Run(ctx, nil); err != nil {
 		return nil, err
 	}
-	return raw.F32(outs[0].Data), nil
+	return raw.F32(p.out), nil
 }
 
 // Prefill feeds tokens at the next positions, PrefillChunk at a time,
@@ -575,12 +573,14 @@ func (g *Generator) Close() error {
 		}
 	}
 	g.decode, g.prompts = nil, nil
-	if g.workers != nil {
-		g.workers.Close()
-		g.workers = nil
+	var errs []error
+	if g.lane != nil {
+		errs = append(errs, g.lane.Close())
+		g.lane = nil
 	}
-	if g.cuda != nil {
-		return g.cuda.close()
+	if g.weights != nil {
+		errs = append(errs, g.weights.Close())
+		g.weights = nil
 	}
-	return nil
+	return errors.Join(errs...)
 }

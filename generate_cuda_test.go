@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/berth-ml/berth/backend/cuda"
 )
 
 // TestCUDADecodeProfile reports where a decoding step's time goes on the
@@ -50,13 +52,13 @@ func TestCUDADecodeProfile(t *testing.T) {
 		}
 	}
 	step := time.Since(start) / steps
-	s := g.decode.cs
+	s := g.decode.s.(cuda.Staged).Session
 	kt, err := s.KernelTime(steps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("decode: %d launches, step %v (%.1f tok/s), kernels alone %v, weights %d bytes (bound at 4.8 TB/s: %v)",
-		g.decode.exe.cuda.Launches(), step, 1/step.Seconds(), kt, g.WeightBytes(), time.Duration(float64(g.WeightBytes())/4.8e12*1e9))
+		g.decode.exe.x.(cuda.Compiled).Launches(), step, 1/step.Seconds(), kt, g.WeightBytes(), time.Duration(float64(g.WeightBytes())/4.8e12*1e9))
 	times, err := s.StepTimes(5)
 	if err != nil {
 		t.Fatal(err)

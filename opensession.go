@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/berth-ml/berth/backend/cpu"
-	"github.com/berth-ml/berth/backend/cuda"
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
@@ -73,25 +72,16 @@ type openSession struct {
 	decls   []int    // flat input i feeds declared input decls[i]
 	key     []int64
 	symbols []int64 // this run's size of each symbol (-1: not seen)
-	// workers run every plan's kernels (on the CPU).
-	workers *cpu.Workers
-	// buf (on the CPU) or lane (on CUDA) holds the arena of every plan
-	// when the executable has a plan at the bound: sized for it,
-	// allocated with the session.
-	buf  *device.HostBuffer
-	lane *cuda.Lane
+	// lane, where the executable has a plan at the bound, holds the
+	// arena of every plan that fits it: made with the session, at the
+	// bound's size. Other plans have a lane of their own.
+	lane backend.Lane
 }
 
 func (x *openExec) newSession() (*openSession, error) {
 	ss := &openSession{x: x, symbols: make([]int64, len(x.o.symbols))}
-	if b := x.atBound; b != nil && b.exe.cuda == nil {
-		buf, err := device.NewHostBuffer(b.exe.ArenaBytes(), Alignment)
-		if err != nil {
-			return nil, fmt.Errorf("new session: %w", err)
-		}
-		ss.buf = buf
-	} else if b != nil {
-		lane, err := cuda.NewLane(b.exe.cuda)
+	if b := x.atBound; b != nil {
+		lane, err := b.exe.dev.NewLane([]backend.Executable{b.exe.x}, nil, 0)
 		if err != nil {
 			return nil, fmt.Errorf("new session: %w", err)
 		}
@@ -105,9 +95,6 @@ func (ss *openSession) close() error {
 		sp.close()
 	}
 	ss.plans, ss.last = nil, nil
-	if ss.workers != nil {
-		ss.workers.Close()
-	}
 	if ss.lane != nil {
 		return ss.lane.Close()
 	}
@@ -337,10 +324,7 @@ func (ss *openSession) compile(flat []Tensor, byValue []bool, bound map[string]i
 // flat (named as the graph inputs they feed), byValue marking the
 // declared inputs bound by value.
 func (ss *openSession) open(sm *Model, exe *Executable, flat []Tensor, byValue []bool, shared bool) (*special, error) {
-	if ss.workers == nil && exe.cuda == nil {
-		ss.workers = cpu.NewWorkers(exe.cpu.Threads())
-	}
-	s, err := exe.newSession(ss.workers, ss.buf, ss.lane)
+	s, err := exe.newSession(ss.lane)
 	if err != nil {
 		if !shared {
 			exe.Close()
@@ -348,11 +332,8 @@ func (ss *openSession) open(sm *Model, exe *Executable, flat []Tensor, byValue [
 		return nil, err
 	}
 	sp := &special{key: slices.Clone(ss.key), m: sm, exe: exe, s: s, shared: shared}
-	switch {
-	case ss.buf != nil && exe.ArenaBytes() <= ss.buf.Size():
-	case ss.lane != nil && exe.ArenaBytes() <= ss.lane.Bytes():
-	default:
-		sp.bytes = exe.ArenaBytes()
+	if ss.lane == nil || exe.ArenaBytes() > ss.lane.Bytes() {
+		sp.bytes = exe.ArenaBytes() // a lane of its own
 	}
 	sp.values = make([][]byte, len(flat))
 	for i := range flat {
@@ -384,9 +365,6 @@ func (ss *openSession) admit(sp *special) {
 		limit = device.HostMemory()
 	}
 	total := sp.bytes
-	if ss.buf != nil {
-		total += ss.buf.Size()
-	}
 	if ss.lane != nil {
 		total += ss.lane.Bytes()
 	}

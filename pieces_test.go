@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -109,7 +110,7 @@ func TestPiecesKeepOutputs(t *testing.T) {
 					t.Fatal(err)
 				}
 				p, pl := exe.Plan()
-				index := exe.cpu.Index()
+				index := exe.x.(*cpu.Executable).Index()
 				for _, w := range want {
 					part, whole := index[w.part], index[w.whole]
 					view := p.Tensors[part].IsView()

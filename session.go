@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/berth-ml/berth/arena"
-	"github.com/berth-ml/berth/backend/cpu"
-	"github.com/berth-ml/berth/backend/cuda"
-	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 )
@@ -18,12 +16,10 @@ import (
 // Session owns one activation arena and runs the executable in it.
 type Session struct {
 	exe     *Executable
-	cpu     *cpu.Session // set for a CPU executable
-	arena   *arena.Host  // the CPU session's arena
-	inputs  [][]byte     // graph input slots (CUDA: staging buffers)
-	outputs []Tensor     // graph outputs, viewing the arena
-	cuda    *cudaSession // set for a CUDA executable
-	open    *openSession // set for an executable whose shapes are open
+	s       backend.Session // set for an executable of fixed shapes
+	inputs  [][]byte        // where a run reads each graph input (s.Inputs)
+	outputs []Tensor        // graph outputs, viewing s.Outputs
+	open    *openSession    // set for an executable whose shapes are open
 	// reshaped runs the inputs whose declared scalars come with other
 	// shapes: a session of the executable's model with open shapes, opened
 	// with the first such run.
@@ -44,14 +40,13 @@ var ErrClosed = errors.New("session is closed")
 // each set of input shapes it runs with gets its plan, arena and kernels
 // at its first run.
 func (e *Executable) NewSession() (*Session, error) {
-	return e.newSession(nil, nil, nil)
+	return e.newSession(nil)
 }
 
-// newSession is NewSession; workers, when not nil, are shared with the
-// caller, which closes them, and buf (on the CPU) or lane (on CUDA), when
-// large enough, holds the arena (shared with the other plans of an open
-// session, which run in turn).
-func (e *Executable) newSession(workers *cpu.Workers, buf *device.HostBuffer, lane *cuda.Lane) (*Session, error) {
+// newSession is NewSession; lane, when not nil and large enough, holds
+// the session's arena (shared with the other plans of an open session or
+// a generator, which run in turn).
+func (e *Executable) newSession(lane backend.Lane) (*Session, error) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
@@ -65,20 +60,30 @@ func (e *Executable) newSession(workers *cpu.Workers, buf *device.HostBuffer, la
 		}
 		return &Session{exe: e, open: os}, nil
 	}
-	if e.cuda != nil {
-		cs, err := newCUDASession(e.g, e.cuda, lane)
-		if err != nil {
-			return nil, err
-		}
-		return &Session{exe: e, cuda: cs, inputs: cs.inputs}, nil
+	bs, err := e.x.NewSession(lane)
+	if lane != nil && errors.Is(err, backend.ErrLaneTooSmall) {
+		bs, err = e.x.NewSession(nil)
 	}
-	return newCPUSession(e, workers, buf)
+	if err != nil {
+		if !e.dev.Caps().Host {
+			err = fmt.Errorf("%s session: %w", e.dev.Name(), err)
+		}
+		return nil, err
+	}
+	s := &Session{exe: e, s: bs, inputs: bs.Inputs()}
+	g := e.g
+	s.outputs = make([]Tensor, len(g.Outputs))
+	for i, id := range g.Outputs {
+		t := g.Tensor(id)
+		s.outputs[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape.Clone(), Data: bs.Outputs()[i]}
+	}
+	return s, nil
 }
 
 // Arena exposes the session's arena (for tools and tests): for a model
-// with open shapes, that of the plan of the last run. It is nil for a CUDA
-// session, whose arena lives on the device, and before an open session's
-// first run.
+// with open shapes, that of the plan of the last run, and nil before its
+// first run. On the CPU it is an *arena.Host; on a GPU its reads and
+// writes copy through the host.
 func (s *Session) Arena() arena.Arena {
 	if s.open != nil {
 		if s.open.last == nil {
@@ -86,10 +91,7 @@ func (s *Session) Arena() arena.Arena {
 		}
 		return s.open.last.s.Arena()
 	}
-	if s.arena == nil {
-		return nil
-	}
-	return s.arena
+	return s.s.Arena()
 }
 
 // Close stops the session's workers. The outputs of its last run become
@@ -105,10 +107,7 @@ func (s *Session) Close() error {
 		if s.open != nil {
 			return s.open.close()
 		}
-		if s.cuda != nil {
-			return s.cuda.close()
-		}
-		s.cpu.Close()
+		return s.s.Close()
 	}
 	return nil
 }
@@ -128,18 +127,14 @@ func (s *Session) Run(ctx context.Context, inputs ...Tensor) (outs []Tensor, err
 	return s.run(ctx, inputs, nil)
 }
 
-// StepTime is how long one step of a profiled run took.
-type StepTime struct {
-	Node string // the node's name
-	// Op is the node's operator; a step that runs the elementwise nodes
-	// after it as its epilogue lists them too, as "Conv+Add+Relu".
-	Op   string
-	Time time.Duration
-}
+// StepTime is how long one step of a profiled run took: on the CPU a
+// step that runs the elementwise nodes after it as its epilogue lists
+// them in its Op too, as "Conv+Add+Relu"; on a GPU a step is a kernel or
+// a library call, run and timed one at a time after the run.
+type StepTime = backend.StepTime
 
 // Profile runs like Run and also times each step. It allocates the
 // timings; it is for finding where the time goes, not for the hot path.
-// CUDA sessions do not support it.
 func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, error) {
 	if s.open != nil {
 		if _, err := s.Run(ctx, inputs...); err != nil {
@@ -147,19 +142,11 @@ func (s *Session) Profile(ctx context.Context, inputs ...Tensor) ([]StepTime, er
 		}
 		return s.open.last.s.Profile(ctx, s.open.last.feeds...)
 	}
-	if s.cuda != nil {
-		return nil, errors.New("profile: not supported on CUDA sessions")
-	}
-	times := make([]time.Duration, s.cpu.Steps())
+	times := make([]time.Duration, s.s.Steps())
 	if _, err := s.run(ctx, inputs, times); err != nil {
 		return nil, err
 	}
-	steps := s.cpu.Profile(times)
-	out := make([]StepTime, len(steps))
-	for i, st := range steps {
-		out[i] = StepTime{Node: st.Node, Op: st.Op, Time: st.Time}
-	}
-	return out, nil
+	return s.s.Profile(times), nil
 }
 
 // run is Run, timing each step into times unless it is nil.
@@ -180,11 +167,8 @@ func (s *Session) run(ctx context.Context, inputs []Tensor, times []time.Duratio
 		}
 		return nil, err
 	}
-	if s.cuda != nil {
-		return s.cuda.run()
-	}
-	if err := s.cpu.Run(ctx, times); err != nil {
-		return nil, cpuRunError(err)
+	if err := s.s.Run(ctx, times); err != nil {
+		return nil, err
 	}
 	return s.outputs, nil
 }
@@ -211,7 +195,7 @@ func (s *Session) runReshaped(ctx context.Context, inputs []Tensor) ([]Tensor, e
 
 // ErrKernel is returned when a kernel fails during Run: a memory fault on
 // the mapped model file or an internal error.
-var ErrKernel = errors.New("kernel failed")
+var ErrKernel = backend.ErrKernel
 
 // bind checks the inputs against the graph's and copies them into their
 // slots.

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/berth-ml/berth/backend/cpu"
-	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
 )
@@ -43,7 +41,7 @@ func (x *openExec) close() {
 		b.exe.Close()
 		b.m.Close()
 	}
-	if w := x.opts.cudaWeights; w != nil {
+	if w := x.opts.weights; w != nil {
 		w.Close()
 	}
 }
@@ -82,10 +80,9 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 	if err := checkSymbols(o.symbols, opts); err != nil {
 		return nil, err
 	}
-	switch dev {
-	case CPU, "", CUDA:
-	default:
-		return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
+	b, err := backendOf(dev, &opts)
+	if err != nil {
+		return nil, err
 	}
 	x := &openExec{m: m, o: o, dev: dev, opts: opts, plans: opts.Plans}
 	if x.plans <= 0 {
@@ -129,21 +126,16 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 	// plans for other shapes share the layouts they have in common (a
 	// lone plan, above, lays a blocked layout over the packed one
 	// instead, to save the memory).
-	x.opts.weights = &cpu.WeightStore{Shared: true}
-	if dev == CUDA {
-		// So do their constants on the device.
-		x.opts.cudaWeights = cuda.NewWeightStore(o.bytes)
-	}
+	x.opts.weights = b.NewWeights([][]byte{o.bytes})
 	if len(opts.MaxDims) > 0 {
 		if err := x.planAtBound(); err != nil {
 			return nil, err
 		}
 	}
-	if dev == CUDA {
-		// Fail now rather than at the first run where CUDA is absent.
-		if err := cudaAvailable(); err != nil {
-			return nil, err
-		}
+	// Fail now rather than at the first run where the device is absent.
+	if err := b.Available(); err != nil {
+		x.close()
+		return nil, fmt.Errorf("compile for %s: %w", b.Name(), err)
 	}
 	return &Executable{model: m, device: dev, open: x}, nil
 }
@@ -185,12 +177,7 @@ func (x *openExec) planAtBound() error {
 		key = append(key, t.Shape...)
 	}
 	x.atBound = &boundPlan{key: key, m: m, exe: exe}
-	if exe.cuda == nil {
-		p, pl := exe.Plan()
-		x.opts.bound = &cpu.Bound{Problem: p, Plan: pl}
-	} else {
-		x.opts.cudaBound = exe.cuda
-	}
+	x.opts.bound = exe.x
 	x.o.release()
 	return nil
 }

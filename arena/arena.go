@@ -79,17 +79,10 @@ func (l *Layout) check() error {
 }
 
 // Has reports whether the tensor has a slot.
-func (h *Host) Has(id ir.TensorID) bool {
-	return id >= 0 && int(id) < len(h.layout.Slots) && h.layout.Slots[id].Size >= 0
-}
+func (h *Host) Has(id ir.TensorID) bool { return h.layout.has(id) }
 
 // Offset is the tensor's byte offset, or -1 when it has no slot.
-func (h *Host) Offset(id ir.TensorID) int64 {
-	if !h.Has(id) {
-		return -1
-	}
-	return h.layout.Slots[id].Offset
-}
+func (h *Host) Offset(id ir.TensorID) int64 { return h.layout.offset(id) }
 
 // Size is the arena's length in bytes.
 func (h *Host) Size() int64 { return h.buf.Size() }
@@ -114,61 +107,106 @@ var ErrNoSlot = errors.New("arena: tensor has no slot")
 // Values that do not fit the slot are dropped (the write is clamped) and
 // reported as an error.
 func (h *Host) WriteF32(id ir.TensorID, dt ir.DType, v []float32) error {
-	slot := h.Slot(id)
-	if slot == nil {
-		return ErrNoSlot
-	}
-	size := dt.Size()
-	if size == 0 {
-		return fmt.Errorf("arena: cannot write type %s", dt)
-	}
-	n := min(len(v), len(slot)/size)
-	if err := EncodeF32(slot[:n*size], dt, v[:n]); err != nil {
-		return err
-	}
-	if n < len(v) {
-		return fmt.Errorf("arena: %d values do not fit the %d-byte slot of tensor %d; wrote %d", len(v), len(slot), id, n)
-	}
-	return nil
+	return writeF32(h.layout, id, dt, v, h.WriteBytes)
 }
 
 // ReadF32 reads n values of type dt from the tensor's slot as float32. A
 // read past the slot is clamped and reported as an error.
 func (h *Host) ReadF32(id ir.TensorID, dt ir.DType, n int) ([]float32, error) {
-	slot := h.Slot(id)
-	if slot == nil {
-		return nil, ErrNoSlot
-	}
-	size := dt.Size()
-	if size == 0 {
-		return nil, fmt.Errorf("arena: cannot read type %s", dt)
-	}
-	m := min(n, len(slot)/size)
-	out := make([]float32, m)
-	if err := DecodeF32(out, dt, slot[:m*size]); err != nil {
-		return nil, err
-	}
-	if m < n {
-		return out, fmt.Errorf("arena: tensor %d holds %d values, not %d", id, m, n)
-	}
-	return out, nil
+	return readF32(h.layout, id, dt, n, func(dst []byte, off int64) error {
+		copy(dst, h.buf.Bytes()[off:])
+		return nil
+	})
 }
 
 // ReadBytes copies n bytes at off out of the arena.
 func (h *Host) ReadBytes(off, n int64) ([]byte, error) {
-	if off < 0 || n < 0 || off > h.Size()-n {
-		return nil, fmt.Errorf("arena: read of %d bytes at %d outside the arena of %d", n, off, h.Size())
+	if err := checkRange("read", off, n, h.Size()); err != nil {
+		return nil, err
 	}
 	return append([]byte(nil), h.buf.Bytes()[off:off+n]...), nil
 }
 
 // WriteBytes copies b into the arena at off.
 func (h *Host) WriteBytes(off int64, b []byte) error {
-	if off < 0 || off > h.Size()-int64(len(b)) {
-		return fmt.Errorf("arena: write of %d bytes at %d outside the arena of %d", len(b), off, h.Size())
+	if err := checkRange("write", off, int64(len(b)), h.Size()); err != nil {
+		return err
 	}
 	copy(h.buf.Bytes()[off:], b)
 	return nil
+}
+
+// has reports whether the tensor has a slot.
+func (l *Layout) has(id ir.TensorID) bool {
+	return id >= 0 && int(id) < len(l.Slots) && l.Slots[id].Size >= 0
+}
+
+// offset is the tensor's byte offset, or -1 when it has no slot.
+func (l *Layout) offset(id ir.TensorID) int64 {
+	if !l.has(id) {
+		return -1
+	}
+	return l.Slots[id].Offset
+}
+
+// checkRange refuses a read or write of n bytes at off outside an arena
+// of size bytes.
+func checkRange(what string, off, n, size int64) error {
+	if off < 0 || n < 0 || off > size-n {
+		return fmt.Errorf("arena: %s of %d bytes at %d outside the arena of %d", what, n, off, size)
+	}
+	return nil
+}
+
+// writeF32 converts v to dt and writes it with put at the start of the
+// tensor's slot in l, clamped to the slot.
+func writeF32(l *Layout, id ir.TensorID, dt ir.DType, v []float32, put func(off int64, b []byte) error) error {
+	if !l.has(id) {
+		return ErrNoSlot
+	}
+	size := dt.Size()
+	if size == 0 {
+		return fmt.Errorf("arena: cannot write type %s", dt)
+	}
+	s := l.Slots[id]
+	n := min(len(v), int(s.Size)/size)
+	b := make([]byte, n*size)
+	if err := EncodeF32(b, dt, v[:n]); err != nil {
+		return err
+	}
+	if err := put(s.Offset, b); err != nil {
+		return err
+	}
+	if n < len(v) {
+		return fmt.Errorf("arena: %d values do not fit the %d-byte slot of tensor %d; wrote %d", len(v), s.Size, id, n)
+	}
+	return nil
+}
+
+// readF32 reads n values of type dt with get from the tensor's slot in l
+// as float32, clamped to the slot.
+func readF32(l *Layout, id ir.TensorID, dt ir.DType, n int, get func(dst []byte, off int64) error) ([]float32, error) {
+	if !l.has(id) {
+		return nil, ErrNoSlot
+	}
+	size := dt.Size()
+	if size == 0 {
+		return nil, fmt.Errorf("arena: cannot read type %s", dt)
+	}
+	s := l.Slots[id]
+	m := min(n, int(s.Size)/size)
+	b := make([]byte, m*size)
+	if err := get(b, s.Offset); err != nil {
+		return nil, err
+	}
+	out := make([]float32, m)
+	if err := DecodeF32(out, dt, b); err != nil {
+		return nil, err
+	}
+	if m < n {
+		return out, fmt.Errorf("arena: tensor %d holds %d values, not %d", id, m, n)
+	}
+	return out, nil
 }
 
 // EncodeF32 converts src into dst, which holds len(src) elements of dt.

@@ -8,18 +8,45 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-func newTestArena(t *testing.T) *Host {
+// sliceMemory is Memory in a byte slice, reached only by copies, as a
+// device's is.
+type sliceMemory []byte
+
+func (m sliceMemory) Size() int64 { return int64(len(m)) }
+
+func (m sliceMemory) CopyOut(dst []byte, off int64) error {
+	copy(dst, m[off:])
+	return nil
+}
+
+func (m sliceMemory) CopyIn(off int64, src []byte) error {
+	copy(m[off:], src)
+	return nil
+}
+
+// testArenas are one layout in host memory and in memory reached by
+// copies: the contract must hold alike for both.
+func testArenas(t *testing.T) map[string]Arena {
 	t.Helper()
 	l := &Layout{Slots: []Slot{{0, 16}, {64, 8}, {-1, -1}, {128, 64}}, Bytes: 192, Alignment: 64}
 	h, err := NewHost(l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	r, err := NewRemote(l, make(sliceMemory, l.Bytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]Arena{"host": h, "remote": r}
 }
 
 func TestTypedRoundTrip(t *testing.T) {
-	h := newTestArena(t)
+	for name, h := range testArenas(t) {
+		t.Run(name, func(t *testing.T) { testTypedRoundTrip(t, h) })
+	}
+}
+
+func testTypedRoundTrip(t *testing.T, h Arena) {
 	v := []float32{1.5, -2.25, 3, 0.1}
 	for _, tc := range []struct {
 		dt   ir.DType
@@ -47,11 +74,20 @@ func TestTypedRoundTrip(t *testing.T) {
 }
 
 func TestWritesClampToSlot(t *testing.T) {
-	h := newTestArena(t)
+	for name, h := range testArenas(t) {
+		t.Run(name, func(t *testing.T) { testWritesClampToSlot(t, h) })
+	}
+}
+
+func testWritesClampToSlot(t *testing.T, h Arena) {
 	if err := h.WriteF32(1, ir.Float32, []float32{9, 9, 9, 9, 9}); err == nil {
 		t.Error("oversized write reported no error")
 	}
-	for i, b := range h.Bytes() {
+	all, err := h.ReadBytes(0, h.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range all {
 		if (i < 64 || i >= 72) && b != 0 {
 			t.Fatalf("byte %d = %d after a clamped write to [64,72)", i, b)
 		}
@@ -71,7 +107,12 @@ func TestWritesClampToSlot(t *testing.T) {
 }
 
 func TestRawBounds(t *testing.T) {
-	h := newTestArena(t)
+	for name, h := range testArenas(t) {
+		t.Run(name, func(t *testing.T) { testRawBounds(t, h) })
+	}
+}
+
+func testRawBounds(t *testing.T, h Arena) {
 	for _, tc := range []struct{ off, n int64 }{{-1, 1}, {190, 3}, {0, 193}, {5, -1}} {
 		if _, err := h.ReadBytes(tc.off, tc.n); err == nil {
 			t.Errorf("ReadBytes(%d, %d) succeeded", tc.off, tc.n)
@@ -89,9 +130,16 @@ func TestRawBounds(t *testing.T) {
 	}
 }
 
-func TestNewHostRejectsBadLayout(t *testing.T) {
-	if _, err := NewHost(&Layout{Slots: []Slot{{60, 8}}, Bytes: 64, Alignment: 64}); err == nil {
-		t.Error("slot past the arena accepted")
+func TestNewArenaRejectsBadLayout(t *testing.T) {
+	bad := &Layout{Slots: []Slot{{60, 8}}, Bytes: 64, Alignment: 64}
+	if _, err := NewHost(bad); err == nil {
+		t.Error("host: slot past the arena accepted")
+	}
+	if _, err := NewRemote(bad, make(sliceMemory, 64)); err == nil {
+		t.Error("remote: slot past the arena accepted")
+	}
+	if _, err := NewRemote(&Layout{Bytes: 64, Alignment: 64}, make(sliceMemory, 32)); err == nil {
+		t.Error("remote: memory smaller than the plan accepted")
 	}
 }
 

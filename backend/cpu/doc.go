@@ -16,11 +16,13 @@
 // rewrite_block.go; pointwise+depthwise pairs, rewrite_pair.go;
 // attention, rewrite_attention.go), a verified memory plan and the
 // weights as the kernels read them. A Session binds each step to its
-// slots in an arena of its own and runs the steps in plan order on its
-// Workers without allocating (session.go).
+// slots in the arena of its Lane (Workers and a host buffer, which the
+// sessions of one model's plans may share) and runs the steps in plan
+// order without allocating (session.go). Backend puts all of this behind
+// the backend contract (backend.go).
 //
 // Parallel work goes through Workers, a persistent pool of goroutines owned
-// by one session. A kernel splits its work into items and hands each
+// by one lane. A kernel splits its work into items and hands each
 // goroutine a contiguous range of them; small loops stay on the caller.
 //
 // MatMul, Gemm, Conv and ConvTranspose share one single-precision GEMM:

@@ -184,7 +184,7 @@ func attentionRun(t *testing.T, g *ir.Graph, inputs [][]byte, opts Options, merg
 	if len(exe.folds) != folds {
 		t.Errorf("%d threads: %d Transposes folded, want %d", opts.Threads, len(exe.folds), folds)
 	}
-	s, err := exe.NewSession(nil, nil)
+	s, err := exe.NewSession(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func BenchmarkAttention(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s, err := exe.NewSession(nil, nil)
+				s, err := exe.NewSession(nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/npy"
 	"github.com/berth-ml/berth/onnx"
@@ -115,7 +116,7 @@ func randomInputs(rng *rand.Rand, g *ir.Graph) [][]byte {
 }
 
 // feed copies inputs into the session's input slots.
-func feed(t testing.TB, s *Session, inputs [][]byte) {
+func feed(t testing.TB, s backend.Session, inputs [][]byte) {
 	t.Helper()
 	if len(inputs) != len(s.Inputs()) {
 		t.Fatalf("%d inputs, the graph takes %d", len(inputs), len(s.Inputs()))
@@ -132,7 +133,7 @@ func feed(t testing.TB, s *Session, inputs [][]byte) {
 // copies of its outputs.
 func runOnce(t testing.TB, e *Executable, inputs [][]byte) [][]byte {
 	t.Helper()
-	s, err := e.NewSession(nil, nil)
+	s, err := e.NewSession(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestPairs(t *testing.T) {
 			t.Errorf("%d threads: %v, want %v (each step alone)", threads, got, want)
 		}
 		// The profile names the pair's steps after both chains.
-		s, err := e.NewSession(nil, nil)
+		s, err := e.NewSession(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,12 +2,14 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/berth-ml/berth/arena"
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 )
@@ -26,29 +28,55 @@ type Session struct {
 	exe     *Executable
 	arena   *arena.Host
 	workers *Workers
-	// borrowed marks workers the caller shares and closes.
-	borrowed bool
-	steps    []boundStep
-	inputs   [][]byte // graph input slots
-	outputs  [][]byte // graph output slots
+	// own is the lane the session made for itself and closes.
+	own     *Lane
+	steps   []boundStep
+	inputs  [][]byte // graph input slots
+	outputs [][]byte // graph output slots
 }
 
-// NewSession allocates an arena and binds every kernel to its slots.
-// workers, when not nil, are shared with the caller, which closes them;
-// buf, when large enough, holds the arena (shared with other sessions
-// whose runs take turns).
-func (e *Executable) NewSession(workers *Workers, buf *device.HostBuffer) (*Session, error) {
-	var a *arena.Host
-	var err error
-	if buf != nil && buf.Size() >= e.layout.Bytes {
-		a, err = arena.NewHostIn(e.layout, buf)
-	} else {
-		a, err = arena.NewHost(e.layout)
-	}
+var _ backend.Session = (*Session)(nil)
+
+// NewSession binds every kernel to its slots in the arena of lane (a
+// *Lane) and runs on its workers; where lane is nil it makes a lane of its
+// own, with an arena of the plan's size. The error wraps
+// backend.ErrLaneTooSmall where the plan does not fit lane's arena.
+func (e *Executable) NewSession(lane backend.Lane) (backend.Session, error) {
+	l, err := backend.Own[*Lane](lane, "new session: a lane")
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{exe: e, arena: a}
+	var own *Lane
+	if l == nil {
+		if l, err = NewLane([]backend.Executable{e}, nil, 0); err != nil {
+			return nil, err
+		}
+		own = l
+	}
+	s, err := e.newSession(l)
+	if err != nil {
+		if own != nil {
+			own.Close()
+		}
+		return nil, err
+	}
+	s.own = own
+	return s, nil
+}
+
+// newSession binds every kernel to its slots in l's arena.
+func (e *Executable) newSession(l *Lane) (*Session, error) {
+	if l.closed {
+		return nil, errors.New("new session: the lane is closed")
+	}
+	if e.layout.Bytes > l.Bytes() {
+		return nil, fmt.Errorf("new session: %w (arena %d bytes, the lane's %d)", backend.ErrLaneTooSmall, e.layout.Bytes, l.Bytes())
+	}
+	a, err := arena.NewHostIn(e.layout, l.buf)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{exe: e, arena: a, workers: l.workers}
 	slot := func(id ir.TensorID) []byte {
 		if id == ir.NoTensor {
 			return nil
@@ -104,10 +132,6 @@ func (e *Executable) NewSession(workers *Workers, buf *device.HostBuffer) (*Sess
 	for i, id := range g.Outputs {
 		s.outputs[i] = a.Slot(id)
 	}
-	s.workers, s.borrowed = workers, workers != nil
-	if workers == nil {
-		s.workers = NewWorkers(e.threads)
-	}
 	return s, nil
 }
 
@@ -157,8 +181,8 @@ func (e *Executable) bound(id ir.TensorID) ir.TensorID {
 	return id
 }
 
-// Arena is the session's activation arena.
-func (s *Session) Arena() *arena.Host { return s.arena }
+// Arena is the session's activation arena (an *arena.Host).
+func (s *Session) Arena() arena.Arena { return s.arena }
 
 // Inputs are the graph inputs' slots in the arena, in order: a run reads
 // its inputs there.
@@ -171,11 +195,12 @@ func (s *Session) Outputs() [][]byte { return s.outputs }
 // Steps is how many steps a run runs.
 func (s *Session) Steps() int { return len(s.steps) }
 
-// Close stops the session's workers unless they are borrowed.
-func (s *Session) Close() {
-	if !s.borrowed {
-		s.workers.Close()
+// Close closes the lane the session made for itself, if it made one.
+func (s *Session) Close() error {
+	if s.own != nil {
+		return s.own.Close()
 	}
+	return nil
 }
 
 // KernelError is a kernel's failure during a run: a memory fault on the
@@ -200,7 +225,8 @@ func (e *KernelError) Error() string {
 // timing each step into times unless it is nil (len(times) ≥ Steps()).
 // Cancelling ctx stops the run between two kernels (and between two
 // iterations of a Loop) with ctx's error; a kernel that fails gives a
-// *KernelError. Run allocates nothing.
+// *KernelError, wrapped in an error that wraps backend.ErrKernel. Run
+// allocates nothing.
 func (s *Session) Run(ctx context.Context, times []time.Duration) (err error) {
 	// A fault while reading the mapped model file (it was truncated or
 	// rewritten under us) or a failing kernel becomes an error, not a
@@ -213,7 +239,7 @@ func (s *Session) Run(ctx context.Context, times []time.Duration) (err error) {
 	step := -1
 	defer func() {
 		if r := recover(); r != nil {
-			err = s.stepError(step, r)
+			err = fmt.Errorf("%w: %w", backend.ErrKernel, s.stepError(step, r))
 			if r == ErrCanceled {
 				err = ctx.Err()
 			}
@@ -245,13 +271,7 @@ func (s *Session) stepError(step int, r any) error {
 }
 
 // StepTime is how long one step of a profiled run took.
-type StepTime struct {
-	Node string // the node's name
-	// Op is the node's operator; a step that runs other nodes with it
-	// lists them too, as "Conv+Add+Relu".
-	Op   string
-	Time time.Duration
-}
+type StepTime = backend.StepTime
 
 // Profile names the steps of a run that Run timed into times.
 func (s *Session) Profile(times []time.Duration) []StepTime {

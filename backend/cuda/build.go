@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
 )
@@ -1079,7 +1080,7 @@ func buildConvTranspose(c *bctx) error {
 	if y.Shape.Elements() == 0 {
 		return nil
 	}
-	colBytes := alignUp(N*OC*kk*isp*4, Alignment)
+	colBytes := backend.AlignUp(N*OC*kk*isp*4, Alignment)
 	c.scratch = colBytes
 	col := arg{kind: argScratch}
 	m := cog * kk

@@ -51,6 +51,10 @@
 // run to run: it is neither staged nor copied in, and sessions on one
 // lane share it (NewLaneFor).
 //
+// Backend puts all of this behind the backend contract: Compiled is an
+// Executable of it, Staged a Session whose inputs and outputs are its
+// staging and whose Arena copies through the host (arena.Remote).
+//
 // The CUDA libraries are loaded at run time (see package driver): without
 // them Compile returns an error wrapping driver.ErrUnavailable.
 package cuda

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
@@ -42,6 +43,10 @@ type Options struct {
 	// executables of the model for other shapes compiled with the same
 	// store upload them once.
 	Weights *WeightStore
+	// Check, when set, is handed the verified plan and the bytes the
+	// weights take on the device before any is uploaded; an error it
+	// returns is Compile's (a memory limit).
+	Check func(p *plan.Problem, pl *plan.Plan, weightBytes int64) error
 	// Bound is the executable of the same model at the bound of its
 	// shapes. Where this graph's steps are its steps and every tensor
 	// fits its slot there, the plan keeps its offsets (plan.Refit), so
@@ -49,46 +54,24 @@ type Options struct {
 	Bound *Executable
 }
 
-// Precision is the arithmetic of the cuBLAS GEMMs.
-type Precision uint8
+// Precision is the arithmetic of the GEMMs (MatMul, Gemm, Conv) that
+// cuBLAS runs. At BF16 and F16 constant weights are kept as 16-bit shadow
+// copies in the weight region (rounded to nearest even at compile time),
+// activations are rounded into the node's planned scratch by a small
+// kernel before each GEMM; with fusion (fuse.go) producers write GEMM
+// operands in 16 bits directly, and a GEMM whose output only generated
+// elementwise kernels read writes it in 16 bits, as autocast does. F16
+// has more mantissa and less range than BF16: values beyond ±65504 become
+// infinite.
+type Precision = backend.Precision
 
+// The precisions.
 const (
-	// FP32 keeps float32 arithmetic throughout (the default).
-	FP32 Precision = iota
-	// TF32 lets float32 GEMMs use the TF32 tensor cores: 10-bit
-	// mantissas for the products, float32 accumulation.
-	TF32
-	// BF16 runs the cuBLAS GEMMs on bfloat16 operands with float32
-	// accumulation and a float32 result: constant weights are kept as
-	// bfloat16 shadow copies in the weight region (rounded to nearest
-	// even at compile time), activations are rounded into the node's
-	// planned scratch by a small kernel before each GEMM. With fusion
-	// (fuse.go) producers write GEMM operands in bfloat16 directly, and a
-	// GEMM whose output only generated elementwise kernels read writes it
-	// in bfloat16, as autocast does.
-	BF16
-	// F16 is BF16 with IEEE half-precision operands (more mantissa, less
-	// range: values beyond ±65504 become infinite).
-	F16
+	FP32 = backend.FP32
+	TF32 = backend.TF32
+	BF16 = backend.BF16
+	F16  = backend.F16
 )
-
-// half reports whether p runs the GEMMs on 16-bit operands.
-func (p Precision) half() bool { return p == BF16 || p == F16 }
-
-// String names p as BERTH_CUDA_PRECISION spells it.
-func (p Precision) String() string {
-	switch p {
-	case FP32:
-		return "fp32"
-	case TF32:
-		return "tf32"
-	case BF16:
-		return "bf16"
-	case F16:
-		return "f16"
-	}
-	return fmt.Sprintf("Precision(%d)", uint8(p))
-}
 
 // blasWorkspace is the device workspace each session gives cuBLAS.
 const blasWorkspace = 32 << 20
@@ -138,6 +121,7 @@ type Executable struct {
 	state   []bool   // by graph input: state (ir.Graph.State), kept in the arena
 	outputs []output // where each graph output is read from
 
+	planTime  time.Duration
 	noGraphs  bool
 	usesBLAS  bool
 	precision Precision
@@ -167,7 +151,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	built := make([]*bctx, len(g.Nodes))
 	scratch := make([]int64, len(g.Nodes))
 	var hs *halves
-	if useBLAS && opts.Precision.half() {
+	if useBLAS && opts.Precision.Half() {
 		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte)}
 	}
 	var fz *fusion
@@ -191,6 +175,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	// The kernels take their operands as __restrict__ pointers, so no
 	// output may share bytes with an input: no in-place placement here.
 	popts := plan.Options{Alignment: Alignment, NoInPlace: true}
+	planStart := time.Now()
 	var pl *plan.Plan
 	if b := opts.Bound; b != nil {
 		pl, _ = plan.Refit(p, b.problem, b.plan, popts)
@@ -200,6 +185,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 	}
+	planTime := time.Since(planStart)
 	if err := plan.Verify(p, pl); err != nil {
 		return nil, fmt.Errorf("plan failed verification: %w", err)
 	}
@@ -225,7 +211,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			}
 		}
 	}
-	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs, precision: opts.Precision}
+	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: planTime}
 	if fz != nil {
 		e.fused = fz.stats()
 	}
@@ -253,7 +239,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 						continue
 					}
 					constOff[a.id] = wsize
-					wsize += alignUp(int64(len(g.Tensor(a.id).Data)), Alignment)
+					wsize += backend.AlignUp(int64(len(g.Tensor(a.id).Data)), Alignment)
 				}
 			}
 		}
@@ -264,9 +250,22 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			continue
 		}
 		extraOff[i] = wsize
-		wsize += alignUp(int64(len(b)), Alignment)
+		wsize += backend.AlignUp(int64(len(b)), Alignment)
 	}
+	// The weights this executable reads: its own region, and what it
+	// reads of the store (shared with the model's other executables).
 	e.weightBytes = wsize
+	for id := range constAt {
+		e.weightBytes += backend.AlignUp(int64(len(g.Tensor(id).Data)), Alignment)
+	}
+	for i := range extraAt {
+		e.weightBytes += backend.AlignUp(int64(len(hs.from[i])/2), Alignment)
+	}
+	if opts.Check != nil {
+		if err := opts.Check(p, pl, e.weightBytes); err != nil {
+			return nil, err
+		}
+	}
 	if len(constAt) > 0 || len(extraAt) > 0 {
 		err := d.Do(func() error {
 			for id := range constAt {
@@ -396,8 +395,6 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 	return e, nil
 }
-
-func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // inputBytes is the staging graph input i takes: none for state.
 func (e *Executable) inputBytes(i int) int64 {
@@ -605,12 +602,12 @@ func (e *Executable) stagingLayout() (inAt, outAt []int64, n int64) {
 	inAt = make([]int64, len(e.inputs))
 	for i := range e.g.Inputs {
 		inAt[i] = n
-		n += alignUp(e.inputBytes(i), 64)
+		n += backend.AlignUp(e.inputBytes(i), 64)
 	}
 	outAt = make([]int64, len(e.outputs))
 	for i, o := range e.outputs {
 		outAt[i] = n
-		n += alignUp(o.bytes, 64)
+		n += backend.AlignUp(o.bytes, 64)
 	}
 	return inAt, outAt, n
 }
@@ -668,7 +665,7 @@ func (l *Lane) Close() error {
 
 // ErrLaneTooSmall is returned by NewSessionOn when the executable's plan,
 // staging or precision does not fit the lane.
-var ErrLaneTooSmall = errors.New("the executable does not fit the lane")
+var ErrLaneTooSmall = backend.ErrLaneTooSmall
 
 // NewSessionOn makes a session of e on the lane l: the arena, stream and
 // staging are the lane's. The error wraps ErrLaneTooSmall where e's arena

@@ -448,7 +448,7 @@ func TestFusedMatchesCPU(t *testing.T) {
 				}
 				rel := math.Sqrt(num / den)
 				tol := 1e-5
-				if prec.half() {
+				if prec.Half() {
 					tol = 1e-2
 				}
 				t.Logf("%s %s nofusion=%v: rel L2 %.3g, %d launches, fusion %+v", tc.name, prec, nofuse, rel, exe.Launches(), exe.Fusion())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -304,7 +305,7 @@ func buildTopK(c *bctx) error {
 	ck, ci := null(), null()
 	m := n // candidates a row
 	if n > topKDirect {
-		keys := alignUp(rows*k*keyBytes, Alignment)
+		keys := backend.AlignUp(rows*k*keyBytes, Alignment)
 		c.scratch = keys + rows*k*4
 		ck, ci = arg{kind: argScratch}, arg{kind: argScratch, off: keys}
 		c.launches = append(c.launches, launch{node: c.node, module: index, kernel: "topk_select_" + s,

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/backend/cuda/driver"
 )
 
@@ -85,7 +86,7 @@ func (w *WeightStore) place(src []byte, prec Precision, make func() []byte) (dri
 		return 0, fmt.Errorf("uploading weights: %w", err)
 	}
 	w.blocks[k] = p
-	w.bytes += alignUp(int64(len(b)), Alignment)
+	w.bytes += backend.AlignUp(int64(len(b)), Alignment)
 	return p, nil
 }
 
