@@ -40,15 +40,16 @@
 //
 // # In place
 //
-// An elementwise or normalising operator (Relu, Add, Mul, Where, Softmax,
-// LayerNormalization, BatchNormalization …) may write its first output over
-// an input that dies at its step: same element type and byte size, an input
-// that owns its bytes or views all of them (as does any other input of the
-// step in the same bytes), and that no later step reads and no graph input
-// or output shares. One predicate, inPlace, states the rule;
-// the operators it lists are those whose CPU kernels are correct when the
-// output is exactly an input, which a test in the root package checks one
-// by one. A step that is none of these may name, in Step.Overwrite, inputs
+// A step marked InPlace (an elementwise or normalising operator: Relu,
+// Add, Where, Softmax, LayerNormalization …) may write its first output
+// over an input that dies at its step: same element type and byte size, an
+// input that owns its bytes or views all of them (as does any other input
+// of the step in the same bytes), and that no later step reads and no
+// graph input or output shares. One predicate, inPlace, states the rule.
+// Which steps are InPlace is the device's word: it marks those whose
+// kernels are correct when the output is exactly an input (the CPU backend
+// tests each of its operators so). A step that is not may name, in
+// Step.Overwrite, inputs
 // it reads element by element before it writes the same elements of its
 // first output (a producer whose fused epilogue adds a residual, computing
 // each tile aside first); the same rule then lets the output take those

@@ -9,8 +9,8 @@ import (
 )
 
 // A three-step chain: each step reads the tensor the step before it wrote,
-// so two tensors at a time are live, except that the Relu writes its output
-// over its input, which dies there.
+// so two tensors at a time are live, except that the Relu, whose kernel
+// may run in place, writes its output over its input, which dies there.
 func Example() {
 	p := &plan.Problem{
 		Tensors: []plan.Tensor{
@@ -21,7 +21,7 @@ func Example() {
 		},
 		Steps: []plan.Step{
 			{Name: "fc1", Op: "MatMul", Inputs: []int{0}, Outputs: []int{1}},
-			{Name: "act", Op: "Relu", Inputs: []int{1}, Outputs: []int{2}},
+			{Name: "act", Op: "Relu", InPlace: true, Inputs: []int{1}, Outputs: []int{2}},
 			{Name: "fc2", Op: "MatMul", Inputs: []int{2}, Outputs: []int{3}},
 		},
 		Inputs:  []int{0},

@@ -22,33 +22,11 @@ type liveness struct {
 	start, end []int
 }
 
-// inPlaceOps are the operators whose CPU kernels are correct when their
-// first output occupies exactly the bytes of one of their inputs: each
-// element of the output is computed from the elements at the same position
-// of the inputs (and from values read before any output is written), and
-// is written only after those are read. TestInPlaceKernels in the root
-// package runs every one of them in place and out of place and compares
-// the bytes.
-var inPlaceOps = map[string]bool{
-	// Unary elementwise.
-	"Relu": true, "LeakyRelu": true, "Sigmoid": true, "HardSigmoid": true,
-	"HardSwish": true, "Tanh": true, "Erf": true, "Exp": true, "Log": true,
-	"Sqrt": true, "Neg": true, "Abs": true, "Reciprocal": true, "Clip": true,
-	"Softplus": true, "Elu": true, "Selu": true, "Sin": true, "Cos": true,
-	"Floor": true, "Ceil": true, "Round": true, "Sign": true,
-	// Binary elementwise, with broadcasting.
-	"Add": true, "Sub": true, "Mul": true, "Div": true, "Pow": true,
-	"Max": true, "Min": true, "Where": true,
-	// Normalising: each row or channel is read whole before it is written.
-	"Softmax": true, "LogSoftmax": true, "LayerNormalization": true,
-	"BatchNormalization": true,
-}
-
 // inPlace is the one rule for in-place execution. Step s may write its
 // output out into the slot of its input in when
 //
-//  1. s is an ONNX operator listed in inPlaceOps, or in is one of the
-//     inputs s lists in Overwrite; and out is s's first output (a
+//  1. s is InPlace, or in is one of the inputs s lists in Overwrite;
+//     and out is s's first output (a
 //     normalisation's other outputs, mean and deviation, are written
 //     before the rows are read);
 //  2. in and out have the same element type and the same, non-zero,
@@ -69,7 +47,7 @@ var inPlaceOps = map[string]bool{
 // on their own.
 func inPlace(p *Problem, s, in, out int) bool {
 	st := &p.Steps[s]
-	listed := inPlaceOps[st.Op] && (st.Domain == "" || st.Domain == "ai.onnx")
+	listed := st.InPlace
 	if !listed && !slices.Contains(st.Overwrite, in) {
 		return false
 	}

@@ -43,15 +43,24 @@ func (t *Tensor) IsView() bool { return t.Alias() >= 0 }
 type Step struct {
 	Name, Op string
 	// Domain is the operator set of Op: "" (or "ai.onnx") for ONNX's own
-	// operators, which are the only ones that may run in place.
-	Domain  string
+	// operators.
+	Domain string
+	// InPlace says that the device's kernel is correct when the step's
+	// first output occupies exactly the bytes of any one of its inputs:
+	// each element of the output is computed from the elements at the
+	// same position of the inputs (and from values read before any output
+	// is written), and is written only after those are read. The device
+	// that builds the problem sets it for the operators whose kernels it
+	// vouches for (see backend/cpu's inPlaceOps); the rest of the rule of
+	// in-place execution (see Build) applies.
+	InPlace bool
 	Inputs  []int
 	Outputs []int
 	// Pieces are the runs of bytes the step copies whole between an input
 	// and an output (see Piece); nil for most steps.
 	Pieces []Piece
 	// Overwrite lists inputs whose slot the step's first output may take
-	// over in place although Op is not an in-place operator: the step reads
+	// over in place although the step is not InPlace: the step reads
 	// each element of such an input before it writes the element at the
 	// same position of its first output, and never reads it after (a
 	// producer running a residual Add as its epilogue, say). The input

@@ -279,7 +279,7 @@ func TestVerifyInPlace(t *testing.T) {
 			},
 			Steps: []plan.Step{
 				{Name: "conv", Op: "Conv", Inputs: []int{0}, Outputs: []int{1}},
-				{Name: "op", Op: "Relu", Inputs: []int{1}, Outputs: []int{2}},
+				{Name: "op", Op: "Relu", InPlace: true, Inputs: []int{1}, Outputs: []int{2}},
 				{Name: "fc", Op: "MatMul", Inputs: []int{2}, Outputs: []int{3}},
 			},
 			Inputs:  []int{0},
@@ -301,9 +301,10 @@ func TestVerifyInPlace(t *testing.T) {
 			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "reshape", Op: "Reshape", Inputs: []int{a}, Outputs: []int{4}})
 			p.Steps[2].Inputs = []int{4}
 		}, 4, true},
-		{"not elementwise", func(p *plan.Problem) { p.Steps[1].Op = "Transpose" }, a, false},
+		{"not elementwise", func(p *plan.Problem) { p.Steps[1].Op, p.Steps[1].InPlace = "Transpose", false }, a, false},
 		// A fused producer listing a residual in Overwrite.
 		{"overwrite listed", func(p *plan.Problem) {
+			p.Steps[1].InPlace = false
 			p.Steps[1].Op, p.Steps[1].Inputs, p.Steps[1].Overwrite = "Conv", []int{0, a}, []int{a}
 		}, a, true},
 		{"overwrite lists another input", func(p *plan.Problem) {
@@ -311,21 +312,25 @@ func TestVerifyInPlace(t *testing.T) {
 			p.Steps[0].Inputs = nil
 			p.Inputs = nil
 			p.Steps = slices.Insert(p.Steps, 0, plan.Step{Name: "in", Op: "Neg", Outputs: []int{0}})
+			p.Steps[2].InPlace = false
 			p.Steps[2].Op, p.Steps[2].Inputs, p.Steps[2].Overwrite = "Conv", []int{0, a}, []int{0}
 		}, a, false},
 		{"overwrite in another domain", func(p *plan.Problem) {
+			p.Steps[1].InPlace = false
 			p.Steps[1].Op, p.Steps[1].Domain, p.Steps[1].Inputs, p.Steps[1].Overwrite = "Conv", "com.example", []int{0, a}, []int{a}
 		}, a, true},
 		{"overwrite while reading a view of it", func(p *plan.Problem) {
 			p.Tensors = append(p.Tensors, viewOf("v", 256, a, 0))
 			p.Steps = slices.Insert(p.Steps, 1, plan.Step{Name: "reshape", Op: "Reshape", Inputs: []int{a}, Outputs: []int{4}})
+			p.Steps[2].InPlace = false
 			p.Steps[2].Op, p.Steps[2].Inputs, p.Steps[2].Overwrite = "Conv", []int{4, a}, []int{a}
 		}, a, false},
 		{"overwrite of another size", func(p *plan.Problem) {
+			p.Steps[1].InPlace = false
 			p.Steps[1].Op, p.Steps[1].Inputs, p.Steps[1].Overwrite = "Conv", []int{0, a}, []int{a}
 			p.Tensors[b].Size = 192
 		}, a, false},
-		{"another domain", func(p *plan.Problem) { p.Steps[1].Domain = "com.example" }, a, false},
+		{"not marked in place", func(p *plan.Problem) { p.Steps[1].InPlace = false }, a, false},
 		{"another type", func(p *plan.Problem) { p.Tensors[b].DType = ir.Float16 }, a, false},
 		{"another size", func(p *plan.Problem) { p.Tensors[b].Size = 200 }, a, false},
 		{"read later", func(p *plan.Problem) { p.Steps[2].Inputs = []int{b, a} }, a, false},

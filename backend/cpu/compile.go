@@ -176,6 +176,7 @@ func Compile(g *ir.Graph, opts Options) (*Executable, error) {
 		}
 		e.attend(p, index, scratch)
 	}
+	markInPlace(p)
 	if !opts.NoInPlace {
 		// Concat inputs written straight into the output, Split and
 		// Slice outputs read from the input: in place too.

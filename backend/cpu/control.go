@@ -98,6 +98,7 @@ func buildSubprog(c *bctx, sub *ir.Graph) (*subprog, error) {
 	if err != nil {
 		return nil, c.errorf("subgraph %q: %v", sub.Name, err)
 	}
+	markInPlace(prob)
 	pl, err := plan.Build(prob, plan.Options{Alignment: alignment, FileOrder: true})
 	if err == nil {
 		err = plan.Verify(prob, pl)

@@ -1,45 +1,37 @@
-package berth
+package cpu
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
 )
 
-// kgraph builds small graphs by hand for in-place tests.
-type kgraph struct{ g *ir.Graph }
-
-func (k *kgraph) input(name string, dt ir.DType, shape ...int64) ir.TensorID {
-	id := k.g.NewTensor(name, dt, ir.Shape(shape).Clone(), nil)
-	k.g.Inputs = append(k.g.Inputs, id)
-	return id
-}
-
-func (k *kgraph) constant(name string, vals []float32, shape ...int64) ir.TensorID {
-	b := make([]byte, 4*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+// TestMarkInPlace marks the ONNX operators of inPlaceOps, and no other.
+func TestMarkInPlace(t *testing.T) {
+	for _, c := range []struct {
+		op, domain string
+		want       bool
+	}{
+		{"Relu", "", true},
+		{"Add", "ai.onnx", true},
+		{"LayerNormalization", "", true},
+		{"Relu", "com.example", false},
+		{"Transpose", "", false},
+		{"MatMul", "", false},
+		{"CachedAttention", "berth", false},
+	} {
+		p := &plan.Problem{Steps: []plan.Step{{Op: c.op, Domain: c.domain}}}
+		markInPlace(p)
+		if got := p.Steps[0].InPlace; got != c.want {
+			t.Errorf("%s (domain %q): in place %v, want %v", c.op, c.domain, got, c.want)
+		}
 	}
-	return k.g.NewTensor(name, ir.Float32, ir.Shape(shape).Clone(), b)
-}
-
-// boolConst is a constant of bools (each byte 0 or 1).
-func (k *kgraph) boolConst(name string, vals []byte, shape ...int64) ir.TensorID {
-	return k.g.NewTensor(name, ir.Bool, ir.Shape(shape).Clone(), vals)
-}
-
-// node adds a node with one output of the given type and shape.
-func (k *kgraph) node(op string, attrs ir.Attrs, ins []ir.TensorID, dt ir.DType, shape ...int64) ir.TensorID {
-	idx := len(k.g.Nodes)
-	out := k.g.AddTensor(ir.Tensor{Name: fmt.Sprintf("%s_%d", op, idx), DType: dt, Shape: ir.Shape(shape).Clone(), Producer: idx})
-	k.g.Nodes = append(k.g.Nodes, ir.Node{Name: fmt.Sprintf("n%d", idx), Op: op, Attrs: attrs, Inputs: ins, Outputs: []ir.TensorID{out}})
-	return out
 }
 
 // TestInPlaceKernels runs every operator the planner may run in place with
@@ -136,7 +128,7 @@ func TestInPlaceKernels(t *testing.T) {
 		}},
 	}
 	rng := rand.New(rand.NewPCG(4, 4))
-	feed := func(dt ir.DType, shape []int64, name string) Tensor {
+	input := func(dt ir.DType, shape []int64) []byte {
 		n := int(ir.Shape(shape).Elements())
 		var b []byte
 		if dt == ir.Bool {
@@ -150,7 +142,7 @@ func TestInPlaceKernels(t *testing.T) {
 				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.NormFloat64())))
 			}
 		}
-		return Tensor{Name: name, DType: dt, Shape: shape, Data: b}
+		return b
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,12 +152,11 @@ func TestInPlaceKernels(t *testing.T) {
 			b := k.node("Neg", nil, []ir.TensorID{y}, f32, row...)
 			o := c.build(k, a, b, cond)
 			k.g.Outputs = []ir.TensorID{o}
-			inputs := []Tensor{feed(f32, full, "x"), feed(f32, row, "y"), feed(ir.Bool, full, "cond")}
+			inputs := [][]byte{input(f32, full), input(f32, row), input(ir.Bool, full)}
 
-			m := &Model{graph: k.g}
 			var outs [2][]byte
 			for i, inPlace := range []bool{false, true} {
-				exe, err := Compile(m, CPU, Options{Threads: 2, FileOrder: true, NoInPlace: !inPlace, MemoryLimit: -1})
+				exe, err := Compile(k.g, Options{Threads: 2, FileOrder: true, NoInPlace: !inPlace})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,15 +166,15 @@ func TestInPlaceKernels(t *testing.T) {
 				if shared := la.Slots[o].Offset == la.Slots[a].Offset; shared != inPlace {
 					t.Fatalf("in place %v, but output at %d and input at %d", inPlace, la.Slots[o].Offset, la.Slots[a].Offset)
 				}
-				s, err := exe.NewSession()
+				s, err := exe.NewSession(nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := s.Run(context.Background(), inputs...)
-				if err != nil {
+				feed(t, s, inputs)
+				if err := s.Run(context.Background(), nil); err != nil {
 					t.Fatal(err)
 				}
-				outs[i] = bytes.Clone(res[0].Data)
+				outs[i] = bytes.Clone(s.Outputs()[0])
 				s.Close()
 			}
 			if !bytes.Equal(outs[0], outs[1]) {

@@ -1,4 +1,4 @@
-package berth
+package cpu
 
 import (
 	"bytes"
@@ -9,18 +9,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
 )
-
-// ints64 adds an int64 constant.
-func (k *kgraph) ints64(name string, vals ...int64) ir.TensorID {
-	b := make([]byte, 8*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
-	}
-	return k.g.NewTensor(name, ir.Int64, ir.Shape{int64(len(vals))}, b)
-}
 
 // split adds a Split node along axis with one output per size.
 func (k *kgraph) split(x ir.TensorID, axis int64, shapes ...[]int64) []ir.TensorID {
@@ -97,20 +87,19 @@ func TestPiecesKeepOutputs(t *testing.T) {
 			x := k.input("x", f32, 1, 16, 4, 4)
 			outs, want := c.build(k, x)
 			k.g.Outputs = outs
-			m := &Model{graph: k.g}
 			var base [][]byte
 			for _, opts := range []Options{
 				{FileOrder: true, NoInPlace: true},
 				{FileOrder: true},
 				{},
 			} {
-				opts.Threads, opts.MemoryLimit = 2, -1
-				exe, err := Compile(m, CPU, opts)
+				opts.Threads = 2
+				exe, err := Compile(k.g, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
 				p, pl := exe.Plan()
-				index := exe.x.(*cpu.Executable).Index()
+				index := exe.Index()
 				for _, w := range want {
 					part, whole := index[w.part], index[w.whole]
 					view := p.Tensors[part].IsView()
@@ -121,17 +110,17 @@ func TestPiecesKeepOutputs(t *testing.T) {
 						t.Errorf("%+v: %s at %d, want %d", opts, k.g.Tensors[w.part].Name, at, want)
 					}
 				}
-				s, err := exe.NewSession()
+				s, err := exe.NewSession(nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := s.Run(context.Background(), Tensor{Name: "x", DType: f32, Shape: []int64{1, 16, 4, 4}, Data: in})
-				if err != nil {
+				feed(t, s, [][]byte{in})
+				if err := s.Run(context.Background(), nil); err != nil {
 					t.Fatal(err)
 				}
 				var got [][]byte
-				for _, r := range res {
-					got = append(got, bytes.Clone(r.Data))
+				for _, r := range s.Outputs() {
+					got = append(got, bytes.Clone(r))
 				}
 				s.Close()
 				if base == nil {
