@@ -12,57 +12,64 @@ import (
 	"github.com/berth-ml/berth/backend/cuda"
 )
 
-// TestCUDADecodeProfile reports where a decoding step's time goes on the
-// GPU, for the model BERTH_CUDA_PROFILE names: the launches of the step's
-// graph, the kernels' time (a replay of them alone), a step's time from
-// the host, and the steps that take longest, by operator. It skips
-// without the variable or without CUDA.
-func TestCUDADecodeProfile(t *testing.T) {
+// BenchmarkCUDADecode times decoding steps on the GPU for the model
+// BERTH_CUDA_PROFILE names, one token a step, and reports the step's
+// launches, its kernels' time alone (a replay of them), the share of the
+// memory bandwidth the weights' bytes take at that rate, and, in the log,
+// the steps that take longest by operator. It skips without the variable
+// or without CUDA.
+func BenchmarkCUDADecode(b *testing.B) {
 	path := os.Getenv("BERTH_CUDA_PROFILE")
 	if path == "" {
-		t.Skip("BERTH_CUDA_PROFILE is not set")
+		b.Skip("BERTH_CUDA_PROFILE is not set")
 	}
 	m, err := Load(path)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	defer m.Close()
 	g, err := m.NewGenerator(GeneratorOptions{Device: CUDA, Context: 1024})
 	if errors.Is(err, ErrNoDevice) {
-		t.Skip(err)
+		b.Skip(err)
 	}
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	defer g.Close()
 	ctx := context.Background()
-	if _, err := g.Prefill(ctx, []int32{1, 2, 3, 4, 5, 6, 7, 8}, nil); err != nil {
-		t.Fatal(err)
+	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	if _, err := g.Prefill(ctx, prompt, nil); err != nil {
+		b.Fatal(err)
 	}
-	const steps = 200
-	for range 3 {
+	for b.Loop() {
+		if g.Position() == g.Context() {
+			g.Reset()
+		}
 		if _, err := g.Step(ctx, 5); err != nil {
-			t.Fatal(err)
+			b.Fatal(err)
 		}
 	}
-	start := time.Now()
-	for range steps {
-		if _, err := g.Step(ctx, 5); err != nil {
-			t.Fatal(err)
-		}
-	}
-	step := time.Since(start) / steps
+	step := b.Elapsed() / time.Duration(b.N)
 	s := g.decode.s.(cuda.Staged).Session
-	kt, err := s.KernelTime(steps)
+	const iters = 100
+	kt, err := s.KernelTime(iters)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	t.Logf("decode: %d launches, step %v (%.1f tok/s), kernels alone %v, weights %d bytes (bound at 4.8 TB/s: %v)",
-		g.decode.exe.x.(cuda.Compiled).Launches(), step, 1/step.Seconds(), kt, g.WeightBytes(), time.Duration(float64(g.WeightBytes())/4.8e12*1e9))
+	const bandwidth = 4.8e12 // an H200's, bytes/s
+	b.ReportMetric(float64(g.decode.exe.x.(cuda.Compiled).Launches()), "launches")
+	b.ReportMetric(float64(kt.Nanoseconds()), "kernel-ns/op")
+	b.ReportMetric(1/step.Seconds(), "tok/s")
+	b.ReportMetric(100*float64(g.WeightBytes())/bandwidth/step.Seconds(), "%bandwidth")
 	times, err := s.StepTimes(5)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
+	logByOp(b, times)
+}
+
+// logByOp logs the steps' time by operator, the largest share first.
+func logByOp(b *testing.B, times []cuda.StepTime) {
 	type agg struct {
 		op    string
 		n     int
@@ -85,8 +92,8 @@ func TestCUDADecodeProfile(t *testing.T) {
 		list = append(list, a)
 	}
 	slices.SortFunc(list, func(a, b *agg) int { return cmp.Compare(b.total, a.total) })
-	t.Logf("steps one at a time (each with a launch and a wait): %v in all", all)
+	b.Logf("steps one at a time (each with a launch and a wait): %v in all", all)
 	for _, a := range list {
-		t.Logf("  %-18s %4d launches %10v (%.0f%%)", a.op, a.n, a.total, 100*a.total.Seconds()/all.Seconds())
+		b.Logf("  %-18s %4d launches %10v (%.0f%%)", a.op, a.n, a.total, 100*a.total.Seconds()/all.Seconds())
 	}
 }
