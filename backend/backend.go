@@ -232,6 +232,3 @@ func Own[T any](x any, what string) (T, error) {
 	}
 	return t, nil
 }
-
-// AlignUp rounds n up to a multiple of a.
-func AlignUp(n, a int64) int64 { return (n + a - 1) / a * a }

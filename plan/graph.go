@@ -94,7 +94,7 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 			}
 			st.Outputs = append(st.Outputs, k)
 		}
-		if in := n.Input(0); isView(n) && len(st.Outputs) == 1 && in != ir.NoTensor && index[in] >= 0 {
+		if in := n.Input(0); ir.IsView(n) && len(st.Outputs) == 1 && in != ir.NoTensor && index[in] >= 0 {
 			if out := &p.Tensors[st.Outputs[0]]; out.Size == p.Tensors[index[in]].Size {
 				out.SetAlias(index[in])
 			}
@@ -141,11 +141,6 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 		p.Outputs = append(p.Outputs, index[id])
 	}
 	return p, index, nil
-}
-
-// isView reports whether n is one of the operators that may alias.
-func isView(n *ir.Node) bool {
-	return ir.IsView(n)
 }
 
 // scratchName names the scratch tensor of node i.

@@ -221,7 +221,7 @@ func (lv *liveness) curve(p *Problem, align int64) []int64 {
 	delta := make([]int64, lv.steps+1)
 	for i, r := range lv.root {
 		if r == i {
-			a := alignUp(p.Tensors[i].Size, align)
+			a := AlignUp(p.Tensors[i].Size, align)
 			delta[lv.start[i]] += a
 			delta[lv.end[i]+1] -= a
 		}
@@ -250,7 +250,7 @@ func (lv *liveness) peak(p *Problem, align int64) (int, []int) {
 	delta := make([]int64, lv.steps+1)
 	for i, r := range lv.root {
 		if r == i {
-			a := alignUp(p.Tensors[i].Size, align)
+			a := AlignUp(p.Tensors[i].Size, align)
 			delta[lv.start[i]] += a
 			delta[lv.end[i]+1] -= a
 		}

@@ -155,7 +155,7 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 		ArenaBytes:         -1,
 	}
 	for i := range p.Tensors {
-		pl.NaiveBytes += alignUp(p.Tensors[i].Size, align)
+		pl.NaiveBytes += AlignUp(p.Tensors[i].Size, align)
 	}
 	// The state takes the arena's first bytes (see Problem.State): the
 	// other slots are placed after it.
@@ -178,7 +178,7 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 		var own []int // the tensor of each rectangle
 		for i, r := range c.lv.root {
 			if r == i && p.Tensors[i].Size > 0 && !isState[i] {
-				rs = append(rs, rect{c.lv.start[i], c.lv.end[i], alignUp(p.Tensors[i].Size, align)})
+				rs = append(rs, rect{c.lv.start[i], c.lv.end[i], AlignUp(p.Tensors[i].Size, align)})
 				own = append(own, i)
 			}
 		}
@@ -207,7 +207,7 @@ func Build(p *Problem, opts Options) (*Plan, error) {
 	var at int64
 	for _, id := range p.State {
 		pl.Offsets[id] = at
-		at += alignUp(p.Tensors[id].Size, align)
+		at += AlignUp(p.Tensors[id].Size, align)
 	}
 	pl.PeakStep, pl.PeakTensors = best.lv.peak(p, align)
 	pl.InPlace = make([]int, len(p.Tensors))

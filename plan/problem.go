@@ -289,7 +289,7 @@ func (p *Problem) checkState() error {
 func (p *Problem) stateBytes(align int64) int64 {
 	var b int64
 	for _, id := range p.State {
-		b += alignUp(p.Tensors[id].Size, align)
+		b += AlignUp(p.Tensors[id].Size, align)
 	}
 	return b
 }
@@ -356,5 +356,5 @@ func (p *Problem) stepName(s int) string {
 	return fmt.Sprintf("#%d (%s)", s, p.Steps[s].Op)
 }
 
-// alignUp rounds n up to a multiple of a.
-func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+// AlignUp rounds n up to a multiple of a.
+func AlignUp(n, a int64) int64 { return (n + a - 1) / a * a }

@@ -63,7 +63,7 @@ func Refit(p, q *Problem, pl *Plan, opts Options) (*Plan, error) {
 	out.PeakStep, out.PeakTensors = lv.peak(p, align)
 	out.NaiveBytes = 0
 	for i := range p.Tensors {
-		out.NaiveBytes += alignUp(p.Tensors[i].Size, align)
+		out.NaiveBytes += AlignUp(p.Tensors[i].Size, align)
 	}
 	out.Schedule = RefitSchedule
 	if err := Verify(p, &out); err != nil {

@@ -152,13 +152,13 @@ func leastMemoryOrder(p *Problem, align int64) []int {
 		for k, id := range st.Outputs {
 			r := root[id]
 			if !opened[r] && !slices.ContainsFunc(st.Outputs[:k], func(j int) bool { return root[j] == r }) {
-				d += alignUp(p.Tensors[r].Size, align)
+				d += AlignUp(p.Tensors[r].Size, align)
 			}
 		}
 		for k, id := range st.Inputs {
 			r := root[id]
 			if readers[r] == 1 && !kept[r] && !slices.ContainsFunc(st.Inputs[:k], func(j int) bool { return root[j] == r }) {
-				d -= alignUp(p.Tensors[r].Size, align)
+				d -= AlignUp(p.Tensors[r].Size, align)
 			}
 		}
 		return d

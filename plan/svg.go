@@ -47,7 +47,7 @@ func WriteSVG(w io.Writer, p *Problem, pl *Plan) error {
 
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
-		slot := alignUp(t.Size, pl.Alignment)
+		slot := AlignUp(t.Size, pl.Alignment)
 		if t.IsView() || slot == 0 {
 			continue
 		}

@@ -166,7 +166,7 @@ func verify(p *Problem, pl *Plan) error {
 		if off < 0 || off%align != 0 {
 			return fmt.Errorf("tensor %q is at %d, not a non-negative multiple of %d", name(id), off, align)
 		}
-		if off > pl.ArenaBytes || size > pl.ArenaBytes-off || alignUp(size, align) > pl.ArenaBytes-off {
+		if off > pl.ArenaBytes || size > pl.ArenaBytes-off || AlignUp(size, align) > pl.ArenaBytes-off {
 			return fmt.Errorf("tensor %q [%d, +%d) ends beyond the arena of %d bytes", name(id), off, size, pl.ArenaBytes)
 		}
 		if size > 0 {
@@ -188,7 +188,7 @@ func verify(p *Problem, pl *Plan) error {
 	}
 	takesOver := func(t, out, r int) bool {
 		s := pl.Order[t]
-		if last[r] != t || boundary[r] || first[out] != t || alignUp(p.Tensors[out].Size, align) != alignUp(p.Tensors[r].Size, align) {
+		if last[r] != t || boundary[r] || first[out] != t || AlignUp(p.Tensors[out].Size, align) != AlignUp(p.Tensors[r].Size, align) {
 			return false
 		}
 		for _, in := range p.Steps[s].Inputs {
@@ -204,7 +204,7 @@ func verify(p *Problem, pl *Plan) error {
 	// meets its neighbour below or above. A slot taken over in place leaves
 	// live as its new owner enters.
 	slot := func(id int) (int64, int64) {
-		return pl.Offsets[id], pl.Offsets[id] + alignUp(p.Tensors[id].Size, align)
+		return pl.Offsets[id], pl.Offsets[id] + AlignUp(p.Tensors[id].Size, align)
 	}
 	born := make([][]int, final+1)
 	dies := make([][]int, final+1)
@@ -272,7 +272,7 @@ func verifyState(p *Problem, pl *Plan, root, read []int) error {
 		if pl.Offsets[id] != at {
 			return fmt.Errorf("state tensor %q is at %d, not at %d, after the state before it", p.Tensors[id].Name, pl.Offsets[id], at)
 		}
-		at += alignUp(p.Tensors[id].Size, pl.Alignment)
+		at += AlignUp(p.Tensors[id].Size, pl.Alignment)
 	}
 	for t, s := range pl.Order {
 		st := &p.Steps[s]

@@ -103,7 +103,7 @@ func TestVerifyAgreesWithPairwiseCheck(t *testing.T) {
 		}
 		var roots []int
 		for i, tn := range p.Tensors {
-			if !tn.IsView() && alignUp(tn.Size, pl.Alignment) <= pl.ArenaBytes && tn.Size > 0 {
+			if !tn.IsView() && AlignUp(tn.Size, pl.Alignment) <= pl.ArenaBytes && tn.Size > 0 {
 				roots = append(roots, i)
 			}
 		}
@@ -112,7 +112,7 @@ func TestVerifyAgreesWithPairwiseCheck(t *testing.T) {
 		}
 		// Move one root anywhere in the arena, and its views along with it.
 		r := roots[rng.IntN(len(roots))]
-		slot := alignUp(p.Tensors[r].Size, pl.Alignment)
+		slot := AlignUp(p.Tensors[r].Size, pl.Alignment)
 		pl.Offsets[r] = pl.Alignment * rng.Int64N((pl.ArenaBytes-slot)/pl.Alignment+1)
 		for i := range p.Tensors {
 			pl.Offsets[i] = offsetOf(p, pl, i)
@@ -122,8 +122,8 @@ func TestVerifyAgreesWithPairwiseCheck(t *testing.T) {
 		for _, a := range roots {
 			for _, b := range roots {
 				if a < b && pl.Start[a] <= pl.End[b] && pl.Start[b] <= pl.End[a] &&
-					pl.Offsets[a] < pl.Offsets[b]+alignUp(p.Tensors[b].Size, pl.Alignment) &&
-					pl.Offsets[b] < pl.Offsets[a]+alignUp(p.Tensors[a].Size, pl.Alignment) {
+					pl.Offsets[a] < pl.Offsets[b]+AlignUp(p.Tensors[b].Size, pl.Alignment) &&
+					pl.Offsets[b] < pl.Offsets[a]+AlignUp(p.Tensors[a].Size, pl.Alignment) {
 					want = true
 				}
 			}
@@ -149,7 +149,7 @@ func offsetOf(p *plan.Problem, pl *plan.Plan, i int) int64 {
 	return pl.Offsets[i]
 }
 
-func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+func AlignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
 func TestBuildRejects(t *testing.T) {
 	root := func(name string, size int64) plan.Tensor { return plan.Tensor{Name: name, Size: size} }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/berth-ml/berth/arena"
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
@@ -213,13 +214,7 @@ func Compile(g *ir.Graph, opts Options) (*Executable, error) {
 		}
 	}
 	e.problem, e.index, e.plan, e.weightBytes = p, index, pl, wbytes
-	e.layout = &arena.Layout{Slots: make([]arena.Slot, len(g.Tensors)), Bytes: pl.ArenaBytes, Alignment: Alignment}
-	for id := range g.Tensors {
-		e.layout.Slots[id] = arena.Slot{Offset: -1, Size: -1}
-		if j := index[id]; j >= 0 {
-			e.layout.Slots[id] = arena.Slot{Offset: pl.Offsets[j], Size: p.Tensors[j].Size}
-		}
-	}
+	e.layout = backend.LayoutOf(g, index, p, pl, Alignment)
 	e.scratch = plan.ScratchTensors(p, index, scratch)
 	if err := e.placeWeights(used, anyAlign); err != nil {
 		return nil, err
@@ -274,7 +269,7 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 		}
 		d := g.Tensors[id].Data
 		if !raw.Aligned(d, Alignment) && !anyAlign[id] {
-			need += alignUp(int64(len(d)), Alignment)
+			need += plan.AlignUp(int64(len(d)), Alignment)
 		}
 	}
 	e.weights = make([][]byte, len(g.Tensors))
@@ -304,7 +299,7 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 		} else {
 			dst = e.packed.Bytes()[off : off+int64(len(d)) : off+int64(len(d))]
 			copy(dst, d)
-			off += alignUp(int64(len(d)), Alignment)
+			off += plan.AlignUp(int64(len(d)), Alignment)
 		}
 		if e.release != nil {
 			e.release(d) // read from the copy from now on
@@ -314,9 +309,6 @@ func (e *Executable) placeWeights(used, anyAlign []bool) error {
 	}
 	return nil
 }
-
-// alignUp rounds n up to a multiple of a.
-func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
 // reusePlan returns the plan at the bound (tp, tpl) refit to p, the
 // problem of the same model at shapes within the bound (plan.Refit), or

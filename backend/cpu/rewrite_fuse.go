@@ -335,7 +335,7 @@ func (e *Executable) tryFusion(i int, y ir.TensorID, rowLen int, chain []*ir.Nod
 		if len(dying) > 0 {
 			if k, temp, ok := fuseOverwrite(e.kernels[i], ep, len(g.Nodes[i].Inputs), e.threads); ok && 4*int64(temp) <= g.Tensor(z).Bytes() {
 				f.kernel, f.overwrite = k, dying
-				f.tempAt, f.temp = alignUp(kernelBytes, Alignment), int64(temp)
+				f.tempAt, f.temp = plan.AlignUp(kernelBytes, Alignment), int64(temp)
 			}
 		}
 	}

@@ -4,10 +4,10 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/dtype"
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
 )
 
 // blasGemm tries to express g as one cublasSgemmStridedBatched call,
@@ -129,7 +129,7 @@ func (c *bctx) halfOperand(a arg, already bool) arg {
 		return arg{kind: argExtra, id: ir.TensorID(idx), off: a.off / 2}
 	}
 	n := t.Shape.Elements()
-	off := backend.AlignUp(c.scratch, Alignment)
+	off := plan.AlignUp(c.scratch, Alignment)
 	c.scratch = off + n*2
 	if n%2 == 0 { // slots are Alignment-aligned: pairs are 8-byte aligned
 		c.elementwise(eltwise, "round_f32_h2", n/2, arg{kind: argTensor, id: a.id}, arg{kind: argScratch, off: off}, i64(n/2), i32(halfMode(c.half.prec)))

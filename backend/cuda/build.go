@@ -5,9 +5,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
 )
 
 // argKind says where the value of a kernel argument comes from.
@@ -1080,7 +1080,7 @@ func buildConvTranspose(c *bctx) error {
 	if y.Shape.Elements() == 0 {
 		return nil
 	}
-	colBytes := backend.AlignUp(N*OC*kk*isp*4, Alignment)
+	colBytes := plan.AlignUp(N*OC*kk*isp*4, Alignment)
 	c.scratch = colBytes
 	col := arg{kind: argScratch}
 	m := cog * kk

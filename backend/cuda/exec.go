@@ -239,7 +239,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 						continue
 					}
 					constOff[a.id] = wsize
-					wsize += backend.AlignUp(int64(len(g.Tensor(a.id).Data)), Alignment)
+					wsize += plan.AlignUp(int64(len(g.Tensor(a.id).Data)), Alignment)
 				}
 			}
 		}
@@ -250,16 +250,16 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			continue
 		}
 		extraOff[i] = wsize
-		wsize += backend.AlignUp(int64(len(b)), Alignment)
+		wsize += plan.AlignUp(int64(len(b)), Alignment)
 	}
 	// The weights this executable reads: its own region, and what it
 	// reads of the store (shared with the model's other executables).
 	e.weightBytes = wsize
 	for id := range constAt {
-		e.weightBytes += backend.AlignUp(int64(len(g.Tensor(id).Data)), Alignment)
+		e.weightBytes += plan.AlignUp(int64(len(g.Tensor(id).Data)), Alignment)
 	}
 	for i := range extraAt {
-		e.weightBytes += backend.AlignUp(int64(len(hs.from[i])/2), Alignment)
+		e.weightBytes += plan.AlignUp(int64(len(hs.from[i])/2), Alignment)
 	}
 	if opts.Check != nil {
 		if err := opts.Check(p, pl, e.weightBytes); err != nil {
@@ -602,12 +602,12 @@ func (e *Executable) stagingLayout() (inAt, outAt []int64, n int64) {
 	inAt = make([]int64, len(e.inputs))
 	for i := range e.g.Inputs {
 		inAt[i] = n
-		n += backend.AlignUp(e.inputBytes(i), 64)
+		n += plan.AlignUp(e.inputBytes(i), 64)
 	}
 	outAt = make([]int64, len(e.outputs))
 	for i, o := range e.outputs {
 		outAt[i] = n
-		n += backend.AlignUp(o.bytes, 64)
+		n += plan.AlignUp(o.bytes, 64)
 	}
 	return inAt, outAt, n
 }

@@ -265,7 +265,7 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 				}
 				cn := &g.Nodes[c]
 				switch {
-				case isView(cn.Op) && len(cn.Outputs) == 1 && cn.Inputs[0] == y && !slices.Contains(cn.Inputs[1:], y):
+				case ir.IsView(cn) && cn.Inputs[0] == y && !slices.Contains(cn.Inputs[1:], y):
 					ok = acc[cn.Outputs[0]]
 					gemmRead[y] = gemmRead[y] || gemmRead[cn.Outputs[0]]
 				case cn.Op == "MatMul" || cn.Op == "Gemm" || cn.Op == "Conv":
@@ -292,7 +292,7 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 			fz.half[y] = true
 		case n.Op == "Softmax" && softmaxWarp(g, i):
 			fz.half[y] = true
-		case isView(n.Op) && fz.half[n.Inputs[0]]:
+		case ir.IsView(n) && fz.half[n.Inputs[0]]:
 			fz.half[y] = true
 		}
 	}
@@ -327,16 +327,6 @@ func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 		}
 	}
 	return wrote
-}
-
-// isView reports whether op only reinterprets its first input's bytes
-// (buildView).
-func isView(op string) bool {
-	switch op {
-	case "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze":
-		return true
-	}
-	return false
 }
 
 // softmaxWarp reports whether Softmax node i runs on softmax_warp.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
 )
 
 // Builders of the gathers through index tables (Pad, Resize, GatherND) and
@@ -305,7 +305,7 @@ func buildTopK(c *bctx) error {
 	ck, ci := null(), null()
 	m := n // candidates a row
 	if n > topKDirect {
-		keys := backend.AlignUp(rows*k*keyBytes, Alignment)
+		keys := plan.AlignUp(rows*k*keyBytes, Alignment)
 		c.scratch = keys + rows*k*4
 		ck, ci = arg{kind: argScratch}, arg{kind: argScratch, off: keys}
 		c.launches = append(c.launches, launch{node: c.node, module: index, kernel: "topk_select_" + s,

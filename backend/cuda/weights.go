@@ -6,8 +6,8 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/backend/cuda/driver"
+	"github.com/berth-ml/berth/plan"
 )
 
 // WeightStore holds on the device the constants that the executables of
@@ -86,7 +86,7 @@ func (w *WeightStore) place(src []byte, prec Precision, make func() []byte) (dri
 		return 0, fmt.Errorf("uploading weights: %w", err)
 	}
 	w.blocks[k] = p
-	w.bytes += backend.AlignUp(int64(len(b)), Alignment)
+	w.bytes += plan.AlignUp(int64(len(b)), Alignment)
 	return p, nil
 }
 
