@@ -465,6 +465,11 @@ type Generation struct {
 	PromptLogits []float32
 	// Stats, when not nil, receives the counts and times of the run.
 	Stats *GenerationStats
+	// CountAllocs counts the heap allocations of the steps into
+	// Stats.StepAllocs. It reads the runtime's statistics twice per
+	// generation, which stops the world each time: a tool's choice, not a
+	// server's.
+	CountAllocs bool
 }
 
 // GenerationStats are the counts and times of a generation.
@@ -480,7 +485,7 @@ type GenerationStats struct {
 	Decode time.Duration
 	// StepAllocs counts the heap allocations after the first step (which
 	// may fill the runtime's caches once), the caller's own between
-	// tokens included.
+	// tokens included, where Generation.CountAllocs asks for it.
 	StepAllocs uint64
 }
 
@@ -510,7 +515,7 @@ func (g *Generator) Generate(ctx context.Context, prompt []int32, o Generation) 
 			if stats.Steps > 0 {
 				stats.Decode = time.Since(start)
 			}
-			if stats.Steps > 1 {
+			if o.CountAllocs && stats.Steps > 1 {
 				runtime.ReadMemStats(&ms)
 				stats.StepAllocs = ms.Mallocs - allocs
 			}
@@ -546,7 +551,7 @@ func (g *Generator) Generate(ctx context.Context, prompt []int32, o Generation) 
 				yield(0, err)
 				return
 			}
-			if stats.Steps++; stats.Steps == 1 {
+			if stats.Steps++; o.CountAllocs && stats.Steps == 1 {
 				runtime.ReadMemStats(&ms)
 				allocs = ms.Mallocs
 			}

@@ -178,7 +178,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		g.Reset()
 	}
 	var stats berth.GenerationStats
-	gen := berth.Generation{MaxTokens: f.n, Sampler: smp, Stop: stopIDs, PromptLogits: promptLogits, Stats: &stats}
+	gen := berth.Generation{MaxTokens: f.n, Sampler: smp, Stop: stopIDs, PromptLogits: promptLogits, Stats: &stats, CountAllocs: f.asJSON}
 	out := newTextOut(stdout, f.stops, !f.asJSON)
 	var dec *tokenizer.Decoder
 	if tok != nil {

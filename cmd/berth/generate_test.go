@@ -86,6 +86,9 @@ func TestGenerateErrors(t *testing.T) {
 		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, c.want) {
 			t.Errorf("%q: exit %d, stderr %q, stdout %q; want an error with %q", c.args, code, errs, out, c.want)
 		}
+		if strings.Contains(errs, "generate: generate:") {
+			t.Errorf("%q: stderr %q names the command twice", c.args, errs)
+		}
 	}
 }
 

@@ -74,7 +74,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "berth %s: %s\n", args[0], oneLine(err.Error()))
+	// Errors of the library that name the job already ("generate: …")
+	// are not prefixed with it twice.
+	fmt.Fprintf(stderr, "berth %s: %s\n", args[0], strings.TrimPrefix(oneLine(err.Error()), args[0]+": "))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2
