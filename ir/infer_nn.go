@@ -15,17 +15,11 @@ func init() {
 }
 
 func inferConv(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 3)
 	if err != nil {
 		return nil, err
 	}
-	w, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, w := ts[0], ts[1]
 	b, err := optInput(g, n, 2)
 	if err != nil {
 		return nil, err
@@ -64,14 +58,8 @@ func inferConv(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferPool(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(x); err != nil {
 		return nil, err
 	}
 	if n.Op == "MaxPool" && n.Attrs.Int("storage_order", 0) != 0 && n.Attrs.Int("storage_order", 0) != 1 {
@@ -90,14 +78,8 @@ func inferPool(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferGlobalPool(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	if x.Shape.Rank() < 3 {
@@ -124,11 +106,8 @@ func inferBatchNorm(g *Graph, n *Node) ([]Type, error) {
 			return nil, fmt.Errorf("output %d (training statistics) is not supported", i)
 		}
 	}
-	x, err := input(g, n, 0)
+	x, err := input(g, n, 0, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	if x.Shape.Rank() < 2 {
@@ -136,11 +115,8 @@ func inferBatchNorm(g *Graph, n *Node) ([]Type, error) {
 	}
 	c := x.Shape[1]
 	for i, what := range []string{"scale", "bias", "mean", "variance"} {
-		p, err := input(g, n, i+1)
+		p, err := input(g, n, i+1, requireFloat)
 		if err != nil {
-			return nil, err
-		}
-		if err := requireFloat(p); err != nil {
 			return nil, err
 		}
 		if p.Shape.Rank() != 1 || p.Shape[0] != c {
@@ -153,14 +129,8 @@ func inferBatchNorm(g *Graph, n *Node) ([]Type, error) {
 // inferLayerNorm: Y has X's type and shape; the optional Mean and
 // InvStdDev outputs keep X's leading axes and have size 1 from axis on.
 func inferLayerNorm(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 2, 3, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	r := x.Shape.Rank()
@@ -201,14 +171,8 @@ func inferLayerNorm(g *Graph, n *Node) ([]Type, error) {
 
 // inferSoftmax: the axis defaults to 1 before opset 13 and to -1 after.
 func inferSoftmax(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	def := int64(-1)
@@ -222,17 +186,11 @@ func inferSoftmax(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferGemm(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	a, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 3)
 	if err != nil {
 		return nil, err
 	}
-	b, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	a, b := ts[0], ts[1]
 	c, err := optInput(g, n, 2)
 	if err != nil {
 		return nil, err
@@ -274,17 +232,11 @@ func inferGemm(g *Graph, n *Node) ([]Type, error) {
 // inferMatMul follows numpy.matmul: a 1-D A gains a leading 1 and a 1-D B a
 // trailing 1 that are dropped from the result; batch axes broadcast.
 func inferMatMul(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	a, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}
-	b, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	a, b := ts[0], ts[1]
 	if err := requireNumeric(a); err != nil {
 		return nil, err
 	}
@@ -322,10 +274,7 @@ func inferMatMul(g *Graph, n *Node) ([]Type, error) {
 
 // inferFlatten: the axis may equal the rank (then the result is [n, 1]).
 func inferFlatten(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}
