@@ -26,9 +26,6 @@ const expectedFailures = "testdata/conformance_expected_failures.txt"
 
 var updateConformance = flag.Bool("update-conformance", false, "rewrite "+expectedFailures+" from this run's results")
 
-// The conformance suites of Debian's libonnx-testdata.
-var conformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator", "simple"}
-
 // TestConformance runs every case of ONNX's conformance suites through the
 // public API (Load, Compile, NewSession, Run) and compares each output with
 // the reference as ONNX's backend test runner does: the same dtype and
@@ -44,20 +41,10 @@ var conformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator"
 // and every other case must pass, so the list only shrinks; run with
 // -update-conformance to rewrite it after fixing something.
 func TestConformance(t *testing.T) {
-	testenv.Require(t, testenv.ConformanceDir, testenv.InstallConformance)
+	cases := testenv.ConformanceCases(t)
 	expected, err := testenv.ExpectedFailures(expectedFailures)
 	if err != nil && !*updateConformance {
 		t.Fatal(err)
-	}
-	var cases []string
-	for _, suite := range conformanceSuites {
-		dirs, _ := filepath.Glob(filepath.Join(testenv.ConformanceDir, suite, "*", "model.onnx"))
-		for _, d := range dirs {
-			cases = append(cases, suite+"/"+filepath.Base(filepath.Dir(d)))
-		}
-	}
-	if len(cases) == 0 {
-		t.Fatalf("no conformance cases under %s", testenv.ConformanceDir)
 	}
 	var mu sync.Mutex
 	failures := map[string]string{}
@@ -91,7 +78,7 @@ func TestConformance(t *testing.T) {
 		}
 	})
 	total, passed := 0, 0
-	for _, suite := range conformanceSuites {
+	for _, suite := range testenv.ConformanceSuites {
 		n, p := 0, 0
 		for _, c := range cases {
 			if ran[c] && strings.HasPrefix(c, suite+"/") {

@@ -32,20 +32,10 @@ const expectedFailures = "../../testdata/conformance_expected_failures.txt"
 // A case listed in testdata/conformance_expected_failures.txt must fail
 // and every other case must pass.
 func TestConformanceCLI(t *testing.T) {
-	testenv.Require(t, testenv.ConformanceDir, testenv.InstallConformance)
+	cases := testenv.ConformanceCases(t)
 	expected, err := testenv.ExpectedFailures(expectedFailures)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var cases []string
-	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
-		dirs, _ := filepath.Glob(filepath.Join(testenv.ConformanceDir, suite, "*", "model.onnx"))
-		for _, d := range dirs {
-			cases = append(cases, suite+"/"+filepath.Base(filepath.Dir(d)))
-		}
-	}
-	if len(cases) == 0 {
-		t.Fatalf("no conformance cases under %s", testenv.ConformanceDir)
 	}
 	var mu sync.Mutex
 	passed := map[string]int{}
@@ -73,7 +63,7 @@ func TestConformanceCLI(t *testing.T) {
 		}
 	})
 	all, ok := 0, 0
-	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
+	for _, suite := range testenv.ConformanceSuites {
 		all, ok = all+total[suite], ok+passed[suite]
 		t.Logf("%-18s %4d/%4d passed (%.1f%%)", suite, passed[suite], total[suite], 100*float64(passed[suite])/float64(max(total[suite], 1)))
 	}
