@@ -84,6 +84,9 @@ import re
 import struct
 import sys
 
+from gguf_spec import GGUF_ARRAY, GGUF_BOOL, GGUF_FLOAT32, GGUF_INT32, GGUF_STRING, GGUF_UINT32, \
+    gguf_header, gpt2_byte_chars
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO_ROOT, "testdata", "tokenizer")
 LLAMA_DIR = os.path.expanduser(
@@ -91,44 +94,11 @@ LLAMA_DIR = os.path.expanduser(
 VOCAB_DIR = os.path.expanduser("~/.cache/berth/npm-vocab/node_modules")
 FULL_DIR = os.path.expanduser("~/.cache/berth/tokenizer-full")
 
-# --- GGUF writer (as in scripts/gen_ggml_fixtures.py) -----------------------
-
-GGUF_UINT8, GGUF_INT8, GGUF_UINT16, GGUF_INT16, GGUF_UINT32, GGUF_INT32, \
-    GGUF_FLOAT32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY, GGUF_UINT64, GGUF_INT64, \
-    GGUF_FLOAT64 = range(13)
-SCALAR = {GGUF_UINT32: "<I", GGUF_INT32: "<i", GGUF_FLOAT32: "<f", GGUF_BOOL: "<?",
-          GGUF_UINT64: "<Q"}
-
-
-def gguf_string(s):
-    b = s.encode("utf-8")
-    return struct.pack("<Q", len(b)) + b
-
-
-def gguf_value(typ, v):
-    if isinstance(typ, tuple):
-        _, elem = typ
-        out = [struct.pack("<IQ", elem, len(v))]
-        if elem == GGUF_STRING:
-            out += [gguf_string(e) for e in v]
-        else:
-            out.append(struct.pack("<%d%s" % (len(v), SCALAR[elem][1]), *v))
-        return b"".join(out)
-    if typ == GGUF_STRING:
-        return gguf_string(v)
-    return struct.pack(SCALAR[typ], v)
-
+# --- GGUF (scripts/gguf_spec.py) ---------------------------------------------
 
 def gguf_bytes(kvs):
     """A GGUF v3 file with metadata kvs [(key, type, value)] and no tensors."""
-    out = bytearray(b"GGUF")
-    out += struct.pack("<IQQ", 3, 0, len(kvs))
-    for key, typ, v in kvs:
-        out += gguf_string(key)
-        out += struct.pack("<I", GGUF_ARRAY if isinstance(typ, tuple) else typ)
-        out += gguf_value(typ, v)
-    out += bytes((32 - len(out) % 32) % 32)
-    return bytes(out)
+    return gguf_header(3, kvs, [], 32)[0]
 
 
 def arr(elem):
@@ -253,7 +223,7 @@ def trim_bpe(vocab, merges, added, n_keep):
             tokens[i] = t
     assert all(t is not None for t in tokens)
     keep = set(tokens)
-    for b in byte_chars():
+    for b in gpt2_byte_chars():
         assert b in keep, b
     kept = []
     for m in merges:
@@ -265,18 +235,6 @@ def trim_bpe(vocab, merges, added, n_keep):
         tokens.append(content)
         types.append(CONTROL if special else USER_DEFINED)
     return tokens, types, kept
-
-
-def byte_chars():
-    bs = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for c in cs]
 
 
 def bpe_kvs(name, pre, tokens, types, merges, bos, eos, add_bos):
