@@ -196,10 +196,8 @@ def generate(name, factory):
             outputs = model(*inputs)
         if isinstance(outputs, torch.Tensor):
             outputs = (outputs,)
-        for i, t in enumerate(inputs):
-            np.save(os.path.join(set_dir, f"input_{i}.npy"), np.ascontiguousarray(t.numpy()))
-        for i, t in enumerate(outputs):
-            np.save(os.path.join(set_dir, f"output_{i}.npy"), np.ascontiguousarray(t.numpy().astype(np.float32)))
+        base.save_npy(set_dir, "input", inputs)
+        base.save_npy(set_dir, "output", outputs, np.float32)
         shapes.append([list(t.shape) for t in inputs])
         print(f"{name} set_{k}: inputs {shapes[-1]}, outputs {[list(t.shape) for t in outputs]}")
     meta = {"inputs": spec["input_names"], "outputs": spec["output_names"], "opset": spec["opset"],
@@ -212,11 +210,7 @@ def generate(name, factory):
 
 def main():
     torch.set_num_threads(1)
-    only = set(sys.argv[1:])
-    for name, factory in FIXTURES:
-        if not only or name in only:
-            generate(name, factory)
-    return 0
+    return base.generate_named(FIXTURES, generate)
 
 
 if __name__ == "__main__":

