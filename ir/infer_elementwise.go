@@ -56,15 +56,8 @@ func inferFirst(lo, hi int, checks ...func(*Tensor) error) inferFunc {
 // same type, broadcast numpy-style; logical ops output bool.
 func inferBinary(logical bool, check func(*Tensor) error) inferFunc {
 	return func(g *Graph, n *Node) ([]Type, error) {
-		ts, err := operands(g, n, 2, 2)
+		a, b, _, err := operandPair(g, n, 2, check)
 		if err != nil {
-			return nil, err
-		}
-		a, b := ts[0], ts[1]
-		if err := check(a); err != nil {
-			return nil, err
-		}
-		if err := sameType(a, b); err != nil {
 			return nil, err
 		}
 		if err := checkLegacyBroadcast(g, n, a, b); err != nil {

@@ -15,19 +15,8 @@ func init() {
 }
 
 func inferConv(g *Graph, n *Node) ([]Type, error) {
-	ts, err := operands(g, n, 2, 3)
+	x, w, b, err := operandPair(g, n, 3, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	x, w := ts[0], ts[1]
-	b, err := optInput(g, n, 2)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
-		return nil, err
-	}
-	if err := sameType(x, w); err != nil {
 		return nil, err
 	}
 	win, err := SpatialWindow(g, n)
@@ -186,19 +175,8 @@ func inferSoftmax(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferGemm(g *Graph, n *Node) ([]Type, error) {
-	ts, err := operands(g, n, 2, 3)
+	a, b, c, err := operandPair(g, n, 3, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	a, b := ts[0], ts[1]
-	c, err := optInput(g, n, 2)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(a); err != nil {
-		return nil, err
-	}
-	if err := sameType(a, b); err != nil {
 		return nil, err
 	}
 	for _, t := range []*Tensor{a, b} {
@@ -232,15 +210,8 @@ func inferGemm(g *Graph, n *Node) ([]Type, error) {
 // inferMatMul follows numpy.matmul: a 1-D A gains a leading 1 and a 1-D B a
 // trailing 1 that are dropped from the result; batch axes broadcast.
 func inferMatMul(g *Graph, n *Node) ([]Type, error) {
-	ts, err := operands(g, n, 2, 2)
+	a, b, _, err := operandPair(g, n, 2, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	a, b := ts[0], ts[1]
-	if err := requireNumeric(a); err != nil {
-		return nil, err
-	}
-	if err := sameType(a, b); err != nil {
 		return nil, err
 	}
 	as, bs := a.Shape, b.Shape

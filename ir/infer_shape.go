@@ -411,12 +411,20 @@ func axesArg(g *Graph, n *Node, sinceInput int64) (axes []int64, ok bool, err er
 	return axes, err == nil, err
 }
 
-func inferSqueeze(g *Graph, n *Node) ([]Type, error) {
-	x, err := operand(g, n, 1, 2)
-	if err != nil {
-		return nil, err
+// squeezeOperands returns the input of a Squeeze or Unsqueeze node and
+// its axes (ok false where the node gives none).
+func squeezeOperands(g *Graph, n *Node) (x *Tensor, axes []int64, ok bool, err error) {
+	if x, err = operand(g, n, 1, 2); err != nil {
+		return nil, nil, false, err
 	}
-	axes, ok, err := axesArg(g, n, 13)
+	if axes, ok, err = axesArg(g, n, 13); err != nil {
+		return nil, nil, false, err
+	}
+	return x, axes, ok, nil
+}
+
+func inferSqueeze(g *Graph, n *Node) ([]Type, error) {
+	x, axes, ok, err := squeezeOperands(g, n)
 	if err != nil {
 		return nil, err
 	}
@@ -448,11 +456,7 @@ func inferSqueeze(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferUnsqueeze(g *Graph, n *Node) ([]Type, error) {
-	x, err := operand(g, n, 1, 2)
-	if err != nil {
-		return nil, err
-	}
-	axes, ok, err := axesArg(g, n, 13)
+	x, axes, ok, err := squeezeOperands(g, n)
 	if err != nil {
 		return nil, err
 	}

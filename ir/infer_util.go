@@ -81,6 +81,27 @@ func constInts(g *Graph, n *Node, i int, what string) ([]int64, error) {
 	return intsOf(t, what)
 }
 
+// operandPair returns the inputs a and b of a node of 2 to hi inputs and
+// its optional third input c (nil where absent), once a passes check and
+// b has a's type.
+func operandPair(g *Graph, n *Node, hi int, check func(*Tensor) error) (a, b, c *Tensor, err error) {
+	ts, err := operands(g, n, 2, hi)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	a, b = ts[0], ts[1]
+	if c, err = optInput(g, n, 2); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := check(a); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := sameType(a, b); err != nil {
+		return nil, nil, nil, err
+	}
+	return a, b, c, nil
+}
+
 // operandAndInts returns the first of n's two inputs and the values of
 // the second, a constant integer tensor that what names in errors.
 func operandAndInts(g *Graph, n *Node, what string) (*Tensor, []int64, error) {
