@@ -46,52 +46,28 @@ func TestConformance(t *testing.T) {
 	if err != nil && !*updateConformance {
 		t.Fatal(err)
 	}
+	var outcomes testenv.Outcomes
 	var mu sync.Mutex
-	failures := map[string]string{}
-	ran := map[string]bool{}
 	specialised := make([]int, 2) // passing cases: compiled as loaded, specialised per run
 	t.Run("case", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c, func(t *testing.T) {
 				t.Parallel()
 				reason, spec := runConformanceCase(filepath.Join(testenv.ConformanceDir, c))
-				mu.Lock()
-				ran[c] = true
-				if reason != "" {
-					failures[c] = reason
-				}
+				outcomes.Record(c, reason)
 				if reason == "" {
+					mu.Lock()
 					specialised[spec]++
+					mu.Unlock()
 				}
-				mu.Unlock()
-				if *updateConformance {
-					return
-				}
-				_, listed := expected[c]
-				switch {
-				case reason != "" && !listed:
-					t.Errorf("fails and is not listed in %s: %s", expectedFailures, reason)
-				case reason == "" && listed:
-					t.Errorf("passes now: remove it from %s (or run with -update-conformance)", expectedFailures)
+				if !*updateConformance {
+					testenv.CheckListed(t, expected, expectedFailures, c, reason)
 				}
 			})
 		}
 	})
-	total, passed := 0, 0
-	for _, suite := range testenv.ConformanceSuites {
-		n, p := 0, 0
-		for _, c := range cases {
-			if ran[c] && strings.HasPrefix(c, suite+"/") {
-				n++
-				if _, failed := failures[c]; !failed {
-					p++
-				}
-			}
-		}
-		total, passed = total+n, passed+p
-		t.Logf("%-18s %4d/%4d passed (%.1f%%)", suite, p, n, 100*float64(p)/float64(max(n, 1)))
-	}
-	t.Logf("%-18s %4d/%4d passed (%.1f%%)", "all", passed, total, 100*float64(passed)/float64(total))
+	outcomes.LogSummary(t)
+	failures := outcomes.Failures()
 	t.Logf("passing cases specialised per run (open shapes or shapes that follow from input values): %d", specialised[1])
 	if testing.Verbose() {
 		groups := map[string]int{}

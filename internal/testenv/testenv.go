@@ -3,7 +3,6 @@ package testenv
 import (
 	"bufio"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,29 +26,6 @@ const ConformanceDir = "/usr/share/libonnx-testdata/data"
 
 // InstallConformance says how to get ConformanceDir.
 const InstallConformance = "install it with `apt-get install libonnx-testdata`"
-
-// ConformanceSuites are the suites of ConformanceDir that the conformance
-// tests run.
-var ConformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator", "simple"}
-
-// ConformanceCases lists the cases of ConformanceSuites, suite by suite,
-// as "suite/case"; it skips or fails t as Require does when
-// ConformanceDir is missing, and fails t when it holds no cases.
-func ConformanceCases(t testing.TB) []string {
-	t.Helper()
-	Require(t, ConformanceDir, InstallConformance)
-	var cases []string
-	for _, suite := range ConformanceSuites {
-		dirs, _ := filepath.Glob(filepath.Join(ConformanceDir, suite, "*", "model.onnx"))
-		for _, d := range dirs {
-			cases = append(cases, suite+"/"+filepath.Base(filepath.Dir(d)))
-		}
-	}
-	if len(cases) == 0 {
-		t.Fatalf("no conformance cases under %s", ConformanceDir)
-	}
-	return cases
-}
 
 // ExpectedFailures reads a list of test cases expected to fail, one
 // "case  reason" per line ("#" starts a comment line), into a map from
