@@ -26,9 +26,6 @@ const expectedFailures = "testdata/conformance_expected_failures.txt"
 
 var updateConformance = flag.Bool("update-conformance", false, "rewrite "+expectedFailures+" from this run's results")
 
-// The conformance suites of Debian's libonnx-testdata.
-var conformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator", "simple"}
-
 // TestConformance runs every case of ONNX's conformance suites through the
 // public API (Load, Compile, NewSession, Run) and compares each output with
 // the reference as ONNX's backend test runner does: the same dtype and
@@ -44,67 +41,33 @@ var conformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator"
 // and every other case must pass, so the list only shrinks; run with
 // -update-conformance to rewrite it after fixing something.
 func TestConformance(t *testing.T) {
-	testenv.Require(t, testenv.ConformanceDir, testenv.InstallConformance)
+	cases := testenv.ConformanceCases(t)
 	expected, err := testenv.ExpectedFailures(expectedFailures)
 	if err != nil && !*updateConformance {
 		t.Fatal(err)
 	}
-	var cases []string
-	for _, suite := range conformanceSuites {
-		dirs, _ := filepath.Glob(filepath.Join(testenv.ConformanceDir, suite, "*", "model.onnx"))
-		for _, d := range dirs {
-			cases = append(cases, suite+"/"+filepath.Base(filepath.Dir(d)))
-		}
-	}
-	if len(cases) == 0 {
-		t.Fatalf("no conformance cases under %s", testenv.ConformanceDir)
-	}
+	var outcomes testenv.Outcomes
 	var mu sync.Mutex
-	failures := map[string]string{}
-	ran := map[string]bool{}
 	specialised := make([]int, 2) // passing cases: compiled as loaded, specialised per run
 	t.Run("case", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c, func(t *testing.T) {
 				t.Parallel()
 				reason, spec := runConformanceCase(filepath.Join(testenv.ConformanceDir, c))
-				mu.Lock()
-				ran[c] = true
-				if reason != "" {
-					failures[c] = reason
-				}
+				outcomes.Record(c, reason)
 				if reason == "" {
+					mu.Lock()
 					specialised[spec]++
+					mu.Unlock()
 				}
-				mu.Unlock()
-				if *updateConformance {
-					return
-				}
-				_, listed := expected[c]
-				switch {
-				case reason != "" && !listed:
-					t.Errorf("fails and is not listed in %s: %s", expectedFailures, reason)
-				case reason == "" && listed:
-					t.Errorf("passes now: remove it from %s (or run with -update-conformance)", expectedFailures)
+				if !*updateConformance {
+					testenv.CheckListed(t, expected, expectedFailures, c, reason)
 				}
 			})
 		}
 	})
-	total, passed := 0, 0
-	for _, suite := range conformanceSuites {
-		n, p := 0, 0
-		for _, c := range cases {
-			if ran[c] && strings.HasPrefix(c, suite+"/") {
-				n++
-				if _, failed := failures[c]; !failed {
-					p++
-				}
-			}
-		}
-		total, passed = total+n, passed+p
-		t.Logf("%-18s %4d/%4d passed (%.1f%%)", suite, p, n, 100*float64(p)/float64(max(n, 1)))
-	}
-	t.Logf("%-18s %4d/%4d passed (%.1f%%)", "all", passed, total, 100*float64(passed)/float64(total))
+	outcomes.LogSummary(t)
+	failures := outcomes.Failures()
 	t.Logf("passing cases specialised per run (open shapes or shapes that follow from input values): %d", specialised[1])
 	if testing.Verbose() {
 		groups := map[string]int{}

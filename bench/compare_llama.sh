@@ -58,7 +58,7 @@
 # (default /usr/bin/python3; nothing beyond the standard library).
 set -euo pipefail
 
-source "$(dirname "$0")/tools.sh" # usage, posint, ensure_berth
+source "$(dirname "$0")/tools.sh" # usage, posint, need, make_work, ensure_berth
 
 tokens=512
 threads=2
@@ -111,19 +111,9 @@ done
 ((${#models[@]} > 0)) || usage 2
 for m in "${models[@]}"; do [[ -f $m ]] || die "$m is not a file"; done
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-here="$repo/bench"
-work=$(mktemp -d -t berth-vs-llama.XXXXXX)
-cleanup() {
-	if [[ -n $keep ]]; then
-		echo "compare_llama: work files kept in $work" >&2
-	else
-		rm -rf "$work"
-	fi
-}
-trap cleanup EXIT
+make_work compare_llama berth-vs-llama.XXXXXX
 
-[[ -x /usr/bin/time ]] || die "GNU time is missing at /usr/bin/time (Debian: apt-get install time)"
+need time
 helper=("$PYTHON" "$here/llama_prefill.py")
 libargs=()
 if [[ -n $libdir ]]; then libargs=(--libdir "$libdir"); fi
@@ -165,8 +155,7 @@ describe() {
 	for f in avx2 fma avx512f avx512bw avx512_vnni avx512_bf16 amx_int8; do
 		if [[ " $flags " == *" $f "* ]]; then have+="$f "; fi
 	done
-	rev=$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
-	if [[ -n $(cd "$repo" && git --no-optional-locks status --porcelain 2>/dev/null | head -1) ]]; then rev+=" + uncommitted changes"; fi
+	rev=$(revision)
 	hv=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p')
 	echo "- CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) (family $(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -1), model $(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(nproc) logical CPUs${hv:+, a $hv guest}"
 	echo "- SIMD flags: ${have:-none of avx2/fma/avx512*/amx}" | sed 's/ *$//'

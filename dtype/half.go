@@ -84,33 +84,22 @@ func BF16FromF32(f float32) uint16 {
 func F32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // F16sFromF32s converts src into dst (len(dst) must be at least len(src)).
-func F16sFromF32s(dst []uint16, src []float32) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = F16FromF32(v)
-	}
-}
+func F16sFromF32s(dst []uint16, src []float32) { convert(dst, src, F16FromF32) }
 
 // F32sFromF16s converts src into dst (len(dst) must be at least len(src)).
-func F32sFromF16s(dst []float32, src []uint16) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = F32FromF16(v)
-	}
-}
+func F32sFromF16s(dst []float32, src []uint16) { convert(dst, src, F32FromF16) }
 
 // BF16sFromF32s converts src into dst (len(dst) must be at least len(src)).
-func BF16sFromF32s(dst []uint16, src []float32) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = BF16FromF32(v)
-	}
-}
+func BF16sFromF32s(dst []uint16, src []float32) { convert(dst, src, BF16FromF32) }
 
 // F32sFromBF16s converts src into dst (len(dst) must be at least len(src)).
-func F32sFromBF16s(dst []float32, src []uint16) {
+func F32sFromBF16s(dst []float32, src []uint16) { convert(dst, src, F32FromBF16) }
+
+// convert applies one to each value of src, into dst (len(dst) must be at
+// least len(src)).
+func convert[D, S any](dst []D, src []S, one func(S) D) {
 	dst = dst[:len(src)]
 	for i, v := range src {
-		dst[i] = F32FromBF16(v)
+		dst[i] = one(v)
 	}
 }

@@ -19,10 +19,7 @@ import "fmt"
 // CacheShape checks the operands of a CachedAttention node and returns its
 // sizes: t queries, c cache rows, heads and kvHeads heads of d values.
 func CacheShape(g *Graph, n *Node) (t, c, heads, kvHeads, d int64, err error) {
-	if err = inputCount(n, 4, 4); err != nil {
-		return
-	}
-	ts, err := inputs(g, n, 4)
+	ts, err := operands(g, n, 4, 4)
 	if err != nil {
 		return
 	}
@@ -69,10 +66,7 @@ func init() {
 // CacheWriteShape checks the operands of a CacheWrite node and returns
 // its sizes: t rows written into a cache of c rows of w values.
 func CacheWriteShape(g *Graph, n *Node) (t, c, w int64, err error) {
-	if err = inputCount(n, 3, 3); err != nil {
-		return
-	}
-	ts, err := inputs(g, n, 3)
+	ts, err := operands(g, n, 3, 3)
 	if err != nil {
 		return
 	}

@@ -6,7 +6,7 @@ func init() {
 	register(inferUnary(requireFloat), "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Log", "Sqrt", "LeakyRelu")
 	register(inferUnary(requireNumeric), "Relu", "Erf", "Abs")
 	register(inferUnary(requireSigned), "Neg")
-	register(inferUnary(nil), "Identity")
+	register(inferUnary(anyType), "Identity")
 	register(inferUnary(requireBool), "Not")
 	register(inferBinary(false, requireNumeric), "Add", "Sub", "Mul", "Div")
 	register(inferBinary(true, requireNumeric), "Less", "Greater")
@@ -37,19 +37,16 @@ func requireBool(t *Tensor) error {
 
 // inferUnary is the rule of an elementwise operator of one input whose
 // output has the input's type and shape.
-func inferUnary(check func(*Tensor) error) inferFunc {
+func inferUnary(check func(*Tensor) error) inferFunc { return inferFirst(1, 1, check) }
+
+// inferFirst is the rule of an operator of lo to hi inputs whose one
+// output has the type and shape of its first input, once that input
+// passes the checks.
+func inferFirst(lo, hi int, checks ...func(*Tensor) error) inferFunc {
 	return func(g *Graph, n *Node) ([]Type, error) {
-		if err := inputCount(n, 1, 1); err != nil {
-			return nil, err
-		}
-		x, err := input(g, n, 0)
+		x, err := operand(g, n, lo, hi, checks...)
 		if err != nil {
 			return nil, err
-		}
-		if check != nil {
-			if err := check(x); err != nil {
-				return nil, err
-			}
 		}
 		return same(x.DType, x.Shape), nil
 	}
@@ -59,21 +56,8 @@ func inferUnary(check func(*Tensor) error) inferFunc {
 // same type, broadcast numpy-style; logical ops output bool.
 func inferBinary(logical bool, check func(*Tensor) error) inferFunc {
 	return func(g *Graph, n *Node) ([]Type, error) {
-		if err := inputCount(n, 2, 2); err != nil {
-			return nil, err
-		}
-		a, err := input(g, n, 0)
+		a, b, _, err := operandPair(g, n, 2, check)
 		if err != nil {
-			return nil, err
-		}
-		b, err := input(g, n, 1)
-		if err != nil {
-			return nil, err
-		}
-		if err := check(a); err != nil {
-			return nil, err
-		}
-		if err := sameType(a, b); err != nil {
 			return nil, err
 		}
 		if err := checkLegacyBroadcast(g, n, a, b); err != nil {
@@ -94,17 +78,11 @@ func inferBinary(logical bool, check func(*Tensor) error) inferFunc {
 // inferPow: the exponent may have another numeric type than the base; the
 // output has the base's type.
 func inferPow(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}
-	y, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, y := ts[0], ts[1]
 	if err := requireNumeric(x); err != nil {
 		return nil, err
 	}
@@ -130,11 +108,8 @@ func inferVariadic(g *Graph, n *Node) ([]Type, error) {
 	ts := make([]*Tensor, len(n.Inputs))
 	var s Shape
 	for i := range n.Inputs {
-		t, err := input(g, n, i)
+		t, err := input(g, n, i, requireNumeric)
 		if err != nil {
-			return nil, err
-		}
-		if err := requireNumeric(t); err != nil {
 			return nil, err
 		}
 		ts[i] = t
@@ -151,21 +126,11 @@ func inferVariadic(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferWhere(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 3, 3); err != nil {
-		return nil, err
-	}
-	c, err := input(g, n, 0)
+	ts, err := operands(g, n, 3, 3)
 	if err != nil {
 		return nil, err
 	}
-	x, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	y, err := input(g, n, 2)
-	if err != nil {
-		return nil, err
-	}
+	c, x, y := ts[0], ts[1], ts[2]
 	if err := requireBool(c); err != nil {
 		return nil, err
 	}
@@ -185,14 +150,8 @@ func inferWhere(g *Graph, n *Node) ([]Type, error) {
 // inferClip: min and max are attributes before opset 11 and optional
 // one-element inputs of the input's type from opset 11 on.
 func inferClip(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 3, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(x); err != nil {
 		return nil, err
 	}
 	if opset(g) < 11 && len(n.Inputs) > 1 {
@@ -217,10 +176,7 @@ func inferClip(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferCast(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}

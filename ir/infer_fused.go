@@ -25,10 +25,7 @@ func init() {
 // RMSNormShape checks the operands of an RMSNorm node and returns its
 // sizes: rows of d values.
 func RMSNormShape(g *Graph, n *Node) (rows, d int64, err error) {
-	if err = inputCount(n, 2, 2); err != nil {
-		return
-	}
-	ts, err := inputs(g, n, 2)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return
 	}
@@ -46,10 +43,7 @@ func RMSNormShape(g *Graph, n *Node) (rows, d int64, err error) {
 // RotaryShape checks the operands of a Rotary node and returns its
 // sizes: t tokens of heads heads of d values.
 func RotaryShape(g *Graph, n *Node) (t, heads, d int64, err error) {
-	if err = inputCount(n, 3, 3); err != nil {
-		return
-	}
-	ts, err := inputs(g, n, 3)
+	ts, err := operands(g, n, 3, 3)
 	if err != nil {
 		return
 	}

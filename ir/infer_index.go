@@ -20,21 +20,25 @@ func requireIndices(t *Tensor) error {
 	return nil
 }
 
+// indexed returns the k inputs of an indexed read or write (data,
+// indices, …), the indices checked.
+func indexed(g *Graph, n *Node, k int) ([]*Tensor, error) {
+	ts, err := operands(g, n, k, k)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireIndices(ts[1]); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
 func inferGatherElements(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := indexed(g, n, 2)
 	if err != nil {
 		return nil, err
 	}
-	ind, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireIndices(ind); err != nil {
-		return nil, err
-	}
+	x, ind := ts[0], ts[1]
 	if ind.Shape.Rank() != x.Shape.Rank() {
 		return nil, fmt.Errorf("indices %v must have the rank of data %v", ind.Shape, x.Shape)
 	}
@@ -45,24 +49,11 @@ func inferGatherElements(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferScatter(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 3, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := indexed(g, n, 3)
 	if err != nil {
 		return nil, err
 	}
-	ind, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	upd, err := input(g, n, 2)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireIndices(ind); err != nil {
-		return nil, err
-	}
+	x, upd := ts[0], ts[2]
 	if err := sameType(x, upd); err != nil {
 		return nil, err
 	}
@@ -70,20 +61,11 @@ func inferScatter(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferGatherND(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := indexed(g, n, 2)
 	if err != nil {
 		return nil, err
 	}
-	ind, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireIndices(ind); err != nil {
-		return nil, err
-	}
+	x, ind := ts[0], ts[1]
 	b := int(n.Attrs.Int("batch_dims", 0))
 	q, r := ind.Shape.Rank(), x.Shape.Rank()
 	if q < 1 || b < 0 || b >= q || b > r {
@@ -112,15 +94,11 @@ func lossShape(n *Node, target *Tensor) (Shape, error) {
 }
 
 func lossInputs(g *Graph, n *Node) (x, target *Tensor, err error) {
-	if err := inputCount(n, 2, 3); err != nil {
+	in, err := operands(g, n, 2, 3)
+	if err != nil {
 		return nil, nil, err
 	}
-	if x, err = input(g, n, 0); err != nil {
-		return nil, nil, err
-	}
-	if target, err = input(g, n, 1); err != nil {
-		return nil, nil, err
-	}
+	x, target = in[0], in[1]
 	if err := requireFloat(x); err != nil {
 		return nil, nil, err
 	}
@@ -172,10 +150,7 @@ func init() {
 }
 
 func inferReverseSequence(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}

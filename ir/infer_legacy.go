@@ -40,14 +40,8 @@ func init() {
 }
 
 func inferMVN(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	if _, err := normAxes(n.Attrs.Ints("axes", []int64{0, 2, 3}), x.Shape.Rank()); err != nil {
@@ -99,10 +93,7 @@ func MaxUnpoolShape(g *Graph, n *Node, given bool) (Shape, error) {
 }
 
 func inferMaxUnpool(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 2, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -120,11 +111,8 @@ func inferMaxUnpool(g *Graph, n *Node) ([]Type, error) {
 // the batch's statistics and also outputs the updated running mean and
 // variance.
 func inferTrainingBatchNorm(g *Graph, n *Node) ([]Type, error) {
-	x, err := input(g, n, 0)
+	x, err := input(g, n, 0, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	if x.Shape.Rank() < 2 {

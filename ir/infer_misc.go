@@ -15,8 +15,7 @@ func init() {
 	register(inferOneHot, "OneHot")
 	register(inferEyeLike, "EyeLike")
 	register(inferTopK, "TopK")
-	register(inferQuantize, "QuantizeLinear")
-	register(inferDequantize, "DequantizeLinear")
+	register(inferQuantize, "QuantizeLinear", "DequantizeLinear")
 	register(inferUnary(requireFloat), "Celu", "Mish", "Gelu")
 	register(inferFirst(1, 1), "LRN")
 }
@@ -37,36 +36,20 @@ func requireInteger(t *Tensor) error {
 }
 
 func inferCastLike(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}
-	like, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, like := ts[0], ts[1]
 	return same(like.DType, x.Shape), nil
 }
 
 func inferOneHot(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 3, 3); err != nil {
-		return nil, err
-	}
-	ind, err := input(g, n, 0)
+	ts, err := operands(g, n, 3, 3)
 	if err != nil {
 		return nil, err
 	}
-	depth, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := input(g, n, 2)
-	if err != nil {
-		return nil, err
-	}
+	ind, depth, vals := ts[0], ts[1], ts[2]
 	if !depth.IsConst() || depth.Shape.Elements() != 1 {
 		return nil, NeedValue("depth", depth.Name)
 	}
@@ -90,10 +73,7 @@ func inferOneHot(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferEyeLike(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -110,11 +90,8 @@ func inferEyeLike(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferTopK(g *Graph, n *Node) ([]Type, error) {
-	x, err := input(g, n, 0)
+	x, err := input(g, n, 0, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(x); err != nil {
 		return nil, err
 	}
 	k := n.Attrs.Int("k", -1)
@@ -156,20 +133,19 @@ func quantAxis(n *Node, x, s *Tensor) error {
 	return nil
 }
 
+// inferQuantize: QuantizeLinear outputs the zero point's type (uint8
+// without one), DequantizeLinear the scale's.
 func inferQuantize(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 3)
 	if err != nil {
 		return nil, err
 	}
-	scale, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, scale := ts[0], ts[1]
 	if err := quantAxis(n, x, scale); err != nil {
 		return nil, err
+	}
+	if n.Op == "DequantizeLinear" {
+		return same(scale.DType, x.Shape), nil
 	}
 	dt := Uint8
 	if zp, err := optInput(g, n, 2); err != nil {
@@ -178,22 +154,4 @@ func inferQuantize(g *Graph, n *Node) ([]Type, error) {
 		dt = zp.DType
 	}
 	return same(dt, x.Shape), nil
-}
-
-func inferDequantize(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
-	if err != nil {
-		return nil, err
-	}
-	scale, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	if err := quantAxis(n, x, scale); err != nil {
-		return nil, err
-	}
-	return same(scale.DType, x.Shape), nil
 }

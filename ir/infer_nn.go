@@ -15,25 +15,8 @@ func init() {
 }
 
 func inferConv(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, w, b, err := operandPair(g, n, 3, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	w, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	b, err := optInput(g, n, 2)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
-		return nil, err
-	}
-	if err := sameType(x, w); err != nil {
 		return nil, err
 	}
 	win, err := SpatialWindow(g, n)
@@ -64,14 +47,8 @@ func inferConv(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferPool(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(x); err != nil {
 		return nil, err
 	}
 	if n.Op == "MaxPool" && n.Attrs.Int("storage_order", 0) != 0 && n.Attrs.Int("storage_order", 0) != 1 {
@@ -90,14 +67,8 @@ func inferPool(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferGlobalPool(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	if x.Shape.Rank() < 3 {
@@ -124,11 +95,8 @@ func inferBatchNorm(g *Graph, n *Node) ([]Type, error) {
 			return nil, fmt.Errorf("output %d (training statistics) is not supported", i)
 		}
 	}
-	x, err := input(g, n, 0)
+	x, err := input(g, n, 0, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	if x.Shape.Rank() < 2 {
@@ -136,11 +104,8 @@ func inferBatchNorm(g *Graph, n *Node) ([]Type, error) {
 	}
 	c := x.Shape[1]
 	for i, what := range []string{"scale", "bias", "mean", "variance"} {
-		p, err := input(g, n, i+1)
+		p, err := input(g, n, i+1, requireFloat)
 		if err != nil {
-			return nil, err
-		}
-		if err := requireFloat(p); err != nil {
 			return nil, err
 		}
 		if p.Shape.Rank() != 1 || p.Shape[0] != c {
@@ -153,14 +118,8 @@ func inferBatchNorm(g *Graph, n *Node) ([]Type, error) {
 // inferLayerNorm: Y has X's type and shape; the optional Mean and
 // InvStdDev outputs keep X's leading axes and have size 1 from axis on.
 func inferLayerNorm(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 2, 3, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	r := x.Shape.Rank()
@@ -201,14 +160,8 @@ func inferLayerNorm(g *Graph, n *Node) ([]Type, error) {
 
 // inferSoftmax: the axis defaults to 1 before opset 13 and to -1 after.
 func inferSoftmax(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	def := int64(-1)
@@ -222,25 +175,8 @@ func inferSoftmax(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferGemm(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	a, err := input(g, n, 0)
+	a, b, c, err := operandPair(g, n, 3, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	b, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	c, err := optInput(g, n, 2)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(a); err != nil {
-		return nil, err
-	}
-	if err := sameType(a, b); err != nil {
 		return nil, err
 	}
 	for _, t := range []*Tensor{a, b} {
@@ -274,21 +210,8 @@ func inferGemm(g *Graph, n *Node) ([]Type, error) {
 // inferMatMul follows numpy.matmul: a 1-D A gains a leading 1 and a 1-D B a
 // trailing 1 that are dropped from the result; batch axes broadcast.
 func inferMatMul(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	a, err := input(g, n, 0)
+	a, b, _, err := operandPair(g, n, 2, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	b, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(a); err != nil {
-		return nil, err
-	}
-	if err := sameType(a, b); err != nil {
 		return nil, err
 	}
 	as, bs := a.Shape, b.Shape
@@ -322,10 +245,7 @@ func inferMatMul(g *Graph, n *Node) ([]Type, error) {
 
 // inferFlatten: the axis may equal the rank (then the result is [n, 1]).
 func inferFlatten(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -39,47 +39,20 @@ func init() {
 	register(inferResize, "Resize", "Upsample")
 }
 
-// inferFirst is the rule of an operator of lo to hi inputs whose one
-// output has the type and shape of its first input.
-func inferFirst(lo, hi int) inferFunc {
-	return func(g *Graph, n *Node) ([]Type, error) {
-		if err := inputCount(n, lo, hi); err != nil {
-			return nil, err
-		}
-		x, err := input(g, n, 0)
-		if err != nil {
-			return nil, err
-		}
-		return same(x.DType, x.Shape), nil
-	}
-}
-
 func inferIsX(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	return same(Bool, x.Shape), nil
 }
 
 func inferPRelu(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}
-	s, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, s := ts[0], ts[1]
 	if err := sameType(x, s); err != nil {
 		return nil, err
 	}
@@ -91,14 +64,8 @@ func inferPRelu(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferArg(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(x); err != nil {
 		return nil, err
 	}
 	axis, err := NormAxis(n.Attrs.Int("axis", 0), x.Shape.Rank())
@@ -118,24 +85,14 @@ func inferArg(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferSize(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	if _, err := input(g, n, 0); err != nil {
+	if _, err := operand(g, n, 1, 1); err != nil {
 		return nil, err
 	}
 	return same(Int64, Shape{}), nil
 }
 
 func inferTile(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
-	if err != nil {
-		return nil, err
-	}
-	reps, err := constInts(g, n, 1, "repeats")
+	x, reps, err := operandAndInts(g, n, "repeats")
 	if err != nil {
 		return nil, err
 	}
@@ -155,10 +112,7 @@ func inferTile(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferBlocks(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +134,7 @@ func inferBlocks(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferDropout(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -195,17 +146,11 @@ func inferDropout(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferConvTranspose(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 3); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 3)
 	if err != nil {
 		return nil, err
 	}
-	w, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, w := ts[0], ts[1]
 	if err := requireFloat(x); err != nil {
 		return nil, err
 	}

@@ -74,17 +74,11 @@ func PackedWeights(n *Node, w *Tensor, cols int64) (Packed, error) {
 }
 
 func inferPackedMatMul(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}
-	w, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, w := ts[0], ts[1]
 	if x.DType != Float32 || x.Shape.Rank() == 0 {
 		return nil, fmt.Errorf("input %q is %s%v, want float32 of rank 1 or more", x.Name, x.DType, x.Shape)
 	}
@@ -99,17 +93,11 @@ func inferPackedMatMul(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferPackedGather(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	w, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	w, ids := ts[0], ts[1]
 	if ids.DType != Int64 && ids.DType != Int32 {
 		return nil, fmt.Errorf("ids %q are %s, want int64 or int32", ids.Name, ids.DType)
 	}

@@ -58,14 +58,8 @@ func ResolveReduceAxes(g *Graph, n *Node) ([]int, error) {
 }
 
 func inferReduce(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 2, requireNumeric)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireNumeric(x); err != nil {
 		return nil, err
 	}
 	axes, err := ResolveReduceAxes(g, n)
@@ -142,10 +136,7 @@ func ResolvePads(g *Graph, n *Node) ([]int64, error) {
 }
 
 func inferPad(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 4); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 4)
 	if err != nil {
 		return nil, err
 	}

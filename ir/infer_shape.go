@@ -19,14 +19,7 @@ func init() {
 // inferReshape: 0 copies the input's dimension at that index (unless
 // allowzero is set), one -1 takes whatever size is left.
 func inferReshape(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := constInts(g, n, 1, "shape")
+	x, spec, err := operandAndInts(g, n, "shape")
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +94,7 @@ func ResolvePerm(n *Node, rank int) ([]int, error) {
 }
 
 func inferTranspose(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +224,7 @@ func ResolveSplit(g *Graph, n *Node) (int, []int64, error) {
 }
 
 func inferSplit(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -364,10 +351,7 @@ func clamp(v, lo, hi int64) int64 {
 }
 
 func inferSlice(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 5); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 5)
 	if err != nil {
 		return nil, err
 	}
@@ -379,20 +363,11 @@ func inferSlice(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferGather(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := indexed(g, n, 2)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
-	if idx.DType != Int64 && idx.DType != Int32 {
-		return nil, fmt.Errorf("indices %q are %s, want int32 or int64", idx.Name, idx.DType)
-	}
+	x, idx := ts[0], ts[1]
 	axis, err := NormAxis(n.Attrs.Int("axis", 0), x.Shape.Rank())
 	if err != nil {
 		return nil, err
@@ -436,15 +411,20 @@ func axesArg(g *Graph, n *Node, sinceInput int64) (axes []int64, ok bool, err er
 	return axes, err == nil, err
 }
 
+// squeezeOperands returns the input of a Squeeze or Unsqueeze node and
+// its axes (ok false where the node gives none).
+func squeezeOperands(g *Graph, n *Node) (x *Tensor, axes []int64, ok bool, err error) {
+	if x, err = operand(g, n, 1, 2); err != nil {
+		return nil, nil, false, err
+	}
+	if axes, ok, err = axesArg(g, n, 13); err != nil {
+		return nil, nil, false, err
+	}
+	return x, axes, ok, nil
+}
+
 func inferSqueeze(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
-	if err != nil {
-		return nil, err
-	}
-	axes, ok, err := axesArg(g, n, 13)
+	x, axes, ok, err := squeezeOperands(g, n)
 	if err != nil {
 		return nil, err
 	}
@@ -476,14 +456,7 @@ func inferSqueeze(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferUnsqueeze(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
-	if err != nil {
-		return nil, err
-	}
-	axes, ok, err := axesArg(g, n, 13)
+	x, axes, ok, err := squeezeOperands(g, n)
 	if err != nil {
 		return nil, err
 	}
@@ -532,10 +505,7 @@ func ShapeSlice(n *Node, rank int) (start, end int) {
 }
 
 func inferShape(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -566,14 +536,7 @@ func inferConstantOfShape(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferExpand(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
-	if err != nil {
-		return nil, err
-	}
-	dims, err := constInts(g, n, 1, "shape")
+	x, dims, err := operandAndInts(g, n, "shape")
 	if err != nil {
 		return nil, err
 	}

@@ -18,14 +18,11 @@ func inferRecurrent(g *Graph, n *Node) ([]Type, error) {
 	if err := inputCount(n, 3, 8); err != nil {
 		return nil, err
 	}
-	x, err := input(g, n, 0)
+	ts, err := inputs(g, n, 2)
 	if err != nil {
 		return nil, err
 	}
-	w, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, w := ts[0], ts[1]
 	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
@@ -81,17 +78,11 @@ func inferWindow(g *Graph, n *Node) ([]Type, error) {
 // inferCompress needs the condition as a constant: it decides the output
 // size.
 func inferCompress(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}
-	cond, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, cond := ts[0], ts[1]
 	if !cond.IsConst() || cond.Shape.Rank() != 1 {
 		return nil, NeedValue("condition", cond.Name)
 	}
@@ -125,14 +116,8 @@ func inferCompress(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferDet(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	r := x.Shape.Rank()
@@ -143,10 +128,7 @@ func inferDet(g *Graph, n *Node) ([]Type, error) {
 }
 
 func inferDynamicQuantize(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -161,17 +143,11 @@ func init() { register(inferGridSample, "GridSample") }
 // inferGridSample: X [N,C,H,W] sampled at grid [N,Ho,Wo,2] gives
 // [N,C,Ho,Wo].
 func inferGridSample(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 2); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	ts, err := operands(g, n, 2, 2)
 	if err != nil {
 		return nil, err
 	}
-	grid, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, grid := ts[0], ts[1]
 	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
@@ -187,10 +163,7 @@ func inferGridSample(g *Graph, n *Node) ([]Type, error) {
 func init() { register(inferTfIdf, "TfIdfVectorizer") }
 
 func inferTfIdf(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -288,14 +261,8 @@ func inferDFT(g *Graph, n *Node) ([]Type, error) {
 	if opset(g) >= 20 {
 		most = 3 // axis
 	}
-	if err := inputCount(n, 1, most); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, most, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	axis, _, outLen, err := DFTGeometry(g, n)
@@ -351,14 +318,8 @@ func STFTGeometry(g *Graph, n *Node) (step, length, frames, bins int64, err erro
 }
 
 func inferSTFT(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 2, 4); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 2, 4, requireFloat)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireFloat(x); err != nil {
 		return nil, err
 	}
 	_, _, frames, bins, err := STFTGeometry(g, n)
@@ -373,10 +334,7 @@ func init() { register(inferNonZero, "NonZero") }
 // inferNonZero needs a constant input: the count of non-zero elements is
 // the output's size.
 func inferNonZero(g *Graph, n *Node) ([]Type, error) {
-	if err := inputCount(n, 1, 1); err != nil {
-		return nil, err
-	}
-	x, err := input(g, n, 0)
+	x, err := operand(g, n, 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -416,14 +374,11 @@ func inferRoiAlign(g *Graph, n *Node) ([]Type, error) {
 	if err := inputCount(n, 3, 3); err != nil {
 		return nil, err
 	}
-	x, err := input(g, n, 0)
+	ts, err := inputs(g, n, 2)
 	if err != nil {
 		return nil, err
 	}
-	rois, err := input(g, n, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, rois := ts[0], ts[1]
 	if err := requireFloat(x); err != nil {
 		return nil, err
 	}

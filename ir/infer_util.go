@@ -5,13 +5,23 @@ import (
 	"math"
 )
 
-// input returns input i of n, which must be present and typed.
-func input(g *Graph, n *Node, i int) (*Tensor, error) {
+// input returns input i of n, which must be present and typed and pass
+// every check.
+func input(g *Graph, n *Node, i int, checks ...func(*Tensor) error) (*Tensor, error) {
 	id := n.Input(i)
 	if id == NoTensor {
 		return nil, fmt.Errorf("input %d is missing", i)
 	}
-	return tensorOf(g, id)
+	t, err := tensorOf(g, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, check := range checks {
+		if err := check(t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // inputs returns the first k inputs of n, each present and typed, as
@@ -69,6 +79,41 @@ func constInts(g *Graph, n *Node, i int, what string) ([]int64, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return intsOf(t, what)
+}
+
+// operandPair returns the inputs a and b of a node of 2 to hi inputs and
+// its optional third input c (nil where absent), once a passes check and
+// b has a's type.
+func operandPair(g *Graph, n *Node, hi int, check func(*Tensor) error) (a, b, c *Tensor, err error) {
+	ts, err := operands(g, n, 2, hi)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	a, b = ts[0], ts[1]
+	if c, err = optInput(g, n, 2); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := check(a); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := sameType(a, b); err != nil {
+		return nil, nil, nil, err
+	}
+	return a, b, c, nil
+}
+
+// operandAndInts returns the first of n's two inputs and the values of
+// the second, a constant integer tensor that what names in errors.
+func operandAndInts(g *Graph, n *Node, what string) (*Tensor, []int64, error) {
+	x, err := operand(g, n, 2, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := constInts(g, n, 1, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, v, nil
 }
 
 func intsOf(t *Tensor, what string) ([]int64, error) {
@@ -175,4 +220,22 @@ func ones(k int) Shape {
 // requested reports whether the node asks for output i.
 func requested(n *Node, i int) bool {
 	return i < len(n.Outputs) && n.Outputs[i] != NoTensor
+}
+
+// operands checks that n has lo to hi inputs (as inputCount does) and
+// returns the first lo of them, each present and typed.
+func operands(g *Graph, n *Node, lo, hi int) ([]*Tensor, error) {
+	if err := inputCount(n, lo, hi); err != nil {
+		return nil, err
+	}
+	return inputs(g, n, lo)
+}
+
+// operand checks that n has lo to hi inputs (as inputCount does) and
+// returns the first, present and typed, once it passes every check.
+func operand(g *Graph, n *Node, lo, hi int, checks ...func(*Tensor) error) (*Tensor, error) {
+	if err := inputCount(n, lo, hi); err != nil {
+		return nil, err
+	}
+	return input(g, n, 0, checks...)
 }

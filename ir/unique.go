@@ -103,10 +103,7 @@ func Unique(g *Graph, n *Node) (*UniqueResult, error) {
 
 func init() {
 	register(func(g *Graph, n *Node) ([]Type, error) {
-		if err := inputCount(n, 1, 1); err != nil {
-			return nil, err
-		}
-		x, err := input(g, n, 0)
+		x, err := operand(g, n, 1, 1)
 		if err != nil {
 			return nil, err
 		}

@@ -318,14 +318,21 @@ func TestImportErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := ImportBytes(marshal(t, tt.m), "")
-			if err == nil {
-				m.Close()
-				t.Fatalf("import succeeded, want an error containing %q", tt.want)
-			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %q does not contain %q", err, tt.want)
-			}
+			wantImportError(t, m, err, tt.want)
 		})
+	}
+}
+
+// wantImportError fails t unless the import that returned m and err
+// failed with an error containing want.
+func wantImportError(t *testing.T, m *Model, err error, want string) {
+	t.Helper()
+	if err == nil {
+		m.Close()
+		t.Fatalf("import succeeded, want an error containing %q", want)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not contain %q", err, want)
 	}
 }
 
@@ -382,13 +389,7 @@ func TestImportExternalErrors(t *testing.T) {
 				}
 				return
 			}
-			if err == nil {
-				m.Close()
-				t.Fatalf("import succeeded, want an error containing %q", tt.want)
-			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %q does not contain %q", err, tt.want)
-			}
+			wantImportError(t, m, err, tt.want)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package onnx
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -53,20 +52,7 @@ func SequenceIO(path string) (inputs, outputs []bool, err error) {
 // ReadSequenceFile reads a serialized ONNX SequenceProto of tensors (the
 // .pb files of ONNX's test data sets for sequence values) into constant
 // tensors, in order.
-func ReadSequenceFile(path string) ([]*ir.Tensor, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
-		return nil, err
-	}
-	ts, err := ReadSequence(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ts, nil
-}
+func ReadSequenceFile(path string) ([]*ir.Tensor, error) { return readFile(path, ReadSequence) }
 
 // ReadSequence decodes a serialized ONNX SequenceProto whose elements are
 // tensors.

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -131,6 +132,32 @@ func (im *importer) sequenceNode(name, op string, np *onnxpb.NodeProto, attrs ir
 		return n, nil
 	}
 	opset := im.g.Opset()
+	// alongAxis replaces each tensor of names by its Unsqueeze or Squeeze
+	// (op) at axis, named out/unsqueeze0, out/unsqueeze1, …; from opset
+	// 13 the nodes share one constant axes input.
+	alongAxis := func(op string, names []string, axis int64) error {
+		for i := range names {
+			o := out + "/" + strings.ToLower(op) + strconv.Itoa(i)
+			in, at := []string{names[i]}, ir.Attrs{}
+			if opset >= 13 {
+				axes := out + "/axes"
+				if i == 0 {
+					var err error
+					if axes, err = ints("axes", []int64{axis}); err != nil {
+						return err
+					}
+				}
+				in = append(in, axes)
+			} else {
+				at["axes"] = ir.Attr{Kind: ir.AttrInts, Ints: []int64{axis}}
+			}
+			if err := emit(op, in, []string{o}, at); err != nil {
+				return err
+			}
+			names[i] = o
+		}
+		return nil
+	}
 
 	switch op {
 	case "SequenceEmpty":
@@ -212,24 +239,8 @@ func (im *importer) sequenceNode(name, op string, np *onnxpb.NodeProto, attrs ir
 			parts[i] = im.g.Tensors[id].Name
 		}
 		if attrs.Int("new_axis", 0) != 0 {
-			for i := range parts {
-				u := out + "/unsqueeze" + strconv.Itoa(i)
-				in, at := []string{parts[i]}, ir.Attrs{}
-				if opset >= 13 {
-					axes := out + "/axes"
-					if i == 0 {
-						if axes, err = ints("axes", []int64{axis}); err != nil {
-							return err
-						}
-					}
-					in = append(in, axes)
-				} else {
-					at["axes"] = ir.Attr{Kind: ir.AttrInts, Ints: []int64{axis}}
-				}
-				if err := emit("Unsqueeze", in, []string{u}, at); err != nil {
-					return err
-				}
-				parts[i] = u
+			if err := alongAxis("Unsqueeze", parts, axis); err != nil {
+				return err
 			}
 		}
 		return emit("Concat", parts, []string{out}, ir.Attrs{"axis": {Kind: ir.AttrInt, Int: axis}})
@@ -303,24 +314,8 @@ func (im *importer) sequenceNode(name, op string, np *onnxpb.NodeProto, attrs ir
 			return err
 		}
 		if squeeze {
-			for i, p := range pieces {
-				q := out + "/squeeze" + strconv.Itoa(i)
-				in, at := []string{p}, ir.Attrs{}
-				if opset >= 13 {
-					axes := out + "/axes"
-					if i == 0 {
-						if axes, err = ints("axes", []int64{axis}); err != nil {
-							return err
-						}
-					}
-					in = append(in, axes)
-				} else {
-					at["axes"] = ir.Attr{Kind: ir.AttrInts, Ints: []int64{axis}}
-				}
-				if err := emit("Squeeze", in, []string{q}, at); err != nil {
-					return err
-				}
-				pieces[i] = q
+			if err := alongAxis("Squeeze", pieces, axis); err != nil {
+				return err
 			}
 		}
 		s := make([]ir.TensorID, len(pieces))

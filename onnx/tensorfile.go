@@ -21,19 +21,24 @@ func (m *Model) Producer() string {
 // ReadTensorFile reads a serialized ONNX TensorProto (the .pb files of
 // ONNX's test data sets) into a constant tensor whose Data is a fresh
 // copy. Tensors with external data are refused.
-func ReadTensorFile(path string) (*ir.Tensor, error) {
+func ReadTensorFile(path string) (*ir.Tensor, error) { return readFile(path, ReadTensor) }
+
+// readFile decodes the file at path with decode, its errors naming the
+// path.
+func readFile[T any](path string, decode func([]byte) (T, error)) (T, error) {
+	var none T
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such file", path)
+			return none, fmt.Errorf("%s: no such file", path)
 		}
-		return nil, err
+		return none, err
 	}
-	t, err := ReadTensor(b)
+	v, err := decode(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return none, fmt.Errorf("%s: %w", path, err)
 	}
-	return t, nil
+	return v, nil
 }
 
 // ReadTensor decodes a serialized ONNX TensorProto into a constant tensor

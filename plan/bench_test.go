@@ -41,21 +41,25 @@ func transformer(nodes int, cache bool) *plan.Problem {
 	return &b.p
 }
 
+// benchBuild plans p in a loop and reports the arena over LOAD and the
+// heuristics tried.
+func benchBuild(b *testing.B, p *plan.Problem) {
+	var pl *plan.Plan
+	for b.Loop() {
+		var err error
+		if pl, err = plan.Build(p, plan.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(pl.ArenaBytes)/float64(pl.LoadBytes), "arena/load")
+	b.ReportMetric(float64(len(pl.Attempts)), "heuristics")
+}
+
 func BenchmarkBuild(b *testing.B) {
 	for _, nodes := range []int{10_000, 100_000} {
 		for _, cache := range []bool{false, true} {
 			p := transformer(nodes, cache)
-			b.Run(fmt.Sprintf("nodes=%d/cache=%v", nodes, cache), func(b *testing.B) {
-				var pl *plan.Plan
-				for b.Loop() {
-					var err error
-					if pl, err = plan.Build(p, plan.Options{}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(pl.ArenaBytes)/float64(pl.LoadBytes), "arena/load")
-				b.ReportMetric(float64(len(pl.Attempts)), "heuristics")
-			})
+			b.Run(fmt.Sprintf("nodes=%d/cache=%v", nodes, cache), func(b *testing.B) { benchBuild(b, p) })
 		}
 	}
 }
@@ -66,17 +70,7 @@ func BenchmarkBuild(b *testing.B) {
 func BenchmarkBuildRandom(b *testing.B) {
 	for _, nodes := range []int{2_000, 10_000} {
 		p := randomProblem(rand.New(rand.NewPCG(1, 1)), nodes)
-		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
-			var pl *plan.Plan
-			for b.Loop() {
-				var err error
-				if pl, err = plan.Build(p, plan.Options{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(pl.ArenaBytes)/float64(pl.LoadBytes), "arena/load")
-			b.ReportMetric(float64(len(pl.Attempts)), "heuristics")
-		})
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchBuild(b, p) })
 	}
 }
 

@@ -247,18 +247,9 @@ func (lv *liveness) load(p *Problem, align int64) int64 {
 // peak returns the first schedule position at which LOAD is reached and the
 // roots live there, largest first.
 func (lv *liveness) peak(p *Problem, align int64) (int, []int) {
-	delta := make([]int64, lv.steps+1)
-	for i, r := range lv.root {
-		if r == i {
-			a := AlignUp(p.Tensors[i].Size, align)
-			delta[lv.start[i]] += a
-			delta[lv.end[i]+1] -= a
-		}
-	}
 	at, best := 0, int64(-1)
-	var live int64
-	for t, d := range delta[:lv.steps] {
-		if live += d; live > best {
+	for t, live := range lv.curve(p, align) {
+		if live > best {
 			at, best = t, live
 		}
 	}

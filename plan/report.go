@@ -53,15 +53,7 @@ func (pl *Plan) Report(p *Problem) Report {
 		Attempts:                 pl.Attempts,
 		Tensors:                  make([]TensorReport, len(p.Tensors)),
 	}
-	op := make([]string, len(p.Tensors))
-	for _, id := range p.Inputs {
-		op[id] = "input"
-	}
-	for s := range p.Steps {
-		for _, id := range p.Steps[s].Outputs {
-			op[id] = p.Steps[s].Op
-		}
-	}
+	op := producerOps(p)
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		tr := TensorReport{Name: t.Name, Op: op[i], Offset: pl.Offsets[i], Size: t.Size}
@@ -111,4 +103,19 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\n", t.Start, t.End, t.Offset, t.Size, t.Op, name)
 	}
 	return tw.Flush()
+}
+
+// producerOps names, for each tensor of p, the op of the step that writes
+// it, or "input" for an input of the graph.
+func producerOps(p *Problem) []string {
+	op := make([]string, len(p.Tensors))
+	for _, id := range p.Inputs {
+		op[id] = "input"
+	}
+	for s := range p.Steps {
+		for _, id := range p.Steps[s].Outputs {
+			op[id] = p.Steps[s].Op
+		}
+	}
+	return op
 }

@@ -29,15 +29,7 @@ func WriteSVG(w io.Writer, p *Problem, pl *Plan) error {
 	x := func(t int) float64 { return left + plotW*float64(t)/float64(steps) }
 	y := func(b int64) float64 { return top + plotH - plotH*float64(b)/float64(bytes) }
 
-	op := make([]string, len(p.Tensors))
-	for _, id := range p.Inputs {
-		op[id] = "input"
-	}
-	for s := range p.Steps {
-		for _, id := range p.Steps[s].Outputs {
-			op[id] = p.Steps[s].Op
-		}
-	}
+	op := producerOps(p)
 
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" font-family="sans-serif" font-size="13">`+"\n", width, height)

@@ -75,7 +75,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_ROOT = os.path.join(REPO_ROOT, "testdata", "models")
 SOURCE = "scripts/gen_fixtures.py"
 
-SUPPORTED_OPS = {
+# CORE_OPS are the operators the exported models may hold, here and in
+# scripts/train_demo.py.
+CORE_OPS = {
     "Conv", "BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid",
     "HardSigmoid", "HardSwish", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Neg",
     "Abs", "Pow", "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool",
@@ -84,6 +86,8 @@ SUPPORTED_OPS = {
     "Constant", "ConstantOfShape", "Identity", "Softmax",
     "LayerNormalization", "ReduceMean", "ReduceSum", "Cast", "Where",
     "Expand", "Equal", "Pad",
+}
+SUPPORTED_OPS = CORE_OPS | {
     # lstm_if: a scripted data-dependent branch around LSTMs.
     "If", "LSTM", "Greater",
     # qdq_cnn: fake-quantised activations and weights.
@@ -288,12 +292,7 @@ class MobileNetPairs(nn.Module):
 
 
 def make_mobilenet_pairs():
-    model = MobileNetPairs()
-    randomize_norms(model)
-    x = torch.randn(1, 3, 112, 112)
-    return dict(model=model, inputs=(x,), input_names=["image"],
-                output_names=["logits"], opset=13,
-                training=torch.onnx.TrainingMode.EVAL)
+    return image_fixture(MobileNetPairs(), 112)
 
 
 # ---------------------------------------------------------------------------
@@ -353,9 +352,14 @@ class Bert(nn.Module):
         self.layers = nn.ModuleList(BertLayer(hidden, heads, ffn) for _ in range(layers))
         self.pooler = nn.Linear(hidden, hidden)
 
+    def positions(self, seq):
+        """The position ids of seq tokens: all max_len of them, the length
+        of every sequence this model sees."""
+        return self.position_ids
+
     def forward(self, input_ids, attention_mask):
         batch, seq = input_ids.shape[0], input_ids.shape[1]
-        x = self.tok_emb(input_ids) + self.pos_emb(self.position_ids)
+        x = self.tok_emb(input_ids) + self.pos_emb(self.positions(seq))
         x = self.emb_ln(x)
         mask_bias = (1.0 - attention_mask[:, None, None, :].float()) * -10000.0
         for layer in self.layers:
@@ -488,15 +492,20 @@ class QdqCnn(nn.Module):
 # Fixture definitions
 # ---------------------------------------------------------------------------
 
+def image_fixture(model, size, randomize=True, training=torch.onnx.TrainingMode.EVAL):
+    """A classifier of one image [1, 3, size, size] → logits at opset 13,
+    its norms given non-trivial parameters unless randomize is false."""
+    if randomize:
+        randomize_norms(model)
+    x = torch.randn(1, 3, size, size)
+    return dict(model=model, inputs=(x,), input_names=["image"],
+                output_names=["logits"], opset=13, training=training)
+
+
 def make_resnet():
-    model = ResNet()
-    randomize_norms(model)
-    x = torch.randn(1, 3, 32, 32)
     # PRESERVE keeps BatchNormalization nodes in the graph (inference form)
     # instead of folding them into the preceding Conv.
-    return dict(model=model, inputs=(x,), input_names=["image"],
-                output_names=["logits"], opset=13,
-                training=torch.onnx.TrainingMode.PRESERVE)
+    return image_fixture(ResNet(), 32, training=torch.onnx.TrainingMode.PRESERVE)
 
 
 def make_bottleneck():
@@ -504,13 +513,9 @@ def make_bottleneck():
         Bottleneck(16, 8, 32, 1),
         Bottleneck(32, 16, 64, 2),
     ))
-    randomize_norms(model)
-    x = torch.randn(1, 3, 16, 16)
     # Exported in eval form: the batch norms fold into the convolutions,
     # so each block's last convolution and its shortcut meet at an Add.
-    return dict(model=model, inputs=(x,), input_names=["image"],
-                output_names=["logits"], opset=13,
-                training=torch.onnx.TrainingMode.EVAL)
+    return image_fixture(model, 16)
 
 
 def make_resnet_blocked():
@@ -532,20 +537,11 @@ def make_resnet_blocked():
         Bottleneck(128, 32, 128, 1, identity=True),
         Bottleneck(128, 32, 128, 2),
     ))
-    randomize_norms(model)
-    x = torch.randn(1, 3, 128, 128)
-    return dict(model=model, inputs=(x,), input_names=["image"],
-                output_names=["logits"], opset=13,
-                training=torch.onnx.TrainingMode.EVAL)
+    return image_fixture(model, 128)
 
 
 def make_mobilenet():
-    model = MobileNet()
-    randomize_norms(model)
-    x = torch.randn(1, 3, 32, 32)
-    return dict(model=model, inputs=(x,), input_names=["image"],
-                output_names=["logits"], opset=13,
-                training=torch.onnx.TrainingMode.EVAL)
+    return image_fixture(MobileNet(), 32)
 
 
 def make_bert():
@@ -582,11 +578,7 @@ def make_lstm_if():
 
 
 def make_qdq_cnn():
-    model = QdqCnn()
-    x = torch.randn(1, 3, 16, 16)
-    return dict(model=model, inputs=(x,), input_names=["image"],
-                output_names=["logits"], opset=13,
-                training=torch.onnx.TrainingMode.EVAL)
+    return image_fixture(QdqCnn(), 16, randomize=False)
 
 
 FIXTURES = [
@@ -690,17 +682,11 @@ def generate(name, factory):
     if bad:
         raise SystemExit(f"{name}: unsupported op types in exported graph: {', '.join(bad)}")
 
-    feeds = {}
-    for i, (n, t) in enumerate(zip(graph_inputs, inputs)):
-        arr = np.ascontiguousarray(t.numpy())
-        np.save(os.path.join(out_dir, f"input_{i}.npy"), arr)
-        feeds[n] = arr
+    feeds = dict(zip(graph_inputs, save_npy(out_dir, "input", inputs[:len(graph_inputs)])))
+    for i, (n, arr) in enumerate(feeds.items()):
         print(f"  input_{i}  {n}: {arr.dtype} {list(arr.shape)}")
-    expected = []
-    for i, (n, t) in enumerate(zip(graph_outputs, outputs)):
-        arr = np.ascontiguousarray(t.numpy().astype(np.float32))
-        np.save(os.path.join(out_dir, f"output_{i}.npy"), arr)
-        expected.append(arr)
+    expected = save_npy(out_dir, "output", outputs[:len(graph_outputs)], np.float32)
+    for i, (n, arr) in enumerate(zip(graph_outputs, expected)):
         print(f"  output_{i} {n}: {arr.dtype} {list(arr.shape)}")
 
     meta = {"inputs": graph_inputs, "outputs": graph_outputs, "opset": opset, "source": SOURCE}
@@ -718,27 +704,38 @@ def generate(name, factory):
             alt_outputs = model(*alt_inputs)
         if isinstance(alt_outputs, torch.Tensor):
             alt_outputs = (alt_outputs,)
-        alt_feeds, alt_expected = {}, []
-        for i, (n, t) in enumerate(zip(graph_inputs, alt_inputs)):
-            arr = np.ascontiguousarray(t.numpy())
-            np.save(os.path.join(out_dir, f"alt_input_{i}.npy"), arr)
-            alt_feeds[n] = arr
-        for i, t in enumerate(alt_outputs):
-            arr = np.ascontiguousarray(t.numpy().astype(np.float32))
-            np.save(os.path.join(out_dir, f"alt_output_{i}.npy"), arr)
-            alt_expected.append(arr)
+        alt_feeds = dict(zip(graph_inputs, save_npy(out_dir, "alt_input", alt_inputs[:len(graph_inputs)])))
+        alt_expected = save_npy(out_dir, "alt_output", alt_outputs, np.float32)
         print(f"  alt_input_*/alt_output_*: {len(alt_feeds)} inputs, {len(alt_expected)} outputs")
         maybe_check_onnxruntime(path, alt_feeds, alt_expected, name + " (alt)")
+
+
+def save_npy(out_dir, prefix, tensors, dtype=None):
+    """Saves the tensors as prefix_0.npy, prefix_1.npy, … (cast to dtype
+    where given) and returns the arrays saved."""
+    arrays = []
+    for i, t in enumerate(tensors):
+        arr = t.numpy() if dtype is None else t.numpy().astype(dtype)
+        arr = np.ascontiguousarray(arr)
+        np.save(os.path.join(out_dir, f"{prefix}_{i}.npy"), arr)
+        arrays.append(arr)
+    return arrays
+
+
+def generate_named(fixtures, generate):
+    """Runs generate on each (name, factory) of fixtures named on the
+    command line, or on all of them when none is."""
+    only = set(sys.argv[1:])
+    for name, factory in fixtures:
+        if not only or name in only:
+            generate(name, factory)
+    return 0
 
 
 def main():
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    only = set(sys.argv[1:])
-    for name, factory in FIXTURES:
-        if not only or name in only:
-            generate(name, factory)
-    return 0
+    return generate_named(FIXTURES, generate)
 
 
 if __name__ == "__main__":

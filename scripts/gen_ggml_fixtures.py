@@ -65,6 +65,10 @@ import sys
 
 import numpy as np
 
+from gguf_spec import (GGUF_ARRAY, GGUF_BOOL, GGUF_FLOAT32, GGUF_FLOAT64, GGUF_INT8, GGUF_INT16,
+                       GGUF_INT32, GGUF_INT64, GGUF_STRING, GGUF_UINT8, GGUF_UINT16, GGUF_UINT32,
+                       GGUF_UINT64, SCALAR, gguf_header, pad)
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = "scripts/gen_ggml_fixtures.py"
 PACKAGE = "@node-llama-cpp/linux-x64@3.22.1"
@@ -226,58 +230,12 @@ def gen_ggml(lib, out):
 
 # ---- GGUF, written from the specification ----------------------------------
 
-GGUF_UINT8, GGUF_INT8, GGUF_UINT16, GGUF_INT16, GGUF_UINT32, GGUF_INT32, \
-    GGUF_FLOAT32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY, GGUF_UINT64, GGUF_INT64, \
-    GGUF_FLOAT64 = range(13)
-SCALAR = {GGUF_UINT8: "<B", GGUF_INT8: "<b", GGUF_UINT16: "<H", GGUF_INT16: "<h",
-          GGUF_UINT32: "<I", GGUF_INT32: "<i", GGUF_FLOAT32: "<f", GGUF_BOOL: "<?",
-          GGUF_UINT64: "<Q", GGUF_INT64: "<q", GGUF_FLOAT64: "<d"}
-
-
-def gguf_string(s):
-    b = s.encode("utf-8")
-    return struct.pack("<Q", len(b)) + b
-
-
-def gguf_value(typ, v):
-    """typ is a GGUF type, or (GGUF_ARRAY, element type) for arrays, where the
-    element type may itself be such a pair."""
-    if isinstance(typ, tuple):
-        _, elem = typ
-        head = struct.pack("<IQ", elem[0] if isinstance(elem, tuple) else elem, len(v))
-        return head + b"".join(gguf_value_body(elem, e) for e in v)
-    return gguf_value_body(typ, v)
-
-
-def gguf_value_body(typ, v):
-    if isinstance(typ, tuple):
-        return gguf_value(typ, v)
-    if typ == GGUF_STRING:
-        return gguf_string(v)
-    return struct.pack(SCALAR[typ], v)
-
-
-def pad(n, align):
-    return (n + align - 1) // align * align
-
-
 def gguf_bytes(version, kvs, tensors, alignment):
     """kvs: [(key, type, value)]; tensors: [(name, ggml type, ne, data)].
     Tensor data follow each other in order, each padded to the alignment."""
-    out = bytearray(b"GGUF")
-    out += struct.pack("<IQQ", version, len(tensors), len(kvs))
-    for key, typ, v in kvs:
-        out += gguf_string(key)
-        out += struct.pack("<I", typ[0] if isinstance(typ, tuple) else typ)
-        out += gguf_value(typ, v)
-    offsets, off = [], 0
-    for name, t, ne, data in tensors:
-        offsets.append(off)
-        out += gguf_string(name)
-        out += struct.pack("<I", len(ne)) + struct.pack(f"<{len(ne)}Q", *ne)
-        out += struct.pack("<IQ", GGML[t], off)
-        off += pad(len(data), alignment)
-    out += bytes(pad(len(out), alignment) - len(out))
+    head, offsets = gguf_header(version, kvs, [(name, GGML[t], ne, len(data)) for name, t, ne, data in tensors],
+                                alignment)
+    out = bytearray(head)
     data_offset = len(out)
     for (_, _, _, data), o in zip(tensors, offsets):
         assert len(out) == data_offset + o

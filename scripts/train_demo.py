@@ -33,6 +33,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_fixtures import CORE_OPS as SUPPORTED_OPS  # noqa: E402
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_DIR = os.path.join(REPO_ROOT, "internal", "demo", "data")
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
@@ -48,17 +51,6 @@ CLASS_NAMES = [
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
     "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
 ]
-
-SUPPORTED_OPS = {
-    "Conv", "BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid",
-    "HardSigmoid", "HardSwish", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Neg",
-    "Abs", "Pow", "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool",
-    "GlobalAveragePool", "Flatten", "Gemm", "MatMul", "Reshape", "Transpose",
-    "Concat", "Split", "Slice", "Gather", "Squeeze", "Unsqueeze", "Shape",
-    "Constant", "ConstantOfShape", "Identity", "Softmax",
-    "LayerNormalization", "ReduceMean", "ReduceSum", "Cast", "Where",
-    "Expand", "Equal", "Pad",
-}
 
 
 def read_idx(path):

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/berth-ml/berth/internal/compare"
@@ -32,52 +31,23 @@ const expectedFailures = "../../testdata/conformance_expected_failures.txt"
 // A case listed in testdata/conformance_expected_failures.txt must fail
 // and every other case must pass.
 func TestConformanceCLI(t *testing.T) {
-	testenv.Require(t, testenv.ConformanceDir, testenv.InstallConformance)
+	cases := testenv.ConformanceCases(t)
 	expected, err := testenv.ExpectedFailures(expectedFailures)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cases []string
-	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
-		dirs, _ := filepath.Glob(filepath.Join(testenv.ConformanceDir, suite, "*", "model.onnx"))
-		for _, d := range dirs {
-			cases = append(cases, suite+"/"+filepath.Base(filepath.Dir(d)))
-		}
-	}
-	if len(cases) == 0 {
-		t.Fatalf("no conformance cases under %s", testenv.ConformanceDir)
-	}
-	var mu sync.Mutex
-	passed := map[string]int{}
-	total := map[string]int{}
+	var outcomes testenv.Outcomes
 	t.Run("case", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c, func(t *testing.T) {
 				t.Parallel()
 				reason := runCLICase(t, filepath.Join(testenv.ConformanceDir, c))
-				suite, _, _ := strings.Cut(c, "/")
-				mu.Lock()
-				total[suite]++
-				if reason == "" {
-					passed[suite]++
-				}
-				mu.Unlock()
-				_, listed := expected[c]
-				switch {
-				case reason != "" && !listed:
-					t.Errorf("fails and is not listed in %s: %s", expectedFailures, reason)
-				case reason == "" && listed:
-					t.Errorf("passes now: remove it from %s", expectedFailures)
-				}
+				outcomes.Record(c, reason)
+				testenv.CheckListed(t, expected, expectedFailures, c, reason)
 			})
 		}
 	})
-	all, ok := 0, 0
-	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
-		all, ok = all+total[suite], ok+passed[suite]
-		t.Logf("%-18s %4d/%4d passed (%.1f%%)", suite, passed[suite], total[suite], 100*float64(passed[suite])/float64(max(total[suite], 1)))
-	}
-	t.Logf("%-18s %4d/%4d passed (%.1f%%)", "all", ok, all, 100*float64(ok)/float64(max(all, 1)))
+	outcomes.LogSummary(t)
 }
 
 // runCLICase runs every data set of the case in dir through `berth run`;
