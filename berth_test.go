@@ -202,15 +202,7 @@ func TestEmbeddedDemoMatchesPyTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := newSession(t, m, berth.Options{})
 	img, err := npy.Read(bytes.NewReader(demo.Images()), int64(len(demo.Images())))
 	if err != nil {
 		t.Fatal(err)

@@ -137,15 +137,7 @@ func TestLoopRunDoesNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := exe.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		exe, s := newSession(t, m, berth.Options{Threads: 1})
 		var inputs []berth.Tensor
 		for _, info := range exe.Inputs() {
 			n := int64(1)
@@ -264,15 +256,7 @@ func TestEndlessLoopCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := newSession(t, m, berth.Options{Threads: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := s.Run(ctx, f32Tensor([]int64{2}, 1, 2)); !errors.Is(err, context.DeadlineExceeded) {

@@ -57,15 +57,7 @@ func TestLoadWithConstants(t *testing.T) {
 	if in := m.Inputs(); len(in) != 1 || in[0].Name != names[0] {
 		t.Fatalf("inputs %v, want only %s", in, names[0])
 	}
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := newSession(t, m, berth.Options{Threads: 1})
 	out, err := s.Run(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)

@@ -236,14 +236,7 @@ func TestOpenModelPlans(t *testing.T) {
 	f := loadOpenFixtures(t)[0]
 	m := loadModel(t, f.model)
 	for _, plans := range []int{1, 2} {
-		exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, Plans: plans})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := exe.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
+		exe, s := newSession(t, m, berth.Options{Threads: 1, Plans: plans})
 		ctx := context.Background()
 		for round := range 3 {
 			for k := range 2 {

@@ -26,15 +26,7 @@ func writeModel(t *testing.T, b []byte) string {
 
 func runModel(t *testing.T, m *berth.Model, ins ...berth.Tensor) []berth.Tensor {
 	t.Helper()
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := newSession(t, m, berth.Options{Threads: 1})
 	outs, err := s.Run(context.Background(), ins...)
 	if err != nil {
 		t.Fatal(err)
