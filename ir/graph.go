@@ -62,6 +62,22 @@ func (n *Node) Input(i int) TensorID {
 	return NoTensor
 }
 
+// InputOf is n's i-th input tensor in g, or nil when it is absent.
+func (g *Graph) InputOf(n *Node, i int) *Tensor {
+	if id := n.Input(i); id != NoTensor {
+		return g.Tensor(id)
+	}
+	return nil
+}
+
+// OutputOf is n's i-th output tensor in g, or nil when it is absent.
+func (g *Graph) OutputOf(n *Node, i int) *Tensor {
+	if i < len(n.Outputs) && n.Outputs[i] != NoTensor {
+		return g.Tensor(n.Outputs[i])
+	}
+	return nil
+}
+
 // Graph is a dataflow graph with static shapes.
 type Graph struct {
 	Name    string

@@ -158,20 +158,40 @@ func inferLayerNorm(g *Graph, n *Node) ([]Type, error) {
 	}, nil
 }
 
-// inferSoftmax: the axis defaults to 1 before opset 13 and to -1 after.
+// inferSoftmax: see SoftmaxRows.
 func inferSoftmax(g *Graph, n *Node) ([]Type, error) {
 	x, err := operand(g, n, 1, 1, requireFloat)
 	if err != nil {
 		return nil, err
 	}
-	def := int64(-1)
-	if opset(g) < 13 {
-		def = 1
-	}
-	if _, err := NormAxis(n.Attrs.Int("axis", def), x.Shape.Rank()); err != nil {
+	if _, _, _, err := SoftmaxRows(n, opset(g), x.Shape); err != nil {
 		return nil, err
 	}
 	return same(x.DType, x.Shape), nil
+}
+
+// SoftmaxRows says how a Softmax or LogSoftmax node n of a graph at opset
+// normalises an input of shape: outer·stride vectors of length values,
+// stride apart. Before opset 13 the input is the matrix [prod(:axis),
+// prod(axis:)] and axis defaults to 1; from 13 on the node works along one
+// axis, the last by default.
+func SoftmaxRows(n *Node, opset int64, shape Shape) (outer, length, stride int64, err error) {
+	r := shape.Rank()
+	def := int64(-1)
+	if opset < 13 {
+		def = 1
+	}
+	axis := 0
+	if r > 0 {
+		if axis, err = NormAxis(n.Attrs.Int("axis", def), r); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	outer, length, stride = shape[:axis].Elements(), shape[axis:].Elements(), 1
+	if opset >= 13 && r > 0 {
+		length, stride = shape[axis], shape[axis+1:].Elements()
+	}
+	return outer, length, stride, nil
 }
 
 func inferGemm(g *Graph, n *Node) ([]Type, error) {

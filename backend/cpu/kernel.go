@@ -279,21 +279,10 @@ func (c *bctx) copied(b []byte) {
 }
 
 // in returns the i-th input tensor, or nil when it is absent.
-func (c *bctx) in(i int) *ir.Tensor {
-	id := c.n.Input(i)
-	if id == ir.NoTensor {
-		return nil
-	}
-	return c.g.Tensor(id)
-}
+func (c *bctx) in(i int) *ir.Tensor { return c.g.InputOf(c.n, i) }
 
 // out returns the i-th output tensor, or nil when it is absent.
-func (c *bctx) out(i int) *ir.Tensor {
-	if i >= len(c.n.Outputs) || c.n.Outputs[i] == ir.NoTensor {
-		return nil
-	}
-	return c.g.Tensor(c.n.Outputs[i])
-}
+func (c *bctx) out(i int) *ir.Tensor { return c.g.OutputOf(c.n, i) }
 
 func (c *bctx) attrs() ir.Attrs { return c.n.Attrs }
 

@@ -210,27 +210,11 @@ func buildSoftmax(c *bctx) (Kernel, int64, error) {
 	if !x.Shape.Equal(y.Shape) || y.DType != x.DType {
 		return nil, 0, c.errorf("output %s%v differs from input %s%v", y.DType, y.Shape, x.DType, x.Shape)
 	}
-	r := x.Shape.Rank()
-	def := int64(-1)
-	if c.opset < 13 {
-		def = 1
+	outer, length, stride, err := ir.SoftmaxRows(c.n, c.opset, x.Shape)
+	if err != nil {
+		return nil, 0, c.errorf("%v", err)
 	}
-	axis := 0
-	if r > 0 {
-		var err error
-		if axis, err = ir.NormAxis(c.attrs().Int("axis", def), r); err != nil {
-			return nil, 0, c.errorf("%v", err)
-		}
-	}
-	s := ints(x.Shape)
-	k := &softmaxKernel{log: c.n.Op == "LogSoftmax", outer: prod(s[:axis])}
-	if c.opset < 13 {
-		k.n, k.str = prod(s[axis:]), 1
-	} else if r > 0 {
-		k.n, k.str = s[axis], prod(s[axis+1:])
-	} else {
-		k.n, k.str = 1, 1
-	}
+	k := &softmaxKernel{log: c.n.Op == "LogSoftmax", outer: int(outer), n: int(length), str: int(stride)}
 	return k, 0, nil
 }
 

@@ -206,20 +206,9 @@ func (c *bctx) unsupported(dt ir.DType) error {
 	return c.errorf("dtype %s is not supported by the CUDA backend", dt)
 }
 
-func (c *bctx) in(i int) *ir.Tensor {
-	id := c.n.Input(i)
-	if id == ir.NoTensor {
-		return nil
-	}
-	return c.g.Tensor(id)
-}
+func (c *bctx) in(i int) *ir.Tensor { return c.g.InputOf(c.n, i) }
 
-func (c *bctx) out(i int) *ir.Tensor {
-	if i >= len(c.n.Outputs) || c.n.Outputs[i] == ir.NoTensor {
-		return nil
-	}
-	return c.g.Tensor(c.n.Outputs[i])
-}
+func (c *bctx) out(i int) *ir.Tensor { return c.g.OutputOf(c.n, i) }
 
 func (c *bctx) need(k int) error {
 	for i := range k {
@@ -1246,21 +1235,9 @@ func buildSoftmax(c *bctx) error {
 	if x.DType != ir.Float32 {
 		return c.unsupported(x.DType)
 	}
-	r := x.Shape.Rank()
-	def := int64(-1)
-	if c.opset < 13 {
-		def = 1
-	}
-	axis := 0
-	if r > 0 {
-		var err error
-		if axis, err = ir.NormAxis(c.n.Attrs.Int("axis", def), r); err != nil {
-			return c.errorf("%v", err)
-		}
-	}
-	outer, dim, inner := prod(x.Shape[:axis]), prod(x.Shape[axis:]), int64(1)
-	if c.opset >= 13 && r > 0 {
-		dim, inner = x.Shape[axis], prod(x.Shape[axis+1:])
+	outer, dim, inner, err := ir.SoftmaxRows(c.n, c.opset, x.Shape)
+	if err != nil {
+		return c.errorf("%v", err)
 	}
 	var log int32
 	if c.n.Op == "LogSoftmax" {

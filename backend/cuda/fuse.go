@@ -345,26 +345,13 @@ func softmaxWarp(g *ir.Graph, i int) bool {
 
 // softmaxShape is the outer, dim and inner of a Softmax or LogSoftmax.
 func softmaxShape(g *ir.Graph, n *ir.Node) (outer, dim, inner int64, ok bool) {
-	x := g.Tensor(n.Inputs[0])
-	r := x.Shape.Rank()
 	opset := g.Opset()
 	if opset == 0 {
 		opset = 17
 	}
-	def := int64(-1)
-	if opset < 13 {
-		def = 1
-	}
-	axis := 0
-	if r > 0 {
-		var err error
-		if axis, err = ir.NormAxis(n.Attrs.Int("axis", def), r); err != nil {
-			return 0, 0, 0, false
-		}
-	}
-	outer, dim, inner = prod(x.Shape[:axis]), prod(x.Shape[axis:]), 1
-	if opset >= 13 && r > 0 {
-		dim, inner = x.Shape[axis], prod(x.Shape[axis+1:])
+	outer, dim, inner, err := ir.SoftmaxRows(n, opset, g.Tensor(n.Inputs[0]).Shape)
+	if err != nil {
+		return 0, 0, 0, false
 	}
 	return outer, dim, inner, true
 }

@@ -1,10 +1,10 @@
 package cuda
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/plan"
 )
@@ -69,26 +69,10 @@ func (c *bctx) indexMap(maps [][]int32, value arg, bits uint64) error {
 	}
 	maps32 := null()
 	if len(table) > 0 {
-		maps32 = c.extra(int32Bytes(table))
+		maps32 = c.extra(raw.Bytes(table))
 	}
 	c.elementwise(index, fmt.Sprintf("imap_%d", size), n, c.inArg(0), c.outArg(0), maps32, value, arg{words: []uint64{bits}}, words(p))
 	return nil
-}
-
-func int32Bytes(v []int32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
-	}
-	return b
-}
-
-func float32Bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
 }
 
 // valueErr wraps err, naming the node; a want of a value stays one.
@@ -201,7 +185,7 @@ func buildResize(c *bctx) error {
 	for d := range dims {
 		p[2+d], p[2+maxRank+d], p[2+2*maxRank+d], p[2+3*maxRank+d] = uint64(dims[d]), uint64(st[d]), uint64(off[d]), uint64(taps[d])
 	}
-	c.elementwise(index, "resize_f32", n, c.inArg(0), c.outArg(0), c.extra(int32Bytes(idx)), c.extra(float32Bytes(w)), words(p), f32(rs.Extrapolation))
+	c.elementwise(index, "resize_f32", n, c.inArg(0), c.outArg(0), c.extra(raw.Bytes(idx)), c.extra(raw.Bytes(w)), words(p), f32(rs.Extrapolation))
 	return nil
 }
 
