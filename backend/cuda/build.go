@@ -308,22 +308,11 @@ type geo struct {
 	st    [][]int64
 }
 
-// contiguous returns the row-major element strides of shape.
-func contiguous(shape []int64) []int64 {
-	s := make([]int64, len(shape))
-	acc := int64(1)
-	for d := len(shape) - 1; d >= 0; d-- {
-		s[d] = acc
-		acc *= shape[d]
-	}
-	return s
-}
-
 // broadcastStrides returns the strides of a tensor of shape in read as
 // shape out (numpy broadcasting; in is aligned to the right).
 func broadcastStrides(in, out []int64) []int64 {
 	s := make([]int64, len(out))
-	cs := contiguous(in)
+	cs := ir.Shape(in).Strides()
 	off := len(out) - len(in)
 	for d := range out {
 		if k := d - off; k >= 0 && in[k] != 1 {
@@ -610,12 +599,12 @@ func buildTranspose(c *bctx) error {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	xs := contiguous(x.Shape)
+	xs := x.Shape.Strides()
 	src := make([]int64, len(perm))
 	for d, p := range perm {
 		src[d] = xs[p]
 	}
-	gm := geo{shape: y.Shape, st: [][]int64{src, contiguous(y.Shape)}}
+	gm := geo{shape: y.Shape, st: [][]int64{src, y.Shape.Strides()}}
 	if c.fz != nil && x.DType == ir.Float32 && y.Shape.Elements() > 0 {
 		// A generated kernel: constant index arithmetic.
 		text, args := c.fz.gatherKernel(y.Shape, src, c.halfOut(0))
@@ -652,7 +641,7 @@ func buildSlice(c *bctx) error {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	xs := contiguous(x.Shape)
+	xs := x.Shape.Strides()
 	src := make([]int64, len(xs))
 	var base int64
 	for d := range xs {
@@ -660,7 +649,7 @@ func buildSlice(c *bctx) error {
 		base += p.Start[d] * xs[d]
 	}
 	size := x.DType.Size()
-	return c.stridedCopy(at(c.inArg(0), base*int64(size)), c.outArg(0), size, geo{shape: y.Shape, st: [][]int64{src, contiguous(y.Shape)}})
+	return c.stridedCopy(at(c.inArg(0), base*int64(size)), c.outArg(0), size, geo{shape: y.Shape, st: [][]int64{src, y.Shape.Strides()}})
 }
 
 func buildExpand(c *bctx) error {
@@ -668,7 +657,7 @@ func buildExpand(c *bctx) error {
 		return err
 	}
 	x, y := c.in(0), c.out(0)
-	return c.stridedCopy(c.inArg(0), c.outArg(0), x.DType.Size(), geo{shape: y.Shape, st: [][]int64{broadcastStrides(x.Shape, y.Shape), contiguous(y.Shape)}})
+	return c.stridedCopy(c.inArg(0), c.outArg(0), x.DType.Size(), geo{shape: y.Shape, st: [][]int64{broadcastStrides(x.Shape, y.Shape), y.Shape.Strides()}})
 }
 
 func buildConcat(c *bctx) error {
@@ -677,7 +666,7 @@ func buildConcat(c *bctx) error {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	ys := contiguous(y.Shape)
+	ys := y.Shape.Strides()
 	size := y.DType.Size()
 	var pos int64
 	for i := range c.n.Inputs {
@@ -685,7 +674,7 @@ func buildConcat(c *bctx) error {
 		if x == nil {
 			continue
 		}
-		if err := c.stridedCopy(c.inArg(i), at(c.outArg(0), pos*ys[axis]*int64(size)), size, geo{shape: x.Shape, st: [][]int64{contiguous(x.Shape), ys}}); err != nil {
+		if err := c.stridedCopy(c.inArg(i), at(c.outArg(0), pos*ys[axis]*int64(size)), size, geo{shape: x.Shape, st: [][]int64{x.Shape.Strides(), ys}}); err != nil {
 			return err
 		}
 		pos += x.Shape[axis]
@@ -702,13 +691,13 @@ func buildSplit(c *bctx) error {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	xs := contiguous(x.Shape)
+	xs := x.Shape.Strides()
 	size := x.DType.Size()
 	var pos int64
 	for i := range c.n.Outputs {
 		y := c.out(i)
 		if y != nil {
-			if err := c.stridedCopy(at(c.inArg(0), pos*xs[axis]*int64(size)), c.outArg(i), size, geo{shape: y.Shape, st: [][]int64{xs, contiguous(y.Shape)}}); err != nil {
+			if err := c.stridedCopy(at(c.inArg(0), pos*xs[axis]*int64(size)), c.outArg(i), size, geo{shape: y.Shape, st: [][]int64{xs, y.Shape.Strides()}}); err != nil {
 				return err
 			}
 		}
@@ -853,7 +842,7 @@ func buildMatMul(c *bctx) error {
 		return c.errorf("output %v does not match inputs %v and %v", y.Shape, a.Shape, b.Shape)
 	}
 	sa, sb := broadcastStrides(ab, batch), broadcastStrides(bb, batch)
-	sc := contiguous(batch)
+	sc := ir.Shape(batch).Strides()
 	for d := range batch {
 		sa[d] *= m * k
 		sb[d] *= k * n

@@ -597,7 +597,7 @@ type indexTerm struct {
 // of size 1 dropped, axes the tensor walks as one merged), and whether the
 // offset is the index itself.
 func indexTerms(out, st []int64) (terms []indexTerm, flat bool) {
-	cs := contiguous(out)
+	cs := ir.Shape(out).Strides()
 	var ds []indexTerm
 	for d, s := range out {
 		if s == 1 {

@@ -33,7 +33,7 @@ func TestIndexTerms(t *testing.T) {
 			}
 		}
 		terms, flat := indexTerms(out, broadcastStrides(in, out))
-		ics := contiguous(in)
+		ics := ir.Shape(in).Strides()
 		n := prod(out)
 		allFlat := true
 		for i := range n {
@@ -473,7 +473,7 @@ func TestIndexTermsPermuted(t *testing.T) {
 			xs[d] = int64(1 + r.IntN(5))
 		}
 		perm := r.Perm(rank)
-		cs := contiguous(xs)
+		cs := ir.Shape(xs).Strides()
 		out, st := make([]int64, rank), make([]int64, rank)
 		for d, p := range perm {
 			out[d], st[d] = xs[p], cs[p]

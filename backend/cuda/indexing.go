@@ -31,7 +31,7 @@ func (c *bctx) indexMap(maps [][]int32, value arg, bits uint64) error {
 	if n == 0 {
 		return nil
 	}
-	xs := contiguous(x.Shape)
+	xs := x.Shape.Strides()
 	var dims, st, off []int64
 	var table []int32
 	identity := false // the last axis kept copies its input as it is
@@ -142,7 +142,7 @@ func buildResize(c *bctx) error {
 	}
 	// Axes that copy their input merge with an identity neighbour, as in
 	// indexMap; the last axis stays, so that the kernel has one.
-	xs := contiguous(x.Shape)
+	xs := x.Shape.Strides()
 	var dims, st, off, taps []int64
 	var idx []int32
 	var w []float32
@@ -214,7 +214,7 @@ func buildGatherND(c *bctx) error {
 	if k > maxGatherAxes {
 		return c.errorf("indices of %d values address more than the CUDA kernel's %d axes", k, maxGatherAxes)
 	}
-	xs := contiguous(x.Shape)
+	xs := x.Shape.Strides()
 	tuples, slice := prod(ind.Shape[b:r-1]), prod(x.Shape[b+k:])
 	n := y.Shape.Elements()
 	if n != prod(x.Shape[:b])*tuples*slice {
