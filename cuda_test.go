@@ -1,6 +1,7 @@
 package berth
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -318,35 +319,12 @@ func profileCUDA(b *testing.B, path string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	type agg struct {
-		key   string
-		n     int
-		total time.Duration
-	}
-	by := map[string]*agg{}
-	var sum time.Duration
-	for _, st := range steps {
-		k := st.Op
-		if st.BLAS {
-			k += "+cuBLAS"
-		}
-		if by[k] == nil {
-			by[k] = &agg{key: k}
-		}
-		by[k].n++
-		by[k].total += st.Time
-		sum += st.Time
-	}
-	var list []*agg
-	for _, a := range by {
-		list = append(list, a)
-	}
-	slices.SortFunc(list, func(a, b *agg) int { return int(b.total - a.total) })
+	list, sum := timeByOp(steps)
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	b.ReportMetric(us(kt), "kernel-us")
 	b.ReportMetric(us(sum), "steps-us")
 	for _, a := range list[:min(len(list), 12)] {
-		b.ReportMetric(us(a.total), a.key+"-us")
+		b.ReportMetric(us(a.total), a.op+"-us")
 	}
 	if !testing.Verbose() {
 		return
@@ -354,7 +332,7 @@ func profileCUDA(b *testing.B, path string) {
 	name := filepath.Base(path)
 	b.Logf("PROFILE %s: %d steps, one-by-one sum %v, graph kernels alone %v", name, len(steps), sum, kt)
 	for _, a := range list {
-		b.Logf("PROFILE %s   %-28s %4d steps %9.1f µs", name, a.key, a.n, us(a.total))
+		b.Logf("PROFILE %s   %-28s %4d steps %9.1f µs", name, a.op, a.n, us(a.total))
 	}
 	// Every step, longest first, with its node and the node's output.
 	slices.SortStableFunc(steps, func(a, b cuda.StepTime) int { return int(b.Time - a.Time) })
@@ -786,3 +764,35 @@ func (c *cudaRun) run() ([]Tensor, error) {
 }
 
 func (c *cudaRun) close() error { return c.s.Close() }
+
+// opTime is the steps of one operator in a profile and their time.
+type opTime struct {
+	op    string // with "+cuBLAS" for the calls to cuBLAS
+	n     int
+	total time.Duration
+}
+
+// timeByOp sums the times of steps by operator, the largest first, and
+// returns their sum too.
+func timeByOp(steps []cuda.StepTime) ([]opTime, time.Duration) {
+	by := map[string]*opTime{}
+	var sum time.Duration
+	for _, st := range steps {
+		k := st.Op
+		if st.BLAS {
+			k += "+cuBLAS"
+		}
+		if by[k] == nil {
+			by[k] = &opTime{op: k}
+		}
+		by[k].n++
+		by[k].total += st.Time
+		sum += st.Time
+	}
+	list := make([]opTime, 0, len(by))
+	for _, a := range by {
+		list = append(list, *a)
+	}
+	slices.SortFunc(list, func(a, b opTime) int { return cmp.Compare(b.total, a.total) })
+	return list, sum
+}

@@ -1,11 +1,9 @@
 package berth
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -70,28 +68,7 @@ func BenchmarkCUDADecode(b *testing.B) {
 
 // logByOp logs the steps' time by operator, the largest share first.
 func logByOp(b *testing.B, times []cuda.StepTime) {
-	type agg struct {
-		op    string
-		n     int
-		total time.Duration
-	}
-	by := map[string]*agg{}
-	var all time.Duration
-	for _, st := range times {
-		a := by[st.Op]
-		if a == nil {
-			a = &agg{op: st.Op}
-			by[st.Op] = a
-		}
-		a.n++
-		a.total += st.Time
-		all += st.Time
-	}
-	list := make([]*agg, 0, len(by))
-	for _, a := range by {
-		list = append(list, a)
-	}
-	slices.SortFunc(list, func(a, b *agg) int { return cmp.Compare(b.total, a.total) })
+	list, all := timeByOp(times)
 	b.Logf("steps one at a time (each with a launch and a wait): %v in all", all)
 	for _, a := range list {
 		b.Logf("  %-18s %4d launches %10v (%.0f%%)", a.op, a.n, a.total, 100*a.total.Seconds()/all.Seconds())

@@ -413,12 +413,7 @@ func TestGemm(t *testing.T) {
 
 func TestConv(t *testing.T) {
 	requireGPU(t)
-	cases := []struct {
-		name  string
-		x, w  []int64
-		bias  bool
-		attrs ir.Attrs
-	}{
+	checkConvs(t, "Conv", []convCase{
 		{"3x3", []int64{2, 3, 17, 15}, []int64{8, 3, 3, 3}, true, ir.Attrs{"pads": ints(1, 1, 1, 1)}},
 		{"3x3-stride2", []int64{1, 4, 16, 16}, []int64{6, 4, 3, 3}, false, ir.Attrs{"pads": ints(1, 0, 1, 2), "strides": ints(2, 2)}},
 		{"1x1", []int64{2, 16, 7, 7}, []int64{24, 16, 1, 1}, true, nil},
@@ -426,15 +421,28 @@ func TestConv(t *testing.T) {
 		{"depthwise-x2", []int64{1, 4, 9, 9}, []int64{8, 1, 5, 5}, false, ir.Attrs{"group": intv(4), "auto_pad": strv("SAME_UPPER")}},
 		{"grouped", []int64{2, 8, 10, 10}, []int64{6, 4, 3, 3}, true, ir.Attrs{"group": intv(2), "dilations": ints(2, 2)}},
 		{"1d", []int64{2, 5, 30}, []int64{7, 5, 4}, true, ir.Attrs{"pads": ints(2, 1), "strides": ints(3)}},
-	}
+	}, func(c convCase) int64 { return c.w[0] })
+}
+
+// convCase is one convolution of TestConv or TestConvTranspose.
+type convCase struct {
+	name  string
+	x, w  []int64
+	bias  bool
+	attrs ir.Attrs
+}
+
+// checkConvs checks a node of op (Conv or ConvTranspose) per case, with a
+// bias of biasLen values where the case has one.
+func checkConvs(t *testing.T, op string, cases []convCase, biasLen func(convCase) int64) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newTG(13)
 			ins := []ir.TensorID{g.input(ir.Float32, tc.x...), g.constant(ir.Float32, tc.w...)}
 			if tc.bias {
-				ins = append(ins, g.constant(ir.Float32, tc.w[0]))
+				ins = append(ins, g.constant(ir.Float32, biasLen(tc)))
 			}
-			g.node("Conv", tc.attrs, 1, ins...)
+			g.node(op, tc.attrs, 1, ins...)
 			g.check(t)
 		})
 	}
@@ -442,12 +450,7 @@ func TestConv(t *testing.T) {
 
 func TestConvTranspose(t *testing.T) {
 	requireGPU(t)
-	cases := []struct {
-		name  string
-		x, w  []int64
-		bias  bool
-		attrs ir.Attrs
-	}{
+	checkConvs(t, "ConvTranspose", []convCase{
 		// PP-OCR's detector head: 2×2, stride 2.
 		{"2x2-stride2", []int64{1, 24, 20, 30}, []int64{24, 24, 2, 2}, true, ir.Attrs{"strides": ints(2, 2)}},
 		{"3x3-stride2-pads", []int64{2, 4, 7, 6}, []int64{4, 5, 3, 3}, true, ir.Attrs{"strides": ints(2, 2), "pads": ints(1, 1, 1, 1), "output_padding": ints(1, 1)}},
@@ -459,18 +462,7 @@ func TestConvTranspose(t *testing.T) {
 		{"output_shape", []int64{1, 3, 4, 4}, []int64{3, 2, 3, 3}, false, ir.Attrs{"strides": ints(3, 3), "output_shape": ints(12, 13)}},
 		{"1d", []int64{2, 5, 30}, []int64{5, 7, 4}, true, ir.Attrs{"strides": ints(3), "pads": ints(2, 1)}},
 		{"3d", []int64{1, 2, 3, 4, 5}, []int64{2, 3, 2, 3, 2}, true, ir.Attrs{"strides": ints(2, 1, 2), "pads": ints(0, 1, 0, 1, 0, 1)}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := newTG(13)
-			ins := []ir.TensorID{g.input(ir.Float32, tc.x...), g.constant(ir.Float32, tc.w...)}
-			if tc.bias {
-				ins = append(ins, g.constant(ir.Float32, tc.w[1]*tc.attrs.Int("group", 1)))
-			}
-			g.node("ConvTranspose", tc.attrs, 1, ins...)
-			g.check(t)
-		})
-	}
+	}, func(c convCase) int64 { return c.w[1] * c.attrs.Int("group", 1) })
 	t.Run("weights-input", func(t *testing.T) {
 		g := newTG(13)
 		g.node("ConvTranspose", ir.Attrs{"strides": ints(2, 2)}, 1, g.input(ir.Float32, 2, 3, 4, 4), g.input(ir.Float32, 3, 2, 3, 3))

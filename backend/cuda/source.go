@@ -363,8 +363,24 @@ __device__ __forceinline__ u16 round_h(float v, int mode) {
 const convSource = common + halfCommon + `
 struct Conv { i64 N, C, H, W, OC, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, mult; };
 // im2col writes, for every image, the (C·KH·KW) × (OH·OW) matrix of input
-// patches (zeros in the padding).
-extern "C" __global__ void im2col(const float* __restrict__ x, float* __restrict__ col, Conv p) {
+// patches (zeros in the padding); im2col_h writes 16-bit GEMM operands
+// (see round_h), and im2col_hh reads an input already held in 16 bits
+// (a tensor whose only readers are 16-bit GEMMs) and copies it as it is.
+template <typename T> __device__ __forceinline__ T im2col_out(float v, int mode);
+template <> __device__ __forceinline__ float im2col_out<float>(float v, int) { return v; }
+template <> __device__ __forceinline__ u16 im2col_out<u16>(float v, int mode) { return round_h(v, mode); }
+// im2col_at is the patch element x[at], or zero where it is padding.
+template <typename S, typename T> __device__ __forceinline__ T im2col_at(const S* x, bool inside, i64 at, int mode) {
+	if (sizeof(S) == sizeof(T) && sizeof(S) == 2) { // 16 bits in, 16 bits out: no rounding
+		u16 v = 0;
+		if (inside) v = (u16)x[at];
+		return (T)v;
+	}
+	float v = 0.f;
+	if (inside) v = (float)x[at];
+	return im2col_out<T>(v, mode);
+}
+template <typename S, typename T> __device__ __forceinline__ void im2col_t(const S* __restrict__ x, T* __restrict__ col, const Conv& p, int mode) {
 	i64 ohw = p.OH * p.OW, rows = p.C * p.KH * p.KW;
 	i64 n = p.N * rows * ohw;
 	LOOP(i, n) {
@@ -372,17 +388,15 @@ extern "C" __global__ void im2col(const float* __restrict__ x, float* __restrict
 		i64 ow = q % p.OW, oh = q / p.OW;
 		i64 kw = r % p.KW, kh = (r / p.KW) % p.KH, c = r / (p.KW * p.KH);
 		i64 h = oh * p.SH - p.PH + kh * p.DH, w = ow * p.SW - p.PW + kw * p.DW;
-		float v = 0.f;
-		if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.C + c) * p.H + h) * p.W + w];
-		col[i] = v;
+		col[i] = im2col_at<S, T>(x, h >= 0 && h < p.H && w >= 0 && w < p.W, ((b * p.C + c) * p.H + h) * p.W + w, mode);
 	}
 }
+extern "C" __global__ void im2col(const float* __restrict__ x, float* __restrict__ col, Conv p) { im2col_t<float, float>(x, col, p, 0); }
+extern "C" __global__ void im2col_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_t<float, u16>(x, col, p, mode); }
+extern "C" __global__ void im2col_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int) { im2col_t<u16, u16>(x, col, p, 0); }
 // im2col_rows is im2col with one block row per patch row r = (c, kh, kw)
 // (blockIdx.y) and image (blockIdx.z), so that a thread divides once, in
 // 32 bits, per element; im2col_rows_h writes 16-bit operands (round_h).
-template <typename T> __device__ __forceinline__ T im2col_out(float v, int mode);
-template <> __device__ __forceinline__ float im2col_out<float>(float v, int) { return v; }
-template <> __device__ __forceinline__ u16 im2col_out<u16>(float v, int mode) { return round_h(v, mode); }
 // V = 4: a thread writes four consecutive patch elements with one
 // vector store (ohw a multiple of 4, so every row starts aligned).
 template <typename T> __device__ __forceinline__ void store4(T* p, const T* v);
@@ -391,14 +405,7 @@ template <> __device__ __forceinline__ void store4<u16>(u16* p, const u16* v) {
 	*(uint2*)p = make_uint2((u32)v[0] | ((u32)v[1] << 16), (u32)v[2] | ((u32)v[3] << 16));
 }
 template <typename S, typename T> __device__ __forceinline__ T im2col_elem(const S* xp, int h, int w, int H, int W, int mode) {
-	if (sizeof(S) == sizeof(T) && sizeof(S) == 2) { // 16 bits in, 16 bits out: no rounding
-		u16 v = 0;
-		if (h >= 0 && h < H && w >= 0 && w < W) v = (u16)xp[h * W + w];
-		return (T)v;
-	}
-	float v = 0.f;
-	if (h >= 0 && h < H && w >= 0 && w < W) v = (float)xp[h * W + w];
-	return im2col_out<T>(v, mode);
+	return im2col_at<S, T>(xp, h >= 0 && h < H && w >= 0 && w < W, h * W + w, mode);
 }
 template <int V, typename S, typename T> __device__ __forceinline__ void im2col_rows_t(const S* __restrict__ x, T* __restrict__ col, const Conv& p, int mode) {
 	int ohw = (int)(p.OH * p.OW), rows = (int)(p.C * p.KH * p.KW);
@@ -499,36 +506,8 @@ extern "C" __global__ void unfold_h(const float* __restrict__ t, u16* __restrict
 		y[i] = round_h(t[(oc * N + b) * ohw + q], mode);
 	}
 }
-// im2col_rows_hh and im2col_hh read an input already held in 16 bits
-// (a tensor whose only readers are 16-bit GEMMs) and copy it as it is.
+// im2col_rows_hh reads an input already held in 16 bits.
 extern "C" __global__ void im2col_rows_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int mode) { im2col_rows_t<1, u16, u16>(x, col, p, mode); }
-extern "C" __global__ void im2col_hh(const u16* __restrict__ x, u16* __restrict__ col, Conv p, int) {
-	i64 ohw = p.OH * p.OW, rows = p.C * p.KH * p.KW;
-	i64 n = p.N * rows * ohw;
-	LOOP(i, n) {
-		i64 q = i % ohw, r = (i / ohw) % rows, b = i / (ohw * rows);
-		i64 ow = q % p.OW, oh = q / p.OW;
-		i64 kw = r % p.KW, kh = (r / p.KW) % p.KH, c = r / (p.KW * p.KH);
-		i64 h = oh * p.SH - p.PH + kh * p.DH, w = ow * p.SW - p.PW + kw * p.DW;
-		u16 v = 0;
-		if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.C + c) * p.H + h) * p.W + w];
-		col[i] = v;
-	}
-}
-// im2col_h is im2col writing 16-bit GEMM operands (see round_h).
-extern "C" __global__ void im2col_h(const float* __restrict__ x, u16* __restrict__ col, Conv p, int mode) {
-	i64 ohw = p.OH * p.OW, rows = p.C * p.KH * p.KW;
-	i64 n = p.N * rows * ohw;
-	LOOP(i, n) {
-		i64 q = i % ohw, r = (i / ohw) % rows, b = i / (ohw * rows);
-		i64 ow = q % p.OW, oh = q / p.OW;
-		i64 kw = r % p.KW, kh = (r / p.KW) % p.KH, c = r / (p.KW * p.KH);
-		i64 h = oh * p.SH - p.PH + kh * p.DH, w = ow * p.SW - p.PW + kw * p.DW;
-		float v = 0.f;
-		if (h >= 0 && h < p.H && w >= 0 && w < p.W) v = x[((b * p.C + c) * p.H + h) * p.W + w];
-		col[i] = round_h(v, mode);
-	}
-}
 // ConvT is the geometry of a ConvTranspose over up to three spatial axes
 // (fewer run with leading sizes of 1).
 struct ConvT { i64 N, OC, ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW; };
