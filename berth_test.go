@@ -88,14 +88,10 @@ func loadFixtures(t testing.TB) []fixture {
 	return out
 }
 
+// compile loads the model at path and compiles it for the CPU.
 func compile(t testing.TB, path string) *berth.Executable {
 	t.Helper()
-	m, err := berth.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{})
+	exe, err := berth.Compile(loadModel(t, path), berth.CPU, berth.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +142,7 @@ func slicesEqual(a, b []int64) bool {
 func TestFixturesMatchPyTorch(t *testing.T) {
 	for _, f := range loadFixtures(t) {
 		t.Run(f.name, func(t *testing.T) {
-			exe := compile(t, f.model)
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			_, s := newSession(t, loadModel(t, f.model), berth.Options{})
 			outs, err := s.Run(context.Background(), f.inputs...)
 			if err != nil {
 				t.Fatal(err)
@@ -222,12 +213,7 @@ func TestEmbeddedDemoMatchesPyTorch(t *testing.T) {
 func TestRunDoesNotAllocate(t *testing.T) {
 	for _, f := range loadFixtures(t) {
 		t.Run(f.name, func(t *testing.T) {
-			exe := compile(t, f.model)
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			_, s := newSession(t, loadModel(t, f.model), berth.Options{})
 			ctx := context.Background()
 			allocs := testing.AllocsPerRun(20, func() {
 				if _, err := s.Run(ctx, f.inputs...); err != nil {
@@ -303,12 +289,7 @@ func TestRunRejectsBadInputs(t *testing.T) {
 	if bert.model == "" {
 		t.Fatal("bert fixture missing")
 	}
-	exe := compile(t, bert.model)
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := newSession(t, loadModel(t, bert.model), berth.Options{})
 	ids, mask := bert.inputs[0], bert.inputs[1]
 	ids.Name, mask.Name = "input_ids", "attention_mask"
 	wrongShape := ids
@@ -342,12 +323,7 @@ func TestRunRejectsBadInputs(t *testing.T) {
 }
 
 func TestRunStopsOnCancel(t *testing.T) {
-	exe := compile(t, "testdata/models/resnet/model.onnx")
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := newSession(t, loadModel(t, "testdata/models/resnet/model.onnx"), berth.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	in := berth.Tensor{DType: berth.Float32, Shape: []int64{1, 3, 32, 32}, Data: make([]byte, 4*3*32*32)}
