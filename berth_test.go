@@ -370,11 +370,7 @@ func TestCUDAMatchesPyTorch(t *testing.T) {
 	}
 	for _, f := range loadFixtures(t) {
 		t.Run(f.name, func(t *testing.T) {
-			m, err := berth.Load(f.model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadModel(t, f.model)
 			var missing []string
 			for _, n := range m.Graph().Nodes {
 				if !cuda.Supported(n.Op) && !slices.Contains(missing, n.Op) {
@@ -385,15 +381,7 @@ func TestCUDAMatchesPyTorch(t *testing.T) {
 				slices.Sort(missing)
 				t.Skipf("no CUDA kernels for %s", strings.Join(missing, ", "))
 			}
-			exe, err := berth.Compile(m, berth.CUDA, berth.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := exe.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			_, s := newSessionOn(t, m, berth.CUDA, berth.Options{})
 			for range 2 { // the second run replays what the first set up
 				outs, err := s.Run(context.Background(), f.inputs...)
 				if err != nil {

@@ -190,7 +190,13 @@ func loadModel(t testing.TB, path string) *berth.Model {
 // both are closed when the test ends.
 func newSession(t testing.TB, m *berth.Model, opts berth.Options) (*berth.Executable, *berth.Session) {
 	t.Helper()
-	exe, err := berth.Compile(m, berth.CPU, opts)
+	return newSessionOn(t, m, berth.CPU, opts)
+}
+
+// newSessionOn is newSession on dev.
+func newSessionOn(t testing.TB, m *berth.Model, dev berth.Device, opts berth.Options) (*berth.Executable, *berth.Session) {
+	t.Helper()
+	exe, err := berth.Compile(m, dev, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

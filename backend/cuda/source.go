@@ -15,6 +15,12 @@ typedef unsigned long long u64;
 typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned char u8;
+// BY_SIZE_AND_INDEX(M) instantiates M(T, S, I, IS) for the elements of 1,
+// 2, 4 and 8 bytes (T, of S bytes) and the index types i64 and int (I,
+// named IS).
+#define BY_SIZE_AND_INDEX(M) \
+	M(u8, 1, i64, i64) M(u16, 2, i64, i64) M(u32, 4, i64, i64) M(u64, 8, i64, i64) \
+	M(u8, 1, int, i32) M(u16, 2, int, i32) M(u32, 4, int, i32) M(u64, 8, int, i32)
 struct Geo { i64 rank, n; i64 shape[6]; i64 st[4][6]; };
 // offsets computes the element offsets of linear index i for the first k
 // stride sets.
@@ -241,14 +247,7 @@ template <typename T, typename I> __device__ void gather(const T* __restrict__ x
 }
 #define GATHER(T, S, I, IS) \
 extern "C" __global__ void gather_##S##_##IS(const T* x, const I* idx, T* y, i64 outer, i64 dim, i64 nidx, i64 inner) { gather<T, I>(x, idx, y, outer, dim, nidx, inner); }
-GATHER(u8, 1, i64, i64)
-GATHER(u16, 2, i64, i64)
-GATHER(u32, 4, i64, i64)
-GATHER(u64, 8, i64, i64)
-GATHER(u8, 1, int, i32)
-GATHER(u16, 2, int, i32)
-GATHER(u32, 4, int, i32)
-GATHER(u64, 8, int, i32)
+BY_SIZE_AND_INDEX(GATHER)
 `
 
 // gemmSource holds the tiled SGEMM used by MatMul, Gemm and Conv.
@@ -990,14 +989,7 @@ template <typename T, typename I> __device__ void gathernd(const T* __restrict__
 }
 #define GATHERND(T, S, I, IS) \
 extern "C" __global__ void gathernd_##S##_##IS(const T* x, const I* idx, T* y, GatherND p) { gathernd<T, I>(x, idx, y, p); }
-GATHERND(u8, 1, i64, i64)
-GATHERND(u16, 2, i64, i64)
-GATHERND(u32, 4, i64, i64)
-GATHERND(u64, 8, i64, i64)
-GATHERND(u8, 1, int, i32)
-GATHERND(u16, 2, int, i32)
-GATHERND(u32, 4, int, i32)
-GATHERND(u64, 8, int, i32)
+BY_SIZE_AND_INDEX(GATHERND)
 
 // TopK over rows of n elements inner apart (row r = (o, j): element e at
 // (o·n + e)·inner + j). Each value becomes an unsigned key that orders as
