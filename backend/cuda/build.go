@@ -131,6 +131,8 @@ func init() {
 		"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
 		"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
 		"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
+		// cudaDomain (gemv.go)
+		"Products": buildProducts,
 	}
 }
 
@@ -154,7 +156,7 @@ func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs 
 	if c.opset == 0 {
 		c.opset = 17
 	}
-	if !n.DefaultDomain() && !(n.Domain == ir.BerthDomain && ir.BerthOp(n.Op)) {
+	if !n.DefaultDomain() && !(n.Domain == ir.BerthDomain && ir.BerthOp(n.Op)) && n.Domain != cudaDomain {
 		return nil, c.errorf("operator domain %q is not supported by the CUDA backend", n.Domain)
 	}
 	f, ok := builders[n.Op]

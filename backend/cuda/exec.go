@@ -146,6 +146,10 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if err != nil {
 		return nil, err
 	}
+	fusing := !opts.NoFusion && os.Getenv("BERTH_CUDA_FUSION") != "0"
+	if fusing {
+		g = fuseProducts(g)
+	}
 	useBLAS := !opts.NoBLAS && driver.LoadBLAS() == nil
 	var extras [][]byte
 	built := make([]*bctx, len(g.Nodes))
@@ -155,7 +159,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte)}
 	}
 	var fz *fusion
-	if !opts.NoFusion && os.Getenv("BERTH_CUDA_FUSION") != "0" {
+	if fusing {
 		fz = analyzeFusion(g, useBLAS, hs, acceptsHalf(g, d.SMs, hs))
 		if hs != nil {
 			hs.stored = fz.half

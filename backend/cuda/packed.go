@@ -403,12 +403,12 @@ template <> struct Fmt<15, 32> { // q8_K: d (f32), 256 signed bytes, sums
 // registers, serves them all; each row's chunk of whole blocks
 // (≤ PMV_CHUNK bytes) comes into the warp's shared buffer in aligned
 // 16-byte loads, issued while the chunk before is decoded.
-template <int F, int U> __device__ __forceinline__ void pmv(const u8* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, i64 n, i64 k, i64 rb) {
+template <int F, int U> __device__ __forceinline__ void pmv(const u8* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 block, const float* __restrict__ add) {
 	typedef Fmt<F, U> T;
 	enum { CB = PMV_CHUNK / T::BB > 0 ? PMV_CHUNK / T::BB : 1, WORDS = (CB * T::BB + 30) / 16 + 1, PER = (WORDS + 31) / 32 };
 	__shared__ uint4 stage[PMV_WARPS][PMV_ROWS][PER * 32];
 	int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
-	i64 r0 = ((i64)blockIdx.x * PMV_WARPS + wp) * PMV_ROWS;
+	i64 r0 = (block * PMV_WARPS + wp) * PMV_ROWS;
 	if (r0 >= n) return;
 	const i64 nb = k / T::QK;
 	float acc[PMV_ROWS];
@@ -478,7 +478,7 @@ template <int F, int U> __device__ __forceinline__ void pmv(const u8* __restrict
 		float a = acc[rr];
 		#pragma unroll
 		for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
-		if (lane == 0 && r0 + rr < n) y[r0 + rr] = a;
+		if (lane == 0 && r0 + rr < n) y[r0 + rr] = add ? a + add[r0 + rr] : a;
 	}
 }
 
@@ -564,7 +564,13 @@ template <int F, int U, typename I> __device__ __forceinline__ void pgather(cons
 }
 
 #define PACKED(name, F, U) \
-extern "C" __global__ void __launch_bounds__(32 * PMV_WARPS) pmv_##name(const u8* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, i64 m, i64 n, i64 k, i64 rb) { pmv<F, U>(w, x, y, n, k, rb); } \
+extern "C" __global__ void __launch_bounds__(32 * PMV_WARPS) pmv_##name(const u8* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, i64 m, i64 n, i64 k, i64 rb) { pmv<F, U>(w, x, y, n, k, rb, blockIdx.x, nullptr); } \
+extern "C" __global__ void __launch_bounds__(32 * PMV_WARPS) pmvs_##name(const float* __restrict__ x, const float* __restrict__ add, const u8* __restrict__ w0, const u8* __restrict__ w1, const u8* __restrict__ w2, float* __restrict__ y0, float* __restrict__ y1, float* __restrict__ y2, i64 n0, i64 n1, i64 n2, i64 k, i64 rb) { \
+	i64 b = blockIdx.x, b0 = (n0 + PMV_WARPS * PMV_ROWS - 1) / (PMV_WARPS * PMV_ROWS), b1 = (n1 + PMV_WARPS * PMV_ROWS - 1) / (PMV_WARPS * PMV_ROWS); \
+	if (b < b0) pmv<F, U>(w0, x, y0, n0, k, rb, b, add); \
+	else if (b < b0 + b1) pmv<F, U>(w1, x, y1, n1, k, rb, b - b0, nullptr); \
+	else pmv<F, U>(w2, x, y2, n2, k, rb, b - b0 - b1, nullptr); \
+} \
 extern "C" __global__ void __launch_bounds__(256) pmm_##name(const u8* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, i64 m, i64 n, i64 k, i64 rb) { pmm<F, U>(w, x, y, m, n, k, rb); } \
 extern "C" __global__ void pgather_##name##_i64(const u8* __restrict__ w, const i64* __restrict__ ids, float* __restrict__ y, i64 total, i64 units, i64 rows, i64 k, i64 rb) { pgather<F, U, i64>(w, ids, y, total, units, rows, k, rb); } \
 extern "C" __global__ void pgather_##name##_i32(const u8* __restrict__ w, const int* __restrict__ ids, float* __restrict__ y, i64 total, i64 units, i64 rows, i64 k, i64 rb) { pgather<F, U, int>(w, ids, y, total, units, rows, k, rb); }

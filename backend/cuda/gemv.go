@@ -1,0 +1,199 @@
+package cuda
+
+import (
+	"slices"
+
+	"github.com/berth-ml/berth/ir"
+)
+
+// A decoding step is bound by its launches more than by its arithmetic:
+// its matrix-vector products (PackedMatMul of one activation row) are
+// many, small and short. Before planning, Compile rewrites them in a copy
+// of the graph (fuseProducts) into nodes of this backend's own, so that
+// the plan, which every check of the arena rests on, sees what runs:
+//
+//   - a product whose only reader is an Add of a tensor of its shape (the
+//     residual after the attention's and the feed-forward's output
+//     projections) adds that tensor as it writes its rows;
+//   - products of one activation row by several weights of one format
+//     and row length (the query, key and value projections; the gate and
+//     up projections) run as one launch, each block taking rows of one
+//     of them.
+//
+// Both are Products nodes of domain cudaDomain: inputs x, the addend (or
+// none) and one to maxProducts weights; outputs one per weight; the
+// attributes format and rows (one count a weight) as PackedMatMul's.
+// Sums are the ones PackedMatMul computes, and the Add is the same single
+// float addition, so the results are the same bits.
+
+// cudaDomain is the operator set of nodes this backend makes for itself.
+const cudaDomain = "berth.cuda"
+
+// maxProducts is the most weights one Products launch takes.
+const maxProducts = 3
+
+// fuseProducts returns g with its one-row products fused as above, or g
+// itself where there are none. Tensor ids stay as they are; the tensors a
+// fused Add wrote are written by the product, and those a product would
+// have written before its Add is folded are left without a producer.
+func fuseProducts(g *ir.Graph) *ir.Graph {
+	cons := g.Consumers()
+	isOut := make([]bool, len(g.Tensors))
+	for _, id := range g.Outputs {
+		isOut[id] = true
+	}
+	// single reports whether node i is a product of one activation row.
+	single := func(i int) bool {
+		n := &g.Nodes[i]
+		if n.Op != "PackedMatMul" || n.Domain != ir.BerthDomain || len(n.Inputs) != 2 || len(n.Outputs) != 1 {
+			return false
+		}
+		x := g.InputOf(n, 0)
+		return x != nil && x.DType == ir.Float32 && x.Shape.Rank() > 0 && x.Shape.Elements() == x.Shape[x.Shape.Rank()-1]
+	}
+	fused := make([]*ir.Node, len(g.Nodes)) // node → the node it becomes (nil: itself)
+	gone := make([]bool, len(g.Nodes))
+	changed := false
+	// Residual Adds.
+	for i := range g.Nodes {
+		if !single(i) {
+			continue
+		}
+		n := &g.Nodes[i]
+		y := n.Outputs[0]
+		if isOut[y] || len(cons[y]) != 1 {
+			continue
+		}
+		a := &g.Nodes[cons[y][0]]
+		if fused[cons[y][0]] != nil || a.Op != "Add" || !a.DefaultDomain() || len(a.Inputs) != 2 || len(a.Outputs) != 1 || a.Inputs[0] == a.Inputs[1] {
+			continue
+		}
+		r := a.Inputs[0]
+		if r == y {
+			r = a.Inputs[1]
+		}
+		rt, yt, zt := g.Tensor(r), g.Tensor(y), g.Tensor(a.Outputs[0])
+		if rt.DType != ir.Float32 || !rt.Shape.Equal(yt.Shape) || !zt.Shape.Equal(yt.Shape) || zt.DType != ir.Float32 {
+			continue
+		}
+		// At the Add's place, where the addend is ready too.
+		fused[cons[y][0]] = &ir.Node{Name: n.Name, Op: "Products", Domain: cudaDomain, Attrs: productAttrs(n, 1),
+			Inputs: []ir.TensorID{n.Inputs[0], r, n.Inputs[1]}, Outputs: []ir.TensorID{a.Outputs[0]}}
+		gone[i] = true
+		changed = true
+	}
+	// Products of one row by several weights.
+	for i := range g.Nodes {
+		if !single(i) || gone[i] {
+			continue
+		}
+		n := &g.Nodes[i]
+		group := []int{i}
+		for j := i + 1; j < len(g.Nodes) && len(group) < maxProducts; j++ {
+			m := &g.Nodes[j]
+			if single(j) && !gone[j] && m.Inputs[0] == n.Inputs[0] && m.Attrs.String("format", "") == n.Attrs.String("format", "") {
+				group = append(group, j)
+			}
+		}
+		if len(group) < 2 {
+			continue
+		}
+		p := &ir.Node{Name: n.Name, Op: "Products", Domain: cudaDomain, Attrs: productAttrs(n, len(group)), Inputs: []ir.TensorID{n.Inputs[0], ir.NoTensor}}
+		rows := p.Attrs["rows"].Ints[:0]
+		for _, j := range group {
+			m := &g.Nodes[j]
+			p.Inputs = append(p.Inputs, m.Inputs[1])
+			p.Outputs = append(p.Outputs, m.Outputs[0])
+			rows = append(rows, m.Attrs.Int("rows", -1))
+			gone[j] = true
+		}
+		p.Attrs["rows"] = ir.Attr{Kind: ir.AttrInts, Ints: rows}
+		gone[i], fused[i] = false, p
+		changed = true
+	}
+	if !changed {
+		return g
+	}
+	out := *g
+	out.Nodes = make([]ir.Node, 0, len(g.Nodes))
+	out.Tensors = slices.Clone(g.Tensors)
+	for id := range out.Tensors {
+		out.Tensors[id].Producer = -1
+	}
+	for i := range g.Nodes {
+		if gone[i] {
+			continue
+		}
+		n := g.Nodes[i]
+		if fused[i] != nil {
+			n = *fused[i]
+		}
+		for _, id := range n.Outputs {
+			if id != ir.NoTensor {
+				out.Tensors[id].Producer = len(out.Nodes)
+			}
+		}
+		out.Nodes = append(out.Nodes, n)
+	}
+	return &out
+}
+
+// productAttrs are the attributes of a Products node of k weights made
+// from the PackedMatMul n: its format and k row counts, n's first.
+func productAttrs(n *ir.Node, k int) ir.Attrs {
+	rows := make([]int64, 1, k)
+	rows[0] = n.Attrs.Int("rows", -1)
+	return ir.Attrs{
+		"format": n.Attrs["format"],
+		"rows":   {Kind: ir.AttrInts, Ints: rows},
+	}
+}
+
+// buildProducts launches a Products node: pmvs, a block of rows of one
+// weight a block.
+func buildProducts(c *bctx) error {
+	n := c.n
+	if len(n.Inputs) < 3 || len(n.Inputs)-2 != len(n.Outputs) || len(n.Outputs) > maxProducts {
+		return c.errorf("%d inputs and %d outputs, want x, an addend and up to %d weights with an output each", len(n.Inputs), len(n.Outputs), maxProducts)
+	}
+	rows := n.Attrs.Ints("rows", nil)
+	x := c.in(0)
+	if x == nil || x.DType != ir.Float32 || x.Shape.Rank() == 0 || len(rows) != len(n.Outputs) {
+		return c.errorf("want a float32 row and a row count for each weight")
+	}
+	k := x.Shape[x.Shape.Rank()-1]
+	if x.Shape.Elements() != k {
+		return c.errorf("input %s%v is not one row", x.DType, x.Shape)
+	}
+	ws, ys, ns := []arg{null(), null(), null()}, []arg{null(), null(), null()}, []arg{i64(0), i64(0), i64(0)}
+	var name string
+	var rb, blocks int64
+	for i := range n.Outputs {
+		one := &ir.Node{Name: n.Name, Op: "PackedMatMul", Attrs: ir.Attrs{"format": n.Attrs["format"], "rows": {Kind: ir.AttrInt, Int: rows[i]}}}
+		p, err := ir.PackedWeights(one, c.in(2+i), k)
+		if err != nil {
+			return c.errorf("weight %d: %v", i, err)
+		}
+		unit, _, ok := packedUnit(p.Format, k)
+		if !ok || k%p.Format.BlockSize() != 0 {
+			return c.errorf("no product with %s weights of rows of %d on the GPU", p.Format, k)
+		}
+		if y := c.out(i); y == nil || y.DType != ir.Float32 || y.Shape.Elements() != p.Rows {
+			return c.errorf("output %d is not float32 of %d values", i, p.Rows)
+		}
+		if add := c.in(1); i == 0 && add != nil && (add.DType != ir.Float32 || add.Shape.Elements() != p.Rows) {
+			return c.errorf("the addend %s%v is not float32 of %d values", add.DType, add.Shape, p.Rows)
+		}
+		name, rb = unit, p.RowBytes
+		ws[i], ys[i], ns[i] = c.inArg(2+i), c.outArg(i), i64(p.Rows)
+		blocks += (p.Rows + packedRows - 1) / packedRows
+	}
+	if blocks == 0 {
+		return nil
+	}
+	args := append([]arg{c.inArg(0), c.optIn(1)}, ws...)
+	args = append(append(append(args, ys...), ns...), i64(k), i64(rb))
+	c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "pmvs_" + name,
+		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{32 * packedWarps, 1, 1}, args: args})
+	return nil
+}

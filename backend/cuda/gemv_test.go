@@ -1,0 +1,126 @@
+package cuda
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/weights/ggml"
+)
+
+// productsGraph is a decoding step's products over one row x of k values
+// in format f: three projections of x (rows n, n/2, n/2), and a fourth
+// whose rows a residual r is added to. Also, left as they are: a product
+// of three rows, and one whose Add broadcasts. The outputs are those of
+// every node.
+func productsGraph(tb testing.TB, f ggml.Type, n, k int64) (*ir.Graph, [][]byte) {
+	r := rand.New(rand.NewPCG(3, 4))
+	g := &ir.Graph{Name: "products", Opsets: map[string]int64{"": 17}}
+	x := g.NewTensor("x", ir.Float32, ir.Shape{1, k}, nil)
+	x3 := g.NewTensor("x3", ir.Float32, ir.Shape{3, k}, nil)
+	res := g.NewTensor("r", ir.Float32, ir.Shape{1, n}, nil)
+	one := g.NewTensor("one", ir.Float32, ir.Shape{1}, nil)
+	g.Inputs = []ir.TensorID{x, x3, res, one}
+	node := func(op, domain string, attrs ir.Attrs, ins ...ir.TensorID) ir.TensorID {
+		i := len(g.Nodes)
+		y := g.AddTensor(ir.Tensor{Name: op + string(rune('a'+i)), Producer: i})
+		g.Nodes = append(g.Nodes, ir.Node{Name: op, Op: op, Domain: domain, Attrs: attrs, Inputs: ins, Outputs: []ir.TensorID{y}})
+		types, err := ir.Infer(g, &g.Nodes[i])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		g.Tensor(y).DType, g.Tensor(y).Shape = types[0].DType, types[0].Shape
+		return y
+	}
+	product := func(in ir.TensorID, rows int64) ir.TensorID {
+		w := g.NewTensor("w", ir.Uint8, nil, packedBytes(r, f, rows, k))
+		g.Tensor(w).Shape = ir.Shape{int64(len(g.Tensor(w).Data))}
+		return node("PackedMatMul", ir.BerthDomain, ir.Attrs{"format": strv(f.String()), "rows": intv(rows)}, in, w)
+	}
+	q, kk, v := product(x, n), product(x, n/2), product(x, n/2)
+	o := node("Add", "", nil, res, product(x, n))
+	m3 := product(x3, n)
+	b := node("Add", "", nil, product(x, n), one)
+	g.Outputs = []ir.TensorID{q, kk, v, o, m3, b}
+	var inputs [][]byte
+	for _, id := range g.Inputs {
+		v := make([]float32, g.Tensor(id).Shape.Elements())
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		inputs = append(inputs, raw.Bytes(v))
+	}
+	return g, inputs
+}
+
+// TestFuseProducts checks the rewrite: the three projections are one
+// Products node, the product and its residual Add another, and the rest
+// stays as it was.
+func TestFuseProducts(t *testing.T) {
+	g, _ := productsGraph(t, ggml.Q4_0, 64, 256)
+	f := fuseProducts(g)
+	var ops []string
+	for i, n := range f.Nodes {
+		ops = append(ops, n.Op+"/"+string(rune('0'+len(n.Outputs))))
+		for _, id := range n.Outputs {
+			if f.Tensor(id).Producer != i {
+				t.Errorf("node %d (%s) writes %q, whose producer is %d", i, n.Op, f.Tensor(id).Name, f.Tensor(id).Producer)
+			}
+		}
+	}
+	want := []string{"Products/3", "Products/1", "PackedMatMul/1", "PackedMatMul/1", "Add/1"}
+	if !slices.Equal(ops, want) {
+		t.Fatalf("nodes %v, want %v", ops, want)
+	}
+	if !slices.Equal(f.Nodes[1].Inputs[1:2], g.Nodes[4].Inputs[:1]) || f.Nodes[1].Outputs[0] != g.Outputs[3] {
+		t.Errorf("the residual product reads %v and writes %v", f.Nodes[1].Inputs, f.Nodes[1].Outputs)
+	}
+	if len(g.Nodes) != 8 {
+		t.Errorf("the rewrite changed its input: %d nodes", len(g.Nodes))
+	}
+	if h, _ := productsGraph(t, ggml.Q4_0, 64, 256); fuseProducts(&ir.Graph{Nodes: h.Nodes[4:5], Tensors: h.Tensors}) == nil {
+		t.Error("no graph for a graph without products to fuse")
+	}
+}
+
+// TestProductsMatchUnfused runs the graph with the products fused and
+// without, for each format, and wants the same bits: the same sums, and
+// the residual added by the same single addition.
+func TestProductsMatchUnfused(t *testing.T) {
+	requireGPU(t)
+	for _, f := range []ggml.Type{ggml.F32, ggml.F16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_K, ggml.Q6_K} {
+		t.Run(f.String(), func(t *testing.T) {
+			g, inputs := productsGraph(t, f, 192, 512)
+			var outs [2][][]byte
+			for i, noFusion := range []bool{false, true} {
+				exe, err := Compile(g, Options{NoFusion: noFusion})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer exe.Close()
+				s, err := exe.NewSession()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				for _, id := range g.Outputs {
+					outs[i] = append(outs[i], make([]byte, g.Tensor(id).Bytes()))
+				}
+				if err := s.Run(inputs, outs[i]); err != nil {
+					t.Fatal(err)
+				}
+				if fused := exe.Launches(); !noFusion && fused > len(g.Nodes)-3 {
+					t.Errorf("%d launches with the products fused, %d nodes", fused, len(g.Nodes))
+				}
+			}
+			for j := range outs[0] {
+				if !bytes.Equal(outs[0][j], outs[1][j]) {
+					t.Errorf("output %d differs from the unfused run", j)
+				}
+			}
+		})
+	}
+}
