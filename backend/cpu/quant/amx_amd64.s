@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "kernels_amd64.h"
 
 // The AMX kernels (see amx.go). Go's assembler has no AMX mnemonics, so
 // the tile instructions are spelled out as bytes, each with the
@@ -18,6 +19,248 @@
 // or 0x7B (F2) where vvvv is unused. TDPBSSD tmm1 += tmm2·tmm3: the
 // int8 rows of tmm2 by the int8 pairs of fours of tmm3, signed by
 // signed, into the int32 of tmm1.
+
+// TRANSPOSE16 transposes the 16×16 float32 matrix whose rows are Z0-Z15
+// into Z0-Z15, through Z16-Z31: pairs of 32-bit lanes, pairs of 64-bit
+// lanes, then 128-bit lanes twice.
+#define TRANSPOSE16 \
+	VUNPCKLPS Z1, Z0, Z16;    VUNPCKHPS Z1, Z0, Z17;    \
+	VUNPCKLPS Z3, Z2, Z18;    VUNPCKHPS Z3, Z2, Z19;    \
+	VUNPCKLPS Z5, Z4, Z20;    VUNPCKHPS Z5, Z4, Z21;    \
+	VUNPCKLPS Z7, Z6, Z22;    VUNPCKHPS Z7, Z6, Z23;    \
+	VUNPCKLPS Z9, Z8, Z24;    VUNPCKHPS Z9, Z8, Z25;    \
+	VUNPCKLPS Z11, Z10, Z26;  VUNPCKHPS Z11, Z10, Z27;  \
+	VUNPCKLPS Z13, Z12, Z28;  VUNPCKHPS Z13, Z12, Z29;  \
+	VUNPCKLPS Z15, Z14, Z30;  VUNPCKHPS Z15, Z14, Z31;  \
+	VUNPCKLPD Z18, Z16, Z0;   VUNPCKHPD Z18, Z16, Z1;   \
+	VUNPCKLPD Z19, Z17, Z2;   VUNPCKHPD Z19, Z17, Z3;   \
+	VUNPCKLPD Z22, Z20, Z4;   VUNPCKHPD Z22, Z20, Z5;   \
+	VUNPCKLPD Z23, Z21, Z6;   VUNPCKHPD Z23, Z21, Z7;   \
+	VUNPCKLPD Z26, Z24, Z8;   VUNPCKHPD Z26, Z24, Z9;   \
+	VUNPCKLPD Z27, Z25, Z10;  VUNPCKHPD Z27, Z25, Z11;  \
+	VUNPCKLPD Z30, Z28, Z12;  VUNPCKHPD Z30, Z28, Z13;  \
+	VUNPCKLPD Z31, Z29, Z14;  VUNPCKHPD Z31, Z29, Z15;  \
+	VSHUFF32X4 $0x44, Z4, Z0, Z16;   VSHUFF32X4 $0xee, Z4, Z0, Z20;   \
+	VSHUFF32X4 $0x44, Z12, Z8, Z24;  VSHUFF32X4 $0xee, Z12, Z8, Z28;  \
+	VSHUFF32X4 $0x44, Z5, Z1, Z17;   VSHUFF32X4 $0xee, Z5, Z1, Z21;   \
+	VSHUFF32X4 $0x44, Z13, Z9, Z25;  VSHUFF32X4 $0xee, Z13, Z9, Z29;  \
+	VSHUFF32X4 $0x44, Z6, Z2, Z18;   VSHUFF32X4 $0xee, Z6, Z2, Z22;   \
+	VSHUFF32X4 $0x44, Z14, Z10, Z26; VSHUFF32X4 $0xee, Z14, Z10, Z30; \
+	VSHUFF32X4 $0x44, Z7, Z3, Z19;   VSHUFF32X4 $0xee, Z7, Z3, Z23;   \
+	VSHUFF32X4 $0x44, Z15, Z11, Z27; VSHUFF32X4 $0xee, Z15, Z11, Z31; \
+	VSHUFF32X4 $0x88, Z24, Z16, Z0;  VSHUFF32X4 $0xdd, Z24, Z16, Z4;  \
+	VSHUFF32X4 $0x88, Z28, Z20, Z8;  VSHUFF32X4 $0xdd, Z28, Z20, Z12; \
+	VSHUFF32X4 $0x88, Z25, Z17, Z1;  VSHUFF32X4 $0xdd, Z25, Z17, Z5;  \
+	VSHUFF32X4 $0x88, Z29, Z21, Z9;  VSHUFF32X4 $0xdd, Z29, Z21, Z13; \
+	VSHUFF32X4 $0x88, Z26, Z18, Z2;  VSHUFF32X4 $0xdd, Z26, Z18, Z6;  \
+	VSHUFF32X4 $0x88, Z30, Z22, Z10; VSHUFF32X4 $0xdd, Z30, Z22, Z14; \
+	VSHUFF32X4 $0x88, Z27, Z19, Z3;  VSHUFF32X4 $0xdd, Z27, Z19, Z7;  \
+	VSHUFF32X4 $0x88, Z31, Z23, Z11; VSHUFF32X4 $0xdd, Z31, Z23, Z15
+
+// SCALE adds row n of the int32 tile at o(CX) (64 bytes a row), times
+// the weight scale n at w(DI) and the activation scales in Z16, into acc.
+#define SCALE(o, w, n, acc) \
+	VMULPS.BCST (w+4*n)(DI), Z16, Z17; \
+	VCVTDQ2PS   (o+64*n)(CX), Z18;     \
+	VFMADD231PS Z18, Z17, acc
+
+// BLOCK adds the int32 tile at o(CX), a block's products, scaled by the
+// block's weight scales at w(DI) and activation scales at w(R8), into
+// Z0-Z15.
+#define BLOCK(o, w) \
+	VMOVUPS w(R8), Z16;      \
+	SCALE(o, w, 0, Z0);      \
+	SCALE(o, w, 1, Z1);      \
+	SCALE(o, w, 2, Z2);      \
+	SCALE(o, w, 3, Z3);      \
+	SCALE(o, w, 4, Z4);      \
+	SCALE(o, w, 5, Z5);      \
+	SCALE(o, w, 6, Z6);      \
+	SCALE(o, w, 7, Z7);      \
+	SCALE(o, w, 8, Z8);      \
+	SCALE(o, w, 9, Z9);      \
+	SCALE(o, w, 10, Z10);    \
+	SCALE(o, w, 11, Z11);    \
+	SCALE(o, w, 12, Z12);    \
+	SCALE(o, w, 13, Z13);    \
+	SCALE(o, w, 14, Z14);    \
+	SCALE(o, w, 15, Z15)
+
+// The tile instructions of the kernel. Tiles 0 and 2 hold weights
+// (A0, A1), 1 and 3 activations (B0, B1), 4-7 int32 products (C0-C3).
+#define TILEZERO_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xE0 // TILEZERO TMM4
+#define TILEZERO_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xE8 // TILEZERO TMM5
+#define TILEZERO_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xF0 // TILEZERO TMM6
+#define TILEZERO_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xF8 // TILEZERO TMM7
+#define LOAD_A0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x16 // TILELOADD TMM0, (SI)(DX*1)
+#define LOAD_B0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x03 // TILELOADD TMM1, (BX)(AX*1)
+#define LOAD_A1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x14; BYTE $0x16 // TILELOADD TMM2, (SI)(DX*1)
+#define LOAD_B1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x1C; BYTE $0x03 // TILELOADD TMM3, (BX)(AX*1)
+#define DP_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x73; BYTE $0x5E; BYTE $0xE0 // TDPBSSD TMM4, TMM0, TMM1
+#define DP_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x63; BYTE $0x5E; BYTE $0xEA // TDPBSSD TMM5, TMM2, TMM3
+#define DP_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x73; BYTE $0x5E; BYTE $0xF0 // TDPBSSD TMM6, TMM0, TMM1
+#define DP_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x63; BYTE $0x5E; BYTE $0xFA // TDPBSSD TMM7, TMM2, TMM3
+#define STORE_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x24; BYTE $0x01 // TILESTORED (CX)(AX*1), TMM4
+#define STORE_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xAC; BYTE $0x01; LONG $0x400 // TILESTORED 1024(CX)(AX*1), TMM5
+#define STORE_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xB4; BYTE $0x01; LONG $0x800 // TILESTORED 2048(CX)(AX*1), TMM6
+#define STORE_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xBC; BYTE $0x01; LONG $0xC00 // TILESTORED 3072(CX)(AX*1), TMM7
+
+// SCALEM is SCALE with the minimums: it also adds weight n's term at
+// w+64(DI) times the activations' at Z19.
+#define SCALEM(o, w, n, acc) \
+	SCALE(o, w, n, acc); \
+	VFMADD231PS.BCST (w+64+4*n)(DI), Z19, acc
+
+// BLOCKM is BLOCK for blocks of weights with minimums: 128 bytes of
+// scales a block on both sides, the scales then the minimums' terms.
+#define BLOCKM(o, w) \
+	VMOVUPS w(R8), Z16;       \
+	VMOVUPS (w+64)(R8), Z19;  \
+	SCALEM(o, w, 0, Z0);      \
+	SCALEM(o, w, 1, Z1);      \
+	SCALEM(o, w, 2, Z2);      \
+	SCALEM(o, w, 3, Z3);      \
+	SCALEM(o, w, 4, Z4);      \
+	SCALEM(o, w, 5, Z5);      \
+	SCALEM(o, w, 6, Z6);      \
+	SCALEM(o, w, 7, Z7);      \
+	SCALEM(o, w, 8, Z8);      \
+	SCALEM(o, w, 9, Z9);      \
+	SCALEM(o, w, 10, Z10);    \
+	SCALEM(o, w, 11, Z11);    \
+	SCALEM(o, w, 12, Z12);    \
+	SCALEM(o, w, 13, Z13);    \
+	SCALEM(o, w, 14, Z14);    \
+	SCALEM(o, w, 15, Z15)
+
+// AMXTILES(BLK, bs): the body of amxTiles and amxTilesMin, BLK scaling a
+// block's products into Z0-Z15 and bs the bytes of scales a block takes
+// on either side.
+#define AMXTILES(BLK, bs) \
+	MOVQ work+112(FP), CX; \
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x01 /* LDTILECFG (CX) */; \
+	ADDQ $64, CX /* the int32 tiles */; \
+	MOVQ mask+16(FP), AX; \
+	KMOVW AX, K1; \
+	MOVQ $64, AX /* bytes a row of the activation and int32 tiles */; \
+	MOVQ step+80(FP), R15 /* bytes of a block on either side */; \
+	MOVQ R15, DX; \
+	SHRQ $4, DX /* bytes a row of the weight tile */; \
+	MOVQ y+0(FP), R10; \
+	MOVQ ldy+8(FP), R11; \
+	SHLQ $2, R11; \
+	MOVQ xv+48(FP), R12; \
+	MOVQ xs+56(FP), R13; \
+tile:; \
+	ZERO16; \
+	MOVQ panel+32(FP), SI; \
+	MOVQ ws+40(FP), DI; \
+	MOVQ R12, BX; \
+	MOVQ R13, R8; \
+	MOVQ nb+88(FP), R9; \
+	CMPQ R9, $4; \
+	JLT  one; \
+four:; \
+	TILEZERO_C0; \
+	TILEZERO_C1; \
+	TILEZERO_C2; \
+	TILEZERO_C3; \
+	LOAD_A0; \
+	LOAD_B0; \
+	DP_C0; \
+	ADDQ R15, SI; \
+	ADDQ R15, BX; \
+	LOAD_A1; \
+	LOAD_B1; \
+	DP_C1; \
+	ADDQ R15, SI; \
+	ADDQ R15, BX; \
+	LOAD_A0; \
+	LOAD_B0; \
+	DP_C2; \
+	ADDQ R15, SI; \
+	ADDQ R15, BX; \
+	LOAD_A1; \
+	LOAD_B1; \
+	DP_C3; \
+	ADDQ R15, SI; \
+	ADDQ R15, BX; \
+	STORE_C0; \
+	STORE_C1; \
+	STORE_C2; \
+	STORE_C3; \
+	BLK(0, 0); \
+	BLK(1024, bs); \
+	BLK(2048, 2*bs); \
+	BLK(3072, 3*bs); \
+	ADDQ $(4*bs), DI; \
+	ADDQ $(4*bs), R8; \
+	SUBQ $4, R9; \
+	CMPQ R9, $4; \
+	JGE  four; \
+one:; \
+	TESTQ R9, R9; \
+	JZ    done; \
+	TILEZERO_C0; \
+	LOAD_A0; \
+	LOAD_B0; \
+	DP_C0; \
+	STORE_C0; \
+	BLK(0, 0); \
+	ADDQ R15, SI; \
+	ADDQ R15, BX; \
+	ADDQ $bs, DI; \
+	ADDQ $bs, R8; \
+	DECQ R9; \
+	JMP  one; \
+done:; \
+	TRANSPOSE16 /* Zn, weight row n's products, into the rows of y */; \
+	LEAQ 4096(CX), SI; \
+	VMOVUPS Z0, 0(SI); \
+	VMOVUPS Z1, 64(SI); \
+	VMOVUPS Z2, 128(SI); \
+	VMOVUPS Z3, 192(SI); \
+	VMOVUPS Z4, 256(SI); \
+	VMOVUPS Z5, 320(SI); \
+	VMOVUPS Z6, 384(SI); \
+	VMOVUPS Z7, 448(SI); \
+	VMOVUPS Z8, 512(SI); \
+	VMOVUPS Z9, 576(SI); \
+	VMOVUPS Z10, 640(SI); \
+	VMOVUPS Z11, 704(SI); \
+	VMOVUPS Z12, 768(SI); \
+	VMOVUPS Z13, 832(SI); \
+	VMOVUPS Z14, 896(SI); \
+	VMOVUPS Z15, 960(SI); \
+	MOVQ $16, R9; \
+	CMPQ tiles+96(FP), $1; \
+	JNE  rows; \
+	MOVQ last+24(FP), R9; \
+rows:; \
+	MOVQ R10, DI; \
+	MOVQ add+104(FP), BX; \
+row:; \
+	VMOVUPS (SI), Z16; \
+	TESTQ   BX, BX; \
+	JZ      set; \
+	VMOVUPS.Z (DI), K1, Z17; \
+	VADDPS  Z17, Z16, Z16; \
+set:; \
+	VMOVUPS Z16, K1, (DI); \
+	ADDQ    $64, SI; \
+	ADDQ    R11, DI; \
+	DECQ    R9; \
+	JNZ     row; \
+	MOVQ R11, BX; \
+	SHLQ $4, BX; \
+	ADDQ BX, R10; \
+	ADDQ xStride+64(FP), R12; \
+	ADDQ xsStride+72(FP), R13; \
+	DECQ tiles+96(FP); \
+	JNZ  tile; \
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 /* TILERELEASE */; \
+	VZEROUPPER; \
+	RET
 
 // func cpuid7EDX() uint32
 TEXT ·cpuid7EDX(SB), NOSPLIT, $0-4
@@ -264,91 +507,6 @@ halfLoop:
 	VZEROUPPER
 	RET
 
-// TRANSPOSE16 transposes the 16×16 float32 matrix whose rows are Z0-Z15
-// into Z0-Z15, through Z16-Z31: pairs of 32-bit lanes, pairs of 64-bit
-// lanes, then 128-bit lanes twice.
-#define TRANSPOSE16 \
-	VUNPCKLPS Z1, Z0, Z16;    VUNPCKHPS Z1, Z0, Z17;    \
-	VUNPCKLPS Z3, Z2, Z18;    VUNPCKHPS Z3, Z2, Z19;    \
-	VUNPCKLPS Z5, Z4, Z20;    VUNPCKHPS Z5, Z4, Z21;    \
-	VUNPCKLPS Z7, Z6, Z22;    VUNPCKHPS Z7, Z6, Z23;    \
-	VUNPCKLPS Z9, Z8, Z24;    VUNPCKHPS Z9, Z8, Z25;    \
-	VUNPCKLPS Z11, Z10, Z26;  VUNPCKHPS Z11, Z10, Z27;  \
-	VUNPCKLPS Z13, Z12, Z28;  VUNPCKHPS Z13, Z12, Z29;  \
-	VUNPCKLPS Z15, Z14, Z30;  VUNPCKHPS Z15, Z14, Z31;  \
-	VUNPCKLPD Z18, Z16, Z0;   VUNPCKHPD Z18, Z16, Z1;   \
-	VUNPCKLPD Z19, Z17, Z2;   VUNPCKHPD Z19, Z17, Z3;   \
-	VUNPCKLPD Z22, Z20, Z4;   VUNPCKHPD Z22, Z20, Z5;   \
-	VUNPCKLPD Z23, Z21, Z6;   VUNPCKHPD Z23, Z21, Z7;   \
-	VUNPCKLPD Z26, Z24, Z8;   VUNPCKHPD Z26, Z24, Z9;   \
-	VUNPCKLPD Z27, Z25, Z10;  VUNPCKHPD Z27, Z25, Z11;  \
-	VUNPCKLPD Z30, Z28, Z12;  VUNPCKHPD Z30, Z28, Z13;  \
-	VUNPCKLPD Z31, Z29, Z14;  VUNPCKHPD Z31, Z29, Z15;  \
-	VSHUFF32X4 $0x44, Z4, Z0, Z16;   VSHUFF32X4 $0xee, Z4, Z0, Z20;   \
-	VSHUFF32X4 $0x44, Z12, Z8, Z24;  VSHUFF32X4 $0xee, Z12, Z8, Z28;  \
-	VSHUFF32X4 $0x44, Z5, Z1, Z17;   VSHUFF32X4 $0xee, Z5, Z1, Z21;   \
-	VSHUFF32X4 $0x44, Z13, Z9, Z25;  VSHUFF32X4 $0xee, Z13, Z9, Z29;  \
-	VSHUFF32X4 $0x44, Z6, Z2, Z18;   VSHUFF32X4 $0xee, Z6, Z2, Z22;   \
-	VSHUFF32X4 $0x44, Z14, Z10, Z26; VSHUFF32X4 $0xee, Z14, Z10, Z30; \
-	VSHUFF32X4 $0x44, Z7, Z3, Z19;   VSHUFF32X4 $0xee, Z7, Z3, Z23;   \
-	VSHUFF32X4 $0x44, Z15, Z11, Z27; VSHUFF32X4 $0xee, Z15, Z11, Z31; \
-	VSHUFF32X4 $0x88, Z24, Z16, Z0;  VSHUFF32X4 $0xdd, Z24, Z16, Z4;  \
-	VSHUFF32X4 $0x88, Z28, Z20, Z8;  VSHUFF32X4 $0xdd, Z28, Z20, Z12; \
-	VSHUFF32X4 $0x88, Z25, Z17, Z1;  VSHUFF32X4 $0xdd, Z25, Z17, Z5;  \
-	VSHUFF32X4 $0x88, Z29, Z21, Z9;  VSHUFF32X4 $0xdd, Z29, Z21, Z13; \
-	VSHUFF32X4 $0x88, Z26, Z18, Z2;  VSHUFF32X4 $0xdd, Z26, Z18, Z6;  \
-	VSHUFF32X4 $0x88, Z30, Z22, Z10; VSHUFF32X4 $0xdd, Z30, Z22, Z14; \
-	VSHUFF32X4 $0x88, Z27, Z19, Z3;  VSHUFF32X4 $0xdd, Z27, Z19, Z7;  \
-	VSHUFF32X4 $0x88, Z31, Z23, Z11; VSHUFF32X4 $0xdd, Z31, Z23, Z15
-
-// SCALE adds row n of the int32 tile at o(CX) (64 bytes a row), times
-// the weight scale n at w(DI) and the activation scales in Z16, into acc.
-#define SCALE(o, w, n, acc) \
-	VMULPS.BCST (w+4*n)(DI), Z16, Z17; \
-	VCVTDQ2PS   (o+64*n)(CX), Z18;     \
-	VFMADD231PS Z18, Z17, acc
-
-// BLOCK adds the int32 tile at o(CX), a block's products, scaled by the
-// block's weight scales at w(DI) and activation scales at w(R8), into
-// Z0-Z15.
-#define BLOCK(o, w) \
-	VMOVUPS w(R8), Z16;      \
-	SCALE(o, w, 0, Z0);      \
-	SCALE(o, w, 1, Z1);      \
-	SCALE(o, w, 2, Z2);      \
-	SCALE(o, w, 3, Z3);      \
-	SCALE(o, w, 4, Z4);      \
-	SCALE(o, w, 5, Z5);      \
-	SCALE(o, w, 6, Z6);      \
-	SCALE(o, w, 7, Z7);      \
-	SCALE(o, w, 8, Z8);      \
-	SCALE(o, w, 9, Z9);      \
-	SCALE(o, w, 10, Z10);    \
-	SCALE(o, w, 11, Z11);    \
-	SCALE(o, w, 12, Z12);    \
-	SCALE(o, w, 13, Z13);    \
-	SCALE(o, w, 14, Z14);    \
-	SCALE(o, w, 15, Z15)
-
-// The tile instructions of the kernel. Tiles 0 and 2 hold weights
-// (A0, A1), 1 and 3 activations (B0, B1), 4-7 int32 products (C0-C3).
-#define TILEZERO_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xE0 // TILEZERO TMM4
-#define TILEZERO_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xE8 // TILEZERO TMM5
-#define TILEZERO_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xF0 // TILEZERO TMM6
-#define TILEZERO_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xF8 // TILEZERO TMM7
-#define LOAD_A0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x16 // TILELOADD TMM0, (SI)(DX*1)
-#define LOAD_B0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x03 // TILELOADD TMM1, (BX)(AX*1)
-#define LOAD_A1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x14; BYTE $0x16 // TILELOADD TMM2, (SI)(DX*1)
-#define LOAD_B1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x1C; BYTE $0x03 // TILELOADD TMM3, (BX)(AX*1)
-#define DP_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x73; BYTE $0x5E; BYTE $0xE0 // TDPBSSD TMM4, TMM0, TMM1
-#define DP_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x63; BYTE $0x5E; BYTE $0xEA // TDPBSSD TMM5, TMM2, TMM3
-#define DP_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x73; BYTE $0x5E; BYTE $0xF0 // TDPBSSD TMM6, TMM0, TMM1
-#define DP_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x63; BYTE $0x5E; BYTE $0xFA // TDPBSSD TMM7, TMM2, TMM3
-#define STORE_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x24; BYTE $0x01 // TILESTORED (CX)(AX*1), TMM4
-#define STORE_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xAC; BYTE $0x01; LONG $0x400 // TILESTORED 1024(CX)(AX*1), TMM5
-#define STORE_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xB4; BYTE $0x01; LONG $0x800 // TILESTORED 2048(CX)(AX*1), TMM6
-#define STORE_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0xBC; BYTE $0x01; LONG $0xC00 // TILESTORED 3072(CX)(AX*1), TMM7
-
 // func amxTiles(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte)
 //
 // For each of tiles tiles of 16 activation rows (xv, xs, then xStride
@@ -367,184 +525,7 @@ halfLoop:
 // unit works on the next while the vector unit scales the last; their
 // scaled products are added in order, block after block.
 TEXT ·amxTiles(SB), NOSPLIT, $0-120
-	MOVQ work+112(FP), CX
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x01 // LDTILECFG (CX)
-	ADDQ $64, CX                                               // the int32 tiles
-	MOVQ mask+16(FP), AX
-	KMOVW AX, K1
-	MOVQ $64, AX // bytes a row of the activation and int32 tiles
-	MOVQ step+80(FP), R15 // bytes of a block on either side
-	MOVQ R15, DX
-	SHRQ $4, DX // bytes a row of the weight tile
-	MOVQ y+0(FP), R10
-	MOVQ ldy+8(FP), R11
-	SHLQ $2, R11
-	MOVQ xv+48(FP), R12
-	MOVQ xs+56(FP), R13
-
-tile:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	MOVQ panel+32(FP), SI
-	MOVQ ws+40(FP), DI
-	MOVQ R12, BX
-	MOVQ R13, R8
-	MOVQ nb+88(FP), R9
-	CMPQ R9, $4
-	JLT  one
-
-four:
-	TILEZERO_C0
-	TILEZERO_C1
-	TILEZERO_C2
-	TILEZERO_C3
-	LOAD_A0
-	LOAD_B0
-	DP_C0
-	ADDQ R15, SI
-	ADDQ R15, BX
-	LOAD_A1
-	LOAD_B1
-	DP_C1
-	ADDQ R15, SI
-	ADDQ R15, BX
-	LOAD_A0
-	LOAD_B0
-	DP_C2
-	ADDQ R15, SI
-	ADDQ R15, BX
-	LOAD_A1
-	LOAD_B1
-	DP_C3
-	ADDQ R15, SI
-	ADDQ R15, BX
-	STORE_C0
-	STORE_C1
-	STORE_C2
-	STORE_C3
-	BLOCK(0, 0)
-	BLOCK(1024, 64)
-	BLOCK(2048, 128)
-	BLOCK(3072, 192)
-	ADDQ $256, DI
-	ADDQ $256, R8
-	SUBQ $4, R9
-	CMPQ R9, $4
-	JGE  four
-
-one:
-	TESTQ R9, R9
-	JZ    done
-	TILEZERO_C0
-	LOAD_A0
-	LOAD_B0
-	DP_C0
-	STORE_C0
-	BLOCK(0, 0)
-	ADDQ R15, SI
-	ADDQ R15, BX
-	ADDQ $64, DI
-	ADDQ $64, R8
-	DECQ R9
-	JMP  one
-
-done:
-	// Zn holds weight row n's products with the tile's 16 rows: turn
-	// them into the rows of y and write them out.
-	TRANSPOSE16
-	LEAQ 4096(CX), SI
-	VMOVUPS Z0, 0(SI)
-	VMOVUPS Z1, 64(SI)
-	VMOVUPS Z2, 128(SI)
-	VMOVUPS Z3, 192(SI)
-	VMOVUPS Z4, 256(SI)
-	VMOVUPS Z5, 320(SI)
-	VMOVUPS Z6, 384(SI)
-	VMOVUPS Z7, 448(SI)
-	VMOVUPS Z8, 512(SI)
-	VMOVUPS Z9, 576(SI)
-	VMOVUPS Z10, 640(SI)
-	VMOVUPS Z11, 704(SI)
-	VMOVUPS Z12, 768(SI)
-	VMOVUPS Z13, 832(SI)
-	VMOVUPS Z14, 896(SI)
-	VMOVUPS Z15, 960(SI)
-	MOVQ $16, R9
-	CMPQ tiles+96(FP), $1
-	JNE  rows
-	MOVQ last+24(FP), R9
-
-rows:
-	MOVQ R10, DI
-	MOVQ add+104(FP), BX
-
-row:
-	VMOVUPS (SI), Z16
-	TESTQ   BX, BX
-	JZ      set
-	VMOVUPS.Z (DI), K1, Z17
-	VADDPS  Z17, Z16, Z16
-
-set:
-	VMOVUPS Z16, K1, (DI)
-	ADDQ    $64, SI
-	ADDQ    R11, DI
-	DECQ    R9
-	JNZ     row
-
-	MOVQ R11, BX
-	SHLQ $4, BX
-	ADDQ BX, R10
-	ADDQ xStride+64(FP), R12
-	ADDQ xsStride+72(FP), R13
-	DECQ tiles+96(FP)
-	JNZ  tile
-
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
-	VZEROUPPER
-	RET
-
-// SCALEM is SCALE with the minimums: it also adds weight n's term at
-// w+64(DI) times the activations' at Z19.
-#define SCALEM(o, w, n, acc) \
-	SCALE(o, w, n, acc); \
-	VFMADD231PS.BCST (w+64+4*n)(DI), Z19, acc
-
-// BLOCKM is BLOCK for blocks of weights with minimums: 128 bytes of
-// scales a block on both sides, the scales then the minimums' terms.
-#define BLOCKM(o, w) \
-	VMOVUPS w(R8), Z16;       \
-	VMOVUPS (w+64)(R8), Z19;  \
-	SCALEM(o, w, 0, Z0);      \
-	SCALEM(o, w, 1, Z1);      \
-	SCALEM(o, w, 2, Z2);      \
-	SCALEM(o, w, 3, Z3);      \
-	SCALEM(o, w, 4, Z4);      \
-	SCALEM(o, w, 5, Z5);      \
-	SCALEM(o, w, 6, Z6);      \
-	SCALEM(o, w, 7, Z7);      \
-	SCALEM(o, w, 8, Z8);      \
-	SCALEM(o, w, 9, Z9);      \
-	SCALEM(o, w, 10, Z10);    \
-	SCALEM(o, w, 11, Z11);    \
-	SCALEM(o, w, 12, Z12);    \
-	SCALEM(o, w, 13, Z13);    \
-	SCALEM(o, w, 14, Z14);    \
-	SCALEM(o, w, 15, Z15)
+	AMXTILES(BLOCK, 64)
 
 // func amxTilesMin(y *float32, ldy, mask, last int, panel *byte, ws *float32, xv *byte, xs *float32, xStride, xsStride, step, nb, tiles, add int, work *byte)
 //
@@ -553,153 +534,4 @@ set:
 // activation scales at xs by 16 terms of the activation sums, whose
 // products are added too: 128 bytes a block on both sides.
 TEXT ·amxTilesMin(SB), NOSPLIT, $0-120
-	MOVQ work+112(FP), CX
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x01 // LDTILECFG (CX)
-	ADDQ $64, CX                                               // the int32 tiles
-	MOVQ mask+16(FP), AX
-	KMOVW AX, K1
-	MOVQ $64, AX // bytes a row of the activation and int32 tiles
-	MOVQ step+80(FP), R15 // bytes of a block on either side
-	MOVQ R15, DX
-	SHRQ $4, DX // bytes a row of the weight tile
-	MOVQ y+0(FP), R10
-	MOVQ ldy+8(FP), R11
-	SHLQ $2, R11
-	MOVQ xv+48(FP), R12
-	MOVQ xs+56(FP), R13
-
-tileM:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	MOVQ panel+32(FP), SI
-	MOVQ ws+40(FP), DI
-	MOVQ R12, BX
-	MOVQ R13, R8
-	MOVQ nb+88(FP), R9
-	CMPQ R9, $4
-	JLT  oneM
-
-fourM:
-	TILEZERO_C0
-	TILEZERO_C1
-	TILEZERO_C2
-	TILEZERO_C3
-	LOAD_A0
-	LOAD_B0
-	DP_C0
-	ADDQ R15, SI
-	ADDQ R15, BX
-	LOAD_A1
-	LOAD_B1
-	DP_C1
-	ADDQ R15, SI
-	ADDQ R15, BX
-	LOAD_A0
-	LOAD_B0
-	DP_C2
-	ADDQ R15, SI
-	ADDQ R15, BX
-	LOAD_A1
-	LOAD_B1
-	DP_C3
-	ADDQ R15, SI
-	ADDQ R15, BX
-	STORE_C0
-	STORE_C1
-	STORE_C2
-	STORE_C3
-	BLOCKM(0, 0)
-	BLOCKM(1024, 128)
-	BLOCKM(2048, 256)
-	BLOCKM(3072, 384)
-	ADDQ $512, DI
-	ADDQ $512, R8
-	SUBQ $4, R9
-	CMPQ R9, $4
-	JGE  fourM
-
-oneM:
-	TESTQ R9, R9
-	JZ    doneM
-	TILEZERO_C0
-	LOAD_A0
-	LOAD_B0
-	DP_C0
-	STORE_C0
-	BLOCKM(0, 0)
-	ADDQ R15, SI
-	ADDQ R15, BX
-	ADDQ $128, DI
-	ADDQ $128, R8
-	DECQ R9
-	JMP  oneM
-
-doneM:
-	// Zn holds weight row n's products with the tile's 16 rows: turn
-	// them into the rows of y and write them out.
-	TRANSPOSE16
-	LEAQ 4096(CX), SI
-	VMOVUPS Z0, 0(SI)
-	VMOVUPS Z1, 64(SI)
-	VMOVUPS Z2, 128(SI)
-	VMOVUPS Z3, 192(SI)
-	VMOVUPS Z4, 256(SI)
-	VMOVUPS Z5, 320(SI)
-	VMOVUPS Z6, 384(SI)
-	VMOVUPS Z7, 448(SI)
-	VMOVUPS Z8, 512(SI)
-	VMOVUPS Z9, 576(SI)
-	VMOVUPS Z10, 640(SI)
-	VMOVUPS Z11, 704(SI)
-	VMOVUPS Z12, 768(SI)
-	VMOVUPS Z13, 832(SI)
-	VMOVUPS Z14, 896(SI)
-	VMOVUPS Z15, 960(SI)
-	MOVQ $16, R9
-	CMPQ tiles+96(FP), $1
-	JNE  rowsM
-	MOVQ last+24(FP), R9
-
-rowsM:
-	MOVQ R10, DI
-	MOVQ add+104(FP), BX
-
-rowM:
-	VMOVUPS (SI), Z16
-	TESTQ   BX, BX
-	JZ      setM
-	VMOVUPS.Z (DI), K1, Z17
-	VADDPS  Z17, Z16, Z16
-
-setM:
-	VMOVUPS Z16, K1, (DI)
-	ADDQ    $64, SI
-	ADDQ    R11, DI
-	DECQ    R9
-	JNZ     rowM
-
-	MOVQ R11, BX
-	SHLQ $4, BX
-	ADDQ BX, R10
-	ADDQ xStride+64(FP), R12
-	ADDQ xsStride+72(FP), R13
-	DECQ tiles+96(FP)
-	JNZ  tileM
-
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
-	VZEROUPPER
-	RET
+	AMXTILES(BLOCKM, 128)
