@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/weights/ggml"
+	"github.com/berth-ml/berth/weights/internal/mapped"
 )
 
 // File is a parsed GGUF file.
@@ -49,13 +50,7 @@ type Tensor struct {
 func (t *Tensor) Bytes() []byte { return t.data }
 
 // Elements is the number of values the tensor holds.
-func (t *Tensor) Elements() int64 {
-	n := int64(1)
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
-}
+func (t *Tensor) Elements() int64 { return mapped.Elements(t.Shape) }
 
 // Rows is the number of rows of Shape[0] elements (the product of the
 // other dimensions).
@@ -69,14 +64,9 @@ func (t *Tensor) Rows() int64 {
 
 // Open maps the GGUF file at path read-only and parses it.
 func Open(path string) (*File, error) {
-	m, err := device.MapFile(path)
+	f, m, err := mapped.Open("gguf", path, parse)
 	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	f, err := parse(m.Bytes())
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("gguf: %s: %w", path, err)
+		return nil, err
 	}
 	f.mapped = m
 	return f, nil
@@ -84,13 +74,7 @@ func Open(path string) (*File, error) {
 
 // Parse parses a GGUF file held in memory. The tensors' bytes are windows
 // of data, which must not change while the File is in use.
-func Parse(data []byte) (*File, error) {
-	f, err := parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	return f, nil
-}
+func Parse(data []byte) (*File, error) { return mapped.Parse("gguf", data, parse) }
 
 // Close releases the mapping of a file opened with Open; the tensors'
 // bytes are nil afterwards. Metadata stay readable. It is safe to call
@@ -99,9 +83,7 @@ func (f *File) Close() error {
 	for _, t := range f.tensors {
 		t.data = nil
 	}
-	m := f.mapped
-	f.mapped = nil
-	return m.Close()
+	return mapped.Close(&f.mapped)
 }
 
 // Tensors returns the tensors in the order the file lists them.
