@@ -153,16 +153,7 @@ func spmReference(t *Tokenizer, text []byte) []int32 {
 	mergeQueued(syms, &q, try)
 	var out []int32
 	for i := int32(0); len(syms) > 0 && i != -1; i = syms[i].next {
-		piece := text[syms[i].start : syms[i].start+syms[i].n]
-		if id, ok := t.ids[string(piece)]; ok {
-			out = append(out, id)
-			continue
-		}
-		for _, c := range piece {
-			if id := t.byteTokens[c]; id >= 0 {
-				out = append(out, id)
-			}
-		}
+		out = t.appendPiece(out, text[syms[i].start:syms[i].start+syms[i].n])
 	}
 	return out
 }
