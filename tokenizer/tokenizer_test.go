@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +175,7 @@ func TestSentencePieceCutsChangeNothing(t *testing.T) {
 		text := escapeSpaces(nil, []byte(b.String()))
 		got := tok.spm(nil, text, &scratch{})
 		want := spmReference(tok, text)
-		if !equal(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("case %d %q:\n got %v\nwant %v", n, text, got, want)
 		}
 	}
@@ -257,7 +258,7 @@ func TestConcurrentUse(t *testing.T) {
 			for i := range 50 {
 				k := (g + i) % len(texts)
 				ids := tok.Encode(texts[k], true)
-				ok = ok && equal(ids, want[k]) && tok.Decode(ids) != "\x00"
+				ok = ok && slices.Equal(ids, want[k]) && tok.Decode(ids) != "\x00"
 			}
 			done <- ok
 		}()
