@@ -262,159 +262,6 @@ set:; \
 	VZEROUPPER; \
 	RET
 
-// func cpuid7EDX() uint32
-TEXT ·cpuid7EDX(SB), NOSPLIT, $0-4
-	MOVL $7, AX
-	XORL CX, CX
-	CPUID
-	MOVL DX, ret+0(FP)
-	RET
-
-// func xgetbv0() uint32
-TEXT ·xgetbv0(SB), NOSPLIT, $0-4
-	XORL CX, CX
-	XGETBV
-	MOVL AX, ret+0(FP)
-	RET
-
-// func amxPackQ4_0(panel *byte, halves *uint16, w *byte, wRow int, rows int, nb int)
-//
-// For each of rows weight rows (wRow bytes apart from w) and each of nb
-// blocks: the 32 values q−8 as int8 at panel[512·b + 32·r], and the
-// block's f16 scale at halves[16·b + r].
-TEXT ·amxPackQ4_0(SB), NOSPLIT, $0-48
-	MOVQ panel+0(FP), DI
-	MOVQ halves+8(FP), R8
-	MOVQ w+16(FP), SI
-	MOVQ wRow+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVQ nb+40(FP), R11
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Y15
-	MOVL $0x08080808, AX
-	VPBROADCASTD AX, Y14
-
-q4row:
-	MOVQ SI, BX // this row's blocks
-	MOVQ DI, CX // its values in the panel
-	MOVQ R8, DX // its scales
-	MOVQ R11, R12
-
-q4block:
-	MOVWLZX (BX), AX
-	MOVW    AX, (DX)
-	VMOVDQU 2(BX), X0
-	VPSRLW  $4, X0, X1
-	VINSERTI128 $1, X1, Y0, Y0 // low nibbles (values 0-15), then high (16-31)
-	VPAND   Y15, Y0, Y0
-	VPSUBB  Y14, Y0, Y0
-	VMOVDQU Y0, (CX)
-	ADDQ    $18, BX
-	ADDQ    $512, CX
-	ADDQ    $32, DX
-	DECQ    R12
-	JNZ     q4block
-
-	ADDQ R9, SI
-	ADDQ $32, DI
-	ADDQ $2, R8
-	DECQ R10
-	JNZ  q4row
-	VZEROUPPER
-	RET
-
-// func amxPackQ8_0(panel *byte, halves *uint16, w *byte, wRow int, rows int, nb int)
-//
-// amxPackQ4_0 for Q8_0 blocks: the values are copied as they are.
-TEXT ·amxPackQ8_0(SB), NOSPLIT, $0-48
-	MOVQ panel+0(FP), DI
-	MOVQ halves+8(FP), R8
-	MOVQ w+16(FP), SI
-	MOVQ wRow+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVQ nb+40(FP), R11
-
-q8row:
-	MOVQ SI, BX
-	MOVQ DI, CX
-	MOVQ R8, DX
-	MOVQ R11, R12
-
-q8block:
-	MOVWLZX (BX), AX
-	MOVW    AX, (DX)
-	VMOVDQU 2(BX), Y0
-	VMOVDQU Y0, (CX)
-	ADDQ    $34, BX
-	ADDQ    $512, CX
-	ADDQ    $32, DX
-	DECQ    R12
-	JNZ     q8block
-
-	ADDQ R9, SI
-	ADDQ $32, DI
-	ADDQ $2, R8
-	DECQ R10
-	JNZ  q8row
-	VZEROUPPER
-	RET
-
-// func amxPackQ4_K(panel *byte, w *byte, wRow int, rows int, nsb int)
-//
-// For each of rows weight rows (wRow bytes apart from w) and each of nsb
-// Q4_K blocks of 256 values: the values q (0 to 15) of its eight
-// sub-blocks as int8, sub-block j at panel[512·(8·b+j) + 32·r].
-TEXT ·amxPackQ4_K(SB), NOSPLIT, $0-40
-	MOVQ panel+0(FP), DI
-	MOVQ w+8(FP), SI
-	MOVQ wRow+16(FP), R9
-	MOVQ rows+24(FP), R10
-	MOVQ nsb+32(FP), R11
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Y15
-
-qkrow:
-	LEAQ 16(SI), BX // this row's values
-	MOVQ DI, CX
-	MOVQ R11, R12
-
-qkblock:
-	VMOVDQU (BX), Y0
-	VPSRLW  $4, Y0, Y1
-	VPAND   Y15, Y0, Y0
-	VPAND   Y15, Y1, Y1
-	VMOVDQU Y0, (CX)
-	VMOVDQU Y1, 512(CX)
-	VMOVDQU 32(BX), Y0
-	VPSRLW  $4, Y0, Y1
-	VPAND   Y15, Y0, Y0
-	VPAND   Y15, Y1, Y1
-	VMOVDQU Y0, 1024(CX)
-	VMOVDQU Y1, 1536(CX)
-	VMOVDQU 64(BX), Y0
-	VPSRLW  $4, Y0, Y1
-	VPAND   Y15, Y0, Y0
-	VPAND   Y15, Y1, Y1
-	VMOVDQU Y0, 2048(CX)
-	VMOVDQU Y1, 2560(CX)
-	VMOVDQU 96(BX), Y0
-	VPSRLW  $4, Y0, Y1
-	VPAND   Y15, Y0, Y0
-	VPAND   Y15, Y1, Y1
-	VMOVDQU Y0, 3072(CX)
-	VMOVDQU Y1, 3584(CX)
-	ADDQ    $144, BX
-	ADDQ    $4096, CX
-	DECQ    R12
-	JNZ     qkblock
-
-	ADDQ R9, SI
-	ADDQ $32, DI
-	DECQ R10
-	JNZ  qkrow
-	VZEROUPPER
-	RET
-
 // Q6HALF unpacks half h of the Q6_K block at BX (values 128h to 128h+127)
 // into the panel at CX: value e as q−32 at 256·(e/16) + e%16.
 #define Q6HALF(h) \
@@ -451,43 +298,162 @@ qkblock:
 	VMOVDQU X3, (2048*h+1536)(CX); \
 	VEXTRACTI128 $1, Y3, (2048*h+1792)(CX)
 
+// The packing of weight rows for the AMX tiles (amx.go): each kernel
+// walks the rows (wRow bytes apart from w) and their blocks.
+
+// PACK32(SETUP, VALUES, size): amxPackQ4_0 and amxPackQ8_0, SETUP their
+// constants, VALUES the block at BX unpacked to the panel at CX, size
+// the bytes of a block. The f16 scale is copied to DX.
+#define PACK32(SETUP, VALUES, size) \
+	MOVQ panel+0(FP), DI; \
+	MOVQ halves+8(FP), R8; \
+	MOVQ w+16(FP), SI; \
+	MOVQ wRow+24(FP), R9; \
+	MOVQ rows+32(FP), R10; \
+	MOVQ nb+40(FP), R11; \
+	SETUP; \
+row:; \
+	MOVQ SI, BX /* this row's blocks */; \
+	MOVQ DI, CX /* its values in the panel */; \
+	MOVQ R8, DX /* its scales */; \
+	MOVQ R11, R12; \
+block:; \
+	MOVWLZX (BX), AX; \
+	MOVW    AX, (DX); \
+	VALUES; \
+	ADDQ    $size, BX; \
+	ADDQ    $512, CX; \
+	ADDQ    $32, DX; \
+	DECQ    R12; \
+	JNZ     block; \
+	ADDQ R9, SI; \
+	ADDQ $32, DI; \
+	ADDQ $2, R8; \
+	DECQ R10; \
+	JNZ  row; \
+	VZEROUPPER; \
+	RET
+
+// BCAST15(v), BCAST14(v), BCAST13(v): every dword of Y15, Y14, Y13 is v.
+#define BCAST15(v) MOVL v, AX; VPBROADCASTD AX, Y15
+#define BCAST14(v) MOVL v, AX; VPBROADCASTD AX, Y14
+#define BCAST13(v) MOVL v, AX; VPBROADCASTD AX, Y13
+
+// Q4_0CONST: Y15 bytes 0x0f, Y14 bytes 8.
+#define Q4_0CONST BCAST15($0x0f0f0f0f); BCAST14($0x08080808)
+
+// Q4_0VALUES: the 32 values q−8 of the Q4_0 block at BX to (CX): low
+// nibbles (values 0-15), then high (16-31).
+#define Q4_0VALUES \
+	VMOVDQU 2(BX), X0; \
+	VPSRLW  $4, X0, X1; \
+	VINSERTI128 $1, X1, Y0, Y0; \
+	VPAND   Y15, Y0, Y0; \
+	VPSUBB  Y14, Y0, Y0; \
+	VMOVDQU Y0, (CX)
+
+// Q8_0VALUES: the 32 values of the Q8_0 block at BX, copied to (CX).
+#define Q8_0VALUES \
+	VMOVDQU 2(BX), Y0; \
+	VMOVDQU Y0, (CX)
+
+// PACKK(SETUP, FIRST, VALUES, size, step): amxPackQ4_K and amxPackQ6_K,
+// SETUP their constants, FIRST setting BX to what VALUES reads of the
+// row's first block at SI, VALUES a block's values at BX unpacked to the
+// panel at CX, size the bytes of a block, step the bytes of a row in the
+// panel.
+#define PACKK(SETUP, FIRST, VALUES, size, step) \
+	MOVQ panel+0(FP), DI; \
+	MOVQ w+8(FP), SI; \
+	MOVQ wRow+16(FP), R9; \
+	MOVQ rows+24(FP), R10; \
+	MOVQ nsb+32(FP), R11; \
+	SETUP; \
+row:; \
+	FIRST; \
+	MOVQ DI, CX; \
+	MOVQ R11, R12; \
+block:; \
+	VALUES; \
+	ADDQ $size, BX; \
+	ADDQ $4096, CX; \
+	DECQ R12; \
+	JNZ  block; \
+	ADDQ R9, SI; \
+	ADDQ $step, DI; \
+	DECQ R10; \
+	JNZ  row; \
+	VZEROUPPER; \
+	RET
+
+// Q4_KQUARTER(o): the 64 values of the 32 bytes at o(BX), low nibbles to
+// (32·o)(CX), high ones 512 bytes on.
+#define Q4_KQUARTER(o) \
+	VMOVDQU o(BX), Y0; \
+	VPSRLW  $4, Y0, Y1; \
+	VPAND   Y15, Y0, Y0; \
+	VPAND   Y15, Y1, Y1; \
+	VMOVDQU Y0, (32*o)(CX); \
+	VMOVDQU Y1, (32*o+512)(CX)
+
+// Q4_KVALUES: the 256 values q (0 to 15) of a Q4_K block (its eight
+// sub-blocks 512 bytes apart in the panel).
+#define Q4_KVALUES Q4_KQUARTER(0); Q4_KQUARTER(32); Q4_KQUARTER(64); Q4_KQUARTER(96)
+
+// Q4_KFIRST: BX = the values of the Q4_K block at SI, past its scales.
+#define Q4_KFIRST LEAQ 16(SI), BX
+
+// Q6_KCONST: Y15 bytes 0x0f, Y14 bytes 0x30, Y13 bytes 32.
+#define Q6_KCONST BCAST15($0x0f0f0f0f); BCAST14($0x30303030); BCAST13($0x20202020)
+
+// Q6_KFIRST: BX = the Q6_K block at SI; Q6_KVALUES: its 256 values.
+#define Q6_KFIRST MOVQ SI, BX
+#define Q6_KVALUES Q6HALF(0); Q6HALF(1)
+
+// func cpuid7EDX() uint32
+TEXT ·cpuid7EDX(SB), NOSPLIT, $0-4
+	MOVL $7, AX
+	XORL CX, CX
+	CPUID
+	MOVL DX, ret+0(FP)
+	RET
+
+// func xgetbv0() uint32
+TEXT ·xgetbv0(SB), NOSPLIT, $0-4
+	XORL CX, CX
+	XGETBV
+	MOVL AX, ret+0(FP)
+	RET
+
+// func amxPackQ4_0(panel *byte, halves *uint16, w *byte, wRow int, rows int, nb int)
+//
+// For each of rows weight rows (wRow bytes apart from w) and each of nb
+// blocks: the 32 values q−8 as int8 at panel[512·b + 32·r], and the
+// block's f16 scale at halves[16·b + r].
+TEXT ·amxPackQ4_0(SB), NOSPLIT, $0-48
+	PACK32(Q4_0CONST, Q4_0VALUES, 18)
+
+// func amxPackQ8_0(panel *byte, halves *uint16, w *byte, wRow int, rows int, nb int)
+//
+// amxPackQ4_0 for Q8_0 blocks: the values are copied as they are.
+TEXT ·amxPackQ8_0(SB), NOSPLIT, $0-48
+	PACK32(NOSETUP, Q8_0VALUES, 34)
+
+// func amxPackQ4_K(panel *byte, w *byte, wRow int, rows int, nsb int)
+//
+// For each of rows weight rows (wRow bytes apart from w) and each of nsb
+// Q4_K blocks of 256 values: the values q (0 to 15) of its eight
+// sub-blocks as int8, sub-block j at panel[512·(8·b+j) + 32·r].
+TEXT ·amxPackQ4_K(SB), NOSPLIT, $0-40
+	PACKK(BCAST15($0x0f0f0f0f), Q4_KFIRST, Q4_KVALUES, 144, 32)
+
 // func amxPackQ6_K(panel *byte, w *byte, wRow int, rows int, nsb int)
 //
 // For each of rows weight rows (wRow bytes apart from w) and each of nsb
 // Q6_K blocks of 256 values: the values q−32 of its sixteen blocks of 16
 // as int8, block g at panel[256·(16·b+g) + 16·r].
 TEXT ·amxPackQ6_K(SB), NOSPLIT, $0-40
-	MOVQ panel+0(FP), DI
-	MOVQ w+8(FP), SI
-	MOVQ wRow+16(FP), R9
-	MOVQ rows+24(FP), R10
-	MOVQ nsb+32(FP), R11
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Y15
-	MOVL $0x30303030, AX
-	VPBROADCASTD AX, Y14
-	MOVL $0x20202020, AX
-	VPBROADCASTD AX, Y13
-
-q6row:
-	MOVQ SI, BX
-	MOVQ DI, CX
-	MOVQ R11, R12
-
-q6block:
-	Q6HALF(0)
-	Q6HALF(1)
-	ADDQ $210, BX
-	ADDQ $4096, CX
-	DECQ R12
-	JNZ  q6block
-
-	ADDQ R9, SI
-	ADDQ $16, DI
-	DECQ R10
-	JNZ  q6row
-	VZEROUPPER
-	RET
+	PACKK(Q6_KCONST, Q6_KFIRST, Q6_KVALUES, 210, 16)
 
 // func amxHalves(ws *float32, halves *uint16, n int)
 //
