@@ -262,6 +262,14 @@ set:; \
 	VZEROUPPER; \
 	RET
 
+// Q6STORE(o): the 32 values of Y3 (low bits) and Y4 (high bits) less 32
+// to o(CX), 16 there and 16 256 bytes on.
+#define Q6STORE(o) \
+	VPOR    Y4, Y3, Y3; \
+	VPSUBB  Y13, Y3, Y3; \
+	VMOVDQU X3, o(CX); \
+	VEXTRACTI128 $1, Y3, (o+256)(CX)
+
 // Q6HALF unpacks half h of the Q6_K block at BX (values 128h to 128h+127)
 // into the panel at CX: value e as q−32 at 256·(e/16) + e%16.
 #define Q6HALF(h) \
@@ -271,32 +279,20 @@ set:; \
 	VPAND   Y15, Y0, Y3;          \
 	VPSLLW  $4, Y2, Y4;           \
 	VPAND   Y14, Y4, Y4;          \
-	VPOR    Y4, Y3, Y3;           \
-	VPSUBB  Y13, Y3, Y3;          \
-	VMOVDQU X3, (2048*h)(CX);     \
-	VEXTRACTI128 $1, Y3, (2048*h+256)(CX); \
+	Q6STORE(2048*h);              \
 	VPAND   Y15, Y1, Y3;          \
 	VPSLLW  $2, Y2, Y4;           \
 	VPAND   Y14, Y4, Y4;          \
-	VPOR    Y4, Y3, Y3;           \
-	VPSUBB  Y13, Y3, Y3;          \
-	VMOVDQU X3, (2048*h+512)(CX); \
-	VEXTRACTI128 $1, Y3, (2048*h+768)(CX); \
+	Q6STORE(2048*h+512);          \
 	VPSRLW  $4, Y0, Y3;           \
 	VPAND   Y15, Y3, Y3;          \
 	VPAND   Y14, Y2, Y4;          \
-	VPOR    Y4, Y3, Y3;           \
-	VPSUBB  Y13, Y3, Y3;          \
-	VMOVDQU X3, (2048*h+1024)(CX); \
-	VEXTRACTI128 $1, Y3, (2048*h+1280)(CX); \
+	Q6STORE(2048*h+1024);         \
 	VPSRLW  $4, Y1, Y3;           \
 	VPAND   Y15, Y3, Y3;          \
 	VPSRLW  $2, Y2, Y4;           \
 	VPAND   Y14, Y4, Y4;          \
-	VPOR    Y4, Y3, Y3;           \
-	VPSUBB  Y13, Y3, Y3;          \
-	VMOVDQU X3, (2048*h+1536)(CX); \
-	VEXTRACTI128 $1, Y3, (2048*h+1792)(CX)
+	Q6STORE(2048*h+1536)
 
 // The packing of weight rows for the AMX tiles (amx.go): each kernel
 // walks the rows (wRow bytes apart from w) and their blocks.
