@@ -132,18 +132,29 @@ func article(v Value) string {
 	return "a " + s
 }
 
-// String returns a string value.
-func (f *File) String(key string) (string, error) {
+// get returns the value of key as as converts it, or an error: the file
+// lacks the key, or as finds its value not what the caller wants.
+func get[T any](f *File, key, want string, as func(Value) (T, bool)) (T, error) {
+	var zero T
 	v, err := f.lookup(key)
 	if err != nil {
-		return "", err
+		return zero, err
 	}
-	s, ok := v.x.(string)
+	x, ok := as(v)
 	if !ok {
-		return "", wrongKind(key, v, "a string")
+		return zero, wrongKind(key, v, want)
 	}
-	return s, nil
+	return x, nil
 }
+
+// asType is a value held as a T: a string, a bool, an array of strings.
+func asType[T any](v Value) (T, bool) {
+	x, ok := v.x.(T)
+	return x, ok
+}
+
+// String returns a string value.
+func (f *File) String(key string) (string, error) { return get(f, key, "a string", asType[string]) }
 
 // Uint returns a non-negative integer value of any integer type.
 func (f *File) Uint(key string) (uint64, error) {
@@ -178,43 +189,15 @@ func (f *File) Int(key string) (int64, error) {
 }
 
 // Float returns a number: a float32 or float64 value, or an integer.
-func (f *File) Float(key string) (float64, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return 0, err
-	}
-	x, ok := v.float()
-	if !ok {
-		return 0, wrongKind(key, v, "a number")
-	}
-	return x, nil
-}
+func (f *File) Float(key string) (float64, error) { return get(f, key, "a number", Value.float) }
 
 // Bool returns a bool value.
-func (f *File) Bool(key string) (bool, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.x.(bool)
-	if !ok {
-		return false, wrongKind(key, v, "a bool")
-	}
-	return b, nil
-}
+func (f *File) Bool(key string) (bool, error) { return get(f, key, "a bool", asType[bool]) }
 
 // Strings returns an array of strings. The slice is the file's own; do
 // not modify it.
 func (f *File) Strings(key string) ([]string, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := v.x.([]string)
-	if !ok {
-		return nil, wrongKind(key, v, "an array of string")
-	}
-	return s, nil
+	return get(f, key, "an array of string", asType[[]string])
 }
 
 // Ints returns an array of integers of any integer type, as int64s.
@@ -243,22 +226,23 @@ func (f *File) Ints(key string) ([]int64, error) {
 
 // Floats returns an array of numbers of any numeric type, as float64s.
 func (f *File) Floats(key string) ([]float64, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return nil, err
-	}
+	return get(f, key, "an array of numbers", Value.floats)
+}
+
+// floats is an array of numbers of any numeric type, as float64s.
+func (v Value) floats() ([]float64, bool) {
 	if v.kind != Array {
-		return nil, wrongKind(key, v, "an array of numbers")
+		return nil, false
 	}
 	out := make([]float64, v.Len())
 	for i := range out {
 		x, ok := v.index(i).float()
 		if !ok {
-			return nil, wrongKind(key, v, "an array of numbers")
+			return nil, false
 		}
 		out[i] = x
 	}
-	return out, nil
+	return out, true
 }
 
 // toInt returns an integer scalar as an int64, if it fits.
