@@ -39,15 +39,7 @@ func checkGenerate(dev berth.Device) func(t *testing.T, path string, model *llmt
 }
 
 func generateOn(t *testing.T, dev berth.Device, path string, model *llmtest.Model) {
-	ref, err := model.Logits()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bm, err := berth.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bm.Close()
+	bm, ref := loadWithReference(t, path, model)
 	g, err := bm.NewGenerator(berth.GeneratorOptions{Device: dev})
 	if errors.Is(err, berth.ErrNoDevice) {
 		t.Skipf("no %s here: %v", dev, err)

@@ -32,25 +32,13 @@ func TestSafetensorsPrefill(t *testing.T) {
 
 func checkPrefill(t *testing.T, path string, model *llmtest.Model) {
 	{
-		ref, err := model.Logits()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bm, err := berth.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer bm.Close()
+		bm, ref := loadWithReference(t, path, model)
 		exe, err := berth.Compile(bm, berth.CPU, berth.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer exe.Close()
-		s, err := exe.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		t.Cleanup(func() { exe.Close() })
+		s := newSession(t, exe)
 		if _, err := s.Run(context.Background(), berth.Tensor{Name: "tokens", DType: berth.Int64, Shape: []int64{1}, Data: make([]byte, 8)}); err != nil {
 			t.Fatal(err)
 		}
@@ -60,11 +48,7 @@ func checkPrefill(t *testing.T, path string, model *llmtest.Model) {
 		if n, w := s.Executable().PackedWeightBytes(), bm.Info().WeightBytes; n > 8<<10 || n > w/8 {
 			t.Errorf("%d bytes of weights copied (the file's weights are %d bytes)", n, w)
 		}
-		s, err = exe.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s = newSession(t, exe)
 		ids := make([]byte, 8*len(ref.Tokens))
 		for i, id := range ref.Tokens {
 			binary.LittleEndian.PutUint64(ids[8*i:], uint64(id))
@@ -111,6 +95,33 @@ func checkPrefill(t *testing.T, path string, model *llmtest.Model) {
 			t.Errorf("%v allocations per run of a prompt already planned", allocs)
 		}
 	}
+}
+
+// loadWithReference loads the model at path for the rest of the test,
+// with the reference logits of its prompt and greedy steps.
+func loadWithReference(t *testing.T, path string, model *llmtest.Model) (*berth.Model, *llmtest.Logits) {
+	t.Helper()
+	ref, err := model.Logits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := berth.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bm.Close() })
+	return bm, ref
+}
+
+// newSession is a session of exe for the rest of the test.
+func newSession(t *testing.T, exe *berth.Executable) *berth.Session {
+	t.Helper()
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // TestPromptLengths: prompts past the context length, or too long for the

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,7 +147,7 @@ func TestSentencePieceMerges(t *testing.T) {
 		if len(got) == 0 && len(c.want) == 0 {
 			continue
 		}
-		if !equal(got, c.want) {
+		if !slices.Equal(got, c.want) {
 			t.Errorf("Encode(%q) = %v, want %v", c.text, got, c.want)
 		}
 	}
@@ -156,18 +157,6 @@ func TestSentencePieceMerges(t *testing.T) {
 	if got := tok.Decode(tok.Encode("a b abc", true)); got != "a b abc" {
 		t.Errorf("round trip gives %q", got)
 	}
-}
-
-func equal(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestHostileMetadata(t *testing.T) {

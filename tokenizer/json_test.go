@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,7 @@ func TestParseJSON(t *testing.T) {
 			if tok == nil {
 				return
 			}
-			if got := tok.Encode("ab ab", false); !equal(got, []int32{2, 3, 2}) && c.name == "pair merges" {
+			if got := tok.Encode("ab ab", false); !slices.Equal(got, []int32{2, 3, 2}) && c.name == "pair merges" {
 				t.Errorf("Encode = %v", got)
 			}
 			if c.name == "good" {

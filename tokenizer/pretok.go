@@ -69,6 +69,30 @@ func (s *span) contraction(p int, fold bool) int {
 	return 0
 }
 
+// spaces is where the piece at p ends when it is none of the others:
+// \s+(?!\S) takes a run of whitespace but its last character where a
+// non-space follows, \s+ the rest, and one character at p is a piece of
+// its own. With newlines, \s*[\r\n]+ comes first: a run holding a newline
+// ends after its last newline.
+func (s *span) spaces(p int, newlines bool) int {
+	nws, lastNL := 0, 0
+	for s.class(p+nws)&space != 0 {
+		if c := s.at(p + nws); newlines && (c == crlf || c == lfeed) {
+			lastNL = p + nws + 1
+		}
+		nws++
+	}
+	switch {
+	case lastNL > 0:
+		return lastNL
+	case nws > 1 && s.at(p+nws) != -1:
+		return p + nws - 1
+	case nws > 0:
+		return p + nws
+	}
+	return p + 1
+}
+
 // splitGPT2 is GPT-2's expression
 //
 //	's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -105,18 +129,7 @@ func splitGPT2(cp []rune, cl []class, ini, end int, ends []int) []int {
 			ends = append(ends, pos)
 			continue
 		}
-		nws := 0
-		for s.class(pos+nws)&space != 0 {
-			nws++
-		}
-		switch {
-		case nws > 1 && s.at(pos+nws) != -1:
-			pos += nws - 1
-		case nws > 0:
-			pos += nws
-		default:
-			pos++
-		}
+		pos = s.spaces(pos, false)
 		ends = append(ends, pos)
 	}
 	return ends
@@ -177,23 +190,7 @@ func splitLlama3(digits int) splitter {
 				ends = append(ends, pos)
 				continue
 			}
-			nws, lastNL := 0, 0
-			for s.class(pos+nws)&space != 0 {
-				if c2 := s.at(pos + nws); c2 == crlf || c2 == lfeed {
-					lastNL = pos + nws + 1
-				}
-				nws++
-			}
-			switch {
-			case lastNL > 0:
-				pos = lastNL
-			case nws > 1 && s.at(pos+nws) != -1:
-				pos += nws - 1
-			case nws > 0:
-				pos += nws
-			default:
-				pos++
-			}
+			pos = s.spaces(pos, true)
 			ends = append(ends, pos)
 		}
 		return ends

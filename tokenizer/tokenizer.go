@@ -359,20 +359,25 @@ func (t *Tokenizer) spm(dst []int32, text []byte, s *scratch) []int32 {
 		mergeQueued(syms, &q, try)
 		for i := int32(lo); i != -1; i = syms[i].next {
 			sym := syms[i]
-			piece := text[sym.start : sym.start+sym.n]
-			if id, ok := t.ids[string(piece)]; ok {
-				dst = append(dst, id)
-				continue
-			}
-			for _, c := range piece {
-				if id := t.byteTokens[c]; id >= 0 {
-					dst = append(dst, id)
-				}
-			}
+			dst = t.appendPiece(dst, text[sym.start:sym.start+sym.n])
 		}
 		lo = hi
 	}
 	s.syms, s.queue = syms, q
+	return dst
+}
+
+// appendPiece appends the id of piece or, where the vocabulary has no
+// such piece, the ids of its bytes' byte tokens.
+func (t *Tokenizer) appendPiece(dst []int32, piece []byte) []int32 {
+	if id, ok := t.ids[string(piece)]; ok {
+		return append(dst, id)
+	}
+	for _, c := range piece {
+		if id := t.byteTokens[c]; id >= 0 {
+			dst = append(dst, id)
+		}
+	}
 	return dst
 }
 

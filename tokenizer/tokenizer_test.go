@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,16 +154,7 @@ func spmReference(t *Tokenizer, text []byte) []int32 {
 	mergeQueued(syms, &q, try)
 	var out []int32
 	for i := int32(0); len(syms) > 0 && i != -1; i = syms[i].next {
-		piece := text[syms[i].start : syms[i].start+syms[i].n]
-		if id, ok := t.ids[string(piece)]; ok {
-			out = append(out, id)
-			continue
-		}
-		for _, c := range piece {
-			if id := t.byteTokens[c]; id >= 0 {
-				out = append(out, id)
-			}
-		}
+		out = t.appendPiece(out, text[syms[i].start:syms[i].start+syms[i].n])
 	}
 	return out
 }
@@ -183,7 +175,7 @@ func TestSentencePieceCutsChangeNothing(t *testing.T) {
 		text := escapeSpaces(nil, []byte(b.String()))
 		got := tok.spm(nil, text, &scratch{})
 		want := spmReference(tok, text)
-		if !equal(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("case %d %q:\n got %v\nwant %v", n, text, got, want)
 		}
 	}
@@ -266,7 +258,7 @@ func TestConcurrentUse(t *testing.T) {
 			for i := range 50 {
 				k := (g + i) % len(texts)
 				ids := tok.Encode(texts[k], true)
-				ok = ok && equal(ids, want[k]) && tok.Decode(ids) != "\x00"
+				ok = ok && slices.Equal(ids, want[k]) && tok.Decode(ids) != "\x00"
 			}
 			done <- ok
 		}()

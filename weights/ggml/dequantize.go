@@ -35,7 +35,7 @@ func Dequantize(t Type, dst []float32, src []byte) error {
 		}
 	case F16:
 		for i := range dst {
-			dst[i] = half(binary.LittleEndian.Uint16(src[2*i:]))
+			dst[i] = F32FromF16(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	case BF16:
 		for i := range dst {
@@ -63,9 +63,10 @@ func Dequantize(t Type, dst []float32, src []byte) error {
 	return nil
 }
 
-// half widens an IEEE binary16 value exactly, as ggml does: a signalling
-// NaN becomes quiet (the widening instructions of CPUs do the same).
-func half(h uint16) float32 {
+// F32FromF16 widens an IEEE binary16 value exactly, as ggml does: a
+// signalling NaN becomes quiet (the widening instructions of CPUs do the
+// same; dtype.F32FromF16 keeps it signalling).
+func F32FromF16(h uint16) float32 {
 	f := dtype.F32FromF16(h)
 	if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
 		return math.Float32frombits(math.Float32bits(f) | 1<<22)
@@ -74,7 +75,7 @@ func half(h uint16) float32 {
 }
 
 // scale reads the f16 at b[0:2].
-func scale(b []byte) float32 { return half(binary.LittleEndian.Uint16(b)) }
+func scale(b []byte) float32 { return F32FromF16(binary.LittleEndian.Uint16(b)) }
 
 // The block formats below are those of ggml-common.h; each function
 // converts whole blocks, len(dst) elements from exactly the bytes they

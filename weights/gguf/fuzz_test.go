@@ -1,11 +1,10 @@
 package gguf
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/berth-ml/berth/weights/ggml"
+	"github.com/berth-ml/berth/weights/internal/weightstest"
 )
 
 // FuzzGGUF parses arbitrary bytes: errors are fine, panics and tensors
@@ -13,17 +12,8 @@ import (
 //
 //	go test -run XXX -fuzz FuzzGGUF ./weights/gguf
 func FuzzGGUF(f *testing.F) {
-	for _, name := range []string{"small.gguf", "nested.gguf"} {
-		data, err := os.ReadFile(filepath.Join(fixtures, name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	weightstest.Seed(f, hostileFiles(), fixtures, "small.gguf", "nested.gguf")
 	f.Add(goodFile().bytes())
-	for _, h := range hostileFiles() {
-		f.Add(h.data)
-	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse(data)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/weights/ggml"
+	"github.com/berth-ml/berth/weights/internal/mapped"
 )
 
 // File is a parsed GGUF file.
@@ -49,13 +50,7 @@ type Tensor struct {
 func (t *Tensor) Bytes() []byte { return t.data }
 
 // Elements is the number of values the tensor holds.
-func (t *Tensor) Elements() int64 {
-	n := int64(1)
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
-}
+func (t *Tensor) Elements() int64 { return mapped.Elements(t.Shape) }
 
 // Rows is the number of rows of Shape[0] elements (the product of the
 // other dimensions).
@@ -69,14 +64,9 @@ func (t *Tensor) Rows() int64 {
 
 // Open maps the GGUF file at path read-only and parses it.
 func Open(path string) (*File, error) {
-	m, err := device.MapFile(path)
+	f, m, err := mapped.Open("gguf", path, parse)
 	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	f, err := parse(m.Bytes())
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("gguf: %s: %w", path, err)
+		return nil, err
 	}
 	f.mapped = m
 	return f, nil
@@ -84,13 +74,7 @@ func Open(path string) (*File, error) {
 
 // Parse parses a GGUF file held in memory. The tensors' bytes are windows
 // of data, which must not change while the File is in use.
-func Parse(data []byte) (*File, error) {
-	f, err := parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	return f, nil
-}
+func Parse(data []byte) (*File, error) { return mapped.Parse("gguf", data, parse) }
 
 // Close releases the mapping of a file opened with Open; the tensors'
 // bytes are nil afterwards. Metadata stay readable. It is safe to call
@@ -99,9 +83,7 @@ func (f *File) Close() error {
 	for _, t := range f.tensors {
 		t.data = nil
 	}
-	m := f.mapped
-	f.mapped = nil
-	return m.Close()
+	return mapped.Close(&f.mapped)
 }
 
 // Tensors returns the tensors in the order the file lists them.
@@ -150,18 +132,29 @@ func article(v Value) string {
 	return "a " + s
 }
 
-// String returns a string value.
-func (f *File) String(key string) (string, error) {
+// get returns the value of key as as converts it, or an error: the file
+// lacks the key, or as finds its value not what the caller wants.
+func get[T any](f *File, key, want string, as func(Value) (T, bool)) (T, error) {
+	var zero T
 	v, err := f.lookup(key)
 	if err != nil {
-		return "", err
+		return zero, err
 	}
-	s, ok := v.x.(string)
+	x, ok := as(v)
 	if !ok {
-		return "", wrongKind(key, v, "a string")
+		return zero, wrongKind(key, v, want)
 	}
-	return s, nil
+	return x, nil
 }
+
+// asType is a value held as a T: a string, a bool, an array of strings.
+func asType[T any](v Value) (T, bool) {
+	x, ok := v.x.(T)
+	return x, ok
+}
+
+// String returns a string value.
+func (f *File) String(key string) (string, error) { return get(f, key, "a string", asType[string]) }
 
 // Uint returns a non-negative integer value of any integer type.
 func (f *File) Uint(key string) (uint64, error) {
@@ -196,43 +189,15 @@ func (f *File) Int(key string) (int64, error) {
 }
 
 // Float returns a number: a float32 or float64 value, or an integer.
-func (f *File) Float(key string) (float64, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return 0, err
-	}
-	x, ok := v.float()
-	if !ok {
-		return 0, wrongKind(key, v, "a number")
-	}
-	return x, nil
-}
+func (f *File) Float(key string) (float64, error) { return get(f, key, "a number", Value.float) }
 
 // Bool returns a bool value.
-func (f *File) Bool(key string) (bool, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.x.(bool)
-	if !ok {
-		return false, wrongKind(key, v, "a bool")
-	}
-	return b, nil
-}
+func (f *File) Bool(key string) (bool, error) { return get(f, key, "a bool", asType[bool]) }
 
 // Strings returns an array of strings. The slice is the file's own; do
 // not modify it.
 func (f *File) Strings(key string) ([]string, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := v.x.([]string)
-	if !ok {
-		return nil, wrongKind(key, v, "an array of string")
-	}
-	return s, nil
+	return get(f, key, "an array of string", asType[[]string])
 }
 
 // Ints returns an array of integers of any integer type, as int64s.
@@ -261,22 +226,23 @@ func (f *File) Ints(key string) ([]int64, error) {
 
 // Floats returns an array of numbers of any numeric type, as float64s.
 func (f *File) Floats(key string) ([]float64, error) {
-	v, err := f.lookup(key)
-	if err != nil {
-		return nil, err
-	}
+	return get(f, key, "an array of numbers", Value.floats)
+}
+
+// floats is an array of numbers of any numeric type, as float64s.
+func (v Value) floats() ([]float64, bool) {
 	if v.kind != Array {
-		return nil, wrongKind(key, v, "an array of numbers")
+		return nil, false
 	}
 	out := make([]float64, v.Len())
 	for i := range out {
 		x, ok := v.index(i).float()
 		if !ok {
-			return nil, wrongKind(key, v, "an array of numbers")
+			return nil, false
 		}
 		out[i] = x
 	}
-	return out, nil
+	return out, true
 }
 
 // toInt returns an integer scalar as an int64, if it fits.

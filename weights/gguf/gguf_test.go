@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/berth-ml/berth/internal/llmtest"
 	"github.com/berth-ml/berth/weights/ggml"
+	"github.com/berth-ml/berth/weights/internal/weightstest"
 )
 
 // fixtures holds files that scripts/gen_ggml_fixtures.py wrote, checked
@@ -32,17 +32,27 @@ type manifestFile struct {
 
 func readManifest(t *testing.T) map[string]manifestFile {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtures, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var m struct {
 		Files map[string]manifestFile `json:"files"`
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
+	weightstest.ReadJSON(t, filepath.Join(fixtures, "manifest.json"), &m)
+	return m.Files
+}
+
+// openLaidOut opens the file at path for the rest of the test and checks
+// its version, alignment and data offset.
+func openLaidOut(t *testing.T, path string, version uint32, alignment, dataOffset int64) *File {
+	t.Helper()
+	f, err := Open(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Files
+	t.Cleanup(func() { f.Close() })
+	if f.Version != version || f.Alignment != alignment || f.DataOffset != dataOffset {
+		t.Errorf("version %d, alignment %d, data at %d; want %d, %d, %d",
+			f.Version, f.Alignment, f.DataOffset, version, alignment, dataOffset)
+	}
+	return f
 }
 
 func hash(b []byte) string {
@@ -55,15 +65,7 @@ func hash(b []byte) string {
 func TestFixtures(t *testing.T) {
 	for name, want := range readManifest(t) {
 		t.Run(name, func(t *testing.T) {
-			f, err := Open(filepath.Join(fixtures, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if f.Version != want.Version || f.Alignment != want.Alignment || f.DataOffset != want.DataOffset {
-				t.Errorf("version %d, alignment %d, data at %d; want %d, %d, %d",
-					f.Version, f.Alignment, f.DataOffset, want.Version, want.Alignment, want.DataOffset)
-			}
+			f := openLaidOut(t, filepath.Join(fixtures, name), want.Version, want.Alignment, want.DataOffset)
 			if !reflect.DeepEqual(f.Keys(), want.Keys) {
 				t.Errorf("keys %q, want %q", f.Keys(), want.Keys)
 			}

@@ -1,20 +1,18 @@
 package gguf
 
 import (
-	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
+
+	"github.com/berth-ml/berth/weights/internal/weightstest"
 )
 
 // hostileFiles are files that must be refused, each with a piece of the
 // error it must give.
-func hostileFiles() []struct {
-	name string
-	data []byte
-	err  string
-} {
+// hostile is a file that must be refused.
+type hostile weightstest.Hostile
+
+func hostileFiles() []hostile {
 	good := goodFile()
 	with := func(change func(g *gguf)) []byte {
 		g := goodFile()
@@ -31,11 +29,7 @@ func hostileFiles() []struct {
 	for range MaxNesting + 2 {
 		nested = arr(Array, 1, nested)
 	}
-	return []struct {
-		name string
-		data []byte
-		err  string
-	}{
+	return []hostile{
 		{"empty", nil, "not a GGUF file"},
 		{"three bytes", []byte("GGU"), "not a GGUF file"},
 		{"other magic", cat([]byte("GGML"), good.bytes()[4:]), `starts with "GGML"`},
@@ -112,47 +106,20 @@ func TestHostileFiles(t *testing.T) {
 	if _, err := Parse(goodFile().bytes()); err != nil {
 		t.Fatalf("the good file: %v", err)
 	}
-	for _, tt := range hostileFiles() {
-		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse(tt.data)
-			if err == nil {
-				t.Fatalf("accepted, with %d tensors", len(f.Tensors()))
-			}
-			if !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("error %q\ndoes not say %q", err, tt.err)
-			}
-			if !strings.HasPrefix(err.Error(), "gguf: ") {
-				t.Errorf("error %q does not start with gguf:", err)
-			}
-		})
-	}
+	weightstest.Refused(t, hostileFiles(), "gguf: ", parseError)
 }
 
 // Declared counts and lengths are checked before anything is allocated:
 // a hostile file costs little memory however large its claims.
 func TestHostileClaimsAllocateLittle(t *testing.T) {
-	for _, tt := range hostileFiles() {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		Parse(tt.data)
-		runtime.ReadMemStats(&after)
-		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
-			t.Errorf("%s: parsing allocated %d bytes", tt.name, n)
-		}
-	}
+	weightstest.AllocateLittle(t, hostileFiles(), 64<<10, parseError)
 }
 
 // Every prefix of a valid file is refused (or, once it holds every
 // tensor's bytes, accepted), never a panic.
 func TestTruncatedFiles(t *testing.T) {
-	small, err := os.ReadFile(filepath.Join(fixtures, "small.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nested, err := os.ReadFile(filepath.Join(fixtures, "nested.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	small := weightstest.ReadFile(t, filepath.Join(fixtures, "small.gguf"))
+	nested := weightstest.ReadFile(t, filepath.Join(fixtures, "nested.gguf"))
 	for name, data := range map[string][]byte{"small.gguf": small, "nested.gguf": nested, "good": goodFile().bytes()} {
 		f, err := Parse(data)
 		if err != nil {
@@ -172,4 +139,10 @@ func TestTruncatedFiles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// parseError is Parse's error.
+func parseError(data []byte) error {
+	_, err := Parse(data)
+	return err
 }

@@ -17,15 +17,7 @@ func TestLanguageModels(t *testing.T) {
 }
 
 func checkLanguageModel(t *testing.T, path string, want *llmtest.Model) {
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if f.Version != want.Version || f.Alignment != want.Alignment || f.DataOffset != want.DataOffset {
-		t.Errorf("version %d, alignment %d, data at %d; want %d, %d, %d",
-			f.Version, f.Alignment, f.DataOffset, want.Version, want.Alignment, want.DataOffset)
-	}
+	f := openLaidOut(t, path, want.Version, want.Alignment, want.DataOffset)
 	var keys []string
 	for _, kv := range want.Metadata {
 		keys = append(keys, kv.Key)

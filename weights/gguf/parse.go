@@ -416,59 +416,32 @@ func numbers(k Kind, b []byte, count int) any {
 	case Uint8:
 		return append([]uint8{}, b...)
 	case Int8:
-		x := make([]int8, count)
-		for i := range x {
-			x[i] = int8(b[i])
-		}
-		return x
+		return decode(b, count, 1, func(b []byte) int8 { return int8(b[0]) })
 	case Uint16:
-		x := make([]uint16, count)
-		for i := range x {
-			x[i] = le.Uint16(b[2*i:])
-		}
-		return x
+		return decode(b, count, 2, le.Uint16)
 	case Int16:
-		x := make([]int16, count)
-		for i := range x {
-			x[i] = int16(le.Uint16(b[2*i:]))
-		}
-		return x
+		return decode(b, count, 2, func(b []byte) int16 { return int16(le.Uint16(b)) })
 	case Uint32:
-		x := make([]uint32, count)
-		for i := range x {
-			x[i] = le.Uint32(b[4*i:])
-		}
-		return x
+		return decode(b, count, 4, le.Uint32)
 	case Int32:
-		x := make([]int32, count)
-		for i := range x {
-			x[i] = int32(le.Uint32(b[4*i:]))
-		}
-		return x
+		return decode(b, count, 4, func(b []byte) int32 { return int32(le.Uint32(b)) })
 	case Float32:
-		x := make([]float32, count)
-		for i := range x {
-			x[i] = math.Float32frombits(le.Uint32(b[4*i:]))
-		}
-		return x
+		return decode(b, count, 4, func(b []byte) float32 { return math.Float32frombits(le.Uint32(b)) })
 	case Uint64:
-		x := make([]uint64, count)
-		for i := range x {
-			x[i] = le.Uint64(b[8*i:])
-		}
-		return x
+		return decode(b, count, 8, le.Uint64)
 	case Int64:
-		x := make([]int64, count)
-		for i := range x {
-			x[i] = int64(le.Uint64(b[8*i:]))
-		}
-		return x
+		return decode(b, count, 8, func(b []byte) int64 { return int64(le.Uint64(b)) })
 	case Float64:
-		x := make([]float64, count)
-		for i := range x {
-			x[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		}
-		return x
+		return decode(b, count, 8, func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) })
 	}
 	return nil
+}
+
+// decode returns the count values of size bytes each at b, as one reads.
+func decode[T any](b []byte, count, size int, one func([]byte) T) []T {
+	x := make([]T, count)
+	for i := range x {
+		x[i] = one(b[size*i:])
+	}
+	return x
 }

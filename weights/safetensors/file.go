@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/berth-ml/berth/device"
+	"github.com/berth-ml/berth/weights/internal/mapped"
 )
 
 const (
@@ -46,13 +47,7 @@ type Tensor struct {
 func (t *Tensor) Bytes() []byte { return t.data }
 
 // Elements is the number of values the tensor holds.
-func (t *Tensor) Elements() int64 {
-	n := int64(1)
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
-}
+func (t *Tensor) Elements() int64 { return mapped.Elements(t.Shape) }
 
 // File is one parsed safetensors file.
 type File struct {
@@ -69,14 +64,9 @@ type File struct {
 
 // OpenFile maps the safetensors file at path read-only and parses it.
 func OpenFile(path string) (*File, error) {
-	m, err := device.MapFile(path)
+	f, m, err := mapped.Open("safetensors", path, parse)
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: %w", err)
-	}
-	f, err := parse(m.Bytes())
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+		return nil, err
 	}
 	f.Path, f.mapped = path, m
 	return f, nil
@@ -84,13 +74,7 @@ func OpenFile(path string) (*File, error) {
 
 // Parse parses a safetensors file held in memory. The tensors' bytes are
 // windows of data, which must not change while the File is in use.
-func Parse(data []byte) (*File, error) {
-	f, err := parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: %w", err)
-	}
-	return f, nil
-}
+func Parse(data []byte) (*File, error) { return mapped.Parse("safetensors", data, parse) }
 
 // Tensors returns the tensors in the order of their bytes in the file.
 func (f *File) Tensors() []*Tensor { return f.tensors }
@@ -111,9 +95,7 @@ func (f *File) Close() error {
 	for _, t := range f.tensors {
 		t.data = nil
 	}
-	m := f.mapped
-	f.mapped = nil
-	return m.Close()
+	return mapped.Close(&f.mapped)
 }
 
 func parse(data []byte) (*File, error) {

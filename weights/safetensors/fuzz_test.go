@@ -1,9 +1,9 @@
 package safetensors
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/berth-ml/berth/weights/internal/weightstest"
 )
 
 // FuzzSafetensors parses arbitrary bytes: errors are fine, panics and
@@ -12,17 +12,8 @@ import (
 //
 //	go test -run XXX -fuzz FuzzSafetensors ./weights/safetensors
 func FuzzSafetensors(f *testing.F) {
-	for _, name := range []string{"single/model.safetensors", "sharded/model-00001-of-00002.safetensors", "sharded/model-00002-of-00002.safetensors"} {
-		data, err := os.ReadFile(filepath.Join(fixtures, name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	weightstest.Seed(f, hostileFiles(), fixtures, "single/model.safetensors", "sharded/model-00001-of-00002.safetensors", "sharded/model-00002-of-00002.safetensors")
 	f.Add(file(goodHeader, goodData()))
-	for _, h := range hostileFiles() {
-		f.Add(h.data)
-	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse(data)
 		if err != nil {

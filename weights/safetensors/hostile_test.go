@@ -4,22 +4,18 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/berth-ml/berth/weights/internal/weightstest"
 )
 
-func hostileFiles() []struct {
-	name string
-	data []byte
-	err  string
-} {
+// hostile is a file that must be refused.
+type hostile weightstest.Hostile
+
+func hostileFiles() []hostile {
 	one := func(entry string, n int) []byte { return file(`{"t":`+entry+`}`, make([]byte, n)) }
-	return []struct {
-		name string
-		data []byte
-		err  string
-	}{
+	return []hostile{
 		{"empty", nil, "a file of 0 bytes is too short"},
 		{"seven bytes", make([]byte, 7), "too short"},
 		{"header of 2^64-1 bytes", binary.LittleEndian.AppendUint64(nil, 1<<64-1), "a header of 18446744073709551615 bytes is over the limit"},
@@ -70,29 +66,11 @@ func TestHostileFiles(t *testing.T) {
 	if _, err := Parse(file(goodHeader, goodData())); err != nil {
 		t.Fatalf("the good file: %v", err)
 	}
-	for _, tt := range hostileFiles() {
-		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse(tt.data)
-			if err == nil {
-				t.Fatalf("accepted, with %d tensors", len(f.Tensors()))
-			}
-			if !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), "safetensors: ") {
-				t.Errorf("error %q\ndoes not say %q", err, tt.err)
-			}
-		})
-	}
+	weightstest.Refused(t, hostileFiles(), "safetensors: ", parseError)
 }
 
 func TestHostileClaimsAllocateLittle(t *testing.T) {
-	for _, tt := range hostileFiles() {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		Parse(tt.data)
-		runtime.ReadMemStats(&after)
-		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
-			t.Errorf("%s: parsing allocated %d bytes", tt.name, n)
-		}
-	}
+	weightstest.AllocateLittle(t, hostileFiles(), 1<<20, parseError)
 }
 
 // Every prefix of a valid file is refused, never a panic.
@@ -102,10 +80,7 @@ func TestTruncatedFiles(t *testing.T) {
 		filepath.Join(fixtures, "sharded", "model-00001-of-00002.safetensors"),
 	}
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := weightstest.ReadFile(t, p)
 		if _, err := Parse(data); err != nil {
 			t.Fatal(err)
 		}
@@ -179,4 +154,10 @@ func TestHostileFolders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseError is Parse's error.
+func parseError(data []byte) error {
+	_, err := Parse(data)
+	return err
 }

@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/berth-ml/berth/weights/internal/weightstest"
 )
 
 // fixtures holds files written by scripts/gen_ggml_fixtures.py.
@@ -26,16 +28,10 @@ type manifestTensor struct {
 
 func readManifest(t *testing.T) (single, sharded []manifestTensor) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtures, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var m struct {
 		Single, Sharded []manifestTensor
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	weightstest.ReadJSON(t, filepath.Join(fixtures, "manifest.json"), &m)
 	return m.Single, m.Sharded
 }
 

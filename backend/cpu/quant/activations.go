@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/berth-ml/berth/dtype"
+	"github.com/berth-ml/berth/weights/ggml"
 )
 
 // The prepared activation rows. A row of k values becomes, from a
@@ -170,13 +171,7 @@ func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) 
 
 // half widens an f16 exactly, a signalling NaN becoming quiet as the
 // CPU's conversion (and ggml) does.
-func half(h uint16) float32 {
-	f := dtype.F32FromF16(h)
-	if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
-		return math.Float32frombits(math.Float32bits(f) | 1<<22)
-	}
-	return f
-}
+func half(h uint16) float32 { return ggml.F32FromF16(h) }
 
 // scale reads the f16 at b[0:2].
 func scale(b []byte) float32 { return half(binary.LittleEndian.Uint16(b)) }

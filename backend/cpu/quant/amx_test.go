@@ -290,21 +290,8 @@ func TestAMXOnExtremes(t *testing.T) {
 			x[7*k+e] = 65504 * 127
 			x[9*k+e] = float32(e%32) - 16
 		}
-		size, _ := typ.RowSize(int64(k))
 		for _, fill := range []byte{0x00, 0xff, 0x80, 0x7f, 0x88} {
-			w := make([]byte, n*int(size))
-			for i := range w {
-				w[i] = fill
-			}
-			r := rand.New(rand.NewPCG(uint64(fill), 8))
-			ws := randomWeights(r, typ, n, k)
-			for o := 0; o < len(w); o += int(typ.TypeSize()) {
-				if typ == ggml.Q6_K {
-					copy(w[o+208:o+210], ws[o+208:o+210]) // a finite scale
-				} else {
-					copy(w[o:o+4], ws[o:o+4]) // finite scales (Q4_K: and minimums)
-				}
-			}
+			w := extremeWeights(typ, n, k, fill, 8)
 			y := runAMXParts(t, typ, x, m, k, w, n, [][2]int{{0, n}})
 			amxCheck(t, typ, "extremes", x, m, k, w, n, y)
 		}

@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "kernels_amd64.h"
 
 // The AVX-512 kernels of the 32-value blocks: two blocks a step in zmm
 // registers, block b in the low half, block b+1 in the high half, so
@@ -20,14 +21,6 @@
 // BX, four times the block's index; CX the blocks; Z14
 // bytes 0x0f, Z15 words 1, Z12 VPERMPS's index spreading the pair of
 // scales, K1 the high qwords, K2 the words of 128-bit lanes 1 and 3.
-
-// PREFETCH1, PREFETCH2: as in dot_amd64.s.
-#define PREFETCH1 \
-	PREFETCHT0 2048(SI)
-
-#define PREFETCH2 \
-	PREFETCHT0 2048(SI); \
-	PREFETCHT0 2112(SI)
 
 // DOTVNNI, DOTBW: Z3 += the sums of four products of the unsigned bytes
 // of Z1 by the signed bytes at (DI).
@@ -157,34 +150,17 @@
 	VPBROADCASTD AX, Z14; \
 	MOVL         $0x00010001, AX; \
 	VPBROADCASTD AX, Z15; \
-	MOVL         $0xf0, AX; \
-	KMOVW        AX, K1; \
-	MOVL         $0xff00ff00, AX; \
-	KMOVD        AX, K2; \
-	MOVL         $0xff, AX; \
-	KMOVW        AX, K7; \
+	PAIRMASKS; \
 	VMOVDQU32    spread01<>(SB), Z12; \
 	VPXORD       Z0, Z0, Z0; \
 	VPXORD       Z8, Z8, Z8; \
 	VXORPS       X7, X7, X7
 
-// STEP(size): SI past two blocks of size bytes, BX (four times the
-// block's index: the offset of its scale, an eighth of that of its
-// values) past two blocks.
-#define STEP(size) \
-	ADDQ $size, SI; \
-	ADDQ $8, BX
-
 // RESULT: X8 = reduce8 of the two halves' sum.
 #define RESULT \
 	VEXTRACTF64X4 $1, Z8, Y9; \
 	VADDPS        Y9, Y8, Y8; \
-	VEXTRACTF128  $1, Y8, X1; \
-	VADDPS        X1, X8, X8; \
-	VMOVHLPS      X8, X8, X1; \
-	VADDPS        X1, X8, X8; \
-	VMOVSHDUP     X8, X1; \
-	VADDSS        X1, X8, X8
+	REDUCE8(Y8, X8, X1)
 
 // RESULTMIN: RESULT plus the sum of X7's lanes 1 and 3.
 #define RESULTMIN \
@@ -194,38 +170,10 @@
 	VADDSS    X1, X7, X7; \
 	VADDSS    X7, X8, X8
 
-// KERNEL(SETUP, PAIR, LAST, size, FIN): more constants, the loop over
-// pairs, the last block, the result.
-#define KERNEL(SETUP, PAIR, LAST, size, FIN) \
-	HEAD512; \
-	SETUP; \
-	XORQ BX, BX; \
-	MOVQ CX, R10; \
-	ANDQ $-2, R10; \
-	SHLQ $2, R10; \
-	JEQ  last; \
-pairs:; \
-	PREFETCH2; \
-	PAIR; \
-	STEP(size); \
-	CMPQ BX, R10; \
-	JLT  pairs; \
-last:; \
-	TESTQ $1, CX; \
-	JEQ   done; \
-	LAST; \
-done:; \
-	FIN; \
-	MOVSS X8, ret+48(FP); \
-	VZEROUPPER; \
-	RET
-
 // SET13(v): every dword of Z13 is v.
 #define SET13(v) \
 	MOVL         v, AX; \
 	VPBROADCASTD AX, Z13
-
-#define NOSETUP
 
 // MINCONST: K3 and K4 pick lanes 1 and 3, and lane 1 alone; Z12 spreads
 // lanes 0 and 2.
@@ -236,116 +184,70 @@ done:; \
 	KMOVW     AX, K4; \
 	VMOVDQU32 spread02<>(SB), Z12
 
-DATA spread01<>+0(SB)/8, $0
-DATA spread01<>+8(SB)/8, $0
-DATA spread01<>+16(SB)/8, $0
-DATA spread01<>+24(SB)/8, $0
-DATA spread01<>+32(SB)/8, $0x0000000100000001
-DATA spread01<>+40(SB)/8, $0x0000000100000001
-DATA spread01<>+48(SB)/8, $0x0000000100000001
-DATA spread01<>+56(SB)/8, $0x0000000100000001
-GLOBL spread01<>(SB), RODATA|NOPTR, $64
+SPREAD(spread01, $0x0000000100000001)
 
-DATA spread02<>+0(SB)/8, $0
-DATA spread02<>+8(SB)/8, $0
-DATA spread02<>+16(SB)/8, $0
-DATA spread02<>+24(SB)/8, $0
-DATA spread02<>+32(SB)/8, $0x0000000200000002
-DATA spread02<>+40(SB)/8, $0x0000000200000002
-DATA spread02<>+48(SB)/8, $0x0000000200000002
-DATA spread02<>+56(SB)/8, $0x0000000200000002
-GLOBL spread02<>(SB), RODATA|NOPTR, $64
+SPREAD(spread02, $0x0000000200000002)
 
 
-// F16RUN16(off, xo, Z, A): A += the 16 f16 at off(SI), widened into Z,
-// times the 16 float32 at xo(DI). BF16RUN16: the same for bf16.
-#define F16RUN16(off, xo, Z, A) \
-	VCVTPH2PS off(SI), Z; \
-	VMULPS    xo(DI), Z, Z; \
-	VADDPS    Z, A, A
+// ZERO2: the accumulators Z8 and Z9 of RUNS32.
+#define ZERO2 \
+	VXORPS Z8, Z8, Z8; \
+	VXORPS Z9, Z9, Z9
 
-#define BF16RUN16(off, xo, Z, A) \
-	VPMOVZXWD off(SI), Z; \
-	VPSLLD    $16, Z, Z; \
-	VMULPS    xo(DI), Z, Z; \
-	VADDPS    Z, A, A
+// SUM2: reduce32 of Z8 and Z9 into X8.
+#define SUM2 \
+	VADDPS Z9, Z8, Z8; \
+	RESULT
 
 // RUNS32(RUN): the runs of 32 values, lanes 0–15 in Z8 and 16–31 in Z9,
 // then reduce32 of them into X8.
 #define RUNS32(RUN) \
-	MOVQ   w+0(FP), SI; \
-	MOVQ   x+8(FP), DI; \
-	MOVQ   n+16(FP), CX; \
-	VXORPS Z8, Z8, Z8; \
-	VXORPS Z9, Z9, Z9; \
-	TESTQ  CX, CX; \
-	JEQ    done; \
-loop:; \
-	PREFETCH1; \
-	RUN(0, 0, Z0, Z8); \
-	RUN(32, 64, Z1, Z9); \
-	ADDQ   $64, SI; \
-	ADDQ   $128, DI; \
-	DECQ   CX; \
-	JNZ    loop; \
-done:; \
-	VADDPS        Z9, Z8, Z8; \
-	VEXTRACTF64X4 $1, Z8, Y9; \
-	VADDPS        Y9, Y8, Y8; \
-	VEXTRACTF128  $1, Y8, X1; \
-	VADDPS        X1, X8, X8; \
-	VMOVHLPS      X8, X8, X1; \
-	VADDPS        X1, X8, X8; \
-	VMOVSHDUP     X8, X1; \
-	VADDSS        X1, X8, X8; \
-	MOVSS         X8, ret+24(FP); \
-	VZEROUPPER; \
-	RET
+	RUNS(ZERO2, RUN(0, 0, Z0, Z8); RUN(32, 64, Z1, Z9), SUM2)
 
 // func dotQ8_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ8_0VNNI(SB), NOSPLIT, $0-52
-	KERNEL(SET13($0x80808080), Q8_0VNNI(34, 36, ACCPAIR), Q8_0VNNI(0, 2, ACCLOW), 68, RESULT)
+	KERNEL32(HEAD512, SET13($0x80808080), Q8_0VNNI(34, 36, ACCPAIR), Q8_0VNNI(0, 2, ACCLOW), 68, RESULT)
 
 // func dotQ8_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ8_0BW(SB), NOSPLIT, $0-52
-	KERNEL(NOSETUP, Q8_0BW(34, 36, ACCPAIR), Q8_0BW(0, 2, ACCLOW), 68, RESULT)
+	KERNEL32(HEAD512, NOSETUP, Q8_0BW(34, 36, ACCPAIR), Q8_0BW(0, 2, ACCLOW), 68, RESULT)
 
 // func dotQ4_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ4_0VNNI(SB), NOSPLIT, $0-52
-	KERNEL(NOSETUP, Q4_0PAIR(DOTVNNI, 18, 20, ACCPAIR), Q4_0PAIR(DOTVNNI, 0, 2, ACCLOW), 36, RESULT)
+	KERNEL32(HEAD512, NOSETUP, Q4_0PAIR(DOTVNNI, 18, 20, ACCPAIR), Q4_0PAIR(DOTVNNI, 0, 2, ACCLOW), 36, RESULT)
 
 // func dotQ4_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ4_0BW(SB), NOSPLIT, $0-52
-	KERNEL(NOSETUP, Q4_0PAIR(DOTBW, 18, 20, ACCPAIR), Q4_0PAIR(DOTBW, 0, 2, ACCLOW), 36, RESULT)
+	KERNEL32(HEAD512, NOSETUP, Q4_0PAIR(DOTBW, 18, 20, ACCPAIR), Q4_0PAIR(DOTBW, 0, 2, ACCLOW), 36, RESULT)
 
 // func dotQ5_0VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ5_0VNNI(SB), NOSPLIT, $0-52
-	KERNEL(SET13($0x10101010), Q5_0PAIR(DOTVNNI, 22, 28, 24, ACCPAIR), Q5_0PAIR(DOTVNNI, 0, 6, 2, ACCLOW), 44, RESULT)
+	KERNEL32(HEAD512, SET13($0x10101010), Q5_0PAIR(DOTVNNI, 22, 28, 24, ACCPAIR), Q5_0PAIR(DOTVNNI, 0, 6, 2, ACCLOW), 44, RESULT)
 
 // func dotQ5_0BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ5_0BW(SB), NOSPLIT, $0-52
-	KERNEL(SET13($0x10101010), Q5_0PAIR(DOTBW, 22, 28, 24, ACCPAIR), Q5_0PAIR(DOTBW, 0, 6, 2, ACCLOW), 44, RESULT)
+	KERNEL32(HEAD512, SET13($0x10101010), Q5_0PAIR(DOTBW, 22, 28, 24, ACCPAIR), Q5_0PAIR(DOTBW, 0, 6, 2, ACCLOW), 44, RESULT)
 
 // func dotQ4_1VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ4_1VNNI(SB), NOSPLIT, $0-52
-	KERNEL(MINCONST, Q4_1PAIR(DOTVNNI, 20, 24, K3, ACCPAIR), Q4_1PAIR(DOTVNNI, 0, 4, K4, ACCLOW), 40, RESULTMIN)
+	KERNEL32(HEAD512, MINCONST, Q4_1PAIR(DOTVNNI, 20, 24, K3, ACCPAIR), Q4_1PAIR(DOTVNNI, 0, 4, K4, ACCLOW), 40, RESULTMIN)
 
 // func dotQ4_1BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ4_1BW(SB), NOSPLIT, $0-52
-	KERNEL(MINCONST, Q4_1PAIR(DOTBW, 20, 24, K3, ACCPAIR), Q4_1PAIR(DOTBW, 0, 4, K4, ACCLOW), 40, RESULTMIN)
+	KERNEL32(HEAD512, MINCONST, Q4_1PAIR(DOTBW, 20, 24, K3, ACCPAIR), Q4_1PAIR(DOTBW, 0, 4, K4, ACCLOW), 40, RESULTMIN)
 
 // func dotQ5_1VNNI(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ5_1VNNI(SB), NOSPLIT, $0-52
-	KERNEL(SET13($0x10101010); MINCONST, Q5_1PAIR(DOTVNNI, 24, 32, 28, K3, ACCPAIR), Q5_1PAIR(DOTVNNI, 0, 8, 4, K4, ACCLOW), 48, RESULTMIN)
+	KERNEL32(HEAD512, SET13($0x10101010); MINCONST, Q5_1PAIR(DOTVNNI, 24, 32, 28, K3, ACCPAIR), Q5_1PAIR(DOTVNNI, 0, 8, 4, K4, ACCLOW), 48, RESULTMIN)
 
 // func dotQ5_1BW(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ5_1BW(SB), NOSPLIT, $0-52
-	KERNEL(SET13($0x10101010); MINCONST, Q5_1PAIR(DOTBW, 24, 32, 28, K3, ACCPAIR), Q5_1PAIR(DOTBW, 0, 8, 4, K4, ACCLOW), 48, RESULTMIN)
+	KERNEL32(HEAD512, SET13($0x10101010); MINCONST, Q5_1PAIR(DOTBW, 24, 32, 28, K3, ACCPAIR), Q5_1PAIR(DOTBW, 0, 8, 4, K4, ACCLOW), 48, RESULTMIN)
 
 // func dotF16AVX512(w *byte, x *float32, n int) float32
 TEXT ·dotF16AVX512(SB), NOSPLIT, $0-28
-	RUNS32(F16RUN16)
+	RUNS32(F16RUN)
 
 // func dotBF16AVX512(w *byte, x *float32, n int) float32
 TEXT ·dotBF16AVX512(SB), NOSPLIT, $0-28
-	RUNS32(BF16RUN16)
+	RUNS32(BF16RUN)

@@ -1,45 +1,12 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "kernels_amd64.h"
 
 // The AVX2 kernels (F16C for the scales). Each computes what its Go
 // counterpart in ref.go computes, with the same roundings in the same
 // order (see there): the integer sums are exact however they are taken,
 // the floating-point steps are the reference's.
-
-// PREFETCH1–4: the weights 2 KiB ahead, one to four lines from there (as
-// many as a step of the loop reads). The hardware's streams stop at page
-// boundaries; without these the kernels wait for memory when their
-// weights do not fit the cache.
-#define PREFETCH1 \
-	PREFETCHT0 2048(SI)
-
-#define PREFETCH2 \
-	PREFETCHT0 2048(SI); \
-	PREFETCHT0 2112(SI)
-
-#define PREFETCH3 \
-	PREFETCH2; \
-	PREFETCHT0 2176(SI)
-
-#define PREFETCH4 \
-	PREFETCH3; \
-	PREFETCHT0 2240(SI)
-
-// BCAST8(v, Y, X): every byte of Y is v.
-#define BCAST8(v, Y, X) \
-	MOVL         v, AX; \
-	VMOVD        AX, X; \
-	VPBROADCASTD X, Y
-
-// REDUCE8(Y, X, T): X's lane 0 becomes reduce8 of Y's lanes; T is spoilt.
-#define REDUCE8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VMOVSHDUP    X, T; \
-	VADDSS       T, X, X
 
 // The kernels of 32-value blocks take (w, q, d, s, bias, nb): SI the
 // weights, DI the activation values, DX their scales, R8 their block sums,
@@ -162,36 +129,12 @@
 	MOVQ         s+24(FP), R8; \
 	MOVQ         bias+32(FP), R9; \
 	MOVQ         nb+40(FP), CX; \
-	MOVL         $0x00010001, AX; \
-	VMOVD        AX, X15; \
-	VPBROADCASTD X15, Y15; \
+	BCAST8($0x00010001, Y15, X15); \
 	BCAST8($0x0f0f0f0f, Y14, X14); \
 	VXORPS       Y8, Y8, Y8; \
 	VXORPS       Y9, Y9, Y9; \
 	VXORPS       X0, X0, X0; \
 	VXORPS       X7, X7, X7
-
-// LOOP2(B0, B1, LAST, size): the pairs of blocks (size bytes each), then
-// a last one.
-#define LOOP2(B0, B1, LAST, size) \
-	XORQ BX, BX; \
-	MOVQ CX, R10; \
-	ANDQ $-2, R10; \
-	SHLQ $2, R10; \
-	JEQ  last; \
-pairs:; \
-	PREFETCH2; \
-	B0; \
-	B1; \
-	ADDQ $size, SI; \
-	ADDQ $8, BX; \
-	CMPQ BX, R10; \
-	JLT  pairs; \
-last:; \
-	TESTQ $1, CX; \
-	JEQ   done; \
-	LAST; \
-done:
 
 // TAIL32: the result, reduce8 of Y8 + Y9, plus the sum of the minimum
 // sums X0 and X7 (zero but for Q4_1 and Q5_1), into X8.
@@ -208,93 +151,14 @@ DATA hibitShuf<>+16(SB)/8, $0x0202020202020202
 DATA hibitShuf<>+24(SB)/8, $0x0303030303030303
 GLOBL hibitShuf<>(SB), RODATA|NOPTR, $32
 
-// wordBcast + 32·i broadcasts word i of each 128-bit lane over it.
-DATA wordBcast<>+0(SB)/8, $0x0100010001000100
-DATA wordBcast<>+8(SB)/8, $0x0100010001000100
-DATA wordBcast<>+16(SB)/8, $0x0100010001000100
-DATA wordBcast<>+24(SB)/8, $0x0100010001000100
-DATA wordBcast<>+32(SB)/8, $0x0302030203020302
-DATA wordBcast<>+40(SB)/8, $0x0302030203020302
-DATA wordBcast<>+48(SB)/8, $0x0302030203020302
-DATA wordBcast<>+56(SB)/8, $0x0302030203020302
-DATA wordBcast<>+64(SB)/8, $0x0504050405040504
-DATA wordBcast<>+72(SB)/8, $0x0504050405040504
-DATA wordBcast<>+80(SB)/8, $0x0504050405040504
-DATA wordBcast<>+88(SB)/8, $0x0504050405040504
-DATA wordBcast<>+96(SB)/8, $0x0706070607060706
-DATA wordBcast<>+104(SB)/8, $0x0706070607060706
-DATA wordBcast<>+112(SB)/8, $0x0706070607060706
-DATA wordBcast<>+120(SB)/8, $0x0706070607060706
-DATA wordBcast<>+128(SB)/8, $0x0908090809080908
-DATA wordBcast<>+136(SB)/8, $0x0908090809080908
-DATA wordBcast<>+144(SB)/8, $0x0908090809080908
-DATA wordBcast<>+152(SB)/8, $0x0908090809080908
-DATA wordBcast<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA wordBcast<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA wordBcast<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA wordBcast<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA wordBcast<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA wordBcast<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA wordBcast<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA wordBcast<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA wordBcast<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA wordBcast<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA wordBcast<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA wordBcast<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL wordBcast<>(SB), RODATA|NOPTR, $256
-
-// pairBcast + 32·i broadcasts word 2i over the low 128-bit lane and word
-// 2i+1 over the high one.
-DATA pairBcast<>+0(SB)/8, $0x0100010001000100
-DATA pairBcast<>+8(SB)/8, $0x0100010001000100
-DATA pairBcast<>+16(SB)/8, $0x0302030203020302
-DATA pairBcast<>+24(SB)/8, $0x0302030203020302
-DATA pairBcast<>+32(SB)/8, $0x0504050405040504
-DATA pairBcast<>+40(SB)/8, $0x0504050405040504
-DATA pairBcast<>+48(SB)/8, $0x0706070607060706
-DATA pairBcast<>+56(SB)/8, $0x0706070607060706
-DATA pairBcast<>+64(SB)/8, $0x0908090809080908
-DATA pairBcast<>+72(SB)/8, $0x0908090809080908
-DATA pairBcast<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA pairBcast<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA pairBcast<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA pairBcast<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA pairBcast<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA pairBcast<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL pairBcast<>(SB), RODATA|NOPTR, $128
-
-// KSCALES: the eight 6-bit scales and minimums of the Q4_K/Q5_K block at
-// SI (get_scale_min_k4, as ggml's utmp arithmetic): AX = the scales, BX
-// the minimums, a byte each. R9–R11 are spoilt.
-#define KSCALES \
-	MOVL  4(SI), AX; \
-	MOVL  8(SI), BX; \
-	MOVL  12(SI), R9; \
-	MOVL  R9, R10; \
-	SHRL  $4, R10; \
-	ANDL  $0x0f0f0f0f, R10; \
-	MOVL  BX, R11; \
-	SHRL  $6, R11; \
-	ANDL  $0x03030303, R11; \
-	SHLL  $4, R11; \
-	ORL   R11, R10; \
-	ANDL  $0x3f3f3f3f, BX; \
-	ANDL  $0x0f0f0f0f, R9; \
-	MOVL  AX, R11; \
-	SHRL  $6, R11; \
-	ANDL  $0x03030303, R11; \
-	SHLL  $4, R11; \
-	ORL   R11, R9; \
-	ANDL  $0x3f3f3f3f, AX; \
-	SHLQ  $32, R9; \
-	ORQ   R9, AX; \
-	SHLQ  $32, R10; \
-	ORQ   R10, BX
+// wordBcast and pairBcast: WORDBCAST and PAIRBCAST.
+WORDBCAST(wordBcast)
+PAIRBCAST(pairBcast)
 
 // KSETUP: Y12 = the scales as words, in both lanes; X13 = the minimums
 // by the sums of x at (R8), four dwords; Y10 = 0.
 #define KSETUP \
-	KSCALES; \
+	KSCALES(R11); \
 	VMOVQ       AX, X12; \
 	VPMOVZXBW   X12, X12; \
 	VINSERTI128 $1, X12, Y12, Y12; \
@@ -349,8 +213,6 @@ GLOBL pairBcast<>(SB), RODATA|NOPTR, $128
 	BCAST8($0x0f0f0f0f, Y14, X14); \
 	VXORPS X8, X8, X8
 
-#define NOHI
-
 // Q5HI(lo, hi): the fifth bits of a Q5_K chunk from the bits of Y4 (the
 // block's 32 bytes of them): bit 2c for the low nibbles, 2c+1 for the
 // high, moved to bit 4 by the shifts lo and hi. Y11 holds bytes 0x10.
@@ -361,6 +223,9 @@ GLOBL pairBcast<>(SB), RODATA|NOPTR, $128
 	HI; \
 	VPAND Y11, Y5, Y5; \
 	VPOR  Y5, Y2, Y2
+
+// Q5BITS: Y4 = the 32 bytes of fifth bits of the Q5_K block at SI.
+#define Q5BITS VMOVDQU 16(SI), Y4
 
 #define SL4 VPSLLW $4, Y4, Y5
 #define SL3 VPSLLW $3, Y4, Y5
@@ -421,109 +286,65 @@ GLOBL pairBcast<>(SB), RODATA|NOPTR, $128
 	VADDPS Y9, Y8, Y8; \
 	REDUCE8(Y8, X8, X1)
 
-// F16RUN(off, xo, Y, A): A += the 8 f16 at off(SI), widened into Y,
-// times the 8 float32 at xo(DI). BF16RUN: the same for bf16.
-#define F16RUN(off, xo, Y, A) \
-	VCVTPH2PS off(SI), Y; \
-	VMULPS    xo(DI), Y, Y; \
-	VADDPS    Y, A, A
+// DOTK(SETUP, LOAD, CHUNKS, size): the Q4_K and Q5_K kernels, SETUP
+// their constants beyond KHEAD's, LOAD what a block needs before its
+// scales, CHUNKS its four chunks, size its bytes.
+#define DOTK(SETUP, LOAD, CHUNKS, size) \
+	KHEAD; \
+	SETUP; \
+loop:; \
+	PREFETCH3; \
+	LOAD; \
+	KSETUP; \
+	CHUNKS; \
+	KFINISH; \
+	KNEXT(size); \
+	MOVSS X8, ret+40(FP); \
+	VZEROUPPER; \
+	RET
 
-#define BF16RUN(off, xo, Y, A) \
-	VPMOVZXWD off(SI), Y; \
-	VPSLLD    $16, Y, Y; \
-	VMULPS    xo(DI), Y, Y; \
-	VADDPS    Y, A, A
+#define Q4KCHUNKS KCHUNKS(KCHUNK, 16, NOHI, NOHI, NOHI, NOHI)
+#define Q5KCHUNKS KCHUNKS(KCHUNK, 48, Q5HI(SL4, SL3), Q5HI(SL2, SL1), Q5HI(S0, SR1), Q5HI(SR2, SR3))
+
+// ZERO4: the accumulators Y8–Y11 of RUNS32.
+#define ZERO4 \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9; \
+	VXORPS Y10, Y10, Y10; \
+	VXORPS Y11, Y11, Y11
+
+// RUNS32(RUN): the F16 and BF16 kernels, RUN eight values: lanes 8c to
+// 8c+7 of the runs in Y(8+c), then reduce32 of them into X8.
+#define RUNS32(RUN) \
+	RUNS(ZERO4, RUN(0, 0, Y0, Y8); RUN(16, 32, Y1, Y9); RUN(32, 64, Y2, Y10); RUN(48, 96, Y3, Y11), REDUCE32)
 
 // func dotQ8_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-52
-	HEAD32
-	LOOP2(Q8_0BLK(0, 2, 0, 0, Y8), Q8_0BLK(34, 36, 32, 4, Y9), Q8_0BLK(0, 2, 0, 0, Y8), 68)
-	TAIL32
-	MOVSS X8, ret+48(FP)
-	VZEROUPPER
-	RET
+	KERNEL32(HEAD32, NOSETUP, Q8_0BLK(0, 2, 0, 0, Y8); Q8_0BLK(34, 36, 32, 4, Y9), Q8_0BLK(0, 2, 0, 0, Y8), 68, TAIL32)
 
 // func dotQ4_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-52
-	HEAD32
-	LOOP2(Q4_0BLK(0, 2, 0, 0, Y8), Q4_0BLK(18, 20, 32, 4, Y9), Q4_0BLK(0, 2, 0, 0, Y8), 36)
-	TAIL32
-	MOVSS X8, ret+48(FP)
-	VZEROUPPER
-	RET
+	KERNEL32(HEAD32, NOSETUP, Q4_0BLK(0, 2, 0, 0, Y8); Q4_0BLK(18, 20, 32, 4, Y9), Q4_0BLK(0, 2, 0, 0, Y8), 36, TAIL32)
 
 // func dotQ5_0AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-52
-	HEAD32
-	HIBITSCONST
-	LOOP2(Q5_0BLK(0, 2, 6, 0, 0, Y8), Q5_0BLK(22, 24, 28, 32, 4, Y9), Q5_0BLK(0, 2, 6, 0, 0, Y8), 44)
-	TAIL32
-	MOVSS X8, ret+48(FP)
-	VZEROUPPER
-	RET
+	KERNEL32(HEAD32, HIBITSCONST, Q5_0BLK(0, 2, 6, 0, 0, Y8); Q5_0BLK(22, 24, 28, 32, 4, Y9), Q5_0BLK(0, 2, 6, 0, 0, Y8), 44, TAIL32)
 
 // func dotQ4_1AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-52
-	HEAD32
-	LOOP2(Q4_1BLK(0, 2, 4, 0, 0, Y8, X0), Q4_1BLK(20, 22, 24, 32, 4, Y9, X7), Q4_1BLK(0, 2, 4, 0, 0, Y8, X0), 40)
-	TAIL32
-	MOVSS X8, ret+48(FP)
-	VZEROUPPER
-	RET
+	KERNEL32(HEAD32, NOSETUP, Q4_1BLK(0, 2, 4, 0, 0, Y8, X0); Q4_1BLK(20, 22, 24, 32, 4, Y9, X7), Q4_1BLK(0, 2, 4, 0, 0, Y8, X0), 40, TAIL32)
 
 // func dotQ5_1AVX2(w, q *byte, d, s *float32, bias *int32, nb int) float32
 TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-52
-	HEAD32
-	HIBITSCONST
-	LOOP2(Q5_1BLK(0, 2, 4, 8, 0, 0, Y8, X0), Q5_1BLK(24, 26, 28, 32, 32, 4, Y9, X7), Q5_1BLK(0, 2, 4, 8, 0, 0, Y8, X0), 48)
-	TAIL32
-	MOVSS X8, ret+48(FP)
-	VZEROUPPER
-	RET
+	KERNEL32(HEAD32, HIBITSCONST, Q5_1BLK(0, 2, 4, 8, 0, 0, Y8, X0); Q5_1BLK(24, 26, 28, 32, 32, 4, Y9, X7), Q5_1BLK(0, 2, 4, 8, 0, 0, Y8, X0), 48, TAIL32)
 
 // func dotQ4_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
 TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-44
-	KHEAD
-loop:
-	PREFETCH3
-	KSETUP
-	KCHUNK(16, 0, 32, 0, 32, NOHI)
-	KCHUNK(48, 64, 96, 64, 96, NOHI)
-	KCHUNK(80, 128, 160, 128, 160, NOHI)
-	KCHUNK(112, 192, 224, 192, 224, NOHI)
-	KFINISH
-	ADDQ $144, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $16, R8
-	DECQ CX
-	JNZ  loop
-	MOVSS X8, ret+40(FP)
-	VZEROUPPER
-	RET
+	DOTK(NOSETUP, NOHI, Q4KCHUNKS, 144)
 
 // func dotQ5_KAVX2(w, q *byte, d *float32, sums *int16, nb int) float32
 TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-44
-	KHEAD
-	BCAST8($0x10101010, Y11, X11)
-loop:
-	PREFETCH3
-	VMOVDQU 16(SI), Y4
-	KSETUP
-	KCHUNK(48, 0, 32, 0, 32, Q5HI(SL4, SL3))
-	KCHUNK(80, 64, 96, 64, 96, Q5HI(SL2, SL1))
-	KCHUNK(112, 128, 160, 128, 160, Q5HI(S0, SR1))
-	KCHUNK(144, 192, 224, 192, 224, Q5HI(SR2, SR3))
-	KFINISH
-	ADDQ $176, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $16, R8
-	DECQ CX
-	JNZ  loop
-	MOVSS X8, ret+40(FP)
-	VZEROUPPER
-	RET
+	DOTK(BCAST8($0x10101010, Y11, X11), Q5BITS, Q5KCHUNKS, 176)
 
 // func dotQ6_KAVX2(w, q *byte, d *float32, nb int) float32
 TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-36
@@ -562,58 +383,11 @@ loop:
 
 // func dotF16AVX2(w *byte, x *float32, n int) float32
 TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ   w+0(FP), SI
-	MOVQ   x+8(FP), DI
-	MOVQ   n+16(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	TESTQ  CX, CX
-	JEQ    done
-loop:
-	PREFETCH1
-	F16RUN(0, 0, Y0, Y8)
-	F16RUN(16, 32, Y1, Y9)
-	F16RUN(32, 64, Y2, Y10)
-	F16RUN(48, 96, Y3, Y11)
-	ADDQ $64, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  loop
-done:
-	REDUCE32
-	MOVSS X8, ret+24(FP)
-	VZEROUPPER
-	RET
+	RUNS32(F16RUN)
 
 // func dotBF16AVX2(w *byte, x *float32, n int) float32
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ   w+0(FP), SI
-	MOVQ   x+8(FP), DI
-	MOVQ   n+16(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	TESTQ  CX, CX
-	JEQ    done
-loop:
-	PREFETCH1
-	BF16RUN(0, 0, Y0, Y8)
-	BF16RUN(16, 32, Y1, Y9)
-	BF16RUN(32, 64, Y2, Y10)
-	BF16RUN(48, 96, Y3, Y11)
-	ADDQ $64, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  loop
-done:
-	REDUCE32
-	MOVSS X8, ret+24(FP)
-	VZEROUPPER
-	RET
-
+	RUNS32(BF16RUN)
 
 // func cpuid1ECX() uint32
 TEXT ·cpuid1ECX(SB), NOSPLIT, $0-4

@@ -85,35 +85,29 @@ func asmImpls(t ggml.Type) []impl {
 			return dotQ6_KAVX2(&w[0], &xq[0], &xd[0], k/256)
 		}, "avx2", tileK(tileQ6_KAVX2, 210, 4)}}
 	case ggml.F16:
-		f := func(w, a []byte, k int) float32 {
-			x := f32s(a, k)
-			_ = w[2*k-1]
-			return dotF16AVX2(&w[0], &x[0], k/32) + tailF16(w, x, k&^31)
-		}
-		if hasAVX512 {
-			return []impl{{kindFloat, func(w, a []byte, k int) float32 {
-				x := f32s(a, k)
-				_ = w[2*k-1]
-				return dotF16AVX512(&w[0], &x[0], k/32) + tailF16(w, x, k&^31)
-			}, "avx512", tileF(tileF16AVX512, 4, 2, tailF16)}, {kindFloat, f, "avx2", tileF(tileF16AVX2, 3, 1, tailF16)}}
-		}
-		return []impl{{kindFloat, f, "avx2", tileF(tileF16AVX2, 3, 1, tailF16)}}
+		return floatImpls(dotF16AVX2, dotF16AVX512, tileF16AVX2, tileF16AVX512, tailF16)
 	case ggml.BF16:
-		f := func(w, a []byte, k int) float32 {
-			x := f32s(a, k)
-			_ = w[2*k-1]
-			return dotBF16AVX2(&w[0], &x[0], k/32) + tailBF16(w, x, k&^31)
-		}
-		if hasAVX512 {
-			return []impl{{kindFloat, func(w, a []byte, k int) float32 {
-				x := f32s(a, k)
-				_ = w[2*k-1]
-				return dotBF16AVX512(&w[0], &x[0], k/32) + tailBF16(w, x, k&^31)
-			}, "avx512", tileF(tileBF16AVX512, 4, 2, tailBF16)}, {kindFloat, f, "avx2", tileF(tileBF16AVX2, 3, 1, tailBF16)}}
-		}
-		return []impl{{kindFloat, f, "avx2", tileF(tileBF16AVX2, 3, 1, tailBF16)}}
+		return floatImpls(dotBF16AVX2, dotBF16AVX512, tileBF16AVX2, tileBF16AVX512, tailBF16)
 	}
 	return nil
+}
+
+// floatImpls are the kernels of F16 or BF16 weights: the AVX-512 dot
+// and tile where the CPU has AVX-512, and the AVX2 ones; tail adds the
+// values past the last whole run of 32.
+func floatImpls(dot2, dot512 func(w *byte, x *float32, n int) float32, tile2, tile512 tileFloatFunc, tail func(w []byte, x []float32, k32 int) float32) []impl {
+	dot := func(f func(w *byte, x *float32, n int) float32) dotFunc {
+		return func(w, a []byte, k int) float32 {
+			x := f32s(a, k)
+			_ = w[2*k-1]
+			return f(&w[0], &x[0], k/32) + tail(w, x, k&^31)
+		}
+	}
+	avx2 := impl{kindFloat, dot(dot2), "avx2", tileF(tile2, 3, 1, tail)}
+	if hasAVX512 {
+		return []impl{{kindFloat, dot(dot512), "avx512", tileF(tile512, 4, 2, tail)}, avx2}
+	}
+	return []impl{avx2}
 }
 
 // qkcall runs a K-quant kernel (blocks of size bytes) on a prepared Q8_K

@@ -280,6 +280,30 @@ func TestPathsAgree(t *testing.T) {
 	}
 }
 
+// extremeWeights is n rows of k values of typ, every byte fill but the
+// scales (and Q4_K's minimums), drawn by randomWeights from the seed, and
+// the high bytes of F16 and BF16 values, masked: all stay finite (0x7f7f
+// and 0xffff are NaN as f16).
+func extremeWeights(typ ggml.Type, n, k int, fill byte, seed uint64) []byte {
+	size, _ := typ.RowSize(int64(k))
+	w := make([]byte, n*int(size))
+	for i := range w {
+		w[i] = fill
+	}
+	ws := randomWeights(rand.New(rand.NewPCG(uint64(fill), seed)), typ, n, k)
+	for o := 0; o < len(w); o += int(typ.TypeSize()) {
+		switch typ {
+		case ggml.Q6_K:
+			copy(w[o+208:o+210], ws[o+208:])
+		case ggml.F16, ggml.BF16:
+			w[o+1] &= 0x3b
+		default:
+			copy(w[o:o+4], ws[o:o+4])
+		}
+	}
+	return w
+}
+
 // Extreme blocks: every weight byte at its largest or smallest value,
 // activations at the limits of their range, all zero, or one large value
 // in a block of tiny ones.
@@ -292,25 +316,8 @@ func TestPathsAgreeOnExtremes(t *testing.T) {
 	}
 	x[2*k+5] = 1e30
 	for _, typ := range types {
-		size, _ := typ.RowSize(k)
 		for _, fill := range []byte{0x00, 0xff, 0x80, 0x7f} {
-			w := make([]byte, n*int(size))
-			for i := range w {
-				w[i] = fill
-			}
-			// Keep the scales finite: 0x7f7f and 0xffff are NaN as f16.
-			r := rand.New(rand.NewPCG(uint64(fill), 5))
-			ws := randomWeights(r, typ, n, k)
-			for o := 0; o < len(w); o += int(typ.TypeSize()) {
-				switch typ {
-				case ggml.Q6_K:
-					copy(w[o+208:o+210], ws[o+208:])
-				case ggml.F16, ggml.BF16:
-					w[o+1] &= 0x3b
-				default:
-					copy(w[o:o+4], ws[o:o+4])
-				}
-			}
+			w := extremeWeights(typ, n, k, fill, 5)
 			want := run(t, typ, "go", x, m, k, w, n)
 			for _, path := range Paths(typ) {
 				y := run(t, typ, path, x, m, k, w, n)

@@ -3,6 +3,8 @@ package quant
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/berth-ml/berth/weights/ggml"
 )
 
 // The reference kernels, in Go: the semantics every assembly kernel
@@ -103,84 +105,78 @@ func unpackQ4_0(v *[32]int32, blk []byte) {
 	}
 }
 
-func dotQ8_0Go(w, a []byte, k int) float32 {
-	xq, xd, _ := q8Row(a, k)
-	var acc lanes
-	var v [32]int32
-	for b := range k / 32 {
-		blk := w[34*b : 34*b+34 : 34*b+34]
-		unpackQ8_0(&v, blk)
-		s := dot4(&v, xq[32*b:])
-		acc.add(b, scale(blk)*xd[b], &s)
+// unpackQ4_1 sets v to the 32 values of a Q4_1 block (20 bytes).
+func unpackQ4_1(v *[32]int32, blk []byte) {
+	for j, q := range blk[4:20] {
+		v[j], v[j+16] = int32(q&15), int32(q>>4)
 	}
-	return acc.sum()
 }
 
-func dotQ4_0Go(w, a []byte, k int) float32 {
-	xq, xd, _ := q8Row(a, k)
-	var acc lanes
-	var v [32]int32
-	for b := range k / 32 {
-		blk := w[18*b : 18*b+18 : 18*b+18]
-		unpackQ4_0(&v, blk)
-		s := dot4(&v, xq[32*b:])
-		acc.add(b, scale(blk)*xd[b], &s)
+// unpackQ5_0 sets v to the 32 values of a Q5_0 block (22 bytes), each
+// less 16.
+func unpackQ5_0(v *[32]int32, blk []byte) {
+	qh := binary.LittleEndian.Uint32(blk[2:6])
+	for j, q := range blk[6:22] {
+		v[j] = int32(q&15|byte(qh>>j&1)<<4) - 16
+		v[j+16] = int32(q>>4|byte(qh>>(j+16)&1)<<4) - 16
 	}
-	return acc.sum()
 }
 
-func dotQ4_1Go(w, a []byte, k int) float32 {
+// unpackQ5_1 sets v to the 32 values of a Q5_1 block (24 bytes).
+func unpackQ5_1(v *[32]int32, blk []byte) {
+	qh := binary.LittleEndian.Uint32(blk[4:8])
+	for j, q := range blk[8:24] {
+		v[j] = int32(q&15 | byte(qh>>j&1)<<4)
+		v[j+16] = int32(q>>4 | byte(qh>>(j+16)&1)<<4)
+	}
+}
+
+// hasMin reports whether blocks of t (Q4_1, Q5_1) carry a minimum, an
+// f16 after the scale.
+func hasMin(t ggml.Type) bool { return t == ggml.Q4_1 || t == ggml.Q5_1 }
+
+// dot32Go is the dot of a weight row of 32-value blocks of t (Q8_0,
+// Q4_0, Q4_1, Q5_0 or Q5_1): lanes of integer sums scaled into the two
+// accumulators and, for blocks with a minimum, m·(dx·Σx) into the two
+// scalars.
+func dot32Go(w, a []byte, k int, t ggml.Type) float32 {
+	size := int(t.TypeSize())
+	mins := hasMin(t)
 	xq, xd, xs := q8Row(a, k)
 	var acc lanes
 	var ms [2]float32
 	var v [32]int32
 	for b := range k / 32 {
-		blk := w[20*b : 20*b+20 : 20*b+20]
-		for j, q := range blk[4:20] {
-			v[j], v[j+16] = int32(q&15), int32(q>>4)
+		blk := w[size*b : size*(b+1) : size*(b+1)]
+		switch t {
+		case ggml.Q8_0:
+			unpackQ8_0(&v, blk)
+		case ggml.Q4_0:
+			unpackQ4_0(&v, blk)
+		case ggml.Q4_1:
+			unpackQ4_1(&v, blk)
+		case ggml.Q5_0:
+			unpackQ5_0(&v, blk)
+		case ggml.Q5_1:
+			unpackQ5_1(&v, blk)
 		}
 		s := dot4(&v, xq[32*b:])
 		acc.add(b, scale(blk)*xd[b], &s)
-		ms[b&1] += float32(scale(blk[2:]) * xs[b])
+		if mins {
+			ms[b&1] += float32(scale(blk[2:]) * xs[b])
+		}
 	}
-	return acc.sum() + (ms[0] + ms[1])
-}
-
-func dotQ5_0Go(w, a []byte, k int) float32 {
-	xq, xd, _ := q8Row(a, k)
-	var acc lanes
-	var v [32]int32
-	for b := range k / 32 {
-		blk := w[22*b : 22*b+22 : 22*b+22]
-		qh := binary.LittleEndian.Uint32(blk[2:6])
-		for j, q := range blk[6:22] {
-			v[j] = int32(q&15|byte(qh>>j&1)<<4) - 16
-			v[j+16] = int32(q>>4|byte(qh>>(j+16)&1)<<4) - 16
-		}
-		s := dot4(&v, xq[32*b:])
-		acc.add(b, scale(blk)*xd[b], &s)
+	if mins {
+		return acc.sum() + (ms[0] + ms[1])
 	}
 	return acc.sum()
 }
 
-func dotQ5_1Go(w, a []byte, k int) float32 {
-	xq, xd, xs := q8Row(a, k)
-	var acc lanes
-	var ms [2]float32
-	var v [32]int32
-	for b := range k / 32 {
-		blk := w[24*b : 24*b+24 : 24*b+24]
-		qh := binary.LittleEndian.Uint32(blk[4:8])
-		for j, q := range blk[8:24] {
-			v[j] = int32(q&15 | byte(qh>>j&1)<<4)
-			v[j+16] = int32(q>>4 | byte(qh>>(j+16)&1)<<4)
-		}
-		s := dot4(&v, xq[32*b:])
-		acc.add(b, scale(blk)*xd[b], &s)
-		ms[b&1] += float32(scale(blk[2:]) * xs[b])
-	}
-	return acc.sum() + (ms[0] + ms[1])
-}
+func dotQ8_0Go(w, a []byte, k int) float32 { return dot32Go(w, a, k, ggml.Q8_0) }
+func dotQ4_0Go(w, a []byte, k int) float32 { return dot32Go(w, a, k, ggml.Q4_0) }
+func dotQ4_1Go(w, a []byte, k int) float32 { return dot32Go(w, a, k, ggml.Q4_1) }
+func dotQ5_0Go(w, a []byte, k int) float32 { return dot32Go(w, a, k, ggml.Q5_0) }
+func dotQ5_1Go(w, a []byte, k int) float32 { return dot32Go(w, a, k, ggml.Q5_1) }
 
 // scalesMins unpacks the eight 6-bit scales and minimums of a Q4_K or
 // Q5_K block (get_scale_min_k4).
@@ -194,20 +190,38 @@ func scalesMins(s []byte) (sc, mn [8]int32) {
 	return sc, mn
 }
 
-func dotQ4_KGo(w, a []byte, k int) float32 {
+// dotKGo is the dot of a weight row of Q4_K or Q5_K blocks (t): the
+// block's chunks of 64 values, low nibbles by its scale 2j and high ones
+// by 2j+1 (with their fifth bits for Q5_K), and its minimums by the sums
+// of x, into one float32 a block.
+func dotKGo(w, a []byte, k int, t ggml.Type) float32 {
+	size := int(t.TypeSize())
+	five := t == ggml.Q5_K
 	xq, xd, sums := qkRow(a, k)
 	var acc float32
 	for b := range k / 256 {
-		blk := w[144*b : 144*b+144 : 144*b+144]
+		blk := w[size*b : size*(b+1) : size*(b+1)]
 		x := xq[256*b : 256*b+256 : 256*b+256]
 		sc, mn := scalesMins(blk[4:16])
 		var isum, msum int32
 		for j := range 4 {
-			q := blk[16+32*j : 48+32*j]
 			var s1, s2 int32
-			for l, v := range q {
-				s1 += int32(v&15) * int32(int8(x[64*j+l]))
-				s2 += int32(v>>4) * int32(int8(x[64*j+32+l]))
+			if five {
+				qh := blk[16:48]
+				q := blk[48+32*j : 80+32*j]
+				for l, v := range q {
+					v1, v2 := int32(v&15), int32(v>>4)
+					v1 |= int32(qh[l]>>(2*j)&1) << 4
+					v2 |= int32(qh[l]>>(2*j+1)&1) << 4
+					s1 += v1 * int32(int8(x[64*j+l]))
+					s2 += v2 * int32(int8(x[64*j+32+l]))
+				}
+			} else {
+				q := blk[16+32*j : 48+32*j]
+				for l, v := range q {
+					s1 += int32(v&15) * int32(int8(x[64*j+l]))
+					s2 += int32(v>>4) * int32(int8(x[64*j+32+l]))
+				}
 			}
 			isum += sc[2*j]*s1 + sc[2*j+1]*s2
 		}
@@ -220,35 +234,8 @@ func dotQ4_KGo(w, a []byte, k int) float32 {
 	return acc
 }
 
-func dotQ5_KGo(w, a []byte, k int) float32 {
-	xq, xd, sums := qkRow(a, k)
-	var acc float32
-	for b := range k / 256 {
-		blk := w[176*b : 176*b+176 : 176*b+176]
-		x := xq[256*b : 256*b+256 : 256*b+256]
-		sc, mn := scalesMins(blk[4:16])
-		qh := blk[16:48]
-		var isum, msum int32
-		for j := range 4 {
-			q := blk[48+32*j : 80+32*j]
-			var s1, s2 int32
-			for l, v := range q {
-				v1, v2 := int32(v&15), int32(v>>4)
-				v1 |= int32(qh[l]>>(2*j)&1) << 4
-				v2 |= int32(qh[l]>>(2*j+1)&1) << 4
-				s1 += v1 * int32(int8(x[64*j+l]))
-				s2 += v2 * int32(int8(x[64*j+32+l]))
-			}
-			isum += sc[2*j]*s1 + sc[2*j+1]*s2
-		}
-		for j := range 8 {
-			msum += mn[j] * int32(sums[8*b+j])
-		}
-		d, dm := scale(blk)*xd[b], scale(blk[2:])*xd[b]
-		acc += float32(d*float32(isum)) - float32(dm*float32(msum))
-	}
-	return acc
-}
+func dotQ4_KGo(w, a []byte, k int) float32 { return dotKGo(w, a, k, ggml.Q4_K) }
+func dotQ5_KGo(w, a []byte, k int) float32 { return dotKGo(w, a, k, ggml.Q5_K) }
 
 func dotQ6_KGo(w, a []byte, k int) float32 {
 	xq, xd, _ := qkRow(a, k)
@@ -302,47 +289,47 @@ func dotF32Go(w, a []byte, k int) float32 {
 	return reduce32(&acc) + t
 }
 
-func dotF16Go(w, a []byte, k int) float32 {
+// dot16Go is the dot of a weight row of F16 or BF16 values (t).
+func dot16Go(w, a []byte, k int, t ggml.Type) float32 {
 	x := f32s(a, k)
 	w = w[:2*k]
 	var acc [32]float32
 	k32 := k &^ 31
 	for e := 0; e < k32; e += 32 {
-		for l := range 32 {
-			acc[l] += float32(half(binary.LittleEndian.Uint16(w[2*(e+l):])) * x[e+l])
+		if t == ggml.BF16 {
+			for l := range 32 {
+				acc[l] += float32(bf16(w[2*(e+l):]) * x[e+l])
+			}
+		} else {
+			for l := range 32 {
+				acc[l] += float32(half(binary.LittleEndian.Uint16(w[2*(e+l):])) * x[e+l])
+			}
 		}
 	}
-	return reduce32(&acc) + tailF16(w, x, k32)
+	return reduce32(&acc) + tail16(w, x, k32, t)
 }
 
-// tailF16 sums the products of the values from k32 on, one by one.
-func tailF16(w []byte, x []float32, k32 int) float32 {
-	var t float32
-	for e := k32; e < len(x); e++ {
-		t += float32(half(binary.LittleEndian.Uint16(w[2*e:])) * x[e])
-	}
-	return t
-}
+func dotF16Go(w, a []byte, k int) float32  { return dot16Go(w, a, k, ggml.F16) }
+func dotBF16Go(w, a []byte, k int) float32 { return dot16Go(w, a, k, ggml.BF16) }
 
-func dotBF16Go(w, a []byte, k int) float32 {
-	x := f32s(a, k)
-	w = w[:2*k]
-	var acc [32]float32
-	k32 := k &^ 31
-	for e := 0; e < k32; e += 32 {
-		for l := range 32 {
-			acc[l] += float32(bf16(w[2*(e+l):]) * x[e+l])
+// tailF16 and tailBF16 are tail16 of F16 and BF16 values.
+func tailF16(w []byte, x []float32, k32 int) float32  { return tail16(w, x, k32, ggml.F16) }
+func tailBF16(w []byte, x []float32, k32 int) float32 { return tail16(w, x, k32, ggml.BF16) }
+
+// tail16 sums the products of the F16 or BF16 values (t) from k32 on,
+// one by one.
+func tail16(w []byte, x []float32, k32 int, t ggml.Type) float32 {
+	var s float32
+	if t == ggml.BF16 {
+		for e := k32; e < len(x); e++ {
+			s += float32(bf16(w[2*e:]) * x[e])
 		}
+		return s
 	}
-	return reduce32(&acc) + tailBF16(w, x, k32)
-}
-
-func tailBF16(w []byte, x []float32, k32 int) float32 {
-	var t float32
 	for e := k32; e < len(x); e++ {
-		t += float32(bf16(w[2*e:]) * x[e])
+		s += float32(half(binary.LittleEndian.Uint16(w[2*e:])) * x[e])
 	}
-	return t
+	return s
 }
 
 func bf16(b []byte) float32 { return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16) }

@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "kernels_amd64.h"
 
 // The AVX-512 tile kernels: four activation rows by four weight rows of
 // Q4_0 and Q8_0 blocks, four by two of F16 and BF16. Every output keeps
@@ -123,6 +124,13 @@
 	ROW(P, BIAS, (DI)(R11*2), (R9)(R11*2), (DX)(R11*2), Z8, Z9, Z10, Z11, ADD); \
 	ROW(P, BIAS, (DI)(R12*1), (R9)(R12*1), (DX)(R12*1), Z12, Z13, Z14, Z15, ADD)
 
+// NEXT4(size): the four weight rows past a pair of blocks.
+#define NEXT4(size) \
+	ADDQ $size, BX; \
+	ADDQ $size, SI; \
+	ADDQ $size, R13; \
+	ADDQ $size, R14
+
 // REDUCE(Z, Y, X): X's lane 0 = reduce8 of the sum of Z's halves, as
 // RESULT in dot512_amd64.s.
 #define REDUCE(Z, Y, X) \
@@ -156,60 +164,15 @@
 	LEAQ         (BX)(AX*1), SI; \
 	LEAQ         (SI)(AX*1), R13; \
 	LEAQ         (R13)(AX*1), R14; \
-	MOVQ         q+32(FP), DI; \
-	MOVQ         d+40(FP), DX; \
-	MOVQ         bias+48(FP), R9; \
-	MOVQ         aRow+56(FP), R11; \
-	LEAQ         (R11)(R11*2), R12; \
-	MOVQ         nb+64(FP), CX; \
+	TILEROWS(BIASR9); \
 	MOVL         $0x0f0f0f0f, AX; \
 	VPBROADCASTD AX, Z27; \
-	MOVL         $0xf0, AX; \
-	KMOVW        AX, K1; \
-	MOVL         $0xff00ff00, AX; \
-	KMOVD        AX, K2; \
-	MOVL         $0xff, AX; \
-	KMOVW        AX, K7; \
+	PAIRMASKS; \
 	VMOVDQU32    tileSpread<>(SB), Z28; \
 	SETUP; \
-	VPXORD       Z0, Z0, Z0; \
-	VPXORD       Z1, Z1, Z1; \
-	VPXORD       Z2, Z2, Z2; \
-	VPXORD       Z3, Z3, Z3; \
-	VPXORD       Z4, Z4, Z4; \
-	VPXORD       Z5, Z5, Z5; \
-	VPXORD       Z6, Z6, Z6; \
-	VPXORD       Z7, Z7, Z7; \
-	VPXORD       Z8, Z8, Z8; \
-	VPXORD       Z9, Z9, Z9; \
-	VPXORD       Z10, Z10, Z10; \
-	VPXORD       Z11, Z11, Z11; \
-	VPXORD       Z12, Z12, Z12; \
-	VPXORD       Z13, Z13, Z13; \
-	VPXORD       Z14, Z14, Z14; \
-	VPXORD       Z15, Z15, Z15; \
-	SHRQ         $1, CX; \
-	JEQ          last; \
-pairs:; \
-	STEP4(W, P, BIAS, q1, o1, PAIRADD); \
-	ADDQ         $size, BX; \
-	ADDQ         $size, SI; \
-	ADDQ         $size, R13; \
-	ADDQ         $size, R14; \
-	ADDQ         $64, DI; \
-	ADDQ         $64, R9; \
-	ADDQ         $8, DX; \
-	DECQ         CX; \
-	JNZ          pairs; \
-last:; \
-	MOVQ         nb+64(FP), AX; \
-	TESTQ        $1, AX; \
-	JEQ          done; \
-	STEP4(W, P, BIAS, 2, 0, LOWADD); \
-done:; \
-	MOVQ         y+0(FP), R8; \
-	MOVQ         ldy+8(FP), R10; \
-	SHLQ         $2, R10; \
+	ZERO16; \
+	TILEPAIRS(STEP4(W, P, BIAS, q1, o1, PAIRADD), NEXT4(size), STEP4(W, P, BIAS, 2, 0, LOWADD)); \
+	YROWS; \
 	STORE4(Z0, Z1, Z2, Z3, Y0, Y1, Y2, Y3, X0, X1, X2, X3); \
 	STORE4(Z4, Z5, Z6, Z7, Y4, Y5, Y6, Y7, X4, X5, X6, X7); \
 	STORE4(Z8, Z9, Z10, Z11, Y8, Y9, Y10, Y11, X8, X9, X10, X11); \
@@ -219,15 +182,7 @@ done:; \
 
 // tileSpread: VPERMPS's index taking lane 0 into the low eight lanes and
 // lane 1 into the high eight.
-DATA tileSpread<>+0(SB)/8, $0
-DATA tileSpread<>+8(SB)/8, $0
-DATA tileSpread<>+16(SB)/8, $0
-DATA tileSpread<>+24(SB)/8, $0
-DATA tileSpread<>+32(SB)/8, $0x0000000100000001
-DATA tileSpread<>+40(SB)/8, $0x0000000100000001
-DATA tileSpread<>+48(SB)/8, $0x0000000100000001
-DATA tileSpread<>+56(SB)/8, $0x0000000100000001
-GLOBL tileSpread<>(SB), RODATA|NOPTR, $64
+SPREAD(tileSpread, $0x0000000100000001)
 
 // The constants: Z31 words 1 (VPMADDWD) or bytes 0x80, Z30 zero where
 // the rows have no sums of fours.
@@ -284,22 +239,7 @@ GLOBL tileSpread<>(SB), RODATA|NOPTR, $64
 	MOVQ   xRow+40(FP), R11; \
 	LEAQ   (R11)(R11*2), R12; \
 	MOVQ   n+48(FP), CX; \
-	VPXORD Z0, Z0, Z0; \
-	VPXORD Z1, Z1, Z1; \
-	VPXORD Z2, Z2, Z2; \
-	VPXORD Z3, Z3, Z3; \
-	VPXORD Z4, Z4, Z4; \
-	VPXORD Z5, Z5, Z5; \
-	VPXORD Z6, Z6, Z6; \
-	VPXORD Z7, Z7, Z7; \
-	VPXORD Z8, Z8, Z8; \
-	VPXORD Z9, Z9, Z9; \
-	VPXORD Z10, Z10, Z10; \
-	VPXORD Z11, Z11, Z11; \
-	VPXORD Z12, Z12, Z12; \
-	VPXORD Z13, Z13, Z13; \
-	VPXORD Z14, Z14, Z14; \
-	VPXORD Z15, Z15, Z15; \
+	ZERO16; \
 	TESTQ  CX, CX; \
 	JEQ    done; \
 loop:; \
@@ -317,9 +257,7 @@ loop:; \
 	DECQ   CX; \
 	JNZ    loop; \
 done:; \
-	MOVQ   y+0(FP), R8; \
-	MOVQ   ldy+8(FP), R10; \
-	SHLQ   $2, R10; \
+	YROWS; \
 	FSTORE(0, Z0, Z1, Y0, X0); \
 	FSTORE(4, Z2, Z3, Y2, X2); \
 	ADDQ   R10, R8; \

@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "kernels_amd64.h"
 
 // The AVX2 tile kernels: four activation rows by one weight row of Q4_0
 // and Q8_0 blocks, three by one of F16 and BF16. Every output keeps the
@@ -62,68 +63,39 @@
 	ROWA(P, xo(DI)(R11*2), xo(R9)(R11*2), do(DX)(R11*2), A2); \
 	ROWA(P, xo(DI)(R12*1), xo(R9)(R12*1), do(DX)(R12*1), A3)
 
-// REDUCEA(Y, X, T): as REDUCE8 in dot_amd64.s.
-#define REDUCEA(Y, X, T) \
-	VEXTRACTF128 $1, Y, T; \
-	VADDPS       T, X, X; \
-	VMOVHLPS     X, X, T; \
-	VADDPS       T, X, X; \
-	VMOVSHDUP    X, T; \
-	VADDSS       T, X, X
-
 // STOREA(YE, YO, XE): a row's output, reduce8 of the sum of its even and
 // odd accumulators, to (R8); R8 on to the next row.
 #define STOREA(YE, YO, XE) \
 	VADDPS YO, YE, YE; \
-	REDUCEA(YE, XE, X9); \
+	REDUCE8(YE, XE, X9); \
 	VMOVSS XE, (R8); \
 	ADDQ   R10, R8
+
+// ZEROY8: Y0–Y7 are zero.
+#define ZEROY8 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+// NEXTA(size): the weight row past a pair of blocks.
+#define NEXTA(size) ADDQ $size, SI
 
 // TILEA(W, P, qo0, wo1, qo1, size): the kernel; qo0 is the offset of a
 // block's values, wo1 and qo1 those of the second block of a pair and
 // its values, size the bytes of two blocks.
 #define TILEA(W, P, qo0, wo1, qo1, size) \
 	MOVQ         w+16(FP), SI; \
-	MOVQ         q+32(FP), DI; \
-	MOVQ         d+40(FP), DX; \
-	MOVQ         bias+48(FP), R9; \
-	MOVQ         aRow+56(FP), R11; \
-	LEAQ         (R11)(R11*2), R12; \
-	MOVQ         nb+64(FP), CX; \
-	MOVL         $0x00010001, AX; \
-	VMOVD        AX, X15; \
-	VPBROADCASTD X15, Y15; \
-	MOVL         $0x0f0f0f0f, AX; \
-	VMOVD        AX, X14; \
-	VPBROADCASTD X14, Y14; \
-	VXORPS       Y0, Y0, Y0; \
-	VXORPS       Y1, Y1, Y1; \
-	VXORPS       Y2, Y2, Y2; \
-	VXORPS       Y3, Y3, Y3; \
-	VXORPS       Y4, Y4, Y4; \
-	VXORPS       Y5, Y5, Y5; \
-	VXORPS       Y6, Y6, Y6; \
-	VXORPS       Y7, Y7, Y7; \
-	SHRQ         $1, CX; \
-	JEQ          last; \
-pairs:; \
-	BLOCKA(W, P, 0, qo0, 0, 0, Y0, Y2, Y4, Y6); \
-	BLOCKA(W, P, wo1, qo1, 32, 4, Y1, Y3, Y5, Y7); \
-	ADDQ         $size, SI; \
-	ADDQ         $64, DI; \
-	ADDQ         $64, R9; \
-	ADDQ         $8, DX; \
-	DECQ         CX; \
-	JNZ          pairs; \
-last:; \
-	MOVQ         nb+64(FP), AX; \
-	TESTQ        $1, AX; \
-	JEQ          done; \
-	BLOCKA(W, P, 0, qo0, 0, 0, Y0, Y2, Y4, Y6); \
-done:; \
-	MOVQ         y+0(FP), R8; \
-	MOVQ         ldy+8(FP), R10; \
-	SHLQ         $2, R10; \
+	TILEROWS(BIASR9); \
+	BCAST8($0x00010001, Y15, X15); \
+	BCAST8($0x0f0f0f0f, Y14, X14); \
+	ZEROY8; \
+	TILEPAIRS(BLOCKA(W, P, 0, qo0, 0, 0, Y0, Y2, Y4, Y6); BLOCKA(W, P, wo1, qo1, 32, 4, Y1, Y3, Y5, Y7), NEXTA(size), BLOCKA(W, P, 0, qo0, 0, 0, Y0, Y2, Y4, Y6)); \
+	YROWS; \
 	STOREA(Y0, Y1, X0); \
 	STOREA(Y2, Y3, X2); \
 	STOREA(Y4, Y5, X4); \
@@ -160,7 +132,7 @@ done:; \
 	VADDPS A2, A0, A0; \
 	VADDPS A3, A1, A1; \
 	VADDPS A1, A0, A0; \
-	REDUCEA(A0, X0, X12); \
+	REDUCE8(A0, X0, X12); \
 	VMOVSS X0, (R8); \
 	ADDQ   R10, R8
 
@@ -169,14 +141,7 @@ done:; \
 	MOVQ   x+32(FP), DI; \
 	MOVQ   xRow+40(FP), R11; \
 	MOVQ   n+48(FP), CX; \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7; \
+	ZEROY8; \
 	VXORPS Y8, Y8, Y8; \
 	VXORPS Y9, Y9, Y9; \
 	VXORPS Y10, Y10, Y10; \
@@ -193,9 +158,7 @@ loop:; \
 	DECQ   CX; \
 	JNZ    loop; \
 done:; \
-	MOVQ   y+0(FP), R8; \
-	MOVQ   ldy+8(FP), R10; \
-	SHLQ   $2, R10; \
+	YROWS; \
 	FSTOREA(Y0, Y1, Y2, Y3, X0); \
 	FSTOREA(Y4, Y5, Y6, Y7, X4); \
 	FSTOREA(Y8, Y9, Y10, Y11, X8); \
@@ -209,6 +172,19 @@ done:; \
 // values, Y9 their scales as words, Y10 the block half's high bits, Y11
 // bytes 32, Y12 the half's scales as words, Y15 bytes 0x0f. The steps
 // are dotQ6_KAVX2's (dot_amd64.s).
+
+// OUT4: the four rows' results X4–X7 to y, and the return.
+#define OUT4 \
+	YROWS; \
+	VMOVSS X4, (R8); \
+	ADDQ   R10, R8; \
+	VMOVSS X5, (R8); \
+	ADDQ   R10, R8; \
+	VMOVSS X6, (R8); \
+	ADDQ   R10, R8; \
+	VMOVSS X7, (R8); \
+	VZEROUPPER; \
+	RET
 
 // Q6ROW(X, A): A += the products of Y8 less 32 by the 32 values at X,
 // scaled by Y9.
@@ -283,31 +259,9 @@ done:; \
 	VMULSS       X13, XA, XA; \
 	VADDSS       XA, R, R
 
-// tilePairBcast is pairBcast of dot_amd64.s.
-DATA tilePairBcast<>+0(SB)/8, $0x0100010001000100
-DATA tilePairBcast<>+8(SB)/8, $0x0100010001000100
-DATA tilePairBcast<>+16(SB)/8, $0x0302030203020302
-DATA tilePairBcast<>+24(SB)/8, $0x0302030203020302
-DATA tilePairBcast<>+32(SB)/8, $0x0504050405040504
-DATA tilePairBcast<>+40(SB)/8, $0x0504050405040504
-DATA tilePairBcast<>+48(SB)/8, $0x0706070607060706
-DATA tilePairBcast<>+56(SB)/8, $0x0706070607060706
-DATA tilePairBcast<>+64(SB)/8, $0x0908090809080908
-DATA tilePairBcast<>+72(SB)/8, $0x0908090809080908
-DATA tilePairBcast<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA tilePairBcast<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA tilePairBcast<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA tilePairBcast<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA tilePairBcast<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA tilePairBcast<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL tilePairBcast<>(SB), RODATA|NOPTR, $128
-
-// tileMask30: bytes 0x30.
-DATA tileMask30<>+0(SB)/8, $0x3030303030303030
-DATA tileMask30<>+8(SB)/8, $0x3030303030303030
-DATA tileMask30<>+16(SB)/8, $0x3030303030303030
-DATA tileMask30<>+24(SB)/8, $0x3030303030303030
-GLOBL tileMask30<>(SB), RODATA|NOPTR, $32
+// tilePairBcast and tileMask30: PAIRBCAST, bytes 0x30.
+PAIRBCAST(tilePairBcast)
+BYTES32(tileMask30, $0x3030303030303030)
 
 // The Q4_K and Q5_K tiles: four activation rows by one weight row. SI
 // the weight row, DI the activation values, DX their scales, R8 their
@@ -318,32 +272,8 @@ GLOBL tileMask30<>(SB), RODATA|NOPTR, $32
 // d and dmin; Y15 its minimums as words; Y14 bytes 0x0f. The steps are
 // dotQ4_KAVX2's and dotQ5_KAVX2's (dot_amd64.s).
 
-// KSCALEST: KSCALES of dot_amd64.s, AX the scales and BX the minimums of
-// the block at SI; R9, R10 and R13 are spoilt.
-#define KSCALEST \
-	MOVL  4(SI), AX; \
-	MOVL  8(SI), BX; \
-	MOVL  12(SI), R9; \
-	MOVL  R9, R10; \
-	SHRL  $4, R10; \
-	ANDL  $0x0f0f0f0f, R10; \
-	MOVL  BX, R13; \
-	SHRL  $6, R13; \
-	ANDL  $0x03030303, R13; \
-	SHLL  $4, R13; \
-	ORL   R13, R10; \
-	ANDL  $0x3f3f3f3f, BX; \
-	ANDL  $0x0f0f0f0f, R9; \
-	MOVL  AX, R13; \
-	SHRL  $6, R13; \
-	ANDL  $0x03030303, R13; \
-	SHLL  $4, R13; \
-	ORL   R13, R9; \
-	ANDL  $0x3f3f3f3f, AX; \
-	SHLQ  $32, R9; \
-	ORQ   R9, AX; \
-	SHLQ  $32, R10; \
-	ORQ   R10, BX
+// SUMSR8: R8 = the rows' sums of 32.
+#define SUMSR8 MOVQ sums+48(FP), R8
 
 // KROW(X, X2, A): A += the low nibbles Y8 by the 32 values at X, scaled
 // by Y10, and the high ones Y9 by those at X2, scaled by Y11.
@@ -412,21 +342,14 @@ GLOBL tileMask30<>(SB), RODATA|NOPTR, $32
 // size bytes.
 #define TILEK(CHUNKS, size) \
 	MOVQ         w+16(FP), SI; \
-	MOVQ         q+32(FP), DI; \
-	MOVQ         d+40(FP), DX; \
-	MOVQ         sums+48(FP), R8; \
-	MOVQ         aRow+56(FP), R11; \
-	LEAQ         (R11)(R11*2), R12; \
-	MOVQ         nb+64(FP), CX; \
-	MOVL         $0x0f0f0f0f, AX; \
-	VMOVD        AX, X14; \
-	VPBROADCASTD X14, Y14; \
+	TILEROWS(SUMSR8); \
+	BCAST8($0x0f0f0f0f, Y14, X14); \
 	VXORPS       X4, X4, X4; \
 	VXORPS       X5, X5, X5; \
 	VXORPS       X6, X6, X6; \
 	VXORPS       X7, X7, X7; \
 loop:; \
-	KSCALEST; \
+	KSCALES(R13); \
 	VMOVQ        AX, X12; \
 	VPMOVZXBW    X12, X12; \
 	VINSERTI128  $1, X12, Y12, Y12; \
@@ -443,78 +366,15 @@ loop:; \
 	KFIN(Y1, X1, X5, (DX)(R11*1), (R8)(R11*1)); \
 	KFIN(Y2, X2, X6, (DX)(R11*2), (R8)(R11*2)); \
 	KFIN(Y3, X3, X7, (DX)(R12*1), (R8)(R12*1)); \
-	ADDQ         $size, SI; \
-	ADDQ         $256, DI; \
-	ADDQ         $4, DX; \
-	ADDQ         $16, R8; \
-	DECQ         CX; \
-	JNZ          loop; \
-	MOVQ         y+0(FP), R8; \
-	MOVQ         ldy+8(FP), R10; \
-	SHLQ         $2, R10; \
-	VMOVSS       X4, (R8); \
-	ADDQ         R10, R8; \
-	VMOVSS       X5, (R8); \
-	ADDQ         R10, R8; \
-	VMOVSS       X6, (R8); \
-	ADDQ         R10, R8; \
-	VMOVSS       X7, (R8); \
-	VZEROUPPER; \
-	RET
+	KNEXT(size); \
+	OUT4
 
-#define Q4KCHUNKS \
-	KCHUNKT(16, 0, 32, 0, 32, TS0); \
-	KCHUNKT(48, 64, 96, 64, 96, TS0); \
-	KCHUNKT(80, 128, 160, 128, 160, TS0); \
-	KCHUNKT(112, 192, 224, 192, 224, TS0)
+#define Q4KCHUNKS KCHUNKS(KCHUNKT, 16, TS0, TS0, TS0, TS0)
+#define Q5KCHUNKS KCHUNKS(KCHUNKT, 48, Q5HIT(TSL4, TSL3), Q5HIT(TSL2, TSL1), Q5HIT(TS0, TSR1), Q5HIT(TSR2, TSR3))
 
-#define Q5KCHUNKS \
-	KCHUNKT(48, 0, 32, 0, 32, Q5HIT(TSL4, TSL3)); \
-	KCHUNKT(80, 64, 96, 64, 96, Q5HIT(TSL2, TSL1)); \
-	KCHUNKT(112, 128, 160, 128, 160, Q5HIT(TS0, TSR1)); \
-	KCHUNKT(144, 192, 224, 192, 224, Q5HIT(TSR2, TSR3))
-
-// tileWordBcast is wordBcast of dot_amd64.s.
-DATA tileWordBcast<>+0(SB)/8, $0x0100010001000100
-DATA tileWordBcast<>+8(SB)/8, $0x0100010001000100
-DATA tileWordBcast<>+16(SB)/8, $0x0100010001000100
-DATA tileWordBcast<>+24(SB)/8, $0x0100010001000100
-DATA tileWordBcast<>+32(SB)/8, $0x0302030203020302
-DATA tileWordBcast<>+40(SB)/8, $0x0302030203020302
-DATA tileWordBcast<>+48(SB)/8, $0x0302030203020302
-DATA tileWordBcast<>+56(SB)/8, $0x0302030203020302
-DATA tileWordBcast<>+64(SB)/8, $0x0504050405040504
-DATA tileWordBcast<>+72(SB)/8, $0x0504050405040504
-DATA tileWordBcast<>+80(SB)/8, $0x0504050405040504
-DATA tileWordBcast<>+88(SB)/8, $0x0504050405040504
-DATA tileWordBcast<>+96(SB)/8, $0x0706070607060706
-DATA tileWordBcast<>+104(SB)/8, $0x0706070607060706
-DATA tileWordBcast<>+112(SB)/8, $0x0706070607060706
-DATA tileWordBcast<>+120(SB)/8, $0x0706070607060706
-DATA tileWordBcast<>+128(SB)/8, $0x0908090809080908
-DATA tileWordBcast<>+136(SB)/8, $0x0908090809080908
-DATA tileWordBcast<>+144(SB)/8, $0x0908090809080908
-DATA tileWordBcast<>+152(SB)/8, $0x0908090809080908
-DATA tileWordBcast<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA tileWordBcast<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA tileWordBcast<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA tileWordBcast<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA tileWordBcast<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA tileWordBcast<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA tileWordBcast<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA tileWordBcast<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA tileWordBcast<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA tileWordBcast<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA tileWordBcast<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA tileWordBcast<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL tileWordBcast<>(SB), RODATA|NOPTR, $256
-
-// tileMask10: bytes 0x10.
-DATA tileMask10<>+0(SB)/8, $0x1010101010101010
-DATA tileMask10<>+8(SB)/8, $0x1010101010101010
-DATA tileMask10<>+16(SB)/8, $0x1010101010101010
-DATA tileMask10<>+24(SB)/8, $0x1010101010101010
-GLOBL tileMask10<>(SB), RODATA|NOPTR, $32
+// tileWordBcast and tileMask10: WORDBCAST, bytes 0x10.
+WORDBCAST(tileWordBcast)
+BYTES32(tileMask10, $0x1010101010101010)
 
 // func tileQ4_0AVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, bias *int32, aRow int, nb int)
 TEXT ·tileQ4_0AVX2(SB), NOSPLIT, $0-72
@@ -535,17 +395,9 @@ TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-56
 // func tileQ6_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
 TEXT ·tileQ6_KAVX2(SB), NOSPLIT, $0-72
 	MOVQ         w+16(FP), SI
-	MOVQ         q+32(FP), DI
-	MOVQ         d+40(FP), DX
-	MOVQ         aRow+56(FP), R11
-	LEAQ         (R11)(R11*2), R12
-	MOVQ         nb+64(FP), CX
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL         $0x20202020, AX
-	VMOVD        AX, X11
-	VPBROADCASTD X11, Y11
+	TILEROWS(NOSETUP)
+	BCAST8($0x0f0f0f0f, Y15, X15)
+	BCAST8($0x20202020, Y11, X11)
 	VXORPS       X4, X4, X4
 	VXORPS       X5, X5, X5
 	VXORPS       X6, X6, X6
@@ -569,18 +421,7 @@ loop:
 	ADDQ         $4, DX
 	DECQ         CX
 	JNZ          loop
-	MOVQ         y+0(FP), R8
-	MOVQ         ldy+8(FP), R10
-	SHLQ         $2, R10
-	VMOVSS       X4, (R8)
-	ADDQ         R10, R8
-	VMOVSS       X5, (R8)
-	ADDQ         R10, R8
-	VMOVSS       X6, (R8)
-	ADDQ         R10, R8
-	VMOVSS       X7, (R8)
-	VZEROUPPER
-	RET
+	OUT4
 
 // func tileQ4_KAVX2(y *float32, ldy int, w *byte, wRow int, q *byte, d *float32, sums *int16, aRow int, nb int)
 TEXT ·tileQ4_KAVX2(SB), NOSPLIT, $0-72

@@ -102,24 +102,8 @@ func TestTilesOnExtremes(t *testing.T) {
 	}
 	x[2*k+5] = 1e30
 	for _, typ := range types {
-		size, _ := typ.RowSize(k)
 		for _, fill := range []byte{0x00, 0xff, 0x80, 0x7f} {
-			w := make([]byte, n*int(size))
-			for i := range w {
-				w[i] = fill
-			}
-			r := rand.New(rand.NewPCG(uint64(fill), 6))
-			ws := randomWeights(r, typ, n, k)
-			for o := 0; o < len(w); o += int(typ.TypeSize()) {
-				switch typ {
-				case ggml.Q6_K:
-					copy(w[o+208:o+210], ws[o+208:])
-				case ggml.F16, ggml.BF16:
-					w[o+1] &= 0x3b
-				default:
-					copy(w[o:o+4], ws[o:o+4])
-				}
-			}
+			w := extremeWeights(typ, n, k, fill, 6)
 			for _, path := range Paths(typ) {
 				im := implOf(typ, path)
 				if im.tile.f == nil {
