@@ -150,16 +150,7 @@ func (t *tg) check(tb testing.TB) {
 
 func (t *tg) run(tb testing.TB, opts Options, want [][]byte) {
 	tb.Helper()
-	exe, err := Compile(t.g, opts)
-	if err != nil {
-		tb.Fatalf("Compile: %v", err)
-	}
-	defer exe.Close()
-	s, err := exe.NewSession()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer s.Close()
+	exe, s := openSession(tb, t.g, opts)
 	_, pl := exe.Plan()
 	if s.ArenaBytes() != pl.ArenaBytes {
 		tb.Errorf("arena %d bytes, plan %d", s.ArenaBytes(), pl.ArenaBytes)
@@ -662,15 +653,7 @@ func TestRunErrors(t *testing.T) {
 	requireGPU(t)
 	g := newTG(17)
 	g.node("Relu", nil, 1, g.input(ir.Float32, 8))
-	exe, err := Compile(g.g, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exe.Close()
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := openSession(t, g.g, Options{})
 	out := [][]byte{make([]byte, 32)}
 	if err := s.Run(nil, out); err == nil {
 		t.Error("Run without inputs succeeded")
@@ -700,14 +683,7 @@ func TestZeroAllocsPerRun(t *testing.T) {
 	g.node("MatMul", nil, 1, g.input(ir.Float32, 64, 96), g.constant(ir.Float32, 96, 80))
 	g.node("Relu", nil, 1, g.g.Nodes[0].Outputs[0])
 	for _, opts := range []Options{{}, {NoBLAS: true}} {
-		exe, err := Compile(g.g, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := exe.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
+		exe, s := openSession(t, g.g, opts)
 		out := [][]byte{make([]byte, 64*80*4)}
 		for range 2 { // the second run captures the graph
 			if err := s.Run(g.in, out); err != nil {
@@ -741,16 +717,7 @@ func TestTF32(t *testing.T) {
 	g := newTG(17)
 	g.node("MatMul", nil, 1, g.input(ir.Float32, 128, 768), g.constant(ir.Float32, 768, 512))
 	want := g.reference(t)[0]
-	exe, err := Compile(g.g, Options{Precision: TF32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exe.Close()
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := openSession(t, g.g, Options{Precision: TF32})
 	got := [][]byte{make([]byte, len(want))}
 	if err := s.Run(g.in, got); err != nil {
 		t.Fatal(err)
@@ -823,16 +790,7 @@ func TestHalfPrecision(t *testing.T) {
 				g := newTG(17)
 				tc.build(g)
 				want := g.reference(t)[0]
-				exe, err := Compile(g.g, Options{Precision: prec})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer exe.Close()
-				s, err := exe.NewSession()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
+				exe, s := openSession(t, g.g, Options{Precision: prec})
 				got := [][]byte{make([]byte, len(want))}
 				for i := range got[0] {
 					got[0][i] = 0xFF
@@ -855,4 +813,21 @@ func TestHalfPrecision(t *testing.T) {
 			})
 		}
 	}
+}
+
+// openSession compiles g with opts and makes a session of it; both are
+// closed when the test ends.
+func openSession(tb testing.TB, g *ir.Graph, opts Options) (*Executable, *Session) {
+	tb.Helper()
+	exe, err := Compile(g, opts)
+	if err != nil {
+		tb.Fatalf("Compile: %v", err)
+	}
+	tb.Cleanup(func() { exe.Close() })
+	s, err := exe.NewSession()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return exe, s
 }

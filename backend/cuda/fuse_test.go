@@ -424,14 +424,7 @@ func TestFusedMatchesCPU(t *testing.T) {
 			for _, nofuse := range []bool{false, true} {
 				g := tc.g()
 				want := evalGraph(t, g)
-				exe, err := Compile(g.g, Options{Precision: prec, NoFusion: nofuse})
-				if err != nil {
-					t.Fatalf("%s %s: %v", tc.name, prec, err)
-				}
-				s, err := exe.NewSession()
-				if err != nil {
-					t.Fatal(err)
-				}
+				exe, s := openSession(t, g.g, Options{Precision: prec, NoFusion: nofuse})
 				got := [][]byte{make([]byte, len(want[0]))}
 				for i := range got[0] {
 					got[0][i] = 0xFF

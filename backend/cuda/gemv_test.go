@@ -96,16 +96,7 @@ func TestProductsMatchUnfused(t *testing.T) {
 			g, inputs := productsGraph(t, f, 192, 512)
 			var outs [2][][]byte
 			for i, noFusion := range []bool{false, true} {
-				exe, err := Compile(g, Options{NoFusion: noFusion})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer exe.Close()
-				s, err := exe.NewSession()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
+				exe, s := openSession(t, g, Options{NoFusion: noFusion})
 				for _, id := range g.Outputs {
 					outs[i] = append(outs[i], make([]byte, g.Tensor(id).Bytes()))
 				}

@@ -106,16 +106,7 @@ func packedGraph(tb testing.TB, op string, f ggml.Type, w []byte, n, k int64, in
 // captured graph), returning the second run's output.
 func runOnce(tb testing.TB, g *ir.Graph, inputs [][]byte) []float32 {
 	tb.Helper()
-	exe, err := Compile(g, Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer exe.Close()
-	s, err := exe.NewSession()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer s.Close()
+	_, s := openSession(tb, g, Options{})
 	out := make([]byte, g.Tensor(g.Outputs[0]).Bytes())
 	for range 2 {
 		for i := range out {
@@ -285,14 +276,7 @@ func TestPackedMatMulBandwidth(t *testing.T) {
 			x[i] = float32(r.NormFloat64())
 		}
 		g := packedGraph(t, "PackedMatMul", f, w, n, k, ir.Shape{1, k}, ir.Float32)
-		exe, err := Compile(g, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := exe.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
+		exe, s := openSession(t, g, Options{})
 		out := make([]byte, 4*n)
 		for range 2 {
 			if err := s.Run([][]byte{raw.Bytes(x)}, [][]byte{out}); err != nil {
