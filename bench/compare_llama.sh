@@ -72,10 +72,6 @@ repack=1
 models=()
 PYTHON=${PYTHON:-/usr/bin/python3}
 
-die() {
-	echo "compare_llama: $*" >&2
-	exit 1
-}
 
 while (($# > 0)); do
 	case $1 in

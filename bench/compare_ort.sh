@@ -80,10 +80,6 @@ keep=""
 dims=""
 PYTHON=${PYTHON:-/usr/bin/python3}
 
-die() {
-	echo "compare_ort: $*" >&2
-	exit 1
-}
 
 while (($# > 0)); do
 	case $1 in

@@ -31,10 +31,7 @@ label() {
 	echo "$b"
 }
 
-die() {
-	echo "parity_device: $*" >&2
-	exit 2
-}
+die_status=2
 
 berth="" device=cuda tol=1e-4 out="" PYTHON=${PYTHON:-python3}
 pairs=()

@@ -81,10 +81,7 @@ out=""
 keep=""
 PYTHON=${PYTHON:-/usr/bin/python3}
 
-die() {
-	echo "parity_ort: $*" >&2
-	exit 2
-}
+die_status=2
 
 while (($# > 0)); do
 	case $1 in

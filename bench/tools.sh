@@ -5,10 +5,17 @@
 # onnxruntime-node, ORT_VERSION) into $ort_dir unless it is there already,
 # and sets ort_pkg to its package.json;
 # ensure_berth NAME builds berth into $work/berth unless $berth names a
-# binary. NAME starts their messages; both use the caller's die, as
+# binary. NAME starts their messages; both die (below) on failure, as
 # posint and need do.
 
 ORT_VERSION=1.30.0
+
+# die prints its words to stderr after the script's name (its file name
+# without .sh) and exits with $die_status (1 unless the script sets it).
+die() {
+	echo "$(basename "$0" .sh): $*" >&2
+	exit "${die_status:-1}"
+}
 
 # posint FLAG VALUE MIN dies (the caller's die) unless VALUE is an
 # integer of at least MIN.
