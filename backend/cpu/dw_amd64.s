@@ -1,13 +1,12 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "regs_amd64.h"
 
 // The accumulators of the depthwise kernels below, k of them, each
 // through m(acc, off, b, w): acc the register, off the byte offset of its
 // outputs, and b, w passed on (the bias and the weight registers). v picks
-// the width: VY for ymm registers, VZ for zmm.
-#define VY(y, z) y
-#define VZ(y, z) z
+// the width (VY or VZ, regs_amd64.h).
 #define ACC1(m, v, b, w) m(v(Y0, Z0), 0*v(32, 64), b, w)
 #define ACC2(m, v, b, w) ACC1(m, v, b, w); m(v(Y1, Z1), 1*v(32, 64), b, w)
 #define ACC3(m, v, b, w) ACC2(m, v, b, w); m(v(Y2, Z2), 2*v(32, 64), b, w)
