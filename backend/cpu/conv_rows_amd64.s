@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "zmm_amd64.h"
+#include "gemm_amd64.h"
 
 // The stem kernel into planes (pwr8x48): eight output channels by 48
 // positions of an output row, Z0..Z23 the accumulators (channel i's
@@ -16,20 +17,6 @@
 	VFMADD231PS  Z24, t, r0; \
 	VFMADD231PS  Z25, t, r1; \
 	VFMADD231PS  Z26, t, r2
-
-// Adds the bias at off(R9), broadcast, to a channel's accumulators.
-#define R8BIAS(off, r0, r1, r2) \
-	VBROADCASTSS off(R9), Z27; \
-	VADDPS       Z27, r0, r0;  \
-	VADDPS       Z27, r1, r1;  \
-	VADDPS       Z27, r2, r2
-
-// Stores a channel's 48 values at DX and moves DX to the next channel.
-#define R8PUT(r0, r1, r2) \
-	VMOVUPS r0, (DX);    \
-	VMOVUPS r1, 64(DX);  \
-	VMOVUPS r2, 128(DX); \
-	ADDQ    R8, DX
 
 // func pwr8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
 TEXT ·pwr8x48(SB), NOSPLIT, $0-64
@@ -65,14 +52,7 @@ r8store:
 	MOVQ  bias+48(FP), R9
 	TESTQ R9, R9
 	JEQ   r8lim
-	R8BIAS(0, Z0, Z1, Z2)
-	R8BIAS(4, Z3, Z4, Z5)
-	R8BIAS(8, Z6, Z7, Z8)
-	R8BIAS(12, Z9, Z10, Z11)
-	R8BIAS(16, Z12, Z13, Z14)
-	R8BIAS(20, Z15, Z16, Z17)
-	R8BIAS(24, Z18, Z19, Z20)
-	R8BIAS(28, Z21, Z22, Z23)
+	TRIPLES8(ROWBIAS3, Z27, 0)
 
 r8lim:
 	MOVQ  lim+56(FP), BX
@@ -81,27 +61,9 @@ r8lim:
 	CLAMP24
 
 r8put:
-	R8PUT(Z0, Z1, Z2)
-	R8PUT(Z3, Z4, Z5)
-	R8PUT(Z6, Z7, Z8)
-	R8PUT(Z9, Z10, Z11)
-	R8PUT(Z12, Z13, Z14)
-	R8PUT(Z15, Z16, Z17)
-	R8PUT(Z18, Z19, Z20)
-	R8PUT(Z21, Z22, Z23)
+	TRIPLES8(PUTC3, 0, 0)
 	VZEROUPPER
 	RET
-
-// pwr8x16's channel of a step: its weight broadcast into t, times the
-// step's 16 inputs in Z24, into the channel's accumulator r.
-#define R16CH(off, t, r) \
-	VBROADCASTSS off(DI), t; \
-	VFMADD231PS  Z24, t, r
-
-// Adds the bias at off(R9), broadcast, to the accumulator r.
-#define R16BIAS(off, r) \
-	VBROADCASTSS off(R9), Z27; \
-	VADDPS       Z27, r, r
 
 // func pwr8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
 TEXT ·pwr8x16(SB), NOSPLIT, $0-64
@@ -116,14 +78,14 @@ TEXT ·pwr8x16(SB), NOSPLIT, $0-64
 r16step:
 	MOVQ    (R11), AX
 	VMOVUPS (SI)(AX*1), Z24
-	R16CH(0, Z27, Z0)
-	R16CH(4, Z28, Z1)
-	R16CH(8, Z29, Z2)
-	R16CH(12, Z30, Z3)
-	R16CH(16, Z27, Z4)
-	R16CH(20, Z28, Z5)
-	R16CH(24, Z29, Z6)
-	R16CH(28, Z30, Z7)
+	ROWFMA1(0(DI), Z27, Z24, Z0)
+	ROWFMA1(4(DI), Z28, Z24, Z1)
+	ROWFMA1(8(DI), Z29, Z24, Z2)
+	ROWFMA1(12(DI), Z30, Z24, Z3)
+	ROWFMA1(16(DI), Z27, Z24, Z4)
+	ROWFMA1(20(DI), Z28, Z24, Z5)
+	ROWFMA1(24(DI), Z29, Z24, Z6)
+	ROWFMA1(28(DI), Z30, Z24, Z7)
 	ADDQ    $8, R11
 	ADDQ    $32, DI
 	DECQ    CX
@@ -135,14 +97,7 @@ r16store:
 	MOVQ  bias+48(FP), R9
 	TESTQ R9, R9
 	JEQ   r16lim
-	R16BIAS(0, Z0)
-	R16BIAS(4, Z1)
-	R16BIAS(8, Z2)
-	R16BIAS(12, Z3)
-	R16BIAS(16, Z4)
-	R16BIAS(20, Z5)
-	R16BIAS(24, Z6)
-	R16BIAS(28, Z7)
+	REGS8(ROWBIAS1, VZ, Z27, 0)
 
 r16lim:
 	MOVQ  lim+56(FP), BX

@@ -593,31 +593,14 @@ acc6done:
 
 // One k step of the 12×16 kernel.
 #define STEP12X16(aoff, boff) \
-	VMOVUPS      boff(DI), Z24;     \
-	VBROADCASTSS aoff(SI), Z26;     \
-	VFMADD231PS  Z24, Z26, Z0;      \
-	VBROADCASTSS aoff+4(SI), Z27;   \
-	VFMADD231PS  Z24, Z27, Z1;      \
-	VBROADCASTSS aoff+8(SI), Z28;   \
-	VFMADD231PS  Z24, Z28, Z2;      \
-	VBROADCASTSS aoff+12(SI), Z29;  \
-	VFMADD231PS  Z24, Z29, Z3;      \
-	VBROADCASTSS aoff+16(SI), Z30;  \
-	VFMADD231PS  Z24, Z30, Z4;      \
-	VBROADCASTSS aoff+20(SI), Z31;  \
-	VFMADD231PS  Z24, Z31, Z5;      \
-	VBROADCASTSS aoff(R11), Z26;    \
-	VFMADD231PS  Z24, Z26, Z6;      \
-	VBROADCASTSS aoff+4(R11), Z27;  \
-	VFMADD231PS  Z24, Z27, Z7;      \
-	VBROADCASTSS aoff+8(R11), Z28;  \
-	VFMADD231PS  Z24, Z28, Z8;      \
-	VBROADCASTSS aoff+12(R11), Z29; \
-	VFMADD231PS  Z24, Z29, Z9;      \
-	VBROADCASTSS aoff+16(R11), Z30; \
-	VFMADD231PS  Z24, Z30, Z10;     \
-	VBROADCASTSS aoff+20(R11), Z31; \
-	VFMADD231PS  Z24, Z31, Z11
+	VMOVUPS boff(DI), Z24; \
+	SIXROWS1(aoff, SI, Z24, Z0, Z1, Z2, Z3, Z4, Z5); \
+	SIXROWS1(aoff, R11, Z24, Z6, Z7, Z8, Z9, Z10, Z11)
+
+// The column bias at R10 into Z24 and added to the tile.
+#define COLBIAS12 \
+	VMOVUPS (R10), Z24; \
+	REGS12(ADDR1, VZ, Z24, 0)
 
 // func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int)
 TEXT ·sgemm12x16(SB), NOSPLIT, $0-112
@@ -667,57 +650,7 @@ tail:
 	DECQ  CX
 	JMP   tail
 
-store:
-	MOVQ  mode+64(FP), AX
-	MOVQ  lim+72(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate
-
-	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+56(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias
-	VMOVUPS (R10), Z24
-	REGS12(ADDR1, VZ, Z24, 0)
-
-rowbias:
-	MOVQ  rb+48(FP), R9
-	TESTQ R9, R9
-	JEQ   put
-	REGS12(ROWBIAS1, VZ, Z26, 0)
-
-put:
-	MOVQ  res+80(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone
-	REGS12(ADDM1, VZ, R10, 0)
-resdone:
-	TESTQ BX, BX
-	JEQ   putnow
-	CLAMP12
-
-putnow:
-	REGS12(PUTI, VZ, 0, 0)
-	VZEROUPPER
-	RET
-
-accumulate:
-	TESTQ BX, BX
-	JNE   accload
-	MOVQ  res+80(FP), R10
-	TESTQ R10, R10
-	JEQ   accnow
-
-accload:
-	MOVQ  DX, AX
-	REGS12(ADDM1, VZ, DX, 0)
-	MOVQ  AX, DX
-	JMP   put
-
-accnow:
-	REGS12(ADDC1, VZ, 0, 0)
-	VZEROUPPER
-	RET
+	STORETILE(mode+64(FP), lim+72(FP), cb+56(FP), rb+48(FP), res+80(FP), COLBIAS12, REGS12(ROWBIAS1, VZ, Z26, 0), REGS12, ADDM1, VZ, 0, CLAMP12, REGS12(PUTI, VZ, 0, 0), REGS12(ADDC1, VZ, 0, 0))
 
 // The channel-blocked pointwise kernel (pwb12x32): a 12×32 tile of a
 // 1×1 convolution's output, its rows twelve positions and its columns 32
@@ -1166,65 +1099,6 @@ g12put:
 	ADDQ       $256, R9; \
 	DECQ       BX
 
-// Adds the vectors x0..x3 to every row's accumulators.
-#define ADDROWS64(x0, x1, x2, x3) \
-	VADDPS x0, Z0, Z0;   \
-	VADDPS x1, Z1, Z1;   \
-	VADDPS x2, Z2, Z2;   \
-	VADDPS x3, Z3, Z3;   \
-	VADDPS x0, Z4, Z4;   \
-	VADDPS x1, Z5, Z5;   \
-	VADDPS x2, Z6, Z6;   \
-	VADDPS x3, Z7, Z7;   \
-	VADDPS x0, Z8, Z8;   \
-	VADDPS x1, Z9, Z9;   \
-	VADDPS x2, Z10, Z10; \
-	VADDPS x3, Z11, Z11; \
-	VADDPS x0, Z12, Z12; \
-	VADDPS x1, Z13, Z13; \
-	VADDPS x2, Z14, Z14; \
-	VADDPS x3, Z15, Z15; \
-	VADDPS x0, Z16, Z16; \
-	VADDPS x1, Z17, Z17; \
-	VADDPS x2, Z18, Z18; \
-	VADDPS x3, Z19, Z19; \
-	VADDPS x0, Z20, Z20; \
-	VADDPS x1, Z21, Z21; \
-	VADDPS x2, Z22, Z22; \
-	VADDPS x3, Z23, Z23
-
-// Adds the row bias at off(R9), broadcast, to the row r0..r3.
-#define ROWBIAS64(off, r0, r1, r2, r3) \
-	VBROADCASTSS off(R9), Z28; \
-	VADDPS       Z28, r0, r0;  \
-	VADDPS       Z28, r1, r1;  \
-	VADDPS       Z28, r2, r2;  \
-	VADDPS       Z28, r3, r3
-
-// Adds the 64 floats at p into r0..r3 and moves p a row on.
-#define ADDM64(p, r0, r1, r2, r3) \
-	VADDPS (p), r0, r0;    \
-	VADDPS 64(p), r1, r1;  \
-	VADDPS 128(p), r2, r2; \
-	VADDPS 192(p), r3, r3; \
-	ADDQ   R8, p
-
-#define ADDM6X64(p) \
-	ADDM64(p, Z0, Z1, Z2, Z3);     \
-	ADDM64(p, Z4, Z5, Z6, Z7);     \
-	ADDM64(p, Z8, Z9, Z10, Z11);   \
-	ADDM64(p, Z12, Z13, Z14, Z15); \
-	ADDM64(p, Z16, Z17, Z18, Z19); \
-	ADDM64(p, Z20, Z21, Z22, Z23)
-
-// Stores r0..r3 as C's row at DX and moves DX on.
-#define PUTC64(r0, r1, r2, r3) \
-	VMOVUPS r0, (DX);    \
-	VMOVUPS r1, 64(DX);  \
-	VMOVUPS r2, 128(DX); \
-	VMOVUPS r3, 192(DX); \
-	ADDQ    R8, DX
-
 // func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int, lda int)
 TEXT ·sgemm6x64(SB), NOSPLIT, $0-104
 	MOVQ kb+0(FP), CX
@@ -1324,24 +1198,19 @@ store64:
 	VMOVUPS 64(R10), Z25
 	VMOVUPS 128(R10), Z26
 	VMOVUPS 192(R10), Z27
-	ADDROWS64(Z24, Z25, Z26, Z27)
+	QUADS6(ADDROW4, 0, 0)
 
 rowbias64:
 	MOVQ  rb+40(FP), R9
 	TESTQ R9, R9
 	JEQ   put64
-	ROWBIAS64(0, Z0, Z1, Z2, Z3)
-	ROWBIAS64(4, Z4, Z5, Z6, Z7)
-	ROWBIAS64(8, Z8, Z9, Z10, Z11)
-	ROWBIAS64(12, Z12, Z13, Z14, Z15)
-	ROWBIAS64(16, Z16, Z17, Z18, Z19)
-	ROWBIAS64(20, Z20, Z21, Z22, Z23)
+	QUADS6(ROWBIAS4, Z28, 0)
 
 put64:
 	MOVQ  res+72(FP), R10
 	TESTQ R10, R10
 	JEQ   resdone64
-	ADDM6X64(R10)
+	QUADS6(ADDM4, R10, 0)
 
 resdone64:
 	TESTQ BX, BX
@@ -1349,18 +1218,13 @@ resdone64:
 	CLAMP24
 
 putnow64:
-	PUTC64(Z0, Z1, Z2, Z3)
-	PUTC64(Z4, Z5, Z6, Z7)
-	PUTC64(Z8, Z9, Z10, Z11)
-	PUTC64(Z12, Z13, Z14, Z15)
-	PUTC64(Z16, Z17, Z18, Z19)
-	PUTC64(Z20, Z21, Z22, Z23)
+	QUADS6(PUTC4, 0, 0)
 	VZEROUPPER
 	RET
 
 	// Accumulate: C's tile added first, then as put64 (residual, clamp).
 accumulate64:
 	MOVQ DX, AX
-	ADDM6X64(DX)
+	QUADS6(ADDM4, DX, 0)
 	MOVQ AX, DX
 	JMP  put64

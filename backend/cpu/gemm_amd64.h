@@ -23,6 +23,20 @@
 	ROWFMA(aoff+16(p), t4, b0, b1, r8, r9); \
 	ROWFMA(aoff+20(p), t5, b0, b1, r10, r11)
 
+// ROWFMA and SIXROWS for one-vector rows: b the step of B, r0..r5 the
+// rows, t the broadcast value of A (Z26..Z31 in turn in SIXROWS1).
+#define ROWFMA1(a, t, b, r) \
+	VBROADCASTSS a, t; \
+	VFMADD231PS  b, t, r
+
+#define SIXROWS1(aoff, p, b, r0, r1, r2, r3, r4, r5) \
+	ROWFMA1(aoff(p), Z26, b, r0);    \
+	ROWFMA1(aoff+4(p), Z27, b, r1);  \
+	ROWFMA1(aoff+8(p), Z28, b, r2);  \
+	ROWFMA1(aoff+12(p), Z29, b, r3); \
+	ROWFMA1(aoff+16(p), Z30, b, r4); \
+	ROWFMA1(aoff+20(p), Z31, b, r5)
+
 // Adds the column bias x, y to the row.
 #define ADDROW(x, y, i, r0, r1) \
 	VADDPS x, r0, r0; \
@@ -73,9 +87,99 @@
 	VMOVUPS r1, w(DX); \
 	ADDQ    R8, DX
 
+// The steps of ADDROW, ROWBIAS, ADDM and PUTC for rows of three and four
+// vectors (64 bytes each) from the 8×48 (conv_rows_amd64.s) and 6×64
+// kernels; ADDROW4 adds Z24..Z27.
+#define ROWBIAS3(t, b, i, r0, r1, r2) \
+	VBROADCASTSS 4*i(R9), t; \
+	VADDPS       t, r0, r0;  \
+	VADDPS       t, r1, r1;  \
+	VADDPS       t, r2, r2
+
+#define PUTC3(a, b, i, r0, r1, r2) \
+	VMOVUPS r0, (DX);    \
+	VMOVUPS r1, 64(DX);  \
+	VMOVUPS r2, 128(DX); \
+	ADDQ    R8, DX
+
+#define ADDROW4(a, b, i, r0, r1, r2, r3) \
+	VADDPS Z24, r0, r0; \
+	VADDPS Z25, r1, r1; \
+	VADDPS Z26, r2, r2; \
+	VADDPS Z27, r3, r3
+
+#define ROWBIAS4(t, b, i, r0, r1, r2, r3) \
+	ROWBIAS3(t, b, i, r0, r1, r2); \
+	VADDPS t, r3, r3
+
+#define ADDM4(p, b, i, r0, r1, r2, r3) \
+	VADDPS (p), r0, r0;    \
+	VADDPS 64(p), r1, r1;  \
+	VADDPS 128(p), r2, r2; \
+	VADDPS 192(p), r3, r3; \
+	ADDQ   R8, p
+
+#define PUTC4(a, b, i, r0, r1, r2, r3) \
+	VMOVUPS r0, (DX);    \
+	VMOVUPS r1, 64(DX);  \
+	VMOVUPS r2, 128(DX); \
+	VMOVUPS r3, 192(DX); \
+	ADDQ    R8, DX
+
 // Touches a row of C at AX (the lines at off0 and off1) and moves AX to
 // the next row.
 #define TOUCH2(off0, off1) \
 	PREFETCHT0 off0(AX); \
 	PREFETCHT0 off1(AX); \
 	ADDQ       R8, AX
+
+// The store of sgemm6x16 (ymm) and sgemm12x16 (zmm), from label store on:
+// mode, lim, cb, rb and res are the arguments; cbadd adds the column bias
+// at R10 and rbadd the row bias at R9; list(addm, v, p, w) adds the rows
+// at p (C's, the residual's); clamp clamps to the bounds at BX; puttile
+// stores the tile at DX and addc adds it into C there. With mode set, C
+// is added in (and stored at once when there is neither residual nor
+// clamp); then the residual, the clamp and the store.
+#define STORETILE(mode, lim, cb, rb, res, cbadd, rbadd, list, addm, v, w, clamp, puttile, addc) \
+store:                     \
+	MOVQ  mode, AX;        \
+	MOVQ  lim, BX;         \
+	TESTQ AX, AX;          \
+	JNE   accumulate;      \
+	MOVQ  cb, R10;         \
+	TESTQ R10, R10;        \
+	JEQ   rowbias;         \
+	cbadd;                 \
+rowbias:                   \
+	MOVQ  rb, R9;          \
+	TESTQ R9, R9;          \
+	JEQ   put;             \
+	rbadd;                 \
+put:                       \
+	MOVQ  res, R10;        \
+	TESTQ R10, R10;        \
+	JEQ   resdone;         \
+	list(addm, v, R10, w); \
+resdone:                   \
+	TESTQ BX, BX;          \
+	JEQ   putnow;          \
+	clamp;                 \
+putnow:                    \
+	puttile;               \
+	VZEROUPPER;            \
+	RET;                   \
+accumulate:                \
+	TESTQ BX, BX;          \
+	JNE   accload;         \
+	MOVQ  res, R10;        \
+	TESTQ R10, R10;        \
+	JEQ   accnow;          \
+accload:                   \
+	MOVQ  DX, AX;          \
+	list(addm, v, DX, w);  \
+	MOVQ  AX, DX;          \
+	JMP   put;             \
+accnow:                    \
+	addc;                  \
+	VZEROUPPER;            \
+	RET

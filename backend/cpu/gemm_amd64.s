@@ -4,30 +4,25 @@
 #include "gemm_amd64.h"
 
 // One k step of the 6×16 micro-kernel: load the 16 values of B at boff(DI)
-// into Y12:Y13, broadcast each of the 6 values of A at aoff(SI) and add the
-// outer product into the accumulators Y0..Y11 (row i in Y(2i), Y(2i+1)).
-// VFMADD231PS x, y, z computes z += y·x.
+// into Y12:Y13, broadcast each of the 6 values of A at aoff(SI) (into Y14
+// and Y15 in turn) and add the outer product into the accumulators
+// Y0..Y11 (row i in Y(2i), Y(2i+1)).
 #define STEP(aoff, boff) \
-	VMOVUPS      boff(DI), Y12;    \
-	VMOVUPS      boff+32(DI), Y13; \
-	VBROADCASTSS aoff(SI), Y14;    \
-	VFMADD231PS  Y12, Y14, Y0;     \
-	VFMADD231PS  Y13, Y14, Y1;     \
-	VBROADCASTSS aoff+4(SI), Y15;  \
-	VFMADD231PS  Y12, Y15, Y2;     \
-	VFMADD231PS  Y13, Y15, Y3;     \
-	VBROADCASTSS aoff+8(SI), Y14;  \
-	VFMADD231PS  Y12, Y14, Y4;     \
-	VFMADD231PS  Y13, Y14, Y5;     \
-	VBROADCASTSS aoff+12(SI), Y15; \
-	VFMADD231PS  Y12, Y15, Y6;     \
-	VFMADD231PS  Y13, Y15, Y7;     \
-	VBROADCASTSS aoff+16(SI), Y14; \
-	VFMADD231PS  Y12, Y14, Y8;     \
-	VFMADD231PS  Y13, Y14, Y9;     \
-	VBROADCASTSS aoff+20(SI), Y15; \
-	VFMADD231PS  Y12, Y15, Y10;    \
-	VFMADD231PS  Y13, Y15, Y11
+	VMOVUPS boff(DI), Y12;    \
+	VMOVUPS boff+32(DI), Y13; \
+	SIXROWS(aoff, SI, Y12, Y13, Y14, Y15, Y14, Y15, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11)
+
+// The column bias at R10 into Y12:Y13 and added to the tile.
+#define COLBIAS6 \
+	VMOVUPS (R10), Y12;   \
+	VMOVUPS 32(R10), Y13; \
+	PAIRS6(ADDROW, VY, Y12, Y13)
+
+// The bounds at BX into Y12, Y13 and the tile clamped to them.
+#define CLAMP6 \
+	VBROADCASTSS (BX), Y12;  \
+	VBROADCASTSS 4(BX), Y13; \
+	PAIRS6(CLAMP2, VY, Y12, Y13)
 
 // func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
 TEXT ·sgemm6x16(SB), NOSPLIT, $0-80
@@ -69,60 +64,7 @@ tail:
 	DECQ  CX
 	JMP   tail
 
-store:
-	MOVQ mode+56(FP), AX
-	MOVQ  lim+64(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate
-
-	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+48(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias
-	VMOVUPS (R10), Y12
-	VMOVUPS 32(R10), Y13
-	PAIRS6(ADDROW, VY, Y12, Y13)
-
-rowbias:
-	MOVQ  rb+40(FP), R9
-	TESTQ R9, R9
-	JEQ   put
-	PAIRS6(ROWBIAS, VY, Y14, 0)
-
-put:
-	MOVQ  res+72(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone
-	PAIRS6(ADDM, VY, R10, 32)
-resdone:
-	TESTQ BX, BX
-	JEQ   putnow
-	VBROADCASTSS (BX), Y12
-	VBROADCASTSS 4(BX), Y13
-	PAIRS6(CLAMP2, VY, Y12, Y13)
-
-putnow:
-	PAIRS6(PUTC, VY, 32, 0)
-	VZEROUPPER
-	RET
-
-accumulate:
-	TESTQ BX, BX
-	JNE   accload
-	MOVQ  res+72(FP), R10
-	TESTQ R10, R10
-	JEQ   accnow
-
-accload:
-	MOVQ  DX, AX
-	PAIRS6(ADDM, VY, DX, 32)
-	MOVQ  AX, DX
-	JMP   put
-
-accnow:
-	PAIRS6(ADDC, VY, 32, 0)
-	VZEROUPPER
-	RET
+	STORETILE(mode+56(FP), lim+64(FP), cb+48(FP), rb+40(FP), res+72(FP), COLBIAS6, PAIRS6(ROWBIAS, VY, Y14, 0), PAIRS6, ADDM, VY, 32, CLAMP6, PAIRS6(PUTC, VY, 32, 0), PAIRS6(ADDC, VY, 32, 0))
 
 // func prefetchL2(p *float32, lines int)
 TEXT ·prefetchL2(SB), NOSPLIT, $0-16

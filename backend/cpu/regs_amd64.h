@@ -70,6 +70,26 @@
 	PAIRS6(m, VZ, a, b); \
 	PAIRS6HI(m, a, b)
 
+// Rows of three (zmm 0-23, row i in 3i..3i+2) and of four vectors (zmm
+// 0-23, row i in 4i..4i+3).
+#define TRIPLES8(m, a, b) \
+	m(a, b, 0, Z0, Z1, Z2); \
+	m(a, b, 1, Z3, Z4, Z5); \
+	m(a, b, 2, Z6, Z7, Z8); \
+	m(a, b, 3, Z9, Z10, Z11); \
+	m(a, b, 4, Z12, Z13, Z14); \
+	m(a, b, 5, Z15, Z16, Z17); \
+	m(a, b, 6, Z18, Z19, Z20); \
+	m(a, b, 7, Z21, Z22, Z23)
+
+#define QUADS6(m, a, b) \
+	m(a, b, 0, Z0, Z1, Z2, Z3); \
+	m(a, b, 1, Z4, Z5, Z6, Z7); \
+	m(a, b, 2, Z8, Z9, Z10, Z11); \
+	m(a, b, 3, Z12, Z13, Z14, Z15); \
+	m(a, b, 4, Z16, Z17, Z18, Z19); \
+	m(a, b, 5, Z20, Z21, Z22, Z23)
+
 // Zeroes r (VXORPS on ymm registers, VPXORD on zmm).
 #define ZEROPS(a, b, i, r) VXORPS r, r, r
 #define ZEROD(a, b, i, r) VPXORD r, r, r
