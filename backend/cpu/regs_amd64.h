@@ -90,6 +90,33 @@
 	m(a, b, 4, Z16, Z17, Z18, Z19); \
 	m(a, b, 5, Z20, Z21, Z22, Z23)
 
+// Indices 0-7 and 0-15 through m(a, b, i), for tables of lanes.
+#define IDX8(m, a, b) \
+	m(a, b, 0); \
+	m(a, b, 1); \
+	m(a, b, 2); \
+	m(a, b, 3); \
+	m(a, b, 4); \
+	m(a, b, 5); \
+	m(a, b, 6); \
+	m(a, b, 7)
+
+#define IDX16(m, a, b) \
+	IDX8(m, a, b); \
+	m(a, b, 8);    \
+	m(a, b, 9);    \
+	m(a, b, 10);   \
+	m(a, b, 11);   \
+	m(a, b, 12);   \
+	m(a, b, 13);   \
+	m(a, b, 14);   \
+	m(a, b, 15)
+
+// Broadcasts the float32 of the given bits into z (clobbers AX).
+#define BCASTK(bits, z) \
+	MOVL         $bits, AX; \
+	VPBROADCASTD AX, z
+
 // Zeroes r (VXORPS on ymm registers, VPXORD on zmm).
 #define ZEROPS(a, b, i, r) VXORPS r, r, r
 #define ZEROD(a, b, i, r) VPXORD r, r, r
