@@ -49,15 +49,11 @@ r8step:
 r8store:
 	MOVQ  c+32(FP), DX
 	MOVQ  ldc+40(FP), R8
-	MOVQ  bias+48(FP), R9
-	TESTQ R9, R9
-	JEQ   r8lim
+	NILJMPQ(bias+48(FP), R9, r8lim)
 	TRIPLES8(ROWBIAS3, Z27, 0)
 
 r8lim:
-	MOVQ  lim+56(FP), BX
-	TESTQ BX, BX
-	JEQ   r8put
+	NILJMPQ(lim+56(FP), BX, r8put)
 	CLAMP24
 
 r8put:
@@ -94,15 +90,11 @@ r16step:
 r16store:
 	MOVQ  c+32(FP), DX
 	MOVQ  ldc+40(FP), R8
-	MOVQ  bias+48(FP), R9
-	TESTQ R9, R9
-	JEQ   r16lim
+	NILJMPQ(bias+48(FP), R9, r16lim)
 	REGS8(ROWBIAS1, VZ, Z27, 0)
 
 r16lim:
-	MOVQ  lim+56(FP), BX
-	TESTQ BX, BX
-	JEQ   r16put
+	NILJMPQ(lim+56(FP), BX, r16put)
 	CLAMP8
 
 r16put:

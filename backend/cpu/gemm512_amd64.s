@@ -158,9 +158,7 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-144
 	// And the residual's, which the store reads: a product of 64 steps
 	// (a 1×1 convolution from 64 channels adding its block's input)
 	// waited on them.
-	MOVQ  res+96(FP), AX
-	TESTQ AX, AX
-	JEQ   touched
+	NILJMPQ(res+96(FP), AX, touched)
 	REP12(TOUCHC512)
 
 touched:
@@ -310,15 +308,10 @@ store13:
 	// with R14 0, Z28:Z29 take part in the arithmetic but are not
 	// stored.
 store:
-	MOVQ  mode+80(FP), AX
-	MOVQ  lim+88(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate
+	STOREHEAD(mode+80(FP), lim+88(FP), accumulate)
 
 	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+72(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias
+	NILJMPQ(cb+72(FP), R10, rowbias)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
 	PAIRS12(ADDROW, Z24, Z25)
@@ -326,18 +319,14 @@ store:
 	VADDPS  Z25, Z29, Z29
 
 rowbias:
-	MOVQ  rb+64(FP), R9
-	TESTQ R9, R9
-	JEQ   put
+	NILJMPQ(rb+64(FP), R9, put)
 	PAIRS12(ROWBIAS, Z26, 0)
 	TESTQ R14, R14
 	JEQ   put
 	ROWBIAS(Z26, 0, 12, Z28, Z29)
 
 put:
-	MOVQ  res+96(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone
+	NILJMPQ(res+96(FP), R10, resdone)
 	PAIRS12(ADDM, R10, 64)
 	TESTQ R14, R14
 	JEQ   resdone
@@ -363,9 +352,7 @@ putdone:
 accumulate:
 	TESTQ BX, BX
 	JNE   accload
-	MOVQ  res+96(FP), R10
-	TESTQ R10, R10
-	JEQ   accnow
+	NILJMPQ(res+96(FP), R10, accnow)
 
 accload:
 	MOVQ  DX, AX
@@ -500,15 +487,10 @@ tail8:
 	JMP   tail8
 
 store:
-	MOVQ  mode+72(FP), AX
-	MOVQ  lim+80(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate
+	STOREHEAD(mode+72(FP), lim+80(FP), accumulate)
 
 	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+64(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias
+	NILJMPQ(cb+64(FP), R10, rowbias)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
 	PAIRS6(ADDROW, VZ, Z24, Z25)
@@ -518,9 +500,7 @@ store:
 	ADDROW(Z24, Z25, 7, Z14, Z15)
 
 rowbias:
-	MOVQ  rb+56(FP), R9
-	TESTQ R9, R9
-	JEQ   put
+	NILJMPQ(rb+56(FP), R9, put)
 	PAIRS6(ROWBIAS, VZ, Z26, 0)
 	TESTQ R14, R14
 	JEQ   put
@@ -528,9 +508,7 @@ rowbias:
 	ROWBIAS(Z26, 0, 7, Z14, Z15)
 
 put:
-	MOVQ  res+88(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone
+	NILJMPQ(res+88(FP), R10, resdone)
 	PAIRS6(ADDM, VZ, R10, 64)
 	TESTQ R14, R14
 	JEQ   resdone
@@ -561,9 +539,7 @@ put6done:
 accumulate:
 	TESTQ BX, BX
 	JNE   accload
-	MOVQ  res+88(FP), R10
-	TESTQ R10, R10
-	JEQ   accnow
+	NILJMPQ(res+88(FP), R10, accnow)
 
 accload:
 	MOVQ  DX, AX
@@ -823,23 +799,17 @@ pwStore:
 	PWADD12
 
 pwBias:
-	MOVQ  bias+56(FP), R10
-	TESTQ R10, R10
-	JEQ   pwRes
+	NILJMPQ(bias+56(FP), R10, pwRes)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
 	PAIRS12(ADDROW, Z24, Z25)
 
 pwRes:
-	MOVQ  res+64(FP), R10
-	TESTQ R10, R10
-	JEQ   pwLim
+	NILJMPQ(res+64(FP), R10, pwLim)
 	PWADD12
 
 pwLim:
-	MOVQ  lim+72(FP), BX
-	TESTQ BX, BX
-	JEQ   pwPut
+	NILJMPQ(lim+72(FP), BX, pwPut)
 	CLAMP24
 
 pwPut:
@@ -907,9 +877,7 @@ pw13Loop:
 
 	MOVQ  c+32(FP), DX
 	MOVQ  chalf+40(FP), R9
-	MOVQ  bias+48(FP), R10
-	TESTQ R10, R10
-	JEQ   pw13Res
+	NILJMPQ(bias+48(FP), R10, pw13Res)
 	VMOVUPS (R10), Z26
 	VMOVUPS 64(R10), Z27
 	PAIRS12(ADDROW, Z26, Z27)
@@ -917,16 +885,12 @@ pw13Loop:
 	VADDPS  Z27, Z25, Z25
 
 pw13Res:
-	MOVQ  res+56(FP), R10
-	TESTQ R10, R10
-	JEQ   pw13Lim
+	NILJMPQ(res+56(FP), R10, pw13Lim)
 	PWADD12
 	PWADD(12, R10, Z24, Z25)
 
 pw13Lim:
-	MOVQ  lim+64(FP), BX
-	TESTQ BX, BX
-	JEQ   pw13Put
+	NILJMPQ(lim+64(FP), BX, pw13Put)
 	VBROADCASTSS (BX), Z26
 	VBROADCASTSS 4(BX), Z27
 	REGS24(CLAMPI, Z26, Z27)
@@ -992,17 +956,13 @@ pwc1:
 pwcStore:
 	MOVQ  c+32(FP), DX
 	MOVQ  chalf+40(FP), R9
-	MOVQ  bias+48(FP), R10
-	TESTQ R10, R10
-	JEQ   pwcLim
+	NILJMPQ(bias+48(FP), R10, pwcLim)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
 	PAIRS12(ADDROW, Z24, Z25)
 
 pwcLim:
-	MOVQ  lim+56(FP), BX
-	TESTQ BX, BX
-	JEQ   pwcPut
+	NILJMPQ(lim+56(FP), BX, pwcPut)
 	CLAMP24
 
 pwcPut:
@@ -1113,9 +1073,7 @@ TEXT ·sgemm6x64(SB), NOSPLIT, $0-104
 	// C's rows, and the residual's, into L1 while the steps run.
 	MOVQ  DX, AX
 	REP6(TOUCH64)
-	MOVQ  res+72(FP), AX
-	TESTQ AX, AX
-	JEQ   touched64
+	NILJMPQ(res+72(FP), AX, touched64)
 	REP6(TOUCH64)
 
 touched64:
@@ -1185,15 +1143,10 @@ rawtail64:
 	JMP   rawtail64
 
 store64:
-	MOVQ  mode+56(FP), AX
-	MOVQ  lim+64(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate64
+	STOREHEAD(mode+56(FP), lim+64(FP), accumulate64)
 
 	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+48(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias64
+	NILJMPQ(cb+48(FP), R10, rowbias64)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
 	VMOVUPS 128(R10), Z26
@@ -1201,15 +1154,11 @@ store64:
 	QUADS6(ADDROW4, 0, 0)
 
 rowbias64:
-	MOVQ  rb+40(FP), R9
-	TESTQ R9, R9
-	JEQ   put64
+	NILJMPQ(rb+40(FP), R9, put64)
 	QUADS6(ROWBIAS4, Z28, 0)
 
 put64:
-	MOVQ  res+72(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone64
+	NILJMPQ(res+72(FP), R10, resdone64)
 	QUADS6(ADDM4, R10, 0)
 
 resdone64:

@@ -133,6 +133,20 @@
 	PREFETCHT0 off1(AX); \
 	ADDQ       R8, AX
 
+// Jumps to label when the pointer argument arg (loaded into r) is nil.
+#define NILJMPQ(arg, r, label) \
+	MOVQ  arg, r; \
+	TESTQ r, r;   \
+	JEQ   label
+
+// The head of a kernel's store: mode into AX and lim into BX, and on to
+// label acc when mode is not 0 (C is added in).
+#define STOREHEAD(mode, lim, acc) \
+	MOVQ  mode, AX; \
+	MOVQ  lim, BX;  \
+	TESTQ AX, AX;   \
+	JNE   acc
+
 // The store of sgemm6x16 (ymm) and sgemm12x16 (zmm), from label store on:
 // mode, lim, cb, rb and res are the arguments; cbadd adds the column bias
 // at R10 and rbadd the row bias at R9; list(addm, v, p, w) adds the rows
@@ -141,45 +155,34 @@
 // is added in (and stored at once when there is neither residual nor
 // clamp); then the residual, the clamp and the store.
 #define STORETILE(mode, lim, cb, rb, res, cbadd, rbadd, list, addm, v, w, clamp, puttile, addc) \
-store:                     \
-	MOVQ  mode, AX;        \
-	MOVQ  lim, BX;         \
-	TESTQ AX, AX;          \
-	JNE   accumulate;      \
-	MOVQ  cb, R10;         \
-	TESTQ R10, R10;        \
-	JEQ   rowbias;         \
-	cbadd;                 \
-rowbias:                   \
-	MOVQ  rb, R9;          \
-	TESTQ R9, R9;          \
-	JEQ   put;             \
-	rbadd;                 \
-put:                       \
-	MOVQ  res, R10;        \
-	TESTQ R10, R10;        \
-	JEQ   resdone;         \
-	list(addm, v, R10, w); \
-resdone:                   \
-	TESTQ BX, BX;          \
-	JEQ   putnow;          \
-	clamp;                 \
-putnow:                    \
-	puttile;               \
-	VZEROUPPER;            \
-	RET;                   \
-accumulate:                \
-	TESTQ BX, BX;          \
-	JNE   accload;         \
-	MOVQ  res, R10;        \
-	TESTQ R10, R10;        \
-	JEQ   accnow;          \
-accload:                   \
-	MOVQ  DX, AX;          \
-	list(addm, v, DX, w);  \
-	MOVQ  AX, DX;          \
-	JMP   put;             \
-accnow:                    \
-	addc;                  \
-	VZEROUPPER;            \
+store:                                \
+	STOREHEAD(mode, lim, accumulate); \
+	NILJMPQ(cb, R10, rowbias);        \
+	cbadd;                            \
+rowbias:                              \
+	NILJMPQ(rb, R9, put);             \
+	rbadd;                            \
+put:                                  \
+	NILJMPQ(res, R10, resdone);       \
+	list(addm, v, R10, w);            \
+resdone:                              \
+	TESTQ BX, BX;                     \
+	JEQ   putnow;                     \
+	clamp;                            \
+putnow:                               \
+	puttile;                          \
+	VZEROUPPER;                       \
+	RET;                              \
+accumulate:                           \
+	TESTQ BX, BX;                     \
+	JNE   accload;                    \
+	NILJMPQ(res, R10, accnow);        \
+accload:                              \
+	MOVQ  DX, AX;                     \
+	list(addm, v, DX, w);             \
+	MOVQ  AX, DX;                     \
+	JMP   put;                        \
+accnow:                               \
+	addc;                             \
+	VZEROUPPER;                       \
 	RET
