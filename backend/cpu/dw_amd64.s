@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "dwrows_amd64.h"
 #include "regs_amd64.h"
 
 // The accumulators of the depthwise kernels below, k of them, each
@@ -178,16 +179,7 @@ GLOBL dwMask<>(SB), RODATA|NOPTR, $64
 // last cols mod 8 values of a row are moved with masked loads and stores,
 // which touch nothing past the row.
 TEXT ·dwPadRows(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), DI
-	MOVQ ldd+8(FP), R8
-	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVQ pre+40(FP), R11
-	MOVQ cols+48(FP), R12
-	MOVQ post+56(FP), R13
-	SHLQ $2, R8
-	SHLQ $2, R9
+	PADARGS
 	MOVQ R12, R14
 	ANDQ $-8, R14 // whole vectors of a row
 	// Y6: the mask of the last cols mod 8 values of a row.
@@ -258,12 +250,7 @@ pdone:
 // j < pairs, then o[lo−1] = x[0] if head is not 0, and e[lo+pairs] =
 // x[tail] if tail is not negative.
 TEXT ·dwSplitRows(SB), NOSPLIT, $0-96
-	MOVQ e+0(FP), DI
-	MOVQ o+8(FP), SI
-	MOVQ ld+16(FP), R8
-	MOVQ x+24(FP), DX
-	MOVQ ldx+32(FP), R9
-	MOVQ rows+40(FP), R10
+	SPLITARGS
 	MOVQ p+48(FP), R11
 	MOVQ lo+56(FP), R12
 	MOVQ off+64(FP), R13
@@ -331,10 +318,7 @@ sscal:
 	JMP  sscal
 
 sfix:
-	CMPQ head+80(FP), $0
-	JEQ  stail
-	MOVL (DX), BX
-	MOVL BX, -4(SI)
+	SPLITHEAD(SI, stail)
 
 stail:
 	MOVQ tail+88(FP), BX
