@@ -89,6 +89,22 @@ done:
 #define WFMA(a, b, i, r) VFMADD231PS 32*i(R10), Y8, r
 #define WPUT(a, b, i, r) VMOVUPS r, 32*i(R10)
 
+// The accumulator Y0 alone, as a register list.
+#define WACC1(m, v, a, b) m(a, b, 0, Y0)
+
+// The rows of a block of weightRowsAVX2 into the accumulators of list
+// (REGS8 or WACC1): the weight broadcast into Y8, its row at R10 (R8
+// bytes on each row), then on to store.
+#define WROWS(loop, store, list) \
+loop:                             \
+	CMPQ         R11, CX;         \
+	JGE          store;           \
+	VBROADCASTSS (SI)(R11*4), Y8; \
+	list(WFMA, VY, 0, 0);         \
+	ADDQ         R8, R10;         \
+	INCQ         R11;             \
+	JMP          loop
+
 // func weightRowsAVX2(o, p, v *float32, rows, stride, d int)
 //
 // o[c] = Σ_j p[j]·v[j·stride+c] for c < d, j < rows; d is a positive
@@ -113,14 +129,7 @@ wide:
 	LEAQ   (DX)(AX*1), R10
 	XORQ   R11, R11
 
-wideRows:
-	CMPQ         R11, CX
-	JGE          wideStore
-	VBROADCASTSS (SI)(R11*4), Y8
-	REGS8(WFMA, VY, 0, 0)
-	ADDQ         R8, R10
-	INCQ         R11
-	JMP          wideRows
+	WROWS(wideRows, wideStore, REGS8)
 
 wideStore:
 	LEAQ    (DI)(AX*1), R10
@@ -135,14 +144,7 @@ narrow:
 	LEAQ   (DX)(AX*1), R10
 	XORQ   R11, R11
 
-narrowRows:
-	CMPQ         R11, CX
-	JGE          narrowStore
-	VBROADCASTSS (SI)(R11*4), Y8
-	VFMADD231PS  (R10), Y8, Y0
-	ADDQ         R8, R10
-	INCQ         R11
-	JMP          narrowRows
+	WROWS(narrowRows, narrowStore, WACC1)
 
 narrowStore:
 	VMOVUPS Y0, (DI)(AX*1)

@@ -172,6 +172,17 @@ DATA dwMask<>+48(SB)/8, $0
 DATA dwMask<>+56(SB)/8, $0
 GLOBL dwMask<>(SB), RODATA|NOPTR, $64
 
+// dwPadRows's zeros before or after a row: n floats at DX on (DX moves
+// past them, AX counts them), then on to done.
+#define PADZEROS(loop, n, done) \
+loop:              \
+	CMPQ AX, n;    \
+	JGE  done;     \
+	MOVL $0, (DX); \
+	ADDQ $4, DX;   \
+	INCQ AX;       \
+	JMP  loop
+
 // func dwPadRows(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int)
 //
 // For each of rows rows: pre zeros, then cols values of the source row,
@@ -195,13 +206,7 @@ prow:
 	MOVQ DI, DX
 	XORQ AX, AX
 
-ppre:
-	CMPQ AX, R11
-	JGE  pcopy
-	MOVL $0, (DX)
-	ADDQ $4, DX
-	INCQ AX
-	JMP  ppre
+	PADZEROS(ppre, R11, pcopy)
 
 pcopy:
 	XORQ AX, AX
@@ -224,13 +229,7 @@ ppost0:
 	LEAQ (DX)(R12*4), DX
 	XORQ AX, AX
 
-ppost:
-	CMPQ AX, R13
-	JGE  pnext
-	MOVL $0, (DX)
-	ADDQ $4, DX
-	INCQ AX
-	JMP  ppost
+	PADZEROS(ppost, R13, pnext)
 
 pnext:
 	ADDQ R8, DI
