@@ -46,6 +46,22 @@
 	VMOVUPS Z27, K1, (R12)(R14*1); \
 	ADDQ    R8, R12
 
+// The arguments of wgIn and wgIn4: DI v, R8 vstep, SI e, R9 p, R10 n;
+// of wgOut and wgOut4: DI y, R9 ldy, SI m, R8 mstep, R10 n.
+#define WGINARGS \
+	MOVQ v+0(FP), DI;      \
+	MOVQ vstep+8(FP), R8;  \
+	MOVQ e+16(FP), SI;     \
+	MOVQ p+24(FP), R9;     \
+	MOVQ n+32(FP), R10
+
+#define WGOUTARGS \
+	MOVQ y+0(FP), DI;      \
+	MOVQ ldy+8(FP), R9;    \
+	MOVQ m+16(FP), SI;     \
+	MOVQ mstep+24(FP), R8; \
+	MOVQ n+32(FP), R10
+
 // func wgIn(v *float32, vstep int, e *float32, p, n int)
 //
 // Input transform of n tiles of one tile row of one channel. The four
@@ -54,11 +70,7 @@
 // with at least n+1 readable values. For tile tx < n and ξ = 4v+u,
 // v[ξ·vstep + tx] = (Bᵀ·d·B)[v][u], d the tile's 4×4 padded input.
 TEXT ·wgIn(SB), NOSPLIT, $0-40
-	MOVQ v+0(FP), DI
-	MOVQ vstep+8(FP), R8
-	MOVQ e+16(FP), SI
-	MOVQ p+24(FP), R9
-	MOVQ n+32(FP), R10
+	WGINARGS
 	SHLQ $2, R8              // one ξ: bytes
 	MOVQ R8, R13
 	SHLQ $2, R13             // four ξ (the next v)
@@ -158,11 +170,7 @@ GLOBL wgHi<>(SB), RODATA, $64
 // y and y + ldy (the second only when rows is 2), columns 2tx and 2tx+1
 // where they are below cols.
 TEXT ·wgOut(SB), NOSPLIT, $0-68
-	MOVQ y+0(FP), DI
-	MOVQ ldy+8(FP), R9
-	MOVQ m+16(FP), SI
-	MOVQ mstep+24(FP), R8
-	MOVQ n+32(FP), R10
+	WGOUTARGS
 	SHLQ $2, R8              // one ξ: bytes
 	LEAQ (R8)(R8*2), R13     // three ξ
 	SHLQ $2, R9
@@ -321,11 +329,7 @@ outdone:
 // n+1 readable values. For tile tx < n and ξ = 6v+u, v[ξ·vstep + tx] =
 // (Bᵀ·d·B)[v][u], d the tile's 6×6 padded input.
 TEXT ·wgIn4(SB), NOSPLIT, $0-40
-	MOVQ  v+0(FP), DI
-	MOVQ  vstep+8(FP), R8
-	MOVQ  e+16(FP), SI
-	MOVQ  p+24(FP), R9
-	MOVQ  n+32(FP), R10
+	WGINARGS
 	SHLQ  $2, R8             // one ξ: bytes
 	IMUL3Q $6, R8, R13       // six ξ (the next v)
 	SHLQ  $2, R9             // p: bytes
@@ -456,11 +460,7 @@ in4done:
 // is set, go to output rows y + i·ldy for i < rows, columns 4tx..4tx+3
 // where they are below cols.
 TEXT ·wgOut4(SB), NOSPLIT, $0-68
-	MOVQ y+0(FP), DI
-	MOVQ ldy+8(FP), R9
-	MOVQ m+16(FP), SI
-	MOVQ mstep+24(FP), R8
-	MOVQ n+32(FP), R10
+	WGOUTARGS
 	SHLQ $2, R8              // one ξ: bytes
 	IMUL3Q $6, R8, R13       // six ξ (the next v)
 	LEAQ (R13)(R13*2), R14   // three v
