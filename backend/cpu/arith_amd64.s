@@ -16,92 +16,68 @@
 // Both are ARITH: on registers X0..X2 of N lanes. Labels are the
 // function's own, so both use the same ones.
 
-// Both operands advance.
-#define VV(lbl, INS, X0, N) \
-lbl:; \
-	CMPQ    AX, CX; \
-	JGE     done; \
-	VMOVUPS (SI)(AX*4), X0; \
-	INS     (DX)(AX*4), X0, X0; \
-	VMOVUPS X0, (DI)(AX*4); \
-	ADDQ    $N, AX; \
+// One loop of ARITH at label lbl: while AX < CX, X0 = the N floats at p
+// from AX on, then INS a, b, c, and the N floats of res stored at DI from
+// AX on.
+#define ALOOP(lbl, p, X0, INS, a, b, c, res, N) \
+lbl:;                        \
+	CMPQ    AX, CX;          \
+	JGE     done;            \
+	VMOVUPS (p)(AX*4), X0;   \
+	INS     a, b, c;         \
+	VMOVUPS res, (DI)(AX*4); \
+	ADDQ    $N, AX;          \
 	JMP     lbl
 
-// b is a scalar, broadcast in X1.
-#define VS(lbl, INS, X0, X1, N) \
-lbl:; \
-	CMPQ    AX, CX; \
-	JGE     done; \
-	VMOVUPS (SI)(AX*4), X0; \
-	INS     X1, X0, X0; \
-	VMOVUPS X0, (DI)(AX*4); \
-	ADDQ    $N, AX; \
-	JMP     lbl
+// Both operands advance (VV); b is a scalar, broadcast in X1 (VS); a is
+// a scalar, broadcast in X1 (SV).
+#define VV(lbl, INS, X0, X1, X2, N) ALOOP(lbl, SI, X0, INS, (DX)(AX*4), X0, X0, X0, N)
+#define VS(lbl, INS, X0, X1, X2, N) ALOOP(lbl, SI, X0, INS, X1, X0, X0, X0, N)
+#define SV(lbl, INS, X0, X1, X2, N) ALOOP(lbl, DX, X0, INS, X0, X1, X2, X2, N)
 
-// a is a scalar, broadcast in X1.
-#define SV(lbl, INS, X0, X1, X2, N) \
-lbl:; \
-	CMPQ    AX, CX; \
-	JGE     done; \
-	VMOVUPS (DX)(AX*4), X0; \
-	INS     X0, X1, X2; \
-	VMOVUPS X2, (DI)(AX*4); \
-	ADDQ    $N, AX; \
-	JMP     lbl
+// The four loops of one form (VV, VS or SV) at labels add, sub, mul, div.
+#define FOUR(form, add, sub, mul, div, X0, X1, X2, N) \
+	form(add, VADDPS, X0, X1, X2, N); \
+	form(sub, VSUBPS, X0, X1, X2, N); \
+	form(mul, VMULPS, X0, X1, X2, N); \
+	form(div, VDIVPS, X0, X1, X2, N)
+
+// On to label add, sub, mul or div by op (R8).
+#define BYOP(add, sub, mul, div) \
+	CMPQ R8, $0; \
+	JEQ  add;    \
+	CMPQ R8, $1; \
+	JEQ  sub;    \
+	CMPQ R8, $2; \
+	JEQ  mul;    \
+	JMP  div
 
 #define ARITH(X0, X1, X2, N) \
-	MOVQ op+0(FP), R8; \
-	MOVQ o+8(FP), DI; \
-	MOVQ a+16(FP), SI; \
-	MOVQ b+24(FP), DX; \
-	MOVQ n+32(FP), CX; \
-	MOVQ sa+40(FP), R9; \
-	MOVQ sb+48(FP), R10; \
-	ANDQ $-N, CX; \
-	XORQ AX, AX; \
-	CMPQ R10, $0; \
-	JEQ  scalarb; \
-	CMPQ R9, $0; \
-	JEQ  scalara; \
-	CMPQ R8, $0; \
-	JEQ  addvv; \
-	CMPQ R8, $1; \
-	JEQ  subvv; \
-	CMPQ R8, $2; \
-	JEQ  mulvv; \
-	JMP  divvv; \
-scalarb:; \
-	VBROADCASTSS (DX), X1; \
-	CMPQ         R8, $0; \
-	JEQ          addvs; \
-	CMPQ         R8, $1; \
-	JEQ          subvs; \
-	CMPQ         R8, $2; \
-	JEQ          mulvs; \
-	JMP          divvs; \
-scalara:; \
-	VBROADCASTSS (SI), X1; \
-	CMPQ         R8, $0; \
-	JEQ          addsv; \
-	CMPQ         R8, $1; \
-	JEQ          subsv; \
-	CMPQ         R8, $2; \
-	JEQ          mulsv; \
-	JMP          divsv; \
-	VV(addvv, VADDPS, X0, N); \
-	VV(subvv, VSUBPS, X0, N); \
-	VV(mulvv, VMULPS, X0, N); \
-	VV(divvv, VDIVPS, X0, N); \
-	VS(addvs, VADDPS, X0, X1, N); \
-	VS(subvs, VSUBPS, X0, X1, N); \
-	VS(mulvs, VMULPS, X0, X1, N); \
-	VS(divvs, VDIVPS, X0, X1, N); \
-	SV(addsv, VADDPS, X0, X1, X2, N); \
-	SV(subsv, VSUBPS, X0, X1, X2, N); \
-	SV(mulsv, VMULPS, X0, X1, X2, N); \
-	SV(divsv, VDIVPS, X0, X1, X2, N); \
-done:; \
-	VZEROUPPER; \
+	MOVQ op+0(FP), R8;                                   \
+	MOVQ o+8(FP), DI;                                    \
+	MOVQ a+16(FP), SI;                                   \
+	MOVQ b+24(FP), DX;                                   \
+	MOVQ n+32(FP), CX;                                   \
+	MOVQ sa+40(FP), R9;                                  \
+	MOVQ sb+48(FP), R10;                                 \
+	ANDQ $-N, CX;                                        \
+	XORQ AX, AX;                                         \
+	CMPQ R10, $0;                                        \
+	JEQ  scalarb;                                        \
+	CMPQ R9, $0;                                         \
+	JEQ  scalara;                                        \
+	BYOP(addvv, subvv, mulvv, divvv);                    \
+scalarb:;                                                \
+	VBROADCASTSS (DX), X1;                               \
+	BYOP(addvs, subvs, mulvs, divvs);                    \
+scalara:;                                                \
+	VBROADCASTSS (SI), X1;                               \
+	BYOP(addsv, subsv, mulsv, divsv);                    \
+	FOUR(VV, addvv, subvv, mulvv, divvv, X0, X1, X2, N); \
+	FOUR(VS, addvs, subvs, mulvs, divvs, X0, X1, X2, N); \
+	FOUR(SV, addsv, subsv, mulsv, divsv, X0, X1, X2, N); \
+done:;                                                   \
+	VZEROUPPER;                                          \
 	RET
 
 TEXT ·arithAVX2(SB), NOSPLIT, $0-56

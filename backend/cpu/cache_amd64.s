@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "regs_amd64.h"
 
 // func dotRowsAVX2(s, q, k *float32, rows, stride, d int)
 //
@@ -23,14 +24,7 @@ TEXT ·dotRowsAVX2(SB), NOSPLIT, $0-48
 eight:
 	CMPQ CX, $8
 	JL   one
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	REGS8(ZEROPS, VY, 0, 0)
 	XORQ AX, AX
 
 eightLoop:
@@ -90,6 +84,27 @@ done:
 	VZEROUPPER
 	RET
 
+// weightRowsAVX2's steps on accumulator r, columns 8i.. of the block:
+// add the weight in Y8 times the row at R10; store at R10.
+#define WFMA(a, b, i, r) VFMADD231PS 32*i(R10), Y8, r
+#define WPUT(a, b, i, r) VMOVUPS r, 32*i(R10)
+
+// The accumulator Y0 alone, as a register list.
+#define WACC1(m, v, a, b) m(a, b, 0, Y0)
+
+// The rows of a block of weightRowsAVX2 into the accumulators of list
+// (REGS8 or WACC1): the weight broadcast into Y8, its row at R10 (R8
+// bytes on each row), then on to store.
+#define WROWS(loop, store, list) \
+loop:                             \
+	CMPQ         R11, CX;         \
+	JGE          store;           \
+	VBROADCASTSS (SI)(R11*4), Y8; \
+	list(WFMA, VY, 0, 0);         \
+	ADDQ         R8, R10;         \
+	INCQ         R11;             \
+	JMP          loop
+
 // func weightRowsAVX2(o, p, v *float32, rows, stride, d int)
 //
 // o[c] = Σ_j p[j]·v[j·stride+c] for c < d, j < rows; d is a positive
@@ -110,43 +125,15 @@ wide:
 	SUBQ   AX, BX
 	CMPQ   BX, $256
 	JL     narrow
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	REGS8(ZEROPS, VY, 0, 0)
 	LEAQ   (DX)(AX*1), R10
 	XORQ   R11, R11
 
-wideRows:
-	CMPQ         R11, CX
-	JGE          wideStore
-	VBROADCASTSS (SI)(R11*4), Y8
-	VFMADD231PS  (R10), Y8, Y0
-	VFMADD231PS  32(R10), Y8, Y1
-	VFMADD231PS  64(R10), Y8, Y2
-	VFMADD231PS  96(R10), Y8, Y3
-	VFMADD231PS  128(R10), Y8, Y4
-	VFMADD231PS  160(R10), Y8, Y5
-	VFMADD231PS  192(R10), Y8, Y6
-	VFMADD231PS  224(R10), Y8, Y7
-	ADDQ         R8, R10
-	INCQ         R11
-	JMP          wideRows
+	WROWS(wideRows, wideStore, REGS8)
 
 wideStore:
 	LEAQ    (DI)(AX*1), R10
-	VMOVUPS Y0, (R10)
-	VMOVUPS Y1, 32(R10)
-	VMOVUPS Y2, 64(R10)
-	VMOVUPS Y3, 96(R10)
-	VMOVUPS Y4, 128(R10)
-	VMOVUPS Y5, 160(R10)
-	VMOVUPS Y6, 192(R10)
-	VMOVUPS Y7, 224(R10)
+	REGS8(WPUT, VY, 0, 0)
 	ADDQ    $256, AX
 	JMP     wide
 
@@ -157,14 +144,7 @@ narrow:
 	LEAQ   (DX)(AX*1), R10
 	XORQ   R11, R11
 
-narrowRows:
-	CMPQ         R11, CX
-	JGE          narrowStore
-	VBROADCASTSS (SI)(R11*4), Y8
-	VFMADD231PS  (R10), Y8, Y0
-	ADDQ         R8, R10
-	INCQ         R11
-	JMP          narrowRows
+	WROWS(narrowRows, narrowStore, WACC1)
 
 narrowStore:
 	VMOVUPS Y0, (DI)(AX*1)

@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "dwrows_amd64.h"
 #include "dw9_amd64.h"
 
 // Row-blocked 3×3 depthwise kernels on dwBandPlane's band layout (rows p
@@ -325,16 +326,7 @@ done:
 // dwPadRows on zmm registers: for each of rows rows, pre zeros, cols
 // values of the source row and post zeros, touching nothing else.
 TEXT ·dwPadRows512(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), DI
-	MOVQ ldd+8(FP), R8
-	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVQ pre+40(FP), R11
-	MOVQ cols+48(FP), R12
-	MOVQ post+56(FP), R13
-	SHLQ $2, R8
-	SHLQ $2, R9
+	PADARGS
 	VPXORD Z31, Z31, Z31
 	// K2: the last cols mod 16 values of a row.
 	MOVQ R12, CX
@@ -417,12 +409,7 @@ GLOBL dwEvenOdd<>(SB), RODATA, $128
 // dwSplitRows on zmm registers, writing exactly e[0, p) and o[0, p) of
 // each row (no zeros past p).
 TEXT ·dwSplitRows512(SB), NOSPLIT, $0-96
-	MOVQ e+0(FP), DI
-	MOVQ o+8(FP), SI
-	MOVQ ld+16(FP), R8
-	MOVQ x+24(FP), DX
-	MOVQ ldx+32(FP), R9
-	MOVQ rows+40(FP), R10
+	SPLITARGS
 	SHLQ $2, R8
 	SHLQ $2, R9
 	VPXORD  Z31, Z31, Z31
@@ -480,10 +467,7 @@ stl:
 	VMOVUPS     Z0, K7, (R11)(AX*4)
 
 sfix:
-	CMPQ head+80(FP), $0
-	JEQ  stail
-	MOVL (DX), BX
-	MOVL BX, -4(R11)
+	SPLITHEAD(R11, stail)
 
 stail:
 	MOVQ tail+88(FP), BX

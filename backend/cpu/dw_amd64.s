@@ -1,6 +1,132 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "dwrows_amd64.h"
+#include "regs_amd64.h"
+
+// The accumulators of the depthwise kernels below, k of them, each
+// through m(acc, off, b, w): acc the register, off the byte offset of its
+// outputs, and b, w passed on (the bias and the weight registers). v picks
+// the width (VY or VZ, regs_amd64.h).
+#define ACC1(m, v, b, w) m(v(Y0, Z0), 0*v(32, 64), b, w)
+#define ACC2(m, v, b, w) ACC1(m, v, b, w); m(v(Y1, Z1), 1*v(32, 64), b, w)
+#define ACC3(m, v, b, w) ACC2(m, v, b, w); m(v(Y2, Z2), 2*v(32, 64), b, w)
+#define ACC4(m, v, b, w) ACC3(m, v, b, w); m(v(Y3, Z3), 3*v(32, 64), b, w)
+#define ACC5(m, v, b, w) ACC4(m, v, b, w); m(v(Y4, Z4), 4*v(32, 64), b, w)
+#define ACC6(m, v, b, w) ACC5(m, v, b, w); m(v(Y5, Z5), 5*v(32, 64), b, w)
+#define ACC7(m, v, b, w) ACC6(m, v, b, w); m(v(Y6, Z6), 6*v(32, 64), b, w)
+#define ACC8(m, v, b, w) ACC7(m, v, b, w); m(v(Y7, Z7), 7*v(32, 64), b, w)
+
+// The steps of one accumulator: start from the bias b; add the weight w
+// times the tap row at R11 (dwS1AVX2) or at R11 from output AX on
+// (dwTaps*); store at output AX.
+#define ACCBIAS(a, off, b, w) VMOVAPS b, a
+#define ACCROW(a, off, b, w) VFMADD231PS off(R11), w, a
+#define ACCTAP(a, off, b, w) VFMADD231PS off(R11)(AX*4), w, a
+#define ACCPUT(a, off, b, w) VMOVUPS a, off(DI)(AX*4)
+
+// One block of dwS1AVX2: while at least n outputs remain (else on to
+// next), the accumulators of accs summed over the kh·kw taps (rows and
+// cols the loops' labels), stored, and AX moved on by n.
+#define S1BLOCK(accs, n, top, next, rows, cols) \
+top:                            \
+	MOVQ CX, BX;                \
+	SUBQ AX, BX;                \
+	CMPQ BX, $n;                \
+	JLT  next;                  \
+	accs(ACCBIAS, VY, Y15, Y4); \
+	XORQ R10, R10;              \
+	MOVQ DX, R12;               \
+rows:                           \
+	MOVQ (SI)(R10*8), R11;      \
+	LEAQ (R11)(AX*4), R11;      \
+	XORQ R13, R13;              \
+cols:                           \
+	VBROADCASTSS (R12), Y4;     \
+	accs(ACCROW, VY, Y15, Y4);  \
+	ADDQ         $4, R12;       \
+	ADDQ         $4, R11;       \
+	INCQ         R13;           \
+	CMPQ         R13, R9;       \
+	JLT          cols;          \
+	INCQ         R10;           \
+	CMPQ         R10, R8;       \
+	JLT          rows;          \
+	accs(ACCPUT, VY, Y15, Y4);  \
+	ADDQ         $n, AX;        \
+	JMP          top
+
+// One pass of dwTaps* over the ntaps taps for the accumulators of accs
+// (bias b, weight w): from the bias, every tap added at loop, stored at
+// store.
+#define TAPSPASS(accs, v, b, w, loop, store) \
+	accs(ACCBIAS, v, b, w);        \
+	XORQ R10, R10;                 \
+	CMPQ R8, $0;                   \
+	JEQ  store;                    \
+loop:                              \
+	MOVQ         (SI)(R10*8), R11; \
+	VBROADCASTSS (DX)(R10*4), w;   \
+	accs(ACCTAP, v, b, w);         \
+	INCQ         R10;              \
+	CMPQ         R10, R8;          \
+	JLT          loop;             \
+store:                             \
+	accs(ACCPUT, v, b, w)
+
+// TAPSPASS at label top, then on to vdone.
+#define TAPSREST(accs, v, b, w, top, loop, store) \
+top:                                      \
+	TAPSPASS(accs, v, b, w, loop, store); \
+	JMP vdone
+
+// The body of dwTapsAVX2 (VY, bias bv = Y15, weight wv = Y8, n8 = 64
+// outputs a block of eight vectors, shift 3) and of dwTapsAVX512 (VZ,
+// Z15, Z8, 128, 4): blocks of eight accumulators while n allows, then one
+// pass of the one to seven that the rest needs.
+#define DWTAPS(v, bv, wv, n8, shift) \
+	MOVQ o+0(FP), DI;                        \
+	MOVQ tp+8(FP), SI;                       \
+	MOVQ w+16(FP), DX;                       \
+	MOVQ ntaps+24(FP), R8;                   \
+	MOVQ n+32(FP), CX;                       \
+	VBROADCASTSS bias+40(FP), bv;            \
+	XORQ AX, AX;                             \
+v8:                                          \
+	MOVQ CX, BX;                             \
+	SUBQ AX, BX;                             \
+	CMPQ BX, $n8;                            \
+	JLT  vrest;                              \
+	TAPSPASS(ACC8, v, bv, wv, v8k, v8s);     \
+	ADDQ    $n8, AX;                         \
+	JMP     v8;                              \
+vrest:                                       \
+	SHRQ $shift, BX;                         \
+	CMPQ BX, $7;                             \
+	JEQ  v7;                                 \
+	CMPQ BX, $6;                             \
+	JEQ  v6;                                 \
+	CMPQ BX, $5;                             \
+	JEQ  v5;                                 \
+	CMPQ BX, $4;                             \
+	JEQ  v4;                                 \
+	CMPQ BX, $3;                             \
+	JEQ  v3;                                 \
+	CMPQ BX, $2;                             \
+	JEQ  v2;                                 \
+	CMPQ BX, $1;                             \
+	JEQ  v1;                                 \
+	JMP  vdone;                              \
+	TAPSREST(ACC7, v, bv, wv, v7, v7k, v7s); \
+	TAPSREST(ACC6, v, bv, wv, v6, v6k, v6s); \
+	TAPSREST(ACC5, v, bv, wv, v5, v5k, v5s); \
+	TAPSREST(ACC4, v, bv, wv, v4, v4k, v4s); \
+	TAPSREST(ACC3, v, bv, wv, v3, v3k, v3s); \
+	TAPSREST(ACC2, v, bv, wv, v2, v2k, v2s); \
+	TAPSREST(ACC1, v, bv, wv, v1, v1k, v1s); \
+vdone:                                       \
+	VZEROUPPER;                              \
+	RET
 
 // func dwS1AVX2(o *float32, rp *[7]*float32, w *float32, kh, kw, n int, bias float32)
 //
@@ -16,77 +142,13 @@ TEXT ·dwS1AVX2(SB), NOSPLIT, $0-52
 	MOVQ n+40(FP), CX
 	VBROADCASTSS bias+48(FP), Y15
 	XORQ AX, AX
-
-loop32:
-	MOVQ CX, BX
-	SUBQ AX, BX
-	CMPQ BX, $32
-	JLT  loop8
-	VMOVAPS Y15, Y0
-	VMOVAPS Y15, Y1
-	VMOVAPS Y15, Y2
-	VMOVAPS Y15, Y3
-	XORQ R10, R10
-	MOVQ DX, R12
-
-rows32:
-	MOVQ (SI)(R10*8), R11
-	LEAQ (R11)(AX*4), R11
-	XORQ R13, R13
-
-cols32:
-	VBROADCASTSS (R12), Y4
-	VFMADD231PS  (R11), Y4, Y0
-	VFMADD231PS  32(R11), Y4, Y1
-	VFMADD231PS  64(R11), Y4, Y2
-	VFMADD231PS  96(R11), Y4, Y3
-	ADDQ         $4, R12
-	ADDQ         $4, R11
-	INCQ         R13
-	CMPQ         R13, R9
-	JLT          cols32
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          rows32
-	VMOVUPS      Y0, (DI)(AX*4)
-	VMOVUPS      Y1, 32(DI)(AX*4)
-	VMOVUPS      Y2, 64(DI)(AX*4)
-	VMOVUPS      Y3, 96(DI)(AX*4)
-	ADDQ         $32, AX
-	JMP          loop32
-
-loop8:
-	MOVQ CX, BX
-	SUBQ AX, BX
-	CMPQ BX, $8
-	JLT  done
-	VMOVAPS Y15, Y0
-	XORQ R10, R10
-	MOVQ DX, R12
-
-rows8:
-	MOVQ (SI)(R10*8), R11
-	LEAQ (R11)(AX*4), R11
-	XORQ R13, R13
-
-cols8:
-	VBROADCASTSS (R12), Y4
-	VFMADD231PS  (R11), Y4, Y0
-	ADDQ         $4, R12
-	ADDQ         $4, R11
-	INCQ         R13
-	CMPQ         R13, R9
-	JLT          cols8
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          rows8
-	VMOVUPS      Y0, (DI)(AX*4)
-	ADDQ         $8, AX
-	JMP          loop8
+	S1BLOCK(ACC4, 32, loop32, loop8, rows32, cols32)
+	S1BLOCK(ACC1, 8, loop8, done, rows8, cols8)
 
 done:
 	VZEROUPPER
 	RET
+
 
 // func dwTapsAVX2(o *float32, tp *[49]*float32, w *float32, ntaps, n int, bias float32)
 //
@@ -97,268 +159,7 @@ done:
 // take one pass over the taps. The taps are added in order t = 0, 1, …,
 // each with one fused multiply-add.
 TEXT ·dwTapsAVX2(SB), NOSPLIT, $0-44
-	MOVQ o+0(FP), DI
-	MOVQ tp+8(FP), SI
-	MOVQ w+16(FP), DX
-	MOVQ ntaps+24(FP), R8
-	MOVQ n+32(FP), CX
-	VBROADCASTSS bias+40(FP), Y15
-	XORQ AX, AX
-
-y8:
-	MOVQ CX, BX
-	SUBQ AX, BX
-	CMPQ BX, $64
-	JLT  yrest
-	VMOVAPS Y15, Y0
-	VMOVAPS Y15, Y1
-	VMOVAPS Y15, Y2
-	VMOVAPS Y15, Y3
-	VMOVAPS Y15, Y4
-	VMOVAPS Y15, Y5
-	VMOVAPS Y15, Y6
-	VMOVAPS Y15, Y7
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  y8s
-
-y8k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Y8
-	VFMADD231PS  (R11)(AX*4), Y8, Y0
-	VFMADD231PS  32(R11)(AX*4), Y8, Y1
-	VFMADD231PS  64(R11)(AX*4), Y8, Y2
-	VFMADD231PS  96(R11)(AX*4), Y8, Y3
-	VFMADD231PS  128(R11)(AX*4), Y8, Y4
-	VFMADD231PS  160(R11)(AX*4), Y8, Y5
-	VFMADD231PS  192(R11)(AX*4), Y8, Y6
-	VFMADD231PS  224(R11)(AX*4), Y8, Y7
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          y8k
-
-y8s:
-	VMOVUPS Y0, (DI)(AX*4)
-	VMOVUPS Y1, 32(DI)(AX*4)
-	VMOVUPS Y2, 64(DI)(AX*4)
-	VMOVUPS Y3, 96(DI)(AX*4)
-	VMOVUPS Y4, 128(DI)(AX*4)
-	VMOVUPS Y5, 160(DI)(AX*4)
-	VMOVUPS Y6, 192(DI)(AX*4)
-	VMOVUPS Y7, 224(DI)(AX*4)
-	ADDQ    $64, AX
-	JMP     y8
-
-yrest:
-	SHRQ $3, BX
-	CMPQ BX, $7
-	JEQ  y7
-	CMPQ BX, $6
-	JEQ  y6
-	CMPQ BX, $5
-	JEQ  y5
-	CMPQ BX, $4
-	JEQ  y4
-	CMPQ BX, $3
-	JEQ  y3
-	CMPQ BX, $2
-	JEQ  y2
-	CMPQ BX, $1
-	JEQ  y1
-	JMP  ydone
-
-y7:
-	VMOVAPS Y15, Y0
-	VMOVAPS Y15, Y1
-	VMOVAPS Y15, Y2
-	VMOVAPS Y15, Y3
-	VMOVAPS Y15, Y4
-	VMOVAPS Y15, Y5
-	VMOVAPS Y15, Y6
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  y7s
-
-y7k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Y8
-	VFMADD231PS  (R11)(AX*4), Y8, Y0
-	VFMADD231PS  32(R11)(AX*4), Y8, Y1
-	VFMADD231PS  64(R11)(AX*4), Y8, Y2
-	VFMADD231PS  96(R11)(AX*4), Y8, Y3
-	VFMADD231PS  128(R11)(AX*4), Y8, Y4
-	VFMADD231PS  160(R11)(AX*4), Y8, Y5
-	VFMADD231PS  192(R11)(AX*4), Y8, Y6
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          y7k
-
-y7s:
-	VMOVUPS Y0, (DI)(AX*4)
-	VMOVUPS Y1, 32(DI)(AX*4)
-	VMOVUPS Y2, 64(DI)(AX*4)
-	VMOVUPS Y3, 96(DI)(AX*4)
-	VMOVUPS Y4, 128(DI)(AX*4)
-	VMOVUPS Y5, 160(DI)(AX*4)
-	VMOVUPS Y6, 192(DI)(AX*4)
-	JMP     ydone
-
-y6:
-	VMOVAPS Y15, Y0
-	VMOVAPS Y15, Y1
-	VMOVAPS Y15, Y2
-	VMOVAPS Y15, Y3
-	VMOVAPS Y15, Y4
-	VMOVAPS Y15, Y5
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  y6s
-
-y6k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Y8
-	VFMADD231PS  (R11)(AX*4), Y8, Y0
-	VFMADD231PS  32(R11)(AX*4), Y8, Y1
-	VFMADD231PS  64(R11)(AX*4), Y8, Y2
-	VFMADD231PS  96(R11)(AX*4), Y8, Y3
-	VFMADD231PS  128(R11)(AX*4), Y8, Y4
-	VFMADD231PS  160(R11)(AX*4), Y8, Y5
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          y6k
-
-y6s:
-	VMOVUPS Y0, (DI)(AX*4)
-	VMOVUPS Y1, 32(DI)(AX*4)
-	VMOVUPS Y2, 64(DI)(AX*4)
-	VMOVUPS Y3, 96(DI)(AX*4)
-	VMOVUPS Y4, 128(DI)(AX*4)
-	VMOVUPS Y5, 160(DI)(AX*4)
-	JMP     ydone
-
-y5:
-	VMOVAPS Y15, Y0
-	VMOVAPS Y15, Y1
-	VMOVAPS Y15, Y2
-	VMOVAPS Y15, Y3
-	VMOVAPS Y15, Y4
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  y5s
-
-y5k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Y8
-	VFMADD231PS  (R11)(AX*4), Y8, Y0
-	VFMADD231PS  32(R11)(AX*4), Y8, Y1
-	VFMADD231PS  64(R11)(AX*4), Y8, Y2
-	VFMADD231PS  96(R11)(AX*4), Y8, Y3
-	VFMADD231PS  128(R11)(AX*4), Y8, Y4
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          y5k
-
-y5s:
-	VMOVUPS Y0, (DI)(AX*4)
-	VMOVUPS Y1, 32(DI)(AX*4)
-	VMOVUPS Y2, 64(DI)(AX*4)
-	VMOVUPS Y3, 96(DI)(AX*4)
-	VMOVUPS Y4, 128(DI)(AX*4)
-	JMP     ydone
-
-y4:
-	VMOVAPS Y15, Y0
-	VMOVAPS Y15, Y1
-	VMOVAPS Y15, Y2
-	VMOVAPS Y15, Y3
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  y4s
-
-y4k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Y8
-	VFMADD231PS  (R11)(AX*4), Y8, Y0
-	VFMADD231PS  32(R11)(AX*4), Y8, Y1
-	VFMADD231PS  64(R11)(AX*4), Y8, Y2
-	VFMADD231PS  96(R11)(AX*4), Y8, Y3
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          y4k
-
-y4s:
-	VMOVUPS Y0, (DI)(AX*4)
-	VMOVUPS Y1, 32(DI)(AX*4)
-	VMOVUPS Y2, 64(DI)(AX*4)
-	VMOVUPS Y3, 96(DI)(AX*4)
-	JMP     ydone
-
-y3:
-	VMOVAPS Y15, Y0
-	VMOVAPS Y15, Y1
-	VMOVAPS Y15, Y2
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  y3s
-
-y3k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Y8
-	VFMADD231PS  (R11)(AX*4), Y8, Y0
-	VFMADD231PS  32(R11)(AX*4), Y8, Y1
-	VFMADD231PS  64(R11)(AX*4), Y8, Y2
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          y3k
-
-y3s:
-	VMOVUPS Y0, (DI)(AX*4)
-	VMOVUPS Y1, 32(DI)(AX*4)
-	VMOVUPS Y2, 64(DI)(AX*4)
-	JMP     ydone
-
-y2:
-	VMOVAPS Y15, Y0
-	VMOVAPS Y15, Y1
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  y2s
-
-y2k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Y8
-	VFMADD231PS  (R11)(AX*4), Y8, Y0
-	VFMADD231PS  32(R11)(AX*4), Y8, Y1
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          y2k
-
-y2s:
-	VMOVUPS Y0, (DI)(AX*4)
-	VMOVUPS Y1, 32(DI)(AX*4)
-	JMP     ydone
-
-y1:
-	VMOVAPS Y15, Y0
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  y1s
-
-y1k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Y8
-	VFMADD231PS  (R11)(AX*4), Y8, Y0
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          y1k
-
-y1s:
-	VMOVUPS Y0, (DI)(AX*4)
-	JMP     ydone
-
-ydone:
-	VZEROUPPER
-	RET
+	DWTAPS(VY, Y15, Y8, 64, 3)
 
 // dwMask<>+4·(8−r) is the mask of the first r of 8 values.
 DATA dwMask<>+0(SB)/8, $0xffffffffffffffff
@@ -371,6 +172,17 @@ DATA dwMask<>+48(SB)/8, $0
 DATA dwMask<>+56(SB)/8, $0
 GLOBL dwMask<>(SB), RODATA|NOPTR, $64
 
+// dwPadRows's zeros before or after a row: n floats at DX on (DX moves
+// past them, AX counts them), then on to done.
+#define PADZEROS(loop, n, done) \
+loop:              \
+	CMPQ AX, n;    \
+	JGE  done;     \
+	MOVL $0, (DX); \
+	ADDQ $4, DX;   \
+	INCQ AX;       \
+	JMP  loop
+
 // func dwPadRows(dst *float32, ldd int, src *float32, lds, rows, pre, cols, post int)
 //
 // For each of rows rows: pre zeros, then cols values of the source row,
@@ -378,16 +190,7 @@ GLOBL dwMask<>(SB), RODATA|NOPTR, $64
 // last cols mod 8 values of a row are moved with masked loads and stores,
 // which touch nothing past the row.
 TEXT ·dwPadRows(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), DI
-	MOVQ ldd+8(FP), R8
-	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVQ pre+40(FP), R11
-	MOVQ cols+48(FP), R12
-	MOVQ post+56(FP), R13
-	SHLQ $2, R8
-	SHLQ $2, R9
+	PADARGS
 	MOVQ R12, R14
 	ANDQ $-8, R14 // whole vectors of a row
 	// Y6: the mask of the last cols mod 8 values of a row.
@@ -403,13 +206,7 @@ prow:
 	MOVQ DI, DX
 	XORQ AX, AX
 
-ppre:
-	CMPQ AX, R11
-	JGE  pcopy
-	MOVL $0, (DX)
-	ADDQ $4, DX
-	INCQ AX
-	JMP  ppre
+	PADZEROS(ppre, R11, pcopy)
 
 pcopy:
 	XORQ AX, AX
@@ -432,13 +229,7 @@ ppost0:
 	LEAQ (DX)(R12*4), DX
 	XORQ AX, AX
 
-ppost:
-	CMPQ AX, R13
-	JGE  pnext
-	MOVL $0, (DX)
-	ADDQ $4, DX
-	INCQ AX
-	JMP  ppost
+	PADZEROS(ppost, R13, pnext)
 
 pnext:
 	ADDQ R8, DI
@@ -458,12 +249,7 @@ pdone:
 // j < pairs, then o[lo−1] = x[0] if head is not 0, and e[lo+pairs] =
 // x[tail] if tail is not negative.
 TEXT ·dwSplitRows(SB), NOSPLIT, $0-96
-	MOVQ e+0(FP), DI
-	MOVQ o+8(FP), SI
-	MOVQ ld+16(FP), R8
-	MOVQ x+24(FP), DX
-	MOVQ ldx+32(FP), R9
-	MOVQ rows+40(FP), R10
+	SPLITARGS
 	MOVQ p+48(FP), R11
 	MOVQ lo+56(FP), R12
 	MOVQ off+64(FP), R13
@@ -531,10 +317,7 @@ sscal:
 	JMP  sscal
 
 sfix:
-	CMPQ head+80(FP), $0
-	JEQ  stail
-	MOVL (DX), BX
-	MOVL BX, -4(SI)
+	SPLITHEAD(SI, stail)
 
 stail:
 	MOVQ tail+88(FP), BX
@@ -563,268 +346,7 @@ sdone:
 // one to seven accumulators, so that short rows take one pass over the
 // taps; the same order of taps, so the same results.
 TEXT ·dwTapsAVX512(SB), NOSPLIT, $0-44
-	MOVQ o+0(FP), DI
-	MOVQ tp+8(FP), SI
-	MOVQ w+16(FP), DX
-	MOVQ ntaps+24(FP), R8
-	MOVQ n+32(FP), CX
-	VBROADCASTSS bias+40(FP), Z15
-	XORQ AX, AX
-
-z8:
-	MOVQ CX, BX
-	SUBQ AX, BX
-	CMPQ BX, $128
-	JLT  zrest
-	VMOVAPS Z15, Z0
-	VMOVAPS Z15, Z1
-	VMOVAPS Z15, Z2
-	VMOVAPS Z15, Z3
-	VMOVAPS Z15, Z4
-	VMOVAPS Z15, Z5
-	VMOVAPS Z15, Z6
-	VMOVAPS Z15, Z7
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  z8s
-
-z8k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Z8
-	VFMADD231PS  (R11)(AX*4), Z8, Z0
-	VFMADD231PS  64(R11)(AX*4), Z8, Z1
-	VFMADD231PS  128(R11)(AX*4), Z8, Z2
-	VFMADD231PS  192(R11)(AX*4), Z8, Z3
-	VFMADD231PS  256(R11)(AX*4), Z8, Z4
-	VFMADD231PS  320(R11)(AX*4), Z8, Z5
-	VFMADD231PS  384(R11)(AX*4), Z8, Z6
-	VFMADD231PS  448(R11)(AX*4), Z8, Z7
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          z8k
-
-z8s:
-	VMOVUPS Z0, (DI)(AX*4)
-	VMOVUPS Z1, 64(DI)(AX*4)
-	VMOVUPS Z2, 128(DI)(AX*4)
-	VMOVUPS Z3, 192(DI)(AX*4)
-	VMOVUPS Z4, 256(DI)(AX*4)
-	VMOVUPS Z5, 320(DI)(AX*4)
-	VMOVUPS Z6, 384(DI)(AX*4)
-	VMOVUPS Z7, 448(DI)(AX*4)
-	ADDQ    $128, AX
-	JMP     z8
-
-zrest:
-	SHRQ $4, BX
-	CMPQ BX, $7
-	JEQ  z7
-	CMPQ BX, $6
-	JEQ  z6
-	CMPQ BX, $5
-	JEQ  z5
-	CMPQ BX, $4
-	JEQ  z4
-	CMPQ BX, $3
-	JEQ  z3
-	CMPQ BX, $2
-	JEQ  z2
-	CMPQ BX, $1
-	JEQ  z1
-	JMP  zdone
-
-z7:
-	VMOVAPS Z15, Z0
-	VMOVAPS Z15, Z1
-	VMOVAPS Z15, Z2
-	VMOVAPS Z15, Z3
-	VMOVAPS Z15, Z4
-	VMOVAPS Z15, Z5
-	VMOVAPS Z15, Z6
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  z7s
-
-z7k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Z8
-	VFMADD231PS  (R11)(AX*4), Z8, Z0
-	VFMADD231PS  64(R11)(AX*4), Z8, Z1
-	VFMADD231PS  128(R11)(AX*4), Z8, Z2
-	VFMADD231PS  192(R11)(AX*4), Z8, Z3
-	VFMADD231PS  256(R11)(AX*4), Z8, Z4
-	VFMADD231PS  320(R11)(AX*4), Z8, Z5
-	VFMADD231PS  384(R11)(AX*4), Z8, Z6
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          z7k
-
-z7s:
-	VMOVUPS Z0, (DI)(AX*4)
-	VMOVUPS Z1, 64(DI)(AX*4)
-	VMOVUPS Z2, 128(DI)(AX*4)
-	VMOVUPS Z3, 192(DI)(AX*4)
-	VMOVUPS Z4, 256(DI)(AX*4)
-	VMOVUPS Z5, 320(DI)(AX*4)
-	VMOVUPS Z6, 384(DI)(AX*4)
-	JMP     zdone
-
-z6:
-	VMOVAPS Z15, Z0
-	VMOVAPS Z15, Z1
-	VMOVAPS Z15, Z2
-	VMOVAPS Z15, Z3
-	VMOVAPS Z15, Z4
-	VMOVAPS Z15, Z5
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  z6s
-
-z6k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Z8
-	VFMADD231PS  (R11)(AX*4), Z8, Z0
-	VFMADD231PS  64(R11)(AX*4), Z8, Z1
-	VFMADD231PS  128(R11)(AX*4), Z8, Z2
-	VFMADD231PS  192(R11)(AX*4), Z8, Z3
-	VFMADD231PS  256(R11)(AX*4), Z8, Z4
-	VFMADD231PS  320(R11)(AX*4), Z8, Z5
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          z6k
-
-z6s:
-	VMOVUPS Z0, (DI)(AX*4)
-	VMOVUPS Z1, 64(DI)(AX*4)
-	VMOVUPS Z2, 128(DI)(AX*4)
-	VMOVUPS Z3, 192(DI)(AX*4)
-	VMOVUPS Z4, 256(DI)(AX*4)
-	VMOVUPS Z5, 320(DI)(AX*4)
-	JMP     zdone
-
-z5:
-	VMOVAPS Z15, Z0
-	VMOVAPS Z15, Z1
-	VMOVAPS Z15, Z2
-	VMOVAPS Z15, Z3
-	VMOVAPS Z15, Z4
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  z5s
-
-z5k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Z8
-	VFMADD231PS  (R11)(AX*4), Z8, Z0
-	VFMADD231PS  64(R11)(AX*4), Z8, Z1
-	VFMADD231PS  128(R11)(AX*4), Z8, Z2
-	VFMADD231PS  192(R11)(AX*4), Z8, Z3
-	VFMADD231PS  256(R11)(AX*4), Z8, Z4
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          z5k
-
-z5s:
-	VMOVUPS Z0, (DI)(AX*4)
-	VMOVUPS Z1, 64(DI)(AX*4)
-	VMOVUPS Z2, 128(DI)(AX*4)
-	VMOVUPS Z3, 192(DI)(AX*4)
-	VMOVUPS Z4, 256(DI)(AX*4)
-	JMP     zdone
-
-z4:
-	VMOVAPS Z15, Z0
-	VMOVAPS Z15, Z1
-	VMOVAPS Z15, Z2
-	VMOVAPS Z15, Z3
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  z4s
-
-z4k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Z8
-	VFMADD231PS  (R11)(AX*4), Z8, Z0
-	VFMADD231PS  64(R11)(AX*4), Z8, Z1
-	VFMADD231PS  128(R11)(AX*4), Z8, Z2
-	VFMADD231PS  192(R11)(AX*4), Z8, Z3
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          z4k
-
-z4s:
-	VMOVUPS Z0, (DI)(AX*4)
-	VMOVUPS Z1, 64(DI)(AX*4)
-	VMOVUPS Z2, 128(DI)(AX*4)
-	VMOVUPS Z3, 192(DI)(AX*4)
-	JMP     zdone
-
-z3:
-	VMOVAPS Z15, Z0
-	VMOVAPS Z15, Z1
-	VMOVAPS Z15, Z2
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  z3s
-
-z3k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Z8
-	VFMADD231PS  (R11)(AX*4), Z8, Z0
-	VFMADD231PS  64(R11)(AX*4), Z8, Z1
-	VFMADD231PS  128(R11)(AX*4), Z8, Z2
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          z3k
-
-z3s:
-	VMOVUPS Z0, (DI)(AX*4)
-	VMOVUPS Z1, 64(DI)(AX*4)
-	VMOVUPS Z2, 128(DI)(AX*4)
-	JMP     zdone
-
-z2:
-	VMOVAPS Z15, Z0
-	VMOVAPS Z15, Z1
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  z2s
-
-z2k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Z8
-	VFMADD231PS  (R11)(AX*4), Z8, Z0
-	VFMADD231PS  64(R11)(AX*4), Z8, Z1
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          z2k
-
-z2s:
-	VMOVUPS Z0, (DI)(AX*4)
-	VMOVUPS Z1, 64(DI)(AX*4)
-	JMP     zdone
-
-z1:
-	VMOVAPS Z15, Z0
-	XORQ R10, R10
-	CMPQ R8, $0
-	JEQ  z1s
-
-z1k:
-	MOVQ         (SI)(R10*8), R11
-	VBROADCASTSS (DX)(R10*4), Z8
-	VFMADD231PS  (R11)(AX*4), Z8, Z0
-	INCQ         R10
-	CMPQ         R10, R8
-	JLT          z1k
-
-z1s:
-	VMOVUPS Z0, (DI)(AX*4)
-	JMP     zdone
-
-zdone:
-	VZEROUPPER
-	RET
+	DWTAPS(VZ, Z15, Z8, 128, 4)
 
 // func copyRuns(dst, src unsafe.Pointer, taps *int, n int, ro, rd *int, nr int)
 //

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "zmm_amd64.h"
+#include "gemm_amd64.h"
 
 // The AVX-512 micro-kernel: a 12×32 tile of C from two consecutive packed
 // A panels (rows 0-5 at SI, rows 6-11 at R11) and two consecutive packed B
@@ -25,25 +26,6 @@
 	VMOVUPS (DI), b0;        \
 	VMOVUPS (DI)(R15*1), b1; \
 	ADDQ    R13, DI
-
-// Broadcasts the value of A at a into t and adds its products with
-// b0:b1 into the row's accumulators r0:r1. VFMADD231PS x, y, z computes
-// z += y·x.
-#define ROWFMA(a, t, b0, b1, r0, r1) \
-	VBROADCASTSS a, t;          \
-	VFMADD231PS  b0, t, r0;     \
-	VFMADD231PS  b1, t, r1
-
-// The six rows of one A panel at aoff(p) (broadcast into t0..t5 in
-// turn) times b0:b1, into the accumulator pairs from r (rows 0-5: Z0 on,
-// rows 6-11: Z12 on; the pairs as rows(r) lists them).
-#define SIXROWS(aoff, p, b0, b1, t0, t1, t2, t3, t4, t5, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11) \
-	ROWFMA(aoff(p), t0, b0, b1, r0, r1);    \
-	ROWFMA(aoff+4(p), t1, b0, b1, r2, r3);  \
-	ROWFMA(aoff+8(p), t2, b0, b1, r4, r5);  \
-	ROWFMA(aoff+12(p), t3, b0, b1, r6, r7); \
-	ROWFMA(aoff+16(p), t4, b0, b1, r8, r9); \
-	ROWFMA(aoff+20(p), t5, b0, b1, r10, r11)
 
 // One k step of the 12×32 tile: B into b0:b1, the 12 values of A at
 // aoff(SI) and aoff(R11) broadcast into t0..t5 in turn, the outer
@@ -95,54 +77,6 @@
 	VFMADD231PS  Z26, Z30, Z24;                             \
 	VFMADD231PS  Z27, Z30, Z25
 
-// Adds the vector pair x, y to every row's accumulators.
-#define ADDROWS512(x, y) \
-	VADDPS x, Z0, Z0;   \
-	VADDPS y, Z1, Z1;   \
-	VADDPS x, Z2, Z2;   \
-	VADDPS y, Z3, Z3;   \
-	VADDPS x, Z4, Z4;   \
-	VADDPS y, Z5, Z5;   \
-	VADDPS x, Z6, Z6;   \
-	VADDPS y, Z7, Z7;   \
-	VADDPS x, Z8, Z8;   \
-	VADDPS y, Z9, Z9;   \
-	VADDPS x, Z10, Z10; \
-	VADDPS y, Z11, Z11; \
-	VADDPS x, Z12, Z12; \
-	VADDPS y, Z13, Z13; \
-	VADDPS x, Z14, Z14; \
-	VADDPS y, Z15, Z15; \
-	VADDPS x, Z16, Z16; \
-	VADDPS y, Z17, Z17; \
-	VADDPS x, Z18, Z18; \
-	VADDPS y, Z19, Z19; \
-	VADDPS x, Z20, Z20; \
-	VADDPS y, Z21, Z21; \
-	VADDPS x, Z22, Z22; \
-	VADDPS y, Z23, Z23
-
-// Adds the row bias at off(R9), broadcast, to the accumulator pair r0, r1.
-#define ROWBIAS512(off, r0, r1) \
-	VBROADCASTSS off(R9), Z26; \
-	VADDPS       Z26, r0, r0;  \
-	VADDPS       Z26, r1, r1
-
-// Adds C's row at DX into the accumulator pair r0, r1 (mode accumulate),
-// then stores the pair back and moves DX to the next row.
-#define ADDC512(r0, r1) \
-	VADDPS  (DX), r0, r0;   \
-	VADDPS  64(DX), r1, r1; \
-	VMOVUPS r0, (DX);       \
-	VMOVUPS r1, 64(DX);     \
-	ADDQ    R8, DX
-
-// Stores the accumulator pair r0, r1 as C's row at DX and moves DX on.
-#define PUTC512(r0, r1) \
-	VMOVUPS r0, (DX);   \
-	VMOVUPS r1, 64(DX); \
-	ADDQ    R8, DX
-
 // Touches the 128-byte row of C (or of the residual) at AX (three lines
 // when it straddles) and moves AX to the next row.
 #define TOUCHC512 \
@@ -150,51 +84,6 @@
 	PREFETCHT0 64(AX);  \
 	PREFETCHT0 124(AX); \
 	ADDQ       R8, AX
-
-// Adds the row at p (C's, or the residual's) into the accumulator pair
-// r0, r1 without storing it and moves p to the next row.
-#define ADDM512(p, r0, r1) \
-	VADDPS (p), r0, r0;   \
-	VADDPS 64(p), r1, r1; \
-	ADDQ   R8, p
-
-// ADDM512 for the rows 0-5 (ADDM6) and 6-11 (ADDM6HI) of a 32-column
-// tile.
-#define ADDM6(p) \
-	ADDM512(p, Z0, Z1);   \
-	ADDM512(p, Z2, Z3);   \
-	ADDM512(p, Z4, Z5);   \
-	ADDM512(p, Z6, Z7);   \
-	ADDM512(p, Z8, Z9);   \
-	ADDM512(p, Z10, Z11)
-
-#define ADDM6HI(p) \
-	ADDM512(p, Z12, Z13); \
-	ADDM512(p, Z14, Z15); \
-	ADDM512(p, Z16, Z17); \
-	ADDM512(p, Z18, Z19); \
-	ADDM512(p, Z20, Z21); \
-	ADDM512(p, Z22, Z23)
-
-// Adds the row at p into the accumulator r of a 16-column tile and moves
-// p on; ADDM12 does rows 0-11.
-#define ADDM16(p, r) \
-	VADDPS (p), r, r; \
-	ADDQ   R8, p
-
-#define ADDM12(p) \
-	ADDM16(p, Z0);  \
-	ADDM16(p, Z1);  \
-	ADDM16(p, Z2);  \
-	ADDM16(p, Z3);  \
-	ADDM16(p, Z4);  \
-	ADDM16(p, Z5);  \
-	ADDM16(p, Z6);  \
-	ADDM16(p, Z7);  \
-	ADDM16(p, Z8);  \
-	ADDM16(p, Z9);  \
-	ADDM16(p, Z10); \
-	ADDM16(p, Z11)
 
 // HINTS2 asks for two 64-byte lines at R9 and two at R10 to be brought
 // into the L2 cache, moves both on past them and counts BX down: the
@@ -264,37 +153,13 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-144
 	MOVQ DX, AX
 	CMPQ CX, $32
 	JLT  touched
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
+	REP12(TOUCHC512)
 
 	// And the residual's, which the store reads: a product of 64 steps
 	// (a 1×1 convolution from 64 channels adding its block's input)
 	// waited on them.
-	MOVQ  res+96(FP), AX
-	TESTQ AX, AX
-	JEQ   touched
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
+	NILJMPQ(res+96(FP), AX, touched)
+	REP12(TOUCHC512)
 
 touched:
 	// The hints' step (the touches above used AX).
@@ -443,50 +308,29 @@ store13:
 	// with R14 0, Z28:Z29 take part in the arithmetic but are not
 	// stored.
 store:
-	MOVQ  mode+80(FP), AX
-	MOVQ  lim+88(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate
+	STOREHEAD(mode+80(FP), lim+88(FP), accumulate)
 
 	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+72(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias
+	NILJMPQ(cb+72(FP), R10, rowbias)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
-	ADDROWS512(Z24, Z25)
+	PAIRS12(ADDROW, Z24, Z25)
 	VADDPS  Z24, Z28, Z28
 	VADDPS  Z25, Z29, Z29
 
 rowbias:
-	MOVQ  rb+64(FP), R9
-	TESTQ R9, R9
-	JEQ   put
-	ROWBIAS512(0, Z0, Z1)
-	ROWBIAS512(4, Z2, Z3)
-	ROWBIAS512(8, Z4, Z5)
-	ROWBIAS512(12, Z6, Z7)
-	ROWBIAS512(16, Z8, Z9)
-	ROWBIAS512(20, Z10, Z11)
-	ROWBIAS512(24, Z12, Z13)
-	ROWBIAS512(28, Z14, Z15)
-	ROWBIAS512(32, Z16, Z17)
-	ROWBIAS512(36, Z18, Z19)
-	ROWBIAS512(40, Z20, Z21)
-	ROWBIAS512(44, Z22, Z23)
+	NILJMPQ(rb+64(FP), R9, put)
+	PAIRS12(ROWBIAS, Z26, 0)
 	TESTQ R14, R14
 	JEQ   put
-	ROWBIAS512(48, Z28, Z29)
+	ROWBIAS(Z26, 0, 12, Z28, Z29)
 
 put:
-	MOVQ  res+96(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone
-	ADDM6(R10)
-	ADDM6HI(R10)
+	NILJMPQ(res+96(FP), R10, resdone)
+	PAIRS12(ADDM, R10, 64)
 	TESTQ R14, R14
 	JEQ   resdone
-	ADDM512(R10, Z28, Z29)
+	ADDM(R10, 64, 12, Z28, Z29)
 
 resdone:
 	TESTQ BX, BX
@@ -496,21 +340,10 @@ resdone:
 	CLAMP512(Z29)
 
 putnow:
-	PUTC512(Z0, Z1)
-	PUTC512(Z2, Z3)
-	PUTC512(Z4, Z5)
-	PUTC512(Z6, Z7)
-	PUTC512(Z8, Z9)
-	PUTC512(Z10, Z11)
-	PUTC512(Z12, Z13)
-	PUTC512(Z14, Z15)
-	PUTC512(Z16, Z17)
-	PUTC512(Z18, Z19)
-	PUTC512(Z20, Z21)
-	PUTC512(Z22, Z23)
+	PAIRS12(PUTC, 64, 0)
 	TESTQ R14, R14
 	JEQ   putdone
-	PUTC512(Z28, Z29)
+	PUTC(64, 0, 12, Z28, Z29)
 
 putdone:
 	VZEROUPPER
@@ -519,38 +352,24 @@ putdone:
 accumulate:
 	TESTQ BX, BX
 	JNE   accload
-	MOVQ  res+96(FP), R10
-	TESTQ R10, R10
-	JEQ   accnow
+	NILJMPQ(res+96(FP), R10, accnow)
 
 accload:
 	MOVQ  DX, AX
-	ADDM6(DX)
-	ADDM6HI(DX)
+	PAIRS12(ADDM, DX, 64)
 	TESTQ R14, R14
 	JEQ   accloaded
-	ADDM512(DX, Z28, Z29)
+	ADDM(DX, 64, 12, Z28, Z29)
 
 accloaded:
 	MOVQ AX, DX
 	JMP  put
 
 accnow:
-	ADDC512(Z0, Z1)
-	ADDC512(Z2, Z3)
-	ADDC512(Z4, Z5)
-	ADDC512(Z6, Z7)
-	ADDC512(Z8, Z9)
-	ADDC512(Z10, Z11)
-	ADDC512(Z12, Z13)
-	ADDC512(Z14, Z15)
-	ADDC512(Z16, Z17)
-	ADDC512(Z18, Z19)
-	ADDC512(Z20, Z21)
-	ADDC512(Z22, Z23)
+	PAIRS12(ADDC, 64, 0)
 	TESTQ R14, R14
 	JEQ   accdone
-	ADDC512(Z28, Z29)
+	ADDC(64, 0, 12, Z28, Z29)
 
 accdone:
 	VZEROUPPER
@@ -572,10 +391,10 @@ accdone:
 	ROWFMA(aoff(R14), Z26, Z24, Z25, Z12, Z13); \
 	ROWFMA(aoff+4(R14), Z27, Z24, Z25, Z14, Z15)
 
-// ADDM512 for rows 6 and 7 of an 8×32 tile (Z12..Z15).
+// ADDM for rows 6 and 7 of an 8×32 tile (Z12..Z15).
 #define ADDM2HI(p) \
-	ADDM512(p, Z12, Z13); \
-	ADDM512(p, Z14, Z15)
+	ADDM(p, 64, 6, Z12, Z13); \
+	ADDM(p, 64, 7, Z14, Z15)
 
 // func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int, a1 *float32)
 //
@@ -600,12 +419,7 @@ TEXT ·sgemm6x32(SB), NOSPLIT, $0-128
 	MOVQ DX, AX
 	CMPQ CX, $32
 	JLT  touched
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
-	TOUCHC512
+	REP6(TOUCHC512)
 
 touched:
 
@@ -673,56 +487,29 @@ tail8:
 	JMP   tail8
 
 store:
-	MOVQ  mode+72(FP), AX
-	MOVQ  lim+80(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate
+	STOREHEAD(mode+72(FP), lim+80(FP), accumulate)
 
 	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+64(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias
+	NILJMPQ(cb+64(FP), R10, rowbias)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
-	VADDPS  Z24, Z0, Z0
-	VADDPS  Z25, Z1, Z1
-	VADDPS  Z24, Z2, Z2
-	VADDPS  Z25, Z3, Z3
-	VADDPS  Z24, Z4, Z4
-	VADDPS  Z25, Z5, Z5
-	VADDPS  Z24, Z6, Z6
-	VADDPS  Z25, Z7, Z7
-	VADDPS  Z24, Z8, Z8
-	VADDPS  Z25, Z9, Z9
-	VADDPS  Z24, Z10, Z10
-	VADDPS  Z25, Z11, Z11
+	PAIRS6(ADDROW, VZ, Z24, Z25)
 	TESTQ   R14, R14
 	JEQ     rowbias
-	VADDPS  Z24, Z12, Z12
-	VADDPS  Z25, Z13, Z13
-	VADDPS  Z24, Z14, Z14
-	VADDPS  Z25, Z15, Z15
+	ADDROW(Z24, Z25, 6, Z12, Z13)
+	ADDROW(Z24, Z25, 7, Z14, Z15)
 
 rowbias:
-	MOVQ  rb+56(FP), R9
-	TESTQ R9, R9
-	JEQ   put
-	ROWBIAS512(0, Z0, Z1)
-	ROWBIAS512(4, Z2, Z3)
-	ROWBIAS512(8, Z4, Z5)
-	ROWBIAS512(12, Z6, Z7)
-	ROWBIAS512(16, Z8, Z9)
-	ROWBIAS512(20, Z10, Z11)
+	NILJMPQ(rb+56(FP), R9, put)
+	PAIRS6(ROWBIAS, VZ, Z26, 0)
 	TESTQ R14, R14
 	JEQ   put
-	ROWBIAS512(24, Z12, Z13)
-	ROWBIAS512(28, Z14, Z15)
+	ROWBIAS(Z26, 0, 6, Z12, Z13)
+	ROWBIAS(Z26, 0, 7, Z14, Z15)
 
 put:
-	MOVQ  res+88(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone
-	ADDM6(R10)
+	NILJMPQ(res+88(FP), R10, resdone)
+	PAIRS6(ADDM, VZ, R10, 64)
 	TESTQ R14, R14
 	JEQ   resdone
 	ADDM2HI(R10)
@@ -739,16 +526,11 @@ resdone:
 	CLAMP512(Z15)
 
 putnow:
-	PUTC512(Z0, Z1)
-	PUTC512(Z2, Z3)
-	PUTC512(Z4, Z5)
-	PUTC512(Z6, Z7)
-	PUTC512(Z8, Z9)
-	PUTC512(Z10, Z11)
+	PAIRS6(PUTC, VZ, 64, 0)
 	TESTQ R14, R14
 	JEQ   put6done
-	PUTC512(Z12, Z13)
-	PUTC512(Z14, Z15)
+	PUTC(64, 0, 6, Z12, Z13)
+	PUTC(64, 0, 7, Z14, Z15)
 
 put6done:
 	VZEROUPPER
@@ -757,13 +539,11 @@ put6done:
 accumulate:
 	TESTQ BX, BX
 	JNE   accload
-	MOVQ  res+88(FP), R10
-	TESTQ R10, R10
-	JEQ   accnow
+	NILJMPQ(res+88(FP), R10, accnow)
 
 accload:
 	MOVQ  DX, AX
-	ADDM6(DX)
+	PAIRS6(ADDM, VZ, DX, 64)
 	TESTQ R14, R14
 	JEQ   accloaded
 	ADDM2HI(DX)
@@ -773,16 +553,11 @@ accloaded:
 	JMP   put
 
 accnow:
-	ADDC512(Z0, Z1)
-	ADDC512(Z2, Z3)
-	ADDC512(Z4, Z5)
-	ADDC512(Z6, Z7)
-	ADDC512(Z8, Z9)
-	ADDC512(Z10, Z11)
+	PAIRS6(ADDC, VZ, 64, 0)
 	TESTQ R14, R14
 	JEQ   acc6done
-	ADDC512(Z12, Z13)
-	ADDC512(Z14, Z15)
+	ADDC(64, 0, 6, Z12, Z13)
+	ADDC(64, 0, 7, Z14, Z15)
 
 acc6done:
 	VZEROUPPER
@@ -794,31 +569,14 @@ acc6done:
 
 // One k step of the 12×16 kernel.
 #define STEP12X16(aoff, boff) \
-	VMOVUPS      boff(DI), Z24;     \
-	VBROADCASTSS aoff(SI), Z26;     \
-	VFMADD231PS  Z24, Z26, Z0;      \
-	VBROADCASTSS aoff+4(SI), Z27;   \
-	VFMADD231PS  Z24, Z27, Z1;      \
-	VBROADCASTSS aoff+8(SI), Z28;   \
-	VFMADD231PS  Z24, Z28, Z2;      \
-	VBROADCASTSS aoff+12(SI), Z29;  \
-	VFMADD231PS  Z24, Z29, Z3;      \
-	VBROADCASTSS aoff+16(SI), Z30;  \
-	VFMADD231PS  Z24, Z30, Z4;      \
-	VBROADCASTSS aoff+20(SI), Z31;  \
-	VFMADD231PS  Z24, Z31, Z5;      \
-	VBROADCASTSS aoff(R11), Z26;    \
-	VFMADD231PS  Z24, Z26, Z6;      \
-	VBROADCASTSS aoff+4(R11), Z27;  \
-	VFMADD231PS  Z24, Z27, Z7;      \
-	VBROADCASTSS aoff+8(R11), Z28;  \
-	VFMADD231PS  Z24, Z28, Z8;      \
-	VBROADCASTSS aoff+12(R11), Z29; \
-	VFMADD231PS  Z24, Z29, Z9;      \
-	VBROADCASTSS aoff+16(R11), Z30; \
-	VFMADD231PS  Z24, Z30, Z10;     \
-	VBROADCASTSS aoff+20(R11), Z31; \
-	VFMADD231PS  Z24, Z31, Z11
+	VMOVUPS boff(DI), Z24; \
+	SIXROWS1(aoff, SI, Z24, Z0, Z1, Z2, Z3, Z4, Z5); \
+	SIXROWS1(aoff, R11, Z24, Z6, Z7, Z8, Z9, Z10, Z11)
+
+// The column bias at R10 into Z24 and added to the tile.
+#define COLBIAS12 \
+	VMOVUPS (R10), Z24; \
+	REGS12(ADDR1, VZ, Z24, 0)
 
 // func sgemm12x16(kb int, a0, a1, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int)
 TEXT ·sgemm12x16(SB), NOSPLIT, $0-112
@@ -834,42 +592,7 @@ TEXT ·sgemm12x16(SB), NOSPLIT, $0-112
 	SHLQ $2, R8
 
 	MOVQ DX, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
+	REP12(TOUCH2(0, 60))
 
 	ZERO12
 
@@ -903,130 +626,7 @@ tail:
 	DECQ  CX
 	JMP   tail
 
-store:
-	MOVQ  mode+64(FP), AX
-	MOVQ  lim+72(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate
-
-	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+56(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias
-	VMOVUPS (R10), Z24
-	VADDPS  Z24, Z0, Z0
-	VADDPS  Z24, Z1, Z1
-	VADDPS  Z24, Z2, Z2
-	VADDPS  Z24, Z3, Z3
-	VADDPS  Z24, Z4, Z4
-	VADDPS  Z24, Z5, Z5
-	VADDPS  Z24, Z6, Z6
-	VADDPS  Z24, Z7, Z7
-	VADDPS  Z24, Z8, Z8
-	VADDPS  Z24, Z9, Z9
-	VADDPS  Z24, Z10, Z10
-	VADDPS  Z24, Z11, Z11
-
-rowbias:
-	MOVQ  rb+48(FP), R9
-	TESTQ R9, R9
-	JEQ   put
-	VBROADCASTSS 0(R9), Z26
-	VADDPS       Z26, Z0, Z0
-	VBROADCASTSS 4(R9), Z26
-	VADDPS       Z26, Z1, Z1
-	VBROADCASTSS 8(R9), Z26
-	VADDPS       Z26, Z2, Z2
-	VBROADCASTSS 12(R9), Z26
-	VADDPS       Z26, Z3, Z3
-	VBROADCASTSS 16(R9), Z26
-	VADDPS       Z26, Z4, Z4
-	VBROADCASTSS 20(R9), Z26
-	VADDPS       Z26, Z5, Z5
-	VBROADCASTSS 24(R9), Z26
-	VADDPS       Z26, Z6, Z6
-	VBROADCASTSS 28(R9), Z26
-	VADDPS       Z26, Z7, Z7
-	VBROADCASTSS 32(R9), Z26
-	VADDPS       Z26, Z8, Z8
-	VBROADCASTSS 36(R9), Z26
-	VADDPS       Z26, Z9, Z9
-	VBROADCASTSS 40(R9), Z26
-	VADDPS       Z26, Z10, Z10
-	VBROADCASTSS 44(R9), Z26
-	VADDPS       Z26, Z11, Z11
-
-put:
-	MOVQ  res+80(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone
-	ADDM12(R10)
-resdone:
-	TESTQ BX, BX
-	JEQ   putnow
-	CLAMP12
-
-putnow:
-	PUT8
-	PUT16(Z8)
-	PUT16(Z9)
-	PUT16(Z10)
-	PUT16(Z11)
-	VZEROUPPER
-	RET
-
-accumulate:
-	TESTQ BX, BX
-	JNE   accload
-	MOVQ  res+80(FP), R10
-	TESTQ R10, R10
-	JEQ   accnow
-
-accload:
-	MOVQ  DX, AX
-	ADDM12(DX)
-	MOVQ  AX, DX
-	JMP   put
-
-accnow:
-	VADDPS  (DX), Z0, Z0
-	VMOVUPS Z0, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z1, Z1
-	VMOVUPS Z1, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z2, Z2
-	VMOVUPS Z2, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z3, Z3
-	VMOVUPS Z3, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z4, Z4
-	VMOVUPS Z4, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z5, Z5
-	VMOVUPS Z5, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z6, Z6
-	VMOVUPS Z6, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z7, Z7
-	VMOVUPS Z7, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z8, Z8
-	VMOVUPS Z8, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z9, Z9
-	VMOVUPS Z9, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z10, Z10
-	VMOVUPS Z10, (DX)
-	ADDQ    R8, DX
-	VADDPS  (DX), Z11, Z11
-	VMOVUPS Z11, (DX)
-	ADDQ    R8, DX
-	VZEROUPPER
-	RET
+	STORETILE(mode+64(FP), lim+72(FP), cb+56(FP), rb+48(FP), res+80(FP), COLBIAS12, REGS12(ROWBIAS1, VZ, Z26, 0), REGS12, ADDM1, VZ, 0, CLAMP12, REGS12(PUTI, VZ, 0, 0), REGS12(ADDC1, VZ, 0, 0))
 
 // The channel-blocked pointwise kernel (pwb12x32): a 12×32 tile of a
 // 1×1 convolution's output, its rows twelve positions and its columns 32
@@ -1044,26 +644,21 @@ accnow:
 
 // One step of B into Z24:Z25 and the twelve positions of A, broadcast
 // from rs·i + ss·j bytes after SI, multiplied into the accumulators.
-#define PWROW(off, t, r0, r1) \
-	VBROADCASTSS off(SI), t; \
-	VFMADD231PS  Z24, t, r0; \
-	VFMADD231PS  Z25, t, r1
-
 #define PWSTEP(j, rs, ss) \
 	VMOVUPS j*128(DI), Z24;                    \
 	VMOVUPS j*128+64(DI), Z25;                 \
-	PWROW(0*rs+j*ss, Z26, Z0, Z1);             \
-	PWROW(1*rs+j*ss, Z27, Z2, Z3);             \
-	PWROW(2*rs+j*ss, Z28, Z4, Z5);             \
-	PWROW(3*rs+j*ss, Z29, Z6, Z7);             \
-	PWROW(4*rs+j*ss, Z30, Z8, Z9);             \
-	PWROW(5*rs+j*ss, Z31, Z10, Z11);           \
-	PWROW(6*rs+j*ss, Z26, Z12, Z13);           \
-	PWROW(7*rs+j*ss, Z27, Z14, Z15);           \
-	PWROW(8*rs+j*ss, Z28, Z16, Z17);           \
-	PWROW(9*rs+j*ss, Z29, Z18, Z19);           \
-	PWROW(10*rs+j*ss, Z30, Z20, Z21);          \
-	PWROW(11*rs+j*ss, Z31, Z22, Z23)
+	ROWFMA(0*rs+j*ss(SI), Z26, Z24, Z25, Z0, Z1);             \
+	ROWFMA(1*rs+j*ss(SI), Z27, Z24, Z25, Z2, Z3);             \
+	ROWFMA(2*rs+j*ss(SI), Z28, Z24, Z25, Z4, Z5);             \
+	ROWFMA(3*rs+j*ss(SI), Z29, Z24, Z25, Z6, Z7);             \
+	ROWFMA(4*rs+j*ss(SI), Z30, Z24, Z25, Z8, Z9);             \
+	ROWFMA(5*rs+j*ss(SI), Z31, Z24, Z25, Z10, Z11);           \
+	ROWFMA(6*rs+j*ss(SI), Z26, Z24, Z25, Z12, Z13);           \
+	ROWFMA(7*rs+j*ss(SI), Z27, Z24, Z25, Z14, Z15);           \
+	ROWFMA(8*rs+j*ss(SI), Z28, Z24, Z25, Z16, Z17);           \
+	ROWFMA(9*rs+j*ss(SI), Z29, Z24, Z25, Z18, Z19);           \
+	ROWFMA(10*rs+j*ss(SI), Z30, Z24, Z25, Z20, Z21);          \
+	ROWFMA(11*rs+j*ss(SI), Z31, Z24, Z25, Z22, Z23)
 
 #define PWBLOCK(rs, ss) \
 	PWSTEP(0, rs, ss);  \
@@ -1093,6 +688,10 @@ accnow:
 	VMOVUPS r0, i*64(DX);         \
 	VMOVUPS r1, i*64(DX)(R9*1)
 
+// PWADD and PWPUT for the pair lists (regs_amd64.h).
+#define PWADDI(p, b, i, r0, r1) PWADD(i, p, r0, r1)
+#define PWPUTI(a, b, i, r0, r1) PWPUT(i, r0, r1)
+
 // Zeroes the accumulators of twelve rows, Z0..Z23.
 #define PWZERO12 ZERO24
 
@@ -1113,34 +712,10 @@ accnow:
 	PREFETCHT0 704(SI)(R8*1)
 
 // Adds rows 0..11 of the blocked tile at R10 (R9 bytes between halves).
-#define PWADD12 \
-	PWADD(0, R10, Z0, Z1) \
-	PWADD(1, R10, Z2, Z3) \
-	PWADD(2, R10, Z4, Z5) \
-	PWADD(3, R10, Z6, Z7) \
-	PWADD(4, R10, Z8, Z9) \
-	PWADD(5, R10, Z10, Z11) \
-	PWADD(6, R10, Z12, Z13) \
-	PWADD(7, R10, Z14, Z15) \
-	PWADD(8, R10, Z16, Z17) \
-	PWADD(9, R10, Z18, Z19) \
-	PWADD(10, R10, Z20, Z21) \
-	PWADD(11, R10, Z22, Z23)
+#define PWADD12 PAIRS12(PWADDI, R10, 0)
 
 // Stores rows 0..11 to the blocked tile at DX.
-#define PWPUT12 \
-	PWPUT(0, Z0, Z1) \
-	PWPUT(1, Z2, Z3) \
-	PWPUT(2, Z4, Z5) \
-	PWPUT(3, Z6, Z7) \
-	PWPUT(4, Z8, Z9) \
-	PWPUT(5, Z10, Z11) \
-	PWPUT(6, Z12, Z13) \
-	PWPUT(7, Z14, Z15) \
-	PWPUT(8, Z16, Z17) \
-	PWPUT(9, Z18, Z19) \
-	PWPUT(10, Z20, Z21) \
-	PWPUT(11, Z22, Z23)
+#define PWPUT12 PAIRS12(PWPUTI, 0, 0)
 
 // Asks for the 2 KiB of the next call's B at R12 (a block of sixteen
 // steps) to be brought into L2, and moves R12 on past them.
@@ -1224,23 +799,17 @@ pwStore:
 	PWADD12
 
 pwBias:
-	MOVQ  bias+56(FP), R10
-	TESTQ R10, R10
-	JEQ   pwRes
+	NILJMPQ(bias+56(FP), R10, pwRes)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
-	ADDROWS512(Z24, Z25)
+	PAIRS12(ADDROW, Z24, Z25)
 
 pwRes:
-	MOVQ  res+64(FP), R10
-	TESTQ R10, R10
-	JEQ   pwLim
+	NILJMPQ(res+64(FP), R10, pwLim)
 	PWADD12
 
 pwLim:
-	MOVQ  lim+72(FP), BX
-	TESTQ BX, BX
-	JEQ   pwPut
+	NILJMPQ(lim+72(FP), BX, pwPut)
 	CLAMP24
 
 pwPut:
@@ -1250,32 +819,22 @@ pwPut:
 
 // pwb13x32's step: row 12 too, in Z24:Z25; B in Z26:Z27, A broadcast
 // into Z28..Z31 in turn (blocked A in place only: rows 64 bytes apart).
-#define PW13ROW(off, t, r0, r1) \
-	VBROADCASTSS off(SI), t; \
-	VFMADD231PS  Z26, t, r0; \
-	VFMADD231PS  Z27, t, r1
-
 #define PW13STEP(j) \
 	VMOVUPS j*128(DI), Z26;          \
 	VMOVUPS j*128+64(DI), Z27;       \
-	PW13ROW(0*64+j*4, Z28, Z0, Z1);   \
-	PW13ROW(1*64+j*4, Z29, Z2, Z3);   \
-	PW13ROW(2*64+j*4, Z30, Z4, Z5);   \
-	PW13ROW(3*64+j*4, Z31, Z6, Z7);   \
-	PW13ROW(4*64+j*4, Z28, Z8, Z9);   \
-	PW13ROW(5*64+j*4, Z29, Z10, Z11); \
-	PW13ROW(6*64+j*4, Z30, Z12, Z13); \
-	PW13ROW(7*64+j*4, Z31, Z14, Z15); \
-	PW13ROW(8*64+j*4, Z28, Z16, Z17); \
-	PW13ROW(9*64+j*4, Z29, Z18, Z19); \
-	PW13ROW(10*64+j*4, Z30, Z20, Z21); \
-	PW13ROW(11*64+j*4, Z31, Z22, Z23); \
-	PW13ROW(12*64+j*4, Z28, Z24, Z25)
-
-// Clamps r to [Z26, Z27].
-#define PW13CLAMP(r) \
-	VMAXPS r, Z26, r; \
-	VMINPS r, Z27, r
+	ROWFMA(0*64+j*4(SI), Z28, Z26, Z27, Z0, Z1);   \
+	ROWFMA(1*64+j*4(SI), Z29, Z26, Z27, Z2, Z3);   \
+	ROWFMA(2*64+j*4(SI), Z30, Z26, Z27, Z4, Z5);   \
+	ROWFMA(3*64+j*4(SI), Z31, Z26, Z27, Z6, Z7);   \
+	ROWFMA(4*64+j*4(SI), Z28, Z26, Z27, Z8, Z9);   \
+	ROWFMA(5*64+j*4(SI), Z29, Z26, Z27, Z10, Z11); \
+	ROWFMA(6*64+j*4(SI), Z30, Z26, Z27, Z12, Z13); \
+	ROWFMA(7*64+j*4(SI), Z31, Z26, Z27, Z14, Z15); \
+	ROWFMA(8*64+j*4(SI), Z28, Z26, Z27, Z16, Z17); \
+	ROWFMA(9*64+j*4(SI), Z29, Z26, Z27, Z18, Z19); \
+	ROWFMA(10*64+j*4(SI), Z30, Z26, Z27, Z20, Z21); \
+	ROWFMA(11*64+j*4(SI), Z31, Z26, Z27, Z22, Z23); \
+	ROWFMA(12*64+j*4(SI), Z28, Z26, Z27, Z24, Z25)
 
 // func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)
 //
@@ -1318,54 +877,25 @@ pw13Loop:
 
 	MOVQ  c+32(FP), DX
 	MOVQ  chalf+40(FP), R9
-	MOVQ  bias+48(FP), R10
-	TESTQ R10, R10
-	JEQ   pw13Res
+	NILJMPQ(bias+48(FP), R10, pw13Res)
 	VMOVUPS (R10), Z26
 	VMOVUPS 64(R10), Z27
-	ADDROWS512(Z26, Z27)
+	PAIRS12(ADDROW, Z26, Z27)
 	VADDPS  Z26, Z24, Z24
 	VADDPS  Z27, Z25, Z25
 
 pw13Res:
-	MOVQ  res+56(FP), R10
-	TESTQ R10, R10
-	JEQ   pw13Lim
+	NILJMPQ(res+56(FP), R10, pw13Lim)
 	PWADD12
 	PWADD(12, R10, Z24, Z25)
 
 pw13Lim:
-	MOVQ  lim+64(FP), BX
-	TESTQ BX, BX
-	JEQ   pw13Put
+	NILJMPQ(lim+64(FP), BX, pw13Put)
 	VBROADCASTSS (BX), Z26
 	VBROADCASTSS 4(BX), Z27
-	PW13CLAMP(Z0)
-	PW13CLAMP(Z1)
-	PW13CLAMP(Z2)
-	PW13CLAMP(Z3)
-	PW13CLAMP(Z4)
-	PW13CLAMP(Z5)
-	PW13CLAMP(Z6)
-	PW13CLAMP(Z7)
-	PW13CLAMP(Z8)
-	PW13CLAMP(Z9)
-	PW13CLAMP(Z10)
-	PW13CLAMP(Z11)
-	PW13CLAMP(Z12)
-	PW13CLAMP(Z13)
-	PW13CLAMP(Z14)
-	PW13CLAMP(Z15)
-	PW13CLAMP(Z16)
-	PW13CLAMP(Z17)
-	PW13CLAMP(Z18)
-	PW13CLAMP(Z19)
-	PW13CLAMP(Z20)
-	PW13CLAMP(Z21)
-	PW13CLAMP(Z22)
-	PW13CLAMP(Z23)
-	PW13CLAMP(Z24)
-	PW13CLAMP(Z25)
+	REGS24(CLAMPI, Z26, Z27)
+	CLAMPR(Z26, Z27, Z24)
+	CLAMPR(Z26, Z27, Z25)
 
 pw13Put:
 	PWPUT12
@@ -1376,29 +906,22 @@ pw13Put:
 // One step of pwc12x32: B at j·128 bytes from DI, the step's offset in
 // A at 8j bytes from R11 (into R12), and the twelve positions 8 bytes
 // apart from SI+R12 (a stride-2 row of a padded plane).
-// Broadcasts the value of A at off(SI)(R12*1) into t and adds its
-// products with Z24:Z25 into r0:r1.
-#define PWCROW(off, t, r0, r1) \
-	VBROADCASTSS off(SI)(R12*1), t; \
-	VFMADD231PS  Z24, t, r0;        \
-	VFMADD231PS  Z25, t, r1
-
 #define PWCSTEP(j) \
 	MOVQ    j*8(R11), R12;     \
 	VMOVUPS j*128(DI), Z24;    \
 	VMOVUPS j*128+64(DI), Z25; \
-	PWCROW(0, Z26, Z0, Z1); \
-	PWCROW(8, Z27, Z2, Z3); \
-	PWCROW(16, Z28, Z4, Z5); \
-	PWCROW(24, Z29, Z6, Z7); \
-	PWCROW(32, Z30, Z8, Z9); \
-	PWCROW(40, Z31, Z10, Z11); \
-	PWCROW(48, Z26, Z12, Z13); \
-	PWCROW(56, Z27, Z14, Z15); \
-	PWCROW(64, Z28, Z16, Z17); \
-	PWCROW(72, Z29, Z18, Z19); \
-	PWCROW(80, Z30, Z20, Z21); \
-	PWCROW(88, Z31, Z22, Z23)
+	ROWFMA(0(SI)(R12*1), Z26, Z24, Z25, Z0, Z1); \
+	ROWFMA(8(SI)(R12*1), Z27, Z24, Z25, Z2, Z3); \
+	ROWFMA(16(SI)(R12*1), Z28, Z24, Z25, Z4, Z5); \
+	ROWFMA(24(SI)(R12*1), Z29, Z24, Z25, Z6, Z7); \
+	ROWFMA(32(SI)(R12*1), Z30, Z24, Z25, Z8, Z9); \
+	ROWFMA(40(SI)(R12*1), Z31, Z24, Z25, Z10, Z11); \
+	ROWFMA(48(SI)(R12*1), Z26, Z24, Z25, Z12, Z13); \
+	ROWFMA(56(SI)(R12*1), Z27, Z24, Z25, Z14, Z15); \
+	ROWFMA(64(SI)(R12*1), Z28, Z24, Z25, Z16, Z17); \
+	ROWFMA(72(SI)(R12*1), Z29, Z24, Z25, Z18, Z19); \
+	ROWFMA(80(SI)(R12*1), Z30, Z24, Z25, Z20, Z21); \
+	ROWFMA(88(SI)(R12*1), Z31, Z24, Z25, Z22, Z23)
 
 // func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32)
 //
@@ -1433,17 +956,13 @@ pwc1:
 pwcStore:
 	MOVQ  c+32(FP), DX
 	MOVQ  chalf+40(FP), R9
-	MOVQ  bias+48(FP), R10
-	TESTQ R10, R10
-	JEQ   pwcLim
+	NILJMPQ(bias+48(FP), R10, pwcLim)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
-	ADDROWS512(Z24, Z25)
+	PAIRS12(ADDROW, Z24, Z25)
 
 pwcLim:
-	MOVQ  lim+56(FP), BX
-	TESTQ BX, BX
-	JEQ   pwcPut
+	NILJMPQ(lim+56(FP), BX, pwcPut)
 	CLAMP24
 
 pwcPut:
@@ -1540,65 +1059,6 @@ g12put:
 	ADDQ       $256, R9; \
 	DECQ       BX
 
-// Adds the vectors x0..x3 to every row's accumulators.
-#define ADDROWS64(x0, x1, x2, x3) \
-	VADDPS x0, Z0, Z0;   \
-	VADDPS x1, Z1, Z1;   \
-	VADDPS x2, Z2, Z2;   \
-	VADDPS x3, Z3, Z3;   \
-	VADDPS x0, Z4, Z4;   \
-	VADDPS x1, Z5, Z5;   \
-	VADDPS x2, Z6, Z6;   \
-	VADDPS x3, Z7, Z7;   \
-	VADDPS x0, Z8, Z8;   \
-	VADDPS x1, Z9, Z9;   \
-	VADDPS x2, Z10, Z10; \
-	VADDPS x3, Z11, Z11; \
-	VADDPS x0, Z12, Z12; \
-	VADDPS x1, Z13, Z13; \
-	VADDPS x2, Z14, Z14; \
-	VADDPS x3, Z15, Z15; \
-	VADDPS x0, Z16, Z16; \
-	VADDPS x1, Z17, Z17; \
-	VADDPS x2, Z18, Z18; \
-	VADDPS x3, Z19, Z19; \
-	VADDPS x0, Z20, Z20; \
-	VADDPS x1, Z21, Z21; \
-	VADDPS x2, Z22, Z22; \
-	VADDPS x3, Z23, Z23
-
-// Adds the row bias at off(R9), broadcast, to the row r0..r3.
-#define ROWBIAS64(off, r0, r1, r2, r3) \
-	VBROADCASTSS off(R9), Z28; \
-	VADDPS       Z28, r0, r0;  \
-	VADDPS       Z28, r1, r1;  \
-	VADDPS       Z28, r2, r2;  \
-	VADDPS       Z28, r3, r3
-
-// Adds the 64 floats at p into r0..r3 and moves p a row on.
-#define ADDM64(p, r0, r1, r2, r3) \
-	VADDPS (p), r0, r0;    \
-	VADDPS 64(p), r1, r1;  \
-	VADDPS 128(p), r2, r2; \
-	VADDPS 192(p), r3, r3; \
-	ADDQ   R8, p
-
-#define ADDM6X64(p) \
-	ADDM64(p, Z0, Z1, Z2, Z3);     \
-	ADDM64(p, Z4, Z5, Z6, Z7);     \
-	ADDM64(p, Z8, Z9, Z10, Z11);   \
-	ADDM64(p, Z12, Z13, Z14, Z15); \
-	ADDM64(p, Z16, Z17, Z18, Z19); \
-	ADDM64(p, Z20, Z21, Z22, Z23)
-
-// Stores r0..r3 as C's row at DX and moves DX on.
-#define PUTC64(r0, r1, r2, r3) \
-	VMOVUPS r0, (DX);    \
-	VMOVUPS r1, 64(DX);  \
-	VMOVUPS r2, 128(DX); \
-	VMOVUPS r3, 192(DX); \
-	ADDQ    R8, DX
-
 // func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf *float32, pfn int, lda int)
 TEXT ·sgemm6x64(SB), NOSPLIT, $0-104
 	MOVQ kb+0(FP), CX
@@ -1612,21 +1072,9 @@ TEXT ·sgemm6x64(SB), NOSPLIT, $0-104
 
 	// C's rows, and the residual's, into L1 while the steps run.
 	MOVQ  DX, AX
-	TOUCH64
-	TOUCH64
-	TOUCH64
-	TOUCH64
-	TOUCH64
-	TOUCH64
-	MOVQ  res+72(FP), AX
-	TESTQ AX, AX
-	JEQ   touched64
-	TOUCH64
-	TOUCH64
-	TOUCH64
-	TOUCH64
-	TOUCH64
-	TOUCH64
+	REP6(TOUCH64)
+	NILJMPQ(res+72(FP), AX, touched64)
+	REP6(TOUCH64)
 
 touched64:
 	ZERO24
@@ -1695,37 +1143,23 @@ rawtail64:
 	JMP   rawtail64
 
 store64:
-	MOVQ  mode+56(FP), AX
-	MOVQ  lim+64(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate64
+	STOREHEAD(mode+56(FP), lim+64(FP), accumulate64)
 
 	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+48(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias64
+	NILJMPQ(cb+48(FP), R10, rowbias64)
 	VMOVUPS (R10), Z24
 	VMOVUPS 64(R10), Z25
 	VMOVUPS 128(R10), Z26
 	VMOVUPS 192(R10), Z27
-	ADDROWS64(Z24, Z25, Z26, Z27)
+	QUADS6(ADDROW4, 0, 0)
 
 rowbias64:
-	MOVQ  rb+40(FP), R9
-	TESTQ R9, R9
-	JEQ   put64
-	ROWBIAS64(0, Z0, Z1, Z2, Z3)
-	ROWBIAS64(4, Z4, Z5, Z6, Z7)
-	ROWBIAS64(8, Z8, Z9, Z10, Z11)
-	ROWBIAS64(12, Z12, Z13, Z14, Z15)
-	ROWBIAS64(16, Z16, Z17, Z18, Z19)
-	ROWBIAS64(20, Z20, Z21, Z22, Z23)
+	NILJMPQ(rb+40(FP), R9, put64)
+	QUADS6(ROWBIAS4, Z28, 0)
 
 put64:
-	MOVQ  res+72(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone64
-	ADDM6X64(R10)
+	NILJMPQ(res+72(FP), R10, resdone64)
+	QUADS6(ADDM4, R10, 0)
 
 resdone64:
 	TESTQ BX, BX
@@ -1733,18 +1167,13 @@ resdone64:
 	CLAMP24
 
 putnow64:
-	PUTC64(Z0, Z1, Z2, Z3)
-	PUTC64(Z4, Z5, Z6, Z7)
-	PUTC64(Z8, Z9, Z10, Z11)
-	PUTC64(Z12, Z13, Z14, Z15)
-	PUTC64(Z16, Z17, Z18, Z19)
-	PUTC64(Z20, Z21, Z22, Z23)
+	QUADS6(PUTC4, 0, 0)
 	VZEROUPPER
 	RET
 
 	// Accumulate: C's tile added first, then as put64 (residual, clamp).
 accumulate64:
 	MOVQ DX, AX
-	ADDM6X64(DX)
+	QUADS6(ADDM4, DX, 0)
 	MOVQ AX, DX
 	JMP  put64

@@ -1,83 +1,28 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "gemm_amd64.h"
 
 // One k step of the 6×16 micro-kernel: load the 16 values of B at boff(DI)
-// into Y12:Y13, broadcast each of the 6 values of A at aoff(SI) and add the
-// outer product into the accumulators Y0..Y11 (row i in Y(2i), Y(2i+1)).
-// VFMADD231PS x, y, z computes z += y·x.
+// into Y12:Y13, broadcast each of the 6 values of A at aoff(SI) (into Y14
+// and Y15 in turn) and add the outer product into the accumulators
+// Y0..Y11 (row i in Y(2i), Y(2i+1)).
 #define STEP(aoff, boff) \
-	VMOVUPS      boff(DI), Y12;    \
-	VMOVUPS      boff+32(DI), Y13; \
-	VBROADCASTSS aoff(SI), Y14;    \
-	VFMADD231PS  Y12, Y14, Y0;     \
-	VFMADD231PS  Y13, Y14, Y1;     \
-	VBROADCASTSS aoff+4(SI), Y15;  \
-	VFMADD231PS  Y12, Y15, Y2;     \
-	VFMADD231PS  Y13, Y15, Y3;     \
-	VBROADCASTSS aoff+8(SI), Y14;  \
-	VFMADD231PS  Y12, Y14, Y4;     \
-	VFMADD231PS  Y13, Y14, Y5;     \
-	VBROADCASTSS aoff+12(SI), Y15; \
-	VFMADD231PS  Y12, Y15, Y6;     \
-	VFMADD231PS  Y13, Y15, Y7;     \
-	VBROADCASTSS aoff+16(SI), Y14; \
-	VFMADD231PS  Y12, Y14, Y8;     \
-	VFMADD231PS  Y13, Y14, Y9;     \
-	VBROADCASTSS aoff+20(SI), Y15; \
-	VFMADD231PS  Y12, Y15, Y10;    \
-	VFMADD231PS  Y13, Y15, Y11
+	VMOVUPS boff(DI), Y12;    \
+	VMOVUPS boff+32(DI), Y13; \
+	SIXROWS(aoff, SI, Y12, Y13, Y14, Y15, Y14, Y15, Y14, Y15, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11)
 
-// Adds the vector pair x, y to every row's accumulators.
-#define ADDROWS(x, y) \
-	VADDPS x, Y0, Y0;   \
-	VADDPS y, Y1, Y1;   \
-	VADDPS x, Y2, Y2;   \
-	VADDPS y, Y3, Y3;   \
-	VADDPS x, Y4, Y4;   \
-	VADDPS y, Y5, Y5;   \
-	VADDPS x, Y6, Y6;   \
-	VADDPS y, Y7, Y7;   \
-	VADDPS x, Y8, Y8;   \
-	VADDPS y, Y9, Y9;   \
-	VADDPS x, Y10, Y10; \
-	VADDPS y, Y11, Y11
+// The column bias at R10 into Y12:Y13 and added to the tile.
+#define COLBIAS6 \
+	VMOVUPS (R10), Y12;   \
+	VMOVUPS 32(R10), Y13; \
+	PAIRS6(ADDROW, VY, Y12, Y13)
 
-// Adds the row bias at off(R9), broadcast, to the accumulator pair r0, r1.
-#define ROWBIAS(off, r0, r1) \
-	VBROADCASTSS off(R9), Y14; \
-	VADDPS       Y14, r0, r0;  \
-	VADDPS       Y14, r1, r1
-
-// Adds C's row at DX into the accumulator pair r0, r1 (mode accumulate),
-// then stores the pair back and moves DX to the next row.
-#define ADDC(r0, r1) \
-	VADDPS (DX), r0, r0;   \
-	VADDPS 32(DX), r1, r1; \
-	VMOVUPS r0, (DX);      \
-	VMOVUPS r1, 32(DX);    \
-	ADDQ    R8, DX
-
-// Stores the accumulator pair r0, r1 as C's row at DX and moves DX on.
-#define PUTC(r0, r1) \
-	VMOVUPS r0, (DX);   \
-	VMOVUPS r1, 32(DX); \
-	ADDQ    R8, DX
-
-// Adds the row at p (C's, or the residual's) into the accumulator pair
-// r0, r1 and moves p to the next row.
-#define ADDM(p, r0, r1) \
-	VADDPS (p), r0, r0;   \
-	VADDPS 32(p), r1, r1; \
-	ADDQ   R8, p
-
-#define ADDM6Y(p) \
-	ADDM(p, Y0, Y1);   \
-	ADDM(p, Y2, Y3);   \
-	ADDM(p, Y4, Y5);   \
-	ADDM(p, Y6, Y7);   \
-	ADDM(p, Y8, Y9);   \
-	ADDM(p, Y10, Y11)
+// The bounds at BX into Y12, Y13 and the tile clamped to them.
+#define CLAMP6 \
+	VBROADCASTSS (BX), Y12;  \
+	VBROADCASTSS 4(BX), Y13; \
+	PAIRS6(CLAMP2, VY, Y12, Y13)
 
 // func sgemm6x16(kb int, a, b, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32)
 TEXT ·sgemm6x16(SB), NOSPLIT, $0-80
@@ -90,36 +35,12 @@ TEXT ·sgemm6x16(SB), NOSPLIT, $0-80
 
 	// Touch the six rows of C early so that the store finds them in L1.
 	MOVQ       DX, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ       R8, AX
+	REP4(TOUCH2(0, 60))
+	TOUCH2(0, 60)
 	PREFETCHT0 (AX)
 	PREFETCHT0 60(AX)
 
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	REGS12(ZEROPS, VY, 0, 0)
 
 loop4:
 	CMPQ CX, $4
@@ -143,98 +64,7 @@ tail:
 	DECQ  CX
 	JMP   tail
 
-store:
-	MOVQ mode+56(FP), AX
-	MOVQ  lim+64(FP), BX
-	TESTQ AX, AX
-	JNE   accumulate
-
-	// Overwrite: C = acc + row bias + column bias.
-	MOVQ    cb+48(FP), R10
-	TESTQ   R10, R10
-	JEQ     rowbias
-	VMOVUPS (R10), Y12
-	VMOVUPS 32(R10), Y13
-	ADDROWS(Y12, Y13)
-
-rowbias:
-	MOVQ  rb+40(FP), R9
-	TESTQ R9, R9
-	JEQ   put
-	ROWBIAS(0, Y0, Y1)
-	ROWBIAS(4, Y2, Y3)
-	ROWBIAS(8, Y4, Y5)
-	ROWBIAS(12, Y6, Y7)
-	ROWBIAS(16, Y8, Y9)
-	ROWBIAS(20, Y10, Y11)
-
-put:
-	MOVQ  res+72(FP), R10
-	TESTQ R10, R10
-	JEQ   resdone
-	ADDM6Y(R10)
-resdone:
-	TESTQ BX, BX
-	JEQ   putnow
-	VBROADCASTSS (BX), Y12
-	VBROADCASTSS 4(BX), Y13
-	VMAXPS Y0, Y12, Y0
-	VMINPS Y0, Y13, Y0
-	VMAXPS Y1, Y12, Y1
-	VMINPS Y1, Y13, Y1
-	VMAXPS Y2, Y12, Y2
-	VMINPS Y2, Y13, Y2
-	VMAXPS Y3, Y12, Y3
-	VMINPS Y3, Y13, Y3
-	VMAXPS Y4, Y12, Y4
-	VMINPS Y4, Y13, Y4
-	VMAXPS Y5, Y12, Y5
-	VMINPS Y5, Y13, Y5
-	VMAXPS Y6, Y12, Y6
-	VMINPS Y6, Y13, Y6
-	VMAXPS Y7, Y12, Y7
-	VMINPS Y7, Y13, Y7
-	VMAXPS Y8, Y12, Y8
-	VMINPS Y8, Y13, Y8
-	VMAXPS Y9, Y12, Y9
-	VMINPS Y9, Y13, Y9
-	VMAXPS Y10, Y12, Y10
-	VMINPS Y10, Y13, Y10
-	VMAXPS Y11, Y12, Y11
-	VMINPS Y11, Y13, Y11
-
-putnow:
-	PUTC(Y0, Y1)
-	PUTC(Y2, Y3)
-	PUTC(Y4, Y5)
-	PUTC(Y6, Y7)
-	PUTC(Y8, Y9)
-	PUTC(Y10, Y11)
-	VZEROUPPER
-	RET
-
-accumulate:
-	TESTQ BX, BX
-	JNE   accload
-	MOVQ  res+72(FP), R10
-	TESTQ R10, R10
-	JEQ   accnow
-
-accload:
-	MOVQ  DX, AX
-	ADDM6Y(DX)
-	MOVQ  AX, DX
-	JMP   put
-
-accnow:
-	ADDC(Y0, Y1)
-	ADDC(Y2, Y3)
-	ADDC(Y4, Y5)
-	ADDC(Y6, Y7)
-	ADDC(Y8, Y9)
-	ADDC(Y10, Y11)
-	VZEROUPPER
-	RET
+	STORETILE(mode+56(FP), lim+64(FP), cb+48(FP), rb+40(FP), res+72(FP), COLBIAS6, PAIRS6(ROWBIAS, VY, Y14, 0), PAIRS6, ADDM, VY, 32, CLAMP6, PAIRS6(PUTC, VY, 32, 0), PAIRS6(ADDC, VY, 32, 0))
 
 // func prefetchL2(p *float32, lines int)
 TEXT ·prefetchL2(SB), NOSPLIT, $0-16

@@ -54,6 +54,40 @@
 #define K_GELUT1 ·vk+1344(SB)
 #define K_GELUT3 ·vk+1376(SB)
 
+// The Horner steps of the polynomials below after their first
+// coefficient: t = t·x + c for c = K_EXPP1..K_EXPP5 (EXP8's), K_TANHP1..
+// K_TANHP4, K_ERFA1..K_ERFA5 and K_ERFB1..K_ERFB8 in turn, f the fused
+// multiply-add (VFMADD213PS, or VFMADD213PS.BCST on zmm registers).
+#define HORNER_EXPP(f, x, t) \
+	f K_EXPP1, x, t; \
+	f K_EXPP2, x, t; \
+	f K_EXPP3, x, t; \
+	f K_EXPP4, x, t; \
+	f K_EXPP5, x, t
+
+#define HORNER_TANHP(f, x, t) \
+	f K_TANHP1, x, t; \
+	f K_TANHP2, x, t; \
+	f K_TANHP3, x, t; \
+	f K_TANHP4, x, t
+
+#define HORNER_ERFA(f, x, t) \
+	f K_ERFA1, x, t; \
+	f K_ERFA2, x, t; \
+	f K_ERFA3, x, t; \
+	f K_ERFA4, x, t; \
+	f K_ERFA5, x, t
+
+#define HORNER_ERFB(f, x, t) \
+	f K_ERFB1, x, t; \
+	f K_ERFB2, x, t; \
+	f K_ERFB3, x, t; \
+	f K_ERFB4, x, t; \
+	f K_ERFB5, x, t; \
+	f K_ERFB6, x, t; \
+	f K_ERFB7, x, t; \
+	f K_ERFB8, x, t
+
 // EXP8 sets X = e^X; T1..T4 are clobbered. The clamps keep NaN (it is the
 // second source operand of VMINPS/VMAXPS). Lanes below K_EXPLO get 0 by
 // zeroing their last scale factor rather than by an underflowing multiply,
@@ -69,11 +103,7 @@
 	VFNMADD231PS K_LN2HI, T1, X; \
 	VFNMADD231PS K_LN2LO, T1, X; \
 	VMOVUPS      K_EXPP0, T2; \
-	VFMADD213PS  K_EXPP1, X, T2; \
-	VFMADD213PS  K_EXPP2, X, T2; \
-	VFMADD213PS  K_EXPP3, X, T2; \
-	VFMADD213PS  K_EXPP4, X, T2; \
-	VFMADD213PS  K_EXPP5, X, T2; \
+	HORNER_EXPP(VFMADD213PS, X, T2); \
 	VMULPS       X, X, T3; \
 	VFMADD213PS  X, T3, T2; \
 	VADDPS       K_ONE, T2, X; \
@@ -103,10 +133,7 @@
 	VANDPS      K_ABS, Y0, Y1; \
 	VMULPS      Y1, Y1, Y2; \
 	VMOVUPS     K_TANHP0, Y3; \
-	VFMADD213PS K_TANHP1, Y2, Y3; \
-	VFMADD213PS K_TANHP2, Y2, Y3; \
-	VFMADD213PS K_TANHP3, Y2, Y3; \
-	VFMADD213PS K_TANHP4, Y2, Y3; \
+	HORNER_TANHP(VFMADD213PS, Y2, Y3); \
 	VMULPS      Y2, Y3, Y3; \
 	VFMADD213PS Y1, Y1, Y3; \
 	VADDPS      Y1, Y1, Y4; \
@@ -130,25 +157,14 @@
 	VMOVUPS      K_ERFMAX, Y4; \
 	VMINPS       Y1, Y4, Y1; \
 	VMOVUPS      K_ERFA0, Y3; \
-	VFMADD213PS  K_ERFA1, Y2, Y3; \
-	VFMADD213PS  K_ERFA2, Y2, Y3; \
-	VFMADD213PS  K_ERFA3, Y2, Y3; \
-	VFMADD213PS  K_ERFA4, Y2, Y3; \
-	VFMADD213PS  K_ERFA5, Y2, Y3; \
+	HORNER_ERFA(VFMADD213PS, Y2, Y3); \
 	VFMADD213PS  Y1, Y1, Y3; \
 	VMULPS       K_HALF, Y1, Y4; \
 	VADDPS       K_ONE, Y4, Y4; \
 	VMOVUPS      K_ONE, Y0; \
 	VDIVPS       Y4, Y0, Y0; \
 	VMOVUPS      K_ERFB0, Y4; \
-	VFMADD213PS  K_ERFB1, Y0, Y4; \
-	VFMADD213PS  K_ERFB2, Y0, Y4; \
-	VFMADD213PS  K_ERFB3, Y0, Y4; \
-	VFMADD213PS  K_ERFB4, Y0, Y4; \
-	VFMADD213PS  K_ERFB5, Y0, Y4; \
-	VFMADD213PS  K_ERFB6, Y0, Y4; \
-	VFMADD213PS  K_ERFB7, Y0, Y4; \
-	VFMADD213PS  K_ERFB8, Y0, Y4; \
+	HORNER_ERFB(VFMADD213PS, Y0, Y4); \
 	VXORPS       K_SIGN, Y2, Y6; \
 	EXP8(Y6, Y0, Y7, Y9, Y11); \
 	VFNMADD231PS Y5, Y6, Y6; \
@@ -227,151 +243,61 @@
 	VADDPD       Y2, Y11, Y11; \
 	VADDPD       Y3, Y12, Y12
 
-// MAP16 is the loop of a sixteen-lane kernel of d, s []float32: Z0 = f(Z0)
-// for each block of sixteen floats of s, into d (BODY computes f).
-#define MAP16(BODY) \
+// MAPV is the loop of a kernel of d, s []float32 on vectors r (shift:
+// log2 of their lanes, step: their bytes): r = f(r) for each vector of
+// s, into d (BODY computes f). MAP8 is the eight-lane kernel on Y0,
+// MAP16 the sixteen-lane one on Z0.
+#define MAPV(BODY, r, shift, step) \
 	MOVQ    d_base+0(FP), DI; \
 	MOVQ    d_len+8(FP), CX; \
 	MOVQ    s_base+24(FP), SI; \
-	SHRQ    $4, CX; \
+	SHRQ    $shift, CX; \
 	JZ      done; \
 loop:; \
-	VMOVUPS (SI), Z0; \
+	VMOVUPS (SI), r; \
 	BODY; \
-	VMOVUPS Z0, (DI); \
-	ADDQ    $64, SI; \
-	ADDQ    $64, DI; \
+	VMOVUPS r, (DI); \
+	ADDQ    $step, SI; \
+	ADDQ    $step, DI; \
 	DECQ    CX; \
 	JNZ     loop; \
 done:; \
 	VZEROUPPER; \
 	RET
 
+#define MAP8(BODY) MAPV(BODY, Y0, 3, 32)
+#define MAP16(BODY) MAPV(BODY, Z0, 4, 64)
+
+// SILU8 sets Y0 = Y0·sigmoid(Y0); SIGMOID8's registers and Y6 are
+// clobbered.
+#define SILU8 \
+	VMOVAPS Y0, Y6; \
+	SIGMOID8; \
+	VMULPS  Y0, Y6, Y0
+
 // func expAVX2(d, s []float32)
 TEXT ·expAVX2(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $3, CX
-	JZ   expdone
-
-exploop:
-	VMOVUPS (SI), Y0
-	EXP8(Y0, Y1, Y2, Y3, Y4)
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     exploop
-
-expdone:
-	VZEROUPPER
-	RET
+	MAP8(EXP8(Y0, Y1, Y2, Y3, Y4))
 
 // func sigmoidAVX2(d, s []float32)
 TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $3, CX
-	JZ   sigdone
-
-sigloop:
-	VMOVUPS (SI), Y0
-	SIGMOID8
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     sigloop
-
-sigdone:
-	VZEROUPPER
-	RET
+	MAP8(SIGMOID8)
 
 // func tanhAVX2(d, s []float32)
 TEXT ·tanhAVX2(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $3, CX
-	JZ   tanhdone
-
-tanhloop:
-	VMOVUPS (SI), Y0
-	TANH8
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     tanhloop
-
-tanhdone:
-	VZEROUPPER
-	RET
+	MAP8(TANH8)
 
 // func erfAVX2(d, s []float32)
 TEXT ·erfAVX2(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $3, CX
-	JZ   erfdone
-
-erfloop:
-	VMOVUPS (SI), Y0
-	ERF8
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     erfloop
-
-erfdone:
-	VZEROUPPER
-	RET
+	MAP8(ERF8)
 
 // func geluAVX2(d, s []float32)
 TEXT ·geluAVX2(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $3, CX
-	JZ   geludone
-
-geluloop:
-	VMOVUPS (SI), Y0
-	GELU8
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     geluloop
-
-geludone:
-	VZEROUPPER
-	RET
+	MAP8(GELU8)
 
 // func geluTanhAVX2(d, s []float32)
 TEXT ·geluTanhAVX2(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $3, CX
-	JZ   gelutdone
-
-gelutloop:
-	VMOVUPS (SI), Y0
-	GELUTANH8
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     gelutloop
-
-gelutdone:
-	VZEROUPPER
-	RET
+	MAP8(GELUTANH8)
 
 // func maxAVX2(x []float32) float32
 TEXT ·maxAVX2(SB), NOSPLIT, $0-28
@@ -650,11 +576,7 @@ normdone:
 	VFNMADD231PS.BCST K_LN2HI, T1, X; \
 	VFNMADD231PS.BCST K_LN2LO, T1, X; \
 	VBROADCASTSS      K_EXPP0, T2; \
-	VFMADD213PS.BCST  K_EXPP1, X, T2; \
-	VFMADD213PS.BCST  K_EXPP2, X, T2; \
-	VFMADD213PS.BCST  K_EXPP3, X, T2; \
-	VFMADD213PS.BCST  K_EXPP4, X, T2; \
-	VFMADD213PS.BCST  K_EXPP5, X, T2; \
+	HORNER_EXPP(VFMADD213PS.BCST, X, T2); \
 	VMULPS            X, X, T3; \
 	VFMADD213PS       X, T3, T2; \
 	VADDPS.BCST       K_ONE, T2, X; \
@@ -688,26 +610,7 @@ TEXT ·siluAVX512(SB), NOSPLIT, $0-48
 
 // func siluAVX2(d, s []float32)
 TEXT ·siluAVX2(SB), NOSPLIT, $0-48
-	MOVQ d_base+0(FP), DI
-	MOVQ d_len+8(FP), CX
-	MOVQ s_base+24(FP), SI
-	SHRQ $3, CX
-	JZ   siludone
-
-siluloop:
-	VMOVUPS (SI), Y0
-	VMOVAPS Y0, Y6
-	SIGMOID8
-	VMULPS  Y0, Y6, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     siluloop
-
-siludone:
-	VZEROUPPER
-	RET
+	MAP8(SILU8)
 
 // ERFCORE16 is ERFCORE for sixteen lanes in Z registers: a in Z1, a² =
 // Z2 + Z5, and it leaves Z1 = a clamped, K2 = the mask of a < K_ERFT, Z3 =
@@ -720,25 +623,14 @@ siludone:
 	VBROADCASTSS     K_ERFMAX, Z4; \
 	VMINPS           Z1, Z4, Z1; \
 	VBROADCASTSS     K_ERFA0, Z3; \
-	VFMADD213PS.BCST K_ERFA1, Z2, Z3; \
-	VFMADD213PS.BCST K_ERFA2, Z2, Z3; \
-	VFMADD213PS.BCST K_ERFA3, Z2, Z3; \
-	VFMADD213PS.BCST K_ERFA4, Z2, Z3; \
-	VFMADD213PS.BCST K_ERFA5, Z2, Z3; \
+	HORNER_ERFA(VFMADD213PS.BCST, Z2, Z3); \
 	VFMADD213PS      Z1, Z1, Z3; \
 	VMULPS.BCST      K_HALF, Z1, Z4; \
 	VADDPS.BCST      K_ONE, Z4, Z4; \
 	VBROADCASTSS     K_ONE, Z0; \
 	VDIVPS           Z4, Z0, Z0; \
 	VBROADCASTSS     K_ERFB0, Z4; \
-	VFMADD213PS.BCST K_ERFB1, Z0, Z4; \
-	VFMADD213PS.BCST K_ERFB2, Z0, Z4; \
-	VFMADD213PS.BCST K_ERFB3, Z0, Z4; \
-	VFMADD213PS.BCST K_ERFB4, Z0, Z4; \
-	VFMADD213PS.BCST K_ERFB5, Z0, Z4; \
-	VFMADD213PS.BCST K_ERFB6, Z0, Z4; \
-	VFMADD213PS.BCST K_ERFB7, Z0, Z4; \
-	VFMADD213PS.BCST K_ERFB8, Z0, Z4; \
+	HORNER_ERFB(VFMADD213PS.BCST, Z0, Z4); \
 	VPXORD.BCST      K_SIGN, Z2, Z6; \
 	EXPNEG16(Z6, Z0, Z7, Z9, K4); \
 	VFNMADD231PS     Z5, Z6, Z6; \
@@ -778,10 +670,7 @@ TEXT ·erfAVX512(SB), NOSPLIT, $0-48
 	VPANDD.BCST      K_ABS, Z0, Z1; \
 	VMULPS           Z1, Z1, Z2; \
 	VBROADCASTSS     K_TANHP0, Z3; \
-	VFMADD213PS.BCST K_TANHP1, Z2, Z3; \
-	VFMADD213PS.BCST K_TANHP2, Z2, Z3; \
-	VFMADD213PS.BCST K_TANHP3, Z2, Z3; \
-	VFMADD213PS.BCST K_TANHP4, Z2, Z3; \
+	HORNER_TANHP(VFMADD213PS.BCST, Z2, Z3); \
 	VMULPS           Z2, Z3, Z3; \
 	VFMADD213PS      Z1, Z1, Z3; \
 	VADDPS           Z1, Z1, Z4; \

@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "regs_amd64.h"
 
 // Winograd F(2×2, 3×3) transforms, sixteen tiles of one tile row at a
 // time, one tile a lane (see winograd.go for the matrices).
@@ -45,6 +46,22 @@
 	VMOVUPS Z27, K1, (R12)(R14*1); \
 	ADDQ    R8, R12
 
+// The arguments of wgIn and wgIn4: DI v, R8 vstep, SI e, R9 p, R10 n;
+// of wgOut and wgOut4: DI y, R9 ldy, SI m, R8 mstep, R10 n.
+#define WGINARGS \
+	MOVQ v+0(FP), DI;      \
+	MOVQ vstep+8(FP), R8;  \
+	MOVQ e+16(FP), SI;     \
+	MOVQ p+24(FP), R9;     \
+	MOVQ n+32(FP), R10
+
+#define WGOUTARGS \
+	MOVQ y+0(FP), DI;      \
+	MOVQ ldy+8(FP), R9;    \
+	MOVQ m+16(FP), SI;     \
+	MOVQ mstep+24(FP), R8; \
+	MOVQ n+32(FP), R10
+
 // func wgIn(v *float32, vstep int, e *float32, p, n int)
 //
 // Input transform of n tiles of one tile row of one channel. The four
@@ -53,11 +70,7 @@
 // with at least n+1 readable values. For tile tx < n and ξ = 4v+u,
 // v[ξ·vstep + tx] = (Bᵀ·d·B)[v][u], d the tile's 4×4 padded input.
 TEXT ·wgIn(SB), NOSPLIT, $0-40
-	MOVQ v+0(FP), DI
-	MOVQ vstep+8(FP), R8
-	MOVQ e+16(FP), SI
-	MOVQ p+24(FP), R9
-	MOVQ n+32(FP), R10
+	WGINARGS
 	SHLQ $2, R8              // one ξ: bytes
 	MOVQ R8, R13
 	SHLQ $2, R13             // four ξ (the next v)
@@ -114,9 +127,7 @@ indone:
 	VADDPS Z16, y1, y1
 
 // Clamps z to [Z17, Z18] when lim is set (a NaN passes).
-#define OUTCLAMP(z) \
-	VMAXPS z, Z17, z; \
-	VMINPS z, Z18, z
+#define OUTCLAMP(z) CLAMPR(Z17, Z18, z)
 
 // Interleaves the columns b = 0 (a) and b = 1 (b) of sixteen tiles into
 // 32 output columns and stores them from R11 under K2 and K3.
@@ -129,40 +140,27 @@ indone:
 
 // wgLo<>, wgHi<>: the lanes that interleave two vectors (0, 16, 1, 17,
 // … and 8, 24, 9, 25, …) for VPERMT2PS.
-DATA wgLo<>+0(SB)/4, $0
-DATA wgLo<>+4(SB)/4, $16
-DATA wgLo<>+8(SB)/4, $1
-DATA wgLo<>+12(SB)/4, $17
-DATA wgLo<>+16(SB)/4, $2
-DATA wgLo<>+20(SB)/4, $18
-DATA wgLo<>+24(SB)/4, $3
-DATA wgLo<>+28(SB)/4, $19
-DATA wgLo<>+32(SB)/4, $4
-DATA wgLo<>+36(SB)/4, $20
-DATA wgLo<>+40(SB)/4, $5
-DATA wgLo<>+44(SB)/4, $21
-DATA wgLo<>+48(SB)/4, $6
-DATA wgLo<>+52(SB)/4, $22
-DATA wgLo<>+56(SB)/4, $7
-DATA wgLo<>+60(SB)/4, $23
+#define WGLANES(t, lo, k) \
+	DATA t+8*k(SB)/4, $(lo+k); \
+	DATA t+8*k+4(SB)/4, $(lo+16+k)
+
+IDX8(WGLANES, wgLo<>, 0)
 GLOBL wgLo<>(SB), RODATA, $64
-DATA wgHi<>+0(SB)/4, $8
-DATA wgHi<>+4(SB)/4, $24
-DATA wgHi<>+8(SB)/4, $9
-DATA wgHi<>+12(SB)/4, $25
-DATA wgHi<>+16(SB)/4, $10
-DATA wgHi<>+20(SB)/4, $26
-DATA wgHi<>+24(SB)/4, $11
-DATA wgHi<>+28(SB)/4, $27
-DATA wgHi<>+32(SB)/4, $12
-DATA wgHi<>+36(SB)/4, $28
-DATA wgHi<>+40(SB)/4, $13
-DATA wgHi<>+44(SB)/4, $29
-DATA wgHi<>+48(SB)/4, $14
-DATA wgHi<>+52(SB)/4, $30
-DATA wgHi<>+56(SB)/4, $15
-DATA wgHi<>+60(SB)/4, $31
+IDX8(WGLANES, wgHi<>, 8)
 GLOBL wgHi<>(SB), RODATA, $64
+
+// Loads the bounds at lim into Z17, Z18 if it is not nil, and the
+// interleaving lanes wgLo<>, wgHi<> into Z19, Z20.
+#define OUTCONSTS(lim) \
+	MOVQ lim, AX;            \
+	TESTQ AX, AX;            \
+	JEQ  3(PC);              \
+	VBROADCASTSS (AX), Z17;  \
+	VBROADCASTSS 4(AX), Z18; \
+	LEAQ wgLo<>(SB), AX;     \
+	VMOVUPS (AX), Z19;       \
+	LEAQ wgHi<>(SB), AX;     \
+	VMOVUPS (AX), Z20
 
 // func wgOut(y *float32, ldy int, m *float32, mstep, n, cols, rows int, lim *float32, bias float32)
 //
@@ -172,24 +170,12 @@ GLOBL wgHi<>(SB), RODATA, $64
 // y and y + ldy (the second only when rows is 2), columns 2tx and 2tx+1
 // where they are below cols.
 TEXT ·wgOut(SB), NOSPLIT, $0-68
-	MOVQ y+0(FP), DI
-	MOVQ ldy+8(FP), R9
-	MOVQ m+16(FP), SI
-	MOVQ mstep+24(FP), R8
-	MOVQ n+32(FP), R10
+	WGOUTARGS
 	SHLQ $2, R8              // one ξ: bytes
 	LEAQ (R8)(R8*2), R13     // three ξ
 	SHLQ $2, R9
 	VBROADCASTSS bias+64(FP), Z16
-	MOVQ lim+56(FP), AX
-	TESTQ AX, AX
-	JEQ  3(PC)
-	VBROADCASTSS (AX), Z17
-	VBROADCASTSS 4(AX), Z18
-	LEAQ wgLo<>(SB), AX
-	VMOVUPS (AX), Z19
-	LEAQ wgHi<>(SB), AX
-	VMOVUPS (AX), Z20
+	OUTCONSTS(lim+56(FP))
 	XORQ BX, BX
 
 out16:
@@ -311,24 +297,20 @@ outdone:
 // or IN4ROWB) of rows 0..5 of the tiles from tile BX on: row i's in
 // Z(3i)..Z(3i+2).
 #define IN4ROWS(row) \
-	LEAQ (SI)(BX*4), DX;    \
-	IN4LOAD;                \
-	row(Z0, Z1, Z2);        \
-	LEAQ (DX)(R9*4), DX;    \
-	IN4LOAD;                \
-	row(Z3, Z4, Z5);        \
-	LEAQ (DX)(R9*4), DX;    \
-	IN4LOAD;                \
-	row(Z6, Z7, Z8);        \
-	LEAQ (DX)(R9*4), DX;    \
-	IN4LOAD;                \
-	row(Z9, Z10, Z11);      \
-	LEAQ (DX)(R9*4), DX;    \
-	IN4LOAD;                \
-	row(Z12, Z13, Z14);     \
-	LEAQ (DX)(R9*4), DX;    \
-	IN4LOAD;                \
-	row(Z15, Z16, Z17)
+	LEAQ (SI)(BX*4), DX;         \
+	IN4LOAD;                     \
+	row(Z0, Z1, Z2);             \
+	IN4NEXT(row, Z3, Z4, Z5);    \
+	IN4NEXT(row, Z6, Z7, Z8);    \
+	IN4NEXT(row, Z9, Z10, Z11);  \
+	IN4NEXT(row, Z12, Z13, Z14); \
+	IN4NEXT(row, Z15, Z16, Z17)
+
+// The next row of IN4ROWS (four rows of the input on) into r0..r2.
+#define IN4NEXT(row, r0, r1, r2) \
+	LEAQ (DX)(R9*4), DX; \
+	IN4LOAD;             \
+	row(r0, r1, r2)
 
 // Column transforms of the three columns in Z0..Z17 (IN4ROWS), stored
 // from R12 on, the next column R8 bytes on.
@@ -347,19 +329,13 @@ outdone:
 // n+1 readable values. For tile tx < n and ξ = 6v+u, v[ξ·vstep + tx] =
 // (Bᵀ·d·B)[v][u], d the tile's 6×6 padded input.
 TEXT ·wgIn4(SB), NOSPLIT, $0-40
-	MOVQ  v+0(FP), DI
-	MOVQ  vstep+8(FP), R8
-	MOVQ  e+16(FP), SI
-	MOVQ  p+24(FP), R9
-	MOVQ  n+32(FP), R10
+	WGINARGS
 	SHLQ  $2, R8             // one ξ: bytes
 	IMUL3Q $6, R8, R13       // six ξ (the next v)
 	SHLQ  $2, R9             // p: bytes
 	LEAQ  (R9)(R9*2), R14    // 3p
-	MOVL  $0x40800000, AX    // 4
-	VPBROADCASTD AX, Z30
-	MOVL  $0x40000000, AX    // 2
-	VPBROADCASTD AX, Z31
+	BCASTK(0x40800000, Z30) // 4
+	BCASTK(0x40000000, Z31) // 2
 	XORQ  BX, BX
 
 in4:
@@ -446,14 +422,10 @@ in4done:
 	VADDPS      Z16, Z25, Z25;   \
 	VADDPS      Z16, Z24, Z24;   \
 	VADDPS      Z16, Z29, Z29;   \
-	VMAXPS      Z28, Z17, Z28;   \
-	VMINPS      Z28, Z18, Z28;   \
-	VMAXPS      Z25, Z17, Z25;   \
-	VMINPS      Z25, Z18, Z25;   \
-	VMAXPS      Z24, Z17, Z24;   \
-	VMINPS      Z24, Z18, Z24;   \
-	VMAXPS      Z29, Z17, Z29;   \
-	VMINPS      Z29, Z18, Z29;   \
+	OUTCLAMP(Z28);               \
+	OUTCLAMP(Z25);               \
+	OUTCLAMP(Z24);               \
+	OUTCLAMP(Z29);               \
 	VMOVAPS     Z28, Z26;        \
 	VPERMT2PS   Z24, Z19, Z26;   \
 	VPERMT2PS   Z24, Z20, Z28;   \
@@ -488,35 +460,18 @@ in4done:
 // is set, go to output rows y + i·ldy for i < rows, columns 4tx..4tx+3
 // where they are below cols.
 TEXT ·wgOut4(SB), NOSPLIT, $0-68
-	MOVQ y+0(FP), DI
-	MOVQ ldy+8(FP), R9
-	MOVQ m+16(FP), SI
-	MOVQ mstep+24(FP), R8
-	MOVQ n+32(FP), R10
+	WGOUTARGS
 	SHLQ $2, R8              // one ξ: bytes
 	IMUL3Q $6, R8, R13       // six ξ (the next v)
 	LEAQ (R13)(R13*2), R14   // three v
 	SHLQ $2, R9
 	VBROADCASTSS bias+64(FP), Z16
-	MOVL $0xff800000, AX     // −∞ and +∞ without lim
-	VPBROADCASTD AX, Z17
-	MOVL $0x7f800000, AX
-	VPBROADCASTD AX, Z18
-	MOVQ lim+56(FP), AX
-	TESTQ AX, AX
-	JEQ  3(PC)
-	VBROADCASTSS (AX), Z17
-	VBROADCASTSS 4(AX), Z18
-	LEAQ wgLo<>(SB), AX
-	VMOVUPS (AX), Z19
-	LEAQ wgHi<>(SB), AX
-	VMOVUPS (AX), Z20
-	MOVL $0x40000000, AX     // 2
-	VPBROADCASTD AX, Z21
-	MOVL $0x40800000, AX     // 4
-	VPBROADCASTD AX, Z22
-	MOVL $0x41000000, AX     // 8
-	VPBROADCASTD AX, Z23
+	BCASTK(0xff800000, Z17) // −∞ and +∞ without lim
+	BCASTK(0x7f800000, Z18)
+	OUTCONSTS(lim+56(FP))
+	BCASTK(0x40000000, Z21) // 2
+	BCASTK(0x40800000, Z22) // 4
+	BCASTK(0x41000000, Z23) // 8
 	XORQ BX, BX
 
 out4:

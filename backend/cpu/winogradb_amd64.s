@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "regs_amd64.h"
 
 // Winograd transforms on channel-blocked activations (NCHW16c): one tile
 // of sixteen channels at a time, a channel a lane (see winograd.go for
@@ -60,14 +61,30 @@
 	VSUBPS Z2, Z1, Z7; \
 	VSUBPS Z3, Z7, Z7
 
-// Loads the six vectors at p, 64 bytes apart, into Z0..Z5.
+// Loads the four vectors at p, s bytes apart, into Z0..Z3; LOAD6 the
+// six 64 bytes apart into Z0..Z5.
+#define LOAD4(p, s) \
+	VMOVUPS 0*s(p), Z0; \
+	VMOVUPS 1*s(p), Z1; \
+	VMOVUPS 2*s(p), Z2; \
+	VMOVUPS 3*s(p), Z3
+
 #define LOAD6(p) \
-	VMOVUPS (p), Z0;    \
-	VMOVUPS 64(p), Z1;  \
-	VMOVUPS 128(p), Z2; \
-	VMOVUPS 192(p), Z3; \
+	LOAD4(p, 64);       \
 	VMOVUPS 256(p), Z4; \
 	VMOVUPS 320(p), Z5
+
+// Stores Z6..Z9 at p, 64 bytes apart; STORE6 Z6..Z11.
+#define STORE4(p) \
+	VMOVUPS Z6, (p);    \
+	VMOVUPS Z7, 64(p);  \
+	VMOVUPS Z8, 128(p); \
+	VMOVUPS Z9, 192(p)
+
+#define STORE6(p) \
+	STORE4(p);           \
+	VMOVUPS Z10, 256(p); \
+	VMOVUPS Z11, 320(p)
 
 // Loads Z0..Z5 from p, p+s, p+2s, q, q+s, q+2s (q = p + 3s, in R12).
 #define LOAD6S(p, s) \
@@ -142,16 +159,11 @@
 TEXT ·wgInB4(SB), NOSPLIT, $0-56
 	INARGS
 	IMUL3Q $6, R8, R11 // six ξ: the next v
-	MOVL $0x40800000, AX // 4
-	VPBROADCASTD AX, Z26
-	MOVL $0xc0800000, AX // -4
-	VPBROADCASTD AX, Z27
-	MOVL $0xc0a00000, AX // -5
-	VPBROADCASTD AX, Z28
-	MOVL $0x40000000, AX // 2
-	VPBROADCASTD AX, Z29
-	MOVL $0xc0000000, AX // -2
-	VPBROADCASTD AX, Z30
+	BCASTK(0x40800000, Z26) // 4
+	BCASTK(0xc0800000, Z27) // -4
+	BCASTK(0xc0a00000, Z28) // -5
+	BCASTK(0x40000000, Z29) // 2
+	BCASTK(0xc0000000, Z30) // -2
 
 inb4:
 	TESTQ CX, CX
@@ -164,12 +176,7 @@ inb4:
 inb4row:
 	LOAD6(AX)
 	BT6
-	VMOVUPS Z6, (BX)
-	VMOVUPS Z7, 64(BX)
-	VMOVUPS Z8, 128(BX)
-	VMOVUPS Z9, 192(BX)
-	VMOVUPS Z10, 256(BX)
-	VMOVUPS Z11, 320(BX)
+	STORE6(BX)
 	ADDQ    R9, AX
 	ADDQ    $384, BX
 	DECQ    R13
@@ -204,12 +211,9 @@ TEXT ·wgOutB4(SB), NOSPLIT, $0-72
 	OUTARGS
 	IMUL3Q $6, R8, R11 // six ξ: the next v
 	BIASLIM
-	MOVL $0x40800000, AX // 4
-	VPBROADCASTD AX, Z26
-	MOVL $0x40000000, AX // 2
-	VPBROADCASTD AX, Z29
-	MOVL $0x41000000, AX // 8
-	VPBROADCASTD AX, Z23
+	BCASTK(0x40800000, Z26) // 4
+	BCASTK(0x40000000, Z29) // 2
+	BCASTK(0x41000000, Z23) // 8
 
 outb4:
 	TESTQ CX, CX
@@ -222,10 +226,7 @@ outb4:
 outb4row:
 	LOAD6S(AX, R8)
 	AT6
-	VMOVUPS Z6, (R15)
-	VMOVUPS Z7, 64(R15)
-	VMOVUPS Z8, 128(R15)
-	VMOVUPS Z9, 192(R15)
+	STORE4(R15)
 	ADDQ    R11, AX
 	ADDQ    $256, R15
 	DECQ    R13
@@ -277,15 +278,9 @@ inb2:
 	MOVQ  $4, R13
 
 inb2row:
-	VMOVUPS (AX), Z0
-	VMOVUPS 64(AX), Z1
-	VMOVUPS 128(AX), Z2
-	VMOVUPS 192(AX), Z3
+	LOAD4(AX, 64)
 	BT4
-	VMOVUPS Z6, (BX)
-	VMOVUPS Z7, 64(BX)
-	VMOVUPS Z8, 128(BX)
-	VMOVUPS Z9, 192(BX)
+	STORE4(BX)
 	ADDQ    R9, AX
 	ADDQ    $256, BX
 	DECQ    R13
@@ -296,10 +291,7 @@ inb2row:
 	MOVQ $4, R13
 
 inb2col:
-	VMOVUPS (AX), Z0
-	VMOVUPS 256(AX), Z1
-	VMOVUPS 512(AX), Z2
-	VMOVUPS 768(AX), Z3
+	LOAD4(AX, 256)
 	BT4
 	LEAQ    (BX)(R8*2), R12
 	VMOVUPS Z6, (BX)
@@ -351,10 +343,7 @@ outb2row:
 	MOVQ $2, R13
 
 outb2col:
-	VMOVUPS (AX), Z0
-	VMOVUPS 128(AX), Z1
-	VMOVUPS 256(AX), Z2
-	VMOVUPS 384(AX), Z3
+	LOAD4(AX, 128)
 	AT4
 	FINISH(Z6)
 	FINISH(Z7)
