@@ -14,17 +14,23 @@ import (
 // scripts/gen_ort_fixtures.py) as the conformance cases run, against ONNX
 // Runtime's outputs: every one must pass.
 func TestOpsetCases(t *testing.T) {
-	dirs, _ := filepath.Glob("testdata/opset/*/model.onnx")
-	if len(dirs) == 0 {
-		t.Fatal("no cases under testdata/opset; run scripts/gen_ort_fixtures.py")
+	eachCase(t, "testdata/opset", func(t *testing.T, dir string) {
+		if reason, _ := runConformanceCase(dir); reason != "" {
+			t.Error(reason)
+		}
+	})
+}
+
+// eachCase runs test in a subtest for each folder under root that holds a
+// model.onnx, the cases of scripts/gen_ort_fixtures.py; none is a failure.
+func eachCase(t *testing.T, root string, test func(t *testing.T, dir string)) {
+	paths, _ := filepath.Glob(filepath.Join(root, "*", "model.onnx"))
+	if len(paths) == 0 {
+		t.Fatalf("no cases under %s; run scripts/gen_ort_fixtures.py", root)
 	}
-	for _, m := range dirs {
-		dir := filepath.Dir(m)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			if reason, _ := runConformanceCase(dir); reason != "" {
-				t.Error(reason)
-			}
-		})
+	for _, path := range paths {
+		dir := filepath.Dir(path)
+		t.Run(filepath.Base(dir), func(t *testing.T) { test(t, dir) })
 	}
 }
 

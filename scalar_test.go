@@ -20,58 +20,51 @@ import (
 // set runs alone as a conformance case, then all of them in one session,
 // twice, against ONNX Runtime's outputs.
 func TestScalarInputShapes(t *testing.T) {
-	dirs, _ := filepath.Glob("testdata/scalar/*/model.onnx")
-	if len(dirs) == 0 {
-		t.Fatal("no cases under testdata/scalar; run scripts/gen_ort_fixtures.py")
-	}
-	for _, path := range dirs {
-		dir := filepath.Dir(path)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			if reason, _ := runConformanceCase(dir); reason != "" {
-				t.Fatal(reason)
-			}
-			m := loadModel(t, path)
-			// scalar_rate's If needs the value of sr: open too.
-			if open := !strings.HasSuffix(dir, "_fixed"); m.Open() != open {
-				t.Fatalf("the model is open: %v, want %v", m.Open(), open)
-			}
-			names := make([]string, len(m.Inputs()))
-			for i, in := range m.Inputs() {
-				names[i] = in.Name
-			}
-			_, s := newSession(t, m, berth.Options{Threads: 1})
-			sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
-			for round := range 2 {
-				for k, set := range sets {
-					ins, _, err := readTensors(set, "input", nil, nil, nil)
-					if err != nil {
-						t.Fatal(err)
+	eachCase(t, "testdata/scalar", func(t *testing.T, dir string) {
+		if reason, _ := runConformanceCase(dir); reason != "" {
+			t.Fatal(reason)
+		}
+		m := loadModel(t, filepath.Join(dir, "model.onnx"))
+		// scalar_rate's If needs the value of sr: open too.
+		if open := !strings.HasSuffix(dir, "_fixed"); m.Open() != open {
+			t.Fatalf("the model is open: %v, want %v", m.Open(), open)
+		}
+		names := make([]string, len(m.Inputs()))
+		for i, in := range m.Inputs() {
+			names[i] = in.Name
+		}
+		_, s := newSession(t, m, berth.Options{Threads: 1})
+		sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+		for round := range 2 {
+			for k, set := range sets {
+				ins, _, err := readTensors(set, "input", nil, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wants, _, err := readTensors(set, "output", nil, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				feeds := make([]berth.Tensor, len(ins))
+				for i, x := range ins {
+					feeds[i] = berth.Tensor{Name: names[i], DType: x.DType, Shape: x.Shape, Data: x.Data}
+				}
+				outs, err := s.Run(context.Background(), feeds...)
+				if err != nil {
+					t.Fatalf("round %d, set %d: %v", round, k, err)
+				}
+				for i, got := range outs {
+					if !slices.Equal(got.Shape, wants[i].Shape) {
+						t.Errorf("round %d, set %d: output %d has shape %v, ONNX Runtime's %v", round, k, i, got.Shape, wants[i].Shape)
+						continue
 					}
-					wants, _, err := readTensors(set, "output", nil, nil, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					feeds := make([]berth.Tensor, len(ins))
-					for i, x := range ins {
-						feeds[i] = berth.Tensor{Name: names[i], DType: x.DType, Shape: x.Shape, Data: x.Data}
-					}
-					outs, err := s.Run(context.Background(), feeds...)
-					if err != nil {
-						t.Fatalf("round %d, set %d: %v", round, k, err)
-					}
-					for i, got := range outs {
-						if !slices.Equal(got.Shape, wants[i].Shape) {
-							t.Errorf("round %d, set %d: output %d has shape %v, ONNX Runtime's %v", round, k, i, got.Shape, wants[i].Shape)
-							continue
-						}
-						if msg := compare.AllClose(got.DType, got.Data, wants[i].Data); msg != "" {
-							t.Errorf("round %d, set %d: output %d: %s", round, k, i, msg)
-						}
+					if msg := compare.AllClose(got.DType, got.Data, wants[i].Data); msg != "" {
+						t.Errorf("round %d, set %d: output %d: %s", round, k, i, msg)
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestScalarInputShapesRefused feeds inputs of the same size as declared
