@@ -43,14 +43,11 @@ func FuzzModel(f *testing.F) {
 			return
 		}
 		defer m.Close()
-		exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MemoryLimit: 64 << 20})
-		if err != nil {
+		exe, s, ok := trySession(m, berth.Options{Threads: 1, MemoryLimit: 64 << 20})
+		if !ok {
 			return
 		}
-		s, err := exe.NewSession()
-		if err != nil {
-			return
-		}
+		defer exe.Close()
 		defer s.Close()
 		var inputs []berth.Tensor
 		for _, in := range exe.Inputs() {
@@ -272,15 +269,11 @@ func FuzzOpenValues(f *testing.F) {
 				opts.MaxDims[sym] = s + int64(flags>>2&3) - 1
 			}
 		}
-		exe, err := berth.Compile(m, berth.CPU, opts)
-		if err != nil {
+		exe, s, ok := trySession(m, opts)
+		if !ok {
 			return
 		}
 		defer exe.Close()
-		s, err := exe.NewSession()
-		if err != nil {
-			return
-		}
 		defer s.Close()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -348,15 +341,11 @@ func FuzzOpenDims(f *testing.F) {
 				t.Errorf("allocated %d MiB under a limit of %d MiB", grew>>20, limit>>20)
 			}
 		}()
-		exe, err := berth.Compile(m, berth.CPU, opts)
-		if err != nil {
+		exe, s, ok := trySession(m, opts)
+		if !ok {
 			return
 		}
 		defer exe.Close()
-		s, err := exe.NewSession()
-		if err != nil {
-			return
-		}
 		defer s.Close()
 		// The first symbol takes size a, every other b; an int64 input
 		// holds small values.
@@ -412,4 +401,19 @@ func symbolFed(m *berth.Model, sym string) bool {
 		}
 	}
 	return false
+}
+
+// trySession compiles m with opts and opens a session of it, or reports
+// false where either fails, as a fuzzed model may.
+func trySession(m *berth.Model, opts berth.Options) (*berth.Executable, *berth.Session, bool) {
+	exe, err := berth.Compile(m, berth.CPU, opts)
+	if err != nil {
+		return nil, nil, false
+	}
+	s, err := exe.NewSession()
+	if err != nil {
+		exe.Close()
+		return nil, nil, false
+	}
+	return exe, s, true
 }
