@@ -132,7 +132,7 @@ func init() {
 		"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
 		"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
 		// cudaDomain (gemv.go)
-		"Products": buildProducts,
+		"Products": buildProducts, "Rotaries": buildRotaries,
 	}
 }
 

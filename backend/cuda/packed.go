@@ -611,16 +611,25 @@ extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __
 
 // rotary: pair j of head h of token i, (x0, x1) adjacent or halves, turned
 // by the angle whose cosine and sine are cs[i][j] and sn[i][j].
+__device__ __forceinline__ void rotary_at(const float* __restrict__ x, const float* __restrict__ cs, const float* __restrict__ sn, float* __restrict__ y, i64 i, i64 heads, i64 half, int halves) {
+	i64 j = i % half, th = i / half, tok = th / heads;
+	const float* xr = x + th * 2 * half;
+	float* yr = y + th * 2 * half;
+	float c = cs[tok * half + j], s = sn[tok * half + j];
+	i64 a = halves ? j : 2 * j, b = halves ? j + half : 2 * j + 1;
+	float x0 = xr[a], x1 = xr[b];
+	yr[a] = x0 * c - x1 * s;
+	yr[b] = x0 * s + x1 * c;
+}
 extern "C" __global__ void rotary(const float* __restrict__ x, const float* __restrict__ cs, const float* __restrict__ sn, float* __restrict__ y, i64 n, i64 heads, i64 half, int halves) {
-	LOOP(i, n) {
-		i64 j = i % half, th = i / half, tok = th / heads;
-		const float* xr = x + th * 2 * half;
-		float* yr = y + th * 2 * half;
-		float c = cs[tok * half + j], s = sn[tok * half + j];
-		i64 a = halves ? j : 2 * j, b = halves ? j + half : 2 * j + 1;
-		float x0 = xr[a], x1 = xr[b];
-		yr[a] = x0 * c - x1 * s;
-		yr[b] = x0 * s + x1 * c;
+	LOOP(i, n) rotary_at(x, cs, sn, y, i, heads, half, halves);
+}
+// rotary2 is rotary over two tensors turned by the same angles (a step's
+// queries and keys): n0 pairs of x0, then n1 of x1.
+extern "C" __global__ void rotary2(const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ cs, const float* __restrict__ sn, float* __restrict__ y0, float* __restrict__ y1, i64 n0, i64 n1, i64 heads0, i64 heads1, i64 half, int halves) {
+	LOOP(i, n0 + n1) {
+		if (i < n0) rotary_at(x0, cs, sn, y0, i, heads0, half, halves);
+		else rotary_at(x1, cs, sn, y1, i - n0, heads1, half, halves);
 	}
 }
 

@@ -115,3 +115,68 @@ func TestProductsMatchUnfused(t *testing.T) {
 		})
 	}
 }
+
+// rotaryGraph turns a step's queries (heads 8) and keys (heads 2) of
+// head size 16 by the same angles, as two Rotary nodes.
+func rotaryGraph(tb testing.TB, halves int64) (*ir.Graph, [][]byte) {
+	r := rand.New(rand.NewPCG(5, 6))
+	g := &ir.Graph{Name: "rotary", Opsets: map[string]int64{"": 17}}
+	q := g.NewTensor("q", ir.Float32, ir.Shape{1, 8, 16}, nil)
+	k := g.NewTensor("k", ir.Float32, ir.Shape{1, 2, 16}, nil)
+	cs := g.NewTensor("cos", ir.Float32, ir.Shape{1, 1, 8, 1}, nil)
+	sn := g.NewTensor("sin", ir.Float32, ir.Shape{1, 1, 8, 1}, nil)
+	g.Inputs = []ir.TensorID{q, k, cs, sn}
+	for i, x := range []ir.TensorID{q, k} {
+		y := g.AddTensor(ir.Tensor{Name: "turned", DType: ir.Float32, Shape: g.Tensor(x).Shape.Clone(), Producer: i})
+		g.Nodes = append(g.Nodes, ir.Node{Name: "rotary", Op: "Rotary", Domain: ir.BerthDomain, Attrs: ir.Attrs{"halves": intv(halves)}, Inputs: []ir.TensorID{x, cs, sn}, Outputs: []ir.TensorID{y}})
+		g.Outputs = append(g.Outputs, y)
+	}
+	var inputs [][]byte
+	for _, id := range g.Inputs {
+		v := make([]float32, g.Tensor(id).Shape.Elements())
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		inputs = append(inputs, raw.Bytes(v))
+	}
+	return g, inputs
+}
+
+// TestRotariesMatchUnfused runs the queries' and keys' rotary embeddings
+// fused into one launch and apart, and wants the same bits.
+func TestRotariesMatchUnfused(t *testing.T) {
+	if f := fuseProducts(must(rotaryGraph(t, 0))); len(f.Nodes) != 1 || f.Nodes[0].Op != "Rotaries" {
+		t.Fatalf("the rewrite made %d nodes, want one Rotaries", len(f.Nodes))
+	}
+	requireGPU(t)
+	for _, halves := range []int64{0, 1} {
+		g, inputs := rotaryGraph(t, halves)
+		var outs [2][][]byte
+		for i, noFusion := range []bool{false, true} {
+			exe, s := openSession(t, g, Options{NoFusion: noFusion})
+			for _, id := range g.Outputs {
+				outs[i] = append(outs[i], make([]byte, g.Tensor(id).Bytes()))
+			}
+			if err := s.Run(inputs, outs[i]); err != nil {
+				t.Fatal(err)
+			}
+			if want := 2 - boolInt(!noFusion); exe.Launches() != want {
+				t.Errorf("halves %d, fusion %v: %d launches, want %d", halves, !noFusion, exe.Launches(), want)
+			}
+		}
+		for j := range outs[0] {
+			if !bytes.Equal(outs[0][j], outs[1][j]) {
+				t.Errorf("halves %d: output %d differs from the unfused run", halves, j)
+			}
+		}
+	}
+}
+
+func must(g *ir.Graph, _ [][]byte) *ir.Graph { return g }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

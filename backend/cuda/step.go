@@ -7,10 +7,11 @@ import (
 )
 
 // A decoding step is bound by its launches more than by its arithmetic:
-// its matrix-vector products (PackedMatMul of one activation row) are
-// many, small and short. Before planning, Compile rewrites them in a copy
-// of the graph (fuseProducts) into nodes of this backend's own, so that
-// the plan, which every check of the arena rests on, sees what runs:
+// its matrix-vector products (PackedMatMul of one activation row) and the
+// nodes around them are many, small and short. Before planning, Compile
+// rewrites some of them in a copy of the graph (fuseProducts) into nodes
+// of this backend's own, so that the plan, which every check of the arena
+// rests on, sees what runs:
 //
 //   - a product whose only reader is an Add of a tensor of its shape (the
 //     residual after the attention's and the feed-forward's output
@@ -18,13 +19,17 @@ import (
 //   - products of one activation row by several weights of one format
 //     and row length (the query, key and value projections; the gate and
 //     up projections) run as one launch, each block taking rows of one
-//     of them.
+//     of them;
+//   - the rotary embeddings of the queries and of the keys, one node
+//     after the other with the same angles, run as one launch.
 //
-// Both are Products nodes of domain cudaDomain: inputs x, the addend (or
-// none) and one to maxProducts weights; outputs one per weight; the
-// attributes format and rows (one count a weight) as PackedMatMul's.
-// Sums are the ones PackedMatMul computes, and the Add is the same single
-// float addition, so the results are the same bits.
+// The first two are Products nodes of domain cudaDomain: inputs x, the
+// addend (or none) and one to maxProducts weights; outputs one per
+// weight; the attributes format and rows (one count a weight) as
+// PackedMatMul's. The third is a Rotaries node: inputs cos, sin and the
+// two tensors, outputs the two turned. Sums are the ones PackedMatMul
+// computes, the Add is the same single float addition and the rotations
+// the same arithmetic, so the results are the same bits.
 
 // cudaDomain is the operator set of nodes this backend makes for itself.
 const cudaDomain = "berth.cuda"
@@ -111,6 +116,18 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		gone[i], fused[i] = false, p
 		changed = true
 	}
+	// Rotary embeddings of one position's queries and keys, side by side.
+	for i := range g.Nodes {
+		j := i + 1
+		if gone[i] || fused[i] != nil || j >= len(g.Nodes) || !pairedRotary(g, &g.Nodes[i], &g.Nodes[j]) {
+			continue
+		}
+		a, b := &g.Nodes[i], &g.Nodes[j]
+		fused[i] = &ir.Node{Name: a.Name, Op: "Rotaries", Domain: cudaDomain, Attrs: a.Attrs,
+			Inputs: []ir.TensorID{a.Inputs[1], a.Inputs[2], a.Inputs[0], b.Inputs[0]}, Outputs: []ir.TensorID{a.Outputs[0], b.Outputs[0]}}
+		gone[j] = true
+		changed = true
+	}
 	if !changed {
 		return g
 	}
@@ -195,5 +212,50 @@ func buildProducts(c *bctx) error {
 	args = append(append(append(args, ys...), ns...), i64(k), i64(rb))
 	c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "pmvs_" + name,
 		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{32 * packedWarps, 1, 1}, args: args})
+	return nil
+}
+
+// pairedRotary reports whether the Rotary nodes a and b, one after the
+// other, turn two tensors by the same angles the same way (a step's
+// queries and keys), b's input not being a's output.
+func pairedRotary(g *ir.Graph, a, b *ir.Node) bool {
+	for _, n := range []*ir.Node{a, b} {
+		if n.Op != "Rotary" || n.Domain != ir.BerthDomain || len(n.Inputs) != 3 || len(n.Outputs) != 1 {
+			return false
+		}
+		if _, _, _, err := ir.RotaryShape(g, n); err != nil {
+			return false
+		}
+	}
+	return a.Inputs[1] == b.Inputs[1] && a.Inputs[2] == b.Inputs[2] && b.Inputs[0] != a.Outputs[0] &&
+		a.Attrs.Int("halves", 0) == b.Attrs.Int("halves", 0) &&
+		g.Tensor(a.Inputs[0]).Shape[2] == g.Tensor(b.Inputs[0]).Shape[2]
+}
+
+// buildRotaries launches a Rotaries node (inputs cos, sin, x0, x1;
+// outputs y0, y1): one rotary kernel over both.
+func buildRotaries(c *bctx) error {
+	n := c.n
+	if len(n.Inputs) != 4 || len(n.Outputs) != 2 {
+		return c.errorf("%d inputs and %d outputs, want cos, sin and two tensors to turn", len(n.Inputs), len(n.Outputs))
+	}
+	var count, heads [2]int64
+	var d int64
+	for k := range 2 {
+		one := &ir.Node{Name: n.Name, Op: "Rotary", Attrs: n.Attrs, Inputs: []ir.TensorID{n.Inputs[2+k], n.Inputs[0], n.Inputs[1]}, Outputs: n.Outputs[k : k+1]}
+		t, h, dk, err := ir.RotaryShape(c.g, one)
+		if err != nil {
+			return c.errorf("tensor %d: %v", k, err)
+		}
+		if y := c.out(k); y == nil || !y.Shape.Equal(c.in(2+k).Shape) || y.DType != ir.Float32 {
+			return c.errorf("output %d is not float32 of its input's shape", k)
+		}
+		if k == 1 && (dk != d || t != count[0]/(heads[0]*d/2)) {
+			return c.errorf("the two tensors differ in positions or head size")
+		}
+		count[k], heads[k], d = t*h*(dk/2), h, dk
+	}
+	c.elementwise(packedModule, "rotary2", count[0]+count[1], c.inArg(2), c.inArg(3), c.inArg(0), c.inArg(1), c.outArg(0), c.outArg(1),
+		i64(count[0]), i64(count[1]), i64(heads[0]), i64(heads[1]), i64(d/2), i32(int32(n.Attrs.Int("halves", 0))))
 	return nil
 }
