@@ -16,6 +16,7 @@ import (
 	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/demo"
+	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/npy"
 )
 
@@ -52,10 +53,7 @@ func readNpySet(t testing.TB, dir, prefix string) []*npy.Array {
 
 func loadFixtures(t testing.TB) []fixture {
 	t.Helper()
-	dirs, _ := filepath.Glob("testdata/models/*")
-	if len(dirs) == 0 {
-		t.Fatal("no fixtures under testdata/models; run scripts/gen_fixtures.py")
-	}
+	dirs := testenv.Glob(t, "testdata/models/*", "run scripts/gen_fixtures.py")
 	var out []fixture
 	for _, dir := range dirs {
 		f := fixture{name: filepath.Base(dir), model: filepath.Join(dir, "model.onnx")}

@@ -297,6 +297,22 @@ func TestNestedLoopsLoadQuickly(t *testing.T) {
 }
 
 // openFixtureNamed returns the fixture of testdata/open called name.
+// runOpenSets runs every input set of f in s, checks the outputs against
+// f's, and hands check the operators of the plan that gave them.
+func runOpenSets(t *testing.T, s *berth.Session, f openFixture, check func(set int, ops map[string]int)) {
+	t.Helper()
+	for k, ins := range f.sets {
+		outs, err := s.Run(context.Background(), ins...)
+		if err != nil {
+			t.Fatalf("set %d: %v", k, err)
+		}
+		checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
+		ops := map[string]int{}
+		countOps(s.Executable().Model().Graph(), ops)
+		check(k, ops)
+	}
+}
+
 func openFixtureNamed(t *testing.T, name string) openFixture {
 	t.Helper()
 	for _, f := range loadOpenFixtures(t) {
@@ -332,20 +348,13 @@ func TestIfCondition(t *testing.T) {
 		f := openFixtureNamed(t, "ifrate")
 		m := loadModel(t, f.model)
 		_, s := newSession(t, m, berth.Options{Threads: 1})
-		for k, ins := range f.sets {
-			outs, err := s.Run(context.Background(), ins...)
-			if err != nil {
-				t.Fatalf("set %d: %v", k, err)
-			}
-			checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
-			ops := map[string]int{}
-			countOps(s.Executable().Model().Graph(), ops)
+		runOpenSets(t, s, f, func(k int, ops map[string]int) {
 			// y's If is gone (its branch inlined), z's stays with both
 			// branches.
 			if ops["If"] != 1 || ops["Add"] != 1 || ops["Neg"] != 1 {
 				t.Errorf("set %d: the plan holds %d If, %d Add, %d Neg; want z's If alone with both branches", k, ops["If"], ops["Add"], ops["Neg"])
 			}
-		}
+		})
 		// The rate's other branch at these shapes: n = 6 does not group by
 		// 4. ONNX Runtime refuses it too.
 		bad := slices.Clone(f.sets[2])
@@ -360,18 +369,11 @@ func TestIfCondition(t *testing.T) {
 		m := loadModel(t, f.model)
 		_, s := newSession(t, m, berth.Options{Threads: 1})
 		for range 2 {
-			for k, ins := range f.sets {
-				outs, err := s.Run(context.Background(), ins...)
-				if err != nil {
-					t.Fatalf("set %d: %v", k, err)
-				}
-				checkOpenOutputs(t, fmt.Sprintf("set %d", k), outs, f.outputs[k])
-				ops := map[string]int{}
-				countOps(s.Executable().Model().Graph(), ops)
+			runOpenSets(t, s, f, func(k int, ops map[string]int) {
 				if ops["If"] != 0 {
 					t.Errorf("set %d: the final plan holds %d If nodes, want its branch inlined", k, ops["If"])
 				}
-			}
+			})
 		}
 	})
 	t.Run("branches-differ", func(t *testing.T) {

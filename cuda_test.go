@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/internal/compare"
+	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/npy"
 	"github.com/berth-ml/berth/plan"
@@ -49,10 +50,7 @@ func cudaMissingOps(g *ir.Graph) []string {
 // kernels; each one left out is logged with the operators it lacks.
 func loadCUDAFixtures(t *testing.T) []cudaFixture {
 	t.Helper()
-	dirs, _ := filepath.Glob("testdata/models/*")
-	if len(dirs) == 0 {
-		t.Fatal("no fixtures under testdata/models")
-	}
+	dirs := testenv.Glob(t, "testdata/models/*", "run scripts/gen_fixtures.py")
 	var out []cudaFixture
 	for _, dir := range dirs {
 		m, err := Load(filepath.Join(dir, "model.onnx"))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-ml/berth"
 	"github.com/berth-ml/berth/internal/compare"
+	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/npy"
 	"github.com/berth-ml/berth/plan"
 )
@@ -35,10 +36,7 @@ type openFixture struct {
 
 func loadOpenFixtures(t testing.TB) []openFixture {
 	t.Helper()
-	dirs, _ := filepath.Glob("testdata/open/*")
-	if len(dirs) == 0 {
-		t.Fatal("no fixtures under testdata/open; run scripts/gen_open_fixtures.py")
-	}
+	dirs := testenv.Glob(t, "testdata/open/*", "run scripts/gen_open_fixtures.py")
 	var out []openFixture
 	for _, dir := range dirs {
 		var meta struct {

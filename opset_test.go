@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/berth-ml/berth"
+	"github.com/berth-ml/berth/internal/testenv"
 )
 
 // TestOpsetCases runs the cases of testdata/opset (one operator each at
@@ -24,10 +25,7 @@ func TestOpsetCases(t *testing.T) {
 // eachCase runs test in a subtest for each folder under root that holds a
 // model.onnx, the cases of scripts/gen_ort_fixtures.py; none is a failure.
 func eachCase(t *testing.T, root string, test func(t *testing.T, dir string)) {
-	paths, _ := filepath.Glob(filepath.Join(root, "*", "model.onnx"))
-	if len(paths) == 0 {
-		t.Fatalf("no cases under %s; run scripts/gen_ort_fixtures.py", root)
-	}
+	paths := testenv.Glob(t, filepath.Join(root, "*", "model.onnx"), "run scripts/gen_ort_fixtures.py")
 	for _, path := range paths {
 		dir := filepath.Dir(path)
 		t.Run(filepath.Base(dir), func(t *testing.T) { test(t, dir) })

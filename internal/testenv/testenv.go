@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,17 @@ func Require(t testing.TB, path, how string) {
 		t.Fatalf("missing test data %s: %s", path, how)
 	}
 	t.Skipf("missing test data %s: %s", path, how)
+}
+
+// Glob is the paths matching pattern, committed test data that must be
+// there: none fails t, saying how makes them.
+func Glob(t testing.TB, pattern, how string) []string {
+	t.Helper()
+	paths, _ := filepath.Glob(pattern)
+	if len(paths) == 0 {
+		t.Fatalf("nothing matches %s; %s", pattern, how)
+	}
+	return paths
 }
 
 // ConformanceDir is where Debian's libonnx-testdata installs ONNX's
