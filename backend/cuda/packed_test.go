@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"testing"
 
 	"github.com/berth-ml/berth/backend/cpu/quant"
@@ -243,66 +242,41 @@ func TestPackedGather(t *testing.T) {
 	}
 }
 
-// TestPackedMatMulBandwidth times the decoding GEMV (one activation row)
-// of an n×k matrix of each format the environment variable
-// BERTH_CUDA_GEMV names (comma-separated; "all": every format), and
-// reports the bandwidth on the weight bytes. BERTH_CUDA_GEMV_SHAPE sets
-// n and k ("8192x8192" by default).
-func TestPackedMatMulBandwidth(t *testing.T) {
-	names := os.Getenv("BERTH_CUDA_GEMV")
-	if names == "" {
-		t.Skip("BERTH_CUDA_GEMV is not set")
-	}
-	requireGPU(t)
+// BenchmarkPackedMatMul times the decoding GEMV (one activation row) of an
+// n×k matrix of each format, the kernels alone (Session.KernelTime), and
+// reports the bandwidth on the weight bytes and its share of an H200's
+// 4.8 TB/s. BERTH_CUDA_GEMV_SHAPE sets n and k ("8192x8192" by default).
+func BenchmarkPackedMatMul(b *testing.B) {
+	requireGPU(b)
 	n, k := int64(8192), int64(8192)
 	if s := os.Getenv("BERTH_CUDA_GEMV_SHAPE"); s != "" {
-		var err error
-		if _, err = fmt.Sscanf(s, "%dx%d", &n, &k); err != nil {
-			t.Fatalf("BERTH_CUDA_GEMV_SHAPE=%q: %v", s, err)
+		if _, err := fmt.Sscanf(s, "%dx%d", &n, &k); err != nil {
+			b.Fatalf("BERTH_CUDA_GEMV_SHAPE=%q: %v", s, err)
 		}
-	}
-	iters := 200
-	if s := os.Getenv("BERTH_CUDA_GEMV_ITERS"); s != "" {
-		iters, _ = strconv.Atoi(s)
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, f := range packedFormats {
-		if names != "all" && !containsName(names, f.String()) {
-			continue
-		}
-		w := packedBytes(r, f, n, k)
-		x := make([]float32, k)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		g := packedGraph(t, "PackedMatMul", f, w, n, k, ir.Shape{1, k}, ir.Float32)
-		exe, s := openSession(t, g, Options{})
-		out := make([]byte, 4*n)
-		for range 2 {
-			if err := s.Run([][]byte{raw.Bytes(x)}, [][]byte{out}); err != nil {
-				t.Fatal(err)
+		b.Run(f.String(), func(b *testing.B) {
+			w := packedBytes(r, f, n, k)
+			x := make([]float32, k)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
 			}
-		}
-		d, err := s.KernelTime(iters)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gbs := float64(len(w)) / d.Seconds() / 1e9
-		t.Logf("GEMV %-5s %dx%d: %8.1f µs, %7.1f GB/s on %d weight bytes (%.0f%% of 4.8 TB/s)", f, n, k, float64(d.Nanoseconds())/1e3, gbs, len(w), gbs/48)
-		s.Close()
-		exe.Close()
-	}
-}
-
-func containsName(list, name string) bool {
-	start := 0
-	for i := 0; i <= len(list); i++ {
-		if i == len(list) || list[i] == ',' {
-			if list[start:i] == name {
-				return true
+			_, s := openSession(b, packedGraph(b, "PackedMatMul", f, w, n, k, ir.Shape{1, k}, ir.Float32), Options{})
+			out := make([]byte, 4*n)
+			for range 2 {
+				if err := s.Run([][]byte{raw.Bytes(x)}, [][]byte{out}); err != nil {
+					b.Fatal(err)
+				}
 			}
-			start = i + 1
-		}
+			b.ResetTimer()
+			d, err := s.KernelTime(b.N)
+			if err != nil {
+				b.Fatal(err)
+			}
+			gbs := float64(len(w)) / d.Seconds() / 1e9
+			b.ReportMetric(gbs, "GB/s")
+			b.ReportMetric(gbs/48, "%bandwidth")
+		})
 	}
-	return false
 }
