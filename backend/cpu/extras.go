@@ -39,12 +39,21 @@ func buildIsX(c *bctx) (Kernel, int64, error) {
 }
 
 // buildPRelu is y = x where x ≥ 0, slope·x elsewhere, with the slope
-// broadcast to x.
+// broadcast to x; a legacy channel slope (see ir.LegacyPReluSlope) goes
+// through float64.
 func buildPRelu(c *bctx) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
 	x, s, y := c.in(0), c.in(1), c.out(0)
+	if ls := ir.LegacyPReluSlope(c.g, x.Shape, s.Shape); !ls.Equal(s.Shape) {
+		return &halfBinaryKernel{dt: x.DType, b: newBcast(x.Shape, ls, y.Shape), f: func(a, b float64) float64 {
+			if a < 0 {
+				return a * b
+			}
+			return a
+		}}, 0, nil
+	}
 	if s.DType != x.DType || y.DType != x.DType {
 		return nil, 0, c.errorf("input, slope and output types differ (%s, %s, %s)", x.DType, s.DType, y.DType)
 	}

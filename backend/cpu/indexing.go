@@ -11,14 +11,6 @@ import (
 // Scatter), GatherND and ScatterND. Elements move as bytes, so every dtype
 // is supported; Scatter reductions support the numeric types.
 
-func init() {
-	builders["GatherElements"] = buildGatherElements
-	builders["ScatterElements"] = buildScatterElements
-	builders["Scatter"] = buildScatterElements
-	builders["GatherND"] = buildGatherND
-	builders["ScatterND"] = buildScatterND
-}
-
 // indexAt reads index i of an int32 or int64 index tensor.
 func indexAt(b []byte, wide bool, i int) int64 {
 	if wide {

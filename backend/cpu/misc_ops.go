@@ -12,24 +12,6 @@ import (
 // OneHot, EyeLike, TopK, QuantizeLinear, DequantizeLinear, Celu, Mish and
 // LRN.
 
-func init() {
-	builders["CastLike"] = buildCast
-	builders["BitShift"] = buildBitShift
-	builders["Hardmax"] = buildHardmax
-	builders["OneHot"] = buildOneHot
-	builders["EyeLike"] = buildEyeLike
-	builders["TopK"] = buildTopK
-	builders["QuantizeLinear"] = buildQuantize
-	builders["DequantizeLinear"] = buildQuantize
-	builders["Celu"] = buildFloatMap
-	builders["Mish"] = buildFloatMap
-	builders["Gelu"] = buildFloatMap
-	for _, op := range []string{"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"} {
-		builders[op] = buildBitwise
-	}
-	builders["LRN"] = buildLRN
-}
-
 func isFloatType(dt ir.DType) bool {
 	switch dt {
 	case ir.Float32, ir.Float64, ir.Float16, ir.BFloat16:

@@ -6,8 +6,6 @@ import "github.com/berth-ml/berth/ir"
 // every input value, so shape inference needs them all constant, and the
 // kernel writes the selection it computed then.
 
-func init() { builders["NonMaxSuppression"] = buildNMS }
-
 type nmsKernel struct{ sel [][3]int64 }
 
 func buildNMS(c *bctx) (Kernel, int64, error) {
@@ -30,8 +28,6 @@ func (k *nmsKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 
 // Unique, like NonMaxSuppression, is computed when the graph is compiled:
 // its input is a constant.
-
-func init() { builders["Unique"] = buildUnique }
 
 type uniqueKernel struct {
 	u     *ir.UniqueResult

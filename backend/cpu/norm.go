@@ -16,6 +16,9 @@ type batchNormKernel struct {
 }
 
 func buildBatchNorm(c *bctx) (Kernel, int64, error) {
+	if c.attrs().Int("training_mode", 0) != 0 {
+		return buildTrainBatchNorm(c)
+	}
 	if err := c.need(5); err != nil {
 		return nil, 0, err
 	}
@@ -24,9 +27,6 @@ func buildBatchNorm(c *bctx) (Kernel, int64, error) {
 		if t := c.in(i); t.DType != ir.Float32 {
 			return nil, 0, c.unsupported(t.DType)
 		}
-	}
-	if c.attrs().Int("training_mode", 0) != 0 {
-		return nil, 0, c.errorf("training mode is not supported")
 	}
 	for i := 1; i < len(c.n.Outputs); i++ {
 		if c.out(i) != nil {

@@ -6,35 +6,16 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-// PRelu's legacy channel slope, MeanVarianceNormalization, MaxPool with its
-// Indices output, and MaxUnpool.
+// MeanVarianceNormalization, MaxPool with its Indices output, and
+// MaxUnpool.
 
-func init() {
-	prelu := builders["PRelu"]
-	builders["PRelu"] = func(c *bctx) (Kernel, int64, error) {
-		if err := c.need(2); err != nil {
-			return nil, 0, err
-		}
-		x, s, y := c.in(0), c.in(1), c.out(0)
-		if ls := ir.LegacyPReluSlope(c.g, x.Shape, s.Shape); !ls.Equal(s.Shape) {
-			return &halfBinaryKernel{dt: x.DType, b: newBcast(x.Shape, ls, y.Shape), f: func(a, b float64) float64 {
-				if a < 0 {
-					return a * b
-				}
-				return a
-			}}, 0, nil
-		}
-		return prelu(c)
+// buildMaxPool is buildPool, or buildMaxPoolIndices where the Indices
+// output is wanted.
+func buildMaxPool(c *bctx) (Kernel, int64, error) {
+	if c.out(1) != nil {
+		return buildMaxPoolIndices(c)
 	}
-	builders["MeanVarianceNormalization"] = buildMVN
-	pool := builders["MaxPool"]
-	builders["MaxPool"] = func(c *bctx) (Kernel, int64, error) {
-		if c.out(1) != nil {
-			return buildMaxPoolIndices(c)
-		}
-		return pool(c)
-	}
-	builders["MaxUnpool"] = buildMaxUnpool
+	return buildPool(c)
 }
 
 type mvnKernel struct {

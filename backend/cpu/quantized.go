@@ -9,12 +9,6 @@ import (
 // Integer matrix products (MatMulInteger, QLinearMatMul) and
 // ReverseSequence.
 
-func init() {
-	builders["MatMulInteger"] = buildMatMulInteger
-	builders["QLinearMatMul"] = buildMatMulInteger
-	builders["ReverseSequence"] = buildReverseSequence
-}
-
 // intMatMulKernel multiplies batched integer matrices with zero points
 // (per tensor), accumulating in int32; QLinearMatMul then requantises.
 type intMatMulKernel struct {
@@ -186,11 +180,6 @@ func (k *reverseSequenceKernel) Run(w *Workers, in, out [][]byte, scratch []byte
 			copy(out[0][at(t, b):at(t, b)+span], in[0][at(src, b):at(src, b)+span])
 		}
 	}
-}
-
-func init() {
-	builders["ConvInteger"] = buildIntConv
-	builders["QLinearConv"] = buildIntConv
 }
 
 // intConvKernel is a direct integer convolution with per-tensor zero

@@ -8,12 +8,6 @@ import (
 
 // RNN, GRU and LSTM, computed in float64 one time step after another.
 
-func init() {
-	builders["RNN"] = buildRecurrent
-	builders["GRU"] = buildRecurrent
-	builders["LSTM"] = buildRecurrent
-}
-
 type recurrentKernel struct {
 	op                  string
 	dt                  ir.DType

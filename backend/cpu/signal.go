@@ -9,15 +9,6 @@ import (
 
 // Window functions, Compress, Det and DynamicQuantizeLinear.
 
-func init() {
-	builders["HannWindow"] = buildWindow
-	builders["HammingWindow"] = buildWindow
-	builders["BlackmanWindow"] = buildWindow
-	builders["Compress"] = buildCompress
-	builders["Det"] = buildDet
-	builders["DynamicQuantizeLinear"] = buildDynamicQuantize
-}
-
 type windowKernel struct {
 	dt ir.DType
 	v  []float64
