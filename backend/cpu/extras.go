@@ -102,34 +102,25 @@ func buildMod(c *bctx) (Kernel, int64, error) {
 	if a.DType.IsFloat() && !fmod {
 		return nil, 0, c.errorf("fmod must be 1 for %s", a.DType)
 	}
-	var k Kernel
-	var err error
-	switch a.DType {
-	case ir.Float32:
-		k, err = newBin(c, fmodFloatLoop[float32])
-	case ir.Float64:
-		k, err = newBin(c, fmodFloatLoop[float64])
-	case ir.Int8:
-		k, err = modFor[int8](c, fmod)
-	case ir.Int16:
-		k, err = modFor[int16](c, fmod)
-	case ir.Int32:
-		k, err = modFor[int32](c, fmod)
-	case ir.Int64:
-		k, err = modFor[int64](c, fmod)
-	case ir.Uint8:
-		k, err = modFor[uint8](c, fmod)
-	case ir.Uint16:
-		k, err = modFor[uint16](c, fmod)
-	case ir.Uint32:
-		k, err = modFor[uint32](c, fmod)
-	case ir.Uint64:
-		k, err = modFor[uint64](c, fmod)
-	default:
+	newMod := modKernels[a.DType]
+	if newMod == nil {
 		return nil, 0, c.unsupported(a.DType)
 	}
+	k, err := newMod(c, fmod)
 	return k, 0, err
 }
+
+// modKernels holds the Mod kernel of each number type; the float ones are
+// always fmod.
+var modKernels = map[ir.DType]func(c *bctx, fmod bool) (Kernel, error){
+	ir.Float32: fmodFor[float32], ir.Float64: fmodFor[float64],
+	ir.Int8: modFor[int8], ir.Int16: modFor[int16],
+	ir.Int32: modFor[int32], ir.Int64: modFor[int64],
+	ir.Uint8: modFor[uint8], ir.Uint16: modFor[uint16],
+	ir.Uint32: modFor[uint32], ir.Uint64: modFor[uint64],
+}
+
+func fmodFor[T float](c *bctx, _ bool) (Kernel, error) { return newBin(c, fmodFloatLoop[T]) }
 
 func modFor[T integer](c *bctx, fmod bool) (Kernel, error) {
 	if fmod {
