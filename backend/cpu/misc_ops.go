@@ -426,14 +426,9 @@ func buildQuantize(c *bctx) (Kernel, int64, error) {
 	}
 	if k.quant {
 		switch y.DType {
-		case ir.Uint8:
-			k.lo, k.hi = 0, 255
-		case ir.Int8:
-			k.lo, k.hi = -128, 127
-		case ir.Uint16:
-			k.lo, k.hi = 0, 65535
-		case ir.Int16:
-			k.lo, k.hi = -32768, 32767
+		case ir.Uint8, ir.Int8, ir.Uint16, ir.Int16:
+			lo, hi := intRange(y.DType)
+			k.lo, k.hi = float64(lo), float64(hi)
 		default:
 			return nil, 0, c.unsupported(y.DType)
 		}
