@@ -356,6 +356,16 @@ func (c *bctx) need(k int) error {
 	return nil
 }
 
+// allFloat32 checks that every tensor of ts that is present is float32.
+func (c *bctx) allFloat32(ts ...*ir.Tensor) error {
+	for _, t := range ts {
+		if t != nil && t.DType != ir.Float32 {
+			return c.unsupported(t.DType)
+		}
+	}
+	return nil
+}
+
 // constInts reads an optional constant integer input.
 func (c *bctx) constInts(i int) ([]int64, error) {
 	t := c.in(i)
