@@ -101,8 +101,7 @@ func buildPow(c *bctx) (Kernel, int64, error) {
 			}
 			if op != "" {
 				if fn, cost, ok := unaryFor(op, x.DType); ok {
-					return &unaryKernel{fn: fn, isize: x.DType.Size(), osize: x.DType.Size(),
-						n: int(x.Shape.Elements()), cost: cost}, 0, nil
+					return newUnaryKernel(fn, cost, x), 0, nil
 				}
 			}
 		}

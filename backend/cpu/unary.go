@@ -132,13 +132,29 @@ func float32Loops() map[string]unaryLoop {
 	return m
 }
 
-func buildUnary(c *bctx) (Kernel, int64, error) {
+// unaryInput returns the input of an elementwise op of one input, checking
+// that the output has its type and size.
+func unaryInput(c *bctx) (*ir.Tensor, error) {
 	if err := c.need(1); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	x, y := c.in(0), c.out(0)
 	if x.Shape.Elements() != y.Shape.Elements() || x.DType != y.DType {
-		return nil, 0, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
+		return nil, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
+	}
+	return x, nil
+}
+
+// newUnaryKernel is the unaryKernel that runs fn, of the given cost, over
+// the elements of t.
+func newUnaryKernel(fn unaryFn, cost int, t *ir.Tensor) *unaryKernel {
+	return &unaryKernel{fn: fn, isize: t.DType.Size(), osize: t.DType.Size(), n: int(t.Shape.Elements()), cost: cost}
+}
+
+func buildUnary(c *bctx) (Kernel, int64, error) {
+	x, err := unaryInput(c)
+	if err != nil {
+		return nil, 0, err
 	}
 	op := c.n.Op
 	if op == "Gelu" {
@@ -154,7 +170,7 @@ func buildUnary(c *bctx) (Kernel, int64, error) {
 	if !ok {
 		return nil, 0, c.unsupported(x.DType)
 	}
-	k := &unaryKernel{fn: fn, isize: x.DType.Size(), osize: y.DType.Size(), n: int(x.Shape.Elements()), cost: cost}
+	k := newUnaryKernel(fn, cost, x)
 	at := c.attrs()
 	switch c.n.Op {
 	case "LeakyRelu":
@@ -188,19 +204,16 @@ type clipKernel struct {
 }
 
 func buildClip(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, err := unaryInput(c)
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.Shape.Elements() != y.Shape.Elements() || x.DType != y.DType {
-		return nil, 0, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
 	}
 	fn, _, ok := unaryFor("Clip", x.DType)
 	if !ok {
 		return nil, 0, c.unsupported(x.DType)
 	}
 	k := &clipKernel{dt: x.DType}
-	k.unaryKernel = unaryKernel{fn: fn, isize: x.DType.Size(), osize: x.DType.Size(), n: int(x.Shape.Elements()), cost: 1}
+	k.unaryKernel = *newUnaryKernel(fn, 1, x)
 	for i := 1; i <= 2; i++ {
 		if t := c.in(i); t != nil {
 			if t.DType != x.DType || t.Shape.Elements() != 1 {
