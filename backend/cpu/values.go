@@ -34,19 +34,7 @@ func buildShape(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	x, y := c.in(0), c.out(0)
-	r := int64(x.Shape.Rank())
-	at := c.attrs()
-	start, end := at.Int("start", 0), at.Int("end", r)
-	if start < 0 {
-		start += r
-	}
-	if end < 0 {
-		end += r
-	}
-	start, end = clamp(start, 0, r), clamp(end, 0, r)
-	if end < start {
-		end = start
-	}
+	start, end := ir.ShapeSlice(c.n, x.Shape.Rank())
 	dims := x.Shape[start:end]
 	if y.DType != ir.Int64 || y.Shape.Elements() != int64(len(dims)) {
 		return nil, 0, c.errorf("output %s%v must be int64 [%d]", y.DType, y.Shape, len(dims))
