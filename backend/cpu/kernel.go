@@ -356,6 +356,32 @@ func (c *bctx) need(k int) error {
 	return nil
 }
 
+// inOut returns input 0 and output 0, checking that they are there and of
+// one type.
+func (c *bctx) inOut() (x, y *ir.Tensor, err error) {
+	if err := c.need(1); err != nil {
+		return nil, nil, err
+	}
+	x, y = c.in(0), c.out(0)
+	if x.DType != y.DType {
+		return nil, nil, c.errorf("output is %s, want %s", y.DType, x.DType)
+	}
+	return x, y, nil
+}
+
+// floatInput returns input 0, checking that inputs [0, k) are present and
+// that input 0 has a floating-point type.
+func (c *bctx) floatInput(k int) (*ir.Tensor, error) {
+	if err := c.need(k); err != nil {
+		return nil, err
+	}
+	x := c.in(0)
+	if !isFloatType(x.DType) {
+		return nil, c.unsupported(x.DType)
+	}
+	return x, nil
+}
+
 // allFloat32 checks that every tensor of ts that is present is float32.
 func (c *bctx) allFloat32(ts ...*ir.Tensor) error {
 	for _, t := range ts {

@@ -268,12 +268,9 @@ func rowStrides(shape []int) []int {
 }
 
 func buildTranspose(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.DType != y.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	r := x.Shape.Rank()
 	perm := c.attrs().Ints("perm", nil)
@@ -316,12 +313,9 @@ func toShape(v []int) ir.Shape {
 }
 
 func buildExpand(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.DType != y.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	ys, xs := ints(y.Shape), ints(x.Shape)
 	if len(xs) > len(ys) {
@@ -350,12 +344,9 @@ func buildExpand(c *bctx) (Kernel, int64, error) {
 }
 
 func buildSlice(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.DType != y.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	sp, err := ir.ResolveSlice(c.g, c.n)
 	if err != nil {

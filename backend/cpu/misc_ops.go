@@ -28,12 +28,9 @@ type floatMapKernel struct {
 }
 
 func buildFloatMap(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, err := c.floatInput(1)
+	if err != nil {
 		return nil, 0, err
-	}
-	x := c.in(0)
-	if !isFloatType(x.DType) {
-		return nil, 0, c.unsupported(x.DType)
 	}
 	k := &floatMapKernel{dt: x.DType, n: int(x.Shape.Elements())}
 	switch c.n.Op {
@@ -215,12 +212,9 @@ type hardmaxKernel struct {
 }
 
 func buildHardmax(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, err := c.floatInput(1)
+	if err != nil {
 		return nil, 0, err
-	}
-	x := c.in(0)
-	if !isFloatType(x.DType) {
-		return nil, 0, c.unsupported(x.DType)
 	}
 	s := ints(x.Shape)
 	def := int64(-1)

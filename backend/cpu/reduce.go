@@ -125,12 +125,9 @@ type reduceKernel[T, A number] struct {
 }
 
 func buildReduce(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.DType != y.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	at := c.attrs()
 	axes := at.Ints("axes", nil)

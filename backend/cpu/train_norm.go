@@ -11,12 +11,9 @@ import (
 
 // buildTrainBatchNorm is BatchNormalization with training_mode=1.
 func buildTrainBatchNorm(c *bctx) (Kernel, int64, error) {
-	if err := c.need(5); err != nil {
+	x, err := c.floatInput(5)
+	if err != nil {
 		return nil, 0, err
-	}
-	x := c.in(0)
-	if !isFloatType(x.DType) {
-		return nil, 0, c.unsupported(x.DType)
 	}
 	for i := 1; i < 5; i++ {
 		if t := c.in(i); t.DType != x.DType || t.Shape.Elements() != x.Shape[1] {
