@@ -199,13 +199,7 @@ func (s *strided) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
 		return
 	}
 	var idx [maxDims]int
-	off := s.base
-	r := lo
-	for i := len(s.dims) - 1; i >= 0; i-- {
-		idx[i] = r % s.dims[i]
-		r /= s.dims[i]
-		off += idx[i] * s.str[i]
-	}
+	off := s.base + odometerAt(idx[:], s.dims, s.str, lo)
 	src, dst := in[0], out[0]
 	es := s.esize
 	for row := lo; row < hi; row++ {
@@ -227,15 +221,7 @@ func (s *strided) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
 				gatherRow(view[uint64](d), view[uint64](src), off, s.istep)
 			}
 		}
-		for i := len(s.dims) - 1; i >= 0; i-- {
-			idx[i]++
-			off += s.str[i]
-			if idx[i] < s.dims[i] {
-				break
-			}
-			off -= idx[i] * s.str[i]
-			idx[i] = 0
-		}
+		off = odometerNext(idx[:], s.dims, s.str, off)
 	}
 }
 
@@ -571,4 +557,30 @@ func (k *gatherKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 			}
 		}
 	}
+}
+
+// odometerAt sets idx to the multi-index of flat position n over the
+// dimensions dims and returns its offset under the strides str.
+func odometerAt(idx, dims, str []int, n int) (off int) {
+	for i := len(dims) - 1; i >= 0; i-- {
+		idx[i] = n % dims[i]
+		n /= dims[i]
+		off += idx[i] * str[i]
+	}
+	return off
+}
+
+// odometerNext advances the multi-index idx over dims by one position and
+// returns off moved along under the strides str.
+func odometerNext(idx, dims, str []int, off int) int {
+	for i := len(dims) - 1; i >= 0; i-- {
+		idx[i]++
+		off += str[i]
+		if idx[i] < dims[i] {
+			return off
+		}
+		off -= idx[i] * str[i]
+		idx[i] = 0
+	}
+	return off
 }
