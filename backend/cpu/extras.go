@@ -322,11 +322,24 @@ func (k *triluKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 
 // argKernel is ArgMax or ArgMin along one axis: n values spaced str apart
 // for each of outer·str positions. NaN counts as the extreme, as in numpy.
-type argKernel[T number] struct {
+type argKernel[T number] struct{ argPlan }
+
+// argPlan is an ArgMax or ArgMin of any element type.
+type argPlan struct {
 	isMax, last bool
 	outer, n    int
 	str         int
 }
+
+// argKernels makes the kernel of ArgMax and ArgMin for each type they
+// support.
+var argKernels = map[ir.DType]func(argPlan) Kernel{
+	ir.Float32: newArgKernel[float32], ir.Float64: newArgKernel[float64],
+	ir.Int8: newArgKernel[int8], ir.Uint8: newArgKernel[uint8],
+	ir.Int32: newArgKernel[int32], ir.Int64: newArgKernel[int64],
+}
+
+func newArgKernel[T number](p argPlan) Kernel { return &argKernel[T]{p} }
 
 func buildArg(c *bctx) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
@@ -349,22 +362,12 @@ func buildArg(c *bctx) (Kernel, int64, error) {
 	if n == 0 {
 		return nil, 0, c.errorf("cannot reduce an empty axis")
 	}
-	isMax, last := c.n.Op == "ArgMax", c.attrs().Int("select_last_index", 0) != 0
-	switch x.DType {
-	case ir.Float32:
-		return &argKernel[float32]{isMax, last, outer, n, str}, 0, nil
-	case ir.Float64:
-		return &argKernel[float64]{isMax, last, outer, n, str}, 0, nil
-	case ir.Int32:
-		return &argKernel[int32]{isMax, last, outer, n, str}, 0, nil
-	case ir.Int64:
-		return &argKernel[int64]{isMax, last, outer, n, str}, 0, nil
-	case ir.Uint8:
-		return &argKernel[uint8]{isMax, last, outer, n, str}, 0, nil
-	case ir.Int8:
-		return &argKernel[int8]{isMax, last, outer, n, str}, 0, nil
+	newArg := argKernels[x.DType]
+	if newArg == nil {
+		return nil, 0, c.unsupported(x.DType)
 	}
-	return nil, 0, c.unsupported(x.DType)
+	isMax, last := c.n.Op == "ArgMax", c.attrs().Int("select_last_index", 0) != 0
+	return newArg(argPlan{isMax, last, outer, n, str}), 0, nil
 }
 
 func (k *argKernel[T]) Run(w *Workers, in, out [][]byte, scratch []byte) {
