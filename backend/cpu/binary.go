@@ -140,63 +140,19 @@ func buildBinary(c *bctx) (Kernel, int64, error) {
 	}
 	var k Kernel
 	var err error
-	switch kindOf(op) {
-	case arith:
-		switch dt {
-		case ir.Float32:
-			k, err = newArith[float32](c, op)
-		case ir.Float64:
-			k, err = newArith[float64](c, op)
-		case ir.Int8:
-			k, err = newArith[int8](c, op)
-		case ir.Int16:
-			k, err = newArith[int16](c, op)
-		case ir.Int32:
-			k, err = newArith[int32](c, op)
-		case ir.Int64:
-			k, err = newArith[int64](c, op)
-		case ir.Uint8:
-			k, err = newArith[uint8](c, op)
-		case ir.Uint16:
-			k, err = newArith[uint16](c, op)
-		case ir.Uint32:
-			k, err = newArith[uint32](c, op)
-		case ir.Uint64:
-			k, err = newArith[uint64](c, op)
-		default:
+	switch kind := kindOf(op); {
+	case kind == compare && dt == ir.Bool:
+		if op != "Equal" {
 			return nil, 0, c.unsupported(dt)
 		}
-	case compare:
-		switch dt {
-		case ir.Float32:
-			k, err = newCompare[float32](c, op)
-		case ir.Float64:
-			k, err = newCompare[float64](c, op)
-		case ir.Int8:
-			k, err = newCompare[int8](c, op)
-		case ir.Int16:
-			k, err = newCompare[int16](c, op)
-		case ir.Int32:
-			k, err = newCompare[int32](c, op)
-		case ir.Int64:
-			k, err = newCompare[int64](c, op)
-		case ir.Uint8:
-			k, err = newCompare[uint8](c, op)
-		case ir.Uint16:
-			k, err = newCompare[uint16](c, op)
-		case ir.Uint32:
-			k, err = newCompare[uint32](c, op)
-		case ir.Uint64:
-			k, err = newCompare[uint64](c, op)
-		case ir.Bool:
-			if op != "Equal" {
-				return nil, 0, c.unsupported(dt)
-			}
-			k, err = newBin[uint8, uint8](c, eqLoop[uint8])
-		default:
+		k, err = newBin[uint8, uint8](c, eqLoop[uint8])
+	case kind == arith || kind == compare:
+		newKernel := numberBinaries[dt]
+		if newKernel == nil {
 			return nil, 0, c.unsupported(dt)
 		}
-	case logic:
+		k, err = newKernel(c, op)
+	default:
 		if dt != ir.Bool {
 			return nil, 0, c.unsupported(dt)
 		}
@@ -215,6 +171,24 @@ func buildBinary(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	return k, 0, nil
+}
+
+// numberBinaries holds numberBinary for each number type.
+var numberBinaries = map[ir.DType]func(c *bctx, op string) (Kernel, error){
+	ir.Float32: numberBinary[float32], ir.Float64: numberBinary[float64],
+	ir.Int8: numberBinary[int8], ir.Int16: numberBinary[int16],
+	ir.Int32: numberBinary[int32], ir.Int64: numberBinary[int64],
+	ir.Uint8: numberBinary[uint8], ir.Uint16: numberBinary[uint16],
+	ir.Uint32: numberBinary[uint32], ir.Uint64: numberBinary[uint64],
+}
+
+// numberBinary builds the kernel of an arithmetic or comparison operator
+// on T.
+func numberBinary[T number](c *bctx, op string) (Kernel, error) {
+	if kindOf(op) == compare {
+		return newCompare[T](c, op)
+	}
+	return newArith[T](c, op)
 }
 
 func newArith[T number](c *bctx, op string) (Kernel, error) {

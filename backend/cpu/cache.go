@@ -12,11 +12,6 @@ import (
 // the cache at the run's position, and CachedAttention attends over the
 // cache up to each query's position.
 
-func init() {
-	builders["CacheWrite"] = buildCacheWrite
-	builders["CachedAttention"] = buildCachedAttention
-}
-
 // cachePosition reads a cache operator's position and checks that rows
 // rows from it fit a cache of c rows. A position out of range is the
 // caller's error, reported as the kernel's failure.

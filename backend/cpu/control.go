@@ -25,14 +25,6 @@ import (
 // condition, carried values, scan slices) before each run of the body,
 // and read the final carried values from where they copied them.
 
-// The control-flow builders compile subgraphs through Build, so they join
-// the table at init.
-func init() {
-	builders["If"] = buildIf
-	builders["Loop"] = buildLoop
-	builders["Scan"] = buildScan
-}
-
 // subprog is a subgraph compiled for the CPU.
 type subprog struct {
 	g       *ir.Graph

@@ -200,10 +200,8 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	x, wt, b, y := c.in(0), c.in(1), c.in(2), c.out(0)
-	for _, t := range []*ir.Tensor{x, wt, b, y} {
-		if t != nil && t.DType != ir.Float32 {
-			return nil, 0, c.unsupported(t.DType)
-		}
+	if err := c.allFloat32(x, wt, b, y); err != nil {
+		return nil, 0, err
 	}
 	r := x.Shape.Rank() - 2
 	if r < 1 || r > 3 {

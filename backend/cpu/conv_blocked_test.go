@@ -114,20 +114,7 @@ func testConvBlocked(t *testing.T, n, c, m, h, w, stride, threads int, inB, outB
 	}
 	bytes := int64(4 * len(want))
 	in := [][]byte{f32Bytes(x), cg.tg.g.Tensor(cg.wi).Data, f32Bytes(cg.b), f32Bytes(r)}
-	for i := range in {
-		a := alignedBytes(int64(len(in[i])))
-		copy(a, in[i])
-		in[i] = a
-	}
-	out := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, workBytes(ks[0]))))}
-	for i := range out[:2] {
-		for j := range out[i] {
-			out[i][j] = 0xA5
-		}
-	}
-	wk := NewWorkers(threads)
-	defer wk.Close()
-	ks[0].Run(wk, in, out, poisoned(scratch))
+	out := runKernel(ks[0], threads, scratch, in, []int64{bytes, bytes, int64(max(64, workBytes(ks[0])))})
 	got := asF32(out[0])
 	if fused {
 		got = asF32(out[1])
@@ -437,19 +424,9 @@ func testWindowsBlocked(t *testing.T, cc convCase, threads int, relu, inB bool) 
 	if inB {
 		x = toBlocked(x, n, c, int(cc.x[2]*cc.x[3]))
 	}
-	in := [][]byte{alignedBytes(int64(4 * len(x))), cg.tg.g.Tensor(cg.wi).Data, alignedBytes(int64(4 * m))}
-	copy(in[0], f32Bytes(x))
-	copy(in[2], f32Bytes(cg.b))
+	in := [][]byte{f32Bytes(x), cg.tg.g.Tensor(cg.wi).Data, f32Bytes(cg.b)}
 	bytes := int64(4 * len(want))
-	outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, workBytes(ks[0]))))}
-	for i := range outs[:2] {
-		for j := range outs[i] {
-			outs[i][j] = 0xA5
-		}
-	}
-	wk := NewWorkers(threads)
-	defer wk.Close()
-	ks[0].Run(wk, in, outs, poisoned(scratch))
+	outs := runKernel(ks[0], threads, scratch, in, []int64{bytes, bytes, int64(max(64, workBytes(ks[0])))})
 	got := asF32(outs[0])
 	if relu {
 		got = asF32(outs[1])
@@ -661,15 +638,7 @@ func testStemRows(t *testing.T, cc convCase, threads int, epName string) {
 	}
 	run := func(k Kernel) []float32 {
 		bytes := int64(4 * len(want))
-		outs := [][]byte{alignedBytes(bytes), alignedBytes(bytes), alignedBytes(int64(max(64, workBytes(k))))}
-		for i := range outs[:2] {
-			for j := range outs[i] {
-				outs[i][j] = 0xA5
-			}
-		}
-		wk := NewWorkers(threads)
-		defer wk.Close()
-		k.Run(wk, in, outs, poisoned(scratch))
+		outs := runKernel(k, threads, scratch, in, []int64{bytes, bytes, int64(max(64, workBytes(k)))})
 		if chain != nil {
 			return asF32(outs[1])
 		}

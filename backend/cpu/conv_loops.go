@@ -500,15 +500,7 @@ func (k *convKernel) depthwiseRow(orow, x, wt []float32, od, oh int, bias float3
 			taps := wt[(kd*k.kern[1]+kh)*k.kern[2]:][:k.kern[2]]
 			for kw, wv := range taps {
 				off := kw*k.dil[2] - k.pad[2]
-				// Output columns ow with 0 <= ow·sw + off < W.
-				lo := 0
-				if off < 0 {
-					lo = (-off + sw - 1) / sw
-				}
-				hi := 0
-				if W-1-off >= 0 {
-					hi = min((W-1-off)/sw+1, OW)
-				}
+				lo, hi := strideSpan(off, sw, W, OW) // output columns
 				if lo >= hi {
 					continue
 				}
@@ -984,15 +976,7 @@ func (k *convTransposeKernel) col2im(y, col []float32, bias float32) {
 				row := col[tap*k.inSp:][:k.inSp]
 				tap++
 				off := kw*k.dil[2] - k.pad[2]
-				// Input columns iw with 0 <= iw·sw + off < OW.
-				lo := 0
-				if off < 0 {
-					lo = (-off + sw - 1) / sw
-				}
-				hi := 0
-				if OW-1-off >= 0 {
-					hi = min((OW-1-off)/sw+1, W)
-				}
+				lo, hi := strideSpan(off, sw, OW, W) // input columns
 				if lo >= hi {
 					continue
 				}
@@ -1023,4 +1007,16 @@ func (k *convTransposeKernel) col2im(y, col []float32, bias float32) {
 			}
 		}
 	}
+}
+
+// strideSpan returns the range [lo, hi) of the columns j < n whose
+// position j·stride + off lands inside a row of width w (lo ≥ hi: none).
+func strideSpan(off, stride, w, n int) (lo, hi int) {
+	if off < 0 {
+		lo = (-off + stride - 1) / stride
+	}
+	if w-1-off >= 0 {
+		hi = min((w-1-off)/stride+1, n)
+	}
+	return lo, hi
 }

@@ -387,18 +387,7 @@ func TestDepthwiseFast(t *testing.T) {
 		{name: "negative pads", x: ints64(1, 2, 9, 11), m: 2, group: 2, kern: ints64(3, 3), strides: one, dil: one, pads: ints64(-1, -1, 0, 1), bias: true, constW: true},
 		{name: "9x9 generic", x: ints64(1, 2, 12, 12), m: 2, group: 2, kern: ints64(9, 9), strides: one, dil: one, pads: ints64(4, 4, 4, 4), bias: true, constW: true},
 	}
-	saved := dwAsm
-	defer func() { dwAsm = saved }()
-	for _, asm := range []bool{false, saved} {
-		dwAsm = asm
-		for _, c := range cases {
-			for _, th := range []int{1, 2, 3} {
-				t.Run(fmt.Sprintf("%s/asm=%v/threads=%d", c.name, asm, th), func(t *testing.T) {
-					testConvFor(t, c, th, th)
-				})
-			}
-		}
-	}
+	testConvsWith(t, cases, &dwAsm, "asm")
 }
 
 // testConvFor is testConv with the kernel built for one thread count and
@@ -406,6 +395,23 @@ func TestDepthwiseFast(t *testing.T) {
 // every product and partial sum is exact in float32: any summation order
 // (k slices, blocks, micro-kernels with or without fused multiply-add)
 // gives the reference exactly, and a wrong index cannot hide in rounding.
+// testConvsWith runs cases on 1, 2 and 3 threads, first with *flag (a
+// choice of code path, called name in the subtests) off, then as it was.
+func testConvsWith(t *testing.T, cases []convCase, flag *bool, name string) {
+	saved := *flag
+	defer func() { *flag = saved }()
+	for _, on := range []bool{false, saved} {
+		*flag = on
+		for _, c := range cases {
+			for _, th := range []int{1, 2, 3} {
+				t.Run(fmt.Sprintf("%s/%s=%v/threads=%d", c.name, name, on, th), func(t *testing.T) {
+					testConvFor(t, c, th, th)
+				})
+			}
+		}
+	}
+}
+
 func testConvFor(t *testing.T, c convCase, built, threads int) {
 	cg := buildConvCase(c, randQuarters)
 	y := runConvCase(t, c, cg, built, threads)

@@ -10,11 +10,6 @@ import (
 // in place of chains of ONNX nodes: RMSNorm and Rotary (see ir's
 // infer_fused.go for what they compute).
 
-func init() {
-	builders["RMSNorm"] = buildRMSNorm
-	builders["Rotary"] = buildRotary
-}
-
 // rmsNormKernel normalises rows of n values by their root mean square and
 // scales them by the weights.
 type rmsNormKernel struct {

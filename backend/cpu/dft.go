@@ -9,11 +9,6 @@ import (
 // DFT and STFT by the direct O(n²) sum (the conformance sizes are small;
 // a fast transform can replace it when models need one).
 
-func init() {
-	builders["DFT"] = buildDFT
-	builders["STFT"] = buildSTFT
-}
-
 type dftKernel struct {
 	dt                    ir.DType
 	outer, n, inner, comp int // input [outer, n, inner, comp]

@@ -123,18 +123,7 @@ func TestDepthwiseBands(t *testing.T) {
 			})
 		}
 	}
-	saved := dw512
-	defer func() { dw512 = saved }()
-	for _, wide := range []bool{false, saved} {
-		dw512 = wide
-		for _, c := range cases {
-			for _, th := range []int{1, 2, 3} {
-				t.Run(fmt.Sprintf("%s/avx512=%v/threads=%d", c.name, wide, th), func(t *testing.T) {
-					testConvFor(t, c, th, th)
-				})
-			}
-		}
-	}
+	testConvsWith(t, cases, &dw512, "avx512")
 }
 
 // TestDepthwiseBandsTaken checks that the shapes of dwShapes run through

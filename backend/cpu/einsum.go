@@ -2,8 +2,6 @@ package cpu
 
 import "github.com/berth-ml/berth/ir"
 
-func init() { builders["Einsum"] = buildEinsum }
-
 // einsumKernel sums the product of the operands over every assignment of
 // the labels, accumulating into the output element the output labels name.
 type einsumKernel struct {

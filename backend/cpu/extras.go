@@ -39,12 +39,21 @@ func buildIsX(c *bctx) (Kernel, int64, error) {
 }
 
 // buildPRelu is y = x where x ≥ 0, slope·x elsewhere, with the slope
-// broadcast to x.
+// broadcast to x; a legacy channel slope (see ir.LegacyPReluSlope) goes
+// through float64.
 func buildPRelu(c *bctx) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
 	x, s, y := c.in(0), c.in(1), c.out(0)
+	if ls := ir.LegacyPReluSlope(c.g, x.Shape, s.Shape); !ls.Equal(s.Shape) {
+		return &halfBinaryKernel{dt: x.DType, b: newBcast(x.Shape, ls, y.Shape), f: func(a, b float64) float64 {
+			if a < 0 {
+				return a * b
+			}
+			return a
+		}}, 0, nil
+	}
 	if s.DType != x.DType || y.DType != x.DType {
 		return nil, 0, c.errorf("input, slope and output types differ (%s, %s, %s)", x.DType, s.DType, y.DType)
 	}
@@ -93,34 +102,25 @@ func buildMod(c *bctx) (Kernel, int64, error) {
 	if a.DType.IsFloat() && !fmod {
 		return nil, 0, c.errorf("fmod must be 1 for %s", a.DType)
 	}
-	var k Kernel
-	var err error
-	switch a.DType {
-	case ir.Float32:
-		k, err = newBin(c, fmodFloatLoop[float32])
-	case ir.Float64:
-		k, err = newBin(c, fmodFloatLoop[float64])
-	case ir.Int8:
-		k, err = modFor[int8](c, fmod)
-	case ir.Int16:
-		k, err = modFor[int16](c, fmod)
-	case ir.Int32:
-		k, err = modFor[int32](c, fmod)
-	case ir.Int64:
-		k, err = modFor[int64](c, fmod)
-	case ir.Uint8:
-		k, err = modFor[uint8](c, fmod)
-	case ir.Uint16:
-		k, err = modFor[uint16](c, fmod)
-	case ir.Uint32:
-		k, err = modFor[uint32](c, fmod)
-	case ir.Uint64:
-		k, err = modFor[uint64](c, fmod)
-	default:
+	newMod := modKernels[a.DType]
+	if newMod == nil {
 		return nil, 0, c.unsupported(a.DType)
 	}
+	k, err := newMod(c, fmod)
 	return k, 0, err
 }
+
+// modKernels holds the Mod kernel of each number type; the float ones are
+// always fmod.
+var modKernels = map[ir.DType]func(c *bctx, fmod bool) (Kernel, error){
+	ir.Float32: fmodFor[float32], ir.Float64: fmodFor[float64],
+	ir.Int8: modFor[int8], ir.Int16: modFor[int16],
+	ir.Int32: modFor[int32], ir.Int64: modFor[int64],
+	ir.Uint8: modFor[uint8], ir.Uint16: modFor[uint16],
+	ir.Uint32: modFor[uint32], ir.Uint64: modFor[uint64],
+}
+
+func fmodFor[T float](c *bctx, _ bool) (Kernel, error) { return newBin(c, fmodFloatLoop[T]) }
 
 func modFor[T integer](c *bctx, fmod bool) (Kernel, error) {
 	if fmod {
@@ -322,11 +322,24 @@ func (k *triluKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 
 // argKernel is ArgMax or ArgMin along one axis: n values spaced str apart
 // for each of outer·str positions. NaN counts as the extreme, as in numpy.
-type argKernel[T number] struct {
+type argKernel[T number] struct{ argPlan }
+
+// argPlan is an ArgMax or ArgMin of any element type.
+type argPlan struct {
 	isMax, last bool
 	outer, n    int
 	str         int
 }
+
+// argKernels makes the kernel of ArgMax and ArgMin for each type they
+// support.
+var argKernels = map[ir.DType]func(argPlan) Kernel{
+	ir.Float32: newArgKernel[float32], ir.Float64: newArgKernel[float64],
+	ir.Int8: newArgKernel[int8], ir.Uint8: newArgKernel[uint8],
+	ir.Int32: newArgKernel[int32], ir.Int64: newArgKernel[int64],
+}
+
+func newArgKernel[T number](p argPlan) Kernel { return &argKernel[T]{p} }
 
 func buildArg(c *bctx) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
@@ -349,22 +362,12 @@ func buildArg(c *bctx) (Kernel, int64, error) {
 	if n == 0 {
 		return nil, 0, c.errorf("cannot reduce an empty axis")
 	}
-	isMax, last := c.n.Op == "ArgMax", c.attrs().Int("select_last_index", 0) != 0
-	switch x.DType {
-	case ir.Float32:
-		return &argKernel[float32]{isMax, last, outer, n, str}, 0, nil
-	case ir.Float64:
-		return &argKernel[float64]{isMax, last, outer, n, str}, 0, nil
-	case ir.Int32:
-		return &argKernel[int32]{isMax, last, outer, n, str}, 0, nil
-	case ir.Int64:
-		return &argKernel[int64]{isMax, last, outer, n, str}, 0, nil
-	case ir.Uint8:
-		return &argKernel[uint8]{isMax, last, outer, n, str}, 0, nil
-	case ir.Int8:
-		return &argKernel[int8]{isMax, last, outer, n, str}, 0, nil
+	newArg := argKernels[x.DType]
+	if newArg == nil {
+		return nil, 0, c.unsupported(x.DType)
 	}
-	return nil, 0, c.unsupported(x.DType)
+	isMax, last := c.n.Op == "ArgMax", c.attrs().Int("select_last_index", 0) != 0
+	return newArg(argPlan{isMax, last, outer, n, str}), 0, nil
 }
 
 func (k *argKernel[T]) Run(w *Workers, in, out [][]byte, scratch []byte) {

@@ -22,26 +22,26 @@ import (
 // T threads is T times this on cores that do not share FMA units.
 func BenchmarkFMAPeak(b *testing.B) {
 	const iters = 1 << 16
-	b.Run("ymm", func(b *testing.B) {
-		if !hasAsmKernel {
-			b.Skip("CPU lacks AVX2 or FMA")
-		}
-		cpu0 := cpuSeconds()
-		for i := 0; i < b.N; i++ {
-			fmaPeakLoop(iters)
-		}
-		reportFlops(b, 384*iters*float64(b.N), cpu0)
-	})
-	b.Run("zmm", func(b *testing.B) {
-		if !hasAVX512Kernel {
-			b.Skip("CPU lacks AVX-512F")
-		}
-		cpu0 := cpuSeconds()
-		for i := 0; i < b.N; i++ {
-			fmaPeakLoop512(iters)
-		}
-		reportFlops(b, 768*iters*float64(b.N), cpu0)
-	})
+	for _, w := range []struct {
+		name, lacks string
+		has         bool
+		loop        func(iters int)
+		flops       float64 // per iteration
+	}{
+		{"ymm", "AVX2 or FMA", hasAsmKernel, fmaPeakLoop, 384},
+		{"zmm", "AVX-512F", hasAVX512Kernel, fmaPeakLoop512, 768},
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			if !w.has {
+				b.Skip("CPU lacks " + w.lacks)
+			}
+			cpu0 := cpuSeconds()
+			for i := 0; i < b.N; i++ {
+				w.loop(iters)
+			}
+			reportFlops(b, w.flops*iters*float64(b.N), cpu0)
+		})
+	}
 }
 
 // BenchmarkSGEMMOfPeak measures a 1024³ product against the FMA peak of

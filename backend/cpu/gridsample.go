@@ -6,8 +6,6 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-func init() { builders["GridSample"] = buildGridSample }
-
 // gridSampleKernel samples a 2-D image at normalised grid positions, as
 // ONNX's GridSample-16 (and PyTorch's grid_sample) does.
 type gridSampleKernel struct {

@@ -10,15 +10,14 @@ import (
 // through float64 with numpy broadcasting (the fast kernels cover float32,
 // float64 and the integers).
 
-func init() {
-	for _, op := range []string{"Add", "Sub", "Mul", "Div", "Max", "Min", "Mod"} {
-		fast := builders[op]
-		builders[op] = func(c *bctx) (Kernel, int64, error) {
-			if x := c.in(0); x != nil && (x.DType == ir.Float16 || x.DType == ir.BFloat16) && len(c.n.Inputs) == 2 {
-				return buildHalfBinary(c)
-			}
-			return fast(c)
+// halfOr is build for every node but one whose two inputs are float16 or
+// bfloat16, which goes to buildHalfBinary.
+func halfOr(build buildFunc) buildFunc {
+	return func(c *bctx) (Kernel, int64, error) {
+		if x := c.in(0); x != nil && (x.DType == ir.Float16 || x.DType == ir.BFloat16) && len(c.n.Inputs) == 2 {
+			return buildHalfBinary(c)
 		}
+		return build(c)
 	}
 }
 

@@ -11,14 +11,6 @@ import (
 // Scatter), GatherND and ScatterND. Elements move as bytes, so every dtype
 // is supported; Scatter reductions support the numeric types.
 
-func init() {
-	builders["GatherElements"] = buildGatherElements
-	builders["ScatterElements"] = buildScatterElements
-	builders["Scatter"] = buildScatterElements
-	builders["GatherND"] = buildGatherND
-	builders["ScatterND"] = buildScatterND
-}
-
 // indexAt reads index i of an int32 or int64 index tensor.
 func indexAt(b []byte, wide bool, i int) int64 {
 	if wide {
@@ -49,6 +41,18 @@ func indexType(c *bctx, t *ir.Tensor) (bool, error) {
 	return false, c.errorf("indices must be int32 or int64, are %s", t.DType)
 }
 
+// elementsAxis checks the type of the indices ind of GatherElements or
+// ScatterElements (wide: int64) and resolves the axis against data x.
+func elementsAxis(c *bctx, x, ind *ir.Tensor) (wide bool, axis int, err error) {
+	if wide, err = indexType(c, ind); err != nil {
+		return false, 0, err
+	}
+	if axis, err = ir.NormAxis(c.attrs().Int("axis", 0), x.Shape.Rank()); err != nil {
+		return false, 0, c.errorf("%v", err)
+	}
+	return wide, axis, nil
+}
+
 type elementsKernel struct {
 	scatter bool
 	wide    bool
@@ -64,15 +68,11 @@ func buildGatherElements(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	x, ind, y := c.in(0), c.in(1), c.out(0)
-	wide, err := indexType(c, ind)
+	wide, axis, err := elementsAxis(c, x, ind)
 	if err != nil {
 		return nil, 0, err
 	}
 	r := x.Shape.Rank()
-	axis, err := ir.NormAxis(c.attrs().Int("axis", 0), r)
-	if err != nil {
-		return nil, 0, c.errorf("%v", err)
-	}
 	if ind.Shape.Rank() != r || !y.Shape.Equal(ind.Shape) || y.DType != x.DType {
 		return nil, 0, c.errorf("indices %v and output %v must have the rank of data %v", ind.Shape, y.Shape, x.Shape)
 	}
@@ -84,15 +84,11 @@ func buildScatterElements(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	x, ind, upd, y := c.in(0), c.in(1), c.in(2), c.out(0)
-	wide, err := indexType(c, ind)
+	wide, axis, err := elementsAxis(c, x, ind)
 	if err != nil {
 		return nil, 0, err
 	}
 	r := x.Shape.Rank()
-	axis, err := ir.NormAxis(c.attrs().Int("axis", 0), r)
-	if err != nil {
-		return nil, 0, c.errorf("%v", err)
-	}
 	if ind.Shape.Rank() != r || !upd.Shape.Equal(ind.Shape) || !y.Shape.Equal(x.Shape) || upd.DType != x.DType {
 		return nil, 0, c.errorf("indices %v and updates %v must match, with the rank of data %v", ind.Shape, upd.Shape, x.Shape)
 	}

@@ -28,55 +28,95 @@ const alignment = 64
 // buildFunc compiles one node; see Build.
 type buildFunc func(c *bctx) (Kernel, int64, error)
 
-// builders maps ONNX operator types to their compilers.
-var builders = map[string]buildFunc{
-	// Elementwise, one input.
-	"Relu": buildUnary, "LeakyRelu": buildUnary, "Sigmoid": buildUnary,
-	"HardSigmoid": buildUnary, "HardSwish": buildUnary, "Tanh": buildUnary,
-	"Erf": buildUnary, "Exp": buildUnary, "Log": buildUnary, "Sqrt": buildUnary,
-	"Neg": buildUnary, "Abs": buildUnary, "Reciprocal": buildUnary,
-	"Floor": buildUnary, "Ceil": buildUnary, "Round": buildUnary,
-	"Sin": buildUnary, "Cos": buildUnary, "Tan": buildUnary, "Asin": buildUnary,
-	"Acos": buildUnary, "Atan": buildUnary, "Sinh": buildUnary,
-	"Cosh": buildUnary, "Asinh": buildUnary, "Acosh": buildUnary,
-	"Atanh": buildUnary, "Softplus": buildUnary, "Softsign": buildUnary,
-	"Elu": buildUnary, "Selu": buildUnary, "ThresholdedRelu": buildUnary,
-	"Shrink": buildUnary, "Sign": buildUnary, "Not": buildUnary,
-	"Clip": buildClip, "IsNaN": buildIsX, "IsInf": buildIsX, "Cast": buildCast,
-	// Elementwise with broadcasting.
-	"Add": buildBinary, "Sub": buildBinary, "Mul": buildBinary,
-	"Div": buildBinary, "Max": buildBinary, "Min": buildBinary,
-	"Sum": buildBinary, "Mean": buildBinary, "Equal": buildBinary,
-	"Less": buildBinary, "Greater": buildBinary, "LessOrEqual": buildBinary,
-	"GreaterOrEqual": buildBinary, "And": buildBinary, "Or": buildBinary,
-	"Xor": buildBinary,
-	"Pow": buildPow, "Where": buildWhere, "PRelu": buildPRelu, "Mod": buildMod,
-	// Linear algebra and convolution.
-	"MatMul": buildMatMul, "Gemm": buildGemm, "Conv": buildConv,
-	"ConvTranspose": buildConvTranspose,
-	// Pooling, normalisation, reductions.
-	"MaxPool": buildPool, "AveragePool": buildPool,
-	"GlobalAveragePool": buildGlobalPool, "GlobalMaxPool": buildGlobalPool,
-	"BatchNormalization": buildBatchNorm, "LayerNormalization": buildLayerNorm,
-	"InstanceNormalization": buildInstanceNorm, "Softmax": buildSoftmax,
-	"LogSoftmax": buildSoftmax,
-	"ReduceMean": buildReduce, "ReduceSum": buildReduce,
-	"ReduceMax": buildReduce, "ReduceMin": buildReduce,
-	"ReduceProd": buildReduce, "ReduceL1": buildReduce, "ReduceL2": buildReduce,
-	"ReduceSumSquare": buildReduce, "ReduceLogSum": buildReduce,
-	"ReduceLogSumExp": buildReduce, "CumSum": buildCumSum,
-	"ArgMax": buildArg, "ArgMin": buildArg,
-	// Data movement.
-	"Identity": buildView, "Reshape": buildView, "Flatten": buildView,
-	"Squeeze": buildView, "Unsqueeze": buildView, "Dropout": buildView,
-	"Transpose": buildTranspose, "Concat": buildConcat, "Split": buildSplit,
-	"Slice": buildSlice, "Gather": buildGather, "Expand": buildExpand,
-	"Pad": buildPad, "Tile": buildTile, "Resize": buildResize, "Upsample": buildResize, "DepthToSpace": buildDepthToSpace,
-	"SpaceToDepth": buildSpaceToDepth, "Trilu": buildTrilu,
-	// Shape-like values.
-	"Shape": buildShape, "Size": buildSize,
-	"ConstantOfShape": buildConstantOfShape, "Constant": buildConstant,
-	"Range": buildRange,
+// builders maps ONNX operator types to their compilers. It is filled at
+// init, not in its declaration, because the control-flow builders compile
+// their subgraphs through Build, which reads it.
+var builders map[string]buildFunc
+
+func init() {
+	builders = map[string]buildFunc{
+		// Elementwise, one input.
+		"Relu": buildUnary, "LeakyRelu": buildUnary, "Sigmoid": buildUnary,
+		"HardSigmoid": buildUnary, "HardSwish": buildUnary, "Tanh": buildUnary,
+		"Erf": buildUnary, "Exp": buildUnary, "Log": buildUnary, "Sqrt": buildUnary,
+		"Neg": buildUnary, "Abs": buildUnary, "Reciprocal": buildUnary,
+		"Floor": buildUnary, "Ceil": buildUnary, "Round": buildUnary,
+		"Sin": buildUnary, "Cos": buildUnary, "Tan": buildUnary, "Asin": buildUnary,
+		"Acos": buildUnary, "Atan": buildUnary, "Sinh": buildUnary,
+		"Cosh": buildUnary, "Asinh": buildUnary, "Acosh": buildUnary,
+		"Atanh": buildUnary, "Softplus": buildUnary, "Softsign": buildUnary,
+		"Elu": buildUnary, "Selu": buildUnary, "ThresholdedRelu": buildUnary,
+		"Shrink": buildUnary, "Sign": buildUnary, "Not": buildUnary,
+		"Celu": buildFloatMap, "Mish": buildFloatMap, "Gelu": buildFloatMap,
+		"Clip": buildClip, "IsNaN": buildIsX, "IsInf": buildIsX,
+		"Cast": buildCast, "CastLike": buildCast,
+		"BitwiseNot": buildBitwise,
+		// Elementwise with broadcasting; the arithmetic on float16 and
+		// bfloat16 goes through buildHalfBinary.
+		"Add": halfOr(buildBinary), "Sub": halfOr(buildBinary),
+		"Mul": halfOr(buildBinary), "Div": halfOr(buildBinary),
+		"Max": halfOr(buildBinary), "Min": halfOr(buildBinary),
+		"Mod": halfOr(buildMod),
+		"Sum": buildBinary, "Mean": buildBinary, "Equal": buildBinary,
+		"Less": buildBinary, "Greater": buildBinary, "LessOrEqual": buildBinary,
+		"GreaterOrEqual": buildBinary, "And": buildBinary, "Or": buildBinary,
+		"Xor":        buildBinary,
+		"BitwiseAnd": buildBitwise, "BitwiseOr": buildBitwise,
+		"BitwiseXor": buildBitwise, "BitShift": buildBitShift,
+		"Pow": buildPow, "Where": buildWhere, "PRelu": buildPRelu,
+		// Linear algebra and convolution.
+		"MatMul": buildMatMul, "Gemm": buildGemm, "Einsum": buildEinsum,
+		"Conv": buildConv, "ConvTranspose": buildConvTranspose,
+		"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
+		"MatMulInteger": buildMatMulInteger, "QLinearMatMul": buildMatMulInteger,
+		"ConvInteger": buildIntConv, "QLinearConv": buildIntConv,
+		"QuantizeLinear": buildQuantize, "DequantizeLinear": buildQuantize,
+		"DynamicQuantizeLinear": buildDynamicQuantize, "Det": buildDet,
+		// Pooling, normalisation, reductions.
+		"MaxPool": buildMaxPool, "AveragePool": buildPool,
+		"GlobalAveragePool": buildGlobalPool, "GlobalMaxPool": buildGlobalPool,
+		"MaxUnpool": buildMaxUnpool, "LRN": buildLRN,
+		"BatchNormalization": buildBatchNorm, "LayerNormalization": buildLayerNorm,
+		"InstanceNormalization":     buildInstanceNorm,
+		"MeanVarianceNormalization": buildMVN, "Softmax": buildSoftmax,
+		"LogSoftmax": buildSoftmax, "Hardmax": buildHardmax,
+		"ReduceMean": buildReduce, "ReduceSum": buildReduce,
+		"ReduceMax": buildReduce, "ReduceMin": buildReduce,
+		"ReduceProd": buildReduce, "ReduceL1": buildReduce, "ReduceL2": buildReduce,
+		"ReduceSumSquare": buildReduce, "ReduceLogSum": buildReduce,
+		"ReduceLogSumExp": buildReduce, "CumSum": buildCumSum,
+		"ArgMax": buildArg, "ArgMin": buildArg, "TopK": buildTopK,
+		// Data movement.
+		"Identity": buildView, "Reshape": buildView, "Flatten": buildView,
+		"Squeeze": buildView, "Unsqueeze": buildView, "Dropout": buildDropout,
+		"Transpose": buildTranspose, "Concat": buildConcat, "Split": buildSplit,
+		"Slice": buildSlice, "Gather": buildGather, "Expand": buildExpand,
+		"Pad": buildPad, "Tile": buildTile, "Resize": buildResize,
+		"Upsample": buildResize, "DepthToSpace": buildDepthToSpace,
+		"SpaceToDepth": buildSpaceToDepth, "Trilu": buildTrilu,
+		"GatherElements": buildGatherElements, "GatherND": buildGatherND,
+		"ScatterElements": buildScatterElements, "Scatter": buildScatterElements,
+		"ScatterND": buildScatterND, "ReverseSequence": buildReverseSequence,
+		"Compress": buildCompress, "NonZero": buildNonZero, "Unique": buildUnique,
+		// Shape-like and generated values.
+		"Shape": buildShape, "Size": buildSize,
+		"ConstantOfShape": buildConstantOfShape, "Constant": buildConstant,
+		"Range": buildRange, "OneHot": buildOneHot, "EyeLike": buildEyeLike,
+		"HannWindow": buildWindow, "HammingWindow": buildWindow,
+		"BlackmanWindow": buildWindow, "MelWeightMatrix": buildMelWeightMatrix,
+		// Signal processing and vision.
+		"DFT": buildDFT, "STFT": buildSTFT, "GridSample": buildGridSample,
+		"RoiAlign": buildRoiAlign, "NonMaxSuppression": buildNMS,
+		"TfIdfVectorizer": buildTfIdf,
+		// Sequence models, decoding and control flow.
+		"RNN": buildRecurrent, "GRU": buildRecurrent, "LSTM": buildRecurrent,
+		"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
+		"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
+		"If": buildIf, "Loop": buildLoop, "Scan": buildScan,
+		// Training.
+		"NegativeLogLikelihoodLoss": buildLoss, "SoftmaxCrossEntropyLoss": buildLoss,
+		"Adagrad": buildTraining, "Momentum": buildTraining, "Adam": buildTraining,
+	}
 }
 
 // Supported reports whether the CPU backend has a kernel for the operator
@@ -300,6 +340,42 @@ func (c *bctx) need(k int) error {
 	for i := 0; i < k; i++ {
 		if c.in(i) == nil {
 			return c.errorf("input %d is missing", i)
+		}
+	}
+	return nil
+}
+
+// inOut returns input 0 and output 0, checking that they are there and of
+// one type.
+func (c *bctx) inOut() (x, y *ir.Tensor, err error) {
+	if err := c.need(1); err != nil {
+		return nil, nil, err
+	}
+	x, y = c.in(0), c.out(0)
+	if x.DType != y.DType {
+		return nil, nil, c.errorf("output is %s, want %s", y.DType, x.DType)
+	}
+	return x, y, nil
+}
+
+// floatInput returns input 0, checking that inputs [0, k) are present and
+// that input 0 has a floating-point type.
+func (c *bctx) floatInput(k int) (*ir.Tensor, error) {
+	if err := c.need(k); err != nil {
+		return nil, err
+	}
+	x := c.in(0)
+	if !isFloatType(x.DType) {
+		return nil, c.unsupported(x.DType)
+	}
+	return x, nil
+}
+
+// allFloat32 checks that every tensor of ts that is present is float32.
+func (c *bctx) allFloat32(ts ...*ir.Tensor) error {
+	for _, t := range ts {
+		if t != nil && t.DType != ir.Float32 {
+			return c.unsupported(t.DType)
 		}
 	}
 	return nil

@@ -199,13 +199,7 @@ func (s *strided) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
 		return
 	}
 	var idx [maxDims]int
-	off := s.base
-	r := lo
-	for i := len(s.dims) - 1; i >= 0; i-- {
-		idx[i] = r % s.dims[i]
-		r /= s.dims[i]
-		off += idx[i] * s.str[i]
-	}
+	off := s.base + odometerAt(idx[:], s.dims, s.str, lo)
 	src, dst := in[0], out[0]
 	es := s.esize
 	for row := lo; row < hi; row++ {
@@ -227,15 +221,7 @@ func (s *strided) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) {
 				gatherRow(view[uint64](d), view[uint64](src), off, s.istep)
 			}
 		}
-		for i := len(s.dims) - 1; i >= 0; i-- {
-			idx[i]++
-			off += s.str[i]
-			if idx[i] < s.dims[i] {
-				break
-			}
-			off -= idx[i] * s.str[i]
-			idx[i] = 0
-		}
+		off = odometerNext(idx[:], s.dims, s.str, off)
 	}
 }
 
@@ -268,12 +254,9 @@ func rowStrides(shape []int) []int {
 }
 
 func buildTranspose(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.DType != y.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	r := x.Shape.Rank()
 	perm := c.attrs().Ints("perm", nil)
@@ -316,12 +299,9 @@ func toShape(v []int) ir.Shape {
 }
 
 func buildExpand(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.DType != y.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	ys, xs := ints(y.Shape), ints(x.Shape)
 	if len(xs) > len(ys) {
@@ -350,12 +330,9 @@ func buildExpand(c *bctx) (Kernel, int64, error) {
 }
 
 func buildSlice(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.DType != y.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	sp, err := ir.ResolveSlice(c.g, c.n)
 	if err != nil {
@@ -580,4 +557,30 @@ func (k *gatherKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 			}
 		}
 	}
+}
+
+// odometerAt sets idx to the multi-index of flat position n over the
+// dimensions dims and returns its offset under the strides str.
+func odometerAt(idx, dims, str []int, n int) (off int) {
+	for i := len(dims) - 1; i >= 0; i-- {
+		idx[i] = n % dims[i]
+		n /= dims[i]
+		off += idx[i] * str[i]
+	}
+	return off
+}
+
+// odometerNext advances the multi-index idx over dims by one position and
+// returns off moved along under the strides str.
+func odometerNext(idx, dims, str []int, off int) int {
+	for i := len(dims) - 1; i >= 0; i-- {
+		idx[i]++
+		off += str[i]
+		if idx[i] < dims[i] {
+			return off
+		}
+		off -= idx[i] * str[i]
+		idx[i] = 0
+	}
+	return off
 }

@@ -10,11 +10,6 @@ import (
 // carry: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (the log
 // of a softmax over axis 1 followed by the former).
 
-func init() {
-	builders["NegativeLogLikelihoodLoss"] = buildLoss
-	builders["SoftmaxCrossEntropyLoss"] = buildLoss
-}
-
 type lossKernel struct {
 	softmax bool
 	dt      ir.DType

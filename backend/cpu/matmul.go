@@ -636,10 +636,8 @@ func buildGemm(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	a, b, cc, y := c.in(0), c.in(1), c.in(2), c.out(0)
-	for _, t := range []*ir.Tensor{a, b, cc, y} {
-		if t != nil && t.DType != ir.Float32 {
-			return nil, 0, c.unsupported(t.DType)
-		}
+	if err := c.allFloat32(a, b, cc, y); err != nil {
+		return nil, 0, err
 	}
 	if a.Shape.Rank() != 2 || b.Shape.Rank() != 2 {
 		return nil, 0, c.errorf("operands must be matrices, have %v and %v", a.Shape, b.Shape)

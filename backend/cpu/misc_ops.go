@@ -12,24 +12,6 @@ import (
 // OneHot, EyeLike, TopK, QuantizeLinear, DequantizeLinear, Celu, Mish and
 // LRN.
 
-func init() {
-	builders["CastLike"] = buildCast
-	builders["BitShift"] = buildBitShift
-	builders["Hardmax"] = buildHardmax
-	builders["OneHot"] = buildOneHot
-	builders["EyeLike"] = buildEyeLike
-	builders["TopK"] = buildTopK
-	builders["QuantizeLinear"] = buildQuantize
-	builders["DequantizeLinear"] = buildQuantize
-	builders["Celu"] = buildFloatMap
-	builders["Mish"] = buildFloatMap
-	builders["Gelu"] = buildFloatMap
-	for _, op := range []string{"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"} {
-		builders[op] = buildBitwise
-	}
-	builders["LRN"] = buildLRN
-}
-
 func isFloatType(dt ir.DType) bool {
 	switch dt {
 	case ir.Float32, ir.Float64, ir.Float16, ir.BFloat16:
@@ -46,12 +28,9 @@ type floatMapKernel struct {
 }
 
 func buildFloatMap(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, err := c.floatInput(1)
+	if err != nil {
 		return nil, 0, err
-	}
-	x := c.in(0)
-	if !isFloatType(x.DType) {
-		return nil, 0, c.unsupported(x.DType)
 	}
 	k := &floatMapKernel{dt: x.DType, n: int(x.Shape.Elements())}
 	switch c.n.Op {
@@ -233,12 +212,9 @@ type hardmaxKernel struct {
 }
 
 func buildHardmax(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, err := c.floatInput(1)
+	if err != nil {
 		return nil, 0, err
-	}
-	x := c.in(0)
-	if !isFloatType(x.DType) {
-		return nil, 0, c.unsupported(x.DType)
 	}
 	s := ints(x.Shape)
 	def := int64(-1)
@@ -444,14 +420,9 @@ func buildQuantize(c *bctx) (Kernel, int64, error) {
 	}
 	if k.quant {
 		switch y.DType {
-		case ir.Uint8:
-			k.lo, k.hi = 0, 255
-		case ir.Int8:
-			k.lo, k.hi = -128, 127
-		case ir.Uint16:
-			k.lo, k.hi = 0, 65535
-		case ir.Int16:
-			k.lo, k.hi = -32768, 32767
+		case ir.Uint8, ir.Int8, ir.Uint16, ir.Int16:
+			lo, hi := intRange(y.DType)
+			k.lo, k.hi = float64(lo), float64(hi)
 		default:
 			return nil, 0, c.unsupported(y.DType)
 		}

@@ -6,8 +6,6 @@ import "github.com/berth-ml/berth/ir"
 // every input value, so shape inference needs them all constant, and the
 // kernel writes the selection it computed then.
 
-func init() { builders["NonMaxSuppression"] = buildNMS }
-
 type nmsKernel struct{ sel [][3]int64 }
 
 func buildNMS(c *bctx) (Kernel, int64, error) {
@@ -31,8 +29,6 @@ func (k *nmsKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 // Unique, like NonMaxSuppression, is computed when the graph is compiled:
 // its input is a constant.
 
-func init() { builders["Unique"] = buildUnique }
-
 type uniqueKernel struct {
 	u     *ir.UniqueResult
 	esize int
@@ -47,15 +43,8 @@ func buildUnique(c *bctx) (Kernel, int64, error) {
 }
 
 func (k *uniqueKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
-	u, span := k.u, k.u.Inner*k.esize
-	o := 0
-	for b := 0; b < u.Outer; b++ {
-		for _, s := range u.Slices {
-			src := (b*u.N + s) * span
-			copy(out[0][o:o+span], in[0][src:src+span])
-			o += span
-		}
-	}
+	u := k.u
+	copySlices(out[0], in[0], u.Outer, u.N, u.Inner*k.esize, u.Slices)
 	for i, v := range [][]int64{u.First, u.Inverse, u.Counts} {
 		if y := outAt(out, i+1); y != nil {
 			copy(view[int64](y), v)

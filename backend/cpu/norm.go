@@ -16,6 +16,9 @@ type batchNormKernel struct {
 }
 
 func buildBatchNorm(c *bctx) (Kernel, int64, error) {
+	if c.attrs().Int("training_mode", 0) != 0 {
+		return buildTrainBatchNorm(c)
+	}
 	if err := c.need(5); err != nil {
 		return nil, 0, err
 	}
@@ -24,9 +27,6 @@ func buildBatchNorm(c *bctx) (Kernel, int64, error) {
 		if t := c.in(i); t.DType != ir.Float32 {
 			return nil, 0, c.unsupported(t.DType)
 		}
-	}
-	if c.attrs().Int("training_mode", 0) != 0 {
-		return nil, 0, c.errorf("training mode is not supported")
 	}
 	for i := 1; i < len(c.n.Outputs); i++ {
 		if c.out(i) != nil {
@@ -99,10 +99,8 @@ func buildLayerNorm(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	x, y := c.in(0), c.out(0)
-	for _, t := range []*ir.Tensor{x, c.in(1), c.in(2), y, c.out(1), c.out(2)} {
-		if t != nil && t.DType != ir.Float32 {
-			return nil, 0, c.unsupported(t.DType)
-		}
+	if err := c.allFloat32(x, c.in(1), c.in(2), y, c.out(1), c.out(2)); err != nil {
+		return nil, 0, err
 	}
 	if !x.Shape.Equal(y.Shape) {
 		return nil, 0, c.errorf("output %v differs from input %v", y.Shape, x.Shape)

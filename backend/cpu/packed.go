@@ -12,11 +12,6 @@ import (
 // weights in ggml's block formats, read in place from the bytes the file
 // holds.
 
-func init() {
-	builders["PackedMatMul"] = buildPackedMatMul
-	builders["PackedGather"] = buildPackedGather
-}
-
 // packedMatMulKernel is y[m,n] = x[m,k]·Wᵀ with W packed (quant.MatMul):
 // the workers share out the activation rows, which they quantise once
 // into the scratch, then the weight rows, 16 at a time. Where the

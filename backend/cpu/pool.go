@@ -33,12 +33,9 @@ type poolKernel struct {
 }
 
 func buildPool(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if y.DType != x.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	switch x.DType {
 	case ir.Float32:

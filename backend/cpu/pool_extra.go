@@ -6,35 +6,16 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-// PRelu's legacy channel slope, MeanVarianceNormalization, MaxPool with its
-// Indices output, and MaxUnpool.
+// MeanVarianceNormalization, MaxPool with its Indices output, and
+// MaxUnpool.
 
-func init() {
-	prelu := builders["PRelu"]
-	builders["PRelu"] = func(c *bctx) (Kernel, int64, error) {
-		if err := c.need(2); err != nil {
-			return nil, 0, err
-		}
-		x, s, y := c.in(0), c.in(1), c.out(0)
-		if ls := ir.LegacyPReluSlope(c.g, x.Shape, s.Shape); !ls.Equal(s.Shape) {
-			return &halfBinaryKernel{dt: x.DType, b: newBcast(x.Shape, ls, y.Shape), f: func(a, b float64) float64 {
-				if a < 0 {
-					return a * b
-				}
-				return a
-			}}, 0, nil
-		}
-		return prelu(c)
+// buildMaxPool is buildPool, or buildMaxPoolIndices where the Indices
+// output is wanted.
+func buildMaxPool(c *bctx) (Kernel, int64, error) {
+	if c.out(1) != nil {
+		return buildMaxPoolIndices(c)
 	}
-	builders["MeanVarianceNormalization"] = buildMVN
-	pool := builders["MaxPool"]
-	builders["MaxPool"] = func(c *bctx) (Kernel, int64, error) {
-		if c.out(1) != nil {
-			return buildMaxPoolIndices(c)
-		}
-		return pool(c)
-	}
-	builders["MaxUnpool"] = buildMaxUnpool
+	return buildPool(c)
 }
 
 type mvnKernel struct {
@@ -136,24 +117,9 @@ func (k *maxPoolIndicesKernel) Run(w *Workers, in, out [][]byte, scratch []byte)
 		for o := 0; o < outSp; o++ {
 			best, arg := math.Inf(-1), -1
 			for kk := 0; kk < kSp; kk++ {
-				ok := true
-				oo, kr := o, kk
-				for d := r - 1; d >= 0; d-- {
-					od, kd := oo%k.out[d], kr%k.kern[d]
-					oo, kr = oo/k.out[d], kr/k.kern[d]
-					p := od*int(k.win.Strides[d]) - int(k.win.Pads[d]) + kd*int(k.win.Dilations[d])
-					if p < 0 || p >= k.in[d] {
-						ok = false
-						break
-					}
-					pos[d] = p
-				}
+				off, ok := windowInput(k.win, k.in, k.out, k.kern, o, kk, pos)
 				if !ok {
 					continue
-				}
-				off := 0
-				for d := 0; d < r; d++ {
-					off = off*k.in[d] + pos[d]
 				}
 				v, _ := loadFloat(k.dt, in[0][(plane*inSp+off)*e:])
 				if arg < 0 || v > best {
@@ -171,6 +137,26 @@ func (k *maxPoolIndicesKernel) Run(w *Workers, in, out [][]byte, scratch []byte)
 			view[int64](out[1])[i] = int64(plane*inSp + arg)
 		}
 	}
+}
+
+// windowInput places kernel tap kk of output position o of window win
+// over an input of shape in (out and kern are the shapes of the output and
+// of the kernel): pos gets the tap's input coordinates and off their
+// row-major offset; ok is false where the tap falls in the padding.
+func windowInput(win *ir.Window, in, out, kern []int, o, kk int, pos []int) (off int, ok bool) {
+	for d := len(in) - 1; d >= 0; d-- {
+		od, kd := o%out[d], kk%kern[d]
+		o, kk = o/out[d], kk/kern[d]
+		p := od*int(win.Strides[d]) - int(win.Pads[d]) + kd*int(win.Dilations[d])
+		if p < 0 || p >= in[d] {
+			return 0, false
+		}
+		pos[d] = p
+	}
+	for d := range in {
+		off = off*in[d] + pos[d]
+	}
+	return off, true
 }
 
 type maxUnpoolKernel struct {

@@ -101,8 +101,7 @@ func buildPow(c *bctx) (Kernel, int64, error) {
 			}
 			if op != "" {
 				if fn, cost, ok := unaryFor(op, x.DType); ok {
-					return &unaryKernel{fn: fn, isize: x.DType.Size(), osize: x.DType.Size(),
-						n: int(x.Shape.Elements()), cost: cost}, 0, nil
+					return newUnaryKernel(fn, cost, x), 0, nil
 				}
 			}
 		}
@@ -111,48 +110,31 @@ func buildPow(c *bctx) (Kernel, int64, error) {
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)
 	}
-	var k Kernel
-	switch x.DType {
-	case ir.Float32:
-		k = powFor[float32](e.DType, p)
-	case ir.Float64:
-		k = powFor[float64](e.DType, p)
-	case ir.Int32:
-		k = powFor[int32](e.DType, p)
-	case ir.Int64:
-		k = powFor[int64](e.DType, p)
-	}
-	if k == nil {
+	newPow := powKernels[x.DType][e.DType]
+	if newPow == nil {
 		return nil, 0, c.errorf("dtype %s to the power of %s is not supported by the CPU backend", x.DType, e.DType)
 	}
-	return k, 0, nil
+	return newPow(p), 0, nil
 }
 
-func powFor[T number](edt ir.DType, p *bplan) Kernel {
-	switch edt {
-	case ir.Float32:
-		return &powKernel[T, float32]{p}
-	case ir.Float64:
-		return &powKernel[T, float64]{p}
-	case ir.Int32:
-		return &powKernel[T, int32]{p}
-	case ir.Int64:
-		return &powKernel[T, int64]{p}
-	case ir.Int8:
-		return &powKernel[T, int8]{p}
-	case ir.Int16:
-		return &powKernel[T, int16]{p}
-	case ir.Uint8:
-		return &powKernel[T, uint8]{p}
-	case ir.Uint16:
-		return &powKernel[T, uint16]{p}
-	case ir.Uint32:
-		return &powKernel[T, uint32]{p}
-	case ir.Uint64:
-		return &powKernel[T, uint64]{p}
-	}
-	return nil
+// powKernels[x][e] makes the kernel that raises x to the power of e.
+var powKernels = map[ir.DType]map[ir.DType]func(p *bplan) Kernel{
+	ir.Float32: powsOf[float32](), ir.Float64: powsOf[float64](),
+	ir.Int32: powsOf[int32](), ir.Int64: powsOf[int64](),
 }
+
+// powsOf is the row of powKernels that raises T.
+func powsOf[T number]() map[ir.DType]func(p *bplan) Kernel {
+	return map[ir.DType]func(p *bplan) Kernel{
+		ir.Float32: newPow[T, float32], ir.Float64: newPow[T, float64],
+		ir.Int8: newPow[T, int8], ir.Int16: newPow[T, int16],
+		ir.Int32: newPow[T, int32], ir.Int64: newPow[T, int64],
+		ir.Uint8: newPow[T, uint8], ir.Uint16: newPow[T, uint16],
+		ir.Uint32: newPow[T, uint32], ir.Uint64: newPow[T, uint64],
+	}
+}
+
+func newPow[T, E number](p *bplan) Kernel { return &powKernel[T, E]{p} }
 
 // whereKernel selects X where the condition holds and Y elsewhere, with
 // broadcasting over all three; elements move as raw words of their size.

@@ -9,12 +9,6 @@ import (
 // Integer matrix products (MatMulInteger, QLinearMatMul) and
 // ReverseSequence.
 
-func init() {
-	builders["MatMulInteger"] = buildMatMulInteger
-	builders["QLinearMatMul"] = buildMatMulInteger
-	builders["ReverseSequence"] = buildReverseSequence
-}
-
 // intMatMulKernel multiplies batched integer matrices with zero points
 // (per tensor), accumulating in int32; QLinearMatMul then requantises.
 type intMatMulKernel struct {
@@ -29,6 +23,31 @@ type intMatMulKernel struct {
 	lo, hi     float64
 }
 
+// checkQuantized checks that the zero points (the inputs at zeroPoints)
+// are per tensor and, for the QLinear form of an op, that so are the
+// scales (inputs 1, 4 and 6) and that the output type y is uint8 or int8,
+// whose range it returns.
+func checkQuantized(c *bctx, qlinear bool, y ir.DType, zeroPoints ...int) (lo, hi float64, err error) {
+	for _, zi := range zeroPoints {
+		if z := c.in(zi); z != nil && z.Shape.Elements() != 1 {
+			return 0, 0, c.errorf("zero point %v: only per-tensor zero points are supported", z.Shape)
+		}
+	}
+	if !qlinear {
+		return 0, 0, nil
+	}
+	if y != ir.Uint8 && y != ir.Int8 {
+		return 0, 0, c.unsupported(y)
+	}
+	for _, si := range []int{1, 4, 6} {
+		if s := c.in(si); s == nil || s.Shape.Elements() != 1 {
+			return 0, 0, c.errorf("only per-tensor scales are supported")
+		}
+	}
+	l, h := intRange(y)
+	return float64(l), float64(h), nil
+}
+
 func buildMatMulInteger(c *bctx) (Kernel, int64, error) {
 	k := &intMatMulKernel{qlinear: c.n.Op == "QLinearMatMul", ai: 0, bi: 1, azi: 2, bzi: 3}
 	if k.qlinear {
@@ -39,25 +58,9 @@ func buildMatMulInteger(c *bctx) (Kernel, int64, error) {
 		return nil, 0, c.errorf("inputs are missing")
 	}
 	k.adt, k.bdt, k.ydt = a.DType, b.DType, y.DType
-	for _, zi := range []int{k.azi, k.bzi} {
-		if z := c.in(zi); z != nil && z.Shape.Elements() != 1 {
-			return nil, 0, c.errorf("zero point %v: only per-tensor zero points are supported", z.Shape)
-		}
-	}
-	if k.qlinear {
-		switch y.DType {
-		case ir.Uint8:
-			k.lo, k.hi = 0, 255
-		case ir.Int8:
-			k.lo, k.hi = -128, 127
-		default:
-			return nil, 0, c.unsupported(y.DType)
-		}
-		for _, si := range []int{1, 4, 6} {
-			if s := c.in(si); s == nil || s.Shape.Elements() != 1 {
-				return nil, 0, c.errorf("only per-tensor scales are supported")
-			}
-		}
+	var err error
+	if k.lo, k.hi, err = checkQuantized(c, k.qlinear, y.DType, k.azi, k.bzi); err != nil {
+		return nil, 0, err
 	}
 	as, bs := a.Shape, b.Shape
 	if as.Rank() == 1 {
@@ -188,11 +191,6 @@ func (k *reverseSequenceKernel) Run(w *Workers, in, out [][]byte, scratch []byte
 	}
 }
 
-func init() {
-	builders["ConvInteger"] = buildIntConv
-	builders["QLinearConv"] = buildIntConv
-}
-
 // intConvKernel is a direct integer convolution with per-tensor zero
 // points; QLinearConv adds an int32 bias and requantises.
 type intConvKernel struct {
@@ -219,25 +217,8 @@ func buildIntConv(c *bctx) (Kernel, int64, error) {
 			return nil, 0, c.unsupported(t.DType)
 		}
 	}
-	for _, zi := range []int{k.xzi, k.wzi} {
-		if z := c.in(zi); z != nil && z.Shape.Elements() != 1 {
-			return nil, 0, c.errorf("zero point %v: only per-tensor zero points are supported", z.Shape)
-		}
-	}
-	if k.qlinear {
-		switch y.DType {
-		case ir.Uint8:
-			k.lo, k.hi = 0, 255
-		case ir.Int8:
-			k.lo, k.hi = -128, 127
-		default:
-			return nil, 0, c.unsupported(y.DType)
-		}
-		for _, si := range []int{1, 4, 6} {
-			if s := c.in(si); s == nil || s.Shape.Elements() != 1 {
-				return nil, 0, c.errorf("only per-tensor scales are supported")
-			}
-		}
+	if k.lo, k.hi, err = checkQuantized(c, k.qlinear, y.DType, k.xzi, k.wzi); err != nil {
+		return nil, 0, err
 	}
 	xs, ws := ints(x.Shape), ints(w.Shape)
 	k.n, k.c, k.m = xs[0], xs[1], ws[0]
@@ -283,24 +264,9 @@ func (k *intConvKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 				for ci := 0; ci < cg; ci++ {
 					ch := g*cg + ci
 					for kk := 0; kk < kSp; kk++ {
-						// Input position of output o under kernel tap kk.
-						off, ok := 0, true
-						oo, kr := o, kk
-						for d := r - 1; d >= 0; d-- {
-							od, kd := oo%k.out[d], kr%k.kern[d]
-							oo, kr = oo/k.out[d], kr/k.kern[d]
-							p := od*int(k.win.Strides[d]) - int(k.win.Pads[d]) + kd*int(k.win.Dilations[d])
-							if p < 0 || p >= k.in[d] {
-								ok = false
-								break
-							}
-							pos[d] = p
-						}
+						off, ok := windowInput(k.win, k.in, k.out, k.kern, o, kk, pos)
 						if !ok {
 							continue
-						}
-						for d := 0; d < r; d++ {
-							off = off*k.in[d] + pos[d]
 						}
 						xv := elem(x, k.xdt, (b*k.c+ch)*inSp+off) - xz
 						wv := elem(wt, k.wdt, (m*cg+ci)*kSp+kk) - wz

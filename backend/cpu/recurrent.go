@@ -8,12 +8,6 @@ import (
 
 // RNN, GRU and LSTM, computed in float64 one time step after another.
 
-func init() {
-	builders["RNN"] = buildRecurrent
-	builders["GRU"] = buildRecurrent
-	builders["LSTM"] = buildRecurrent
-}
-
 type recurrentKernel struct {
 	op                  string
 	dt                  ir.DType
@@ -42,12 +36,9 @@ func activation(name string) func(float64) float64 {
 }
 
 func buildRecurrent(c *bctx) (Kernel, int64, error) {
-	if err := c.need(3); err != nil {
+	x, err := c.floatInput(3)
+	if err != nil {
 		return nil, 0, err
-	}
-	x := c.in(0)
-	if !isFloatType(x.DType) {
-		return nil, 0, c.unsupported(x.DType)
 	}
 	at := c.attrs()
 	k := &recurrentKernel{op: c.n.Op, dt: x.DType, hid: int(at.Int("hidden_size", 0)), layout: int(at.Int("layout", 0)),

@@ -125,12 +125,9 @@ type reduceKernel[T, A number] struct {
 }
 
 func buildReduce(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, y, err := c.inOut()
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.DType != y.DType {
-		return nil, 0, c.errorf("output is %s, want %s", y.DType, x.DType)
 	}
 	at := c.attrs()
 	axes := at.Ints("axes", nil)
@@ -217,13 +214,7 @@ func (k *reduceKernel[T, A]) rangeArgs(in, out [][]byte, scratch []byte, _ args,
 	p := k.p
 	var kidx, ridx [maxDims]int
 	// Position the kept-dims odometer on item lo.
-	base := 0
-	rem := lo
-	for i := len(p.kdims) - 1; i >= 0; i-- {
-		kidx[i] = rem % p.kdims[i]
-		rem /= p.kdims[i]
-		base += kidx[i] * p.kstr[i]
-	}
+	base := odometerAt(kidx[:], p.kdims, p.kstr, lo)
 	nr := prod(p.rdims)
 	for it := lo; it < hi; it++ {
 		if p.lastReduced {
@@ -231,15 +222,7 @@ func (k *reduceKernel[T, A]) rangeArgs(in, out [][]byte, scratch []byte, _ args,
 		} else {
 			k.reduceRows(y[it*p.l:(it+1)*p.l], x, base, nr, &ridx, scratch, it)
 		}
-		for i := len(p.kdims) - 1; i >= 0; i-- {
-			kidx[i]++
-			base += p.kstr[i]
-			if kidx[i] < p.kdims[i] {
-				break
-			}
-			base -= kidx[i] * p.kstr[i]
-			kidx[i] = 0
-		}
+		base = odometerNext(kidx[:], p.kdims, p.kstr, base)
 	}
 }
 
@@ -381,17 +364,7 @@ func (k *reduceKernel[T, A]) better(v, best T) bool {
 
 // nextRed advances the reduced-dims odometer and returns the new offset.
 func (k *reduceKernel[T, A]) nextRed(ridx *[maxDims]int, off int) int {
-	p := k.p
-	for i := len(p.rdims) - 1; i >= 0; i-- {
-		ridx[i]++
-		off += p.rstr[i]
-		if ridx[i] < p.rdims[i] {
-			return off
-		}
-		off -= ridx[i] * p.rstr[i]
-		ridx[i] = 0
-	}
-	return off
+	return odometerNext(ridx[:], k.p.rdims, k.p.rstr, off)
 }
 
 // sumRun adds the transformed elements of a contiguous run.

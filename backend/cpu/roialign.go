@@ -10,26 +10,23 @@ import (
 // RoiAlign (as ONNX Runtime computes it), MelWeightMatrix, and Dropout in
 // training mode with a ratio of zero (the identity, deterministic).
 
-func init() {
-	builders["RoiAlign"] = buildRoiAlign
-	builders["MelWeightMatrix"] = buildMelWeightMatrix
-	dropout := builders["Dropout"]
-	builders["Dropout"] = func(c *bctx) (Kernel, int64, error) {
-		if t := c.in(2); t != nil && t.IsConst() && len(t.Data) > 0 && t.Data[0] != 0 {
-			ratio := 0.5
-			if r := c.in(1); r != nil {
-				if !r.IsConst() {
-					return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("training-mode ratio", r.Name))
-				}
-				ratio, _ = loadFloat(r.DType, alignedCopy(r.Data))
+// buildDropout is buildView but in training mode, where only a ratio of
+// zero is supported.
+func buildDropout(c *bctx) (Kernel, int64, error) {
+	if t := c.in(2); t != nil && t.IsConst() && len(t.Data) > 0 && t.Data[0] != 0 {
+		ratio := 0.5
+		if r := c.in(1); r != nil {
+			if !r.IsConst() {
+				return nil, 0, fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, ir.NeedValue("training-mode ratio", r.Name))
 			}
-			if ratio != 0 {
-				return nil, 0, c.errorf("training mode with a non-zero ratio (random) is not supported")
-			}
-			return &identityMaskKernel{}, 0, nil
+			ratio, _ = loadFloat(r.DType, alignedCopy(r.Data))
 		}
-		return dropout(c)
+		if ratio != 0 {
+			return nil, 0, c.errorf("training mode with a non-zero ratio (random) is not supported")
+		}
+		return &identityMaskKernel{}, 0, nil
 	}
+	return buildView(c)
 }
 
 func alignedCopy(b []byte) []byte {

@@ -9,15 +9,6 @@ import (
 
 // Window functions, Compress, Det and DynamicQuantizeLinear.
 
-func init() {
-	builders["HannWindow"] = buildWindow
-	builders["HammingWindow"] = buildWindow
-	builders["BlackmanWindow"] = buildWindow
-	builders["Compress"] = buildCompress
-	builders["Det"] = buildDet
-	builders["DynamicQuantizeLinear"] = buildDynamicQuantize
-}
-
 type windowKernel struct {
 	dt ir.DType
 	v  []float64
@@ -92,12 +83,18 @@ func buildCompress(c *bctx) (Kernel, int64, error) {
 }
 
 func (k *compressKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
-	span := k.inner * k.esize
+	copySlices(out[0], in[0], k.outer, k.n, k.inner*k.esize, k.keep)
+}
+
+// copySlices copies into dst, one after the other, the slices at positions
+// pick of each of the outer blocks of src, which hold n slices of span
+// bytes each.
+func copySlices(dst, src []byte, outer, n, span int, pick []int) {
 	o := 0
-	for b := 0; b < k.outer; b++ {
-		for _, i := range k.keep {
-			src := (b*k.n + i) * span
-			copy(out[0][o:o+span], in[0][src:src+span])
+	for b := 0; b < outer; b++ {
+		for _, i := range pick {
+			s := (b*n + i) * span
+			copy(dst[o:o+span], src[s:s+span])
 			o += span
 		}
 	}

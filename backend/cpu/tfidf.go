@@ -4,8 +4,6 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-func init() { builders["TfIdfVectorizer"] = buildTfIdf }
-
 // tfIdfKernel counts the n-grams of each row of integer tokens that the
 // pool lists (with up to maxSkip tokens skipped between the items of an
 // n-gram) and writes their term frequencies, IDF weights or both.

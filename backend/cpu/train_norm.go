@@ -9,30 +9,21 @@ import (
 // BatchNormalization in training mode (normalising by the batch's own
 // statistics and updating the running ones) and NonZero.
 
-func init() {
-	bn := builders["BatchNormalization"]
-	builders["BatchNormalization"] = func(c *bctx) (Kernel, int64, error) {
-		if c.attrs().Int("training_mode", 0) == 0 {
-			return bn(c)
-		}
-		if err := c.need(5); err != nil {
-			return nil, 0, err
-		}
-		x := c.in(0)
-		if !isFloatType(x.DType) {
-			return nil, 0, c.unsupported(x.DType)
-		}
-		for i := 1; i < 5; i++ {
-			if t := c.in(i); t.DType != x.DType || t.Shape.Elements() != x.Shape[1] {
-				return nil, 0, c.errorf("input %d must be %s[%d]", i, x.DType, x.Shape[1])
-			}
-		}
-		s := ints(x.Shape)
-		at := c.attrs()
-		return &trainBatchNormKernel{dt: x.DType, n: s[0], c: s[1], sp: prod(s[2:]),
-			eps: float64(at.Float("epsilon", 1e-5)), momentum: float64(at.Float("momentum", 0.9))}, 0, nil
+// buildTrainBatchNorm is BatchNormalization with training_mode=1.
+func buildTrainBatchNorm(c *bctx) (Kernel, int64, error) {
+	x, err := c.floatInput(5)
+	if err != nil {
+		return nil, 0, err
 	}
-	builders["NonZero"] = buildNonZero
+	for i := 1; i < 5; i++ {
+		if t := c.in(i); t.DType != x.DType || t.Shape.Elements() != x.Shape[1] {
+			return nil, 0, c.errorf("input %d must be %s[%d]", i, x.DType, x.Shape[1])
+		}
+	}
+	s := ints(x.Shape)
+	at := c.attrs()
+	return &trainBatchNormKernel{dt: x.DType, n: s[0], c: s[1], sp: prod(s[2:]),
+		eps: float64(at.Float("epsilon", 1e-5)), momentum: float64(at.Float("momentum", 0.9))}, 0, nil
 }
 
 type trainBatchNormKernel struct {

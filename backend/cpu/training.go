@@ -10,12 +10,6 @@ import (
 // Adam): one update step each, computed in float64 per element with the
 // formulas of the ONNX specification.
 
-func init() {
-	builders["Adagrad"] = buildTraining
-	builders["Momentum"] = buildTraining
-	builders["Adam"] = buildTraining
-}
-
 type trainingKernel struct {
 	op       string
 	rt       ir.DType   // dtype of R

@@ -54,200 +54,107 @@ func (k *unaryKernel) rangeArgs(in, out [][]byte, _ []byte, a args, lo, hi int) 
 func farg(a args, i int) float64        { return math.Float64frombits(uint64(a[i])) }
 func setFarg(a *args, i int, v float64) { a[i] = int64(math.Float64bits(v)) }
 
-// floatOp returns the loop of a floating-point unary op for T, the cost of
-// one element, and whether the op exists.
-func floatOp[T float](op string) (unaryFn, int, bool) {
-	var f func(d, s []T, a args)
-	cost := 1
-	switch op {
-	case "Relu":
-		f = reluLoop[T]
-	case "LeakyRelu":
-		f = leakyReluLoop[T]
-	case "Sigmoid":
-		f, cost = sigmoidLoop[T], 8
-	case "HardSigmoid":
-		f = hardSigmoidLoop[T]
-	case "HardSwish":
-		f = hardSwishLoop[T]
-	case "Tanh":
-		f, cost = tanhLoop[T], 8
-	case "Erf":
-		f, cost = erfLoop[T], 8
-	case "Exp":
-		f, cost = expLoop[T], 8
-	case "Log":
-		f, cost = logLoop[T], 8
-	case "Sqrt":
-		f, cost = sqrtLoop[T], 2
-	case "Neg":
-		f = negLoop[T]
-	case "Abs":
-		f = absLoop[T]
-	case "Sign":
-		f = signLoop[T]
-	case "Reciprocal":
-		f = reciprocalLoop[T]
-	case "Floor":
-		f = floorLoop[T]
-	case "Ceil":
-		f = ceilLoop[T]
-	case "Round":
-		f = roundLoop[T]
-	case "Sin":
-		f, cost = sinLoop[T], 8
-	case "Cos":
-		f, cost = cosLoop[T], 8
-	case "Softplus":
-		f, cost = softplusLoop[T], 16
-	case "Elu":
-		f, cost = eluLoop[T], 8
-	case "Selu":
-		f, cost = seluLoop[T], 8
-	case "Clip":
-		f = clipLoop[T]
-	case "Square":
-		f = squareLoop[T]
-	case "Cube":
-		f = cubeLoop[T]
-	case "Copy":
-		f = copyLoop[T]
-	case "Softsign":
-		f = softsignLoop[T]
-	case "ThresholdedRelu":
-		f = thresholdedReluLoop[T]
-	case "Shrink":
-		f = shrinkLoop[T]
-	case "Tan":
-		f, cost = tanLoop[T], 8
-	case "Asin":
-		f, cost = asinLoop[T], 8
-	case "Acos":
-		f, cost = acosLoop[T], 8
-	case "Atan":
-		f, cost = atanLoop[T], 8
-	case "Sinh":
-		f, cost = sinhLoop[T], 8
-	case "Cosh":
-		f, cost = coshLoop[T], 8
-	case "Asinh":
-		f, cost = asinhLoop[T], 8
-	case "Acosh":
-		f, cost = acoshLoop[T], 8
-	case "Atanh":
-		f, cost = atanhLoop[T], 8
-	default:
-		return nil, 0, false
-	}
-	return asBytes(f), cost, true
+// unaryLoop is the loop of a unary op for one element type and the
+// relative cost of one element.
+type unaryLoop struct {
+	fn   unaryFn
+	cost int
 }
 
-// vecOp returns the vectorised float32 loop of op (vmath.go), if it has
-// one. These replace floatOp's loops for float32, which go through float64
-// math one element at a time.
-func vecOp(op string) (unaryFn, bool) {
-	var f func(d, s []float32)
-	switch op {
-	case "Exp":
-		f = vExp
-	case "Sigmoid":
-		f = vSigmoid
-	case "Tanh":
-		f = vTanh
-	case "Erf":
-		f = vErf
-	case "Gelu":
-		f = vGelu
-	case "GeluTanh": // Gelu with approximate=tanh
-		f = vGeluTanh
-	default:
-		return nil, false
-	}
-	return func(d, s []byte, _ args) { f(view[float32](d), view[float32](s)) }, true
+// unaryLoops[dt][op] is the loop of unary op on dt.
+var unaryLoops = map[ir.DType]map[string]unaryLoop{
+	ir.Float32: float32Loops(), ir.Float64: floatLoops[float64](),
+	ir.Int8: numberLoops[int8](), ir.Int16: numberLoops[int16](),
+	ir.Int32: numberLoops[int32](), ir.Int64: numberLoops[int64](),
+	ir.Uint8: numberLoops[uint8](), ir.Uint16: numberLoops[uint16](),
+	ir.Uint32: numberLoops[uint32](), ir.Uint64: numberLoops[uint64](),
+	ir.Bool: {"Not": {notLoop, 1}},
 }
 
-// intOp is floatOp for integer types; only ops that are exact on integers
-// exist.
-func intOp[T integer](op string) (unaryFn, bool) {
-	var f func(d, s []T, a args)
-	switch op {
-	case "Relu":
-		f = reluLoop[T]
-	case "Neg":
-		f = negLoop[T]
-	case "Abs":
-		f = absLoop[T]
-	case "Sign":
-		f = signLoop[T]
-	case "Clip":
-		f = clipLoop[T]
-	case "Square":
-		f = squareLoop[T]
-	case "Cube":
-		f = cubeLoop[T]
-	case "Copy":
-		f = copyLoop[T]
-	default:
-		return nil, false
-	}
-	return asBytes(f), true
-}
-
-// unaryFor picks the loop of op for dtype dt.
+// unaryFor picks the loop of op for dtype dt and the cost of one element.
 func unaryFor(op string, dt ir.DType) (unaryFn, int, bool) {
-	switch dt {
-	case ir.Float32:
-		if fn, ok := vecOp(op); ok {
-			return fn, 2, true
-		}
-		switch op {
-		case "Relu":
-			return reluF32, 1, true
-		case "Clip":
-			return clipF32, 1, true
-		case "Square":
-			return squareF32, 1, true
-		case "Cube":
-			return cubeF32, 1, true
-		}
-		return floatOp[float32](op)
-	case ir.Float64:
-		return floatOp[float64](op)
-	}
-	var f unaryFn
-	var ok bool
-	switch dt {
-	case ir.Int8:
-		f, ok = intOp[int8](op)
-	case ir.Int16:
-		f, ok = intOp[int16](op)
-	case ir.Int32:
-		f, ok = intOp[int32](op)
-	case ir.Int64:
-		f, ok = intOp[int64](op)
-	case ir.Uint8:
-		f, ok = intOp[uint8](op)
-	case ir.Uint16:
-		f, ok = intOp[uint16](op)
-	case ir.Uint32:
-		f, ok = intOp[uint32](op)
-	case ir.Uint64:
-		f, ok = intOp[uint64](op)
-	case ir.Bool:
-		if op == "Not" {
-			f, ok = notLoop, true
-		}
-	}
-	return f, 1, ok
+	l, ok := unaryLoops[dt][op]
+	return l.fn, l.cost, ok
 }
 
-func buildUnary(c *bctx) (Kernel, int64, error) {
+// numberLoops are the loops of the ops that are exact on every number
+// type.
+func numberLoops[T number]() map[string]unaryLoop {
+	return map[string]unaryLoop{
+		"Relu": {asBytes(reluLoop[T]), 1}, "Neg": {asBytes(negLoop[T]), 1},
+		"Abs": {asBytes(absLoop[T]), 1}, "Sign": {asBytes(signLoop[T]), 1},
+		"Clip": {asBytes(clipLoop[T]), 1}, "Square": {asBytes(squareLoop[T]), 1},
+		"Cube": {asBytes(cubeLoop[T]), 1}, "Copy": {asBytes(copyLoop[T]), 1},
+	}
+}
+
+// floatLoops are numberLoops and the loops of the floating-point ops.
+func floatLoops[T float]() map[string]unaryLoop {
+	m := numberLoops[T]()
+	for op, l := range map[string]unaryLoop{
+		"LeakyRelu": {asBytes(leakyReluLoop[T]), 1}, "Sigmoid": {asBytes(sigmoidLoop[T]), 8},
+		"HardSigmoid": {asBytes(hardSigmoidLoop[T]), 1}, "HardSwish": {asBytes(hardSwishLoop[T]), 1},
+		"Tanh": {asBytes(tanhLoop[T]), 8}, "Erf": {asBytes(erfLoop[T]), 8},
+		"Exp": {asBytes(expLoop[T]), 8}, "Log": {asBytes(logLoop[T]), 8},
+		"Sqrt": {asBytes(sqrtLoop[T]), 2}, "Reciprocal": {asBytes(reciprocalLoop[T]), 1},
+		"Floor": {asBytes(floorLoop[T]), 1}, "Ceil": {asBytes(ceilLoop[T]), 1},
+		"Round": {asBytes(roundLoop[T]), 1}, "Sin": {asBytes(sinLoop[T]), 8},
+		"Cos": {asBytes(cosLoop[T]), 8}, "Tan": {asBytes(tanLoop[T]), 8},
+		"Asin": {asBytes(asinLoop[T]), 8}, "Acos": {asBytes(acosLoop[T]), 8},
+		"Atan": {asBytes(atanLoop[T]), 8}, "Sinh": {asBytes(sinhLoop[T]), 8},
+		"Cosh": {asBytes(coshLoop[T]), 8}, "Asinh": {asBytes(asinhLoop[T]), 8},
+		"Acosh": {asBytes(acoshLoop[T]), 8}, "Atanh": {asBytes(atanhLoop[T]), 8},
+		"Softplus": {asBytes(softplusLoop[T]), 16}, "Softsign": {asBytes(softsignLoop[T]), 1},
+		"Elu": {asBytes(eluLoop[T]), 8}, "Selu": {asBytes(seluLoop[T]), 8},
+		"ThresholdedRelu": {asBytes(thresholdedReluLoop[T]), 1}, "Shrink": {asBytes(shrinkLoop[T]), 1},
+	} {
+		m[op] = l
+	}
+	return m
+}
+
+// float32Loops are floatLoops with the vectorised float32 loops (clamp.go,
+// vmath.go) in place of those that go through float64 math one element at
+// a time.
+func float32Loops() map[string]unaryLoop {
+	m := floatLoops[float32]()
+	vector := func(f func(d, s []float32)) unaryLoop {
+		return unaryLoop{func(d, s []byte, _ args) { f(view[float32](d), view[float32](s)) }, 2}
+	}
+	for op, l := range map[string]unaryLoop{
+		"Relu": {reluF32, 1}, "Clip": {clipF32, 1}, "Square": {squareF32, 1}, "Cube": {cubeF32, 1},
+		"Exp": vector(vExp), "Sigmoid": vector(vSigmoid), "Tanh": vector(vTanh),
+		"Erf": vector(vErf), "Gelu": vector(vGelu),
+		"GeluTanh": vector(vGeluTanh), // Gelu with approximate=tanh
+	} {
+		m[op] = l
+	}
+	return m
+}
+
+// unaryInput returns the input of an elementwise op of one input, checking
+// that the output has its type and size.
+func unaryInput(c *bctx) (*ir.Tensor, error) {
 	if err := c.need(1); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	x, y := c.in(0), c.out(0)
 	if x.Shape.Elements() != y.Shape.Elements() || x.DType != y.DType {
-		return nil, 0, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
+		return nil, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
+	}
+	return x, nil
+}
+
+// newUnaryKernel is the unaryKernel that runs fn, of the given cost, over
+// the elements of t.
+func newUnaryKernel(fn unaryFn, cost int, t *ir.Tensor) *unaryKernel {
+	return &unaryKernel{fn: fn, isize: t.DType.Size(), osize: t.DType.Size(), n: int(t.Shape.Elements()), cost: cost}
+}
+
+func buildUnary(c *bctx) (Kernel, int64, error) {
+	x, err := unaryInput(c)
+	if err != nil {
+		return nil, 0, err
 	}
 	op := c.n.Op
 	if op == "Gelu" {
@@ -263,7 +170,7 @@ func buildUnary(c *bctx) (Kernel, int64, error) {
 	if !ok {
 		return nil, 0, c.unsupported(x.DType)
 	}
-	k := &unaryKernel{fn: fn, isize: x.DType.Size(), osize: y.DType.Size(), n: int(x.Shape.Elements()), cost: cost}
+	k := newUnaryKernel(fn, cost, x)
 	at := c.attrs()
 	switch c.n.Op {
 	case "LeakyRelu":
@@ -297,19 +204,16 @@ type clipKernel struct {
 }
 
 func buildClip(c *bctx) (Kernel, int64, error) {
-	if err := c.need(1); err != nil {
+	x, err := unaryInput(c)
+	if err != nil {
 		return nil, 0, err
-	}
-	x, y := c.in(0), c.out(0)
-	if x.Shape.Elements() != y.Shape.Elements() || x.DType != y.DType {
-		return nil, 0, c.errorf("output %s%v does not match input %s%v", y.DType, y.Shape, x.DType, x.Shape)
 	}
 	fn, _, ok := unaryFor("Clip", x.DType)
 	if !ok {
 		return nil, 0, c.unsupported(x.DType)
 	}
 	k := &clipKernel{dt: x.DType}
-	k.unaryKernel = unaryKernel{fn: fn, isize: x.DType.Size(), osize: x.DType.Size(), n: int(x.Shape.Elements()), cost: 1}
+	k.unaryKernel = *newUnaryKernel(fn, 1, x)
 	for i := 1; i <= 2; i++ {
 		if t := c.in(i); t != nil {
 			if t.DType != x.DType || t.Shape.Elements() != 1 {
@@ -388,27 +292,20 @@ func scalarFloat(b []byte, dt ir.DType) float64 {
 // scalarInt reads element 0 of an integer or bool buffer as int64 (uint64
 // keeps its bits).
 func scalarInt(b []byte, dt ir.DType) int64 {
-	switch dt {
-	case ir.Int8:
-		return int64(int8(b[0]))
-	case ir.Uint8, ir.Bool:
-		return int64(b[0])
-	case ir.Int16:
-		return int64(view[int16](b)[0])
-	case ir.Uint16:
-		return int64(view[uint16](b)[0])
-	case ir.Int32:
-		return int64(view[int32](b)[0])
-	case ir.Uint32:
-		return int64(view[uint32](b)[0])
-	case ir.Int64:
-		return view[int64](b)[0]
-	case ir.Uint64:
-		return int64(view[uint64](b)[0])
-	case ir.Float32:
-		return int64(view[float32](b)[0])
-	case ir.Float64:
-		return int64(view[float64](b)[0])
+	if first := firstInts[dt]; first != nil {
+		return first(b)
 	}
 	return 0
 }
+
+// firstInts holds firstInt for each number type and bool.
+var firstInts = map[ir.DType]func(b []byte) int64{
+	ir.Int8: firstInt[int8], ir.Uint8: firstInt[uint8], ir.Bool: firstInt[uint8],
+	ir.Int16: firstInt[int16], ir.Uint16: firstInt[uint16],
+	ir.Int32: firstInt[int32], ir.Uint32: firstInt[uint32],
+	ir.Int64: firstInt[int64], ir.Uint64: firstInt[uint64],
+	ir.Float32: firstInt[float32], ir.Float64: firstInt[float64],
+}
+
+// firstInt reads element 0 of b, T values, as int64.
+func firstInt[T number](b []byte) int64 { return int64(view[T](b)[0]) }

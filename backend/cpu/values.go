@@ -34,19 +34,7 @@ func buildShape(c *bctx) (Kernel, int64, error) {
 		return nil, 0, err
 	}
 	x, y := c.in(0), c.out(0)
-	r := int64(x.Shape.Rank())
-	at := c.attrs()
-	start, end := at.Int("start", 0), at.Int("end", r)
-	if start < 0 {
-		start += r
-	}
-	if end < 0 {
-		end += r
-	}
-	start, end = clamp(start, 0, r), clamp(end, 0, r)
-	if end < start {
-		end = start
-	}
+	start, end := ir.ShapeSlice(c.n, x.Shape.Rank())
 	dims := x.Shape[start:end]
 	if y.DType != ir.Int64 || y.Shape.Elements() != int64(len(dims)) {
 		return nil, 0, c.errorf("output %s%v must be int64 [%d]", y.DType, y.Shape, len(dims))
@@ -108,8 +96,8 @@ func buildConstant(c *bctx) (Kernel, int64, error) {
 // rangeKernel is Range: out[i] = start + i·delta, with start and delta
 // read at run time; the length is the static output size.
 type rangeKernel struct {
-	dt ir.DType
-	n  int
+	fill func(d, start, delta []byte, n int) // a rangeFill
+	n    int
 }
 
 func buildRange(c *bctx) (Kernel, int64, error) {
@@ -122,30 +110,27 @@ func buildRange(c *bctx) (Kernel, int64, error) {
 			return nil, 0, c.errorf("input %q %s%v must be a %s scalar", t.Name, t.DType, t.Shape, y.DType)
 		}
 	}
-	switch y.DType {
-	case ir.Float32, ir.Float64, ir.Int16, ir.Int32, ir.Int64:
-	default:
+	fill := rangeFills[y.DType]
+	if fill == nil {
 		return nil, 0, c.unsupported(y.DType)
 	}
-	return &rangeKernel{dt: y.DType, n: int(y.Shape.Elements())}, 0, nil
+	return &rangeKernel{fill: fill, n: int(y.Shape.Elements())}, 0, nil
+}
+
+// rangeFills holds rangeFill for each type Range supports.
+var rangeFills = map[ir.DType]func(d, start, delta []byte, n int){
+	ir.Float32: rangeFill[float32], ir.Float64: rangeFill[float64],
+	ir.Int16: rangeFill[int16], ir.Int32: rangeFill[int32], ir.Int64: rangeFill[int64],
 }
 
 func (k *rangeKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
-	switch k.dt {
-	case ir.Float32:
-		rangeFill(view[float32](out[0])[:k.n], view[float32](in[0])[0], view[float32](in[2])[0])
-	case ir.Float64:
-		rangeFill(view[float64](out[0])[:k.n], view[float64](in[0])[0], view[float64](in[2])[0])
-	case ir.Int16:
-		rangeFill(view[int16](out[0])[:k.n], view[int16](in[0])[0], view[int16](in[2])[0])
-	case ir.Int32:
-		rangeFill(view[int32](out[0])[:k.n], view[int32](in[0])[0], view[int32](in[2])[0])
-	case ir.Int64:
-		rangeFill(view[int64](out[0])[:k.n], view[int64](in[0])[0], view[int64](in[2])[0])
-	}
+	k.fill(out[0], in[0], in[2], k.n)
 }
 
-func rangeFill[T number](d []T, start, delta T) {
+// rangeFill sets the first n T values of d to start + i·delta, with start
+// and delta the first T value of their bytes.
+func rangeFill[T number](db, startb, deltab []byte, n int) {
+	d, start, delta := view[T](db)[:n], view[T](startb)[0], view[T](deltab)[0]
 	for i := range d {
 		d[i] = start + T(i)*delta
 	}
