@@ -123,6 +123,72 @@
 	ADDQ       $256, R10; \
 	DECQ       BX
 
+// The store of sgemm12x32 and sgemm6x32, from label store on: STORETILE
+// (gemm_amd64.h) for a tile whose rows list(m, a, b) are always stored
+// and whose rows extra(m, a, b) only where R14 is not 0; cbadd adds the
+// column bias at R10 and clamp clamps to the bounds at BX, both the
+// extra rows included.
+#define STOREX(mode, lim, cb, rb, res, cbadd, list, extra, clamp) \
+store:                                \
+	STOREHEAD(mode, lim, accumulate); \
+	NILJMPQ(cb, R10, rowbias);        \
+	cbadd;                            \
+rowbias:                              \
+	NILJMPQ(rb, R9, put);             \
+	list(ROWBIAS, Z26, 0);            \
+	TESTQ R14, R14;                   \
+	JEQ   put;                        \
+	extra(ROWBIAS, Z26, 0);           \
+put:                                  \
+	NILJMPQ(res, R10, resdone);       \
+	list(ADDM, R10, 64);              \
+	TESTQ R14, R14;                   \
+	JEQ   resdone;                    \
+	extra(ADDM, R10, 64);             \
+resdone:                              \
+	TESTQ BX, BX;                     \
+	JEQ   putnow;                     \
+	clamp;                            \
+putnow:                               \
+	list(PUTC, 64, 0);                \
+	TESTQ R14, R14;                   \
+	JEQ   putdone;                    \
+	extra(PUTC, 64, 0);               \
+putdone:                              \
+	VZEROUPPER;                       \
+	RET;                              \
+accumulate:                           \
+	TESTQ BX, BX;                     \
+	JNE   accload;                    \
+	NILJMPQ(res, R10, accnow);        \
+accload:                              \
+	MOVQ  DX, AX;                     \
+	list(ADDM, DX, 64);               \
+	TESTQ R14, R14;                   \
+	JEQ   accloaded;                  \
+	extra(ADDM, DX, 64);              \
+accloaded:                            \
+	MOVQ AX, DX;                      \
+	JMP  put;                         \
+accnow:                               \
+	list(ADDC, 64, 0);                \
+	TESTQ R14, R14;                   \
+	JEQ   accdone;                    \
+	extra(ADDC, 64, 0);               \
+accdone:                              \
+	VZEROUPPER;                       \
+	RET
+
+// The column bias at R10 into Z24:Z25.
+#define COLBIAS2 \
+	VMOVUPS (R10), Z24; \
+	VMOVUPS 64(R10), Z25
+
+// sgemm12x32's thirteenth row (Z28:Z29), its column bias and its clamp.
+#define ROW12(m, a, b) m(a, b, 12, Z28, Z29)
+#define COLBIAS13 COLBIAS2; PAIRS12(ADDROW, Z24, Z25); ROW12(ADDROW, Z24, Z25)
+#define CLAMP13 CLAMP24; ROW12(CLAMP2, Z24, Z25)
+
 // rawAheadMin is the fewest steps for which sgemm12x32 fetches the rows
 // of an unpacked B ahead itself (loopRaw).
 #define rawAheadMin 128
@@ -307,73 +373,7 @@ store13:
 	// The store: rows 0-11, and row 12 (Z28:Z29) where R14 is not 0;
 	// with R14 0, Z28:Z29 take part in the arithmetic but are not
 	// stored.
-store:
-	STOREHEAD(mode+80(FP), lim+88(FP), accumulate)
-
-	// Overwrite: C = acc + row bias + column bias.
-	NILJMPQ(cb+72(FP), R10, rowbias)
-	VMOVUPS (R10), Z24
-	VMOVUPS 64(R10), Z25
-	PAIRS12(ADDROW, Z24, Z25)
-	VADDPS  Z24, Z28, Z28
-	VADDPS  Z25, Z29, Z29
-
-rowbias:
-	NILJMPQ(rb+64(FP), R9, put)
-	PAIRS12(ROWBIAS, Z26, 0)
-	TESTQ R14, R14
-	JEQ   put
-	ROWBIAS(Z26, 0, 12, Z28, Z29)
-
-put:
-	NILJMPQ(res+96(FP), R10, resdone)
-	PAIRS12(ADDM, R10, 64)
-	TESTQ R14, R14
-	JEQ   resdone
-	ADDM(R10, 64, 12, Z28, Z29)
-
-resdone:
-	TESTQ BX, BX
-	JEQ   putnow
-	CLAMP24
-	CLAMP512(Z28)
-	CLAMP512(Z29)
-
-putnow:
-	PAIRS12(PUTC, 64, 0)
-	TESTQ R14, R14
-	JEQ   putdone
-	PUTC(64, 0, 12, Z28, Z29)
-
-putdone:
-	VZEROUPPER
-	RET
-
-accumulate:
-	TESTQ BX, BX
-	JNE   accload
-	NILJMPQ(res+96(FP), R10, accnow)
-
-accload:
-	MOVQ  DX, AX
-	PAIRS12(ADDM, DX, 64)
-	TESTQ R14, R14
-	JEQ   accloaded
-	ADDM(DX, 64, 12, Z28, Z29)
-
-accloaded:
-	MOVQ AX, DX
-	JMP  put
-
-accnow:
-	PAIRS12(ADDC, 64, 0)
-	TESTQ R14, R14
-	JEQ   accdone
-	ADDC(64, 0, 12, Z28, Z29)
-
-accdone:
-	VZEROUPPER
-	RET
+	STOREX(mode+80(FP), lim+88(FP), cb+72(FP), rb+64(FP), res+96(FP), COLBIAS13, PAIRS12, ROW12, CLAMP13)
 
 // The 6×32 kernel: one A panel (rows 0-5 at SI) by two B panels (DI, DI+R15),
 // for the last A panel of a tile with an odd number of them. Same registers
@@ -391,10 +391,26 @@ accdone:
 	ROWFMA(aoff(R14), Z26, Z24, Z25, Z12, Z13); \
 	ROWFMA(aoff+4(R14), Z27, Z24, Z25, Z14, Z15)
 
-// ADDM for rows 6 and 7 of an 8×32 tile (Z12..Z15).
-#define ADDM2HI(p) \
-	ADDM(p, 64, 6, Z12, Z13); \
-	ADDM(p, 64, 7, Z14, Z15)
+// Rows 0-5 of sgemm6x32 (PAIRS6 on zmm registers) and rows 6 and 7 of
+// its 8×32 tile (Z12..Z15), their column bias and their clamp.
+#define PAIRS6Z(m, a, b) PAIRS6(m, VZ, a, b)
+
+#define ROWS67(m, a, b) \
+	m(a, b, 6, Z12, Z13); \
+	m(a, b, 7, Z14, Z15)
+
+#define COLBIAS8 \
+	COLBIAS2;                     \
+	PAIRS6(ADDROW, VZ, Z24, Z25); \
+	TESTQ R14, R14;               \
+	JEQ   rowbias;                \
+	ROWS67(ADDROW, Z24, Z25)
+
+#define CLAMP8X32 \
+	CLAMP12;        \
+	TESTQ R14, R14; \
+	JEQ   putnow;   \
+	ROWS67(CLAMP2, Z24, Z25)
 
 // func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int, a1 *float32)
 //
@@ -486,82 +502,7 @@ tail8:
 	DECQ  CX
 	JMP   tail8
 
-store:
-	STOREHEAD(mode+72(FP), lim+80(FP), accumulate)
-
-	// Overwrite: C = acc + row bias + column bias.
-	NILJMPQ(cb+64(FP), R10, rowbias)
-	VMOVUPS (R10), Z24
-	VMOVUPS 64(R10), Z25
-	PAIRS6(ADDROW, VZ, Z24, Z25)
-	TESTQ   R14, R14
-	JEQ     rowbias
-	ADDROW(Z24, Z25, 6, Z12, Z13)
-	ADDROW(Z24, Z25, 7, Z14, Z15)
-
-rowbias:
-	NILJMPQ(rb+56(FP), R9, put)
-	PAIRS6(ROWBIAS, VZ, Z26, 0)
-	TESTQ R14, R14
-	JEQ   put
-	ROWBIAS(Z26, 0, 6, Z12, Z13)
-	ROWBIAS(Z26, 0, 7, Z14, Z15)
-
-put:
-	NILJMPQ(res+88(FP), R10, resdone)
-	PAIRS6(ADDM, VZ, R10, 64)
-	TESTQ R14, R14
-	JEQ   resdone
-	ADDM2HI(R10)
-
-resdone:
-	TESTQ BX, BX
-	JEQ   putnow
-	CLAMP12
-	TESTQ R14, R14
-	JEQ   putnow
-	CLAMP512(Z12)
-	CLAMP512(Z13)
-	CLAMP512(Z14)
-	CLAMP512(Z15)
-
-putnow:
-	PAIRS6(PUTC, VZ, 64, 0)
-	TESTQ R14, R14
-	JEQ   put6done
-	PUTC(64, 0, 6, Z12, Z13)
-	PUTC(64, 0, 7, Z14, Z15)
-
-put6done:
-	VZEROUPPER
-	RET
-
-accumulate:
-	TESTQ BX, BX
-	JNE   accload
-	NILJMPQ(res+88(FP), R10, accnow)
-
-accload:
-	MOVQ  DX, AX
-	PAIRS6(ADDM, VZ, DX, 64)
-	TESTQ R14, R14
-	JEQ   accloaded
-	ADDM2HI(DX)
-
-accloaded:
-	MOVQ  AX, DX
-	JMP   put
-
-accnow:
-	PAIRS6(ADDC, VZ, 64, 0)
-	TESTQ R14, R14
-	JEQ   acc6done
-	ADDC(64, 0, 6, Z12, Z13)
-	ADDC(64, 0, 7, Z14, Z15)
-
-acc6done:
-	VZEROUPPER
-	RET
+	STOREX(mode+72(FP), lim+80(FP), cb+64(FP), rb+56(FP), res+88(FP), COLBIAS8, PAIRS6Z, ROWS67, CLAMP8X32)
 
 // The 12×16 kernel: two A panels (SI, R11) by one B panel (DI), for the
 // last B panel of a tile with an odd number of them. Row i of the tile
