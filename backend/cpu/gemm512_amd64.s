@@ -157,12 +157,7 @@ putnow:                               \
 putdone:                              \
 	VZEROUPPER;                       \
 	RET;                              \
-accumulate:                           \
-	TESTQ BX, BX;                     \
-	JNE   accload;                    \
-	NILJMPQ(res, R10, accnow);        \
-accload:                              \
-	MOVQ  DX, AX;                     \
+	ACCHEAD(res);                     \
 	list(ADDM, DX, 64);               \
 	TESTQ R14, R14;                   \
 	JEQ   accloaded;                  \

@@ -147,6 +147,18 @@
 	TESTQ AX, AX;   \
 	JNE   acc
 
+// The head of a store's mode accumulate, from label accumulate on: with
+// neither a clamp (BX) nor a residual (res), on to accnow, which adds the
+// tile into C and stores it at once; else from accload on, C's rows
+// added in from DX on (AX keeps DX).
+#define ACCHEAD(res) \
+accumulate:                    \
+	TESTQ BX, BX;              \
+	JNE   accload;             \
+	NILJMPQ(res, R10, accnow); \
+accload:                       \
+	MOVQ  DX, AX
+
 // The store of sgemm6x16 (ymm) and sgemm12x16 (zmm), from label store on:
 // mode, lim, cb, rb and res are the arguments; cbadd adds the column bias
 // at R10 and rbadd the row bias at R9; list(addm, v, p, w) adds the rows
@@ -173,12 +185,7 @@ putnow:                               \
 	puttile;                          \
 	VZEROUPPER;                       \
 	RET;                              \
-accumulate:                           \
-	TESTQ BX, BX;                     \
-	JNE   accload;                    \
-	NILJMPQ(res, R10, accnow);        \
-accload:                              \
-	MOVQ  DX, AX;                     \
+	ACCHEAD(res);                     \
 	list(addm, v, DX, w);             \
 	MOVQ  AX, DX;                     \
 	JMP   put;                        \
