@@ -85,29 +85,44 @@
 	PREFETCHT0 124(AX); \
 	ADDQ       R8, AX
 
+// Touches the rows of C at DX (rep: REP12 or REP6 of them) unless the
+// product is short (under 32 steps: on to skip).
+#define TOUCHROWS(rep, skip) \
+	MOVQ DX, AX;  \
+	CMPQ CX, $32; \
+	JLT  skip;    \
+	rep(TOUCHC512)
+
+// The arguments of sgemm12x32 and sgemm6x32 after B's panels (DI and
+// b1 in R15): R15 = b1 − DI, R13 bstep in bytes, DX c and R8 ldc in
+// bytes.
+#define BCARGS(bstep, c, ldc) \
+	SUBQ DI, R15;  \
+	MOVQ bstep, R13; \
+	SHLQ $2, R13;  \
+	MOVQ c, DX;    \
+	MOVQ ldc, R8;  \
+	SHLQ $2, R8
+
 // HINTS2 asks for two 64-byte lines at R9 and two at R10 to be brought
 // into the L2 cache, moves both on past them and counts BX down: the
 // kernels' hints for what the next call reads (pf0, pf1, pfn), given
 // every four steps while BX is not 0. HINTS4 is four lines of each.
-#define HINTS2 \
-	PREFETCHT1 (R9);    \
-	PREFETCHT1 64(R9);  \
-	PREFETCHT1 (R10);   \
-	PREFETCHT1 64(R10); \
-	ADDQ       $128, R9; \
-	ADDQ       $128, R10; \
-	DECQ       BX
+#define HINTS2 HINTS2BY($128)
 
 // HINTSS is HINTS2 with both pointers moving on by AX bytes instead of
 // 128 (sgemm12x32's pfstep): two rows of an unpacked B, or two parts of
 // one.
-#define HINTSS \
+#define HINTSS HINTS2BY(AX)
+
+// HINTS2 with both pointers moving on by step bytes.
+#define HINTS2BY(step) \
 	PREFETCHT1 (R9);    \
 	PREFETCHT1 64(R9);  \
 	PREFETCHT1 (R10);   \
 	PREFETCHT1 64(R10); \
-	ADDQ       AX, R9;  \
-	ADDQ       AX, R10; \
+	ADDQ       step, R9;  \
+	ADDQ       step, R10; \
 	DECQ       BX
 
 #define HINTS4 \
@@ -202,19 +217,11 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-144
 	MOVQ a1+16(FP), R11
 	MOVQ b0+24(FP), DI
 	MOVQ b1+32(FP), R15
-	SUBQ DI, R15
-	MOVQ bstep+40(FP), R13
-	SHLQ $2, R13
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $2, R8
+	BCARGS(bstep+40(FP), c+48(FP), ldc+56(FP))
 
 	// Touch the twelve rows of C early so that the store finds them in L1
 	// (not worth it for a short product).
-	MOVQ DX, AX
-	CMPQ CX, $32
-	JLT  touched
-	REP12(TOUCHC512)
+	TOUCHROWS(REP12, touched)
 
 	// And the residual's, which the store reads: a product of 64 steps
 	// (a 1×1 convolution from 64 channels adding its block's input)
@@ -420,17 +427,9 @@ TEXT ·sgemm6x32(SB), NOSPLIT, $0-128
 	MOVQ a+8(FP), SI
 	MOVQ b0+16(FP), DI
 	MOVQ b1+24(FP), R15
-	SUBQ DI, R15
-	MOVQ bstep+32(FP), R13
-	SHLQ $2, R13
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
+	BCARGS(bstep+32(FP), c+40(FP), ldc+48(FP))
 
-	MOVQ DX, AX
-	CMPQ CX, $32
-	JLT  touched
-	REP6(TOUCHC512)
+	TOUCHROWS(REP6, touched)
 
 touched:
 
