@@ -85,6 +85,18 @@
 	PREFETCHT0 124(AX); \
 	ADDQ       R8, AX
 
+// The head of a loop of four k steps: on to tail when fewer are left;
+// the A panels at a0 and a1 into L1 2 KiB ahead, and hints (HINTS2 and
+// the like) while BX is not 0, else on to nopf.
+#define LOOP4HEAD(tail, a0, a1, hints, nopf) \
+	CMPQ       CX, $4;      \
+	JLT        tail;        \
+	PREFETCHT0 2048(a0);    \
+	PREFETCHT0 2048(a1);    \
+	TESTQ      BX, BX;      \
+	JEQ        nopf;        \
+	hints
+
 // Touches the rows of C at DX (rep: REP12 or REP6 of them) unless the
 // product is short (under 32 steps: on to skip).
 #define TOUCHROWS(rep, skip) \
@@ -254,13 +266,7 @@ touched:
 	SHLQ $3, R8
 
 loopRaw:
-	CMPQ       CX, $4
-	JLT        rawDone
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R11)
-	TESTQ      BX, BX
-	JEQ        nopfRaw
-	HINTSS
+	LOOP4HEAD(rawDone, SI, R11, HINTSS, nopfRaw)
 
 nopfRaw:
 	LEAQ       (DI)(R8*1), DX
@@ -285,13 +291,7 @@ rawDone:
 	JMP  tail
 
 loop4:
-	CMPQ       CX, $4
-	JLT        tail
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R11)
-	TESTQ      BX, BX
-	JEQ        nopf
-	HINTSS
+	LOOP4HEAD(tail, SI, R11, HINTSS, nopf)
 
 nopf:
 	FOURSTEPS
@@ -337,13 +337,7 @@ rows13:
 	VPXORD Z25, Z25, Z25
 
 loop13:
-	CMPQ       CX, $4
-	JLT        tail13
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R11)
-	TESTQ      BX, BX
-	JEQ        nopf13
-	HINTSS
+	LOOP4HEAD(tail13, SI, R11, HINTSS, nopf13)
 
 nopf13:
 	STEP13(0)
@@ -469,13 +463,7 @@ rows8:
 	VPXORD Z15, Z15, Z15
 
 loop8:
-	CMPQ       CX, $4
-	JLT        tail8
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R14)
-	TESTQ      BX, BX
-	JEQ        nopf8
-	HINTS4
+	LOOP4HEAD(tail8, SI, R14, HINTS4, nopf8)
 
 nopf8:
 	STEP8X32(0)
@@ -532,13 +520,7 @@ TEXT ·sgemm12x16(SB), NOSPLIT, $0-112
 	ZERO12
 
 loop4:
-	CMPQ       CX, $4
-	JLT        tail
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R11)
-	TESTQ      BX, BX
-	JEQ        nopf16
-	HINTS2
+	LOOP4HEAD(tail, SI, R11, HINTS2, nopf16)
 
 nopf16:
 	STEP12X16(0, 0)
