@@ -455,23 +455,12 @@ sfix:
 	SPLITHEAD(R11, stail)
 
 stail:
-	MOVQ tail+88(FP), BX
-	CMPQ BX, $0
-	JLT  snext
-	MOVL (DX)(BX*4), BX
+	SPLITTAILQ(tail+88(FP), snext)
 	MOVQ pairs+72(FP), CX
 	MOVL BX, (R12)(CX*4)
 
 snext:
-	ADDQ R8, DI
-	ADDQ R8, SI
-	ADDQ R9, DX
-	DECQ R10
-	JMP  srow
-
-sdone:
-	VZEROUPPER
-	RET
+	SPLITNEXT(srow, sdone)
 
 // func evenCols(dst, src *float32, n, rows, ldd, lds int)
 //

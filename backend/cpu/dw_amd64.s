@@ -307,24 +307,13 @@ sfix:
 	SPLITHEAD(SI, stail)
 
 stail:
-	MOVQ tail+88(FP), BX
-	CMPQ BX, $0
-	JLT  snext
-	MOVL (DX)(BX*4), BX
+	SPLITTAILQ(tail+88(FP), snext)
 	MOVL BX, (DI)(R14*4)
 
 snext:
 	SUBQ R12, DI
 	SUBQ R12, SI
-	ADDQ R8, DI
-	ADDQ R8, SI
-	ADDQ R9, DX
-	DECQ R10
-	JMP  srow
-
-sdone:
-	VZEROUPPER
-	RET
+	SPLITNEXT(srow, sdone)
 
 // func dwTapsAVX512(o *float32, tp *[49]*float32, w *float32, ntaps, n int, bias float32)
 //
