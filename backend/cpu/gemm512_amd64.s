@@ -156,12 +156,7 @@
 // column bias at R10 and clamp clamps to the bounds at BX, both the
 // extra rows included.
 #define STOREX(mode, lim, cb, rb, res, cbadd, list, extra, clamp) \
-store:                                \
-	STOREHEAD(mode, lim, accumulate); \
-	NILJMPQ(cb, R10, rowbias);        \
-	cbadd;                            \
-rowbias:                              \
-	NILJMPQ(rb, R9, put);             \
+	STORECB(mode, lim, cb, rb, cbadd); \
 	list(ROWBIAS, Z26, 0);            \
 	TESTQ R14, R14;                   \
 	JEQ   put;                        \

@@ -147,6 +147,17 @@
 	TESTQ AX, AX;   \
 	JNE   acc
 
+// The head of a store, from label store on: STOREHEAD, then the column
+// bias (cbadd, with cb's pointer in R10) where cb is not nil; at rowbias,
+// on to put where rb is nil, else on with its pointer in R9.
+#define STORECB(mode, lim, cb, rb, cbadd) \
+store:                                \
+	STOREHEAD(mode, lim, accumulate); \
+	NILJMPQ(cb, R10, rowbias);        \
+	cbadd;                            \
+rowbias:                              \
+	NILJMPQ(rb, R9, put)
+
 // The head of a store's mode accumulate, from label accumulate on: with
 // neither a clamp (BX) nor a residual (res), on to accnow, which adds the
 // tile into C and stores it at once; else from accload on, C's rows
@@ -167,12 +178,7 @@ accload:                       \
 // is added in (and stored at once when there is neither residual nor
 // clamp); then the residual, the clamp and the store.
 #define STORETILE(mode, lim, cb, rb, res, cbadd, rbadd, list, addm, v, w, clamp, puttile, addc) \
-store:                                \
-	STOREHEAD(mode, lim, accumulate); \
-	NILJMPQ(cb, R10, rowbias);        \
-	cbadd;                            \
-rowbias:                              \
-	NILJMPQ(rb, R9, put);             \
+	STORECB(mode, lim, cb, rb, cbadd); \
 	rbadd;                            \
 put:                                  \
 	NILJMPQ(res, R10, resdone);       \
