@@ -623,6 +623,23 @@ tail:
 	PREFETCHT0 640(SI)(R8*1) \
 	PREFETCHT0 704(SI)(R8*1)
 
+// Adds the column bias (bias, the argument) to rows 0..11 where it is
+// not nil, else on to next.
+#define PWBIAS(bias, next) \
+	NILJMPQ(bias, R10, next);  \
+	COLBIAS2;                  \
+	PAIRS12(ADDROW, Z24, Z25)
+
+// Clamps rows 0..11 to the bounds at lim (the argument) where it is not
+// nil, then from label put on stores them to the blocked tile at DX.
+#define PWEND(lim, put) \
+	NILJMPQ(lim, BX, put); \
+	CLAMP24;               \
+put:;                      \
+	PWPUT12;               \
+	VZEROUPPER;            \
+	RET
+
 // Adds rows 0..11 of the blocked tile at R10 (R9 bytes between halves).
 #define PWADD12 PAIRS12(PWADDI, R10, 0)
 
@@ -711,23 +728,14 @@ pwStore:
 	PWADD12
 
 pwBias:
-	NILJMPQ(bias+56(FP), R10, pwRes)
-	VMOVUPS (R10), Z24
-	VMOVUPS 64(R10), Z25
-	PAIRS12(ADDROW, Z24, Z25)
+	PWBIAS(bias+56(FP), pwRes)
 
 pwRes:
 	NILJMPQ(res+64(FP), R10, pwLim)
 	PWADD12
 
 pwLim:
-	NILJMPQ(lim+72(FP), BX, pwPut)
-	CLAMP24
-
-pwPut:
-	PWPUT12
-	VZEROUPPER
-	RET
+	PWEND(lim+72(FP), pwPut)
 
 // pwb13x32's step: row 12 too, in Z24:Z25; B in Z26:Z27, A broadcast
 // into Z28..Z31 in turn (blocked A in place only: rows 64 bytes apart).
@@ -868,19 +876,10 @@ pwc1:
 pwcStore:
 	MOVQ  c+32(FP), DX
 	MOVQ  chalf+40(FP), R9
-	NILJMPQ(bias+48(FP), R10, pwcLim)
-	VMOVUPS (R10), Z24
-	VMOVUPS 64(R10), Z25
-	PAIRS12(ADDROW, Z24, Z25)
+	PWBIAS(bias+48(FP), pwcLim)
 
 pwcLim:
-	NILJMPQ(lim+56(FP), BX, pwcPut)
-	CLAMP24
-
-pwcPut:
-	PWPUT12
-	VZEROUPPER
-	RET
+	PWEND(lim+56(FP), pwcPut)
 
 // func gather12(dst, src *float32, offs *int)
 //
