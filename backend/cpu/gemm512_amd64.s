@@ -50,10 +50,7 @@
 // Four steps of the 12×32 kernel on packed B panels, A and B moved on
 // past them.
 #define FOURSTEPSP \
-	STEP512P(0, 0);    \
-	STEP512P(24, 64);  \
-	STEP512P(48, 128); \
-	STEP512P(72, 192); \
+	STEPS4B(STEP512P); \
 	ADDQ $256, DI;     \
 	ADDQ $96, SI;      \
 	ADDQ $96, R11;     \
@@ -61,10 +58,7 @@
 
 // Four steps of the 12×32 kernel, A moved on past them.
 #define FOURSTEPS \
-	STEP512(0);      \
-	STEP512(24);     \
-	STEP512(48);     \
-	STEP512(72);     \
+	STEPS4(STEP512);  \
 	ADDQ $96, SI;    \
 	ADDQ $96, R11;   \
 	SUBQ $4, CX
@@ -335,10 +329,7 @@ loop13:
 	LOOP4HEAD(tail13, SI, R11, HINTSS, nopf13)
 
 nopf13:
-	STEP13(0)
-	STEP13(24)
-	STEP13(48)
-	STEP13(72)
+	STEPS4(STEP13)
 	ADDQ       $96, SI
 	ADDQ       $96, R11
 	ADDQ       $96, R14
@@ -435,10 +426,7 @@ loop4:
 	HINTS4
 
 nopf6:
-	STEP6X32(0)
-	STEP6X32(24)
-	STEP6X32(48)
-	STEP6X32(72)
+	STEPS4(STEP6X32)
 	ADDQ       $96, SI
 	SUBQ       $4, CX
 	JMP        loop4
@@ -461,10 +449,7 @@ loop8:
 	LOOP4HEAD(tail8, SI, R14, HINTS4, nopf8)
 
 nopf8:
-	STEP8X32(0)
-	STEP8X32(24)
-	STEP8X32(48)
-	STEP8X32(72)
+	STEPS4(STEP8X32)
 	ADDQ       $96, SI
 	ADDQ       $96, R14
 	SUBQ       $4, CX
@@ -518,10 +503,7 @@ loop4:
 	LOOP4HEAD(tail, SI, R11, HINTS2, nopf16)
 
 nopf16:
-	STEP12X16(0, 0)
-	STEP12X16(24, 64)
-	STEP12X16(48, 128)
-	STEP12X16(72, 192)
+	STEPS4B(STEP12X16)
 	ADDQ       $96, SI
 	ADDQ       $96, R11
 	ADDQ       $256, DI

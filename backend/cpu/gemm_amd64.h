@@ -5,6 +5,11 @@
 
 #include "regs_amd64.h"
 
+// Four k steps of a kernel, A 24 bytes a step (six floats): step(aoff)
+// for each, or step(aoff, boff) with B 64 bytes a step.
+#define STEPS4(step) step(0); step(24); step(48); step(72)
+#define STEPS4B(step) step(0, 0); step(24, 64); step(48, 128); step(72, 192)
+
 // Broadcasts the value of A at a into t and adds its products with
 // b0:b1 into the row's accumulators r0:r1. VFMADD231PS x, y, z computes
 // z += y·x.
