@@ -144,50 +144,43 @@
 	ADDQ       $256, R10; \
 	DECQ       BX
 
+// m(a, b, i, r0, r1) on the rows of list, then on those of extra where
+// R14 is not 0 (else on to skip).
+#define EXTRAROWS(list, extra, m, a, b, skip) \
+	list(m, a, b);  \
+	TESTQ R14, R14; \
+	JEQ   skip;     \
+	extra(m, a, b)
+
 // The store of sgemm12x32 and sgemm6x32, from label store on: STORETILE
 // (gemm_amd64.h) for a tile whose rows list(m, a, b) are always stored
 // and whose rows extra(m, a, b) only where R14 is not 0; cbadd adds the
 // column bias at R10 and clamp clamps to the bounds at BX, both the
 // extra rows included.
 #define STOREX(mode, lim, cb, rb, res, cbadd, list, extra, clamp) \
-	STORECB(mode, lim, cb, rb, cbadd); \
-	list(ROWBIAS, Z26, 0);            \
-	TESTQ R14, R14;                   \
-	JEQ   put;                        \
-	extra(ROWBIAS, Z26, 0);           \
-put:                                  \
-	NILJMPQ(res, R10, resdone);       \
-	list(ADDM, R10, 64);              \
-	TESTQ R14, R14;                   \
-	JEQ   resdone;                    \
-	extra(ADDM, R10, 64);             \
-resdone:                              \
-	TESTQ BX, BX;                     \
-	JEQ   putnow;                     \
-	clamp;                            \
-putnow:                               \
-	list(PUTC, 64, 0);                \
-	TESTQ R14, R14;                   \
-	JEQ   putdone;                    \
-	extra(PUTC, 64, 0);               \
-putdone:                              \
-	VZEROUPPER;                       \
-	RET;                              \
-	ACCHEAD(res);                     \
-	list(ADDM, DX, 64);               \
-	TESTQ R14, R14;                   \
-	JEQ   accloaded;                  \
-	extra(ADDM, DX, 64);              \
-accloaded:                            \
-	MOVQ AX, DX;                      \
-	JMP  put;                         \
-accnow:                               \
-	list(ADDC, 64, 0);                \
-	TESTQ R14, R14;                   \
-	JEQ   accdone;                    \
-	extra(ADDC, 64, 0);               \
-accdone:                              \
-	VZEROUPPER;                       \
+	STORECB(mode, lim, cb, rb, cbadd);               \
+	EXTRAROWS(list, extra, ROWBIAS, Z26, 0, put);    \
+put:                                                     \
+	NILJMPQ(res, R10, resdone);                      \
+	EXTRAROWS(list, extra, ADDM, R10, 64, resdone);  \
+resdone:                                                 \
+	TESTQ BX, BX;                                    \
+	JEQ   putnow;                                    \
+	clamp;                                           \
+putnow:                                                  \
+	EXTRAROWS(list, extra, PUTC, 64, 0, putdone);    \
+putdone:                                                 \
+	VZEROUPPER;                                      \
+	RET;                                             \
+	ACCHEAD(res);                                    \
+	EXTRAROWS(list, extra, ADDM, DX, 64, accloaded); \
+accloaded:                                               \
+	MOVQ AX, DX;                                     \
+	JMP  put;                                        \
+accnow:                                                  \
+	EXTRAROWS(list, extra, ADDC, 64, 0, accdone);    \
+accdone:                                                 \
+	VZEROUPPER;                                      \
 	RET
 
 // The column bias at R10 into Z24:Z25.
@@ -382,11 +375,8 @@ store13:
 	m(a, b, 7, Z14, Z15)
 
 #define COLBIAS8 \
-	COLBIAS2;                     \
-	PAIRS6(ADDROW, VZ, Z24, Z25); \
-	TESTQ R14, R14;               \
-	JEQ   rowbias;                \
-	ROWS67(ADDROW, Z24, Z25)
+	COLBIAS2; \
+	EXTRAROWS(PAIRS6Z, ROWS67, ADDROW, Z24, Z25, rowbias)
 
 #define CLAMP8X32 \
 	CLAMP12;        \
