@@ -184,23 +184,23 @@ accload:                       \
 // clamp); then the residual, the clamp and the store.
 #define STORETILE(mode, lim, cb, rb, res, cbadd, rbadd, list, addm, v, w, clamp, puttile, addc) \
 	STORECB(mode, lim, cb, rb, cbadd); \
-	rbadd;                            \
-put:                                  \
-	NILJMPQ(res, R10, resdone);       \
-	list(addm, v, R10, w);            \
-resdone:                              \
-	TESTQ BX, BX;                     \
-	JEQ   putnow;                     \
-	clamp;                            \
-putnow:                               \
-	puttile;                          \
-	VZEROUPPER;                       \
-	RET;                              \
-	ACCHEAD(res);                     \
-	list(addm, v, DX, w);             \
-	MOVQ  AX, DX;                     \
-	JMP   put;                        \
-accnow:                               \
-	addc;                             \
-	VZEROUPPER;                       \
+	rbadd;                             \
+put:                                       \
+	NILJMPQ(res, R10, resdone);        \
+	list(addm, v, R10, w);             \
+resdone:                                   \
+	TESTQ BX, BX;                      \
+	JEQ   putnow;                      \
+	clamp;                             \
+putnow:                                    \
+	puttile;                           \
+	VZEROUPPER;                        \
+	RET;                               \
+	ACCHEAD(res);                      \
+	list(addm, v, DX, w);              \
+	MOVQ  AX, DX;                      \
+	JMP   put;                         \
+accnow:                                    \
+	addc;                              \
+	VZEROUPPER;                        \
 	RET
