@@ -232,6 +232,16 @@ s1done:
 #define EVENROW(rowaddr) LEAQ rowaddr, AX; ROW2
 #define ODDROW(rowaddr) LEAQ rowaddr, AX; ADDQ R14, AX; ROW2
 
+// The input rows of sub-array row rowaddr after the first: the even one
+// ends the output row in p0:p1 (filter row 2) and starts the next one in
+// n0:n1 (filter row 0), the odd one goes on with n0:n1 (filter row 1).
+#define MIDROW(rowaddr, p0, p1, n0, n1) \
+	EVENROW(rowaddr); \
+	KR2(p0, p1);      \
+	KR0(n0, n1);      \
+	ODDROW(rowaddr);  \
+	KR1(n0, n1)
+
 // func dw3s2x4(o, x, w *float32, s, p, ld, cols, groups int, lim *float32, bias float32)
 //
 // dw3s1x4 for stride 2 on dwBandPlane's four sub-arrays of s floats each
@@ -259,21 +269,9 @@ s2step:
 	KR0(Z10, Z11)
 	ODDROW((SI))
 	KR1(Z10, Z11)
-	EVENROW((SI)(R8*1))
-	KR2(Z10, Z11)
-	KR0(Z12, Z13)
-	ODDROW((SI)(R8*1))
-	KR1(Z12, Z13)
-	EVENROW((SI)(R8*2))
-	KR2(Z12, Z13)
-	KR0(Z14, Z15)
-	ODDROW((SI)(R8*2))
-	KR1(Z14, Z15)
-	EVENROW((SI)(R9*1))
-	KR2(Z14, Z15)
-	KR0(Z16, Z17)
-	ODDROW((SI)(R9*1))
-	KR1(Z16, Z17)
+	MIDROW((SI)(R8*1), Z10, Z11, Z12, Z13)
+	MIDROW((SI)(R8*2), Z12, Z13, Z14, Z15)
+	MIDROW((SI)(R9*1), Z14, Z15, Z16, Z17)
 	EVENROW((SI)(R8*4))
 	KR2(Z16, Z17)
 	STEPEND(s2last, s2next, s2noclamp, s2step, s2group)
@@ -342,13 +340,7 @@ prow:
 	ZERON(DX, R11, ppre, ppret, pprez)
 	XORQ  AX, AX
 
-pvec:
-	CMPQ    AX, R14
-	JGE     ptail
-	VMOVUPS (SI)(AX*4), Z0
-	VMOVUPS Z0, (DX)(AX*4)
-	ADDQ    $16, AX
-	JMP     pvec
+	PADVEC(pvec, ptail, Z0, 16)
 
 ptail:
 	CMPQ      AX, R12
@@ -359,14 +351,7 @@ ptail:
 ppost:
 	LEAQ (DX)(R12*4), DX
 	ZERON(DX, R13, ppo, ppot, ppoz)
-	ADDQ R8, DI
-	ADDQ R9, SI
-	DECQ R10
-	JMP  prow
-
-pdone:
-	VZEROUPPER
-	RET
+	PADNEXT(prow, pdone)
 
 // dwEvenOdd<>: the lane indices of the even values (0, 2, …, 30) and of
 // the odd values (1, 3, …, 31) of two vectors, for VPERMT2PS.
@@ -470,23 +455,12 @@ sfix:
 	SPLITHEAD(R11, stail)
 
 stail:
-	MOVQ tail+88(FP), BX
-	CMPQ BX, $0
-	JLT  snext
-	MOVL (DX)(BX*4), BX
+	SPLITTAILQ(tail+88(FP), snext)
 	MOVQ pairs+72(FP), CX
 	MOVL BX, (R12)(CX*4)
 
 snext:
-	ADDQ R8, DI
-	ADDQ R8, SI
-	ADDQ R9, DX
-	DECQ R10
-	JMP  srow
-
-sdone:
-	VZEROUPPER
-	RET
+	SPLITNEXT(srow, sdone)
 
 // func evenCols(dst, src *float32, n, rows, ldd, lds int)
 //

@@ -1,3 +1,16 @@
+// The arguments common to the row-table kernels (dwr_amd64.s,
+// dws_amd64.s): DI o, SI x, DX w, R8 b, then R10 tab, R12 row (in bytes)
+// and R14 nch, the three at the offsets given.
+#define PLANEARGS(tab, row, nch) \
+	MOVQ o+0(FP), DI;  \
+	MOVQ x+8(FP), SI;  \
+	MOVQ w+16(FP), DX; \
+	MOVQ b+24(FP), R8; \
+	MOVQ tab, R10;     \
+	MOVQ row, R12;     \
+	SHLQ $2, R12;      \
+	MOVQ nch, R14
+
 // Broadcasts the four floats from byte off of register r into a..d.
 #define BCAST4(r, off, a, b, c, d) \
 	VBROADCASTSS off(r), a;    \

@@ -211,13 +211,7 @@ prow:
 pcopy:
 	XORQ AX, AX
 
-pvec:
-	CMPQ    AX, R14
-	JGE     ptail
-	VMOVUPS (SI)(AX*4), Y0
-	VMOVUPS Y0, (DX)(AX*4)
-	ADDQ    $8, AX
-	JMP     pvec
+	PADVEC(pvec, ptail, Y0, 8)
 
 ptail:
 	CMPQ       AX, R12
@@ -232,14 +226,7 @@ ppost0:
 	PADZEROS(ppost, R13, pnext)
 
 pnext:
-	ADDQ R8, DI
-	ADDQ R9, SI
-	DECQ R10
-	JMP  prow
-
-pdone:
-	VZEROUPPER
-	RET
+	PADNEXT(prow, pdone)
 
 // func dwSplitRows(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pairs, head, tail int)
 //
@@ -320,24 +307,13 @@ sfix:
 	SPLITHEAD(SI, stail)
 
 stail:
-	MOVQ tail+88(FP), BX
-	CMPQ BX, $0
-	JLT  snext
-	MOVL (DX)(BX*4), BX
+	SPLITTAILQ(tail+88(FP), snext)
 	MOVL BX, (DI)(R14*4)
 
 snext:
 	SUBQ R12, DI
 	SUBQ R12, SI
-	ADDQ R8, DI
-	ADDQ R8, SI
-	ADDQ R9, DX
-	DECQ R10
-	JMP  srow
-
-sdone:
-	VZEROUPPER
-	RET
+	SPLITNEXT(srow, sdone)
 
 // func dwTapsAVX512(o *float32, tp *[49]*float32, w *float32, ntaps, n int, bias float32)
 //

@@ -16,14 +16,7 @@
 // row pitch in bytes, R14 the channels; K2..K5 the column masks of the
 // shifts by −1, +1, −2, +2; Z29 zero; Z30, Z31 the clamp bounds.
 #define ARGS \
-	MOVQ   o+0(FP), DI;      \
-	MOVQ   x+8(FP), SI;      \
-	MOVQ   w+16(FP), DX;     \
-	MOVQ   b+24(FP), R8;     \
-	MOVQ   tab+32(FP), R10;  \
-	MOVQ   row+48(FP), R12;  \
-	SHLQ   $2, R12;          \
-	MOVQ   nch+64(FP), R14;  \
+	PLANEARGS(tab+32(FP), row+48(FP), nch+64(FP)); \
 	MOVQ   cols+72(FP), AX;  \
 	KMOVW  (AX), K2;         \
 	KMOVW  2(AX), K3;        \

@@ -32,3 +32,46 @@
 	JEQ  next;            \
 	MOVL (DX), BX;        \
 	MOVL BX, -4(p)
+
+// x[tail] into BX when tail (the int argument: Q, for vet) is not
+// negative, else on to next.
+#define SPLITTAILQ(tail, next) \
+	MOVQ tail, BX;        \
+	CMPQ BX, $0;          \
+	JLT  next;            \
+	MOVL (DX)(BX*4), BX
+
+// dwSplitRows's end of a row: on to the next rows of e and o (R8 bytes)
+// and of x (R9) while R10 rows are left, then done.
+#define SPLITNEXT(row, done) \
+	ADDQ R8, DI; \
+	ADDQ R8, SI; \
+	ADDQ R9, DX; \
+	DECQ R10;    \
+	JMP  row;    \
+done:;           \
+	VZEROUPPER;  \
+	RET
+
+// dwPadRows's copy of a row's whole vectors: the first R14 floats (a
+// multiple of lanes) from SI to DX, through r, AX counting them from 0;
+// then on to tail.
+#define PADVEC(loop, tail, r, lanes) \
+loop:;                     \
+	CMPQ    AX, R14;        \
+	JGE     tail;           \
+	VMOVUPS (SI)(AX*4), r;  \
+	VMOVUPS r, (DX)(AX*4);  \
+	ADDQ    $lanes, AX;     \
+	JMP     loop
+
+// dwPadRows's end of a row: on to the next row of dst (R8 bytes) and
+// of src (R9) while R10 rows are left, then done.
+#define PADNEXT(row, done) \
+	ADDQ R8, DI; \
+	ADDQ R9, SI; \
+	DECQ R10;    \
+	JMP  row;    \
+done:;           \
+	VZEROUPPER;  \
+	RET

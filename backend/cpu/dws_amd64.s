@@ -21,14 +21,7 @@
 // planes, DX the filters, R8 the biases, R10 the table, R12 the input row
 // pitch in bytes, R14 the channels; the index vectors and K1, K2.
 #define SARGS \
-	MOVQ      o+0(FP), DI;     \
-	MOVQ      x+8(FP), SI;     \
-	MOVQ      w+16(FP), DX;    \
-	MOVQ      b+24(FP), R8;    \
-	MOVQ      tab+40(FP), R10; \
-	MOVQ      row+56(FP), R12; \
-	SHLQ      $2, R12;         \
-	MOVQ      nch+80(FP), R14; \
+	PLANEARGS(tab+40(FP), row+56(FP), nch+80(FP)); \
 	MOVQ      idx+88(FP), AX;  \
 	VMOVDQU32 (AX), Z25;       \
 	VMOVDQU32 64(AX), Z26;     \

@@ -50,10 +50,7 @@
 // Four steps of the 12×32 kernel on packed B panels, A and B moved on
 // past them.
 #define FOURSTEPSP \
-	STEP512P(0, 0);    \
-	STEP512P(24, 64);  \
-	STEP512P(48, 128); \
-	STEP512P(72, 192); \
+	STEPS4B(STEP512P); \
 	ADDQ $256, DI;     \
 	ADDQ $96, SI;      \
 	ADDQ $96, R11;     \
@@ -61,10 +58,7 @@
 
 // Four steps of the 12×32 kernel, A moved on past them.
 #define FOURSTEPS \
-	STEP512(0);      \
-	STEP512(24);     \
-	STEP512(48);     \
-	STEP512(72);     \
+	STEPS4(STEP512);  \
 	ADDQ $96, SI;    \
 	ADDQ $96, R11;   \
 	SUBQ $4, CX
@@ -85,29 +79,56 @@
 	PREFETCHT0 124(AX); \
 	ADDQ       R8, AX
 
+// The head of a loop of four k steps: on to tail when fewer are left;
+// the A panels at a0 and a1 into L1 2 KiB ahead, and hints (HINTS2 and
+// the like) while BX is not 0, else on to nopf.
+#define LOOP4HEAD(tail, a0, a1, hints, nopf) \
+	CMPQ       CX, $4;      \
+	JLT        tail;        \
+	PREFETCHT0 2048(a0);    \
+	PREFETCHT0 2048(a1);    \
+	TESTQ      BX, BX;      \
+	JEQ        nopf;        \
+	hints
+
+// Touches the rows of C at DX (rep: REP12 or REP6 of them) unless the
+// product is short (under 32 steps: on to skip).
+#define TOUCHROWS(rep, skip) \
+	MOVQ DX, AX;  \
+	CMPQ CX, $32; \
+	JLT  skip;    \
+	rep(TOUCHC512)
+
+// The arguments of sgemm12x32 and sgemm6x32 after B's panels (DI and
+// b1 in R15): R15 = b1 − DI, R13 bstep in bytes, DX c and R8 ldc in
+// bytes.
+#define BCARGS(bstep, c, ldc) \
+	SUBQ DI, R15;  \
+	MOVQ bstep, R13; \
+	SHLQ $2, R13;  \
+	MOVQ c, DX;    \
+	MOVQ ldc, R8;  \
+	SHLQ $2, R8
+
 // HINTS2 asks for two 64-byte lines at R9 and two at R10 to be brought
 // into the L2 cache, moves both on past them and counts BX down: the
 // kernels' hints for what the next call reads (pf0, pf1, pfn), given
 // every four steps while BX is not 0. HINTS4 is four lines of each.
-#define HINTS2 \
-	PREFETCHT1 (R9);    \
-	PREFETCHT1 64(R9);  \
-	PREFETCHT1 (R10);   \
-	PREFETCHT1 64(R10); \
-	ADDQ       $128, R9; \
-	ADDQ       $128, R10; \
-	DECQ       BX
+#define HINTS2 HINTS2BY($128)
 
 // HINTSS is HINTS2 with both pointers moving on by AX bytes instead of
 // 128 (sgemm12x32's pfstep): two rows of an unpacked B, or two parts of
 // one.
-#define HINTSS \
+#define HINTSS HINTS2BY(AX)
+
+// HINTS2 with both pointers moving on by step bytes.
+#define HINTS2BY(step) \
 	PREFETCHT1 (R9);    \
 	PREFETCHT1 64(R9);  \
 	PREFETCHT1 (R10);   \
 	PREFETCHT1 64(R10); \
-	ADDQ       AX, R9;  \
-	ADDQ       AX, R10; \
+	ADDQ       step, R9;  \
+	ADDQ       step, R10; \
 	DECQ       BX
 
 #define HINTS4 \
@@ -122,6 +143,55 @@
 	ADDQ       $256, R9; \
 	ADDQ       $256, R10; \
 	DECQ       BX
+
+// m(a, b, i, r0, r1) on the rows of list, then on those of extra where
+// R14 is not 0 (else on to skip).
+#define EXTRAROWS(list, extra, m, a, b, skip) \
+	list(m, a, b);  \
+	TESTQ R14, R14; \
+	JEQ   skip;     \
+	extra(m, a, b)
+
+// The store of sgemm12x32 and sgemm6x32, from label store on: STORETILE
+// (gemm_amd64.h) for a tile whose rows list(m, a, b) are always stored
+// and whose rows extra(m, a, b) only where R14 is not 0; cbadd adds the
+// column bias at R10 and clamp clamps to the bounds at BX, both the
+// extra rows included.
+#define STOREX(mode, lim, cb, rb, res, cbadd, list, extra, clamp) \
+	STORECB(mode, lim, cb, rb, cbadd);               \
+	EXTRAROWS(list, extra, ROWBIAS, Z26, 0, put);    \
+put:                                                     \
+	NILJMPQ(res, R10, resdone);                      \
+	EXTRAROWS(list, extra, ADDM, R10, 64, resdone);  \
+resdone:                                                 \
+	TESTQ BX, BX;                                    \
+	JEQ   putnow;                                    \
+	clamp;                                           \
+putnow:                                                  \
+	EXTRAROWS(list, extra, PUTC, 64, 0, putdone);    \
+putdone:                                                 \
+	VZEROUPPER;                                      \
+	RET;                                             \
+	ACCHEAD(res);                                    \
+	EXTRAROWS(list, extra, ADDM, DX, 64, accloaded); \
+accloaded:                                               \
+	MOVQ AX, DX;                                     \
+	JMP  put;                                        \
+accnow:                                                  \
+	EXTRAROWS(list, extra, ADDC, 64, 0, accdone);    \
+accdone:                                                 \
+	VZEROUPPER;                                      \
+	RET
+
+// The column bias at R10 into Z24:Z25.
+#define COLBIAS2 \
+	VMOVUPS (R10), Z24; \
+	VMOVUPS 64(R10), Z25
+
+// sgemm12x32's thirteenth row (Z28:Z29), its column bias and its clamp.
+#define ROW12(m, a, b) m(a, b, 12, Z28, Z29)
+#define COLBIAS13 COLBIAS2; PAIRS12(ADDROW, Z24, Z25); ROW12(ADDROW, Z24, Z25)
+#define CLAMP13 CLAMP24; ROW12(CLAMP2, Z24, Z25)
 
 // rawAheadMin is the fewest steps for which sgemm12x32 fetches the rows
 // of an unpacked B ahead itself (loopRaw).
@@ -141,19 +211,11 @@ TEXT ·sgemm12x32(SB), NOSPLIT, $0-144
 	MOVQ a1+16(FP), R11
 	MOVQ b0+24(FP), DI
 	MOVQ b1+32(FP), R15
-	SUBQ DI, R15
-	MOVQ bstep+40(FP), R13
-	SHLQ $2, R13
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $2, R8
+	BCARGS(bstep+40(FP), c+48(FP), ldc+56(FP))
 
 	// Touch the twelve rows of C early so that the store finds them in L1
 	// (not worth it for a short product).
-	MOVQ DX, AX
-	CMPQ CX, $32
-	JLT  touched
-	REP12(TOUCHC512)
+	TOUCHROWS(REP12, touched)
 
 	// And the residual's, which the store reads: a product of 64 steps
 	// (a 1×1 convolution from 64 channels adding its block's input)
@@ -186,13 +248,7 @@ touched:
 	SHLQ $3, R8
 
 loopRaw:
-	CMPQ       CX, $4
-	JLT        rawDone
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R11)
-	TESTQ      BX, BX
-	JEQ        nopfRaw
-	HINTSS
+	LOOP4HEAD(rawDone, SI, R11, HINTSS, nopfRaw)
 
 nopfRaw:
 	LEAQ       (DI)(R8*1), DX
@@ -217,13 +273,7 @@ rawDone:
 	JMP  tail
 
 loop4:
-	CMPQ       CX, $4
-	JLT        tail
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R11)
-	TESTQ      BX, BX
-	JEQ        nopf
-	HINTSS
+	LOOP4HEAD(tail, SI, R11, HINTSS, nopf)
 
 nopf:
 	FOURSTEPS
@@ -269,19 +319,10 @@ rows13:
 	VPXORD Z25, Z25, Z25
 
 loop13:
-	CMPQ       CX, $4
-	JLT        tail13
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R11)
-	TESTQ      BX, BX
-	JEQ        nopf13
-	HINTSS
+	LOOP4HEAD(tail13, SI, R11, HINTSS, nopf13)
 
 nopf13:
-	STEP13(0)
-	STEP13(24)
-	STEP13(48)
-	STEP13(72)
+	STEPS4(STEP13)
 	ADDQ       $96, SI
 	ADDQ       $96, R11
 	ADDQ       $96, R14
@@ -307,73 +348,7 @@ store13:
 	// The store: rows 0-11, and row 12 (Z28:Z29) where R14 is not 0;
 	// with R14 0, Z28:Z29 take part in the arithmetic but are not
 	// stored.
-store:
-	STOREHEAD(mode+80(FP), lim+88(FP), accumulate)
-
-	// Overwrite: C = acc + row bias + column bias.
-	NILJMPQ(cb+72(FP), R10, rowbias)
-	VMOVUPS (R10), Z24
-	VMOVUPS 64(R10), Z25
-	PAIRS12(ADDROW, Z24, Z25)
-	VADDPS  Z24, Z28, Z28
-	VADDPS  Z25, Z29, Z29
-
-rowbias:
-	NILJMPQ(rb+64(FP), R9, put)
-	PAIRS12(ROWBIAS, Z26, 0)
-	TESTQ R14, R14
-	JEQ   put
-	ROWBIAS(Z26, 0, 12, Z28, Z29)
-
-put:
-	NILJMPQ(res+96(FP), R10, resdone)
-	PAIRS12(ADDM, R10, 64)
-	TESTQ R14, R14
-	JEQ   resdone
-	ADDM(R10, 64, 12, Z28, Z29)
-
-resdone:
-	TESTQ BX, BX
-	JEQ   putnow
-	CLAMP24
-	CLAMP512(Z28)
-	CLAMP512(Z29)
-
-putnow:
-	PAIRS12(PUTC, 64, 0)
-	TESTQ R14, R14
-	JEQ   putdone
-	PUTC(64, 0, 12, Z28, Z29)
-
-putdone:
-	VZEROUPPER
-	RET
-
-accumulate:
-	TESTQ BX, BX
-	JNE   accload
-	NILJMPQ(res+96(FP), R10, accnow)
-
-accload:
-	MOVQ  DX, AX
-	PAIRS12(ADDM, DX, 64)
-	TESTQ R14, R14
-	JEQ   accloaded
-	ADDM(DX, 64, 12, Z28, Z29)
-
-accloaded:
-	MOVQ AX, DX
-	JMP  put
-
-accnow:
-	PAIRS12(ADDC, 64, 0)
-	TESTQ R14, R14
-	JEQ   accdone
-	ADDC(64, 0, 12, Z28, Z29)
-
-accdone:
-	VZEROUPPER
-	RET
+	STOREX(mode+80(FP), lim+88(FP), cb+72(FP), rb+64(FP), res+96(FP), COLBIAS13, PAIRS12, ROW12, CLAMP13)
 
 // The 6×32 kernel: one A panel (rows 0-5 at SI) by two B panels (DI, DI+R15),
 // for the last A panel of a tile with an odd number of them. Same registers
@@ -391,10 +366,23 @@ accdone:
 	ROWFMA(aoff(R14), Z26, Z24, Z25, Z12, Z13); \
 	ROWFMA(aoff+4(R14), Z27, Z24, Z25, Z14, Z15)
 
-// ADDM for rows 6 and 7 of an 8×32 tile (Z12..Z15).
-#define ADDM2HI(p) \
-	ADDM(p, 64, 6, Z12, Z13); \
-	ADDM(p, 64, 7, Z14, Z15)
+// Rows 0-5 of sgemm6x32 (PAIRS6 on zmm registers) and rows 6 and 7 of
+// its 8×32 tile (Z12..Z15), their column bias and their clamp.
+#define PAIRS6Z(m, a, b) PAIRS6(m, VZ, a, b)
+
+#define ROWS67(m, a, b) \
+	m(a, b, 6, Z12, Z13); \
+	m(a, b, 7, Z14, Z15)
+
+#define COLBIAS8 \
+	COLBIAS2; \
+	EXTRAROWS(PAIRS6Z, ROWS67, ADDROW, Z24, Z25, rowbias)
+
+#define CLAMP8X32 \
+	CLAMP12;        \
+	TESTQ R14, R14; \
+	JEQ   putnow;   \
+	ROWS67(CLAMP2, Z24, Z25)
 
 // func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim *float32, res *float32, pf0, pf1 *float32, pfn int, a1 *float32)
 //
@@ -409,17 +397,9 @@ TEXT ·sgemm6x32(SB), NOSPLIT, $0-128
 	MOVQ a+8(FP), SI
 	MOVQ b0+16(FP), DI
 	MOVQ b1+24(FP), R15
-	SUBQ DI, R15
-	MOVQ bstep+32(FP), R13
-	SHLQ $2, R13
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
+	BCARGS(bstep+32(FP), c+40(FP), ldc+48(FP))
 
-	MOVQ DX, AX
-	CMPQ CX, $32
-	JLT  touched
-	REP6(TOUCHC512)
+	TOUCHROWS(REP6, touched)
 
 touched:
 
@@ -436,10 +416,7 @@ loop4:
 	HINTS4
 
 nopf6:
-	STEP6X32(0)
-	STEP6X32(24)
-	STEP6X32(48)
-	STEP6X32(72)
+	STEPS4(STEP6X32)
 	ADDQ       $96, SI
 	SUBQ       $4, CX
 	JMP        loop4
@@ -459,19 +436,10 @@ rows8:
 	VPXORD Z15, Z15, Z15
 
 loop8:
-	CMPQ       CX, $4
-	JLT        tail8
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R14)
-	TESTQ      BX, BX
-	JEQ        nopf8
-	HINTS4
+	LOOP4HEAD(tail8, SI, R14, HINTS4, nopf8)
 
 nopf8:
-	STEP8X32(0)
-	STEP8X32(24)
-	STEP8X32(48)
-	STEP8X32(72)
+	STEPS4(STEP8X32)
 	ADDQ       $96, SI
 	ADDQ       $96, R14
 	SUBQ       $4, CX
@@ -486,82 +454,7 @@ tail8:
 	DECQ  CX
 	JMP   tail8
 
-store:
-	STOREHEAD(mode+72(FP), lim+80(FP), accumulate)
-
-	// Overwrite: C = acc + row bias + column bias.
-	NILJMPQ(cb+64(FP), R10, rowbias)
-	VMOVUPS (R10), Z24
-	VMOVUPS 64(R10), Z25
-	PAIRS6(ADDROW, VZ, Z24, Z25)
-	TESTQ   R14, R14
-	JEQ     rowbias
-	ADDROW(Z24, Z25, 6, Z12, Z13)
-	ADDROW(Z24, Z25, 7, Z14, Z15)
-
-rowbias:
-	NILJMPQ(rb+56(FP), R9, put)
-	PAIRS6(ROWBIAS, VZ, Z26, 0)
-	TESTQ R14, R14
-	JEQ   put
-	ROWBIAS(Z26, 0, 6, Z12, Z13)
-	ROWBIAS(Z26, 0, 7, Z14, Z15)
-
-put:
-	NILJMPQ(res+88(FP), R10, resdone)
-	PAIRS6(ADDM, VZ, R10, 64)
-	TESTQ R14, R14
-	JEQ   resdone
-	ADDM2HI(R10)
-
-resdone:
-	TESTQ BX, BX
-	JEQ   putnow
-	CLAMP12
-	TESTQ R14, R14
-	JEQ   putnow
-	CLAMP512(Z12)
-	CLAMP512(Z13)
-	CLAMP512(Z14)
-	CLAMP512(Z15)
-
-putnow:
-	PAIRS6(PUTC, VZ, 64, 0)
-	TESTQ R14, R14
-	JEQ   put6done
-	PUTC(64, 0, 6, Z12, Z13)
-	PUTC(64, 0, 7, Z14, Z15)
-
-put6done:
-	VZEROUPPER
-	RET
-
-accumulate:
-	TESTQ BX, BX
-	JNE   accload
-	NILJMPQ(res+88(FP), R10, accnow)
-
-accload:
-	MOVQ  DX, AX
-	PAIRS6(ADDM, VZ, DX, 64)
-	TESTQ R14, R14
-	JEQ   accloaded
-	ADDM2HI(DX)
-
-accloaded:
-	MOVQ  AX, DX
-	JMP   put
-
-accnow:
-	PAIRS6(ADDC, VZ, 64, 0)
-	TESTQ R14, R14
-	JEQ   acc6done
-	ADDC(64, 0, 6, Z12, Z13)
-	ADDC(64, 0, 7, Z14, Z15)
-
-acc6done:
-	VZEROUPPER
-	RET
+	STOREX(mode+72(FP), lim+80(FP), cb+64(FP), rb+56(FP), res+88(FP), COLBIAS8, PAIRS6Z, ROWS67, CLAMP8X32)
 
 // The 12×16 kernel: two A panels (SI, R11) by one B panel (DI), for the
 // last B panel of a tile with an odd number of them. Row i of the tile
@@ -597,19 +490,10 @@ TEXT ·sgemm12x16(SB), NOSPLIT, $0-112
 	ZERO12
 
 loop4:
-	CMPQ       CX, $4
-	JLT        tail
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(R11)
-	TESTQ      BX, BX
-	JEQ        nopf16
-	HINTS2
+	LOOP4HEAD(tail, SI, R11, HINTS2, nopf16)
 
 nopf16:
-	STEP12X16(0, 0)
-	STEP12X16(24, 64)
-	STEP12X16(48, 128)
-	STEP12X16(72, 192)
+	STEPS4B(STEP12X16)
 	ADDQ       $96, SI
 	ADDQ       $96, R11
 	ADDQ       $256, DI
@@ -711,6 +595,23 @@ tail:
 	PREFETCHT0 640(SI)(R8*1) \
 	PREFETCHT0 704(SI)(R8*1)
 
+// Adds the column bias (bias, the argument) to rows 0..11 where it is
+// not nil, else on to next.
+#define PWBIAS(bias, next) \
+	NILJMPQ(bias, R10, next);  \
+	COLBIAS2;                  \
+	PAIRS12(ADDROW, Z24, Z25)
+
+// Clamps rows 0..11 to the bounds at lim (the argument) where it is not
+// nil, then from label put on stores them to the blocked tile at DX.
+#define PWEND(lim, put) \
+	NILJMPQ(lim, BX, put); \
+	CLAMP24;               \
+put:;                      \
+	PWPUT12;               \
+	VZEROUPPER;            \
+	RET
+
 // Adds rows 0..11 of the blocked tile at R10 (R9 bytes between halves).
 #define PWADD12 PAIRS12(PWADDI, R10, 0)
 
@@ -799,23 +700,14 @@ pwStore:
 	PWADD12
 
 pwBias:
-	NILJMPQ(bias+56(FP), R10, pwRes)
-	VMOVUPS (R10), Z24
-	VMOVUPS 64(R10), Z25
-	PAIRS12(ADDROW, Z24, Z25)
+	PWBIAS(bias+56(FP), pwRes)
 
 pwRes:
 	NILJMPQ(res+64(FP), R10, pwLim)
 	PWADD12
 
 pwLim:
-	NILJMPQ(lim+72(FP), BX, pwPut)
-	CLAMP24
-
-pwPut:
-	PWPUT12
-	VZEROUPPER
-	RET
+	PWEND(lim+72(FP), pwPut)
 
 // pwb13x32's step: row 12 too, in Z24:Z25; B in Z26:Z27, A broadcast
 // into Z28..Z31 in turn (blocked A in place only: rows 64 bytes apart).
@@ -956,19 +848,10 @@ pwc1:
 pwcStore:
 	MOVQ  c+32(FP), DX
 	MOVQ  chalf+40(FP), R9
-	NILJMPQ(bias+48(FP), R10, pwcLim)
-	VMOVUPS (R10), Z24
-	VMOVUPS 64(R10), Z25
-	PAIRS12(ADDROW, Z24, Z25)
+	PWBIAS(bias+48(FP), pwcLim)
 
 pwcLim:
-	NILJMPQ(lim+56(FP), BX, pwcPut)
-	CLAMP24
-
-pwcPut:
-	PWPUT12
-	VZEROUPPER
-	RET
+	PWEND(lim+56(FP), pwcPut)
 
 // func gather12(dst, src *float32, offs *int)
 //

@@ -5,6 +5,11 @@
 
 #include "regs_amd64.h"
 
+// Four k steps of a kernel, A 24 bytes a step (six floats): step(aoff)
+// for each, or step(aoff, boff) with B 64 bytes a step.
+#define STEPS4(step) step(0); step(24); step(48); step(72)
+#define STEPS4B(step) step(0, 0); step(24, 64); step(48, 128); step(72, 192)
+
 // Broadcasts the value of A at a into t and adds its products with
 // b0:b1 into the row's accumulators r0:r1. VFMADD231PS x, y, z computes
 // z += y·x.
@@ -147,6 +152,29 @@
 	TESTQ AX, AX;   \
 	JNE   acc
 
+// The head of a store, from label store on: STOREHEAD, then the column
+// bias (cbadd, with cb's pointer in R10) where cb is not nil; at rowbias,
+// on to put where rb is nil, else on with its pointer in R9.
+#define STORECB(mode, lim, cb, rb, cbadd) \
+store:                                \
+	STOREHEAD(mode, lim, accumulate); \
+	NILJMPQ(cb, R10, rowbias);        \
+	cbadd;                            \
+rowbias:                              \
+	NILJMPQ(rb, R9, put)
+
+// The head of a store's mode accumulate, from label accumulate on: with
+// neither a clamp (BX) nor a residual (res), on to accnow, which adds the
+// tile into C and stores it at once; else from accload on, C's rows
+// added in from DX on (AX keeps DX).
+#define ACCHEAD(res) \
+accumulate:                    \
+	TESTQ BX, BX;              \
+	JNE   accload;             \
+	NILJMPQ(res, R10, accnow); \
+accload:                       \
+	MOVQ  DX, AX
+
 // The store of sgemm6x16 (ymm) and sgemm12x16 (zmm), from label store on:
 // mode, lim, cb, rb and res are the arguments; cbadd adds the column bias
 // at R10 and rbadd the row bias at R9; list(addm, v, p, w) adds the rows
@@ -155,34 +183,24 @@
 // is added in (and stored at once when there is neither residual nor
 // clamp); then the residual, the clamp and the store.
 #define STORETILE(mode, lim, cb, rb, res, cbadd, rbadd, list, addm, v, w, clamp, puttile, addc) \
-store:                                \
-	STOREHEAD(mode, lim, accumulate); \
-	NILJMPQ(cb, R10, rowbias);        \
-	cbadd;                            \
-rowbias:                              \
-	NILJMPQ(rb, R9, put);             \
-	rbadd;                            \
-put:                                  \
-	NILJMPQ(res, R10, resdone);       \
-	list(addm, v, R10, w);            \
-resdone:                              \
-	TESTQ BX, BX;                     \
-	JEQ   putnow;                     \
-	clamp;                            \
-putnow:                               \
-	puttile;                          \
-	VZEROUPPER;                       \
-	RET;                              \
-accumulate:                           \
-	TESTQ BX, BX;                     \
-	JNE   accload;                    \
-	NILJMPQ(res, R10, accnow);        \
-accload:                              \
-	MOVQ  DX, AX;                     \
-	list(addm, v, DX, w);             \
-	MOVQ  AX, DX;                     \
-	JMP   put;                        \
-accnow:                               \
-	addc;                             \
-	VZEROUPPER;                       \
+	STORECB(mode, lim, cb, rb, cbadd); \
+	rbadd;                             \
+put:                                       \
+	NILJMPQ(res, R10, resdone);        \
+	list(addm, v, R10, w);             \
+resdone:                                   \
+	TESTQ BX, BX;                      \
+	JEQ   putnow;                      \
+	clamp;                             \
+putnow:                                    \
+	puttile;                           \
+	VZEROUPPER;                        \
+	RET;                               \
+	ACCHEAD(res);                      \
+	list(addm, v, DX, w);              \
+	MOVQ  AX, DX;                      \
+	JMP   put;                         \
+accnow:                                    \
+	addc;                              \
+	VZEROUPPER;                        \
 	RET

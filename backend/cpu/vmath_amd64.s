@@ -228,6 +228,20 @@
 	VPERMILPD    $1, X0, X1; \
 	VADDSD       X1, X0, X0
 
+// HSUMRET stores HSUMPD's sum at ret and returns; SUMRET does so for
+// the two accumulators Y11, Y12 of expSumAVX2, sumSqDevAVX2 and
+// expSumAVX512.
+#define HSUMRET(ret) \
+	HSUMPD;          \
+	VMOVSD X0, ret;  \
+	VZEROUPPER;      \
+	RET
+
+#define SUMRET(ret) \
+	VMOVAPD Y11, Y0; \
+	VMOVAPD Y12, Y1; \
+	HSUMRET(ret)
+
 // EXPSUM8 is one block of eight of the exponential sums (expSumAVX2,
 // expSumAVX512): e^(x−m) of the eight floats at SI (m broadcast in Y10)
 // stored at DI, their float64 values added into Y11 (floats 0-3) and Y12
@@ -344,12 +358,7 @@ expsumloop:
 	JNZ          expsumloop
 
 expsumdone:
-	VMOVAPD Y11, Y0
-	VMOVAPD Y12, Y1
-	HSUMPD
-	VMOVSD  X0, ret+56(FP)
-	VZEROUPPER
-	RET
+	SUMRET(ret+56(FP))
 
 // func sumAVX2(x []float32) float64
 TEXT ·sumAVX2(SB), NOSPLIT, $0-32
@@ -370,10 +379,7 @@ sumloop:
 	JNZ       sumloop
 
 sumdone:
-	HSUMPD
-	VMOVSD X0, ret+24(FP)
-	VZEROUPPER
-	RET
+	HSUMRET(ret+24(FP))
 
 // func sumAVX512(x []float32) float64
 //
@@ -407,10 +413,7 @@ sum512done:
 	VADDPD        Z3, Z1, Z1
 	VADDPD        Z1, Z0, Z0
 	VEXTRACTF64X4 $1, Z0, Y1
-	HSUMPD
-	VMOVSD        X0, ret+24(FP)
-	VZEROUPPER
-	RET
+	HSUMRET(ret+24(FP))
 
 // func meanRows512(y, x *float32, rows, n int, scale float64)
 //
@@ -495,12 +498,7 @@ ssdloop:
 	JNZ          ssdloop
 
 ssddone:
-	VMOVAPD Y11, Y0
-	VMOVAPD Y12, Y1
-	HSUMPD
-	VMOVSD  X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	SUMRET(ret+32(FP))
 
 // func scaleAVX2(d, s []float32, c float32)
 TEXT ·scaleAVX2(SB), NOSPLIT, $0-52
@@ -733,9 +731,4 @@ es16eight:
 	EXPSUM8
 
 es16done:
-	VMOVAPD Y11, Y0
-	VMOVAPD Y12, Y1
-	HSUMPD
-	VMOVSD  X0, ret+56(FP)
-	VZEROUPPER
-	RET
+	SUMRET(ret+56(FP))

@@ -108,6 +108,39 @@
 	VMOVUPS Z10, (R12)(s*1); \
 	VMOVUPS Z11, (R12)(s*2)
 
+// Stores Z6..Z9 to p, p+s, q, q+s (q = p + 2s, in R12).
+#define STORE4S(p, s) \
+	LEAQ    (p)(s*2), R12; \
+	VMOVUPS Z6, (p);       \
+	VMOVUPS Z7, (p)(s*1);  \
+	VMOVUPS Z8, (R12);     \
+	VMOVUPS Z9, (R12)(s*1)
+
+// A pass of a transform over n rows or columns: from src on in AX and
+// dst on in d, R13 counting them; PASSNEXT moves AX on by a bytes and d
+// by b bytes, on to loop while any are left.
+#define PASS(src, dst, d, n) \
+	MOVQ src, AX; \
+	MOVQ dst, d;  \
+	MOVQ $n, R13
+
+#define PASSNEXT(a, b, d, loop) \
+	ADDQ a, AX; \
+	ADDQ b, d;  \
+	DECQ R13;   \
+	JNE  loop
+
+// The end of a patch: the next tile of 64 bytes at v and the next patch
+// at s (R10 bytes on), on to loop while CX patches are left, then done.
+#define NEXTPATCH(v, s, loop, done) \
+	ADDQ $64, v;  \
+	ADDQ R10, s;  \
+	DECQ CX;      \
+	JMP  loop;    \
+done:;            \
+	VZEROUPPER;   \
+	RET
+
 // Adds the bias (Z20) to r and clamps it to [Z21, Z22] where BX is not 0.
 #define FINISH(r) \
 	VADDPS Z20, r, r;  \
@@ -169,42 +202,25 @@ inb4:
 	TESTQ CX, CX
 	JEQ   inb4done
 	// Rows of the patch: tmp[6i+u].
-	MOVQ SI, AX
-	MOVQ DX, BX
-	MOVQ $6, R13
+	PASS(SI, DX, BX, 6)
 
 inb4row:
 	LOAD6(AX)
 	BT6
 	STORE6(BX)
-	ADDQ    R9, AX
-	ADDQ    $384, BX
-	DECQ    R13
-	JNE     inb4row
+	PASSNEXT(R9, $384, BX, inb4row)
 
 	// Columns: tmp[6v+u], v = 0..5, into ξ = 6v+u.
-	MOVQ DX, AX
-	MOVQ DI, BX
-	MOVQ $6, R13
+	PASS(DX, DI, BX, 6)
 
 inb4col:
 	MOVQ    $384, R14
 	LOAD6S(AX, R14)
 	BT6
 	STORE6S(BX, R11)
-	ADDQ    $64, AX
-	ADDQ    R8, BX
-	DECQ    R13
-	JNE     inb4col
+	PASSNEXT($64, R8, BX, inb4col)
 
-	ADDQ $64, DI
-	ADDQ R10, SI
-	DECQ CX
-	JMP  inb4
-
-inb4done:
-	VZEROUPPER
-	RET
+	NEXTPATCH(DI, SI, inb4, inb4done)
 
 // func wgOutB4(y *float32, ys, ts int, m *float32, mxi, n int, bias, lim, tmp *float32)
 TEXT ·wgOutB4(SB), NOSPLIT, $0-72
@@ -219,23 +235,16 @@ outb4:
 	TESTQ CX, CX
 	JEQ   outb4done
 	// Rows v of M: tmp[4v+j].
-	MOVQ SI, AX
-	MOVQ DX, R15
-	MOVQ $6, R13
+	PASS(SI, DX, R15, 6)
 
 outb4row:
 	LOAD6S(AX, R8)
 	AT6
 	STORE4(R15)
-	ADDQ    R11, AX
-	ADDQ    $256, R15
-	DECQ    R13
-	JNE     outb4row
+	PASSNEXT(R11, $256, R15, outb4row)
 
 	// Columns j: tmp[4v+j], v = 0..5, into output rows 0..3.
-	MOVQ DX, AX
-	MOVQ DI, R15
-	MOVQ $4, R13
+	PASS(DX, DI, R15, 4)
 
 outb4col:
 	MOVQ    $256, R14
@@ -245,24 +254,10 @@ outb4col:
 	FINISH(Z7)
 	FINISH(Z8)
 	FINISH(Z9)
-	LEAQ    (R15)(R9*2), R12
-	VMOVUPS Z6, (R15)
-	VMOVUPS Z7, (R15)(R9*1)
-	VMOVUPS Z8, (R12)
-	VMOVUPS Z9, (R12)(R9*1)
-	ADDQ    $64, AX
-	ADDQ    $64, R15
-	DECQ    R13
-	JNE     outb4col
+	STORE4S(R15, R9)
+	PASSNEXT($64, $64, R15, outb4col)
 
-	ADDQ $64, SI
-	ADDQ R10, DI
-	DECQ CX
-	JMP  outb4
-
-outb4done:
-	VZEROUPPER
-	RET
+	NEXTPATCH(SI, DI, outb4, outb4done)
 
 // func wgInB2(v *float32, vxi int, src *float32, rs, ts, n int, tmp *float32)
 TEXT ·wgInB2(SB), NOSPLIT, $0-56
@@ -273,44 +268,23 @@ TEXT ·wgInB2(SB), NOSPLIT, $0-56
 inb2:
 	TESTQ CX, CX
 	JEQ   inb2done
-	MOVQ  SI, AX
-	MOVQ  DX, BX
-	MOVQ  $4, R13
+	PASS(SI, DX, BX, 4)
 
 inb2row:
 	LOAD4(AX, 64)
 	BT4
 	STORE4(BX)
-	ADDQ    R9, AX
-	ADDQ    $256, BX
-	DECQ    R13
-	JNE     inb2row
+	PASSNEXT(R9, $256, BX, inb2row)
 
-	MOVQ DX, AX
-	MOVQ DI, BX
-	MOVQ $4, R13
+	PASS(DX, DI, BX, 4)
 
 inb2col:
 	LOAD4(AX, 256)
 	BT4
-	LEAQ    (BX)(R8*2), R12
-	VMOVUPS Z6, (BX)
-	VMOVUPS Z7, (BX)(R8*1)
-	VMOVUPS Z8, (R12)
-	VMOVUPS Z9, (R12)(R8*1)
-	ADDQ    $64, AX
-	ADDQ    R11, BX
-	DECQ    R13
-	JNE     inb2col
+	STORE4S(BX, R8)
+	PASSNEXT($64, R11, BX, inb2col)
 
-	ADDQ $64, DI
-	ADDQ R10, SI
-	DECQ CX
-	JMP  inb2
-
-inb2done:
-	VZEROUPPER
-	RET
+	NEXTPATCH(DI, SI, inb2, inb2done)
 
 // func wgOutB2(y *float32, ys, ts int, m *float32, mxi, n int, bias, lim, tmp *float32)
 TEXT ·wgOutB2(SB), NOSPLIT, $0-72
@@ -321,9 +295,7 @@ TEXT ·wgOutB2(SB), NOSPLIT, $0-72
 outb2:
 	TESTQ CX, CX
 	JEQ   outb2done
-	MOVQ  SI, AX
-	MOVQ  DX, R15
-	MOVQ  $4, R13
+	PASS(SI, DX, R15, 4)
 
 outb2row:
 	VMOVUPS (AX), Z0
@@ -338,9 +310,7 @@ outb2row:
 	DECQ    R13
 	JNE     outb2row
 
-	MOVQ DX, AX
-	MOVQ DI, R15
-	MOVQ $2, R13
+	PASS(DX, DI, R15, 2)
 
 outb2col:
 	LOAD4(AX, 128)
@@ -349,16 +319,6 @@ outb2col:
 	FINISH(Z7)
 	VMOVUPS Z6, (R15)
 	VMOVUPS Z7, (R15)(R9*1)
-	ADDQ    $64, AX
-	ADDQ    $64, R15
-	DECQ    R13
-	JNE     outb2col
+	PASSNEXT($64, $64, R15, outb2col)
 
-	ADDQ $64, SI
-	ADDQ R10, DI
-	DECQ CX
-	JMP  outb2
-
-outb2done:
-	VZEROUPPER
-	RET
+	NEXTPATCH(SI, DI, outb2, outb2done)

@@ -297,16 +297,21 @@ set:; \
 // The packing of weight rows for the AMX tiles (amx.go): each kernel
 // walks the rows (wRow bytes apart from w) and their blocks.
 
+// The arguments all the packings share, at the offsets given: SI w, R9
+// wRow, R10 rows and R11 the blocks of a row (n).
+#define PACKARGS(w, wRow, rows, n) \
+	MOVQ w, SI;    \
+	MOVQ wRow, R9; \
+	MOVQ rows, R10; \
+	MOVQ n, R11
+
 // PACK32(SETUP, VALUES, size): amxPackQ4_0 and amxPackQ8_0, SETUP their
 // constants, VALUES the block at BX unpacked to the panel at CX, size
 // the bytes of a block. The f16 scale is copied to DX.
 #define PACK32(SETUP, VALUES, size) \
 	MOVQ panel+0(FP), DI; \
 	MOVQ halves+8(FP), R8; \
-	MOVQ w+16(FP), SI; \
-	MOVQ wRow+24(FP), R9; \
-	MOVQ rows+32(FP), R10; \
-	MOVQ nb+40(FP), R11; \
+	PACKARGS(w+16(FP), wRow+24(FP), rows+32(FP), nb+40(FP)); \
 	SETUP; \
 row:; \
 	MOVQ SI, BX /* this row's blocks */; \
@@ -360,10 +365,7 @@ block:; \
 // panel.
 #define PACKK(SETUP, FIRST, VALUES, size, step) \
 	MOVQ panel+0(FP), DI; \
-	MOVQ w+8(FP), SI; \
-	MOVQ wRow+16(FP), R9; \
-	MOVQ rows+24(FP), R10; \
-	MOVQ nsb+32(FP), R11; \
+	PACKARGS(w+8(FP), wRow+16(FP), rows+24(FP), nsb+32(FP)); \
 	SETUP; \
 row:; \
 	FIRST; \
