@@ -103,12 +103,6 @@ var builders map[string]buildFunc
 
 func init() {
 	builders = map[string]buildFunc{
-		"Relu": buildUnary, "LeakyRelu": buildUnary, "Sigmoid": buildUnary,
-		"HardSigmoid": buildUnary, "HardSwish": buildUnary, "Tanh": buildUnary,
-		"Erf": buildUnary, "Exp": buildUnary, "Log": buildUnary, "Sqrt": buildUnary,
-		"Neg": buildUnary, "Abs": buildUnary, "Reciprocal": buildUnary,
-		"Floor": buildUnary, "Ceil": buildUnary, "Sin": buildUnary, "Cos": buildUnary,
-		"Softplus": buildUnary, "Elu": buildUnary,
 		"Clip": buildClip, "Cast": buildCast,
 		"Add": buildBinary, "Sub": buildBinary, "Mul": buildBinary, "Div": buildBinary,
 		"Pow": buildBinary, "Max": buildBinary, "Min": buildBinary,
@@ -131,8 +125,12 @@ func init() {
 		"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
 		"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
 		"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
-		// cudaDomain (gemv.go)
+		// cudaDomain (step.go)
 		"Products": buildProducts, "Rotaries": buildRotaries,
+	}
+	// The unary elementwise operators, one kernel each.
+	for op := range unaryKernels {
+		builders[op] = buildUnary
 	}
 }
 

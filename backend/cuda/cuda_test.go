@@ -322,10 +322,7 @@ func TestCast(t *testing.T) {
 
 func TestLayout(t *testing.T) {
 	requireGPU(t)
-	cases := []struct {
-		name  string
-		build func(g *tg)
-	}{
+	checkBuilds(t, 17, []buildCase{
 		{"transpose", func(g *tg) {
 			g.node("Transpose", ir.Attrs{"perm": ints(0, 2, 3, 1)}, 1, g.input(ir.Float32, 2, 3, 5, 7))
 		}},
@@ -353,14 +350,7 @@ func TestLayout(t *testing.T) {
 		{"expand", func(g *tg) { g.node("Expand", nil, 1, g.input(ir.Float32, 3, 1), g.ints(2, 3, 4)) }},
 		{"reshape", func(g *tg) { g.node("Reshape", nil, 1, g.input(ir.Float32, 6, 4), g.ints(3, -1)) }},
 		{"reshape-const", func(g *tg) { g.node("Reshape", nil, 1, g.constant(ir.Float32, 6, 4), g.ints(3, -1)) }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := newTG(17)
-			tc.build(g)
-			g.check(t)
-		})
-	}
+	})
 }
 
 func TestMatMul(t *testing.T) {
@@ -463,10 +453,7 @@ func TestConvTranspose(t *testing.T) {
 
 func TestNorm(t *testing.T) {
 	requireGPU(t)
-	cases := []struct {
-		name  string
-		build func(g *tg)
-	}{
+	checkBuilds(t, 17, []buildCase{
 		{"batchnorm", func(g *tg) {
 			g.pos = true
 			g.node("BatchNormalization", ir.Attrs{"epsilon": floatv(1e-3)}, 1, g.input(ir.Float32, 2, 5, 4, 3), g.constant(ir.Float32, 5), g.constant(ir.Float32, 5), g.constant(ir.Float32, 5), g.constant(ir.Float32, 5))
@@ -499,14 +486,7 @@ func TestNorm(t *testing.T) {
 		{"averagepool-include-pad", func(g *tg) {
 			g.node("AveragePool", ir.Attrs{"kernel_shape": ints(3, 3), "pads": ints(1, 1, 1, 1), "count_include_pad": intv(1)}, 1, g.input(ir.Float32, 2, 3, 8, 8))
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := newTG(17)
-			tc.build(g)
-			g.check(t)
-		})
-	}
+	})
 }
 
 // TestUnsupportedNamesNode needs no GPU: the builders run before any
@@ -830,4 +810,38 @@ func openSession(tb testing.TB, g *ir.Graph, opts Options) (*Executable, *Sessio
 	}
 	tb.Cleanup(func() { s.Close() })
 	return exe, s
+}
+
+// graphCase is one small graph of a test, built on a fresh tg at opset.
+type graphCase struct {
+	name  string
+	opset int64
+	build func(g *tg)
+}
+
+// buildCase is a graphCase at the opset of its test.
+type buildCase struct {
+	name  string
+	build func(g *tg)
+}
+
+// checkGraphs checks each case's graph against the CPU's results, in a
+// subtest of its own.
+func checkGraphs(t *testing.T, cases []graphCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newTG(tc.opset)
+			tc.build(g)
+			g.check(t)
+		})
+	}
+}
+
+// checkBuilds is checkGraphs for cases at one opset.
+func checkBuilds(t *testing.T, opset int64, cases []buildCase) {
+	all := make([]graphCase, len(cases))
+	for i, c := range cases {
+		all[i] = graphCase{c.name, opset, c.build}
+	}
+	checkGraphs(t, all)
 }

@@ -37,7 +37,7 @@ type Options struct {
 	Precision Precision
 	// NoFusion compiles every node on its own: no elementwise groups, no
 	// Conv bias left to its readers, no activations held in 16 bits
-	// (see fuse.go), no products fused (gemv.go). BERTH_CUDA_FUSION=0 in
+	// (see fuse.go), no step nodes fused (step.go). BERTH_CUDA_FUSION=0 in
 	// the environment does the same.
 	NoFusion bool
 	// Weights, when set, holds the constants read from the model file:

@@ -32,11 +32,7 @@ func (t *tg) coarse() {
 
 func TestPad(t *testing.T) {
 	requireGPU(t)
-	cases := []struct {
-		name  string
-		opset int64
-		build func(g *tg)
-	}{
+	checkGraphs(t, []graphCase{
 		{"constant", 13, func(g *tg) {
 			g.node("Pad", nil, 1, g.input(ir.Float32, 2, 3, 5, 7), g.ints(0, 0, 1, 2, 0, 0, 3, 1))
 		}},
@@ -82,24 +78,12 @@ func TestPad(t *testing.T) {
 			// Merging the unpadded axes brings it within the kernel's rank.
 			g.node("Pad", nil, 1, g.input(ir.Float32, 2, 3, 2, 2, 3, 4, 5), g.ints(0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 2, 0))
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := newTG(tc.opset)
-			tc.build(g)
-			g.check(t)
-		})
-	}
+	})
 }
 
 func TestResize(t *testing.T) {
 	requireGPU(t)
-	type rc struct {
-		name  string
-		opset int64
-		build func(g *tg)
-	}
-	var cases []rc
+	var cases []graphCase
 	x := []int64{2, 3, 6, 7}
 	// Every coordinate transformation with each mode, up and down.
 	for _, ctm := range []string{"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"} {
@@ -109,7 +93,7 @@ func TestResize(t *testing.T) {
 			}
 			for _, sc := range [][]float32{{1, 1, 2, 1.5}, {1, 1, 0.5, 0.75}} {
 				attrs := ir.Attrs{"mode": strv(mode), "coordinate_transformation_mode": strv(ctm)}
-				cases = append(cases, rc{fmt.Sprintf("%s/%s/%v", ctm, mode, sc), 13, func(g *tg) {
+				cases = append(cases, graphCase{fmt.Sprintf("%s/%s/%v", ctm, mode, sc), 13, func(g *tg) {
 					g.node("Resize", attrs, 1, g.input(ir.Float32, x...), ir.NoTensor, g.floats(sc...))
 				}})
 			}
@@ -117,70 +101,61 @@ func TestResize(t *testing.T) {
 	}
 	for _, nm := range []string{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"} {
 		attrs := ir.Attrs{"mode": strv("nearest"), "nearest_mode": strv(nm)}
-		cases = append(cases, rc{"nearest_mode/" + nm, 13, func(g *tg) {
+		cases = append(cases, graphCase{"nearest_mode/" + nm, 13, func(g *tg) {
 			g.node("Resize", attrs, 1, g.input(ir.Float32, 1, 2, 5, 6), ir.NoTensor, ir.NoTensor, g.ints(1, 2, 13, 9))
 		}})
 	}
 	cases = append(cases,
-		rc{"sizes-linear", 13, func(g *tg) {
+		graphCase{"sizes-linear", 13, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("linear")}, 1, g.input(ir.Float32, 1, 3, 20, 30), ir.NoTensor, ir.NoTensor, g.ints(1, 3, 33, 17))
 		}},
-		rc{"to-one", 13, func(g *tg) {
+		graphCase{"to-one", 13, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("linear"), "coordinate_transformation_mode": strv("pytorch_half_pixel")}, 1,
 				g.input(ir.Float32, 2, 4, 5), ir.NoTensor, ir.NoTensor, g.ints(2, 1, 3))
 		}},
-		rc{"cubic-exclude-outside", 13, func(g *tg) {
+		graphCase{"cubic-exclude-outside", 13, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("cubic"), "cubic_coeff_a": floatv(-0.5), "exclude_outside": intv(1)}, 1,
 				g.input(ir.Float32, 1, 1, 8, 8), ir.NoTensor, g.floats(1, 1, 1.75, 0.6))
 		}},
-		rc{"tf_crop_and_resize-linear", 13, func(g *tg) {
+		graphCase{"tf_crop_and_resize-linear", 13, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("linear"), "coordinate_transformation_mode": strv("tf_crop_and_resize"), "extrapolation_value": floatv(7)}, 1,
 				g.input(ir.Float32, 1, 2, 10, 10), g.floats(0, 0, -0.2, 0.3, 1, 1, 0.9, 1.4), ir.NoTensor, g.ints(1, 2, 6, 7))
 		}},
-		rc{"tf_crop_and_resize-nearest", 13, func(g *tg) {
+		graphCase{"tf_crop_and_resize-nearest", 13, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("nearest"), "coordinate_transformation_mode": strv("tf_crop_and_resize"), "extrapolation_value": floatv(-3)}, 1,
 				g.input(ir.Float32, 1, 2, 10, 10), g.floats(0, 0, 0.4, -0.3, 1, 1, 1.2, 0.6), ir.NoTensor, g.ints(1, 2, 5, 8))
 		}},
-		rc{"channels-linear", 13, func(g *tg) {
+		graphCase{"channels-linear", 13, func(g *tg) {
 			// The channel axis resized too: a tap combination over three axes.
 			g.node("Resize", ir.Attrs{"mode": strv("linear")}, 1, g.input(ir.Float32, 2, 4, 6, 5), ir.NoTensor, g.floats(1, 1.5, 2, 0.8))
 		}},
-		rc{"last-axis-unscaled", 13, func(g *tg) {
+		graphCase{"last-axis-unscaled", 13, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("linear")}, 1, g.input(ir.Float32, 2, 3, 6, 5), ir.NoTensor, g.floats(1, 1, 2.5, 1))
 		}},
-		rc{"nearest-int64", 13, func(g *tg) {
+		graphCase{"nearest-int64", 13, func(g *tg) {
 			g.node("Resize", nil, 1, g.input(ir.Int64, 1, 2, 3, 4), ir.NoTensor, g.floats(1, 1, 3, 2))
 		}},
-		rc{"axes", 18, func(g *tg) {
+		graphCase{"axes", 18, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("linear"), "axes": ints(2, 3)}, 1, g.input(ir.Float32, 2, 3, 6, 5), ir.NoTensor, g.floats(2, 0.6))
 		}},
-		rc{"resize-10", 10, func(g *tg) {
+		graphCase{"resize-10", 10, func(g *tg) {
 			g.node("Resize", ir.Attrs{"mode": strv("linear")}, 1, g.input(ir.Float32, 1, 3, 5, 5), g.floats(1, 1, 2, 3))
 		}},
-		rc{"upsample-9", 9, func(g *tg) {
+		graphCase{"upsample-9", 9, func(g *tg) {
 			g.node("Upsample", nil, 1, g.input(ir.Float32, 1, 3, 4, 5), g.floats(1, 1, 2, 2))
 		}},
-		rc{"detector-input", 17, func(g *tg) {
+		graphCase{"detector-input", 17, func(g *tg) {
 			// torchvision's GeneralizedRCNNTransform: bilinear, half_pixel.
 			g.node("Resize", ir.Attrs{"mode": strv("linear"), "coordinate_transformation_mode": strv("half_pixel")}, 1,
 				g.input(ir.Float32, 1, 3, 96, 128), ir.NoTensor, ir.NoTensor, g.ints(1, 3, 240, 320))
 		}},
 	)
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := newTG(tc.opset)
-			tc.build(g)
-			g.check(t)
-		})
-	}
+	checkGraphs(t, cases)
 }
 
 func TestGatherND(t *testing.T) {
 	requireGPU(t)
-	cases := []struct {
-		name  string
-		build func(g *tg)
-	}{
+	checkBuilds(t, 13, []buildCase{
 		{"elements", func(g *tg) {
 			g.node("GatherND", nil, 1, g.input(ir.Float32, 4, 5), g.indices(ir.Int64, 4, 6, 2))
 		}},
@@ -199,14 +174,7 @@ func TestGatherND(t *testing.T) {
 		{"bool-data", func(g *tg) {
 			g.node("GatherND", nil, 1, g.input(ir.Bool, 6, 5), g.indices(ir.Int64, 5, 4, 2))
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := newTG(13)
-			tc.build(g)
-			g.check(t)
-		})
-	}
+	})
 }
 
 func TestTopK(t *testing.T) {

@@ -45,15 +45,7 @@ func productsGraph(tb testing.TB, f ggml.Type, n, k int64) (*ir.Graph, [][]byte)
 	m3 := product(x3, n)
 	b := node("Add", "", nil, product(x, n), one)
 	g.Outputs = []ir.TensorID{q, kk, v, o, m3, b}
-	var inputs [][]byte
-	for _, id := range g.Inputs {
-		v := make([]float32, g.Tensor(id).Shape.Elements())
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		inputs = append(inputs, raw.Bytes(v))
-	}
-	return g, inputs
+	return g, normalInputs(r, g)
 }
 
 // TestFuseProducts checks the rewrite: the three projections are one
@@ -131,15 +123,7 @@ func rotaryGraph(tb testing.TB, halves int64) (*ir.Graph, [][]byte) {
 		g.Nodes = append(g.Nodes, ir.Node{Name: "rotary", Op: "Rotary", Domain: ir.BerthDomain, Attrs: ir.Attrs{"halves": intv(halves)}, Inputs: []ir.TensorID{x, cs, sn}, Outputs: []ir.TensorID{y}})
 		g.Outputs = append(g.Outputs, y)
 	}
-	var inputs [][]byte
-	for _, id := range g.Inputs {
-		v := make([]float32, g.Tensor(id).Shape.Elements())
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		inputs = append(inputs, raw.Bytes(v))
-	}
-	return g, inputs
+	return g, normalInputs(r, g)
 }
 
 // TestRotariesMatchUnfused runs the queries' and keys' rotary embeddings
@@ -179,4 +163,17 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// normalInputs draws every input of g, float32, from N(0, 1).
+func normalInputs(r *rand.Rand, g *ir.Graph) [][]byte {
+	var inputs [][]byte
+	for _, id := range g.Inputs {
+		v := make([]float32, g.Tensor(id).Shape.Elements())
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		inputs = append(inputs, raw.Bytes(v))
+	}
+	return inputs
 }
