@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 
@@ -121,13 +122,9 @@ func init() {
 		"ReduceMean": buildReduce, "ReduceSum": buildReduce,
 		"Pad": buildPad, "Resize": buildResize, "Upsample": buildResize,
 		"GatherND": buildGatherND, "TopK": buildTopK,
-		// ir.BerthDomain (packed.go)
-		"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
-		"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
-		"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
-		// cudaDomain (step.go)
-		"Products": buildProducts, "Rotaries": buildRotaries,
 	}
+	// ir.BerthDomain's and cudaDomain's operators.
+	maps.Copy(builders, berthBuilders)
 	// The unary elementwise operators, one kernel each.
 	for op := range unaryKernels {
 		builders[op] = buildUnary

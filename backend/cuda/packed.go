@@ -59,6 +59,15 @@ const (
 	packedRows     = packedWarps * packedWarpRows
 )
 
+// berthBuilders are the builders of ir.BerthDomain's operators (this
+// file) and of the nodes Compile makes for itself (cudaDomain, step.go).
+var berthBuilders = map[string]buildFunc{
+	"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
+	"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
+	"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
+	"Products": buildProducts, "Rotaries": buildRotaries,
+}
+
 func buildPackedMatMul(c *bctx) error {
 	if err := c.need(2); err != nil {
 		return err
