@@ -702,14 +702,7 @@ func TestTF32(t *testing.T) {
 	if err := s.Run(g.in, got); err != nil {
 		t.Fatal(err)
 	}
-	var num, den float64
-	for i := 0; i < len(want); i += 4 {
-		gv := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[0][i:])))
-		wv := float64(math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
-		num += (gv - wv) * (gv - wv)
-		den += wv * wv
-	}
-	rel := math.Sqrt(num / den)
+	rel := relL2Bytes(got[0], want)
 	t.Logf("TF32 MatMul 128x768x512: rel L2 %.3g", rel)
 	if !(rel < 1e-2) {
 		t.Errorf("rel L2 %.3g, want < 1e-2", rel)
@@ -778,14 +771,7 @@ func TestHalfPrecision(t *testing.T) {
 				if err := s.Run(g.in, got); err != nil {
 					t.Fatal(err)
 				}
-				var num, den float64
-				for i := 0; i < len(want); i += 4 {
-					gv := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[0][i:])))
-					wv := float64(math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
-					num += (gv - wv) * (gv - wv)
-					den += wv * wv
-				}
-				rel := math.Sqrt(num / den)
+				rel := relL2Bytes(got[0], want)
 				t.Logf("%s %s: rel L2 %.3g, %d launches, weights %d bytes", prec, tc.name, rel, exe.Launches(), exe.WeightBytes())
 				if !(rel < 1e-2) || rel == 0 {
 					t.Errorf("rel L2 %.3g, want in (0, 1e-2)", rel)
@@ -844,4 +830,16 @@ func checkBuilds(t *testing.T, opset int64, cases []buildCase) {
 		all[i] = graphCase{c.name, opset, c.build}
 	}
 	checkGraphs(t, all)
+}
+
+// relL2Bytes is ‖got − want‖ / ‖want‖ over float32 values held as bytes.
+func relL2Bytes(got, want []byte) float64 {
+	var num, den float64
+	for i := 0; i+4 <= len(want); i += 4 {
+		gv := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[i:])))
+		wv := float64(math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
+		num += (gv - wv) * (gv - wv)
+		den += wv * wv
+	}
+	return math.Sqrt(num / den)
 }

@@ -86,23 +86,8 @@ func TestProductsMatchUnfused(t *testing.T) {
 	for _, f := range []ggml.Type{ggml.F32, ggml.F16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_K, ggml.Q6_K} {
 		t.Run(f.String(), func(t *testing.T) {
 			g, inputs := productsGraph(t, f, 192, 512)
-			var outs [2][][]byte
-			for i, noFusion := range []bool{false, true} {
-				exe, s := openSession(t, g, Options{NoFusion: noFusion})
-				for _, id := range g.Outputs {
-					outs[i] = append(outs[i], make([]byte, g.Tensor(id).Bytes()))
-				}
-				if err := s.Run(inputs, outs[i]); err != nil {
-					t.Fatal(err)
-				}
-				if fused := exe.Launches(); !noFusion && fused > len(g.Nodes)-3 {
-					t.Errorf("%d launches with the products fused, %d nodes", fused, len(g.Nodes))
-				}
-			}
-			for j := range outs[0] {
-				if !bytes.Equal(outs[0][j], outs[1][j]) {
-					t.Errorf("output %d differs from the unfused run", j)
-				}
+			if launches := sameFusedOrNot(t, g, inputs); launches > len(g.Nodes)-3 {
+				t.Errorf("%d launches with the products fused, %d nodes", launches, len(g.Nodes))
 			}
 		})
 	}
@@ -135,34 +120,38 @@ func TestRotariesMatchUnfused(t *testing.T) {
 	requireGPU(t)
 	for _, halves := range []int64{0, 1} {
 		g, inputs := rotaryGraph(t, halves)
-		var outs [2][][]byte
-		for i, noFusion := range []bool{false, true} {
-			exe, s := openSession(t, g, Options{NoFusion: noFusion})
-			for _, id := range g.Outputs {
-				outs[i] = append(outs[i], make([]byte, g.Tensor(id).Bytes()))
-			}
-			if err := s.Run(inputs, outs[i]); err != nil {
-				t.Fatal(err)
-			}
-			if want := 2 - boolInt(!noFusion); exe.Launches() != want {
-				t.Errorf("halves %d, fusion %v: %d launches, want %d", halves, !noFusion, exe.Launches(), want)
-			}
-		}
-		for j := range outs[0] {
-			if !bytes.Equal(outs[0][j], outs[1][j]) {
-				t.Errorf("halves %d: output %d differs from the unfused run", halves, j)
-			}
+		if launches := sameFusedOrNot(t, g, inputs); launches != 1 {
+			t.Errorf("halves %d: %d launches fused, want 1", halves, launches)
 		}
 	}
 }
 
 func must(g *ir.Graph, _ [][]byte) *ir.Graph { return g }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
+// sameFusedOrNot runs g on inputs compiled with fusion and without, wants
+// the same bits from both, and returns the fused launches.
+func sameFusedOrNot(t *testing.T, g *ir.Graph, inputs [][]byte) int {
+	t.Helper()
+	var outs [2][][]byte
+	var launches int
+	for i, noFusion := range []bool{false, true} {
+		exe, s := openSession(t, g, Options{NoFusion: noFusion})
+		for _, id := range g.Outputs {
+			outs[i] = append(outs[i], make([]byte, g.Tensor(id).Bytes()))
+		}
+		if err := s.Run(inputs, outs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if !noFusion {
+			launches = exe.Launches()
+		}
 	}
-	return 0
+	for j := range outs[0] {
+		if !bytes.Equal(outs[0][j], outs[1][j]) {
+			t.Errorf("output %d differs from the unfused run", j)
+		}
+	}
+	return launches
 }
 
 // normalInputs draws every input of g, float32, from N(0, 1).
