@@ -89,11 +89,30 @@ func loadFixtures(t testing.TB) []fixture {
 // compile loads the model at path and compiles it for the CPU.
 func compile(t testing.TB, path string) *berth.Executable {
 	t.Helper()
-	exe, err := berth.Compile(loadModel(t, path), berth.CPU, berth.Options{})
+	return compileWith(t, loadModel(t, path), berth.Options{})
+}
+
+// compileWith compiles m for the CPU with opts; the executable is closed
+// when the test ends.
+func compileWith(t testing.TB, m *berth.Model, opts berth.Options) *berth.Executable {
+	t.Helper()
+	exe, err := berth.Compile(m, berth.CPU, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { exe.Close() })
 	return exe
+}
+
+// loadBytes imports the ONNX model b; it is closed when the test ends.
+func loadBytes(t testing.TB, b []byte) *berth.Model {
+	t.Helper()
+	m, err := berth.LoadBytes(b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
 func checkOutputs(t *testing.T, name string, outs []berth.Tensor, want []*npy.Array) {
@@ -186,11 +205,7 @@ func TestMergedShortcut(t *testing.T) {
 }
 
 func TestEmbeddedDemoMatchesPyTorch(t *testing.T) {
-	m, err := berth.LoadBytes(demo.Model(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadBytes(t, demo.Model())
 	_, s := newSession(t, m, berth.Options{})
 	img, err := npy.Read(bytes.NewReader(demo.Images()), int64(len(demo.Images())))
 	if err != nil {
@@ -349,11 +364,7 @@ func TestCompileCUDAWithoutGPU(t *testing.T) {
 	if _, err := cuda.Device(); err == nil {
 		t.Skip("a CUDA device is present")
 	}
-	m, err := berth.LoadBytes(demo.Model(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadBytes(t, demo.Model())
 	if _, err := berth.Compile(m, berth.CUDA, berth.Options{}); !errors.Is(err, berth.ErrNoDevice) {
 		t.Errorf("Compile for cuda: %v, want ErrNoDevice", err)
 	}

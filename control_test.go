@@ -73,15 +73,8 @@ func TestControlFlow(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := berth.LoadBytes(c.model, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := loadBytes(t, c.model)
+			exe := compileWith(t, m, berth.Options{Threads: 1})
 			outs := runOnce(t, exe, c.inputs)
 			if len(outs) != len(c.want) {
 				t.Fatalf("%d outputs, want %d", len(outs), len(c.want))
@@ -132,11 +125,7 @@ func TestControlFlowErrors(t *testing.T) {
 // kernels of its body) without allocating.
 func TestLoopRunDoesNotAllocate(t *testing.T) {
 	for _, model := range [][]byte{onnxtest.LoopModel(5), onnxtest.ScanModel(false), onnxtest.NestedIfModel(3)} {
-		m, err := berth.LoadBytes(model, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := loadBytes(t, model)
 		exe, s := newSession(t, m, berth.Options{Threads: 1})
 		var inputs []berth.Tensor
 		for _, info := range exe.Inputs() {
@@ -189,10 +178,7 @@ func TestConstantControlFlowFolds(t *testing.T) {
 			if n := m.Graph().OpCounts()[c.gone]; n != 0 {
 				t.Errorf("%d %s nodes remain", n, c.gone)
 			}
-			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			exe := compileWith(t, m, berth.Options{Threads: 1})
 			outs := runOnce(t, exe, c.inputs)
 			for i := range c.want {
 				if got := f32Values(outs[i]); !slices.Equal(got, c.want[i]) {
@@ -206,15 +192,8 @@ func TestConstantControlFlowFolds(t *testing.T) {
 // TestControlFlowConcurrentSessions runs a Loop in several sessions at
 // once: each session's subgraph tensors live in its own arena.
 func TestControlFlowConcurrentSessions(t *testing.T) {
-	m, err := berth.LoadBytes(onnxtest.LoopModel(4), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadBytes(t, onnxtest.LoopModel(4))
+	exe := compileWith(t, m, berth.Options{Threads: 1})
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for g := 0; g < 8; g++ {
@@ -251,11 +230,7 @@ func TestControlFlowConcurrentSessions(t *testing.T) {
 // TestEndlessLoopCancels runs a Loop that never ends by itself: cancelling
 // the run's context stops it between two iterations.
 func TestEndlessLoopCancels(t *testing.T) {
-	m, err := berth.LoadBytes(onnxtest.EndlessLoopModel(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadBytes(t, onnxtest.EndlessLoopModel())
 	_, s := newSession(t, m, berth.Options{Threads: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -286,10 +261,7 @@ func TestNestedLoopsLoadQuickly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := compileWith(t, m, berth.Options{Threads: 1})
 	outs := runOnce(t, exe, nil)
 	if got := f32Values(outs[0]); len(got) != 1 || got[0] != 64 {
 		t.Errorf("y = %v, want [64]", got)
@@ -380,11 +352,7 @@ func TestIfCondition(t *testing.T) {
 		// The condition is an input and the branches give float[3] (x)
 		// and float[2] (an initializer): each run plans the branch its
 		// condition takes.
-		m, err := berth.LoadBytes(onnxtest.MismatchedIfModel(), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := loadBytes(t, onnxtest.MismatchedIfModel())
 		_, s := newSession(t, m, berth.Options{Threads: 1})
 		x := f32Tensor([]int64{3}, 1, -2, 3)
 		for _, c := range []struct {

@@ -196,11 +196,7 @@ func FuzzOpenValues(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which, flags uint8, dims, vals []byte) {
 		watchdog := time.AfterFunc(20*time.Second, func() { panic("FuzzOpenValues: one input ran for 20 s") })
 		defer watchdog.Stop()
-		m, err := berth.LoadBytes(models[int(which)%len(models)], "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := loadBytes(t, models[int(which)%len(models)])
 		const limit = 64 << 20
 		opts := berth.Options{Threads: 1, MemoryLimit: limit, Plans: int(flags>>4) - 2}
 		next := func(b []byte, k *int) byte {
@@ -319,11 +315,7 @@ func FuzzOpenDims(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which, flags uint8, dim, bound, a, b int64) {
 		watchdog := time.AfterFunc(20*time.Second, func() { panic("FuzzOpenDims: one input ran for 20 s") })
 		defer watchdog.Stop()
-		m, err := berth.LoadBytes(models[int(which)%len(models)].Bytes(), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := loadBytes(t, models[int(which)%len(models)].Bytes())
 		syms := append(m.Symbols(), "absent")
 		const limit = 64 << 20
 		opts := berth.Options{Threads: 1, MemoryLimit: limit}

@@ -449,11 +449,7 @@ func TestOpenZeroSizes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := berth.LoadBytes(c.model.Bytes(), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := loadBytes(t, c.model.Bytes())
 			for _, opts := range []berth.Options{{Threads: 1}, {Threads: 1, MaxDims: symbolSizes(m, c.warm)}} {
 				_, s := newSession(t, m, opts)
 				if _, err := s.Run(context.Background(), c.warm...); err != nil {
@@ -489,11 +485,7 @@ func TestOpenZeroSizes(t *testing.T) {
 // never more plans than their arenas fit in the memory limit.
 func TestOpenPlansOption(t *testing.T) {
 	const n, shapes = 1 << 14, 12
-	m, err := berth.LoadBytes(addModel.Bytes(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadBytes(t, addModel.Bytes())
 	for _, c := range []struct {
 		plans int
 		limit int64

@@ -87,10 +87,7 @@ func TestExecutableClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := compileWith(t, m, berth.Options{})
 	if err := exe.Close(); err != nil {
 		t.Fatal(err)
 	}

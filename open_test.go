@@ -332,11 +332,7 @@ func TestOpenModelFixedDims(t *testing.T) {
 			m := loadModel(t, f.model)
 			ins := f.sets[1]
 			dims := symbolSizes(m, ins)
-			exe, err := berth.Compile(m, berth.CPU, berth.Options{Dims: dims})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Close()
+			exe := compileWith(t, m, berth.Options{Dims: dims})
 			if exe.Open() != f.byValue {
 				t.Fatalf("with every symbol fixed (%v) the executable is open: %v", dims, exe.Open())
 			}
@@ -373,11 +369,7 @@ func TestOpenModelBound(t *testing.T) {
 			m := loadModel(t, f.model)
 			// The bound is each symbol's largest size over the sets.
 			bound := symbolSizes(m, f.sets...)
-			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Close()
+			exe := compileWith(t, m, berth.Options{Threads: 1, MaxDims: bound})
 			if f.byValue {
 				// No one plan at the bound: runs are still refused past it.
 				checkBoundRefused(t, exe, f, bound)
@@ -386,10 +378,7 @@ func TestOpenModelBound(t *testing.T) {
 			if exe.ArenaBytes() == 0 {
 				t.Fatal("no plan at the bound")
 			}
-			fixed, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, Dims: bound})
-			if err != nil {
-				t.Fatal(err)
-			}
+			fixed := compileWith(t, m, berth.Options{Threads: 1, Dims: bound})
 			if exe.ArenaBytes() != fixed.ArenaBytes() {
 				t.Errorf("the arena at the bound is %d bytes, the plan with those sizes fixed %d", exe.ArenaBytes(), fixed.ArenaBytes())
 			}
@@ -521,11 +510,7 @@ func TestOpenConcurrentSessions(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			m := loadModel(t, f.model)
 			bound := symbolSizes(m, f.sets...)
-			exe, err := berth.Compile(m, berth.CPU, berth.Options{Threads: 1, MaxDims: bound})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer exe.Close()
+			exe := compileWith(t, m, berth.Options{Threads: 1, MaxDims: bound})
 			var wg sync.WaitGroup
 			for g := range 3 {
 				wg.Add(1)

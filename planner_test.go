@@ -160,10 +160,7 @@ func TestMemoryLimitNamesThePeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	exe, err := berth.Compile(m, berth.CPU, berth.Options{MemoryLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := compileWith(t, m, berth.Options{MemoryLimit: -1})
 	p, pl := exe.Plan()
 	peak := p.Steps[pl.Order[pl.PeakStep]]
 	_, err = berth.Compile(m, berth.CPU, berth.Options{MemoryLimit: exe.WeightBytes() + pl.ArenaBytes - 1})
