@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,51 +35,20 @@ type fixture struct {
 
 // readNpySet reads dir/<prefix>_0.npy, dir/<prefix>_1.npy, … up to the
 // first that does not exist.
-func readNpySet(t testing.TB, dir, prefix string) []*npy.Array {
-	t.Helper()
-	var out []*npy.Array
-	for i := 0; ; i++ {
-		a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("%s_%d.npy", prefix, i)))
-		if errors.Is(err, os.ErrNotExist) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, a)
-	}
-}
-
 func loadFixtures(t testing.TB) []fixture {
 	t.Helper()
 	dirs := testenv.Glob(t, "testdata/models/*", "run scripts/gen_fixtures.py")
 	var out []fixture
 	for _, dir := range dirs {
 		f := fixture{name: filepath.Base(dir), model: filepath.Join(dir, "model.onnx")}
-		for i := 0; ; i++ {
-			a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("input_%d.npy", i)))
-			if errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, a := range testenv.ReadNpySet(t, dir, "input") {
 			f.inputs = append(f.inputs, berth.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
 		}
-		for i := 0; ; i++ {
-			a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("output_%d.npy", i)))
-			if errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.outputs = append(f.outputs, a)
-		}
-		for _, a := range readNpySet(t, dir, "alt_input") {
+		f.outputs = testenv.ReadNpySet(t, dir, "output")
+		for _, a := range testenv.ReadNpySet(t, dir, "alt_input") {
 			f.altInputs = append(f.altInputs, berth.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
 		}
-		f.altOutputs = readNpySet(t, dir, "alt_output")
+		f.altOutputs = testenv.ReadNpySet(t, dir, "alt_output")
 		out = append(out, f)
 	}
 	return out

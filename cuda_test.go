@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -63,14 +62,7 @@ func loadCUDAFixtures(t *testing.T) []cudaFixture {
 			t.Logf("%s: skipped, no CUDA kernels for %s", f.name, strings.Join(missing, ", "))
 			continue
 		}
-		for i := 0; ; i++ {
-			a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("input_%d.npy", i)))
-			if errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, a := range testenv.ReadNpySet(t, dir, "input") {
 			f.inputs = append(f.inputs, Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
 		}
 		out = append(out, f)
@@ -380,19 +372,7 @@ func TestCUDAOpenModels(t *testing.T) {
 				}
 				sets = append(sets, ins)
 			}
-			session := func(dev Device, opts Options) (*Executable, *Session) {
-				exe, err := Compile(m, dev, opts)
-				if err != nil {
-					t.Fatalf("%s: %v", dev, err)
-				}
-				t.Cleanup(func() { exe.Close() })
-				s, err := exe.NewSession()
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				return exe, s
-			}
+			session := func(dev Device, opts Options) (*Executable, *Session) { return openSessionOn(t, m, dev, opts) }
 			_, cpu := session(CPU, Options{})
 			for _, bounded := range []bool{false, true} {
 				opts := Options{}
@@ -657,16 +637,7 @@ func TestCUDADetectors(t *testing.T) {
 			}
 			defer m.Close()
 			session := func(dev Device) *Session {
-				exe, err := Compile(m, dev, Options{})
-				if err != nil {
-					t.Fatalf("%s: %v", dev, err)
-				}
-				t.Cleanup(func() { exe.Close() })
-				s, err := exe.NewSession()
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
+				_, s := openSessionOn(t, m, dev, Options{})
 				return s
 			}
 			gpu, cpu := session(CUDA), session(CPU)
@@ -793,4 +764,21 @@ func timeByOp(steps []cuda.StepTime) ([]opTime, time.Duration) {
 	}
 	slices.SortFunc(list, func(a, b opTime) int { return cmp.Compare(b.total, a.total) })
 	return list, sum
+}
+
+// openSessionOn compiles m for dev with opts and opens a session of it;
+// both are closed when the test ends.
+func openSessionOn(t *testing.T, m *Model, dev Device, opts Options) (*Executable, *Session) {
+	t.Helper()
+	exe, err := Compile(m, dev, opts)
+	if err != nil {
+		t.Fatalf("%s: %v", dev, err)
+	}
+	t.Cleanup(func() { exe.Close() })
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return exe, s
 }

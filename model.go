@@ -231,11 +231,7 @@ func (m *Model) Inputs() []TensorInfo {
 	if m.open != nil {
 		return m.open.infos(m.open.sig.Inputs)
 	}
-	out := make([]TensorInfo, len(m.graph.Inputs))
-	for i, id := range m.graph.Inputs {
-		out[i] = infoOf(m.graph, id)
-	}
-	return out
+	return infosOf(m.graph, m.graph.Inputs)
 }
 
 // Outputs describes the graph outputs in order.
@@ -243,9 +239,14 @@ func (m *Model) Outputs() []TensorInfo {
 	if m.open != nil {
 		return m.open.infos(m.open.sig.Outputs)
 	}
-	out := make([]TensorInfo, len(m.graph.Outputs))
-	for i, id := range m.graph.Outputs {
-		out[i] = infoOf(m.graph, id)
+	return infosOf(m.graph, m.graph.Outputs)
+}
+
+// infosOf describes the tensors ids of g.
+func infosOf(g *ir.Graph, ids []ir.TensorID) []TensorInfo {
+	out := make([]TensorInfo, len(ids))
+	for i, id := range ids {
+		out[i] = infoOf(g, id)
 	}
 	return out
 }

@@ -65,11 +65,11 @@ func loadOpenFixtures(t testing.TB) []openFixture {
 				break
 			}
 			var ins []berth.Tensor
-			for i, a := range readNpySet(t, set, "input") {
+			for i, a := range testenv.ReadNpySet(t, set, "input") {
 				ins = append(ins, berth.Tensor{Name: meta.Inputs[i], DType: a.DType, Shape: a.Shape, Data: a.Data})
 			}
 			f.sets = append(f.sets, ins)
-			f.outputs = append(f.outputs, readNpySet(t, set, "output"))
+			f.outputs = append(f.outputs, testenv.ReadNpySet(t, set, "output"))
 		}
 		out = append(out, f)
 	}
