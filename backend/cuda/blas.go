@@ -33,20 +33,12 @@ func (c *bctx) blasGemm(g gemmCall) bool {
 	}
 	M, N, K := g.m, g.n, g.k
 	bg := &blasGemm{m: N, n: M, k: K, ldc: N, strideA: sB, strideB: sA, strideC: sC, batch: nb, alpha: g.alpha}
-	switch { // cuBLAS's A: our B, K×N row-major, read as N×K column-major
-	case g.sbn == 1 && g.sbk >= N:
-		bg.transA, bg.lda = driver.OpN, g.sbk
-	case g.sbk == 1 && g.sbn >= K:
-		bg.transA, bg.lda = driver.OpT, g.sbn
-	default:
-		return false
-	}
-	switch { // cuBLAS's B: our A, M×K row-major, read as K×M column-major
-	case g.sak == 1 && g.sam >= K:
-		bg.transB, bg.ldb = driver.OpN, g.sam
-	case g.sam == 1 && g.sak >= M:
-		bg.transB, bg.ldb = driver.OpT, g.sak
-	default:
+	// cuBLAS's A is our B, K×N row-major, read as N×K column-major; its B
+	// our A, M×K row-major, read as K×M column-major.
+	var okA, okB bool
+	bg.transA, bg.lda, okA = blasOperand(g.sbn, g.sbk, N, K)
+	bg.transB, bg.ldb, okB = blasOperand(g.sak, g.sam, K, M)
+	if !okA || !okB {
 		return false
 	}
 	for _, v := range []int64{bg.m, bg.n, bg.k, bg.lda, bg.ldb, bg.ldc, nb} {
@@ -202,4 +194,18 @@ func collapseBatch(b geo) ([]int64, [4][]int64) {
 		}
 	}
 	return shape, st
+}
+
+// blasOperand says how cuBLAS reads, as a column-major n1×n2 matrix, an
+// operand whose elements are s1 apart along its n1 rows' dimension and s2
+// along the other: as it is (OpN) with leading dimension s2 where s1 is 1,
+// transposed (OpT) with s1 where s2 is 1; false where neither serves.
+func blasOperand(s1, s2, n1, n2 int64) (op int, ld int64, ok bool) {
+	switch {
+	case s1 == 1 && s2 >= n1:
+		return driver.OpN, s2, true
+	case s2 == 1 && s1 >= n2:
+		return driver.OpT, s1, true
+	}
+	return 0, 0, false
 }
