@@ -702,26 +702,25 @@ func channelCode(shape []int64, ov, prefix, ity string) *indexCode {
 // div adds a divisor parameter named name of value v and returns the
 // quotient of x by it.
 func (c *indexCode) div(x, name string, v int64, ity string) string {
-	if ity == "u64" {
-		c.decls = append(c.decls, "const u64 "+name)
-		c.args = append(c.args, i64(max(v, 1)))
-		return fmt.Sprintf("(%s / %s)", x, name)
-	}
-	c.decls = append(c.decls, "const fdiv "+name)
-	c.args = append(c.args, fastDivisor(uint32(v)))
-	return fmt.Sprintf("fdiv_q(%s, %s)", x, name)
+	return c.divide(x, name, v, ity, "(%s / %s)", "fdiv_q(%s, %s)")
 }
 
 // mod is div for the remainder.
 func (c *indexCode) mod(x, name string, v int64, ity string) string {
+	return c.divide(x, name, v, ity, "(%s %% %s)", "fdiv_r(%s, %s)")
+}
+
+// divide adds the divisor parameter of div and mod and returns x and it
+// formatted by wide (a u64 index) or fast (a fastDivisor).
+func (c *indexCode) divide(x, name string, v int64, ity, wide, fast string) string {
 	if ity == "u64" {
 		c.decls = append(c.decls, "const u64 "+name)
 		c.args = append(c.args, i64(max(v, 1)))
-		return fmt.Sprintf("(%s %% %s)", x, name)
+		return fmt.Sprintf(wide, x, name)
 	}
 	c.decls = append(c.decls, "const fdiv "+name)
 	c.args = append(c.args, fastDivisor(uint32(v)))
-	return fmt.Sprintf("fdiv_r(%s, %s)", x, name)
+	return fmt.Sprintf(fast, x, name)
 }
 
 // declare passes the declaration of every parameter to add, in order.
