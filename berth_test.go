@@ -15,6 +15,7 @@ import (
 	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/demo"
+	"github.com/berth-ml/berth/internal/npytest"
 	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/npy"
 )
@@ -41,14 +42,14 @@ func loadFixtures(t testing.TB) []fixture {
 	var out []fixture
 	for _, dir := range dirs {
 		f := fixture{name: filepath.Base(dir), model: filepath.Join(dir, "model.onnx")}
-		for _, a := range testenv.ReadNpySet(t, dir, "input") {
+		for _, a := range npytest.ReadSet(t, dir, "input") {
 			f.inputs = append(f.inputs, berth.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
 		}
-		f.outputs = testenv.ReadNpySet(t, dir, "output")
-		for _, a := range testenv.ReadNpySet(t, dir, "alt_input") {
+		f.outputs = npytest.ReadSet(t, dir, "output")
+		for _, a := range npytest.ReadSet(t, dir, "alt_input") {
 			f.altInputs = append(f.altInputs, berth.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
 		}
-		f.altOutputs = testenv.ReadNpySet(t, dir, "alt_output")
+		f.altOutputs = npytest.ReadSet(t, dir, "alt_output")
 		out = append(out, f)
 	}
 	return out

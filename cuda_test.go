@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/internal/compare"
+	"github.com/berth-ml/berth/internal/npytest"
 	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/npy"
@@ -62,7 +63,7 @@ func loadCUDAFixtures(t *testing.T) []cudaFixture {
 			t.Logf("%s: skipped, no CUDA kernels for %s", f.name, strings.Join(missing, ", "))
 			continue
 		}
-		for _, a := range testenv.ReadNpySet(t, dir, "input") {
+		for _, a := range npytest.ReadSet(t, dir, "input") {
 			f.inputs = append(f.inputs, Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data})
 		}
 		out = append(out, f)

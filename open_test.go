@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-ml/berth"
 	"github.com/berth-ml/berth/internal/compare"
+	"github.com/berth-ml/berth/internal/npytest"
 	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/npy"
 	"github.com/berth-ml/berth/plan"
@@ -65,11 +66,11 @@ func loadOpenFixtures(t testing.TB) []openFixture {
 				break
 			}
 			var ins []berth.Tensor
-			for i, a := range testenv.ReadNpySet(t, set, "input") {
+			for i, a := range npytest.ReadSet(t, set, "input") {
 				ins = append(ins, berth.Tensor{Name: meta.Inputs[i], DType: a.DType, Shape: a.Shape, Data: a.Data})
 			}
 			f.sets = append(f.sets, ins)
-			f.outputs = append(f.outputs, testenv.ReadNpySet(t, set, "output"))
+			f.outputs = append(f.outputs, npytest.ReadSet(t, set, "output"))
 		}
 		out = append(out, f)
 	}

@@ -2,14 +2,10 @@ package testenv
 
 import (
 	"bufio"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/berth-ml/berth/npy"
 )
 
 // Require skips t, or fails it under BERTH_REQUIRE_TESTDATA=1, when path
@@ -34,23 +30,6 @@ func Glob(t testing.TB, pattern, how string) []string {
 		t.Fatalf("nothing matches %s; %s", pattern, how)
 	}
 	return paths
-}
-
-// ReadNpySet reads dir/PREFIX_0.npy, dir/PREFIX_1.npy, … up to the first
-// that is missing.
-func ReadNpySet(t testing.TB, dir, prefix string) []*npy.Array {
-	t.Helper()
-	var out []*npy.Array
-	for i := 0; ; i++ {
-		a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("%s_%d.npy", prefix, i)))
-		if errors.Is(err, os.ErrNotExist) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, a)
-	}
 }
 
 // ConformanceDir is where Debian's libonnx-testdata installs ONNX's
