@@ -19,10 +19,9 @@ type HostBuffer struct {
 // huge page boundary, and its whole huge pages are backed by huge pages
 // as they are first touched: weights and activations that a run sweeps
 // then take one TLB entry per 2 MiB instead of 512, which matters most
-// for weights streamed from memory (ResNet-50's last convolutions ran
-// 5–18 % faster). The bytes before and after the buffer in its
-// allocation are returned to the system, so the resident memory stays
-// the buffer's own.
+// for weights streamed from memory. The bytes before and after the
+// buffer in its allocation are returned to the system, so the resident
+// memory stays the buffer's own.
 func NewHostBuffer(size, align int64) (*HostBuffer, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("host buffer: negative size %d", size)

@@ -179,7 +179,7 @@ const (
 	// A pointwise product at most rowWalkDepth deep whose block of C
 	// is larger than rowWalkBytes runs one pair of A panels per tile.
 	// Deeper ones read more rows of B at once than the hardware
-	// follows as streams (ResNet-50's 64→256 at 56² 15 % slower).
+	// follows as streams.
 	rowWalkDepth = 32
 	rowWalkBytes = 512 << 10
 )
@@ -326,8 +326,7 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 		// floats (16 deep: 4096 columns): a pointwise one so that its
 		// epilogue (a SiLU after an expansion) runs over longer rows,
 		// a stem (3 input channels, 27 or 147 deep) so that its blocks
-		// split fewer input rows again and go through fewer calls
-		// (MobileNetV2's stem 11 % faster, ResNet-50's 4 %).
+		// split fewer input rows again and go through fewer calls.
 		k.nc = min(roundUp(convKC*convNC/max(k.kdim, 1), gemmNR), 4096, roundUp(k.outSp, gemmNR))
 	}
 	// Each worker's block starts on its own cache line.
@@ -434,8 +433,7 @@ func (k *convKernel) splitKFits() bool {
 // (splitK) although it packs windows: a deep product of one image and one
 // group onto a plane of fewer column panels than twice the workers times
 // eight, which the blocks of columns share unevenly (ResNet-50's stride-2
-// 3×3 layer onto 14², 2304 deep: 13 panels, 1.72 ms on one thread and
-// 1.03 on two).
+// 3×3 layer onto 14², 2304 deep: 13 panels).
 func (k *convKernel) windowSplitFits(threads int) bool {
 	return useAVX512Kernel && threads > 1 && !k.pointwise && k.sub == 0 && !k.depthwise && k.nb == 1 && k.g == 1 &&
 		k.kdim >= 2*k.m && k.kdim >= 2*convKC && k.outSp >= 2*gemmNR && ceilDiv(k.outSp, gemmNR) < 16
@@ -841,8 +839,7 @@ func (k *convKernel) blocks(x, y, wp, bias, buf []float32, s convSplit, lo, hi i
 // shallow pointwise product whose block of C outgrows the cache (an
 // expansion at 112² or 56²), one pair, so that the kernels walk C along
 // its rows and its stores stream, instead of down columns of tiles that
-// touch every row of the block (MobileNetV2's 16→96 at 112² 0.29 →
-// 0.19 ms).
+// touch every row of the block.
 func (k *convKernel) blockMT(panels, rows, ncb int) int {
 	if k.pointwise && k.kdim <= rowWalkDepth && rows*ncb*4 > rowWalkBytes {
 		return min(panels, 2)
@@ -1060,8 +1057,8 @@ const tFitsPlane = 64
 // product's vectors, 49 positions take 64 lanes. A 1×1 convolution
 // always does; a larger kernel does on AVX-512 when its product is deep
 // and wide and Winograd does not take it (its positions' input windows
-// are gathered into A by tTable's offsets): ResNet-50's stride-2 3×3
-// convolution onto 7² planes, its weights from memory, 0.78 → 0.67 ms.
+// are gathered into A by tTable's offsets), as ResNet-50's stride-2 3×3
+// convolution onto 7² planes does.
 func (k *convKernel) tFits() bool {
 	if k.g != 1 || k.outSp <= 1 || k.outSp > tFitsPlane || k.outSp%(2*gemmNR) == 0 {
 		return false

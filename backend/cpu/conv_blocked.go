@@ -49,13 +49,12 @@ const (
 	pwbAcc    = 2
 	// pwbStrip is how many tiles of consecutive positions an output in
 	// planes takes at a time: 48 positions, whole cache lines of each
-	// plane (twelve, a tile's, left the rest of a line to the next
-	// tile, and the stores cost 256→64 at 56² 16 % of its time).
+	// plane (twelve, a tile's, would leave the rest of a line to the
+	// next tile, and its stores would cost more).
 	pwbStrip = 4
 	// pwbMinPlane is the smallest output plane the blocked path takes:
 	// on smaller ones the last tile of twelve positions wastes too much
-	// (ResNet-50's 7² planes, 49 positions in five tiles, ran 13–17 %
-	// slower than on planes).
+	// (ResNet-50's 7² planes, 49 positions in five tiles, run on planes).
 	pwbMinPlane = 64
 )
 

@@ -22,8 +22,7 @@ import (
 
 // dwcMaxOut is the largest output plane, in positions, that runs
 // channel-blocked; dwcMaxOut5 that for 5×5 (or larger) filters of unit
-// stride, whose taps pay for the transposes on larger planes too (240
-// channels of 28², two threads: 66 → 56 µs).
+// stride, whose taps pay for the transposes on larger planes too.
 const (
 	dwcMaxOut  = 400
 	dwcMaxOut5 = 1024

@@ -46,8 +46,7 @@ func (k *convKernel) dwrFits() bool {
 // dwr3wFits reports whether k's planes run through dwr3w: a 2-D
 // depthwise convolution, one output channel per group, a 3×3 filter of
 // unit strides and dilations padded one each side, planes more than
-// dwr3wMin columns wide (narrower ones run as fast or faster in bands,
-// 28² planes 12 % slower through dwr3w).
+// dwr3wMin columns wide (narrower ones run as fast or faster in bands).
 func (k *convKernel) dwr3wFits() bool {
 	return k.depthwise && k.mg == 1 && k.in == k.out && k.in[0] == 1 && k.kern == [3]int{1, 3, 3} &&
 		k.stride == [3]int{1, 1, 1} && k.dil == [3]int{1, 1, 1} && k.pad == [3]int{0, 1, 1} &&

@@ -279,8 +279,7 @@ func (g *gemm) tiles() int {
 // (tj+1)·pn/tn), and A panels from ti·pm/tm to (ti+1)·pm/tm, each bound
 // but the last taken down to an even panel where every tile has two
 // panels at least: the AVX-512 kernels take A panels in pairs, and a
-// tile of an odd number leaves one to the 6×32 kernel (a 1024-row
-// product in tiles of 21 and 22 panels spent 2.5 % of its time there).
+// tile of an odd number leaves one to the 6×32 kernel.
 // Tiles differ in size by two panels at most; none exceeds mt+1 by nt.
 func (g *gemm) tilePanels(t int) (p0, p1, q0, q1 int) {
 	pm, pn := ceilDiv(g.m, gemmMR), ceilDiv(g.n, gemmNR)
@@ -322,10 +321,8 @@ const (
 // large C is read and written once a slice, and each slice costs every
 // micro-tile a call: for those, slices of up to gemmKCDeep steps, whose
 // pair of B panels (128 KiB) the AVX-512 kernel streams from L2 instead
-// of holding in L1. The 1024³ product ran 3–7 % faster that way on
-// AVX-512 (the AVX2 kernels as fast as before), but a BERT-base of 128
-// rows, whose weights stream from memory, ran 3–4 % slower: small
-// products keep gemmKC.
+// of holding in L1. Small products, whose weights stream from memory,
+// keep gemmKC.
 func productDepth(m, n, k int) int {
 	if deepProduct(m, n) {
 		return ceilDiv(k, max(ceilDiv(k, gemmKCDeep), 1))
@@ -513,10 +510,9 @@ func (g *gemm) slice2x2(p0, p1, q0, q1, k0, kb int, acc *[gemmMR][gemmNR]float32
 		// A next pair read from bRaw is rows of 32 columns, which the
 		// hardware does not bring in ahead (each row is in another
 		// page): each micro-tile of this pair asks for its share of
-		// them (MobileNetV2's projections at 56², 25 % faster), as
-		// the kernel's hints where it has enough steps for them, two
-		// rows a hint where rows are whole cache lines and one (two
-		// lines 60 bytes apart) elsewhere.
+		// them, as the kernel's hints where it has enough steps for
+		// them, two rows a hint where rows are whole cache lines and
+		// one (two lines 60 bytes apart) elsewhere.
 		rawNext := q+3 < raw && q+3 < q1
 		rowsPer, rowsHint := 0, 1
 		if rawNext {

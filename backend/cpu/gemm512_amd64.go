@@ -36,8 +36,7 @@ var useAVX512Kernel = useAsmKernel && cpu.X86.HasAVX512F
 // B's rows into L1 itself, eight steps ahead: every row's two lines fall
 // into the same half of L1's sets, so a deep slice does not stay there
 // from one micro-tile to the next, and the hardware does not fetch rows
-// that far apart ahead (ResNet-50's 256-deep 1×1 layers at 56² 2–5 %
-// faster).
+// that far apart ahead.
 //
 // With a2 not nil it computes a thirteenth row too, A's row 12 read from
 // a2 (6 floats a step, like a0's row 0), into C's row 12 (and rb[12],

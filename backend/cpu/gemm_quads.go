@@ -8,9 +8,7 @@ package cpu
 // after k step (64 floats a step), so that the 6×64 kernel (sgemm6x64)
 // reads one stream. The panels past the last whole quad keep packB's
 // layout. sgemm6x64 loads ten values for every 24 multiply-adds against
-// sgemm12x32's fourteen: alone, on data in L1, it ran about 5 % faster.
-// In a 1024³ product, where a quad streams from L2 with more traffic per
-// multiply-add than a pair of panels, the gain was 1–4 %.
+// sgemm12x32's fourteen.
 
 // wideB reports whether an m×n product packs its B in quads: the deep
 // products (deepProduct) with two quads or more, on AVX-512.
@@ -74,8 +72,8 @@ func (g *gemm) bQuad(q, k0, kb int) []float32 {
 //
 // The quad's slice (up to 256 KiB) streams from L2 for every A panel;
 // while it runs, each call asks for its share of the next quad to be
-// brought into L2. (Asking over the first quad for the next A panel as
-// well, as slice2x2 does, measured 1–2 % slower.)
+// brought into L2. Unlike slice2x2, it does not ask for the next A
+// panel.
 func (g *gemm) sliceQuads(p0, p1, q0, q1, k0, kb int, sm storeMode) {
 	if q0%4 != 0 || q1%4 != 0 {
 		panic("cpu: a tile of B packed in quads starts or ends inside a quad")

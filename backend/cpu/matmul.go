@@ -340,10 +340,9 @@ func (k *matmulKernel) columnBlocks(in, out [][]byte, buf []float32, wi, p int) 
 // or more workers with two B panels each at least, and enough rows and
 // depth for the packing into cache to matter. Whole packing shares its
 // packed operands between the workers' caches, which block packing
-// avoids: a 1024³ product ran 3–10 % faster on two threads. On one
-// thread, where block packing packs A once per block of columns and
-// whole packing keeps C's tiles in cache across the k slices, it ran
-// 3–7 % slower.
+// avoids. On one thread, where block packing packs A once per block of
+// columns and whole packing keeps C's tiles in cache across the k
+// slices, whole packing is the faster.
 func (k *matmulKernel) blocksPay(threads int) bool {
 	return threads >= 2 && k.batch == 1 && k.nA == 1 && k.nB == 1 && k.panelsB() >= 2*threads &&
 		k.m >= 2*gemmMT*gemmMR && k.k >= 64
@@ -352,10 +351,7 @@ func (k *matmulKernel) blocksPay(threads int) bool {
 // bandsRun reports whether a product of two activations packs B whole
 // at the start of each run, slice by slice as band packing reads a
 // constant B, and then A band by band into each worker's cache: the large
-// single products whose B is packed in quads. The 1024³ product of two
-// activations ran about 5 % faster so than packing both operands whole
-// on one thread, and as fast as by blocks of columns on two (medians of
-// six alternations: 0.745 → 0.788 and 0.760 → 0.767 of the FMA peak).
+// single products whose B is packed in quads.
 // Where bands read A unpacked as well (rawA), each worker packs the B
 // panels of its own columns and computes those (ownColumns).
 func (k *matmulKernel) bandsRun() bool {
@@ -366,11 +362,10 @@ func (k *matmulKernel) bandsRun() bool {
 // is worth its cost on threads workers. Bands walk the k slices outside
 // the columns, so each slice reads and writes all of C again: that stays
 // in cache only for a small C (bandC floats in all), or costs little
-// where the slices are deep and few (a single large product: 1024 rows
-// by 768 to 3072 columns, one to three slices, ran 1-6 % faster in
-// bands than packed whole, packing each band into the worker's cache
-// instead of all of A into memory). It pays only where the whole packed
-// A would take at least twice the bands' scratch.
+// where the slices are deep and few (a single large product of one to
+// three slices, which packs each band into the worker's cache instead of
+// all of A into memory). It pays only where the whole packed A would
+// take at least twice the bands' scratch.
 func (k *matmulKernel) bandsPay(threads int) bool {
 	if bandsAlways {
 		return true
@@ -846,9 +841,9 @@ func (k *matmulKernel) bandGemm(in, out [][]byte, bp []float32, b, p0, p1 int, b
 }
 
 // rawA reports whether bands read A's whole panels where A lies, unpacked
-// (gemm.aRaw): B all in quads, A's rows contiguous and alpha 1. Packing
-// A's band slices cost the 1024³ product 1–4.6 %; the 6×64 kernel runs
-// as fast on the rows themselves.
+// (gemm.aRaw): B all in quads, A's rows contiguous and alpha 1. The 6×64
+// kernel runs as fast on the rows themselves, so packing A's band slices
+// would only cost time.
 func (k *matmulKernel) rawA() bool {
 	return k.wide && k.aCS == 1 && k.alpha == 1 && quadsIn(k.n) == k.panelsB()
 }
@@ -914,9 +909,7 @@ func (k *matmulKernel) columnShare(wi, p int) int {
 // scratch s, then computes those columns of every band, packing into
 // buf only a last A panel cut short. Each worker reads only the part of
 // B it packed, from its own cache: packed by all and read by all, half
-// of B came from the other worker's cache (the 1024³ product on two
-// threads ran about 3.5 % faster: medians of six alternations, 0.796 →
-// 0.823 of the FMA peak).
+// of B would come from the other worker's cache.
 func (k *matmulKernel) ownColumns(in, out [][]byte, s, buf []float32, wi, p int) {
 	q0, q1 := k.columnShare(wi, p), k.columnShare(wi+1, p)
 	k.packBandsB(in, s, q0, q1)

@@ -175,9 +175,9 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 // activations (linked by the steps that read one and write another, or
 // add one as a residual to another) in which no step both reads and
 // writes NCHW16c: such a group only moves the transposes of a layout
-// change into its producers and readers (MobileNetV2, whose expansions
-// and projections meet depthwise layers in planes, ran 16 % slower with
-// its residuals blocked). It reports whether it unblocked any.
+// change into its producers and readers (as in MobileNetV2, whose
+// expansions and projections meet depthwise layers in planes). It
+// reports whether it unblocked any.
 func (e *Executable) pruneBlocked(blocked []bool, result, residual []ir.TensorID, inputs func(int) []ir.TensorID) bool {
 	parent := make([]int, len(blocked))
 	for i := range parent {

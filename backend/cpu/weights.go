@@ -14,9 +14,8 @@ import (
 // another into blocks of weightBlockBytes. Huge pages back both where the
 // system offers them (device.NewHostBuffer), so a run that reads every
 // weight of a model touches one TLB entry per 2 MiB of them instead of
-// one per 4 KiB page. With their small weights in blocks (processes
-// alternated) ResNet-50 ran 2 % faster, EfficientNet-B0 0–3 % and
-// MobileNetV2 0.5 %, for 1–2.5 MB more peak RSS.
+// one per 4 KiB page. Small weights go into blocks for that too, at the
+// cost of a little more peak RSS.
 //
 // A block's bytes that no weight takes are never touched, so they stay
 // out of resident memory but for the rest of the last huge page written.

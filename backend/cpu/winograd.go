@@ -64,7 +64,7 @@ const wgMaxChannels = 1024
 // Winograd path: the tiles are the columns of its sixteen products, and
 // fewer than one 12×32 micro-tile's run every product through the 12×16
 // kernel while reading 16/9 of the weights. ResNet-50's 7² layers (16
-// tiles, 512 channels) take the direct product instead: 1.04 → 0.93 ms.
+// tiles, 512 channels) take the direct product instead.
 const wgMinTiles = 2 * gemmNR
 
 // wgBlockFloats bounds the transformed input and products of one block of
@@ -72,8 +72,7 @@ const wgMinTiles = 2 * gemmNR
 // so that the scratch stays bounded whatever the image size. Each block
 // is three or four parallel loops, each ending when its slowest worker
 // does, so fewer, larger blocks run faster even where they spill out of
-// the workers' L2 caches: on ResNet-50 (its 56² layers in two blocks, its
-// 28² ones in one), 1 MiB blocks made the model 1.5–2 % slower.
+// the workers' L2 caches.
 const wgBlockFloats = 1 << 20
 
 // wgMaxTileRow bounds the tiles of a tile row (wider outputs take the
@@ -86,10 +85,9 @@ var winograd4On = true
 
 // wg4MinTiles is the fewest 4×4 tiles a convolution needs for F(4×4,
 // 3×3). Its products are as many times shorter as they are fewer, and a
-// run reads 36/16 of F(2×2, 3×3)'s transformed filters: ResNet-50's 28²
-// layers (49 tiles, 128 channels) ran 8 % faster alone with their
-// filters in cache but no faster in the model, where the filters come
-// from memory; its 56² ones (196 tiles) 0.60 → 0.47 ms.
+// run reads 36/16 of F(2×2, 3×3)'s transformed filters, which in a model
+// come from memory: ResNet-50's 28² layers (49 tiles) gain nothing by it
+// there, its 56² ones (196 tiles) do.
 const wg4MinTiles = 64
 
 // wg4MaxChannels bounds the input plus output channels of a convolution

@@ -41,7 +41,7 @@ import (
 
 // amxMinRows is the fewest activation rows for which products take the
 // AMX path: below it, the register tiles of the vector kernels are
-// faster (with 8 rows, half a tile, the AMX path is about 10-20% ahead).
+// faster.
 const amxMinRows = 8
 
 // amxSliceBlocks is the most blocks of 32 of one slice of k: a slice of
