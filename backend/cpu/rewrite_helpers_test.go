@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/berth-ml/berth/backend"
+	"github.com/berth-ml/berth/internal/npytest"
 	"github.com/berth-ml/berth/ir"
-	"github.com/berth-ml/berth/npy"
 	"github.com/berth-ml/berth/onnx"
 	"github.com/berth-ml/berth/passes"
 )
@@ -80,16 +77,10 @@ func loadFixture(t testing.TB, path string) *ir.Graph {
 func fixtureInputs(t testing.TB, dir string) [][]byte {
 	t.Helper()
 	var inputs [][]byte
-	for i := 0; ; i++ {
-		a, err := npy.ReadFile(filepath.Join(dir, fmt.Sprintf("input_%d.npy", i)))
-		if errors.Is(err, os.ErrNotExist) {
-			return inputs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, a := range npytest.ReadSet(t, dir, "input") {
 		inputs = append(inputs, a.Data)
 	}
+	return inputs
 }
 
 // randomInputs draws every float32 input of g from N(0, 1), every bool
