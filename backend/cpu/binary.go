@@ -111,7 +111,7 @@ func kindOf(op string) opKind {
 	return arith
 }
 
-func buildBinary(c *bctx) (Kernel, int64, error) {
+func buildBinary(c *buildContext) (Kernel, int64, error) {
 	op := c.n.Op
 	nin := len(c.n.Inputs)
 	variadic := op == "Sum" || op == "Mean" || op == "Max" || op == "Min"
@@ -174,7 +174,7 @@ func buildBinary(c *bctx) (Kernel, int64, error) {
 }
 
 // numberBinaries holds numberBinary for each number type.
-var numberBinaries = map[ir.DType]func(c *bctx, op string) (Kernel, error){
+var numberBinaries = map[ir.DType]func(c *buildContext, op string) (Kernel, error){
 	ir.Float32: numberBinary[float32], ir.Float64: numberBinary[float64],
 	ir.Int8: numberBinary[int8], ir.Int16: numberBinary[int16],
 	ir.Int32: numberBinary[int32], ir.Int64: numberBinary[int64],
@@ -184,14 +184,14 @@ var numberBinaries = map[ir.DType]func(c *bctx, op string) (Kernel, error){
 
 // numberBinary builds the kernel of an arithmetic or comparison operator
 // on T.
-func numberBinary[T number](c *bctx, op string) (Kernel, error) {
+func numberBinary[T number](c *buildContext, op string) (Kernel, error) {
 	if kindOf(op) == compare {
 		return newCompare[T](c, op)
 	}
 	return newArith[T](c, op)
 }
 
-func newArith[T number](c *bctx, op string) (Kernel, error) {
+func newArith[T number](c *buildContext, op string) (Kernel, error) {
 	fn := arithGeneric[T](op)
 	if op == "Add" || op == "Sub" || op == "Mul" || op == "Div" {
 		if f, ok := any(arithF32(op)).(binFn[T, T]); ok {
@@ -236,7 +236,7 @@ func arithGeneric[T number](op string) binFn[T, T] {
 	return fn
 }
 
-func newCompare[T number](c *bctx, op string) (Kernel, error) {
+func newCompare[T number](c *buildContext, op string) (Kernel, error) {
 	var fn binFn[T, uint8]
 	switch op {
 	case "Equal":
@@ -254,7 +254,7 @@ func newCompare[T number](c *bctx, op string) (Kernel, error) {
 }
 
 // newBin plans the broadcast steps of a binary or variadic op.
-func newBin[T, O any](c *bctx, fn binFn[T, O]) (*binKernel[T, O], error) {
+func newBin[T, O any](c *buildContext, fn binFn[T, O]) (*binKernel[T, O], error) {
 	nin := len(c.n.Inputs)
 	y := c.out(0).Shape
 	k := &binKernel[T, O]{fn: fn, nin: nin}

@@ -27,7 +27,7 @@ func cachePosition(op string, b []byte, rows, c int) int {
 // output is the cache's own bytes (an update in place; see ir.UpdatesState).
 type cacheWriteKernel struct{ t, c, w int }
 
-func buildCacheWrite(c *bctx) (Kernel, int64, error) {
+func buildCacheWrite(c *buildContext) (Kernel, int64, error) {
 	t, rows, w, err := ir.CacheWriteShape(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)
@@ -52,7 +52,7 @@ type cachedAttentionKernel struct {
 	per                   int // floats of a worker's area: scores, then the query
 }
 
-func buildCachedAttention(c *bctx) (Kernel, int64, error) {
+func buildCachedAttention(c *buildContext) (Kernel, int64, error) {
 	t, rows, heads, kvHeads, d, err := ir.CacheShape(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)

@@ -14,7 +14,7 @@ type castKernel struct {
 	n        int
 }
 
-func buildCast(c *bctx) (Kernel, int64, error) {
+func buildCast(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}

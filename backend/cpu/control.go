@@ -63,7 +63,7 @@ type binding struct {
 // buildSubprog compiles sub, a subgraph of node n of g: a kernel per node
 // and a memory plan for its tensors (package plan, in the subgraph's node
 // order), which lays them out in a region of the parent's scratch.
-func buildSubprog(c *bctx, sub *ir.Graph) (*subprog, error) {
+func buildSubprog(c *buildContext, sub *ir.Graph) (*subprog, error) {
 	p := &subprog{g: sub, refs: make([]tensorRef, len(sub.Tensors))}
 	p.kernels = make([]Kernel, len(sub.Nodes))
 	p.scrOff = make([]int64, len(sub.Nodes))
@@ -208,7 +208,7 @@ func (p *subprog) output(b *binding, i int) []byte { return b.tens[p.g.Outputs[i
 
 type ifKernel struct{ then, els *subprog }
 
-func buildIf(c *bctx) (Kernel, int64, error) {
+func buildIf(c *buildContext) (Kernel, int64, error) {
 	th, el := c.attrs().Graph("then_branch"), c.attrs().Graph("else_branch")
 	if th == nil || el == nil {
 		return nil, 0, c.errorf("needs then_branch and else_branch")
@@ -259,7 +259,7 @@ type loopKernel struct {
 	stage   int64 // offset in scratch of the staging area for carried values
 }
 
-func buildLoop(c *bctx) (Kernel, int64, error) {
+func buildLoop(c *buildContext) (Kernel, int64, error) {
 	body := c.attrs().Graph("body")
 	if body == nil {
 		return nil, 0, c.errorf("has no body")
@@ -357,7 +357,7 @@ type scanKernel struct {
 	inOuter, inInner, outOuter, outInner []int
 }
 
-func buildScan(c *bctx) (Kernel, int64, error) {
+func buildScan(c *buildContext) (Kernel, int64, error) {
 	l, err := ir.ScanLayoutOf(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)

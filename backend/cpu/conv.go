@@ -47,24 +47,24 @@ type convKernel struct {
 
 	dwPer int        // scratch floats of one worker's padded depthwise plane, or 0
 	dwg   dwBandGeom // dwBandPlane's layout, where dwBands gives one
-	// dwcIn and dwcOut are the channel-blocked depthwise path's position
-	// tables (dwcTables), or nil.
-	dwcIn, dwcOut []int32
-	// dwcW, with constant weights and bias, is each group's weights and
-	// biases interleaved as dwc16 reads them (dwcWeights), or nil.
-	dwcW []float32
-	// dwr and dwrCols are the row-vector depthwise path's table and
-	// column masks (dwrTable); dwr is nil where it does not run.
-	dwr     []dwrVec
-	dwrCols [4]uint16
-	// dws, or dws3Rows and dws3Zero, are the stride-2 row-vector path's
-	// tables (dwsTable): for 5×5 filters and for 3×3 ones; nil where it
+	// depthwiseChannelsIn and depthwiseChannelsOut are the channel-blocked depthwise path's position
+	// tables (depthwiseChannelsTables), or nil.
+	depthwiseChannelsIn, depthwiseChannelsOut []int32
+	// depthwiseChannelsW, with constant weights and bias, is each group's weights and
+	// biases interleaved as depthwiseChannels16 reads them (depthwiseChannelsWeights), or nil.
+	depthwiseChannelsW []float32
+	// depthwiseRows and depthwiseRowsCols are the row-vector depthwise path's table and
+	// column masks (depthwiseRowsTable); depthwiseRows is nil where it does not run.
+	depthwiseRows     []depthwiseRowsVec
+	depthwiseRowsCols [4]uint16
+	// depthwiseSplit, or depthwiseSplit3Rows and depthwiseSplit3Zero, are the stride-2 row-vector path's
+	// tables (depthwiseSplitTable): for 5×5 filters and for 3×3 ones; nil where it
 	// does not run.
-	dws      []dwsVec
-	dws3Rows []int64
-	dws3Zero []float32
-	// dwrZero, a row of zeros, marks the wide-row 3×3 path (dwr3w).
-	dwrZero []float32
+	depthwiseSplit      []depthwiseSplitVec
+	depthwiseSplit3Rows []int64
+	depthwiseSplit3Zero []float32
+	// depthwiseRowsZero, a row of zeros, marks the wide-row 3×3 path (depthwiseRowsWide3).
+	depthwiseRowsZero []float32
 	// wT, for a small 1×1 convolution of 1×1 planes (vecFits) or a 1×1
 	// convolution of small planes (tFits), is its weight matrix
 	// transposed and packed as a GEMM B operand: the product runs with
@@ -184,7 +184,7 @@ const (
 	rowWalkBytes = 512 << 10
 )
 
-func buildConv(c *bctx) (Kernel, int64, error) {
+func buildConv(c *buildContext) (Kernel, int64, error) {
 	kk, scratch, err := buildConvKernel(c)
 	if k, ok := kk.(*convKernel); ok && err == nil && k.sub > 0 {
 		// The subsampled input follows the scratch the rest of the
@@ -195,7 +195,7 @@ func buildConv(c *bctx) (Kernel, int64, error) {
 	return kk, scratch, err
 }
 
-func buildConvKernel(c *bctx) (Kernel, int64, error) {
+func buildConvKernel(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -254,27 +254,27 @@ func buildConvKernel(c *bctx) (Kernel, int64, error) {
 	if k.g > 1 && k.cg == 1 {
 		k.depthwise = true
 		k.dwg, _ = k.dwBands()
-		if dw512 && (k.dwrFits() || k.dwsFits() || k.dwr3wFits()) {
+		if dw512 && (k.depthwiseRowsFits() || k.depthwiseSplitFits() || k.depthwiseRowsWide3Fits()) {
 			// These run as row vectors, with no scratch.
 			switch {
-			case k.dwrFits():
-				k.dwrTable()
-			case k.dwsFits():
-				k.dwsTable()
+			case k.depthwiseRowsFits():
+				k.depthwiseRowsTable()
+			case k.depthwiseSplitFits():
+				k.depthwiseSplitTable()
 			default:
-				k.dwrZero = make([]float32, roundUp(k.in[2], dwcLanes)+dwcLanes)
+				k.depthwiseRowsZero = make([]float32, roundUp(k.in[2], depthwiseChannelsLanes)+depthwiseChannelsLanes)
 			}
 			return k, 0, nil
 		}
 		// Small unit-stride planes run through a padded copy in each
 		// worker's own scratch area (dwPaddedS1).
 		n := dwPaddedFloats(k)
-		if k.dwcFits() {
+		if k.depthwiseChannelsFits() {
 			// Small planes also run sixteen channels at a time.
-			n = max(n, dwcFloats(k))
-			k.dwcTables()
+			n = max(n, depthwiseChannelsFloats(k))
+			k.depthwiseChannelsTables()
 			if wt.IsConst() && (b == nil || b.IsConst()) {
-				k.dwcWeights(constSrc(wt), b)
+				k.depthwiseChannelsWeights(constSrc(wt), b)
 			}
 		}
 		if n > 0 {
@@ -583,8 +583,8 @@ func (k *convKernel) depthwisePhase() (items int, phase int64) {
 	switch {
 	case dw512 && k.rowVectors():
 		return k.nb * k.m, phaseDWR
-	case dw512 && k.dwcIn != nil && k.dwPer >= dwcFloats(k):
-		return k.dwcGroups(), phaseDWC
+	case dw512 && k.depthwiseChannelsIn != nil && k.dwPer >= depthwiseChannelsFloats(k):
+		return k.depthwiseChannelsGroups(), phaseDWC
 	}
 	return k.nb * k.m, phaseDepthwise
 }
@@ -601,7 +601,7 @@ func (k *convKernel) depthwisePlanes(x []float32, xFrom int, in, out [][]byte, s
 		bias = f32s(in[2])
 	}
 	if phase == phaseDWR {
-		k.dwrPlanes(x, xFrom, y, f32s(in[1]), bias, p0, p1)
+		k.depthwiseRowsPlanes(x, xFrom, y, f32s(in[1]), bias, p0, p1)
 		if k.fuse != nil {
 			k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p0, p1, 0, k.outSp)
 		}
@@ -630,7 +630,7 @@ func (k *convKernel) depthwisePlanes(x []float32, xFrom int, in, out [][]byte, s
 const (
 	phaseDepthwise  = 2
 	phaseDWC        = 3  // depthwise, sixteen channels at a time
-	phaseDWR        = 12 // depthwise, row vectors (conv_dwr.go)
+	phaseDWR        = 12 // depthwise, row vectors (conv_depthwise_rows.go)
 	phaseT          = 5  // small planes, the positions as rows (runT)
 	phaseTPack      = 6  // runT's windows into A, items are input channels
 	phaseTOut       = 13 // runT split by positions: the planes, items are shares
@@ -701,17 +701,17 @@ func (k *convKernel) rangeArgs(in, out [][]byte, scratch []byte, a args, lo, hi 
 		}
 	case phaseDWC:
 		wt := f32s(in[1])
-		share, groups := lo, k.dwcGroups()
+		share, groups := lo, k.depthwiseChannelsGroups()
 		buf := f32s(scratch)[share*k.dwPer:][:k.dwPer]
-		per := ceilDiv(k.m, dwcLanes)
+		per := ceilDiv(k.m, depthwiseChannelsLanes)
 		first := share * groups / int(a[1])
 		for it := first; it < (share+1)*groups/int(a[1]); it++ {
-			n, c0 := it/per, it%per*dwcLanes
-			k.dwcGroup(x, y, wt, bias, buf, n, c0, it == first)
+			n, c0 := it/per, it%per*depthwiseChannelsLanes
+			k.depthwiseChannelsGroup(x, y, wt, bias, buf, n, c0, it == first)
 			p := n*k.m + c0
-			k.clampOut(y[p*k.outSp : (p+min(dwcLanes, k.m-c0))*k.outSp])
+			k.clampOut(y[p*k.outSp : (p+min(depthwiseChannelsLanes, k.m-c0))*k.outSp])
 			if k.fuse != nil {
-				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+min(dwcLanes, k.m-c0), 0, k.outSp)
+				k.fuse.tile(f32s(out[1]), y, in, f32s(out[2]), share, p, p+min(depthwiseChannelsLanes, k.m-c0), 0, k.outSp)
 			}
 		}
 	case phaseDWR, phaseDepthwise:
@@ -1263,7 +1263,7 @@ type window struct {
 // windows reads strides, dilations and pads (explicit or auto_pad, resolved
 // as ONNX does) and checks them against the output size. With ceil the
 // output may round up (pooling's ceil_mode).
-func windows(c *bctx, in, kern, out []int, ceil bool) (window, error) {
+func windows(c *buildContext, in, kern, out []int, ceil bool) (window, error) {
 	r := len(in)
 	at := c.attrs()
 	w := window{stride: make([]int, r), dil: make([]int, r), begin: make([]int, r), end: make([]int, r)}

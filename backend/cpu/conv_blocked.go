@@ -23,7 +23,7 @@ const blockLanes = 16
 // blockedPW is the channel-blocked path of a 1×1 convolution (convKernel
 // with blk set): the product runs with the output positions as the rows
 // of A and the output channels as the columns, twelve positions by 32
-// channels a tile (pwb12x32).
+// channels a tile (pointwiseBlocked12x32).
 type blockedPW struct {
 	inB, outB bool // input 0, and the output and residual, in NCHW16c
 	pack      bool // A is packed (an NCHW input)
@@ -36,35 +36,35 @@ type blockedPW struct {
 	jBlock int
 }
 
-// pwbMR and pwbNR are the tile's rows (positions) and columns (output
+// pointwiseBlockedMR and pointwiseBlockedNR are the tile's rows (positions) and columns (output
 // channels).
 const (
-	pwbMR = 12
-	pwbNR = 32
-	// pwbPanelBytes bounds the bytes of wT one item reads.
-	pwbPanelBytes = 512 << 10
-	// pwb12x32's mode bits: A packed a channel's twelve positions side
+	pointwiseBlockedMR = 12
+	pointwiseBlockedNR = 32
+	// pointwiseBlockedPanelBytes bounds the bytes of wT one item reads.
+	pointwiseBlockedPanelBytes = 512 << 10
+	// pointwiseBlocked12x32's mode bits: A packed a channel's twelve positions side
 	// by side, and C's values added to the product.
-	pwbPacked = 1
-	pwbAcc    = 2
-	// pwbStrip is how many tiles of consecutive positions an output in
+	pointwiseBlockedPacked = 1
+	pointwiseBlockedAcc    = 2
+	// pointwiseBlockedStrip is how many tiles of consecutive positions an output in
 	// planes takes at a time: 48 positions, whole cache lines of each
 	// plane (twelve, a tile's, would leave the rest of a line to the
 	// next tile, and its stores would cost more).
-	pwbStrip = 4
-	// pwbMinPlane is the smallest output plane the blocked path takes:
+	pointwiseBlockedStrip = 4
+	// pointwiseBlockedMinPlane is the smallest output plane the blocked path takes:
 	// on smaller ones the last tile of twelve positions wastes too much
 	// (ResNet-50's 7² planes, 49 positions in five tiles, run on planes).
-	pwbMinPlane = 64
+	pointwiseBlockedMinPlane = 64
 )
 
-// floats is the scratch one share of the blocked path takes: pwbStrip
+// floats is the scratch one share of the blocked path takes: pointwiseBlockedStrip
 // tiles of C, one of the residual, and a packed panel of A where A is
 // packed.
 func (b *blockedPW) floats() int {
-	n := (pwbStrip + 1) * pwbMR * pwbNR
+	n := (pointwiseBlockedStrip + 1) * pointwiseBlockedMR * pointwiseBlockedNR
 	if b.pack {
-		n += roundUp(pwbMR*b.kp, alignment/4)
+		n += roundUp(pointwiseBlockedMR*b.kp, alignment/4)
 	}
 	return n
 }
@@ -81,7 +81,7 @@ func (k *convKernel) blockedFits(scratch int64) (in, out bool) {
 	if !k.pointwise && k.sub == 0 {
 		return false, false
 	}
-	if k.m%pwbNR != 0 || k.outSp < pwbMR || k.pro != nil || k.wg != nil || k.kSplit > 1 && k.tKC > 0 {
+	if k.m%pointwiseBlockedNR != 0 || k.outSp < pointwiseBlockedMR || k.pro != nil || k.wg != nil || k.kSplit > 1 && k.tKC > 0 {
 		return false, false
 	}
 	if _, _, ok := k.blockedEpilogue(); !ok || k.wPre == nil && k.wT == nil {
@@ -94,7 +94,7 @@ func (k *convKernel) blockedFits(scratch int64) (in, out bool) {
 	}
 	packs := scratch >= int64(4*(&blockedPW{kp: roundUp(k.c, blockLanes), pack: true}).floats())
 	in = k.c%blockLanes == 0 && scratch >= int64(4*(&blockedPW{}).floats())
-	return in, packs && k.outSp >= pwbMinPlane
+	return in, packs && k.outSp >= pointwiseBlockedMinPlane
 }
 
 // biasLim is a run's biases (nil for none) and the clamp its kernels
@@ -307,7 +307,7 @@ func blockKernels(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 			f := *k
 			f.storeEpilogue()
 			f.blk = &blockedPW{inB: in, outB: out, pack: !in, kp: roundUp(k.c, blockLanes), wT: wT}
-			f.blk.jBlock = max(1, pwbPanelBytes/(4*pwbNR*f.blk.kp))
+			f.blk.jBlock = max(1, pointwiseBlockedPanelBytes/(4*pointwiseBlockedNR*f.blk.kp))
 			f.wPre, f.wT = nil, nil
 			res[i] = &f
 		case *globalPoolKernel:
@@ -335,11 +335,11 @@ func blockKernels(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 }
 
 // blockedWeights lays the [m, c] weights (little-endian float32 bytes, at
-// any alignment: a mapped file's) out in wT as pwb12x32's B: m/32 panels
+// any alignment: a mapped file's) out in wT as pointwiseBlocked12x32's B: m/32 panels
 // of roundUp(c, 16) steps of 32 output channels.
 func blockedWeights(wT []float32, w []byte, m, c int) []float32 {
 	clear(wT)
-	weightPanels(wT, w, m, c, roundUp(c, blockLanes), pwbNR)
+	weightPanels(wT, w, m, c, roundUp(c, blockLanes), pointwiseBlockedNR)
 	return wT
 }
 
@@ -373,7 +373,7 @@ func (k *convKernel) runBlocked(w *Workers, in, out [][]byte, scratch []byte) {
 			w.forArgs(k.nb*k.c, w.parts(k.nb*k.c*k.outSp), k, args{phaseSubsample}, in, out, scratch)
 		}
 	}
-	items := k.nb * ceilDiv(k.m/pwbNR, b.jBlock) * ceilDiv(k.outSp, pwbMR)
+	items := k.nb * ceilDiv(k.m/pointwiseBlockedNR, b.jBlock) * ceilDiv(k.outSp, pointwiseBlockedMR)
 	parts := min(k.blockedAvail(scratch)/b.floats(), w.parts(k.nb*k.outSp*k.m*k.kdim/4), items)
 	parts = max(parts, 1)
 	w.forArgs(parts, parts, k, args{phaseBlocked, int64(parts)}, in, out, scratch)
@@ -407,13 +407,13 @@ func (k *convKernel) subsampleBlocks(x, dst []float32, lo, hi int) {
 // blockedShare is share s of parts of runBlocked's items.
 func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int) {
 	b := k.blk
-	q := ceilDiv(k.outSp, pwbMR)
-	jbs := ceilDiv(k.m/pwbNR, b.jBlock)
+	q := ceilDiv(k.outSp, pointwiseBlockedMR)
+	jbs := ceilDiv(k.m/pointwiseBlockedNR, b.jBlock)
 	items := k.nb * jbs * q
 	per := b.floats()
 	buf := f32s(scratch)[s*per:][:per]
-	tiles := buf[:pwbStrip*pwbMR*pwbNR]
-	tile, resT, apack := tiles[:pwbMR*pwbNR], buf[len(tiles):][:pwbMR*pwbNR], buf[len(tiles)+pwbMR*pwbNR:]
+	tiles := buf[:pointwiseBlockedStrip*pointwiseBlockedMR*pointwiseBlockedNR]
+	tile, resT, apack := tiles[:pointwiseBlockedMR*pointwiseBlockedNR], buf[len(tiles):][:pointwiseBlockedMR*pointwiseBlockedNR], buf[len(tiles)+pointwiseBlockedMR*pointwiseBlockedNR:]
 	x := k.input(in, scratch)
 	y := k.result(out)
 	var res []float32
@@ -432,10 +432,10 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 		qi := it % q
 		jbi := it / q % jbs
 		n := it / q / jbs
-		p0 := qi * pwbMR
-		rows := min(pwbMR, k.outSp-p0)
+		p0 := qi * pointwiseBlockedMR
+		rows := min(pointwiseBlockedMR, k.outSp-p0)
 		xn := x[n*k.c*inSp:][:k.c*inSp]
-		j0, j1 := jbi*b.jBlock, min(k.m/pwbNR, (jbi+1)*b.jBlock)
+		j0, j1 := jbi*b.jBlock, min(k.m/pointwiseBlockedNR, (jbi+1)*b.jBlock)
 		// A: in place, or packed. In place, a last tile of fewer rows
 		// starts where twelve end with the plane, into the tile buffer,
 		// and keeps the rows past those of the tile before: skip is
@@ -444,35 +444,35 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 		akb, packed, skip := 0, 0, 0
 		switch {
 		case !b.pack:
-			skip = pwbMR - rows
+			skip = pointwiseBlockedMR - rows
 			a, akb = &xn[(p0-skip)*blockLanes], 4*blockLanes*inSp
 		default:
 			k.packPlanesA(apack, xn, inSp, p0, rows)
-			a, packed = &apack[0], pwbPacked
+			a, packed = &apack[0], pointwiseBlockedPacked
 		}
 		// The share's first tile of a block of panels reads their weights
 		// from memory: each call asks for the next panel's.
 		first := it == s*items/parts || qi == 0
 		for jb := j0; jb < j1; jb++ {
-			bp := &b.wT[jb*b.kp*pwbNR]
-			bs := vecAt(bias, jb*pwbNR)
+			bp := &b.wT[jb*b.kp*pointwiseBlockedNR]
+			bs := vecAt(bias, jb*pointwiseBlockedNR)
 			var pf *float32
 			if first && jb+1 < j1 && !b.pack {
-				pf = &b.wT[(jb+1)*b.kp*pwbNR]
+				pf = &b.wT[(jb+1)*b.kp*pointwiseBlockedNR]
 			}
 			if b.outB {
 				// Output channel block 2jb of image n, position p0.
 				at := ((n*k.m/blockLanes+2*jb)*k.outSp + p0) * blockLanes
-				if rows == pwbMR {
+				if rows == pointwiseBlockedMR {
 					// A whole tile straight into the output.
 					var r *float32
 					if res != nil {
 						r = &res[at]
 					}
-					pwb12x32(kb16, a, akb, packed, bp, &y[at], 4*blockLanes*k.outSp, bs, r, lim, pf)
+					pointwiseBlocked12x32(kb16, a, akb, packed, bp, &y[at], 4*blockLanes*k.outSp, bs, r, lim, pf)
 					continue
 				}
-				pwb12x32(kb16, a, akb, packed, bp, &tile[0], 4*blockLanes*pwbMR, bs, nil, nil, nil)
+				pointwiseBlocked12x32(kb16, a, akb, packed, bp, &tile[0], 4*blockLanes*pointwiseBlockedMR, bs, nil, nil, nil)
 				k.blockedTail(y, res, tile[skip*blockLanes:], at, rows)
 				continue
 			}
@@ -483,36 +483,36 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 				k.planesIn(resT[skip*blockLanes:], tile[:blockLanes], res, n, jb, p0, rows)
 				r = &resT[0]
 			}
-			pwb12x32(kb16, a, akb, packed, bp, &tile[0], 4*blockLanes*pwbMR, bs, r, lim, nil)
+			pointwiseBlocked12x32(kb16, a, akb, packed, bp, &tile[0], 4*blockLanes*pointwiseBlockedMR, bs, r, lim, nil)
 			k.planesOut(y, tile[skip*blockLanes:], n, jb, p0, rows)
 		}
 	}
 }
 
 // stripShare runs items [lo, hi) of an input in NCHW16c and an output in
-// planes, with no residual: pwbStrip tiles of consecutive positions by
+// planes, with no residual: pointwiseBlockedStrip tiles of consecutive positions by
 // each 32-channel panel into tiles, then their positions to the planes
 // sixteen at a time (stripOut).
 func (k *convKernel) stripShare(x, y, bias, tiles []float32, lim *float32, lo, hi int) {
 	b := k.blk
-	q := ceilDiv(k.outSp, pwbMR)
-	jbs := ceilDiv(k.m/pwbNR, b.jBlock)
+	q := ceilDiv(k.outSp, pointwiseBlockedMR)
+	jbs := ceilDiv(k.m/pointwiseBlockedNR, b.jBlock)
 	kb16 := b.kp / blockLanes
 	for it := lo; it < hi; {
 		qi, jbi, n := it%q, it/q%jbs, it/q/jbs
-		run := min(pwbStrip, hi-it, q-qi)
+		run := min(pointwiseBlockedStrip, hi-it, q-qi)
 		xn := x[n*k.c*k.inSp:][:k.c*k.inSp]
-		for jb := jbi * b.jBlock; jb < min(k.m/pwbNR, (jbi+1)*b.jBlock); jb++ {
-			bp := &b.wT[jb*b.kp*pwbNR]
-			bs := vecAt(bias, jb*pwbNR)
+		for jb := jbi * b.jBlock; jb < min(k.m/pointwiseBlockedNR, (jbi+1)*b.jBlock); jb++ {
+			bp := &b.wT[jb*b.kp*pointwiseBlockedNR]
+			bs := vecAt(bias, jb*pointwiseBlockedNR)
 			for g := range run {
 				// A last tile of fewer rows starts where twelve end
 				// with the plane (skip rows that are not its own).
-				p0 := (qi + g) * pwbMR
-				skip := pwbMR - min(pwbMR, k.outSp-p0)
-				pwb12x32(kb16, &xn[(p0-skip)*blockLanes], 4*blockLanes*k.inSp, 0, bp, &tiles[g*pwbMR*pwbNR], 4*blockLanes*pwbMR, bs, nil, lim, nil)
+				p0 := (qi + g) * pointwiseBlockedMR
+				skip := pointwiseBlockedMR - min(pointwiseBlockedMR, k.outSp-p0)
+				pointwiseBlocked12x32(kb16, &xn[(p0-skip)*blockLanes], 4*blockLanes*k.inSp, 0, bp, &tiles[g*pointwiseBlockedMR*pointwiseBlockedNR], 4*blockLanes*pointwiseBlockedMR, bs, nil, lim, nil)
 			}
-			k.stripOut(y, tiles, n, jb, qi*pwbMR, min(run*pwbMR, k.outSp-qi*pwbMR))
+			k.stripOut(y, tiles, n, jb, qi*pointwiseBlockedMR, min(run*pointwiseBlockedMR, k.outSp-qi*pointwiseBlockedMR))
 		}
 		it += run
 	}
@@ -524,21 +524,21 @@ func (k *convKernel) stripShare(x, y, bias, tiles []float32, lim *float32, lo, h
 // to the planes of y, sixteen positions at a time.
 func (k *convKernel) stripOut(y, tiles []float32, n, jb, p0, cnt int) {
 	var src, dst [16]*float32
-	last := (cnt - 1) / pwbMR
-	skip := pwbMR*(last+1) - cnt
+	last := (cnt - 1) / pointwiseBlockedMR
+	skip := pointwiseBlockedMR*(last+1) - cnt
 	for h := range 2 {
 		for c0 := 0; c0 < cnt; c0 += 16 {
 			m := min(16, cnt-c0)
 			for i := range src {
 				idx := c0 + min(i, m-1)
-				g, r := idx/pwbMR, idx%pwbMR
+				g, r := idx/pointwiseBlockedMR, idx%pointwiseBlockedMR
 				if g == last {
 					r += skip
 				}
-				src[i] = &tiles[(g*2*pwbMR+h*pwbMR+r)*blockLanes]
+				src[i] = &tiles[(g*2*pointwiseBlockedMR+h*pointwiseBlockedMR+r)*blockLanes]
 			}
 			for l := range dst {
-				dst[l] = &y[(n*k.m+jb*pwbNR+h*blockLanes+l)*k.outSp+p0+c0]
+				dst[l] = &y[(n*k.m+jb*pointwiseBlockedNR+h*blockLanes+l)*k.outSp+p0+c0]
 			}
 			tr16(&dst, &src, 0xffff, 1<<m-1)
 		}
@@ -546,19 +546,19 @@ func (k *convKernel) stripOut(y, tiles []float32, n, jb, p0, cnt int) {
 }
 
 // packPlanesA packs positions [p0, p0+rows) of image x (NCHW) as
-// pwb12x32's packed A: each channel's twelve positions side by side, the
+// pointwiseBlocked12x32's packed A: each channel's twelve positions side by side, the
 // positions past rows and the channels past c zero.
 func (k *convKernel) packPlanesA(a, x []float32, inSp, p0, rows int) {
 	kp := k.blk.kp
-	if rows == pwbMR {
+	if rows == pointwiseBlockedMR {
 		for ci := range k.c {
-			*(*[pwbMR]float32)(a[ci*pwbMR:]) = *(*[pwbMR]float32)(x[ci*inSp+p0:])
+			*(*[pointwiseBlockedMR]float32)(a[ci*pointwiseBlockedMR:]) = *(*[pointwiseBlockedMR]float32)(x[ci*inSp+p0:])
 		}
 	} else {
 		for ci := range k.c {
-			d := a[ci*pwbMR:][:pwbMR]
+			d := a[ci*pointwiseBlockedMR:][:pointwiseBlockedMR]
 			plane := x[ci*inSp:][:inSp]
-			for i := range pwbMR {
+			for i := range pointwiseBlockedMR {
 				d[i] = 0
 				if i < rows {
 					d[i] = plane[p0+i]
@@ -566,7 +566,7 @@ func (k *convKernel) packPlanesA(a, x []float32, inSp, p0, rows int) {
 			}
 		}
 	}
-	clear(a[k.c*pwbMR : kp*pwbMR])
+	clear(a[k.c*pointwiseBlockedMR : kp*pointwiseBlockedMR])
 }
 
 // subsampleUnblock copies the even rows and columns of blocks [lo, hi)
@@ -595,13 +595,13 @@ func (k *convKernel) subsampleUnblock(x, dst []float32, lo, hi int) {
 
 // blockedTail stores the first rows positions of a tile computed into
 // tile (two halves of twelve 16-channel rows) to y in NCHW16c at float
-// at, adding the residual and clamping as pwb12x32 would.
+// at, adding the residual and clamping as pointwiseBlocked12x32 would.
 func (k *convKernel) blockedTail(y, res, tile []float32, at, rows int) {
 	half := blockLanes * k.outSp
 	for h := range 2 {
 		for i := range rows {
 			d := y[at+h*half+i*blockLanes:][:blockLanes]
-			t := tile[(h*pwbMR+i)*blockLanes:][:blockLanes]
+			t := tile[(h*pointwiseBlockedMR+i)*blockLanes:][:blockLanes]
 			for l := range d {
 				v := t[l]
 				if res != nil {
@@ -634,10 +634,10 @@ func (k *convKernel) planesOut(y, tile []float32, n, jb, p0, rows int) {
 	var src, dst [16]*float32
 	for h := range 2 {
 		for i := range src {
-			src[i] = &tile[(h*pwbMR+min(i, rows-1))*blockLanes]
+			src[i] = &tile[(h*pointwiseBlockedMR+min(i, rows-1))*blockLanes]
 		}
 		for l := range dst {
-			dst[l] = &y[(n*k.m+jb*pwbNR+h*blockLanes+l)*k.outSp+p0]
+			dst[l] = &y[(n*k.m+jb*pointwiseBlockedNR+h*blockLanes+l)*k.outSp+p0]
 		}
 		tr16(&dst, &src, 0xffff, 1<<rows-1)
 	}
@@ -650,12 +650,12 @@ func (k *convKernel) planesIn(tile, spare, x []float32, n, jb, p0, rows int) {
 	var src, dst [16]*float32
 	for h := range 2 {
 		for l := range src {
-			src[l] = &x[(n*k.m+jb*pwbNR+h*blockLanes+l)*k.outSp+p0]
+			src[l] = &x[(n*k.m+jb*pointwiseBlockedNR+h*blockLanes+l)*k.outSp+p0]
 		}
 		for i := range dst {
 			dst[i] = &spare[0]
 			if i < rows {
-				dst[i] = &tile[(h*pwbMR+i)*blockLanes]
+				dst[i] = &tile[(h*pointwiseBlockedMR+i)*blockLanes]
 			}
 		}
 		tr16(&dst, &src, 1<<rows-1, 0xffff)

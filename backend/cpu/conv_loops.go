@@ -455,7 +455,7 @@ func (k *convKernel) depthwisePlane(y, x, wt []float32, bias float32, buf []floa
 	switch {
 	case k.dwg.rows > 0 && dwAsm && len(buf) >= k.dwg.floats():
 		// The geometry has bands (dwBands) and buf holds one: a
-		// worker's scratch may be there for dwcGroup only.
+		// worker's scratch may be there for depthwiseChannelsGroup only.
 		if k.dwBandPlane(y, x, wt, bias, buf) {
 			return
 		}

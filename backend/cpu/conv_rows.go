@@ -6,8 +6,8 @@ package cpu
 // image's input is copied with its padding into scratch, its columns
 // split by parity (even columns, then odd, for each input channel and
 // padded row), so that a tap of the filter reads the inputs of
-// consecutive output positions as one run; pwr8x48 then computes eight
-// output channels by 48 positions of an output row a call (pwr8x16 the
+// consecutive output positions as one run; stemRows8x48 then computes eight
+// output channels by 48 positions of an output row a call (stemRows8x16 the
 // rest of the row sixteen at a time), the channels as rows, and stores
 // them straight into the planes. The taps are summed
 // in the weights' order and the bias added last, as the im2col product
@@ -125,14 +125,14 @@ func (k *convKernel) stemRange(in, out [][]byte, scratch []byte, a args, lo, hi 
 				wg := &s.w[g*steps*8]
 				ox := 0
 				for ; ox+stemRowsMin <= OW; ox += stemRowsMin {
-					pwr8x48(steps, &split[2*oy*s.wh+ox], &s.offs[0], wg, &y[(n*k.m+g*8)*k.outSp+oy*OW+ox], 4*k.outSp, bs, lim)
+					stemRows8x48(steps, &split[2*oy*s.wh+ox], &s.offs[0], wg, &y[(n*k.m+g*8)*k.outSp+oy*OW+ox], 4*k.outSp, bs, lim)
 				}
 				for ; ox < OW; ox += 16 {
 					// The rest sixteen at a time, the last of them
 					// ending with the row, over positions the one
 					// before computed too (the same values).
 					x0 := min(ox, OW-16)
-					pwr8x16(steps, &split[2*oy*s.wh+x0], &s.offs[0], wg, &y[(n*k.m+g*8)*k.outSp+oy*OW+x0], 4*k.outSp, bs, lim)
+					stemRows8x16(steps, &split[2*oy*s.wh+x0], &s.offs[0], wg, &y[(n*k.m+g*8)*k.outSp+oy*OW+x0], 4*k.outSp, bs, lim)
 				}
 			}
 			if k.fuse != nil {

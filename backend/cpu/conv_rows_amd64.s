@@ -4,14 +4,14 @@
 #include "zmm_amd64.h"
 #include "gemm_amd64.h"
 
-// The stem kernel into planes (pwr8x48): eight output channels by 48
+// The stem kernel into planes (stemRows8x48): eight output channels by 48
 // positions of an output row, Z0..Z23 the accumulators (channel i's
 // positions 0-15, 16-31, 32-47 in Z(3i), Z(3i+1), Z(3i+2)), Z24..Z26 a
 // step's 48 input values, Z27..Z30 the broadcast weights; the store
-// clamps with the bounds in Z24, Z25 (zmm_amd64.h). pwr8x16 is the same
+// clamps with the bounds in Z24, Z25 (zmm_amd64.h). stemRows8x16 is the same
 // kernel for 16 positions: channel i in Z(i), a step's inputs in Z24.
 
-// One channel of a step of pwr8x48: its weight at off(DI) broadcast into
+// One channel of a step of stemRows8x48: its weight at off(DI) broadcast into
 // t, times the step's inputs, into the channel's accumulators r0..r2.
 #define R8CH(off, t, r0, r1, r2) \
 	VBROADCASTSS off(DI), t; \
@@ -21,7 +21,7 @@
 
 // The eight channels of a step, each through m(off, t, r0, r1, r2, r):
 // its weight at off(DI), broadcast into t (Z27..Z30 in turn), and its
-// accumulators, r0..r2 in pwr8x48 (CH48) and r in pwr8x16 (CH16).
+// accumulators, r0..r2 in stemRows8x48 (CH48) and r in stemRows8x16 (CH16).
 #define CH8(m) \
 	m(0, Z27, Z0, Z1, Z2, Z0);     \
 	m(4, Z28, Z3, Z4, Z5, Z1);     \
@@ -47,7 +47,7 @@
 #define BIAS16 REGS8(ROWBIAS1, VZ, Z27, 0)
 #define PUT48 TRIPLES8(PUTC3, 0, 0)
 
-// The body of pwr8x48 and pwr8x16: zero the accumulators, k steps (load
+// The body of stemRows8x48 and stemRows8x16: zero the accumulators, k steps (load
 // a step's inputs, add its channels through ch), then the biases, the
 // clamp and the store.
 #define PWR(zero, load, ch, rbias, clampop, putop) \
@@ -79,10 +79,10 @@ pput:                               \
 	VZEROUPPER;                     \
 	RET
 
-// func pwr8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
-TEXT ·pwr8x48(SB), NOSPLIT, $0-64
+// func stemRows8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
+TEXT ·stemRows8x48(SB), NOSPLIT, $0-64
 	PWR(ZERO24, LOAD48, CH48, BIAS48, CLAMP24, PUT48)
 
-// func pwr8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
-TEXT ·pwr8x16(SB), NOSPLIT, $0-64
+// func stemRows8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
+TEXT ·stemRows8x16(SB), NOSPLIT, $0-64
 	PWR(ZERO8, LOAD16, CH16, BIAS16, CLAMP8, PUT8)

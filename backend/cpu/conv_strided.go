@@ -3,7 +3,7 @@ package cpu
 // blockedWin is the path of a convolution of stride 2 from an input in
 // planes to an output in NCHW16c (a ResNet's 7×7 stem, whose max pool and
 // first block then read sixteen channels of a position at a time): each
-// image's input is copied with its padding into scratch, and pwc12x32
+// image's input is copied with its padding into scratch, and blockedWindows12x32
 // reads the windows of twelve output positions of a row from there, a
 // step (input channel, kernel row, column) at a time, with the weights
 // transposed as B.
@@ -38,14 +38,14 @@ func (k *convKernel) winFits(scratch int64) bool {
 // channels ran at half the speed of their im2col products).
 func (k *convKernel) winShape() bool {
 	return useAVX512Kernel && dw512 && !k.depthwise && k.g == 1 && k.in[0] == 1 && k.kern[0] == 1 && !k.pointwise && k.sub == 0 && k.wg == nil && k.pro == nil && k.c < blockLanes &&
-		k.stride == [3]int{1, 2, 2} && k.dil == [3]int{1, 1, 1} && k.m%pwbNR == 0 && k.out[2] >= pwbMR && k.outSp >= pwbMinPlane
+		k.stride == [3]int{1, 2, 2} && k.dil == [3]int{1, 1, 1} && k.m%pointwiseBlockedNR == 0 && k.out[2] >= pointwiseBlockedMR && k.outSp >= pointwiseBlockedMinPlane
 }
 
 // winFloats is the scratch blockedWin takes: one image's padded input,
 // then a tile for each of winShares shares.
 func (k *convKernel) winFloats() int {
 	hp, wp := k.winPlane()
-	return roundUp(k.c*hp*wp, alignment/4) + max(1, k.winShares)*pwbMR*pwbNR
+	return roundUp(k.c*hp*wp, alignment/4) + max(1, k.winShares)*pointwiseBlockedMR*pointwiseBlockedNR
 }
 
 // winPlane is the padded input plane the windows of the output read.
@@ -60,7 +60,7 @@ func (k *convKernel) blockWindows(w []byte) *blockedWin {
 	b.hp, b.wp = k.winPlane()
 	steps := k.c * k.kvol
 	b.wT = k.weights.relayout(k.wPre, nil, w, "blocked windows", [8]int{k.m, steps}, k.m*steps, func(wT []float32) {
-		weightPanels(wT, w, k.m, steps, steps, pwbNR)
+		weightPanels(wT, w, k.m, steps, steps, pointwiseBlockedNR)
 	})
 	b.offs = make([]int, steps)
 	for s := range b.offs {
@@ -73,7 +73,7 @@ func (k *convKernel) blockWindows(w []byte) *blockedWin {
 // runWindows runs k image by image: the padded input, then the tiles.
 func (k *convKernel) runWindows(w *Workers, in, out [][]byte, scratch []byte) {
 	b := k.win
-	items := k.out[1] * ceilDiv(k.out[2], pwbMR)
+	items := k.out[1] * ceilDiv(k.out[2], pointwiseBlockedMR)
 	// One item per share, so that each knows its tile buffer.
 	parts := max(1, min(w.parts(k.outSp*k.m*k.kdim/4), items, k.winShares))
 	for n := 0; n < k.nb; n++ {
@@ -115,28 +115,28 @@ func (k *convKernel) winRange(in, out [][]byte, scratch []byte, a args, lo, hi i
 	y := k.result(out)
 	bias, lim := k.biasLim(in)
 	OW, mb := k.out[2], k.m/blockLanes
-	rows := ceilDiv(OW, pwbMR)
+	rows := ceilDiv(OW, pointwiseBlockedMR)
 	steps := k.c * k.kvol
 	items, parts := k.out[1]*rows, int(a[2])
 	for share := lo; share < hi; share++ {
-		tile := f32s(scratch)[roundUp(len(pad), alignment/4)+share*pwbMR*pwbNR:][:pwbMR*pwbNR]
+		tile := f32s(scratch)[roundUp(len(pad), alignment/4)+share*pointwiseBlockedMR*pointwiseBlockedNR:][:pointwiseBlockedMR*pointwiseBlockedNR]
 		for it := share * items / parts; it < (share+1)*items/parts; it++ {
-			oy, ox := it/rows, it%rows*pwbMR
+			oy, ox := it/rows, it%rows*pointwiseBlockedMR
 			// The last tile of a row ends with it, into the tile
 			// buffer, and keeps the columns past the tile before.
-			skip := max(0, ox+pwbMR-OW)
+			skip := max(0, ox+pointwiseBlockedMR-OW)
 			ox -= skip
 			a := &pad[2*oy*b.wp+2*ox]
-			for jb := 0; jb < k.m/pwbNR; jb++ {
-				bs := vecAt(bias, jb*pwbNR)
+			for jb := 0; jb < k.m/pointwiseBlockedNR; jb++ {
+				bs := vecAt(bias, jb*pointwiseBlockedNR)
 				at := ((n*mb+2*jb)*k.outSp + oy*OW + ox) * blockLanes
 				if skip == 0 {
-					pwc12x32(steps, a, &b.offs[0], &b.wT[jb*steps*pwbNR], &y[at], 4*blockLanes*k.outSp, bs, lim)
+					blockedWindows12x32(steps, a, &b.offs[0], &b.wT[jb*steps*pointwiseBlockedNR], &y[at], 4*blockLanes*k.outSp, bs, lim)
 					continue
 				}
-				pwc12x32(steps, a, &b.offs[0], &b.wT[jb*steps*pwbNR], &tile[0], 4*blockLanes*pwbMR, bs, lim)
+				blockedWindows12x32(steps, a, &b.offs[0], &b.wT[jb*steps*pointwiseBlockedNR], &tile[0], 4*blockLanes*pointwiseBlockedMR, bs, lim)
 				for h := range 2 {
-					src := tile[(h*pwbMR+skip)*blockLanes : (h+1)*pwbMR*blockLanes]
+					src := tile[(h*pointwiseBlockedMR+skip)*blockLanes : (h+1)*pointwiseBlockedMR*blockLanes]
 					copy(y[at+h*blockLanes*k.outSp+skip*blockLanes:][:len(src)], src)
 				}
 			}

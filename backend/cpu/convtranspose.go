@@ -27,7 +27,7 @@ type convTransposeKernel struct {
 	wOff        int // scratch float offset of run-time packed weights
 }
 
-func buildConvTranspose(c *bctx) (Kernel, int64, error) {
+func buildConvTranspose(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}

@@ -18,7 +18,7 @@ type rmsNormKernel struct {
 	zeros   []float32 // the bias vNormAffine adds: none
 }
 
-func buildRMSNorm(c *bctx) (Kernel, int64, error) {
+func buildRMSNorm(c *buildContext) (Kernel, int64, error) {
 	rows, n, err := ir.RMSNormShape(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)
@@ -47,7 +47,7 @@ type rotaryKernel struct {
 	halves      bool
 }
 
-func buildRotary(c *bctx) (Kernel, int64, error) {
+func buildRotary(c *buildContext) (Kernel, int64, error) {
 	t, heads, d, err := ir.RotaryShape(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)

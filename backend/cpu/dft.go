@@ -16,7 +16,7 @@ type dftKernel struct {
 	inverse               bool
 }
 
-func buildDFT(c *bctx) (Kernel, int64, error) {
+func buildDFT(c *buildContext) (Kernel, int64, error) {
 	x := c.in(0)
 	if !isFloatType(x.DType) {
 		return nil, 0, c.unsupported(x.DType)
@@ -71,7 +71,7 @@ type stftKernel struct {
 	window                     bool
 }
 
-func buildSTFT(c *bctx) (Kernel, int64, error) {
+func buildSTFT(c *buildContext) (Kernel, int64, error) {
 	x := c.in(0)
 	if !isFloatType(x.DType) {
 		return nil, 0, c.unsupported(x.DType)

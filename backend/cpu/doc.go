@@ -46,18 +46,18 @@
 // times fewer multiply-adds (winograd.go). A depthwise convolution runs in
 // bands of output rows on AVX2/AVX-512 kernels (3×3 ones on AVX-512 four
 // rows at a time, each input row loaded once), or, on small planes, sixteen
-// channels at a time interleaved in registers (conv_dwc.go).
+// channels at a time interleaved in registers (conv_depthwise_channels.go).
 //
 // Activations may be held channel-blocked (NCHW16c: sixteen channels of a
 // position side by side) where Compile chooses so (blockLayouts, after
 // fusion, with blockRoles and blockKernels): the kernels that take such
-// activations are 1×1 convolutions (pwb12x32: twelve positions by 32
+// activations are 1×1 convolutions (pointwiseBlocked12x32: twelve positions by 32
 // output channels a tile, the input read in place, its residual added
 // and its output stored sixteen channels at a time), Winograd layers
 // (their transforms a tile of sixteen channels a call, their products on
-// pwb12x32), other convolutions of windows from whole blocks of channels
+// pointwiseBlocked12x32), other convolutions of windows from whole blocks of channels
 // (their windows gathered a k slice at a time, conv_gather.go), the
-// stride-2 stem from planes (pwc12x32), max pooling, channel
+// stride-2 stem from planes (blockedWindows12x32), max pooling, channel
 // concatenation and global average pooling (conv_blocked.go,
 // winograd_blocked.go, conv_strided.go).
 //

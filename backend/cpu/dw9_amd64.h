@@ -1,5 +1,5 @@
-// The arguments common to the row-table kernels (dwr_amd64.s,
-// dws_amd64.s): DI o, SI x, DX w, R8 b, then R10 tab, R12 row (in bytes)
+// The arguments common to the row-table kernels (depthwise_rows_amd64.s,
+// depthwise_split_amd64.s): DI o, SI x, DX w, R8 b, then R10 tab, R12 row (in bytes)
 // and R14 nch, the three at the offsets given.
 #define PLANEARGS(tab, row, nch) \
 	MOVQ o+0(FP), DI;  \

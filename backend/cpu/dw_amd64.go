@@ -51,13 +51,13 @@ var dw512 = dwAsm && cpu.X86.HasAVX512F
 //go:noescape
 func dwTapsAVX512(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int, bias float32)
 
-// dwc16 computes n output positions of sixteen channels at once from a
+// depthwiseChannels16 computes n output positions of sixteen channels at once from a
 // channel-blocked input (sixteen floats a position): o[16j+l] = b[l] +
 // Σ_t w[16t+l]·x[16·step·j + offs[t]/4 + l], the ntaps ≥ 1 taps added in
 // order (offs in bytes). It needs AVX-512F (dw512).
 //
 //go:noescape
-func dwc16(o, x, w, b *float32, offs *int, ntaps, n, step int)
+func depthwiseChannels16(o, x, w, b *float32, offs *int, ntaps, n, step int)
 
 // tr16 transposes a 16×16 block: for j < 16, the values src[i][j] (i <
 // 16, loaded under the lane mask loadMask, the other lanes reading as 0)
@@ -112,42 +112,42 @@ func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pa
 //go:noescape
 func evenCols(dst, src *float32, n, rows, ldd, lds int)
 
-// dwr3 and dwr5 compute nch depthwise planes of sp floats, 3×3 or 5×5
+// depthwiseRows3 and depthwiseRows5 compute nch depthwise planes of sp floats, 3×3 or 5×5
 // filters, a few whole rows of a plane at most sixteen columns wide to a
-// vector, from the row-vector table tab (dwrTable: nvec vectors); row is
+// vector, from the row-vector table tab (depthwiseRowsTable: nvec vectors); row is
 // the plane's width and cols the masks of the column shifts −1, +1, −2,
-// +2: see dwr_amd64.s. b may be nil (no bias), lim nil (no clamp). They
+// +2: see depthwise_rows_amd64.s. b may be nil (no bias), lim nil (no clamp). They
 // need AVX-512F (dw512).
 //
 //go:noescape
-func dwr3(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)
+func depthwiseRows3(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)
 
 //go:noescape
-func dwr5(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)
+func depthwiseRows5(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)
 
-// dws3 computes nch depthwise planes of a 3×3 filter of stride 2 and
+// depthwiseSplit3 computes nch depthwise planes of a 3×3 filter of stride 2 and
 // padding 1, an output row sixteen columns at a time from thirty-two
-// input columns of each of its input rows (rows: dws3Rows), full whole
+// input columns of each of its input rows (rows: depthwiseSplit3Rows), full whole
 // chunks a row and a last one under masks; zero is a row of zeros as
-// long as the chunks reach. dws5 computes them for 5×5 filters, one
+// long as the chunks reach. depthwiseSplit5 computes them for 5×5 filters, one
 // output row of at most sixteen columns a vector, from input rows of at
-// most thirty-two (row floats wide), from the table tab (dwsTable: nvec
+// most thirty-two (row floats wide), from the table tab (depthwiseSplitTable: nvec
 // vectors). Output planes are sp floats apart, input planes isp; the
 // biases bstep bytes apart (0: one for all), idx the even and odd column
-// indices (dwsIdx): see dws_amd64.s. lim may be nil (no clamp). They need
+// indices (depthwiseSplitIdx): see depthwise_split_amd64.s. lim may be nil (no clamp). They need
 // AVX-512F (dw512).
 //
 //go:noescape
-func dws3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32)
+func depthwiseSplit3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32)
 
 //go:noescape
-func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32)
+func depthwiseSplit5(o, x, w, b *float32, bstep int, tab *depthwiseSplitVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32)
 
 // maxPool3s2 is a float32 3×3 max pool of strides 2 and padding 1 over
 // planes planes of h×w floats at x into oh×ow at y (oh = (h+1)/2, ow =
 // (w+1)/2), bit for bit as maxPlaneRows: full chunks of sixteen outputs
 // a row, then one under masks (bits 0-31 the loads', 32-47 the store's);
-// idx is dwsIdx. See maxpool_amd64.s. It needs AVX-512F (dw512).
+// idx is depthwiseSplitIdx. See maxpool_amd64.s. It needs AVX-512F (dw512).
 //
 //go:noescape
 func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]int32, planes int)
@@ -160,11 +160,11 @@ func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]in
 //go:noescape
 func maxTapsB(dst, src *float32, offs *int, taps, n, step int)
 
-// dwr3w computes nch depthwise planes of h×width floats, a 3×3 filter of
+// depthwiseRowsWide3 computes nch depthwise planes of h×width floats, a 3×3 filter of
 // unit strides and padding 1 on rows wider than sixteen columns, an
-// output row sixteen columns at a time: see dwr_amd64.s. b may be nil (no
+// output row sixteen columns at a time: see depthwise_rows_amd64.s. b may be nil (no
 // bias), lim nil (no clamp); zero is a row of at least width+16 zeros.
 // It needs AVX-512F (dw512).
 //
 //go:noescape
-func dwr3w(o, x, w, b *float32, h, width, nch int, lim, zero *float32)
+func depthwiseRowsWide3(o, x, w, b *float32, h, width, nch int, lim, zero *float32)

@@ -30,8 +30,8 @@ func dwTapsAVX512(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int,
 	panic("dwTapsAVX512 without assembly")
 }
 
-func dwc16(o, x, w, b *float32, offs *int, ntaps, n, step int) {
-	panic("dwc16: no assembly on this platform")
+func depthwiseChannels16(o, x, w, b *float32, offs *int, ntaps, n, step int) {
+	panic("depthwiseChannels16: no assembly on this platform")
 }
 
 func tr16(dst, src *[16]*float32, loadMask, storeMask int) {
@@ -62,20 +62,20 @@ func evenCols(dst, src *float32, n, rows, ldd, lds int) {
 	panic("evenCols: no assembly on this platform")
 }
 
-func dwr3(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32) {
-	panic("dwr3: no assembly on this platform")
+func depthwiseRows3(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32) {
+	panic("depthwiseRows3: no assembly on this platform")
 }
 
-func dwr5(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32) {
-	panic("dwr5: no assembly on this platform")
+func depthwiseRows5(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32) {
+	panic("depthwiseRows5: no assembly on this platform")
 }
 
-func dws3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32) {
-	panic("dws3: no assembly on this platform")
+func depthwiseSplit3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32) {
+	panic("depthwiseSplit3: no assembly on this platform")
 }
 
-func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32) {
-	panic("dws5: no assembly on this platform")
+func depthwiseSplit5(o, x, w, b *float32, bstep int, tab *depthwiseSplitVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32) {
+	panic("depthwiseSplit5: no assembly on this platform")
 }
 
 func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]int32, planes int) {
@@ -86,6 +86,6 @@ func maxTapsB(dst, src *float32, offs *int, taps, n, step int) {
 	panic("maxTapsB: no assembly on this platform")
 }
 
-func dwr3w(o, x, w, b *float32, h, width, nch int, lim, zero *float32) {
-	panic("dwr3w: no assembly on this platform")
+func depthwiseRowsWide3(o, x, w, b *float32, h, width, nch int, lim, zero *float32) {
+	panic("depthwiseRowsWide3: no assembly on this platform")
 }

@@ -30,7 +30,7 @@ var dwShapes = []struct {
 // 112×112 (several bands, the last one partial), mixed strides, channel
 // multipliers 1 and 2, batches, with and without bias, on 1 to 3 threads,
 // on the AVX2 kernel and, where the machine has it, the AVX-512 one
-// (with the row-vector kernels dwr3, dwr5, dws3 and dws5 on narrow
+// (with the row-vector kernels depthwiseRows3, depthwiseRows5, depthwiseSplit3 and depthwiseSplit5 on narrow
 // planes). Rows
 // wider than dwMaxPitch take the row-by-row path instead. It is skipped
 // without the assembly kernel, where the Go code that TestDepthwiseFast
@@ -128,8 +128,8 @@ func TestDepthwiseBands(t *testing.T) {
 
 // TestDepthwiseBandsTaken checks that the shapes of dwShapes run through
 // dwBandPlane where the assembly kernel exists, with a scratch area of a
-// few rows per worker, or, narrow enough, as row vectors (dwr3, dwr5,
-// dws3, dws5).
+// few rows per worker, or, narrow enough, as row vectors (depthwiseRows3, depthwiseRows5,
+// depthwiseSplit3, depthwiseSplit5).
 func TestDepthwiseBandsTaken(t *testing.T) {
 	if !dwAsm {
 		t.Skip("no assembly depthwise kernel")
@@ -146,10 +146,10 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 		}
 		// Planes at most sixteen columns wide of unit stride, 3×3
 		// filters of stride 2 and padding 1 (and of stride 1 on planes
-		// wider than dwr3wMin), and 5×5 ones of
+		// wider than depthwiseRowsWide3Min), and 5×5 ones of
 		// stride 2 from at most thirty-two columns, run as row vectors
 		// on AVX-512, with no scratch.
-		narrow := c.stride == 1 && (c.h <= dwcLanes || c.k == 3 && c.p == 1 && c.h > dwr3wMin) || c.stride == 2 && (c.k == 3 && c.p == 1 || c.h <= 2*dwcLanes)
+		narrow := c.stride == 1 && (c.h <= depthwiseChannelsLanes || c.k == 3 && c.p == 1 && c.h > depthwiseRowsWide3Min) || c.stride == 2 && (c.k == 3 && c.p == 1 || c.h <= 2*depthwiseChannelsLanes)
 		if rows, got := dw512 && narrow, ck.rowVectors(); rows || got {
 			if !rows || !got || scratch != 0 {
 				t.Errorf("%s: row vectors %v (want %v), scratch %d bytes", c.name, got, rows, scratch)
@@ -166,8 +166,8 @@ func TestDepthwiseBandsTaken(t *testing.T) {
 		// interleaved padded input planes and output planes (rows at
 		// most a padded input row apart).
 		limit := int64(2*(5*dwBandOut+4*(c.h+8)*(c.k+8))) * 4
-		if o, hp := (c.h+2*c.p-c.k)/c.stride+1, c.h+2*c.p; ck.dwcFits() {
-			limit = max(limit, int64(2*dwcLanes*(hp*hp+o*hp+c.k*c.k+1+16))*4)
+		if o, hp := (c.h+2*c.p-c.k)/c.stride+1, c.h+2*c.p; ck.depthwiseChannelsFits() {
+			limit = max(limit, int64(2*depthwiseChannelsLanes*(hp*hp+o*hp+c.k*c.k+1+16))*4)
 		}
 		if scratch > limit {
 			t.Errorf("%s: scratch %d bytes, want at most %d", c.name, scratch, limit)

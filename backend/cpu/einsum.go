@@ -11,7 +11,7 @@ type einsumKernel struct {
 	ostride []int
 }
 
-func buildEinsum(c *bctx) (Kernel, int64, error) {
+func buildEinsum(c *buildContext) (Kernel, int64, error) {
 	var shapes []ir.Shape
 	for i := range c.n.Inputs {
 		t := c.in(i)

@@ -9,7 +9,7 @@ import (
 // Operators beyond the core set: cheap to provide, common in exported
 // models.
 
-func buildIsX(c *bctx) (Kernel, int64, error) {
+func buildIsX(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -41,7 +41,7 @@ func buildIsX(c *bctx) (Kernel, int64, error) {
 // buildPRelu is y = x where x ≥ 0, slope·x elsewhere, with the slope
 // broadcast to x; a legacy channel slope (see ir.LegacyPReluSlope) goes
 // through float64.
-func buildPRelu(c *bctx) (Kernel, int64, error) {
+func buildPRelu(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -90,7 +90,7 @@ func preluLoop[T number](o, a, b []T, sa, sb int) {
 // buildMod is the remainder: with fmod=1 it has the sign of the dividend
 // (C's fmod, required for floats), else that of the divisor (Python's %).
 // An integer remainder by zero is 0.
-func buildMod(c *bctx) (Kernel, int64, error) {
+func buildMod(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -112,7 +112,7 @@ func buildMod(c *bctx) (Kernel, int64, error) {
 
 // modKernels holds the Mod kernel of each number type; the float ones are
 // always fmod.
-var modKernels = map[ir.DType]func(c *bctx, fmod bool) (Kernel, error){
+var modKernels = map[ir.DType]func(c *buildContext, fmod bool) (Kernel, error){
 	ir.Float32: fmodFor[float32], ir.Float64: fmodFor[float64],
 	ir.Int8: modFor[int8], ir.Int16: modFor[int16],
 	ir.Int32: modFor[int32], ir.Int64: modFor[int64],
@@ -120,9 +120,9 @@ var modKernels = map[ir.DType]func(c *bctx, fmod bool) (Kernel, error){
 	ir.Uint32: modFor[uint32], ir.Uint64: modFor[uint64],
 }
 
-func fmodFor[T float](c *bctx, _ bool) (Kernel, error) { return newBin(c, fmodFloatLoop[T]) }
+func fmodFor[T float](c *buildContext, _ bool) (Kernel, error) { return newBin(c, fmodFloatLoop[T]) }
 
-func modFor[T integer](c *bctx, fmod bool) (Kernel, error) {
+func modFor[T integer](c *buildContext, fmod bool) (Kernel, error) {
 	if fmod {
 		return newBin(c, fmodIntLoop[T])
 	}
@@ -170,7 +170,7 @@ func modIntLoop[T integer](o, a, b []T, sa, sb int) {
 
 // buildTile repeats the input along every axis: output index o along an
 // axis of size n reads input index o mod n.
-func buildTile(c *bctx) (Kernel, int64, error) {
+func buildTile(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -203,7 +203,7 @@ func buildTile(c *bctx) (Kernel, int64, error) {
 
 // newIndexMap builds a gather whose output index along each axis reads a
 // fixed input index (the Pad machinery without padding).
-func newIndexMap(c *bctx, x, y *ir.Tensor, maps [][]int32) (*padKernel, error) {
+func newIndexMap(c *buildContext, x, y *ir.Tensor, maps [][]int32) (*padKernel, error) {
 	if r := y.Shape.Rank(); r > maxIndexRank {
 		return nil, c.errorf("rank %d is above the %d this kernel indexes", r, maxIndexRank)
 	}
@@ -221,15 +221,15 @@ func newIndexMap(c *bctx, x, y *ir.Tensor, maps [][]int32) (*padKernel, error) {
 
 // buildDepthToSpace and buildSpaceToDepth are a reshape, a transpose and a
 // reshape, so one strided copy.
-func buildDepthToSpace(c *bctx) (Kernel, int64, error) {
+func buildDepthToSpace(c *buildContext) (Kernel, int64, error) {
 	return buildBlocks(c, true)
 }
 
-func buildSpaceToDepth(c *bctx) (Kernel, int64, error) {
+func buildSpaceToDepth(c *buildContext) (Kernel, int64, error) {
 	return buildBlocks(c, false)
 }
 
-func buildBlocks(c *bctx, toSpace bool) (Kernel, int64, error) {
+func buildBlocks(c *buildContext, toSpace bool) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -278,7 +278,7 @@ type triluKernel struct {
 	k          int64 // when in[1] is absent
 }
 
-func buildTrilu(c *bctx) (Kernel, int64, error) {
+func buildTrilu(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -341,7 +341,7 @@ var argKernels = map[ir.DType]func(argPlan) Kernel{
 
 func newArgKernel[T number](p argPlan) Kernel { return &argKernel[T]{p} }
 
-func buildArg(c *bctx) (Kernel, int64, error) {
+func buildArg(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -410,7 +410,7 @@ type cumSumKernel[T, A number] struct {
 	exclusive, reverse bool
 }
 
-func buildCumSum(c *bctx) (Kernel, int64, error) {
+func buildCumSum(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -482,7 +482,7 @@ type instanceNormKernel struct {
 	eps           float64
 }
 
-func buildInstanceNorm(c *bctx) (Kernel, int64, error) {
+func buildInstanceNorm(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(3); err != nil {
 		return nil, 0, err
 	}

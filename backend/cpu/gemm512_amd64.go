@@ -85,31 +85,31 @@ func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode
 //go:noescape
 func fmaPeakLoop512(n int)
 
-// pwb12x32 computes a 12×32 tile of a 1×1 convolution's output with its
+// pointwiseBlocked12x32 computes a 12×32 tile of a 1×1 convolution's output with its
 // rows twelve positions and its columns 32 output channels: kb16 blocks
 // of sixteen input channels of A (blocked: NCHW16c in place, a block's
 // twelve positions 64 bytes apart and the next block akb bytes further;
-// packed, mode bit pwbPacked: each channel's twelve positions side by
+// packed, mode bit pointwiseBlockedPacked: each channel's twelve positions side by
 // side, blocks 768 bytes apart) times B, the transposed weights packed
 // 32 channels a step. It writes row i to C in NCHW16c: channels 0-15 at
 // c + 64·i bytes, 16-31 chalf bytes further, after adding what C holds
-// (mode bit pwbAcc), the 32 biases at bias and the tile at res (C's
+// (mode bit pointwiseBlockedAcc), the 32 biases at bias and the tile at res (C's
 // layout), and clamping to lim, where those are not nil. Where pf is not
 // nil and A is blocked, it asks for the next call's B at pf, as many
 // steps, to be brought into L2 as it goes (the weights of a panel the
 // tile after will read from memory). It needs AVX-512F.
 //
 //go:noescape
-func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32)
+func pointwiseBlocked12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32)
 
-// pwb13x32 is pwb12x32 for thirteen positions of a blocked A read in
+// pointwiseBlocked13x32 is pointwiseBlocked12x32 for thirteen positions of a blocked A read in
 // place (no packed form): the last position of a plane of 12n+1 rides
 // with the twelve before it. It needs AVX-512F.
 //
 //go:noescape
-func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+func pointwiseBlocked13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)
 
-// pwc12x32 computes a 12×32 tile of a convolution of stride 2 from a
+// blockedWindows12x32 computes a 12×32 tile of a convolution of stride 2 from a
 // padded input in planes: twelve output positions along a row by 32
 // output channels, over k steps (input channel, kernel row, column):
 // step s broadcasts the twelve values 8 bytes apart from a + offs[s]
@@ -119,7 +119,7 @@ func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, 
 // the clamp lim where those are not nil. It needs AVX-512F.
 //
 //go:noescape
-func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32)
+func blockedWindows12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32)
 
 // gather12 copies, for i < 12, the sixteen floats at src + offs[i] bytes
 // to dst + 64·i bytes, or zeros where offs[i] < 0: a tile's twelve
@@ -128,7 +128,7 @@ func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, b
 //go:noescape
 func gather12(dst, src *float32, offs *int)
 
-// pwr8x48 computes eight output channels by 48 positions of an output
+// stemRows8x48 computes eight output channels by 48 positions of an output
 // row of a convolution of stride 2 from an input split by the parity of
 // its columns (stemRows): over k steps (input channel, kernel row,
 // column), step s multiplies the 48 values from a + offs[s] bytes on by
@@ -138,10 +138,10 @@ func gather12(dst, src *float32, offs *int)
 // GEMM kernels' store). It needs AVX-512F.
 //
 //go:noescape
-func pwr8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
+func stemRows8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
 
-// pwr8x16 is pwr8x48 for 16 positions: the tiles of a row past its last
+// stemRows8x16 is stemRows8x48 for 16 positions: the tiles of a row past its last
 // whole 48.
 //
 //go:noescape
-func pwr8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
+func stemRows8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)

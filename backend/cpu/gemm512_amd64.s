@@ -512,7 +512,7 @@ tail:
 
 	STORETILE(mode+64(FP), lim+72(FP), cb+56(FP), rb+48(FP), res+80(FP), COLBIAS12, REGS12(ROWBIAS1, VZ, Z26, 0), REGS12, ADDM1, VZ, 0, CLAMP12, REGS12(PUTI, VZ, 0, 0), REGS12(ADDC1, VZ, 0, 0))
 
-// The channel-blocked pointwise kernel (pwb12x32): a 12×32 tile of a
+// The channel-blocked pointwise kernel (pointwiseBlocked12x32): a 12×32 tile of a
 // 1×1 convolution's output, its rows twelve positions and its columns 32
 // output channels, from A, the positions' input channels, and B, the
 // weights transposed and packed 32 columns a step (128 bytes). A is read
@@ -655,8 +655,8 @@ put:;                      \
 	PREFETCHT1 1984(R12); \
 	ADDQ $2048, R12
 
-// func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32)
-TEXT ·pwb12x32(SB), NOSPLIT, $0-88
+// func pointwiseBlocked12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32)
+TEXT ·pointwiseBlocked12x32(SB), NOSPLIT, $0-88
 	MOVQ kb16+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ akb+16(FP), R8
@@ -709,7 +709,7 @@ pwRes:
 pwLim:
 	PWEND(lim+72(FP), pwPut)
 
-// pwb13x32's step: row 12 too, in Z24:Z25; B in Z26:Z27, A broadcast
+// pointwiseBlocked13x32's step: row 12 too, in Z24:Z25; B in Z26:Z27, A broadcast
 // into Z28..Z31 in turn (blocked A in place only: rows 64 bytes apart).
 #define PW13STEP(j) \
 	VMOVUPS j*128(DI), Z26;          \
@@ -728,12 +728,12 @@ pwLim:
 	ROWFMA(11*64+j*4(SI), Z31, Z26, Z27, Z22, Z23); \
 	ROWFMA(12*64+j*4(SI), Z28, Z26, Z27, Z24, Z25)
 
-// func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)
+// func pointwiseBlocked13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)
 //
-// pwb12x32 for thirteen positions of a blocked A in place: the last
+// pointwiseBlocked12x32 for thirteen positions of a blocked A in place: the last
 // rows of a plane of 12n+1 positions (49: ResNet-50's 7² planes, and the
 // 2×2 tiles of its 14² ones) ride with the twelve before them.
-TEXT ·pwb13x32(SB), NOSPLIT, $0-72
+TEXT ·pointwiseBlocked13x32(SB), NOSPLIT, $0-72
 	MOVQ kb16+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ akb+16(FP), R8
@@ -795,7 +795,7 @@ pw13Put:
 	VZEROUPPER
 	RET
 
-// One step of pwc12x32: B at j·128 bytes from DI, the step's offset in
+// One step of blockedWindows12x32: B at j·128 bytes from DI, the step's offset in
 // A at 8j bytes from R11 (into R12), and the twelve positions 8 bytes
 // apart from SI+R12 (a stride-2 row of a padded plane).
 #define PWCSTEP(j) \
@@ -815,43 +815,43 @@ pw13Put:
 	ROWFMA(80(SI)(R12*1), Z30, Z24, Z25, Z20, Z21); \
 	ROWFMA(88(SI)(R12*1), Z31, Z24, Z25, Z22, Z23)
 
-// func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32)
+// func blockedWindows12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32)
 //
 // A convolution's 12×32 tile from the windows of twelve output
 // positions of stride 2 along a row of a padded input in planes: step s
 // reads the twelve values 8 bytes apart from a + offs[s] bytes (the
 // step's input channel, kernel row and column) and B's 32 weights at
-// b + 128·s; the tile goes to C in NCHW16c as pwb12x32 stores it, with
+// b + 128·s; the tile goes to C in NCHW16c as pointwiseBlocked12x32 stores it, with
 // the biases and the clamp (no residual).
-TEXT ·pwc12x32(SB), NOSPLIT, $0-64
+TEXT ·blockedWindows12x32(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ offs+16(FP), R11
 	MOVQ b+24(FP), DI
 	PWZERO12
 
-pwc2:
+blockedWindows2:
 	CMPQ CX, $2
-	JLT  pwc1
+	JLT  blockedWindows1
 	PWCSTEP(0)
 	PWCSTEP(1)
 	ADDQ $16, R11
 	ADDQ $256, DI
 	SUBQ $2, CX
-	JMP  pwc2
+	JMP  blockedWindows2
 
-pwc1:
+blockedWindows1:
 	TESTQ CX, CX
-	JEQ   pwcStore
+	JEQ   blockedWindowsStore
 	PWCSTEP(0)
 
-pwcStore:
+blockedWindowsStore:
 	MOVQ  c+32(FP), DX
 	MOVQ  chalf+40(FP), R9
-	PWBIAS(bias+48(FP), pwcLim)
+	PWBIAS(bias+48(FP), blockedWindowsLim)
 
-pwcLim:
-	PWEND(lim+56(FP), pwcPut)
+blockedWindowsLim:
+	PWEND(lim+56(FP), blockedWindowsPut)
 
 // func gather12(dst, src *float32, offs *int)
 //

@@ -163,26 +163,26 @@ func packB16Rows(dst, src *float32, panels, rows, rs, dp, ds int) {
 	panic("packB16Rows: no assembly on this platform")
 }
 
-func pwb12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32) {
-	panic("pwb12x32: no assembly on this platform")
+func pointwiseBlocked12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32) {
+	panic("pointwiseBlocked12x32: no assembly on this platform")
 }
 
-func pwb13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32) {
-	panic("pwb13x32: no assembly on this platform")
+func pointwiseBlocked13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32) {
+	panic("pointwiseBlocked13x32: no assembly on this platform")
 }
 
-func pwc12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32) {
-	panic("pwc12x32: no assembly on this platform")
+func blockedWindows12x32(k int, a *float32, offs *int, b *float32, c *float32, chalf int, bias, lim *float32) {
+	panic("blockedWindows12x32: no assembly on this platform")
 }
 
 func gather12(dst, src *float32, offs *int) {
 	panic("gather12: no assembly on this platform")
 }
 
-func pwr8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32) {
-	panic("pwr8x48: no assembly on this platform")
+func stemRows8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32) {
+	panic("stemRows8x48: no assembly on this platform")
 }
 
-func pwr8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32) {
-	panic("pwr8x16: no assembly on this platform")
+func stemRows8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32) {
+	panic("stemRows8x16: no assembly on this platform")
 }

@@ -15,7 +15,7 @@ type gridSampleKernel struct {
 	align              bool
 }
 
-func buildGridSample(c *bctx) (Kernel, int64, error) {
+func buildGridSample(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}

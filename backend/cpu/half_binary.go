@@ -13,7 +13,7 @@ import (
 // halfOr is build for every node but one whose two inputs are float16 or
 // bfloat16, which goes to buildHalfBinary.
 func halfOr(build buildFunc) buildFunc {
-	return func(c *bctx) (Kernel, int64, error) {
+	return func(c *buildContext) (Kernel, int64, error) {
 		if x := c.in(0); x != nil && (x.DType == ir.Float16 || x.DType == ir.BFloat16) && len(c.n.Inputs) == 2 {
 			return buildHalfBinary(c)
 		}
@@ -27,7 +27,7 @@ type halfBinaryKernel struct {
 	f  func(a, b float64) float64
 }
 
-func buildHalfBinary(c *bctx) (Kernel, int64, error) {
+func buildHalfBinary(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}

@@ -31,7 +31,7 @@ func wrapIndex(v int64, dim int) int {
 	return int(v)
 }
 
-func indexType(c *bctx, t *ir.Tensor) (bool, error) {
+func indexType(c *buildContext, t *ir.Tensor) (bool, error) {
 	switch t.DType {
 	case ir.Int64:
 		return true, nil
@@ -43,7 +43,7 @@ func indexType(c *bctx, t *ir.Tensor) (bool, error) {
 
 // elementsAxis checks the type of the indices ind of GatherElements or
 // ScatterElements (wide: int64) and resolves the axis against data x.
-func elementsAxis(c *bctx, x, ind *ir.Tensor) (wide bool, axis int, err error) {
+func elementsAxis(c *buildContext, x, ind *ir.Tensor) (wide bool, axis int, err error) {
 	if wide, err = indexType(c, ind); err != nil {
 		return false, 0, err
 	}
@@ -63,7 +63,7 @@ type elementsKernel struct {
 	red     reduction
 }
 
-func buildGatherElements(c *bctx) (Kernel, int64, error) {
+func buildGatherElements(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -79,7 +79,7 @@ func buildGatherElements(c *bctx) (Kernel, int64, error) {
 	return &elementsKernel{wide: wide, esize: x.DType.Size(), axis: axis, data: ints(x.Shape), idx: ints(ind.Shape)}, 0, nil
 }
 
-func buildScatterElements(c *bctx) (Kernel, int64, error) {
+func buildScatterElements(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(3); err != nil {
 		return nil, 0, err
 	}
@@ -133,7 +133,7 @@ type reduction struct {
 	dt ir.DType
 }
 
-func reductionOf(c *bctx, dt ir.DType) (reduction, error) {
+func reductionOf(c *buildContext, dt ir.DType) (reduction, error) {
 	op := c.attrs().String("reduction", "none")
 	switch op {
 	case "none":
@@ -244,10 +244,10 @@ type ndKernel struct {
 	red     reduction
 }
 
-func buildGatherND(c *bctx) (Kernel, int64, error)  { return buildND(c, false) }
-func buildScatterND(c *bctx) (Kernel, int64, error) { return buildND(c, true) }
+func buildGatherND(c *buildContext) (Kernel, int64, error)  { return buildND(c, false) }
+func buildScatterND(c *buildContext) (Kernel, int64, error) { return buildND(c, true) }
 
-func buildND(c *bctx, scatter bool) (Kernel, int64, error) {
+func buildND(c *buildContext, scatter bool) (Kernel, int64, error) {
 	need := 2
 	if scatter {
 		need = 3

@@ -26,7 +26,7 @@ type Kernel interface {
 const alignment = 64
 
 // buildFunc compiles one node; see Build.
-type buildFunc func(c *bctx) (Kernel, int64, error)
+type buildFunc func(c *buildContext) (Kernel, int64, error)
 
 // builders maps ONNX operator types to their compilers. It is filled at
 // init, not in its declaration, because the control-flow builders compile
@@ -179,7 +179,7 @@ func BuildWith(g *ir.Graph, n *ir.Node, opts BuildOptions) (k Kernel, scratch in
 	if !ok {
 		return nil, 0, fmt.Errorf("node %q: operator %s is not supported by the CPU backend", n.Name, n.Op)
 	}
-	c := &bctx{g: g, n: n, opset: g.Opset(), threads: threads, release: opts.Release, read: opts.Read, weights: opts.Weights}
+	c := &buildContext{g: g, n: n, opset: g.Opset(), threads: threads, release: opts.Release, read: opts.Read, weights: opts.Weights}
 	if c.opset == 0 {
 		c.opset = 17
 	}
@@ -299,8 +299,8 @@ func Evaluate(g *ir.Graph, n *ir.Node) (err error) {
 	return nil
 }
 
-// bctx is what a builder sees of its node.
-type bctx struct {
+// buildContext is what a builder sees of its node.
+type buildContext struct {
 	g       *ir.Graph
 	n       *ir.Node
 	opset   int64
@@ -312,31 +312,31 @@ type bctx struct {
 
 // copied tells BuildOptions.Release that b, part of a constant's Data, has
 // been copied and will not be read again.
-func (c *bctx) copied(b []byte) {
+func (c *buildContext) copied(b []byte) {
 	if c.release != nil && len(b) > 0 {
 		c.release(b)
 	}
 }
 
 // in returns the i-th input tensor, or nil when it is absent.
-func (c *bctx) in(i int) *ir.Tensor { return c.g.InputOf(c.n, i) }
+func (c *buildContext) in(i int) *ir.Tensor { return c.g.InputOf(c.n, i) }
 
 // out returns the i-th output tensor, or nil when it is absent.
-func (c *bctx) out(i int) *ir.Tensor { return c.g.OutputOf(c.n, i) }
+func (c *buildContext) out(i int) *ir.Tensor { return c.g.OutputOf(c.n, i) }
 
-func (c *bctx) attrs() ir.Attrs { return c.n.Attrs }
+func (c *buildContext) attrs() ir.Attrs { return c.n.Attrs }
 
-func (c *bctx) errorf(format string, a ...any) error {
+func (c *buildContext) errorf(format string, a ...any) error {
 	return fmt.Errorf("node %q (%s): %s", c.n.Name, c.n.Op, fmt.Sprintf(format, a...))
 }
 
 // unsupported reports an unsupported element type.
-func (c *bctx) unsupported(dt ir.DType) error {
+func (c *buildContext) unsupported(dt ir.DType) error {
 	return c.errorf("dtype %s is not supported by the CPU backend", dt)
 }
 
 // need checks that inputs [0, k) are present.
-func (c *bctx) need(k int) error {
+func (c *buildContext) need(k int) error {
 	for i := 0; i < k; i++ {
 		if c.in(i) == nil {
 			return c.errorf("input %d is missing", i)
@@ -347,7 +347,7 @@ func (c *bctx) need(k int) error {
 
 // inOut returns input 0 and output 0, checking that they are there and of
 // one type.
-func (c *bctx) inOut() (x, y *ir.Tensor, err error) {
+func (c *buildContext) inOut() (x, y *ir.Tensor, err error) {
 	if err := c.need(1); err != nil {
 		return nil, nil, err
 	}
@@ -360,7 +360,7 @@ func (c *bctx) inOut() (x, y *ir.Tensor, err error) {
 
 // floatInput returns input 0, checking that inputs [0, k) are present and
 // that input 0 has a floating-point type.
-func (c *bctx) floatInput(k int) (*ir.Tensor, error) {
+func (c *buildContext) floatInput(k int) (*ir.Tensor, error) {
 	if err := c.need(k); err != nil {
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func (c *bctx) floatInput(k int) (*ir.Tensor, error) {
 }
 
 // allFloat32 checks that every tensor of ts that is present is float32.
-func (c *bctx) allFloat32(ts ...*ir.Tensor) error {
+func (c *buildContext) allFloat32(ts ...*ir.Tensor) error {
 	for _, t := range ts {
 		if t != nil && t.DType != ir.Float32 {
 			return c.unsupported(t.DType)
@@ -382,7 +382,7 @@ func (c *bctx) allFloat32(ts ...*ir.Tensor) error {
 }
 
 // constInts reads an optional constant integer input.
-func (c *bctx) constInts(i int) ([]int64, error) {
+func (c *buildContext) constInts(i int) ([]int64, error) {
 	t := c.in(i)
 	if t == nil {
 		return nil, nil

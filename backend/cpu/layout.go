@@ -14,7 +14,7 @@ type viewKernel struct {
 	mask bool // Dropout's optional mask output, all true
 }
 
-func buildView(c *bctx) (Kernel, int64, error) {
+func buildView(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -115,7 +115,7 @@ func (s *strided) blockItems() int {
 	if !dw512 || s.esize != 4 || s.istep == 0 || s.istep == 1 || k == 0 || s.str[k-1] != 1 || s.rows == 0 {
 		return 0
 	}
-	return s.rows / s.dims[k-1] * ceilDiv(s.dims[k-1], dwcLanes)
+	return s.rows / s.dims[k-1] * ceilDiv(s.dims[k-1], depthwiseChannelsLanes)
 }
 
 // blocks copies blocks [lo, hi) of blockItems: block b is rows
@@ -124,10 +124,10 @@ func (s *strided) blockItems() int {
 func (s *strided) blocks(in, out [][]byte, lo, hi int) {
 	k := len(s.dims)
 	dl := s.dims[k-1]
-	nb := ceilDiv(dl, dwcLanes)
+	nb := ceilDiv(dl, depthwiseChannelsLanes)
 	src, dst := f32s(in[0]), f32s(out[0])
 	for b := lo; b < hi; b++ {
-		o, d0 := b/nb, b%nb*dwcLanes
+		o, d0 := b/nb, b%nb*depthwiseChannelsLanes
 		// The source element of row o·dl + d0, column 0.
 		off := s.base + d0
 		for i, r := k-2, o; i >= 0; i-- {
@@ -135,7 +135,7 @@ func (s *strided) blocks(in, out [][]byte, lo, hi int) {
 			r /= s.dims[i]
 		}
 		// Source row j (every istep) holds the blocks' rows' column j.
-		transpose(dst, (o*dl+d0)*s.inner, s.inner, src, off, s.istep, s.inner, min(dwcLanes, dl-d0))
+		transpose(dst, (o*dl+d0)*s.inner, s.inner, src, off, s.istep, s.inner, min(depthwiseChannelsLanes, dl-d0))
 	}
 }
 
@@ -152,7 +152,7 @@ func transpose(dst []float32, d0, ldd int, src []float32, s0, lds, rows, cols in
 	}
 	_, _ = src[s0+min(0, (rows-1)*lds)], src[s0+max(0, (rows-1)*lds)+cols-1]
 	_, _ = dst[d0+min(0, (cols-1)*ldd)], dst[d0+max(0, (cols-1)*ldd)+rows-1]
-	const L = dwcLanes
+	const L = depthwiseChannelsLanes
 	var zeros, sink [L]float32
 	var sp, dp [L]*float32
 	sb, db := unsafe.Pointer(unsafe.SliceData(src)), unsafe.Pointer(unsafe.SliceData(dst))
@@ -253,7 +253,7 @@ func rowStrides(shape []int) []int {
 	return st
 }
 
-func buildTranspose(c *bctx) (Kernel, int64, error) {
+func buildTranspose(c *buildContext) (Kernel, int64, error) {
 	x, y, err := c.inOut()
 	if err != nil {
 		return nil, 0, err
@@ -298,7 +298,7 @@ func toShape(v []int) ir.Shape {
 	return s
 }
 
-func buildExpand(c *bctx) (Kernel, int64, error) {
+func buildExpand(c *buildContext) (Kernel, int64, error) {
 	x, y, err := c.inOut()
 	if err != nil {
 		return nil, 0, err
@@ -329,7 +329,7 @@ func buildExpand(c *bctx) (Kernel, int64, error) {
 	return &stridedKernel{s}, 0, nil
 }
 
-func buildSlice(c *bctx) (Kernel, int64, error) {
+func buildSlice(c *buildContext) (Kernel, int64, error) {
 	x, y, err := c.inOut()
 	if err != nil {
 		return nil, 0, err
@@ -373,7 +373,7 @@ type concatKernel struct {
 	channels bool
 }
 
-func buildConcat(c *bctx) (Kernel, int64, error) {
+func buildConcat(c *buildContext) (Kernel, int64, error) {
 	y := c.out(0)
 	n := len(c.n.Inputs)
 	if err := c.need(n); err != nil {
@@ -435,7 +435,7 @@ type splitKernel struct {
 	row   int
 }
 
-func buildSplit(c *bctx) (Kernel, int64, error) {
+func buildSplit(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -494,7 +494,7 @@ type gatherKernel struct {
 // Gather reads through BuildOptions.Read.
 const gatherReadMin = 8 << 20
 
-func buildGather(c *bctx) (Kernel, int64, error) {
+func buildGather(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}

@@ -20,7 +20,7 @@ type lossKernel struct {
 	hasIgn  bool
 }
 
-func buildLoss(c *bctx) (Kernel, int64, error) {
+func buildLoss(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}

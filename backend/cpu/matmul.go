@@ -440,7 +440,7 @@ func (k *matmulKernel) fillC(cb, yb []byte) {
 
 // finish prepacks constant operands and lays out scratch for c.threads
 // workers.
-func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
+func (k *matmulKernel) finish(a, b *ir.Tensor, c *buildContext) int64 {
 	threads := c.threads
 	k.aSize, k.bSize = packedASize(k.m, k.k), packedBSize(k.k, k.n)
 	k.wide = wideB(k.m, k.n)
@@ -534,7 +534,7 @@ func (k *matmulKernel) finish(a, b *ir.Tensor, c *bctx) int64 {
 	return int64(floats) * 4
 }
 
-func buildMatMul(c *bctx) (Kernel, int64, error) {
+func buildMatMul(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -626,7 +626,7 @@ func batchIndex(out, dims []int) []int32 {
 	return idx
 }
 
-func buildGemm(c *bctx) (Kernel, int64, error) {
+func buildGemm(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}

@@ -27,7 +27,7 @@ type floatMapKernel struct {
 	f  func(float64) float64
 }
 
-func buildFloatMap(c *bctx) (Kernel, int64, error) {
+func buildFloatMap(c *buildContext) (Kernel, int64, error) {
 	x, err := c.floatInput(1)
 	if err != nil {
 		return nil, 0, err
@@ -103,7 +103,7 @@ func newBcast(a, b, y ir.Shape) *bcast {
 	return bc
 }
 
-func buildBitShift(c *bctx) (Kernel, int64, error) {
+func buildBitShift(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -161,7 +161,7 @@ type bitwiseKernel struct {
 	b  *bcast // nil for BitwiseNot
 }
 
-func buildBitwise(c *bctx) (Kernel, int64, error) {
+func buildBitwise(c *buildContext) (Kernel, int64, error) {
 	unary := c.n.Op == "BitwiseNot"
 	want := 2
 	if unary {
@@ -211,7 +211,7 @@ type hardmaxKernel struct {
 	outer, n, str int
 }
 
-func buildHardmax(c *bctx) (Kernel, int64, error) {
+func buildHardmax(c *buildContext) (Kernel, int64, error) {
 	x, err := c.floatInput(1)
 	if err != nil {
 		return nil, 0, err
@@ -257,7 +257,7 @@ type oneHotKernel struct {
 	outer, depth, inner int
 }
 
-func buildOneHot(c *bctx) (Kernel, int64, error) {
+func buildOneHot(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(3); err != nil {
 		return nil, 0, err
 	}
@@ -304,7 +304,7 @@ type eyeLikeKernel struct {
 	k    int
 }
 
-func buildEyeLike(c *bctx) (Kernel, int64, error) {
+func buildEyeLike(c *buildContext) (Kernel, int64, error) {
 	y := c.out(0)
 	if _, ok := loadFloat(y.DType, make([]byte, 8)); !ok && y.DType != ir.Bool {
 		return nil, 0, c.unsupported(y.DType)
@@ -332,7 +332,7 @@ type topKKernel struct {
 	largest            bool
 }
 
-func buildTopK(c *bctx) (Kernel, int64, error) {
+func buildTopK(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -395,7 +395,7 @@ type quantKernel struct {
 	lo, hi       float64
 }
 
-func buildQuantize(c *bctx) (Kernel, int64, error) {
+func buildQuantize(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -464,7 +464,7 @@ type lrnKernel struct {
 	alpha, beta, bias float64
 }
 
-func buildLRN(c *bctx) (Kernel, int64, error) {
+func buildLRN(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}

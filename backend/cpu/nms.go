@@ -8,7 +8,7 @@ import "github.com/berth-ml/berth/ir"
 
 type nmsKernel struct{ sel [][3]int64 }
 
-func buildNMS(c *bctx) (Kernel, int64, error) {
+func buildNMS(c *buildContext) (Kernel, int64, error) {
 	sel, err := ir.NMSArgs(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)
@@ -34,7 +34,7 @@ type uniqueKernel struct {
 	esize int
 }
 
-func buildUnique(c *bctx) (Kernel, int64, error) {
+func buildUnique(c *buildContext) (Kernel, int64, error) {
 	u, err := ir.Unique(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)

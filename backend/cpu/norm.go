@@ -15,7 +15,7 @@ type batchNormKernel struct {
 	ab            []float64 // a[0:c], b[c:2c]; nil when computed per run
 }
 
-func buildBatchNorm(c *bctx) (Kernel, int64, error) {
+func buildBatchNorm(c *buildContext) (Kernel, int64, error) {
 	if c.attrs().Int("training_mode", 0) != 0 {
 		return buildTrainBatchNorm(c)
 	}
@@ -94,7 +94,7 @@ type layerNormKernel struct {
 	zeros         []float32 // d zeros: the bias when B is absent
 }
 
-func buildLayerNorm(c *bctx) (Kernel, int64, error) {
+func buildLayerNorm(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -197,7 +197,7 @@ type softmaxKernel struct {
 	outer, n, str int
 }
 
-func buildSoftmax(c *bctx) (Kernel, int64, error) {
+func buildSoftmax(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}

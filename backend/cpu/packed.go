@@ -25,7 +25,7 @@ type packedMatMulKernel struct {
 	float   *floatProduct // float weights over many rows: widened, then the GEMM
 }
 
-func buildPackedMatMul(c *bctx) (Kernel, int64, error) {
+func buildPackedMatMul(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -116,7 +116,7 @@ type packedGatherKernel struct {
 	n        int // ids
 }
 
-func buildPackedGather(c *bctx) (Kernel, int64, error) {
+func buildPackedGather(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}

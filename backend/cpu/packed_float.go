@@ -42,7 +42,7 @@ const (
 
 // newFloatProduct returns the float path of a PackedMatMul of m×k by
 // n×k weights of format t, or nil where it does not apply.
-func newFloatProduct(c *bctx, t ggml.Type, m, k, n int, rowBytes int64) (*floatProduct, error) {
+func newFloatProduct(c *buildContext, t ggml.Type, m, k, n int, rowBytes int64) (*floatProduct, error) {
 	if (t != ggml.F16 && t != ggml.BF16 && t != ggml.F32) || m < floatMinRows || n < floatChunk/4 {
 		return nil, nil
 	}

@@ -22,7 +22,7 @@ type padKernel struct {
 	valueIn bool      // the constant comes from input 2 at run time
 }
 
-func buildPad(c *bctx) (Kernel, int64, error) {
+func buildPad(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}

@@ -32,7 +32,7 @@ type poolKernel struct {
 	blocked bool
 }
 
-func buildPool(c *bctx) (Kernel, int64, error) {
+func buildPool(c *buildContext) (Kernel, int64, error) {
 	x, y, err := c.inOut()
 	if err != nil {
 		return nil, 0, err
@@ -122,7 +122,7 @@ func buildPool(c *bctx) (Kernel, int64, error) {
 // masks.
 func (k *poolKernel) maxPool3s2Planes(y, x []float32, lo, hi int) {
 	full, masks := s2Chunks(k.in[2], k.out[2])
-	maxPool3s2(&y[lo*k.outSp], &x[lo*k.inSp], k.in[1], k.in[2], k.out[1], k.out[2], full, masks, &dwsIdx, hi-lo)
+	maxPool3s2(&y[lo*k.outSp], &x[lo*k.inSp], k.in[1], k.in[2], k.out[1], k.out[2], full, masks, &depthwiseSplitIdx, hi-lo)
 }
 
 func (k *poolKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
@@ -182,7 +182,7 @@ type globalPoolKernel struct {
 	blocked bool
 }
 
-func buildGlobalPool(c *bctx) (Kernel, int64, error) {
+func buildGlobalPool(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}

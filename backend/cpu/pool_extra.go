@@ -11,7 +11,7 @@ import (
 
 // buildMaxPool is buildPool, or buildMaxPoolIndices where the Indices
 // output is wanted.
-func buildMaxPool(c *bctx) (Kernel, int64, error) {
+func buildMaxPool(c *buildContext) (Kernel, int64, error) {
 	if c.out(1) != nil {
 		return buildMaxPoolIndices(c)
 	}
@@ -24,7 +24,7 @@ type mvnKernel struct {
 	reduced []bool
 }
 
-func buildMVN(c *bctx) (Kernel, int64, error) {
+func buildMVN(c *buildContext) (Kernel, int64, error) {
 	x := c.in(0)
 	if !isFloatType(x.DType) {
 		return nil, 0, c.unsupported(x.DType)
@@ -91,7 +91,7 @@ type maxPoolIndicesKernel struct {
 	colMajor bool
 }
 
-func buildMaxPoolIndices(c *bctx) (Kernel, int64, error) {
+func buildMaxPoolIndices(c *buildContext) (Kernel, int64, error) {
 	x := c.in(0)
 	if !isFloatType(x.DType) {
 		return nil, 0, c.unsupported(x.DType)
@@ -167,7 +167,7 @@ type maxUnpoolKernel struct {
 	outer []int // the output shape (inner padded at the end of each axis)
 }
 
-func buildMaxUnpool(c *bctx) (Kernel, int64, error) {
+func buildMaxUnpool(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}

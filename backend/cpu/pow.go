@@ -75,7 +75,7 @@ func ipow[T number](x T, ef float64) T {
 	return r
 }
 
-func buildPow(c *bctx) (Kernel, int64, error) {
+func buildPow(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -182,7 +182,7 @@ func whereLoop[T any](o []T, cond []byte, x, y []T, sc, sx, sy int) {
 	}
 }
 
-func buildWhere(c *bctx) (Kernel, int64, error) {
+func buildWhere(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(3); err != nil {
 		return nil, 0, err
 	}

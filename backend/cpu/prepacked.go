@@ -34,7 +34,7 @@ func (k *matmulKernel) PackedBytes() int64 { return 4 * int64(len(k.aPre)+len(k.
 // depthwise path's interleaved copy (which the weights stay beside: other
 // paths of the kernel read them).
 func (k *convKernel) PackedBytes() int64 {
-	n := len(k.wPre) + len(k.wT) + len(k.dwcW)
+	n := len(k.wPre) + len(k.wT) + len(k.depthwiseChannelsW)
 	if k.blk != nil {
 		n += len(k.blk.wT)
 	}

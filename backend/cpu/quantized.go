@@ -27,7 +27,7 @@ type intMatMulKernel struct {
 // are per tensor and, for the QLinear form of an op, that so are the
 // scales (inputs 1, 4 and 6) and that the output type y is uint8 or int8,
 // whose range it returns.
-func checkQuantized(c *bctx, qlinear bool, y ir.DType, zeroPoints ...int) (lo, hi float64, err error) {
+func checkQuantized(c *buildContext, qlinear bool, y ir.DType, zeroPoints ...int) (lo, hi float64, err error) {
 	for _, zi := range zeroPoints {
 		if z := c.in(zi); z != nil && z.Shape.Elements() != 1 {
 			return 0, 0, c.errorf("zero point %v: only per-tensor zero points are supported", z.Shape)
@@ -48,7 +48,7 @@ func checkQuantized(c *bctx, qlinear bool, y ir.DType, zeroPoints ...int) (lo, h
 	return float64(l), float64(h), nil
 }
 
-func buildMatMulInteger(c *bctx) (Kernel, int64, error) {
+func buildMatMulInteger(c *buildContext) (Kernel, int64, error) {
 	k := &intMatMulKernel{qlinear: c.n.Op == "QLinearMatMul", ai: 0, bi: 1, azi: 2, bzi: 3}
 	if k.qlinear {
 		k.bi, k.azi, k.bzi = 3, 2, 5
@@ -152,7 +152,7 @@ type reverseSequenceKernel struct {
 	wide               bool
 }
 
-func buildReverseSequence(c *bctx) (Kernel, int64, error) {
+func buildReverseSequence(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -203,7 +203,7 @@ type intConvKernel struct {
 	lo, hi           float64
 }
 
-func buildIntConv(c *bctx) (Kernel, int64, error) {
+func buildIntConv(c *buildContext) (Kernel, int64, error) {
 	win, err := ir.IntConvWindow(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)

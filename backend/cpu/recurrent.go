@@ -35,7 +35,7 @@ func activation(name string) func(float64) float64 {
 	return nil
 }
 
-func buildRecurrent(c *bctx) (Kernel, int64, error) {
+func buildRecurrent(c *buildContext) (Kernel, int64, error) {
 	x, err := c.floatInput(3)
 	if err != nil {
 		return nil, 0, err

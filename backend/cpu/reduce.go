@@ -124,7 +124,7 @@ type reduceKernel[T, A number] struct {
 	outN int
 }
 
-func buildReduce(c *bctx) (Kernel, int64, error) {
+func buildReduce(c *buildContext) (Kernel, int64, error) {
 	x, y, err := c.inOut()
 	if err != nil {
 		return nil, 0, err
@@ -174,7 +174,7 @@ func buildReduce(c *bctx) (Kernel, int64, error) {
 	return newReduce(c, p, false, int(want))
 }
 
-func newReduce(c *bctx, p *reducePlan, cp bool, outN int) (Kernel, int64, error) {
+func newReduce(c *buildContext, p *reducePlan, cp bool, outN int) (Kernel, int64, error) {
 	kind := reduceKinds[c.n.Op]
 	dt := c.in(0).DType
 	if !dt.IsFloat() && (kind == reduceL2 || kind == reduceLogSum || kind == reduceLogSumExp) {

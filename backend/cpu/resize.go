@@ -23,7 +23,7 @@ type resizeKernel struct {
 	extra float32 // extrapolation value
 }
 
-func buildResize(c *bctx) (Kernel, int64, error) {
+func buildResize(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}

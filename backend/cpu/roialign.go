@@ -12,7 +12,7 @@ import (
 
 // buildDropout is buildView but in training mode, where only a ratio of
 // zero is supported.
-func buildDropout(c *bctx) (Kernel, int64, error) {
+func buildDropout(c *buildContext) (Kernel, int64, error) {
 	if t := c.in(2); t != nil && t.IsConst() && len(t.Data) > 0 && t.Data[0] != 0 {
 		ratio := 0.5
 		if r := c.in(1); r != nil {
@@ -55,7 +55,7 @@ type roiAlignKernel struct {
 	max, halfPixel  bool
 }
 
-func buildRoiAlign(c *bctx) (Kernel, int64, error) {
+func buildRoiAlign(c *buildContext) (Kernel, int64, error) {
 	x, rois, bi := c.in(0), c.in(1), c.in(2)
 	if !isFloatType(x.DType) || !isFloatType(rois.DType) {
 		return nil, 0, c.errorf("input %s and rois %s must be floating point", x.DType, rois.DType)
@@ -160,7 +160,7 @@ type melKernel struct {
 	v  []float64
 }
 
-func buildMelWeightMatrix(c *bctx) (Kernel, int64, error) {
+func buildMelWeightMatrix(c *buildContext) (Kernel, int64, error) {
 	bins, dft, rate, lo, hi, err := ir.MelWeightMatrixArgs(c.g, c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)

@@ -14,7 +14,7 @@ type windowKernel struct {
 	v  []float64
 }
 
-func buildWindow(c *bctx) (Kernel, int64, error) {
+func buildWindow(c *buildContext) (Kernel, int64, error) {
 	y := c.out(0)
 	if _, ok := loadFloat(y.DType, make([]byte, 8)); !ok {
 		return nil, 0, c.unsupported(y.DType)
@@ -53,7 +53,7 @@ type compressKernel struct {
 	keep                   []int
 }
 
-func buildCompress(c *bctx) (Kernel, int64, error) {
+func buildCompress(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(2); err != nil {
 		return nil, 0, err
 	}
@@ -105,7 +105,7 @@ type detKernel struct {
 	mats, m int
 }
 
-func buildDet(c *bctx) (Kernel, int64, error) {
+func buildDet(c *buildContext) (Kernel, int64, error) {
 	x := c.in(0)
 	if !isFloatType(x.DType) {
 		return nil, 0, c.unsupported(x.DType)
@@ -156,7 +156,7 @@ func (k *detKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 
 type dynQuantKernel struct{ n int }
 
-func buildDynamicQuantize(c *bctx) (Kernel, int64, error) {
+func buildDynamicQuantize(c *buildContext) (Kernel, int64, error) {
 	return &dynQuantKernel{n: int(c.in(0).Shape.Elements())}, 0, nil
 }
 

@@ -16,7 +16,7 @@ type tfIdfKernel struct {
 	weights          []float32
 }
 
-func buildTfIdf(c *bctx) (Kernel, int64, error) {
+func buildTfIdf(c *buildContext) (Kernel, int64, error) {
 	x, y := c.in(0), c.out(0)
 	at := c.attrs()
 	k := &tfIdfKernel{wide: x.DType == ir.Int64, minN: int(at.Int("min_gram_length", 1)), maxN: int(at.Int("max_gram_length", 1)),

@@ -10,7 +10,7 @@ import (
 // statistics and updating the running ones) and NonZero.
 
 // buildTrainBatchNorm is BatchNormalization with training_mode=1.
-func buildTrainBatchNorm(c *bctx) (Kernel, int64, error) {
+func buildTrainBatchNorm(c *buildContext) (Kernel, int64, error) {
 	x, err := c.floatInput(5)
 	if err != nil {
 		return nil, 0, err
@@ -71,7 +71,7 @@ type nonZeroKernel struct {
 	count int
 }
 
-func buildNonZero(c *bctx) (Kernel, int64, error) {
+func buildNonZero(c *buildContext) (Kernel, int64, error) {
 	x, y := c.in(0), c.out(0)
 	return &nonZeroKernel{float: x.DType.IsFloat(), esize: x.DType.Size(), shape: ints(x.Shape), count: int(y.Shape[1])}, 0, nil
 }

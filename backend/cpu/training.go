@@ -25,7 +25,7 @@ type trainingKernel struct {
 	nesterov bool       // Momentum mode
 }
 
-func buildTraining(c *bctx) (Kernel, int64, error) {
+func buildTraining(c *buildContext) (Kernel, int64, error) {
 	cnt, err := ir.TrainingTensors(c.n)
 	if err != nil {
 		return nil, 0, c.errorf("%v", err)

@@ -134,7 +134,7 @@ func float32Loops() map[string]unaryLoop {
 
 // unaryInput returns the input of an elementwise op of one input, checking
 // that the output has its type and size.
-func unaryInput(c *bctx) (*ir.Tensor, error) {
+func unaryInput(c *buildContext) (*ir.Tensor, error) {
 	if err := c.need(1); err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func newUnaryKernel(fn unaryFn, cost int, t *ir.Tensor) *unaryKernel {
 	return &unaryKernel{fn: fn, isize: t.DType.Size(), osize: t.DType.Size(), n: int(t.Shape.Elements()), cost: cost}
 }
 
-func buildUnary(c *bctx) (Kernel, int64, error) {
+func buildUnary(c *buildContext) (Kernel, int64, error) {
 	x, err := unaryInput(c)
 	if err != nil {
 		return nil, 0, err
@@ -203,7 +203,7 @@ type clipKernel struct {
 	runtime bool // bounds come from inputs 1 and 2
 }
 
-func buildClip(c *bctx) (Kernel, int64, error) {
+func buildClip(c *buildContext) (Kernel, int64, error) {
 	x, err := unaryInput(c)
 	if err != nil {
 		return nil, 0, err

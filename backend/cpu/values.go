@@ -29,7 +29,7 @@ func (k *constKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	}
 }
 
-func buildShape(c *bctx) (Kernel, int64, error) {
+func buildShape(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -42,7 +42,7 @@ func buildShape(c *bctx) (Kernel, int64, error) {
 	return &constKernel{pattern: ir.Int64Bytes(dims)}, 0, nil
 }
 
-func buildSize(c *bctx) (Kernel, int64, error) {
+func buildSize(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(1); err != nil {
 		return nil, 0, err
 	}
@@ -52,7 +52,7 @@ func buildSize(c *bctx) (Kernel, int64, error) {
 	return &constKernel{pattern: ir.Int64Bytes([]int64{c.in(0).Shape.Elements()})}, 0, nil
 }
 
-func buildConstantOfShape(c *bctx) (Kernel, int64, error) {
+func buildConstantOfShape(c *buildContext) (Kernel, int64, error) {
 	y := c.out(0)
 	v := c.attrs().Tensor("value")
 	if v == nil {
@@ -67,7 +67,7 @@ func buildConstantOfShape(c *bctx) (Kernel, int64, error) {
 	return &constKernel{pattern: append([]byte(nil), v.Data...)}, 0, nil
 }
 
-func buildConstant(c *bctx) (Kernel, int64, error) {
+func buildConstant(c *buildContext) (Kernel, int64, error) {
 	y := c.out(0)
 	at := c.attrs()
 	var data []byte
@@ -100,7 +100,7 @@ type rangeKernel struct {
 	n    int
 }
 
-func buildRange(c *bctx) (Kernel, int64, error) {
+func buildRange(c *buildContext) (Kernel, int64, error) {
 	if err := c.need(3); err != nil {
 		return nil, 0, err
 	}

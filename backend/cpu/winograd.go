@@ -114,7 +114,7 @@ type winograd struct {
 
 	// ut, on channel-blocked activations (winograd_blocked.go), is the
 	// transformed filters transposed: for each ξ, m/32 panels of c
-	// steps of 32 output channels, pwb12x32's B. u is then nil.
+	// steps of 32 output channels, pointwiseBlocked12x32's B. u is then nil.
 	ut []float32
 }
 
@@ -179,8 +179,8 @@ func (k *convKernel) buildWinograd(w f32src, threads int) int {
 	g.tail = 2 * gemmNR * k.c
 	g.vOff = 0
 	// V and M hold whole tiles of twelve tiles for the blocked path.
-	g.mOff = roundUp(g.xis*k.c*roundUp(g.tb, pwbMR), alignment/4)
-	g.tOff = g.mOff + roundUp(g.xis*k.m*roundUp(g.tb, pwbMR), alignment/4)
+	g.mOff = roundUp(g.xis*k.c*roundUp(g.tb, pointwiseBlockedMR), alignment/4)
+	g.tOff = g.mOff + roundUp(g.xis*k.m*roundUp(g.tb, pointwiseBlockedMR), alignment/4)
 	g.sOff = g.tOff + roundUp(g.xis*g.tail, alignment/4)
 	k.wg = g
 	return g.sOff + max(1, threads)*g.splitFloats()

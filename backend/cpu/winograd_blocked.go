@@ -6,7 +6,7 @@ package cpu
 // F(2×2, 3×3)'s wgInB2, wgOutB2), reading and writing the blocked planes
 // in place; V and M are held blocked too, V_ξ as rows of tiles (V[ξ][c/16]
 // [tile][16]) and M_ξ likewise, so that each product M_ξᵀ = V_ξᵀ·U_ξᵀ runs
-// on the blocked pointwise kernel (pwb12x32) with the tiles as the rows
+// on the blocked pointwise kernel (pointwiseBlocked12x32) with the tiles as the rows
 // of A read in place and U_ξᵀ, the transformed filters transposed, as B.
 // Only the patches that cross the padding or the plane's edge, and the
 // output tiles that do, go through a patch in scratch.
@@ -19,7 +19,7 @@ const wgBlockedFloats = (36 + 36 + 16) * blockLanes
 // channel-blocked activations: channels in whole blocks, whole 32-channel
 // panels of output, and no epilogue but a clamp.
 func (k *convKernel) winogradBlockFits() bool {
-	return k.wg != nil && k.c%blockLanes == 0 && k.m%pwbNR == 0 &&
+	return k.wg != nil && k.c%blockLanes == 0 && k.m%pointwiseBlockedNR == 0 &&
 		(k.fuse == nil || len(k.fuse.ep.instrs) == 0 && k.fuse.temp == 0) && k.res == 0
 }
 
@@ -28,16 +28,16 @@ func (k *convKernel) winogradBlockFits() bool {
 func (k *convKernel) blockWinograd(w []byte) *winograd {
 	g := *k.wg
 	src := f32src{b: w}
-	jbs := k.m / pwbNR
+	jbs := k.m / pointwiseBlockedNR
 	// Into the memory of the filters packed for the planes, which no
 	// copy of the kernel reads any more.
 	g.ut = k.weights.relayout(g.u, nil, w, "blocked winograd U", [8]int{g.r, g.xis, k.m, k.c}, g.xis*k.m*k.c, func(ut []float32) {
 		for xi := range g.xis {
 			for jb := range jbs {
-				panel := ut[(xi*jbs+jb)*k.c*pwbNR:][:k.c*pwbNR]
-				for j := range pwbNR {
+				panel := ut[(xi*jbs+jb)*k.c*pointwiseBlockedNR:][:k.c*pointwiseBlockedNR]
+				for j := range pointwiseBlockedNR {
 					for ci := range k.c {
-						panel[ci*pwbNR+j] = g.filter(src, (jb*pwbNR+j)*k.c+ci, xi)
+						panel[ci*pointwiseBlockedNR+j] = g.filter(src, (jb*pointwiseBlockedNR+j)*k.c+ci, xi)
 					}
 				}
 			}
@@ -64,7 +64,7 @@ func (k *convKernel) runWinogradBlocked(w *Workers, in, out [][]byte, scratch []
 			a := args{phaseWgInB, int64(n), int64(parts), int64(t0)}
 			w.forArgs(parts, parts, k, a, in, out, scratch)
 			a[0] = phaseWgMulB
-			w.forArgs(g.xis*k.m/pwbNR, w.Threads(), k, a, in, out, scratch)
+			w.forArgs(g.xis*k.m/pointwiseBlockedNR, w.Threads(), k, a, in, out, scratch)
 			a[0] = phaseWgOutB
 			w.forArgs(parts, parts, k, a, in, out, scratch)
 		}
@@ -78,7 +78,7 @@ func (k *convKernel) wgBlockedRange(in, out [][]byte, scratch []byte, a args, lo
 	n, parts, t0 := int(a[1]), int(a[2]), int(a[3])
 	t1 := min(g.t, t0+g.tb)
 	ty0, ty1 := t0/g.tw, (t1-1)/g.tw+1
-	tbB := roundUp(g.tb, pwbMR)
+	tbB := roundUp(g.tb, pointwiseBlockedMR)
 	switch a[0] {
 	case phaseWgInB:
 		x := f32s(in[0])
@@ -94,27 +94,27 @@ func (k *convKernel) wgBlockedRange(in, out [][]byte, scratch []byte, a args, lo
 			}
 		}
 	case phaseWgMulB:
-		cb, jbs := k.c/blockLanes, k.m/pwbNR
+		cb, jbs := k.c/blockLanes, k.m/pointwiseBlockedNR
 		mb := k.m / blockLanes
 		for it := lo; it < hi; it++ {
 			xi, jb := it/jbs, it%jbs
 			v := sc[g.vOff+xi*cb*tbB*blockLanes:]
 			m := sc[g.mOff+(xi*mb+2*jb)*tbB*blockLanes:]
-			bp := &g.ut[(xi*jbs+jb)*k.c*pwbNR]
+			bp := &g.ut[(xi*jbs+jb)*k.c*pointwiseBlockedNR]
 			// The first call asks for the next item's filters, which
 			// come from memory.
 			var pf *float32
 			if it+1 < hi {
-				pf = &g.ut[(it+1)*k.c*pwbNR]
+				pf = &g.ut[(it+1)*k.c*pointwiseBlockedNR]
 			}
-			for p0 := 0; p0 < t1-t0; p0 += pwbMR {
-				if t1-t0-p0 == pwbMR+1 {
+			for p0 := 0; p0 < t1-t0; p0 += pointwiseBlockedMR {
+				if t1-t0-p0 == pointwiseBlockedMR+1 {
 					// 12n+1 tiles (49: 14² planes): the last
 					// one rides with the twelve before it.
-					pwb13x32(cb, &v[p0*blockLanes], 4*tbB*blockLanes, bp, &m[p0*blockLanes], 4*tbB*blockLanes, nil, nil, nil)
+					pointwiseBlocked13x32(cb, &v[p0*blockLanes], 4*tbB*blockLanes, bp, &m[p0*blockLanes], 4*tbB*blockLanes, nil, nil, nil)
 					break
 				}
-				pwb12x32(cb, &v[p0*blockLanes], 4*tbB*blockLanes, 0, bp, &m[p0*blockLanes], 4*tbB*blockLanes, nil, nil, nil, pf)
+				pointwiseBlocked12x32(cb, &v[p0*blockLanes], 4*tbB*blockLanes, 0, bp, &m[p0*blockLanes], 4*tbB*blockLanes, nil, nil, nil, pf)
 				pf = nil
 			}
 		}

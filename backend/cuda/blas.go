@@ -17,7 +17,7 @@ import (
 //
 // cuBLAS is column-major and C is row-major, so the call computes
 // Cᵀ = Bᵀ·Aᵀ: cuBLAS's A is our B and its B is our A, with M and N swapped.
-func (c *bctx) blasGemm(g gemmCall) bool {
+func (c *buildContext) blasGemm(g gemmCall) bool {
 	if g.k <= 0 || g.m <= 0 || g.n <= 0 {
 		return false
 	}
@@ -94,7 +94,7 @@ func halfMode(p Precision) int32 {
 // constant and shared by every GEMM that reads it), or an activation
 // rounded into the node's scratch by a kernel queued before the GEMM.
 // already says a holds 16-bit values now. halfable must have said yes.
-func (c *bctx) halfOperand(a arg, already bool) arg {
+func (c *buildContext) halfOperand(a arg, already bool) arg {
 	if already {
 		return a
 	}
@@ -133,7 +133,7 @@ func (c *bctx) halfOperand(a arg, already bool) arg {
 
 // halfable reports whether halfOperand can place a: a float32 tensor at a
 // whole-element offset, or an operand already in 16 bits.
-func (c *bctx) halfable(a arg, already bool) bool {
+func (c *buildContext) halfable(a arg, already bool) bool {
 	if already {
 		return true
 	}

@@ -82,8 +82,8 @@ type halves struct {
 	dry bool
 }
 
-// bctx is what a builder sees of its node, and where it leaves its launches.
-type bctx struct {
+// buildContext is what a builder sees of its node, and where it leaves its launches.
+type buildContext struct {
 	g      *ir.Graph
 	n      *ir.Node
 	node   int
@@ -98,7 +98,7 @@ type bctx struct {
 	scratch  int64
 }
 
-type buildFunc func(c *bctx) error
+type buildFunc func(c *buildContext) error
 
 var builders map[string]buildFunc
 
@@ -136,15 +136,15 @@ func init() {
 func Supported(op string) bool { _, ok := builders[op]; return ok }
 
 // buildNode compiles node i of g into its launches and scratch size.
-func buildNode(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte) (c *bctx, err error) {
+func buildNode(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte) (c *buildContext, err error) {
 	return buildNodeWith(g, i, sms, blas, extras, nil, nil)
 }
 
 // buildNodeWith is buildNode with the GEMMs' operands in 16 bits where hs
 // is non-nil (and blas is set), and the fusion decisions fz (nil: none).
-func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves, fz *fusion) (c *bctx, err error) {
+func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves, fz *fusion) (c *buildContext, err error) {
 	n := &g.Nodes[i]
-	c = &bctx{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras, fz: fz}
+	c = &buildContext{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras, fz: fz}
 	if blas {
 		c.half = hs
 	}
@@ -187,7 +187,7 @@ func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs 
 		}
 	}()
 	if fz.codegen(g, i) {
-		f = func(c *bctx) error { return buildFused(c, fz) }
+		f = func(c *buildContext) error { return buildFused(c, fz) }
 	}
 	if err := f(c); err != nil {
 		return nil, err
@@ -195,19 +195,19 @@ func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs 
 	return c, nil
 }
 
-func (c *bctx) errorf(format string, a ...any) error {
+func (c *buildContext) errorf(format string, a ...any) error {
 	return fmt.Errorf("node %q (%s): %s", c.n.Name, c.n.Op, fmt.Sprintf(format, a...))
 }
 
-func (c *bctx) unsupported(dt ir.DType) error {
+func (c *buildContext) unsupported(dt ir.DType) error {
 	return c.errorf("dtype %s is not supported by the CUDA backend", dt)
 }
 
-func (c *bctx) in(i int) *ir.Tensor { return c.g.InputOf(c.n, i) }
+func (c *buildContext) in(i int) *ir.Tensor { return c.g.InputOf(c.n, i) }
 
-func (c *bctx) out(i int) *ir.Tensor { return c.g.OutputOf(c.n, i) }
+func (c *buildContext) out(i int) *ir.Tensor { return c.g.OutputOf(c.n, i) }
 
-func (c *bctx) need(k int) error {
+func (c *buildContext) need(k int) error {
 	for i := range k {
 		if c.in(i) == nil {
 			return c.errorf("input %d is missing", i)
@@ -218,25 +218,25 @@ func (c *bctx) need(k int) error {
 
 // Arguments.
 
-func (c *bctx) inArg(i int) arg  { return arg{kind: argTensor, id: c.n.Input(i)} }
-func (c *bctx) outArg(i int) arg { return arg{kind: argTensor, id: c.n.Outputs[i]} }
+func (c *buildContext) inArg(i int) arg  { return arg{kind: argTensor, id: c.n.Input(i)} }
+func (c *buildContext) outArg(i int) arg { return arg{kind: argTensor, id: c.n.Outputs[i]} }
 
 // optIn is the address of input i, or a null pointer when it is absent.
-func (c *bctx) optIn(i int) arg {
+func (c *buildContext) optIn(i int) arg {
 	if c.in(i) == nil {
 		return null()
 	}
 	return c.inArg(i)
 }
 
-func (c *bctx) optOut(i int) arg {
+func (c *buildContext) optOut(i int) arg {
 	if c.out(i) == nil {
 		return null()
 	}
 	return c.outArg(i)
 }
 
-func (c *bctx) extra(b []byte) arg {
+func (c *buildContext) extra(b []byte) arg {
 	*c.extras = append(*c.extras, b)
 	return arg{kind: argExtra, id: ir.TensorID(len(*c.extras) - 1)}
 }
@@ -256,14 +256,14 @@ func at(a arg, off int64) arg {
 const threads = 256
 
 // grid1D covers n elements with grid-stride loops.
-func (c *bctx) grid1D(n int64) [3]uint32 {
+func (c *buildContext) grid1D(n int64) [3]uint32 {
 	b := (n + threads - 1) / threads
 	b = min(b, int64(max(c.sms, 1))*32, 1<<30)
 	return [3]uint32{uint32(max(b, 1)), 1, 1}
 }
 
 // elementwise adds a launch of a grid-stride kernel over n elements.
-func (c *bctx) elementwise(m *source, kernel string, n int64, args ...arg) {
+func (c *buildContext) elementwise(m *source, kernel string, n int64, args ...arg) {
 	if n <= 0 {
 		return
 	}
@@ -271,7 +271,7 @@ func (c *bctx) elementwise(m *source, kernel string, n int64, args ...arg) {
 }
 
 // rowwise adds a launch with one block per row.
-func (c *bctx) rowwise(m *source, kernel string, rows int64, args ...arg) {
+func (c *buildContext) rowwise(m *source, kernel string, rows int64, args ...arg) {
 	if rows <= 0 {
 		return
 	}
@@ -281,7 +281,7 @@ func (c *bctx) rowwise(m *source, kernel string, rows int64, args ...arg) {
 
 // byRows adds a launch over ny·nz rows of n elements: blockIdx.y and
 // blockIdx.z pick the row (ny, nz ≤ 65535), x-blocks stride along it.
-func (c *bctx) byRows(m *source, kernel string, n, ny, nz int64, args ...arg) {
+func (c *buildContext) byRows(m *source, kernel string, n, ny, nz int64, args ...arg) {
 	if n <= 0 || ny <= 0 || nz <= 0 {
 		return
 	}
@@ -290,7 +290,7 @@ func (c *bctx) byRows(m *source, kernel string, n, ny, nz int64, args ...arg) {
 }
 
 // copyBytes adds a device copy of n bytes.
-func (c *bctx) copyBytes(src, dst arg, n int64) {
+func (c *buildContext) copyBytes(src, dst arg, n int64) {
 	if n <= 0 {
 		return
 	}
@@ -382,7 +382,7 @@ var unaryKernels = map[string]string{
 	"Sin": "u_sin", "Cos": "u_cos", "Softplus": "u_softplus", "Elu": "u_elu",
 }
 
-func buildUnary(c *bctx) error {
+func buildUnary(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -404,7 +404,7 @@ func buildUnary(c *bctx) error {
 	return nil
 }
 
-func buildClip(c *bctx) error {
+func buildClip(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -443,7 +443,7 @@ func buildClip(c *bctx) error {
 
 var castNames = map[ir.DType]string{ir.Float32: "f32", ir.Int64: "i64", ir.Int32: "i32", ir.Bool: "bool"}
 
-func buildCast(c *bctx) error {
+func buildCast(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -468,7 +468,7 @@ var binaryNames = map[string]string{
 	"GreaterOrEqual": "greaterorequal", "And": "and", "Or": "or", "Xor": "xor",
 }
 
-func buildBinary(c *bctx) error {
+func buildBinary(c *buildContext) error {
 	if len(c.n.Inputs) != 2 {
 		return c.errorf("takes %d inputs; the CUDA backend handles two", len(c.n.Inputs))
 	}
@@ -506,7 +506,7 @@ func buildBinary(c *bctx) error {
 	return nil
 }
 
-func buildNot(c *bctx) error {
+func buildNot(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -530,7 +530,7 @@ func binaryGeo(a, b ir.Shape, out []int64) ([]uint64, error) {
 	return geo{shape: out, st: [][]int64{broadcastStrides(a, out), broadcastStrides(b, out)}}.encode()
 }
 
-func buildWhere(c *bctx) error {
+func buildWhere(c *buildContext) error {
 	if err := c.need(3); err != nil {
 		return err
 	}
@@ -553,7 +553,7 @@ func buildWhere(c *bctx) error {
 
 // buildView copies the input's bytes to the output, which the plan usually
 // places at the same address: then the launch is dropped.
-func buildView(c *bctx) error {
+func buildView(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -570,7 +570,7 @@ func buildView(c *bctx) error {
 
 // stridedCopy adds a copy of the elements of g (strides st[0] in src,
 // st[1] in dst) of the given element size.
-func (c *bctx) stridedCopy(src, dst arg, size int, g geo) error {
+func (c *buildContext) stridedCopy(src, dst arg, size int, g geo) error {
 	if prod(g.shape) == 0 {
 		return nil
 	}
@@ -587,7 +587,7 @@ func (c *bctx) stridedCopy(src, dst arg, size int, g geo) error {
 	return nil
 }
 
-func buildTranspose(c *bctx) error {
+func buildTranspose(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -625,11 +625,11 @@ func buildTranspose(c *bctx) error {
 }
 
 // halfOut reports whether output i is held as 16-bit values (fusion.half).
-func (c *bctx) halfOut(i int) bool {
+func (c *buildContext) halfOut(i int) bool {
 	return c.fz != nil && c.out(i) != nil && c.fz.half[c.n.Outputs[i]]
 }
 
-func buildSlice(c *bctx) error {
+func buildSlice(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -649,7 +649,7 @@ func buildSlice(c *bctx) error {
 	return c.stridedCopy(at(c.inArg(0), base*int64(size)), c.outArg(0), size, geo{shape: y.Shape, st: [][]int64{src, y.Shape.Strides()}})
 }
 
-func buildExpand(c *bctx) error {
+func buildExpand(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -657,7 +657,7 @@ func buildExpand(c *bctx) error {
 	return c.stridedCopy(c.inArg(0), c.outArg(0), x.DType.Size(), geo{shape: y.Shape, st: [][]int64{broadcastStrides(x.Shape, y.Shape), y.Shape.Strides()}})
 }
 
-func buildConcat(c *bctx) error {
+func buildConcat(c *buildContext) error {
 	y := c.out(0)
 	axis, err := ir.NormAxis(c.n.Attrs.Int("axis", 0), y.Shape.Rank())
 	if err != nil {
@@ -679,7 +679,7 @@ func buildConcat(c *bctx) error {
 	return nil
 }
 
-func buildSplit(c *bctx) error {
+func buildSplit(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -706,7 +706,7 @@ func buildSplit(c *bctx) error {
 // gatherTypes checks the types of a gather's data x and indices ind: it
 // returns the indices' type as the kernels name it (i64, i32) and the
 // data's element size (1, 2, 4 or 8 bytes).
-func (c *bctx) gatherTypes(x, ind *ir.Tensor) (string, int, error) {
+func (c *buildContext) gatherTypes(x, ind *ir.Tensor) (string, int, error) {
 	var is string
 	switch ind.DType {
 	case ir.Int64:
@@ -725,7 +725,7 @@ func (c *bctx) gatherTypes(x, ind *ir.Tensor) (string, int, error) {
 	return is, size, nil
 }
 
-func buildGather(c *bctx) error {
+func buildGather(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -759,7 +759,7 @@ type gemmCall struct {
 	bHalf       bool // b already holds 16-bit values of the precision's type (c.half)
 }
 
-func (c *bctx) gemm(g gemmCall) error {
+func (c *buildContext) gemm(g gemmCall) error {
 	if g.m == 0 || g.n == 0 {
 		return nil
 	}
@@ -792,7 +792,7 @@ func (c *bctx) gemm(g gemmCall) error {
 	return nil
 }
 
-func buildMatMul(c *bctx) error {
+func buildMatMul(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -849,7 +849,7 @@ func buildMatMul(c *bctx) error {
 		sam: k, sak: 1, sbk: n, sbn: 1, alpha: 1, batch: geo{shape: batch, st: [][]int64{sa, sb, sc}}})
 }
 
-func buildGemm(c *bctx) error {
+func buildGemm(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -888,7 +888,7 @@ func buildGemm(c *bctx) error {
 	return c.gemm(g)
 }
 
-func buildConv(c *bctx) error {
+func buildConv(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -1010,7 +1010,7 @@ func buildConv(c *bctx) error {
 // (cuBLAS where it is installed, in the precision of the other GEMMs),
 // then col2im sums for each output element the entries that land on it
 // and adds the bias.
-func buildConvTranspose(c *bctx) error {
+func buildConvTranspose(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -1102,7 +1102,7 @@ const foldBelowPointwise int64 = 64
 // it in scratch, and unfold lays them out as the N×OC×OH×OW output (in
 // 16 bits where only generated kernels read it). p is the Conv
 // parameters of im2col.
-func (c *bctx) foldedConv(bias arg, xHalf bool, p []uint64) error {
+func (c *buildContext) foldedConv(bias arg, xHalf bool, p []uint64) error {
 	N, C, OC, OH, OW, KH, KW := int64(p[0]), int64(p[1]), int64(p[4]), int64(p[5]), int64(p[6]), int64(p[7]), int64(p[8])
 	ohw, K := OH*OW, C*KH*KW
 	cols := N * ohw
@@ -1133,7 +1133,7 @@ func (c *bctx) foldedConv(bias arg, xHalf bool, p []uint64) error {
 	return nil
 }
 
-func buildBatchNorm(c *bctx) error {
+func buildBatchNorm(c *buildContext) error {
 	if err := c.need(5); err != nil {
 		return err
 	}
@@ -1177,7 +1177,7 @@ func putF32(b []byte, v float32) {
 	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
 }
 
-func buildLayerNorm(c *bctx) error {
+func buildLayerNorm(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -1213,7 +1213,7 @@ func buildLayerNorm(c *bctx) error {
 	return nil
 }
 
-func buildSoftmax(c *bctx) error {
+func buildSoftmax(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -1266,7 +1266,7 @@ func warp4(dim int64) int {
 	return k
 }
 
-func buildReduce(c *bctx) error {
+func buildReduce(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -1334,7 +1334,7 @@ func buildReduce(c *bctx) error {
 	return nil
 }
 
-func buildGlobalAveragePool(c *bctx) error {
+func buildGlobalAveragePool(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -1352,7 +1352,7 @@ func buildGlobalAveragePool(c *bctx) error {
 	return nil
 }
 
-func buildPool(c *bctx) error {
+func buildPool(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}

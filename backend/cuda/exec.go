@@ -153,7 +153,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 	useBLAS := !opts.NoBLAS && driver.LoadBLAS() == nil
 	var extras [][]byte
-	built := make([]*bctx, len(g.Nodes))
+	built := make([]*buildContext, len(g.Nodes))
 	scratch := make([]int64, len(g.Nodes))
 	var hs *halves
 	if useBLAS && opts.Precision.Half() {

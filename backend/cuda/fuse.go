@@ -365,7 +365,7 @@ func (fz *fusion) codegen(g *ir.Graph, i int) bool {
 
 // buildFused adds the launch of node i's generated kernel: its whole
 // group's at the sink, nothing at the group's other nodes.
-func buildFused(c *bctx, fz *fusion) error {
+func buildFused(c *buildContext, fz *fusion) error {
 	e := fz.groups[fz.group[c.node]]
 	nodes := e.nodes
 	if c.node != e.sink() {

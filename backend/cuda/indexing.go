@@ -19,7 +19,7 @@ import (
 // constant where that is −1 (value: a tensor of one element, or the bits
 // of one of the input's type). Axes that copy the input as they are (an
 // unpadded channel axis) take no table, and neighbours of that kind merge.
-func (c *bctx) indexMap(maps [][]int32, value arg, bits uint64) error {
+func (c *buildContext) indexMap(maps [][]int32, value arg, bits uint64) error {
 	x, y := c.in(0), c.out(0)
 	size := x.DType.Size()
 	switch size {
@@ -76,11 +76,11 @@ func (c *bctx) indexMap(maps [][]int32, value arg, bits uint64) error {
 }
 
 // valueErr wraps err, naming the node; a want of a value stays one.
-func (c *bctx) valueErr(err error) error {
+func (c *buildContext) valueErr(err error) error {
 	return fmt.Errorf("node %q (%s): %w", c.n.Name, c.n.Op, err)
 }
 
-func buildPad(c *bctx) error {
+func buildPad(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func buildPad(c *bctx) error {
 	return c.indexMap(maps, value, bits)
 }
 
-func buildResize(c *bctx) error {
+func buildResize(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func buildResize(c *bctx) error {
 // CUDA backend.
 const maxGatherAxes = 8
 
-func buildGatherND(c *bctx) error {
+func buildGatherND(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func buildGatherND(c *bctx) error {
 // those.
 const topKDirect = 4096
 
-func buildTopK(c *bctx) error {
+func buildTopK(c *buildContext) error {
 	if err := c.need(1); err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ var berthBuilders = map[string]buildFunc{
 	"Products": buildProducts, "Rotaries": buildRotaries,
 }
 
-func buildPackedMatMul(c *bctx) error {
+func buildPackedMatMul(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func buildPackedMatMul(c *bctx) error {
 	return nil
 }
 
-func buildPackedGather(c *bctx) error {
+func buildPackedGather(c *buildContext) error {
 	if err := c.need(2); err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func buildPackedGather(c *bctx) error {
 // kernel reads; the output is the cache's own bytes (an update in place).
 // A position whose rows do not fit the cache writes nothing (the caller,
 // berth.Generator, checks positions before it runs).
-func buildCacheWrite(c *bctx) error {
+func buildCacheWrite(c *buildContext) error {
 	t, rows, w, err := ir.CacheWriteShape(c.g, c.n)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -156,7 +156,7 @@ func buildCacheWrite(c *bctx) error {
 // and head; it takes heads of at most 2·attentionThreads values.
 const attentionThreads = 128
 
-func buildCachedAttention(c *bctx) error {
+func buildCachedAttention(c *buildContext) error {
 	t, rows, heads, kvHeads, d, err := ir.CacheShape(c.g, c.n)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -179,7 +179,7 @@ func buildCachedAttention(c *bctx) error {
 
 // buildRMSNorm is a block a row: the mean of the squares, then the row
 // scaled by its reciprocal root and by the weights.
-func buildRMSNorm(c *bctx) error {
+func buildRMSNorm(c *buildContext) error {
 	rows, d, err := ir.RMSNormShape(c.g, c.n)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -192,7 +192,7 @@ func buildRMSNorm(c *bctx) error {
 }
 
 // buildRotary is a thread a pair of values.
-func buildRotary(c *bctx) error {
+func buildRotary(c *buildContext) error {
 	t, heads, d, err := ir.RotaryShape(c.g, c.n)
 	if err != nil {
 		return c.errorf("%v", err)

@@ -168,7 +168,7 @@ func productAttrs(n *ir.Node, k int) ir.Attrs {
 
 // buildProducts launches a Products node: pmvs, a block of rows of one
 // weight a block.
-func buildProducts(c *bctx) error {
+func buildProducts(c *buildContext) error {
 	n := c.n
 	if len(n.Inputs) < 3 || len(n.Inputs)-2 != len(n.Outputs) || len(n.Outputs) > maxProducts {
 		return c.errorf("%d inputs and %d outputs, want x, an addend and up to %d weights with an output each", len(n.Inputs), len(n.Outputs), maxProducts)
@@ -234,7 +234,7 @@ func pairedRotary(g *ir.Graph, a, b *ir.Node) bool {
 
 // buildRotaries launches a Rotaries node (inputs cos, sin, x0, x1;
 // outputs y0, y1): one rotary kernel over both.
-func buildRotaries(c *bctx) error {
+func buildRotaries(c *buildContext) error {
 	n := c.n
 	if len(n.Inputs) != 4 || len(n.Outputs) != 2 {
 		return c.errorf("%d inputs and %d outputs, want cos, sin and two tensors to turn", len(n.Inputs), len(n.Outputs))

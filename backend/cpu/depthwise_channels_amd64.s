@@ -3,7 +3,7 @@
 #include "textflag.h"
 
 // The channel-blocked depthwise kernel: sixteen channels side by side,
-// one zmm register per output position (see dwcPlanes).
+// one zmm register per output position (see depthwiseChannelsPlanes).
 
 // Four accumulators a..d start from the bias (Z31).
 #define BIAS4(a, b, c, d) \
@@ -48,13 +48,13 @@
 	VMOVUPS c, off+128(DI); \
 	VMOVUPS d, off+192(DI)
 
-// func dwc16(o, x, w, b *float32, offs *int, ntaps, n, step int)
+// func depthwiseChannels16(o, x, w, b *float32, offs *int, ntaps, n, step int)
 //
 // For j < n: o[16j+l] = b[l] + Σ_t w[16t+l]·x[16·step·j + offs[t]/4 + l],
 // the taps t < ntaps (ntaps ≥ 1) added in order; offs are byte offsets.
 // Eight positions at a time (then four, then one), each in its own
 // accumulator.
-TEXT ·dwc16(SB), NOSPLIT, $0-64
+TEXT ·depthwiseChannels16(SB), NOSPLIT, $0-64
 	MOVQ    o+0(FP), DI
 	MOVQ    x+8(FP), SI
 	MOVQ    b+24(FP), AX

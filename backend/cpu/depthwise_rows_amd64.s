@@ -5,7 +5,7 @@
 
 // The row-vector depthwise kernels: a plane at most sixteen columns wide,
 // unit strides and the same size in and out, is read a few whole rows to
-// a vector (dwrTable); a tap's row is one masked load that zeroes the
+// a vector (depthwiseRowsTable); a tap's row is one masked load that zeroes the
 // lanes outside the plane, its columns that row shifted along the lanes
 // (VALIGND, zeros shifted in) with the lanes that would wrap from one row
 // into the next masked off. No padded copy is made and every input vector
@@ -88,7 +88,7 @@
 	DECQ  R14;            \
 	JNZ   label
 
-// func dwr3(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *uint16, lim *float32)
+// func depthwiseRows3(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, nch int, cols *uint16, lim *float32)
 //
 // For each of nch ≥ 1 channels (planes of sp floats at x and o, nine
 // weights each at w, one bias each at b, or none if b is nil) and each
@@ -97,7 +97,7 @@
 // order, clamped to [lim[0], lim[1]] if lim is not nil, stored under the
 // vector's store mask. row is the distance between filter rows, in
 // floats (the plane's width).
-TEXT ·dwr3(SB), NOSPLIT, $0-88
+TEXT ·depthwiseRows3(SB), NOSPLIT, $0-88
 	ARGS
 	MOVQ R12, R15
 
@@ -133,10 +133,10 @@ vec3:
 	TAPP1(w3);  \
 	TAPP2(w4)
 
-// func dwr5(o, x, w, b *float32, tab *dwrVec, nvec, row, sp, nch int, cols *uint16, lim *float32)
+// func depthwiseRows5(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, nch int, cols *uint16, lim *float32)
 //
-// dwr3 for 5×5 filters (25 weights a channel, shifts by c−2 columns).
-TEXT ·dwr5(SB), NOSPLIT, $0-88
+// depthwiseRows3 for 5×5 filters (25 weights a channel, shifts by c−2 columns).
+TEXT ·depthwiseRows5(SB), NOSPLIT, $0-88
 	ARGS
 	LEAQ (R12)(R12*1), R15
 

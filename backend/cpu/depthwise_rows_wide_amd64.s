@@ -3,7 +3,7 @@
 #include "textflag.h"
 #include "dw9_amd64.h"
 
-// The wide-row 3×3 kernel (dwr3w): unit strides and padding 1 on planes
+// The wide-row 3×3 kernel (depthwiseRowsWide3): unit strides and padding 1 on planes
 // wider than sixteen columns, an output row sixteen columns (a chunk) at
 // a time. For each filter row it keeps the input row's chunk before
 // (P), the chunk itself (C) and loads the one after (N); the taps are
@@ -43,14 +43,14 @@
 	BZHIQ   BX, AX, CX;    \
 	KMOVW   CX, K1
 
-// func dwr3w(o, x, w, b *float32, h, width, nch int, lim, zero *float32)
+// func depthwiseRowsWide3(o, x, w, b *float32, h, width, nch int, lim, zero *float32)
 //
 // For each of nch ≥ 1 channels (planes of h×width floats at x and o,
 // nine weights each at w, one bias each at b, or none if b is nil):
 // o[i][j] = bias + Σ_r Σ_c w[3r+c]·x[i+r−1][j+c−1], the taps added in
 // order (a tap outside the plane adds w·0), clamped to [lim[0], lim[1]]
 // if lim is not nil. zero is a row of zeros of at least width+16 values.
-TEXT ·dwr3w(SB), NOSPLIT, $16-72
+TEXT ·depthwiseRowsWide3(SB), NOSPLIT, $16-72
 	MOVQ o+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ w+16(FP), DX

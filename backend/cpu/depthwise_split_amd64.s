@@ -6,18 +6,18 @@
 // The stride-2 row-vector depthwise kernels. A filter row's input row is
 // loaded (zero outside the plane) and split into its even and odd
 // columns by two VPERMT2PS; the taps are those vectors and the ones
-// shifted by a lane (VALIGND). No padded copy, no transposes. dws3 (3×3,
-// any width, below) runs an output row sixteen columns at a time; dws5
+// shifted by a lane (VALIGND). No padded copy, no transposes. depthwiseSplit3 (3×3,
+// any width, below) runs an output row sixteen columns at a time; depthwiseSplit5
 // (5×5) one output row of at most sixteen columns a vector, from input
 // rows of at most thirty-two.
 //
-// dws5's registers: Z0..Z24 the channel's weights, Z25 and Z26 the even
+// depthwiseSplit5's registers: Z0..Z24 the channel's weights, Z25 and Z26 the even
 // and odd column indices, Z27 an input row's first sixteen columns and
 // then its odd columns, Z28 its next sixteen, Z29 its even columns, Z30 a
 // shifted vector, Z31 the accumulator. K1 all lanes but 0, K2 all but
 // 15, K3 and K4 a row's load masks, K5 the store mask.
 
-// dws5's arguments: DI the output planes, SI the input
+// depthwiseSplit5's arguments: DI the output planes, SI the input
 // planes, DX the filters, R8 the biases, R10 the table, R12 the input row
 // pitch in bytes, R14 the channels; the index vectors and K1, K2.
 #define SARGS \
@@ -95,7 +95,7 @@
 	DECQ R14;              \
 	JNZ  label
 
-// dws3 runs an output row sixteen columns (a chunk) at a time, from
+// depthwiseSplit3 runs an output row sixteen columns (a chunk) at a time, from
 // thirty-two input columns of each of its three input rows: AX, BX, CX
 // the rows (the zero row for one outside the plane), Z21..Z23 the odd
 // columns of each row's last chunk (column 2j−1 of lane 0 is lane 15 of
@@ -146,7 +146,7 @@
 	CMPQ    off(R9), $0;         \
 	CMOVQLT R15, reg
 
-// func dws3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32)
+// func depthwiseSplit3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32)
 //
 // For each of nch ≥ 1 channels (output planes of sp floats at o, input
 // planes of isp at x, nine weights each at w, one bias each at b,
@@ -159,7 +159,7 @@
 // the rows; a last one, if masks' bits 32-47 are not 0, loads under bits
 // 0-15 and 16-31 and stores under 32-47. zero is a row of zeros as long
 // as the rows' chunks reach; idx the even and odd column indices.
-TEXT ·dws3(SB), NOSPLIT, $8-120
+TEXT ·depthwiseSplit3(SB), NOSPLIT, $8-120
 	MOVQ      o+0(FP), DI
 	MOVQ      x+8(FP), SI
 	MOVQ      w+16(FP), DX
@@ -243,10 +243,10 @@ rowdone3:
 	SODD(w3);     \
 	SEVENP1(w4)
 
-// func dws5(o, x, w, b *float32, bstep int, tab *dwsVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32)
+// func depthwiseSplit5(o, x, w, b *float32, bstep int, tab *depthwiseSplitVec, nvec, row, sp, isp, nch int, idx *[32]int32, lim *float32)
 //
-// dws3 for 5×5 filters: column 2j+c−2, row 2i+r−2.
-TEXT ·dws5(SB), NOSPLIT, $0-104
+// depthwiseSplit3 for 5×5 filters: column 2j+c−2, row 2i+r−2.
+TEXT ·depthwiseSplit5(SB), NOSPLIT, $0-104
 	SARGS
 
 chan5:
