@@ -47,23 +47,26 @@ type convKernel struct {
 
 	dwPer int        // scratch floats of one worker's padded depthwise plane, or 0
 	dwg   dwBandGeom // dwBandPlane's layout, where dwBands gives one
-	// depthwiseChannelsIn and depthwiseChannelsOut are the channel-blocked depthwise path's position
-	// tables (depthwiseChannelsTables), or nil.
+	// depthwiseChannelsIn and depthwiseChannelsOut are the channel-blocked
+	// depthwise path's position tables (depthwiseChannelsTables), or nil.
 	depthwiseChannelsIn, depthwiseChannelsOut []int32
-	// depthwiseChannelsW, with constant weights and bias, is each group's weights and
-	// biases interleaved as depthwiseChannels16 reads them (depthwiseChannelsWeights), or nil.
+	// depthwiseChannelsW, with constant weights and bias, is each group's
+	// weights and biases interleaved as depthwiseChannels16 reads them
+	// (depthwiseChannelsWeights), or nil.
 	depthwiseChannelsW []float32
-	// depthwiseRows and depthwiseRowsCols are the row-vector depthwise path's table and
-	// column masks (depthwiseRowsTable); depthwiseRows is nil where it does not run.
+	// depthwiseRows and depthwiseRowsCols are the row-vector depthwise
+	// path's table and column masks (depthwiseRowsTable); depthwiseRows is
+	// nil where it does not run.
 	depthwiseRows     []depthwiseRowsVec
 	depthwiseRowsCols [4]uint16
-	// depthwiseSplit, or depthwiseSplit3Rows and depthwiseSplit3Zero, are the stride-2 row-vector path's
-	// tables (depthwiseSplitTable): for 5×5 filters and for 3×3 ones; nil where it
-	// does not run.
+	// depthwiseSplit, or depthwiseSplit3Rows and depthwiseSplit3Zero, are
+	// the stride-2 row-vector path's tables (depthwiseSplitTable): for 5×5
+	// filters and for 3×3 ones; nil where it does not run.
 	depthwiseSplit      []depthwiseSplitVec
 	depthwiseSplit3Rows []int64
 	depthwiseSplit3Zero []float32
-	// depthwiseRowsZero, a row of zeros, marks the wide-row 3×3 path (depthwiseRowsWide3).
+	// depthwiseRowsZero, a row of zeros, marks the wide-row 3×3 path
+	// (depthwiseRowsWide3).
 	depthwiseRowsZero []float32
 	// wT, for a small 1×1 convolution of 1×1 planes (vecFits) or a 1×1
 	// convolution of small planes (tFits), is its weight matrix
@@ -1023,11 +1026,11 @@ func (k *convKernel) vecFits() bool {
 	return k.pointwise && k.outSp == 1 && k.g == 1 && k.nb*k.m*k.kdim <= vecFitsWork
 }
 
-// runVec runs k as Y = X·Wᵀ on one thread: the images' input vectors as
-// the rows of A (packed into scratch, the prologue applied), wT as B, and Y, whose images'
-// output vectors lie one after the other, as C; the bias is C's column
-// bias, and the kernels add the residual and clamp as they store. The
-// epilogue then runs over the whole output.
+// runVec runs k as Y = X·Wᵀ on one thread: the images' input vectors as the
+// rows of A (packed into scratch, the prologue applied), wT as B, and Y,
+// whose images' output vectors lie one after the other, as C; the bias is
+// C's column bias, and the kernels add the residual and clamp as they
+// store. The epilogue then runs over the whole output.
 func (k *convKernel) runVec(in, out [][]byte, scratch []byte) {
 	x, y := k.input(in, scratch), f32s(out[0])
 	a := f32s(scratch)[:packedASize(k.nb, k.kdim)]

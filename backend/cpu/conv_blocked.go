@@ -36,31 +36,32 @@ type blockedPW struct {
 	jBlock int
 }
 
-// pointwiseBlockedMR and pointwiseBlockedNR are the tile's rows (positions) and columns (output
-// channels).
+// pointwiseBlockedMR and pointwiseBlockedNR are the tile's rows (positions)
+// and columns (output channels).
 const (
 	pointwiseBlockedMR = 12
 	pointwiseBlockedNR = 32
 	// pointwiseBlockedPanelBytes bounds the bytes of wT one item reads.
 	pointwiseBlockedPanelBytes = 512 << 10
-	// pointwiseBlocked12x32's mode bits: A packed a channel's twelve positions side
-	// by side, and C's values added to the product.
+	// pointwiseBlocked12x32's mode bits: A packed a channel's twelve
+	// positions side by side, and C's values added to the product.
 	pointwiseBlockedPacked = 1
 	pointwiseBlockedAcc    = 2
-	// pointwiseBlockedStrip is how many tiles of consecutive positions an output in
-	// planes takes at a time: 48 positions, whole cache lines of each
-	// plane (twelve, a tile's, would leave the rest of a line to the
+	// pointwiseBlockedStrip is how many tiles of consecutive positions an
+	// output in planes takes at a time: 48 positions, whole cache lines of
+	// each plane (twelve, a tile's, would leave the rest of a line to the
 	// next tile, and its stores would cost more).
 	pointwiseBlockedStrip = 4
-	// pointwiseBlockedMinPlane is the smallest output plane the blocked path takes:
-	// on smaller ones the last tile of twelve positions wastes too much
-	// (ResNet-50's 7² planes, 49 positions in five tiles, run on planes).
+	// pointwiseBlockedMinPlane is the smallest output plane the blocked
+	// path takes: on smaller ones the last tile of twelve positions wastes
+	// too much (ResNet-50's 7² planes, 49 positions in five tiles, run on
+	// planes).
 	pointwiseBlockedMinPlane = 64
 )
 
-// floats is the scratch one share of the blocked path takes: pointwiseBlockedStrip
-// tiles of C, one of the residual, and a packed panel of A where A is
-// packed.
+// floats is the scratch one share of the blocked path takes:
+// pointwiseBlockedStrip tiles of C, one of the residual, and a packed panel
+// of A where A is packed.
 func (b *blockedPW) floats() int {
 	n := (pointwiseBlockedStrip + 1) * pointwiseBlockedMR * pointwiseBlockedNR
 	if b.pack {
@@ -335,8 +336,8 @@ func blockKernels(ks []Kernel, in, out bool, w []byte) ([]Kernel, error) {
 }
 
 // blockedWeights lays the [m, c] weights (little-endian float32 bytes, at
-// any alignment: a mapped file's) out in wT as pointwiseBlocked12x32's B: m/32 panels
-// of roundUp(c, 16) steps of 32 output channels.
+// any alignment: a mapped file's) out in wT as pointwiseBlocked12x32's B:
+// m/32 panels of roundUp(c, 16) steps of 32 output channels.
 func blockedWeights(wT []float32, w []byte, m, c int) []float32 {
 	clear(wT)
 	weightPanels(wT, w, m, c, roundUp(c, blockLanes), pointwiseBlockedNR)
@@ -490,9 +491,9 @@ func (k *convKernel) blockedShare(in, out [][]byte, scratch []byte, s, parts int
 }
 
 // stripShare runs items [lo, hi) of an input in NCHW16c and an output in
-// planes, with no residual: pointwiseBlockedStrip tiles of consecutive positions by
-// each 32-channel panel into tiles, then their positions to the planes
-// sixteen at a time (stripOut).
+// planes, with no residual: pointwiseBlockedStrip tiles of consecutive
+// positions by each 32-channel panel into tiles, then their positions to
+// the planes sixteen at a time (stripOut).
 func (k *convKernel) stripShare(x, y, bias, tiles []float32, lim *float32, lo, hi int) {
 	b := k.blk
 	q := ceilDiv(k.outSp, pointwiseBlockedMR)
@@ -546,8 +547,8 @@ func (k *convKernel) stripOut(y, tiles []float32, n, jb, p0, cnt int) {
 }
 
 // packPlanesA packs positions [p0, p0+rows) of image x (NCHW) as
-// pointwiseBlocked12x32's packed A: each channel's twelve positions side by side, the
-// positions past rows and the channels past c zero.
+// pointwiseBlocked12x32's packed A: each channel's twelve positions side by
+// side, the positions past rows and the channels past c zero.
 func (k *convKernel) packPlanesA(a, x []float32, inSp, p0, rows int) {
 	kp := k.blk.kp
 	if rows == pointwiseBlockedMR {

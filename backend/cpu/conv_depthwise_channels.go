@@ -9,20 +9,21 @@ import (
 // Channel-blocked depthwise convolution for small planes.
 //
 // Planes at most sixteen columns wide of unit stride run as row vectors
-// (conv_depthwise_rows.go); the rest of the small ones run here. On a plane of a
-// few dozen outputs the band kernel (dwBandPlane) spends
-// most of its time setting the plane up, and its vectors run along a row
-// of seven or fourteen outputs. Here sixteen channels go together: their
-// input planes are interleaved into one zero-padded block (sixteen floats
-// a position) in the worker's scratch, each output position is one zmm
-// register that sums the taps with the sixteen channels' weights (depthwiseChannels16),
-// and the results are de-interleaved into the output planes. The taps are
-// added in the band kernel's order, starting from the bias, so the bits
-// are the same.
+// (conv_depthwise_rows.go); the rest of the small ones run here. On a plane
+// of a few dozen outputs the band kernel (dwBandPlane) spends most of its
+// time setting the plane up, and its vectors run along a row of seven or
+// fourteen outputs. Here sixteen channels go together: their input planes
+// are interleaved into one zero-padded block (sixteen floats a position) in
+// the worker's scratch, each output position is one zmm register that sums
+// the taps with the sixteen channels' weights (depthwiseChannels16), and
+// the results are de-interleaved into the output planes. The taps are added
+// in the band kernel's order, starting from the bias, so the bits are the
+// same.
 
-// depthwiseChannelsMaxOut is the largest output plane, in positions, that runs
-// channel-blocked; depthwiseChannelsMaxOut5 that for 5×5 (or larger) filters of unit
-// stride, whose taps pay for the transposes on larger planes too.
+// depthwiseChannelsMaxOut is the largest output plane, in positions, that
+// runs channel-blocked; depthwiseChannelsMaxOut5 that for 5×5 (or larger)
+// filters of unit stride, whose taps pay for the transposes on larger
+// planes too.
 const (
 	depthwiseChannelsMaxOut  = 400
 	depthwiseChannelsMaxOut5 = 1024
@@ -31,8 +32,9 @@ const (
 // depthwiseChannelsLanes is the number of channels that go together.
 const depthwiseChannelsLanes = 16
 
-// depthwiseChannelsFits reports whether k's planes may run channel-blocked: a dwFast
-// geometry with one output channel per group and small output planes.
+// depthwiseChannelsFits reports whether k's planes may run channel-blocked:
+// a dwFast geometry with one output channel per group and small output
+// planes.
 func (k *convKernel) depthwiseChannelsFits() bool {
 	limit := depthwiseChannelsMaxOut
 	if k.kvol >= 25 && k.stride == [3]int{1, 1, 1} {
@@ -41,24 +43,25 @@ func (k *convKernel) depthwiseChannelsFits() bool {
 	return k.depthwise && k.mg == 1 && k.dwFast() && k.out[1]*k.out[2] <= limit && k.out[1]*k.out[2] > 0
 }
 
-// depthwiseChannelsPadded is the input extent, in rows and columns, that the outputs of
-// one plane read, padding included.
+// depthwiseChannelsPadded is the input extent, in rows and columns, that
+// the outputs of one plane read, padding included.
 func (k *convKernel) depthwiseChannelsPadded() (hp, wp int) {
 	return (k.out[1]-1)*k.stride[1] + k.kern[1], (k.out[2]-1)*k.stride[2] + k.kern[2]
 }
 
-// depthwiseChannelsFloats is the scratch, in floats, that one worker needs for a group
-// of channels: the interleaved input, the interleaved output (rows up to
-// wp positions apart), the weights and the biases.
+// depthwiseChannelsFloats is the scratch, in floats, that one worker needs
+// for a group of channels: the interleaved input, the interleaved output
+// (rows up to wp positions apart), the weights and the biases.
 func depthwiseChannelsFloats(k *convKernel) int {
 	hp, wp := k.depthwiseChannelsPadded()
 	return depthwiseChannelsLanes * (hp*wp + k.out[1]*max(k.out[2], wp) + k.kvol + 1)
 }
 
-// depthwiseChannelsTables sets k.depthwiseChannelsIn and k.depthwiseChannelsOut: where each input position's
-// sixteen lanes go in the padded block (−1 outside it: row q/W+ph,
-// column q%W+pw) and where each output position's come from in the
-// output block (rows wp apart with unit strides, else OW apart).
+// depthwiseChannelsTables sets k.depthwiseChannelsIn and
+// k.depthwiseChannelsOut: where each input position's sixteen lanes go in
+// the padded block (−1 outside it: row q/W+ph, column q%W+pw) and where
+// each output position's come from in the output block (rows wp apart with
+// unit strides, else OW apart).
 func (k *convKernel) depthwiseChannelsTables() {
 	W, OW := k.in[2], k.out[2]
 	hp, wp := k.depthwiseChannelsPadded()
@@ -80,9 +83,9 @@ func (k *convKernel) depthwiseChannelsTables() {
 	}
 }
 
-// depthwiseChannelsWeights sets k.depthwiseChannelsW from constant weights and bias (b may be nil):
-// each group of sixteen channels interleaved as depthwiseChannelsInterleave lays it
-// out, (kvol+1)·16 floats a group.
+// depthwiseChannelsWeights sets k.depthwiseChannelsW from constant weights
+// and bias (b may be nil): each group of sixteen channels interleaved as
+// depthwiseChannelsInterleave lays it out, (kvol+1)·16 floats a group.
 func (k *convKernel) depthwiseChannelsWeights(w f32src, b *ir.Tensor) {
 	const L = depthwiseChannelsLanes
 	per := (k.kvol + 1) * L
@@ -98,10 +101,10 @@ func (k *convKernel) depthwiseChannelsWeights(w f32src, b *ir.Tensor) {
 	})
 }
 
-// depthwiseChannelsInterleave writes the weights and biases of channels [c0, c0+cnt)
-// (cnt ≤ 16) to g as depthwiseChannels16 reads them: tap t of channel c0+l at t·16 + l,
-// then the channels' biases, zeros for the lanes past cnt and for an
-// absent bias.
+// depthwiseChannelsInterleave writes the weights and biases of channels
+// [c0, c0+cnt) (cnt ≤ 16) to g as depthwiseChannels16 reads them: tap t of
+// channel c0+l at t·16 + l, then the channels' biases, zeros for the lanes
+// past cnt and for an absent bias.
 func (k *convKernel) depthwiseChannelsInterleave(g []float32, w, b f32src, hasBias bool, c0, cnt int) {
 	const L = depthwiseChannelsLanes
 	clear(g)
@@ -120,10 +123,11 @@ func (k *convKernel) depthwiseChannelsGroups() int {
 	return k.nb * ceilDiv(k.m, depthwiseChannelsLanes)
 }
 
-// depthwiseChannelsGroup computes output channels [c0, c0+16) of image n (fewer at the
-// end) in buf (depthwiseChannelsFloats of it). fresh says buf's padding may hold
-// anything: a worker's first group of a run zeroes it, and the groups
-// after it leave it as it is (they write only inside it).
+// depthwiseChannelsGroup computes output channels [c0, c0+16) of image n
+// (fewer at the end) in buf (depthwiseChannelsFloats of it). fresh says
+// buf's padding may hold anything: a worker's first group of a run zeroes
+// it, and the groups after it leave it as it is (they write only inside
+// it).
 func (k *convKernel) depthwiseChannelsGroup(x, y, wt, bias, buf []float32, n, c0 int, fresh bool) {
 	W := k.in[2]
 	OH, OW := k.out[1], k.out[2]

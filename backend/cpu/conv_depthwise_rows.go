@@ -2,28 +2,29 @@ package cpu
 
 // Row-vector depthwise convolution.
 //
-// On planes at most sixteen columns wide (the 14² and 7² stages) the
-// band kernel's vectors of thirty-two columns are mostly padding, and the
-// channel-blocked path (depthwiseChannelsGroup) pays two transposes a plane. Here a
-// vector holds as many whole rows of one plane as fit in sixteen lanes,
-// the filter's weights sit in registers, and a filter row's taps are one
-// masked load of the rows it reads (zero outside the plane) shifted along
-// the lanes: depthwiseRows3 and depthwiseRows5, for 3×3 and 5×5 filters of unit stride whose
-// padding keeps the plane's size. The taps are added in the band
-// kernel's order, starting from the bias; a tap that falls outside the
-// plane adds nothing where the padded kernels add w·0.
+// On planes at most sixteen columns wide (the 14² and 7² stages) the band
+// kernel's vectors of thirty-two columns are mostly padding, and the
+// channel-blocked path (depthwiseChannelsGroup) pays two transposes a
+// plane. Here a vector holds as many whole rows of one plane as fit in
+// sixteen lanes, the filter's weights sit in registers, and a filter row's
+// taps are one masked load of the rows it reads (zero outside the plane)
+// shifted along the lanes: depthwiseRows3 and depthwiseRows5, for 3×3 and
+// 5×5 filters of unit stride whose padding keeps the plane's size. The taps
+// are added in the band kernel's order, starting from the bias; a tap that
+// falls outside the plane adds nothing where the padded kernels add w·0.
 //
-// The same file holds the kernels' kin: depthwiseSplit3 (3×3, stride 2, any width)
-// and depthwiseSplit5 (5×5, stride 2, narrow planes), which split input rows into
-// even and odd columns, and depthwiseRowsWide3 (3×3, unit stride, planes wider than
-// depthwiseRowsWide3Min), which walks a row sixteen columns at a time. depthwiseSplit3 and depthwiseRowsWide3
-// read rows outside the plane from a row of zeros, so their taps add w·0
-// as the band kernel's do.
+// The same file holds the kernels' kin: depthwiseSplit3 (3×3, stride 2, any
+// width) and depthwiseSplit5 (5×5, stride 2, narrow planes), which split
+// input rows into even and odd columns, and depthwiseRowsWide3 (3×3, unit
+// stride, planes wider than depthwiseRowsWide3Min), which walks a row
+// sixteen columns at a time. depthwiseSplit3 and depthwiseRowsWide3 read
+// rows outside the plane from a row of zeros, so their taps add w·0 as the
+// band kernel's do.
 
-// depthwiseRowsVec is one vector of depthwiseRows3's and depthwiseRows5's table: its byte offset in the
-// plane, its store mask (the lanes of its whole rows inside the plane),
-// and, for each filter row, the lanes of the rows it reads that lie
-// inside the plane.
+// depthwiseRowsVec is one vector of depthwiseRows3's and depthwiseRows5's
+// table: its byte offset in the plane, its store mask (the lanes of its
+// whole rows inside the plane), and, for each filter row, the lanes of the
+// rows it reads that lie inside the plane.
 type depthwiseRowsVec struct {
 	off   int64
 	store uint16
@@ -31,10 +32,10 @@ type depthwiseRowsVec struct {
 	_     [12]byte
 }
 
-// depthwiseRowsFits reports whether k's planes run as row vectors: a 2-D depthwise
-// convolution, one output channel per group, a 3×3 or 5×5 filter of unit
-// strides and dilations whose padding (half the filter each side) keeps
-// the plane's size, and planes at most sixteen columns wide.
+// depthwiseRowsFits reports whether k's planes run as row vectors: a 2-D
+// depthwise convolution, one output channel per group, a 3×3 or 5×5 filter
+// of unit strides and dilations whose padding (half the filter each side)
+// keeps the plane's size, and planes at most sixteen columns wide.
 func (k *convKernel) depthwiseRowsFits() bool {
 	kw := k.kern[2]
 	return k.depthwise && k.mg == 1 && k.in == k.out && k.in[0] == 1 && k.kern[0] == 1 &&
@@ -43,21 +44,23 @@ func (k *convKernel) depthwiseRowsFits() bool {
 		k.in[2] <= depthwiseChannelsLanes && k.outSp > 0
 }
 
-// depthwiseRowsWide3Fits reports whether k's planes run through depthwiseRowsWide3: a 2-D
-// depthwise convolution, one output channel per group, a 3×3 filter of
-// unit strides and dilations padded one each side, planes more than
-// depthwiseRowsWide3Min columns wide (narrower ones run as fast or faster in bands).
+// depthwiseRowsWide3Fits reports whether k's planes run through
+// depthwiseRowsWide3: a 2-D depthwise convolution, one output channel per
+// group, a 3×3 filter of unit strides and dilations padded one each side,
+// planes more than depthwiseRowsWide3Min columns wide (narrower ones run as
+// fast or faster in bands).
 func (k *convKernel) depthwiseRowsWide3Fits() bool {
 	return k.depthwise && k.mg == 1 && k.in == k.out && k.in[0] == 1 && k.kern == [3]int{1, 3, 3} &&
 		k.stride == [3]int{1, 1, 1} && k.dil == [3]int{1, 1, 1} && k.pad == [3]int{0, 1, 1} &&
 		k.in[2] > depthwiseRowsWide3Min && k.outSp > 0
 }
 
-// depthwiseRowsWide3Min is the widest plane that depthwiseRowsWide3 leaves to the band kernel.
+// depthwiseRowsWide3Min is the widest plane that depthwiseRowsWide3 leaves
+// to the band kernel.
 const depthwiseRowsWide3Min = 64
 
-// depthwiseRowsTable sets k.depthwiseRows and k.depthwiseRowsCols: the plane's vectors, g = 16/W rows
-// each, and the masks of the column shifts.
+// depthwiseRowsTable sets k.depthwiseRows and k.depthwiseRowsCols: the
+// plane's vectors, g = 16/W rows each, and the masks of the column shifts.
 func (k *convKernel) depthwiseRowsTable() {
 	const L = depthwiseChannelsLanes
 	H, W := k.in[1], k.in[2]
@@ -90,11 +93,11 @@ func (k *convKernel) depthwiseRowsTable() {
 	}
 }
 
-// depthwiseSplitVec is one output row of depthwiseSplit5's table: the byte offsets
-// of its first filter row's input row (negative above the plane) and of
-// the output row, its store mask (its columns), and, for each filter
-// row, the load masks of the input row's first sixteen columns and of
-// the rest (none for a row outside the plane).
+// depthwiseSplitVec is one output row of depthwiseSplit5's table: the byte
+// offsets of its first filter row's input row (negative above the plane)
+// and of the output row, its store mask (its columns), and, for each filter
+// row, the load masks of the input row's first sixteen columns and of the
+// rest (none for a row outside the plane).
 type depthwiseSplitVec struct {
 	in, out int64
 	store   uint16
@@ -103,7 +106,8 @@ type depthwiseSplitVec struct {
 	_       [10]byte
 }
 
-// depthwiseSplitIdx holds the even column indices 0, 2, …, 30 and then the odd ones.
+// depthwiseSplitIdx holds the even column indices 0, 2, …, 30 and then the
+// odd ones.
 var depthwiseSplitIdx = func() (v [32]int32) {
 	for j := range 16 {
 		v[j], v[16+j] = int32(2*j), int32(2*j+1)
@@ -111,11 +115,12 @@ var depthwiseSplitIdx = func() (v [32]int32) {
 	return v
 }()
 
-// depthwiseSplitFits reports whether k's planes run as stride-2 row vectors: a 2-D
-// depthwise convolution, one output channel per group, of strides 2 and
-// unit dilations, and either a 3×3 filter padded one before the plane
-// (depthwiseSplit3, any width) or a 5×5 one padded two, onto output rows of at most
-// sixteen columns from input rows of at most thirty-two (depthwiseSplit5).
+// depthwiseSplitFits reports whether k's planes run as stride-2 row
+// vectors: a 2-D depthwise convolution, one output channel per group, of
+// strides 2 and unit dilations, and either a 3×3 filter padded one before
+// the plane (depthwiseSplit3, any width) or a 5×5 one padded two, onto
+// output rows of at most sixteen columns from input rows of at most
+// thirty-two (depthwiseSplit5).
 func (k *convKernel) depthwiseSplitFits() bool {
 	kw := k.kern[2]
 	if !k.depthwise || k.mg != 1 || k.in[0] != 1 || k.kern[0] != 1 || k.kern[1] != kw ||
@@ -125,9 +130,10 @@ func (k *convKernel) depthwiseSplitFits() bool {
 	return kw == 3 || kw == 5 && k.out[2] <= depthwiseChannelsLanes && k.in[2] <= 2*depthwiseChannelsLanes
 }
 
-// depthwiseSplitTable sets, for a 3×3 filter, k.depthwiseSplit3Rows (each output row's input
-// rows' byte offsets, −1 outside the plane, and its own) and k.depthwiseSplit3Zero;
-// for a 5×5 one k.depthwiseSplit, one vector per output row.
+// depthwiseSplitTable sets, for a 3×3 filter, k.depthwiseSplit3Rows (each
+// output row's input rows' byte offsets, −1 outside the plane, and its own)
+// and k.depthwiseSplit3Zero; for a 5×5 one k.depthwiseSplit, one vector per
+// output row.
 func (k *convKernel) depthwiseSplitTable() {
 	const L = depthwiseChannelsLanes
 	H, W, OW := k.in[1], k.in[2], k.out[2]
@@ -173,7 +179,8 @@ func s2Chunks(w, ow int) (full int, masks uint64) {
 	return full, lanes(w-32*full) | lanes(w-32*full-16)<<16 | lanes(ow-16*full)<<32
 }
 
-// depthwiseSplitZero is the bias of a stride-2 row-vector convolution without one.
+// depthwiseSplitZero is the bias of a stride-2 row-vector convolution
+// without one.
 var depthwiseSplitZero float32
 
 // rowVectors reports whether k was built for one of the row-vector
@@ -182,10 +189,11 @@ func (k *convKernel) rowVectors() bool {
 	return k.depthwiseRows != nil || k.depthwiseSplit != nil || k.depthwiseSplit3Rows != nil || k.depthwiseRowsZero != nil
 }
 
-// depthwiseRowsPlanes computes planes [lo, hi) of the images' nb·m output planes
-// through the row-vector kernels (depthwiseRows3, depthwiseRows5 or depthwiseRowsWide3, or depthwiseSplit3 or depthwiseSplit5
-// for strides 2), a run of channels of one image per call, from x, which
-// holds the input planes from plane xFrom on.
+// depthwiseRowsPlanes computes planes [lo, hi) of the images' nb·m output
+// planes through the row-vector kernels (depthwiseRows3, depthwiseRows5 or
+// depthwiseRowsWide3, or depthwiseSplit3 or depthwiseSplit5 for strides 2),
+// a run of channels of one image per call, from x, which holds the input
+// planes from plane xFrom on.
 func (k *convKernel) depthwiseRowsPlanes(x []float32, xFrom int, y, wt, bias []float32, lo, hi int) {
 	var lim *float32
 	if k.lim != nil {

@@ -6,14 +6,14 @@ import (
 )
 
 // blockedGather is the NCHW16c path of a convolution of windows (a kernel
-// larger than 1×1, or a stride without subsampling: a ResNet's stride-2
-// 3×3 layers), input and output blocked together. The positions are the
-// rows of the product, twelve a tile, the output channels its columns,
-// 32 a panel, as on pointwiseBlocked12x32; A, each tile's windows, is gathered from
-// the blocked input a k slice of 256 steps (sixteen blocks of sixteen
-// channels of one tap) at a time for a strip of gatherStrip tiles, and
-// every panel's slice of the weights, 32 KiB, then serves the whole
-// strip from the L1 cache, the tiles' outputs adding up over the slices
+// larger than 1×1, or a stride without subsampling: a ResNet's stride-2 3×3
+// layers), input and output blocked together. The positions are the rows of
+// the product, twelve a tile, the output channels its columns, 32 a panel,
+// as on pointwiseBlocked12x32; A, each tile's windows, is gathered from the
+// blocked input a k slice of 256 steps (sixteen blocks of sixteen channels
+// of one tap) at a time for a strip of gatherStrip tiles, and every panel's
+// slice of the weights, 32 KiB, then serves the whole strip from the L1
+// cache, the tiles' outputs adding up over the slices
 // (pointwiseBlocked12x32's pointwiseBlockedAcc).
 type blockedGather struct {
 	// wT is the weights transposed: m/32 panels of kvol·c steps of 32
@@ -37,10 +37,10 @@ func (k *convKernel) gatherFloats(strip int) int {
 // gatherSlab is the floats of one tile's slice of A.
 const gatherSlab = gatherSlice * pointwiseBlockedMR * blockLanes
 
-// gatherFits reports whether k can run as blockedGather with scratch
-// bytes: a 2-D convolution of windows with one group, constant weights,
-// whole blocks of input channels and 32-channel panels of output, a
-// plane of at least pointwiseBlockedMinPlane outputs, and no epilogue but a clamp.
+// gatherFits reports whether k can run as blockedGather with scratch bytes:
+// a 2-D convolution of windows with one group, constant weights, whole
+// blocks of input channels and 32-channel panels of output, a plane of at
+// least pointwiseBlockedMinPlane outputs, and no epilogue but a clamp.
 func (k *convKernel) gatherFits(scratch int64) bool {
 	if !useAVX512Kernel || !dw512 || k.depthwise || k.g != 1 || k.in[0] != 1 || k.kern[0] != 1 || k.pointwise || k.sub > 0 ||
 		k.wg != nil || k.pro != nil || k.wPre == nil || k.c%blockLanes != 0 || k.m%pointwiseBlockedNR != 0 || k.outSp < pointwiseBlockedMinPlane || k.nb == 0 {
@@ -153,10 +153,10 @@ func (k *convKernel) gatherShare(in, out [][]byte, scratch []byte, s, parts, str
 	}
 }
 
-// gatherA packs the windows of output positions [p0, p0+rows) of image
-// x (NCHW16c) as pointwiseBlocked12x32's blocked A, blocks 768 bytes apart: k blocks
-// [s0, s1) of the blocks of sixteen channels of each tap in turn, the
-// positions' input vectors at that tap, zero where the tap falls in the
+// gatherA packs the windows of output positions [p0, p0+rows) of image x
+// (NCHW16c) as pointwiseBlocked12x32's blocked A, blocks 768 bytes apart: k
+// blocks [s0, s1) of the blocks of sixteen channels of each tap in turn,
+// the positions' input vectors at that tap, zero where the tap falls in the
 // padding or past rows.
 func (k *convKernel) gatherA(a, x []float32, p0, rows, s0, s1 int) {
 	H, W, OW := k.in[1], k.in[2], k.out[2]

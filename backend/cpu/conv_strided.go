@@ -3,10 +3,10 @@ package cpu
 // blockedWin is the path of a convolution of stride 2 from an input in
 // planes to an output in NCHW16c (a ResNet's 7×7 stem, whose max pool and
 // first block then read sixteen channels of a position at a time): each
-// image's input is copied with its padding into scratch, and blockedWindows12x32
-// reads the windows of twelve output positions of a row from there, a
-// step (input channel, kernel row, column) at a time, with the weights
-// transposed as B.
+// image's input is copied with its padding into scratch, and
+// blockedWindows12x32 reads the windows of twelve output positions of a row
+// from there, a step (input channel, kernel row, column) at a time, with
+// the weights transposed as B.
 type blockedWin struct {
 	// wT is the weights transposed: m/32 panels of kvol·c steps of 32
 	// output channels, the steps in the weights' order.

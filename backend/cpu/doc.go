@@ -51,13 +51,13 @@
 // Activations may be held channel-blocked (NCHW16c: sixteen channels of a
 // position side by side) where Compile chooses so (blockLayouts, after
 // fusion, with blockRoles and blockKernels): the kernels that take such
-// activations are 1×1 convolutions (pointwiseBlocked12x32: twelve positions by 32
-// output channels a tile, the input read in place, its residual added
-// and its output stored sixteen channels at a time), Winograd layers
-// (their transforms a tile of sixteen channels a call, their products on
-// pointwiseBlocked12x32), other convolutions of windows from whole blocks of channels
-// (their windows gathered a k slice at a time, conv_gather.go), the
-// stride-2 stem from planes (blockedWindows12x32), max pooling, channel
+// activations are 1×1 convolutions (pointwiseBlocked12x32: twelve positions
+// by 32 output channels a tile, the input read in place, its residual added
+// and its output stored sixteen channels at a time), Winograd layers (their
+// transforms a tile of sixteen channels a call, their products on
+// pointwiseBlocked12x32), other convolutions of windows from whole blocks
+// of channels (their windows gathered a k slice at a time, conv_gather.go),
+// the stride-2 stem from planes (blockedWindows12x32), max pooling, channel
 // concatenation and global average pooling (conv_blocked.go,
 // winograd_blocked.go, conv_strided.go).
 //
@@ -86,11 +86,11 @@
 // result is the same bit for bit (attention.go).
 //
 // fuseEpilogue and fuseAfter attach an epilogue to a MatMul, Gemm or Conv
-// kernel: the elementwise nodes that follow it in the plan, run on each tile of its
-// output while the tile is in cache (or in one more pass), each with its
-// own kernel's loop, so the result is the same bit for bit. A leading
-// residual Add and Relu or Clip move into the GEMM kernels' store, and
-// Sigmoid followed by Mul runs as one SiLU pass.
+// kernel: the elementwise nodes that follow it in the plan, run on each
+// tile of its output while the tile is in cache (or in one more pass), each
+// with its own kernel's loop, so the result is the same bit for bit. A
+// leading residual Add and Relu or Clip move into the GEMM kernels' store,
+// and Sigmoid followed by Mul runs as one SiLU pass.
 //
 // Float32 Add, Sub, Mul, Div, Relu, Clip, Square, Cube, Exp, Sigmoid,
 // Tanh, Erf, Softmax and LayerNormalization have AVX2 kernels that round

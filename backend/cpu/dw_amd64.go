@@ -51,10 +51,10 @@ var dw512 = dwAsm && cpu.X86.HasAVX512F
 //go:noescape
 func dwTapsAVX512(o *float32, tp *[dwMaxTaps]*float32, w *float32, ntaps, n int, bias float32)
 
-// depthwiseChannels16 computes n output positions of sixteen channels at once from a
-// channel-blocked input (sixteen floats a position): o[16j+l] = b[l] +
-// Σ_t w[16t+l]·x[16·step·j + offs[t]/4 + l], the ntaps ≥ 1 taps added in
-// order (offs in bytes). It needs AVX-512F (dw512).
+// depthwiseChannels16 computes n output positions of sixteen channels at
+// once from a channel-blocked input (sixteen floats a position): o[16j+l] =
+// b[l] + Σ_t w[16t+l]·x[16·step·j + offs[t]/4 + l], the ntaps ≥ 1 taps
+// added in order (offs in bytes). It needs AVX-512F (dw512).
 //
 //go:noescape
 func depthwiseChannels16(o, x, w, b *float32, offs *int, ntaps, n, step int)
@@ -112,12 +112,12 @@ func dwSplitRows512(e, o *float32, ld int, x *float32, ldx, rows, p, lo, off, pa
 //go:noescape
 func evenCols(dst, src *float32, n, rows, ldd, lds int)
 
-// depthwiseRows3 and depthwiseRows5 compute nch depthwise planes of sp floats, 3×3 or 5×5
-// filters, a few whole rows of a plane at most sixteen columns wide to a
-// vector, from the row-vector table tab (depthwiseRowsTable: nvec vectors); row is
-// the plane's width and cols the masks of the column shifts −1, +1, −2,
-// +2: see depthwise_rows_amd64.s. b may be nil (no bias), lim nil (no clamp). They
-// need AVX-512F (dw512).
+// depthwiseRows3 and depthwiseRows5 compute nch depthwise planes of sp
+// floats, 3×3 or 5×5 filters, a few whole rows of a plane at most sixteen
+// columns wide to a vector, from the row-vector table tab
+// (depthwiseRowsTable: nvec vectors); row is the plane's width and cols the
+// masks of the column shifts −1, +1, −2, +2: see depthwise_rows_amd64.s. b
+// may be nil (no bias), lim nil (no clamp). They need AVX-512F (dw512).
 //
 //go:noescape
 func depthwiseRows3(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)
@@ -125,17 +125,18 @@ func depthwiseRows3(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, n
 //go:noescape
 func depthwiseRows5(o, x, w, b *float32, tab *depthwiseRowsVec, nvec, row, sp, nch int, cols *[4]uint16, lim *float32)
 
-// depthwiseSplit3 computes nch depthwise planes of a 3×3 filter of stride 2 and
-// padding 1, an output row sixteen columns at a time from thirty-two
-// input columns of each of its input rows (rows: depthwiseSplit3Rows), full whole
-// chunks a row and a last one under masks; zero is a row of zeros as
-// long as the chunks reach. depthwiseSplit5 computes them for 5×5 filters, one
-// output row of at most sixteen columns a vector, from input rows of at
-// most thirty-two (row floats wide), from the table tab (depthwiseSplitTable: nvec
-// vectors). Output planes are sp floats apart, input planes isp; the
-// biases bstep bytes apart (0: one for all), idx the even and odd column
-// indices (depthwiseSplitIdx): see depthwise_split_amd64.s. lim may be nil (no clamp). They need
-// AVX-512F (dw512).
+// depthwiseSplit3 computes nch depthwise planes of a 3×3 filter of stride 2
+// and padding 1, an output row sixteen columns at a time from thirty-two
+// input columns of each of its input rows (rows: depthwiseSplit3Rows), full
+// whole chunks a row and a last one under masks; zero is a row of zeros as
+// long as the chunks reach. depthwiseSplit5 computes them for 5×5 filters,
+// one output row of at most sixteen columns a vector, from input rows of at
+// most thirty-two (row floats wide), from the table tab
+// (depthwiseSplitTable: nvec vectors). Output planes are sp floats apart,
+// input planes isp; the biases bstep bytes apart (0: one for all), idx the
+// even and odd column indices (depthwiseSplitIdx): see
+// depthwise_split_amd64.s. lim may be nil (no clamp). They need AVX-512F
+// (dw512).
 //
 //go:noescape
 func depthwiseSplit3(o, x, w, b *float32, bstep int, rows *int64, oh, full int, masks uint64, sp, isp, nch int, idx *[32]int32, lim, zero *float32)
@@ -160,11 +161,11 @@ func maxPool3s2(y, x *float32, h, w, oh, ow, full int, masks uint64, idx *[32]in
 //go:noescape
 func maxTapsB(dst, src *float32, offs *int, taps, n, step int)
 
-// depthwiseRowsWide3 computes nch depthwise planes of h×width floats, a 3×3 filter of
-// unit strides and padding 1 on rows wider than sixteen columns, an
-// output row sixteen columns at a time: see depthwise_rows_amd64.s. b may be nil (no
-// bias), lim nil (no clamp); zero is a row of at least width+16 zeros.
-// It needs AVX-512F (dw512).
+// depthwiseRowsWide3 computes nch depthwise planes of h×width floats, a 3×3
+// filter of unit strides and padding 1 on rows wider than sixteen columns,
+// an output row sixteen columns at a time: see depthwise_rows_amd64.s. b
+// may be nil (no bias), lim nil (no clamp); zero is a row of at least
+// width+16 zeros. It needs AVX-512F (dw512).
 //
 //go:noescape
 func depthwiseRowsWide3(o, x, w, b *float32, h, width, nch int, lim, zero *float32)

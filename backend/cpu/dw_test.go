@@ -25,16 +25,15 @@ var dwShapes = []struct {
 }
 
 // TestDepthwiseBands checks dwBandPlane, the assembly path of 3×3 and 5×5
-// depthwise filters with strides 1 and 2, against the reference loop:
-// pads 0 to 3 (symmetric or not), odd and even sizes, planes from 1×1 to
-// 112×112 (several bands, the last one partial), mixed strides, channel
-// multipliers 1 and 2, batches, with and without bias, on 1 to 3 threads,
-// on the AVX2 kernel and, where the machine has it, the AVX-512 one
-// (with the row-vector kernels depthwiseRows3, depthwiseRows5, depthwiseSplit3 and depthwiseSplit5 on narrow
-// planes). Rows
-// wider than dwMaxPitch take the row-by-row path instead. It is skipped
-// without the assembly kernel, where the Go code that TestDepthwiseFast
-// covers runs instead.
+// depthwise filters with strides 1 and 2, against the reference loop: pads
+// 0 to 3 (symmetric or not), odd and even sizes, planes from 1×1 to 112×112
+// (several bands, the last one partial), mixed strides, channel multipliers
+// 1 and 2, batches, with and without bias, on 1 to 3 threads, on the AVX2
+// kernel and, where the machine has it, the AVX-512 one (with the
+// row-vector kernels depthwiseRows3, depthwiseRows5, depthwiseSplit3 and
+// depthwiseSplit5 on narrow planes). Rows wider than dwMaxPitch take the
+// row-by-row path instead. It is skipped without the assembly kernel, where
+// the Go code that TestDepthwiseFast covers runs instead.
 func TestDepthwiseBands(t *testing.T) {
 	if !dwAsm {
 		t.Skip("no assembly depthwise kernel")
@@ -128,8 +127,8 @@ func TestDepthwiseBands(t *testing.T) {
 
 // TestDepthwiseBandsTaken checks that the shapes of dwShapes run through
 // dwBandPlane where the assembly kernel exists, with a scratch area of a
-// few rows per worker, or, narrow enough, as row vectors (depthwiseRows3, depthwiseRows5,
-// depthwiseSplit3, depthwiseSplit5).
+// few rows per worker, or, narrow enough, as row vectors (depthwiseRows3,
+// depthwiseRows5, depthwiseSplit3, depthwiseSplit5).
 func TestDepthwiseBandsTaken(t *testing.T) {
 	if !dwAsm {
 		t.Skip("no assembly depthwise kernel")

@@ -48,12 +48,12 @@ func sgemm12x32(kb int, a0, a1, b0, b1 *float32, bstep int, c *float32, ldc int,
 
 // sgemm6x32 is sgemm12x32 for one A panel (6 floats per step at a): it
 // computes the 6×32 product of kb steps of a and the B panels at b0, b1
-// (bstep floats a step) and writes it to the 6 rows of C at c as sgemm12x32 does (rb has 6
-// values, cb 32). Its hints are four lines from each of pf0 and pf1
-// every four steps, pfn times. With a1 not nil it computes rows 6 and 7
-// too, the first two rows of the A panel at a1, into C's rows 6 and 7
-// (and rb's, res's): the last eight rows of a product of 12n+8 rows,
-// which a pair of panels would compute twelve of. It needs AVX-512F.
+// (bstep floats a step) and writes it to the 6 rows of C at c as sgemm12x32
+// does (rb has 6 values, cb 32). Its hints are four lines from each of pf0
+// and pf1 every four steps, pfn times. With a1 not nil it computes rows 6
+// and 7 too, the first two rows of the A panel at a1, into C's rows 6 and 7
+// (and rb's, res's): the last eight rows of a product of 12n+8 rows, which
+// a pair of panels would compute twelve of. It needs AVX-512F.
 //
 //go:noescape
 func sgemm6x32(kb int, a, b0, b1 *float32, bstep int, c *float32, ldc int, rb, cb *float32, mode int, lim, res *float32, pf0, pf1 *float32, pfn int, a1 *float32)
@@ -85,26 +85,26 @@ func sgemm6x64(kb int, a, b *float32, c *float32, ldc int, rb, cb *float32, mode
 //go:noescape
 func fmaPeakLoop512(n int)
 
-// pointwiseBlocked12x32 computes a 12×32 tile of a 1×1 convolution's output with its
-// rows twelve positions and its columns 32 output channels: kb16 blocks
-// of sixteen input channels of A (blocked: NCHW16c in place, a block's
-// twelve positions 64 bytes apart and the next block akb bytes further;
-// packed, mode bit pointwiseBlockedPacked: each channel's twelve positions side by
-// side, blocks 768 bytes apart) times B, the transposed weights packed
-// 32 channels a step. It writes row i to C in NCHW16c: channels 0-15 at
-// c + 64·i bytes, 16-31 chalf bytes further, after adding what C holds
-// (mode bit pointwiseBlockedAcc), the 32 biases at bias and the tile at res (C's
-// layout), and clamping to lim, where those are not nil. Where pf is not
-// nil and A is blocked, it asks for the next call's B at pf, as many
-// steps, to be brought into L2 as it goes (the weights of a panel the
-// tile after will read from memory). It needs AVX-512F.
+// pointwiseBlocked12x32 computes a 12×32 tile of a 1×1 convolution's output
+// with its rows twelve positions and its columns 32 output channels: kb16
+// blocks of sixteen input channels of A (blocked: NCHW16c in place, a
+// block's twelve positions 64 bytes apart and the next block akb bytes
+// further; packed, mode bit pointwiseBlockedPacked: each channel's twelve
+// positions side by side, blocks 768 bytes apart) times B, the transposed
+// weights packed 32 channels a step. It writes row i to C in NCHW16c:
+// channels 0-15 at c + 64·i bytes, 16-31 chalf bytes further, after adding
+// what C holds (mode bit pointwiseBlockedAcc), the 32 biases at bias and
+// the tile at res (C's layout), and clamping to lim, where those are not
+// nil. Where pf is not nil and A is blocked, it asks for the next call's B
+// at pf, as many steps, to be brought into L2 as it goes (the weights of a
+// panel the tile after will read from memory). It needs AVX-512F.
 //
 //go:noescape
 func pointwiseBlocked12x32(kb16 int, a *float32, akb int, mode int, b *float32, c *float32, chalf int, bias, res, lim, pf *float32)
 
-// pointwiseBlocked13x32 is pointwiseBlocked12x32 for thirteen positions of a blocked A read in
-// place (no packed form): the last position of a plane of 12n+1 rides
-// with the twelve before it. It needs AVX-512F.
+// pointwiseBlocked13x32 is pointwiseBlocked12x32 for thirteen positions of
+// a blocked A read in place (no packed form): the last position of a plane
+// of 12n+1 rides with the twelve before it. It needs AVX-512F.
 //
 //go:noescape
 func pointwiseBlocked13x32(kb16 int, a *float32, akb int, b *float32, c *float32, chalf int, bias, res, lim *float32)
@@ -140,8 +140,8 @@ func gather12(dst, src *float32, offs *int)
 //go:noescape
 func stemRows8x48(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)
 
-// stemRows8x16 is stemRows8x48 for 16 positions: the tiles of a row past its last
-// whole 48.
+// stemRows8x16 is stemRows8x48 for 16 positions: the tiles of a row past
+// its last whole 48.
 //
 //go:noescape
 func stemRows8x16(k int, a *float32, offs *int, w *float32, c *float32, ldc int, bias, lim *float32)

@@ -3,13 +3,13 @@ package cpu
 // The Winograd path on channel-blocked activations (NCHW16c, see
 // conv_blocked.go): input and output both blocked. The transforms take a
 // tile of sixteen channels a call, a channel a lane (wgInB4, wgOutB4 and
-// F(2×2, 3×3)'s wgInB2, wgOutB2), reading and writing the blocked planes
-// in place; V and M are held blocked too, V_ξ as rows of tiles (V[ξ][c/16]
+// F(2×2, 3×3)'s wgInB2, wgOutB2), reading and writing the blocked planes in
+// place; V and M are held blocked too, V_ξ as rows of tiles (V[ξ][c/16]
 // [tile][16]) and M_ξ likewise, so that each product M_ξᵀ = V_ξᵀ·U_ξᵀ runs
-// on the blocked pointwise kernel (pointwiseBlocked12x32) with the tiles as the rows
-// of A read in place and U_ξᵀ, the transformed filters transposed, as B.
-// Only the patches that cross the padding or the plane's edge, and the
-// output tiles that do, go through a patch in scratch.
+// on the blocked pointwise kernel (pointwiseBlocked12x32) with the tiles as
+// the rows of A read in place and U_ξᵀ, the transformed filters transposed,
+// as B. Only the patches that cross the padding or the plane's edge, and
+// the output tiles that do, go through a patch in scratch.
 
 // wgBlockedFloats is the scratch one share of the transforms takes: a
 // 6×6 input patch, the transforms' rows, and a 4×4 output patch.

@@ -82,7 +82,8 @@ type halves struct {
 	dry bool
 }
 
-// buildContext is what a builder sees of its node, and where it leaves its launches.
+// buildContext is what a builder sees of its node, and where it leaves its
+// launches.
 type buildContext struct {
 	g      *ir.Graph
 	n      *ir.Node

@@ -16,12 +16,12 @@ import (
 // serves every position.
 //
 // A product with one activation row (a decoder's step) runs packedMV: a
-// warp takes four weight rows, which it streams through shared memory in 16-byte
-// loads (rows of ggml blocks are only 2-byte aligned), decoding a unit of
-// 32 values (16 for q6_K, 8 or 1 for the float formats) a lane at a time
-// and accumulating in float32. More rows (a prompt) run packedMM: 64×64
-// tiles of the output, the weights decoded into shared memory 32 columns
-// at a time.
+// warp takes four weight rows, which it streams through shared memory in
+// 16-byte loads (rows of ggml blocks are only 2-byte aligned), decoding a
+// unit of 32 values (16 for q6_K, 8 or 1 for the float formats) a lane at a
+// time and accumulating in float32. More rows (a prompt) run packedMM:
+// 64×64 tiles of the output, the weights decoded into shared memory 32
+// columns at a time.
 
 // packedName is the kernels' name of each format the GPU decodes: every
 // one ggml.Dequantize converts.
