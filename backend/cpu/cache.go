@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 	"math"
 
 	"github.com/berth-ml/berth/ir"
@@ -84,15 +85,15 @@ func (k *cachedAttentionKernel) rangeArgs(in, out [][]byte, scratch []byte, a ar
 		for it := wi * items / p; it < (wi+1)*items/p; it++ {
 			h, i := it/k.t, it%k.t
 			n := pos + i + 1 // the rows query i sees
-			vScale(qs, q[i*width+h*k.d:][:k.d], k.scale)
+			vmath.Scale(qs, q[i*width+h*k.d:][:k.d], k.scale)
 			kv := (h / k.group) * k.d
 			s := scores[:n]
 			dotRows(s, qs, keys[kv:], n, k.kvWidth, k.d)
-			m := vMax(s)
-			sum := vExpSum(s, s, m)
+			m := vmath.Max(s)
+			sum := vmath.ExpSum(s, s, m)
 			o := y[i*width+h*k.d:][:k.d]
 			weightRows(o, s, vals[kv:], n, k.kvWidth, k.d)
-			vScale(o, o, float32(1/sum))
+			vmath.Scale(o, o, float32(1/sum))
 		}
 	}
 }
@@ -103,7 +104,7 @@ func dotRows(s, q, k []float32, rows, stride, d int) {
 		return
 	}
 	_ = k[(rows-1)*stride+d-1]
-	if vmathAsm && d%8 == 0 {
+	if vmath.Asm && d%8 == 0 {
 		dotRowsAVX2(&s[0], &q[0], &k[0], rows, stride, d)
 		return
 	}
@@ -126,7 +127,7 @@ func weightRows(o, p, v []float32, rows, stride, d int) {
 		return
 	}
 	_ = v[(rows-1)*stride+d-1]
-	if vmathAsm && d%8 == 0 {
+	if vmath.Asm && d%8 == 0 {
 		weightRowsAVX2(&o[0], &p[0], &v[0], rows, stride, d)
 		return
 	}

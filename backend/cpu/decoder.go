@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -15,7 +16,7 @@ import (
 type rmsNormKernel struct {
 	rows, n int
 	eps     float64
-	zeros   []float32 // the bias vNormAffine adds: none
+	zeros   []float32 // the bias vmath.NormAffine adds: none
 }
 
 func buildRMSNorm(c *buildContext) (Kernel, int64, error) {
@@ -35,8 +36,8 @@ func (k *rmsNormKernel) Range(in, out [][]byte, _ []byte, lo, hi int) {
 	x, scale, y := f32s(in[0]), f32s(in[1]), f32s(out[0])
 	for r := lo; r < hi; r++ {
 		row := x[r*k.n : (r+1)*k.n]
-		inv := float32(1 / math.Sqrt(vSumSqDev(row, 0)/float64(k.n)+k.eps))
-		vNormAffine(y[r*k.n:(r+1)*k.n], row, scale, k.zeros, 0, inv)
+		inv := float32(1 / math.Sqrt(vmath.SumSqDev(row, 0)/float64(k.n)+k.eps))
+		vmath.NormAffine(y[r*k.n:(r+1)*k.n], row, scale, k.zeros, 0, inv)
 	}
 }
 

@@ -94,7 +94,7 @@
 //
 // Float32 Add, Sub, Mul, Div, Relu, Clip, Square, Cube, Exp, Sigmoid,
 // Tanh, Erf, Softmax and LayerNormalization have AVX2 kernels that round
-// as the scalar loops do or stay within 2 ulp of float64 math (vmath.go;
+// as the scalar loops do or stay within 2 ulp of float64 math (package vmath;
 // Add, Sub, Mul, Div, sigmoid, SiLU, tanh, erf and softmax's exponentials
 // also on AVX-512, with the same bits); the Go loops remain for other types
 // and CPUs.

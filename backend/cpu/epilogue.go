@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 	"math"
 	"unsafe"
 
@@ -263,7 +264,7 @@ func unaryOf(g *ir.Graph, n *ir.Node, ins []epOperand) (uk *unaryKernel, unary b
 
 // fuseSilu turns each Sigmoid(x) followed by Mul(x, it) (either order),
 // where nothing after reads the sigmoid, into one SiLU instruction: one
-// pass instead of two, with the same bits (vSilu is x times vSigmoid's
+// pass instead of two, with the same bits (vmath.Silus is x times vmath.Sigmoids's
 // result).
 func (e *epilogue) fuseSilu() {
 	for i := 0; i+1 < len(e.instrs); i++ {
@@ -305,7 +306,7 @@ func (in *epInstr) operands() []*epOperand {
 }
 
 // siluF32 is the float32 loop of the fused SiLU.
-func siluF32(d, s []byte, _ args) { vSilu(f32s(d), f32s(s)) }
+func siluF32(d, s []byte, _ args) { vmath.Silus(f32s(d), f32s(s)) }
 
 // splitClamp separates a leading Relu or Clip that only the producer's
 // output feeds: it returns the interval to clamp the producer's output to

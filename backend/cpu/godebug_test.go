@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 )
 
 // GODEBUG=cpu.avx512f=off (one of CI's runs) must turn every AVX-512 path
@@ -18,7 +20,7 @@ func TestGODEBUGTurnsOffAVX512(t *testing.T) {
 		t.Skip("GODEBUG does not switch AVX-512F off")
 	}
 	for name, on := range map[string]bool{
-		"useAVX512Kernel": useAVX512Kernel, "dw512": dw512, "arith512": arith512, "vmath512": vmath512,
+		"useAVX512Kernel": useAVX512Kernel, "dw512": dw512, "arith512": arith512, "vmath.Wide512": vmath.Wide512,
 		"blockedLayouts": blockedLayouts(),
 	} {
 		if on {

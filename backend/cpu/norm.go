@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -155,11 +156,11 @@ func (k *layerNormKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi i
 	for r := lo; r < hi; r++ {
 		xs := x[r*d:][:d]
 		ys := y[r*d:][:d]
-		mean := vSum(xs) / float64(d)
+		mean := vmath.Sum(xs) / float64(d)
 		mf := float32(mean)
 		// Σ(x−mf)² = Σ(x−mean)² + d·(mean−mf)², as Σ(x−mean) = 0.
 		dm := mean - float64(mf)
-		variance := max(vSumSqDev(xs, mf)/float64(d)-dm*dm, 0)
+		variance := max(vmath.SumSqDev(xs, mf)/float64(d)-dm*dm, 0)
 		inv := 1 / math.Sqrt(variance+k.eps)
 		if means != nil {
 			means[r] = mf
@@ -169,9 +170,9 @@ func (k *layerNormKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi i
 		}
 		switch {
 		case k.scaleN == d && k.biasN == d:
-			vNormAffine(ys, xs, scale[:d], bias[:d], mf, float32(inv))
+			vmath.NormAffine(ys, xs, scale[:d], bias[:d], mf, float32(inv))
 		case k.scaleN == d && k.biasN == 0:
-			vNormAffine(ys, xs, scale[:d], k.zeros, mf, float32(inv))
+			vmath.NormAffine(ys, xs, scale[:d], k.zeros, mf, float32(inv))
 		default:
 			for i, v := range xs {
 				s, b := scale[0], float32(0)

@@ -1,6 +1,10 @@
 package cpu
 
-import "math"
+import (
+	"math"
+
+	"github.com/berth-ml/berth/backend/cpu/vmath"
+)
 
 // Softmax loops over one vector.
 
@@ -8,7 +12,7 @@ import "math"
 // scaling are vectorised (vmath.go); the sum is accumulated in float64.
 func softmaxRow(y, x []float32, log bool) {
 	x = x[:len(y)]
-	m := vMax(x)
+	m := vmath.Max(x)
 	if log {
 		// Sum the exponentials through a buffer: y may be x, which is
 		// still needed.
@@ -16,7 +20,7 @@ func softmaxRow(y, x []float32, log bool) {
 		var sum float64
 		for i := 0; i < len(x); i += len(buf) {
 			c := x[i:min(i+len(buf), len(x))]
-			sum += vExpSum(buf[:len(c)], c, m)
+			sum += vmath.ExpSum(buf[:len(c)], c, m)
 		}
 		off := float64(m) + math.Log(sum)
 		for i, v := range x {
@@ -24,8 +28,8 @@ func softmaxRow(y, x []float32, log bool) {
 		}
 		return
 	}
-	sum := vExpSum(y, x, m)
-	vScale(y, y, float32(1/sum))
+	sum := vmath.ExpSum(y, x, m)
+	vmath.Scale(y, y, float32(1/sum))
 }
 
 // softmaxStrided handles n elements spaced str apart; y may be x.
@@ -40,7 +44,7 @@ func softmaxStrided(y, x []float32, n, str int, log bool) {
 	var sum float64
 	if log {
 		for j := 0; j < n; j++ {
-			sum += float64(expf(x[j*str] - m))
+			sum += float64(vmath.Exp(x[j*str] - m))
 		}
 		ls := math.Log(sum)
 		for j := 0; j < n; j++ {
@@ -49,7 +53,7 @@ func softmaxStrided(y, x []float32, n, str int, log bool) {
 		return
 	}
 	for j := 0; j < n; j++ {
-		e := expf(x[j*str] - m)
+		e := vmath.Exp(x[j*str] - m)
 		sum += float64(e)
 		y[j*str] = e
 	}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/weights/ggml"
@@ -96,7 +97,7 @@ func (fp *floatProduct) Run(w *Workers, in, out [][]byte, scratch []byte) {
 func (fp *floatProduct) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi int) {
 	dst := f32s(out[0])[lo*fp.k : hi*fp.k]
 	src := in[0][lo*fp.rowBytes : hi*fp.rowBytes]
-	if n := len(dst) &^ 7; fp.format == ggml.F16 && vmathAsm && n > 0 {
+	if n := len(dst) &^ 7; fp.format == ggml.F16 && vmath.Asm && n > 0 {
 		// F16C's conversion: the bits ggml.Dequantize gives.
 		widenF16AVX2(&dst[0], &view[uint16](src)[0], n)
 		dst, src = dst[n:], src[2*n:]

@@ -3,6 +3,7 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 	"math"
 	"testing"
 
@@ -70,7 +71,7 @@ func TestPackedFloatProducts(t *testing.T) {
 // ggml.Dequantize on every f16 value: zeros, denormals, infinities and
 // NaNs included, bit for bit.
 func TestWidenF16(t *testing.T) {
-	if !vmathAsm {
+	if !vmath.Asm {
 		t.Skip("no assembly on this CPU or build")
 	}
 	src := make([]uint16, 1<<16)

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -219,11 +220,11 @@ func (k *globalPoolKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi 
 		k.blockedRange(x, y, lo, hi)
 		return
 	}
-	if !k.isMax && vmathAsm && vmath512 && k.sp > 0 && lo < hi {
+	if !k.isMax && vmath.Asm && vmath.Wide512 && k.sp > 0 && lo < hi {
 		// Plane by plane in one call: small planes (7², 1280 of them
 		// at the end of a classifier) cost a call and a horizontal sum
 		// each otherwise.
-		meanRows512(&y[lo], &x[lo*k.sp], hi-lo, k.sp, 1/float64(k.sp))
+		vmath.MeanRows512(&y[lo], &x[lo*k.sp], hi-lo, k.sp, 1/float64(k.sp))
 		return
 	}
 	for p := lo; p < hi; p++ {
@@ -241,6 +242,6 @@ func (k *globalPoolKernel) rangeArgs(in, out [][]byte, _ []byte, _ args, lo, hi 
 			y[p] = best
 			continue
 		}
-		y[p] = float32(vSum(xc) / float64(k.sp))
+		y[p] = float32(vmath.Sum(xc) / float64(k.sp))
 	}
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/berth-ml/berth/backend/cpu/vmath"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -123,9 +124,9 @@ func float32Loops() map[string]unaryLoop {
 	}
 	for op, l := range map[string]unaryLoop{
 		"Relu": {reluF32, 1}, "Clip": {clipF32, 1}, "Square": {squareF32, 1}, "Cube": {cubeF32, 1},
-		"Exp": vector(vExp), "Sigmoid": vector(vSigmoid), "Tanh": vector(vTanh),
-		"Erf": vector(vErf), "Gelu": vector(vGelu),
-		"GeluTanh": vector(vGeluTanh), // Gelu with approximate=tanh
+		"Exp": vector(vmath.Exps), "Sigmoid": vector(vmath.Sigmoids), "Tanh": vector(vmath.Tanhs),
+		"Erf": vector(vmath.Erfs), "Gelu": vector(vmath.Gelus),
+		"GeluTanh": vector(vmath.GeluTanhs), // Gelu with approximate=tanh
 	} {
 		m[op] = l
 	}

@@ -1,17 +1,17 @@
 //go:build !noasm
 
-package cpu
+package vmath
 
 import "golang.org/x/sys/cpu"
 
-// vmathHasAsm: the assembly kernels need AVX2 and FMA.
-var vmathHasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// hasAsm: the assembly kernels need AVX2 and FMA.
+var hasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// vmath512 selects the sixteen-lane forms of the kernels that have one
+// Wide512 selects the sixteen-lane forms of the kernels that have one
 // (sigmoid, SiLU, tanh, erf and softmax's exponentials with their sum):
 // the same bits as the AVX2 ones, twice the lanes. It is a variable so
 // that tests can compare both on AVX-512 machines.
-var vmath512 = vmathHasAsm && cpu.X86.HasAVX512F
+var Wide512 = hasAsm && cpu.X86.HasAVX512F
 
 // The assembly kernels (vmath_amd64.s). Slices hold a whole number of
 // eight-element blocks; d and s (or y and x) have equal length and may be
@@ -97,16 +97,16 @@ func expSumAVX512(d, x []float32, m float32) float64
 func sumAVX2(x []float32) float64
 
 // sumAVX512 is sumAVX2 for lengths that are multiples of 32, on zmm
-// registers. It needs AVX-512F (vmath512).
+// registers. It needs AVX-512F (Wide512).
 //
 //go:noescape
 func sumAVX512(x []float32) float64
 
-// meanRows512 sets y[i] = float32(scale·Σ_j x[i·n+j]) for i < rows, the
-// sums in float64, n ≥ 1. It needs AVX-512F (vmath512).
+// MeanRows512 sets y[i] = float32(scale·Σ_j x[i·n+j]) for i < rows, the
+// sums in float64, n ≥ 1. It needs AVX-512F (Wide512).
 //
 //go:noescape
-func meanRows512(y, x *float32, rows, n int, scale float64)
+func MeanRows512(y, x *float32, rows, n int, scale float64)
 
 // sumSqDevAVX2 returns Σ(x[i]−m)² in float64.
 //

@@ -1,34 +1,32 @@
-package cpu
+package vmath
 
 import (
 	"fmt"
 	"math"
 	"math/rand"
 	"testing"
-
-	"github.com/berth-ml/berth/ir"
 )
 
 // vmathPaths runs f once with each implementation of the vector math: the
 // assembly (where the CPU has it) and the Go code.
 func vmathPaths(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	saved, saved512 := vmathAsm, vmath512
-	defer func() { vmathAsm, vmath512 = saved, saved512 }()
+	saved, saved512 := Asm, Wide512
+	defer func() { Asm, Wide512 = saved, saved512 }()
 	for _, path := range []string{"avx512", "asm", "go"} {
 		switch path {
 		case "avx512":
 			if !saved512 {
 				continue
 			}
-			vmathAsm, vmath512 = true, true
+			Asm, Wide512 = true, true
 		case "asm":
-			if !vmathHasAsm {
+			if !hasAsm {
 				continue
 			}
-			vmathAsm, vmath512 = true, false
+			Asm, Wide512 = true, false
 		default:
-			vmathAsm, vmath512 = false, false
+			Asm, Wide512 = false, false
 		}
 		t.Run(path, f)
 	}
@@ -110,22 +108,22 @@ func TestVMathAccuracy(t *testing.T) {
 		maxUlps int64
 		abs     func(x float64) float64 // extra absolute tolerance
 	}{
-		{"exp", vExp, math.Exp, 1, nil},
-		{"sigmoid", vSigmoid, sigmoid64, 2, nil},
-		{"tanh", vTanh, math.Tanh, 2, nil},
-		{"erf", vErf, math.Erf, 2, nil},
+		{"exp", Exps, math.Exp, 1, nil},
+		{"sigmoid", Sigmoids, sigmoid64, 2, nil},
+		{"tanh", Tanhs, math.Tanh, 2, nil},
+		{"erf", Erfs, math.Erf, 2, nil},
 		// For x < −1.24, GELU is x/2·erfc(|x|/√2) = x/2·e^(−x²/2)·R(t): the
 		// rounding of t = 1/(1+a/2) (about 1 ulp) is amplified about
 		// twofold by R's slope, and exp, R's polynomial and three products
 		// add theirs: 6 ulp. Its erfc is taken as 0 beyond |x|/√2 > 9.3,
 		// where the result is below the smallest normal float32.
-		{"gelu", vGelu, gelu64, 6, func(float64) float64 { return 0x1p-126 }},
+		{"gelu", Gelus, gelu64, 6, func(float64) float64 { return 0x1p-126 }},
 		// The tanh form's argument z = 2·√(2/π)·(x + 0.044715·x³) takes four
 		// float32 roundings (two constants, two operations), which move
 		// sigmoid(z) by up to |z|·2^-22 relative: an error of the formula
 		// in float32, not of sigmoid. Subnormal results are bounded as if
 		// they were the smallest normal.
-		{"gelu_tanh", vGeluTanh, geluTanh64, 2, func(x float64) float64 {
+		{"gelu_tanh", GeluTanhs, geluTanh64, 2, func(x float64) float64 {
 			return (math.Abs(geluTanh64(x)) + 0x1p-126) * math.Abs(2*math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)) * 0x1p-22
 		}},
 	} {
@@ -186,9 +184,9 @@ func TestVMathTails(t *testing.T) {
 		f    func(d, s []float32)
 		ref  func(float64) float64
 	}{
-		{"exp", vExp, math.Exp}, {"sigmoid", vSigmoid, sigmoid64}, {"tanh", vTanh, math.Tanh},
-		{"erf", vErf, math.Erf}, {"gelu", vGelu, gelu64}, {"gelu_tanh", vGeluTanh, geluTanh64},
-		{"silu", vSilu, func(x float64) float64 { return x * sigmoid64(x) }},
+		{"exp", Exps, math.Exp}, {"sigmoid", Sigmoids, sigmoid64}, {"tanh", Tanhs, math.Tanh},
+		{"erf", Erfs, math.Erf}, {"gelu", Gelus, gelu64}, {"gelu_tanh", GeluTanhs, geluTanh64},
+		{"silu", Silus, func(x float64) float64 { return x * sigmoid64(x) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vmathPaths(t, func(t *testing.T) {
@@ -227,19 +225,19 @@ func TestVMathTails(t *testing.T) {
 // own kernel cut a tensor into different pieces, so every element must
 // come out the same whichever kernel it meets.
 func TestVMath512SameBits(t *testing.T) {
-	if !vmath512 {
+	if !Wide512 {
 		t.Skip("no AVX-512 on this machine")
 	}
-	defer func() { vmath512 = true }()
+	defer func() { Wide512 = true }()
 	xs := sweepInputs()
 	for _, tc := range []struct {
 		name string
 		f    func(d, s []float32)
-	}{{"sigmoid", vSigmoid}, {"silu", vSilu}, {"tanh", vTanh}, {"erf", vErf}} {
+	}{{"sigmoid", Sigmoids}, {"silu", Silus}, {"tanh", Tanhs}, {"erf", Erfs}} {
 		a, b := make([]float32, len(xs)), make([]float32, len(xs))
-		vmath512 = true
+		Wide512 = true
 		tc.f(a, xs)
-		vmath512 = false
+		Wide512 = false
 		tc.f(b, xs)
 		for i := range xs {
 			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
@@ -247,7 +245,7 @@ func TestVMath512SameBits(t *testing.T) {
 			}
 		}
 	}
-	// vExpSum on rows of every length to 80 of the sweep's finite
+	// ExpSum on rows of every length to 80 of the sweep's finite
 	// values, each less its row's largest (softmax's use): the same
 	// exponentials and the same float64 sum.
 	var fin []float32
@@ -264,32 +262,32 @@ func TestVMath512SameBits(t *testing.T) {
 	for n := 1; n <= 80; n++ {
 		for off := 0; off+n <= len(fin); off += n + 13 {
 			row := fin[off : off+n]
-			m := vMax(row)
+			m := Max(row)
 			a, b := make([]float32, n), make([]float32, n)
-			vmath512 = true
-			sa := vExpSum(a, row, m)
-			vmath512 = false
-			sb := vExpSum(b, row, m)
+			Wide512 = true
+			sa := ExpSum(a, row, m)
+			Wide512 = false
+			sb := ExpSum(b, row, m)
 			if math.Float64bits(sa) != math.Float64bits(sb) {
-				t.Fatalf("vExpSum of %d values from %d: sum %g with AVX-512, %g with AVX2", n, off, sa, sb)
+				t.Fatalf("ExpSum of %d values from %d: sum %g with AVX-512, %g with AVX2", n, off, sa, sb)
 			}
 			for i := range a {
 				if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-					t.Fatalf("vExpSum of %d values from %d: [%d] %g with AVX-512, %g with AVX2", n, off, i, a[i], b[i])
+					t.Fatalf("ExpSum of %d values from %d: [%d] %g with AVX-512, %g with AVX2", n, off, i, a[i], b[i])
 				}
 			}
 		}
 	}
 }
 
-// TestSiluIsSigmoidTimesX wants vSilu to give, on every path, the bits of
+// TestSiluIsSigmoidTimesX wants Silus to give, on every path, the bits of
 // Sigmoid followed by Mul, the two steps an epilogue fuses into it.
 func TestSiluIsSigmoidTimesX(t *testing.T) {
 	xs := sweepInputs()
 	vmathPaths(t, func(t *testing.T) {
 		got, sig := make([]float32, len(xs)), make([]float32, len(xs))
-		vSilu(got, xs)
-		vSigmoid(sig, xs)
+		Silus(got, xs)
+		Sigmoids(sig, xs)
 		for i, x := range xs {
 			want := x * sig[i]
 			if math.Float32bits(got[i]) != math.Float32bits(want) && !(math.IsNaN(float64(got[i])) && math.IsNaN(float64(want))) {
@@ -302,11 +300,11 @@ func TestSiluIsSigmoidTimesX(t *testing.T) {
 // TestVMathPathsAgree compares the assembly with the Go code element by
 // element over the sweep.
 func TestVMathPathsAgree(t *testing.T) {
-	if !vmathHasAsm {
+	if !hasAsm {
 		t.Skip("no assembly kernels on this machine")
 	}
-	saved := vmathAsm
-	defer func() { vmathAsm = saved }()
+	saved := Asm
+	defer func() { Asm = saved }()
 	xs := sweepInputs()
 	// The GELUs are left out: where their error is amplified (the tanh
 	// form's rounded argument, the erfc tail), the paths differ by the
@@ -314,11 +312,11 @@ func TestVMathPathsAgree(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		f    func(d, s []float32)
-	}{{"exp", vExp}, {"sigmoid", vSigmoid}, {"tanh", vTanh}, {"tanh", vTanh}, {"erf", vErf}} {
+	}{{"exp", Exps}, {"sigmoid", Sigmoids}, {"tanh", Tanhs}, {"tanh", Tanhs}, {"erf", Erfs}} {
 		a, g := make([]float32, len(xs)), make([]float32, len(xs))
-		vmathAsm = true
+		Asm = true
 		tc.f(a, xs)
-		vmathAsm = false
+		Asm = false
 		tc.f(g, xs)
 		var worst int64
 		for i := range xs {
@@ -367,57 +365,57 @@ func TestVMathReductions(t *testing.T) {
 				dv := float64(v) - float64(m)
 				ssd += dv * dv
 			}
-			if got := vMax(x); float64(got) != wantMax {
-				t.Errorf("%s: vMax = %g, want %g", name, got, wantMax)
+			if got := Max(x); float64(got) != wantMax {
+				t.Errorf("%s: Max = %g, want %g", name, got, wantMax)
 			}
-			if got := vSum(x); math.Abs(got-sum) > 1e-12*(1+math.Abs(sum))*float64(n) {
-				t.Errorf("%s: vSum = %g, want %g", name, got, sum)
+			if got := Sum(x); math.Abs(got-sum) > 1e-12*(1+math.Abs(sum))*float64(n) {
+				t.Errorf("%s: Sum = %g, want %g", name, got, sum)
 			}
-			if got := vSumSqDev(x, m); math.Abs(got-ssd) > 1e-6*ssd {
-				t.Errorf("%s: vSumSqDev = %g, want %g", name, got, ssd)
+			if got := SumSqDev(x, m); math.Abs(got-ssd) > 1e-6*ssd {
+				t.Errorf("%s: SumSqDev = %g, want %g", name, got, ssd)
 			}
 
-			mx := vMax(x)
+			mx := Max(x)
 			e := make([]float32, n)
 			var esum float64
 			for _, v := range x {
 				esum += math.Exp(float64(v) - float64(mx))
 			}
-			if got := vExpSum(e, x, mx); math.Abs(got-esum) > 1e-6*esum {
-				t.Errorf("%s: vExpSum = %g, want %g", name, got, esum)
+			if got := ExpSum(e, x, mx); math.Abs(got-esum) > 1e-6*esum {
+				t.Errorf("%s: ExpSum = %g, want %g", name, got, esum)
 			}
 			for i, v := range x {
 				if u := ulps(e[i], math.Exp(float64(v-mx))); u > 1 {
-					t.Errorf("%s: vExpSum wrote e^(%g) = %g (%d ulp)", name, v-mx, e[i], u)
+					t.Errorf("%s: ExpSum wrote e^(%g) = %g (%d ulp)", name, v-mx, e[i], u)
 				}
 			}
 
 			y := make([]float32, n)
-			vScale(y, x, 0.3)
+			Scale(y, x, 0.3)
 			for i, v := range x {
 				if y[i] != v*0.3 {
-					t.Errorf("%s: vScale[%d] = %g, want %g", name, i, y[i], v*0.3)
+					t.Errorf("%s: Scale[%d] = %g, want %g", name, i, y[i], v*0.3)
 				}
 			}
 
 			mean, inv := float32(0.9), float32(1.7)
-			vNormAffine(y, x, sc, bi, mean, inv)
+			NormAffine(y, x, sc, bi, mean, inv)
 			for i, v := range x {
 				want := (float64(v)-float64(mean))*float64(inv)*float64(sc[i]) + float64(bi[i])
 				tol := 4 * 0x1p-24 * (math.Abs((float64(v)-float64(mean))*float64(inv)*float64(sc[i])) + math.Abs(float64(bi[i])) + math.Abs(float64(v)*float64(inv*sc[i])))
 				if math.Abs(float64(y[i])-want) > tol {
-					t.Errorf("%s: vNormAffine[%d] = %g, want %g", name, i, y[i], want)
+					t.Errorf("%s: NormAffine[%d] = %g, want %g", name, i, y[i], want)
 				}
 			}
 		}
-		// NaNs are ignored by vMax, as by the scalar loop it replaces.
+		// NaNs are ignored by Max, as by the scalar loop it replaces.
 		nan := float32(math.NaN())
 		x := []float32{nan, 1, 2, nan, 3, -1, nan, 0, nan, 7, nan}
-		if got := vMax(x); got != 7 {
-			t.Errorf("vMax with NaNs = %g, want 7", got)
+		if got := Max(x); got != 7 {
+			t.Errorf("Max with NaNs = %g, want 7", got)
 		}
-		if got := vMax([]float32{nan, nan, nan, nan, nan, nan, nan, nan, nan}); !math.IsInf(float64(got), -1) {
-			t.Errorf("vMax of NaNs = %g, want -Inf", got)
+		if got := Max([]float32{nan, nan, nan, nan, nan, nan, nan, nan, nan}); !math.IsInf(float64(got), -1) {
+			t.Errorf("Max of NaNs = %g, want -Inf", got)
 		}
 	})
 }
@@ -442,82 +440,26 @@ func benchVMath(b *testing.B, f func(d, s []float32)) {
 	b.ReportMetric(float64(b.N)*vbenchN/b.Elapsed().Seconds()/1e6, "Melem/s")
 }
 
-func BenchmarkVExp(b *testing.B)      { benchVMath(b, vExp) }
-func BenchmarkVSigmoid(b *testing.B)  { benchVMath(b, vSigmoid) }
-func BenchmarkVSilu(b *testing.B)     { benchVMath(b, vSilu) }
-func BenchmarkVTanh(b *testing.B)     { benchVMath(b, vTanh) }
-func BenchmarkVErf(b *testing.B)      { benchVMath(b, vErf) }
-func BenchmarkVGelu(b *testing.B)     { benchVMath(b, vGelu) }
-func BenchmarkVGeluTanh(b *testing.B) { benchVMath(b, vGeluTanh) }
-
-// The loops the vector functions replace, for comparison.
-
-func BenchmarkMathExp(b *testing.B) {
-	benchVMath(b, func(d, s []float32) { expLoop(d, s, args{}) })
-}
-func BenchmarkMathTanh(b *testing.B) {
-	benchVMath(b, func(d, s []float32) { tanhLoop(d, s, args{}) })
-}
-func BenchmarkMathErf(b *testing.B) {
-	benchVMath(b, func(d, s []float32) { erfLoop(d, s, args{}) })
-}
-func BenchmarkMathSigmoid(b *testing.B) {
-	benchVMath(b, func(d, s []float32) { sigmoidLoop(d, s, args{}) })
-}
-
-// TestKernelsWithGoVMath runs the kernel tests of the ops built on the
-// vector math with the Go code instead of the assembly.
-func TestKernelsWithGoVMath(t *testing.T) {
-	if !vmathHasAsm {
-		t.Skip("the kernels use the Go code on this machine anyway")
-	}
-	saved := vmathAsm
-	vmathAsm = false
-	defer func() { vmathAsm = saved }()
-	t.Run("unary", TestUnaryFloat)
-	t.Run("LayerNorm", TestLayerNorm)
-	t.Run("Softmax", TestSoftmax)
-}
-
-// TestVecOpWiring checks that the float32 unary loops of the vectorised
-// ops reach the vector functions (Gelu with approximate=tanh is the
-// internal op GeluTanh).
-func TestVecOpWiring(t *testing.T) {
-	for _, tc := range []struct {
-		op  string
-		ref func(float64) float64
-	}{
-		{"Exp", math.Exp}, {"Sigmoid", sigmoid64}, {"Tanh", math.Tanh}, {"Erf", math.Erf},
-		{"Gelu", gelu64}, {"GeluTanh", geluTanh64},
-	} {
-		fn, _, ok := unaryFor(tc.op, ir.Float32)
-		if !ok {
-			t.Fatalf("%s: no float32 loop", tc.op)
-		}
-		x := []float32{-3, -1.5, -0.5, 0, 0.25, 1, 2.5, 4, 7}
-		d := make([]byte, 4*len(x))
-		fn(d, f32Bytes(x), args{})
-		for i, g := range view[float32](d) {
-			want := tc.ref(float64(x[i]))
-			if math.Abs(float64(g)-want) > 1e-6*math.Abs(want)+1e-7 {
-				t.Errorf("%s(%g) = %g, want %g", tc.op, x[i], g, want)
-			}
-		}
-	}
-}
+func BenchmarkVExp(b *testing.B)      { benchVMath(b, Exps) }
+func BenchmarkVSigmoid(b *testing.B)  { benchVMath(b, Sigmoids) }
+func BenchmarkVSilu(b *testing.B)     { benchVMath(b, Silus) }
+func BenchmarkVTanh(b *testing.B)     { benchVMath(b, Tanhs) }
+func BenchmarkVErf(b *testing.B)      { benchVMath(b, Erfs) }
+func BenchmarkVGelu(b *testing.B)     { benchVMath(b, Gelus) }
+func BenchmarkVGeluTanh(b *testing.B) { benchVMath(b, GeluTanhs) }
 
 // TestVMathDoesNotAllocate runs the vector functions on lengths with a
 // tail, which goes through a buffer that must stay on the stack.
 func TestVMathDoesNotAllocate(t *testing.T) {
-	for _, asm := range []bool{false, vmathHasAsm} {
-		saved := vmathAsm
-		vmathAsm = asm
+	for _, asm := range []bool{false, hasAsm} {
+		saved := Asm
+		Asm = asm
 		d, s := make([]float32, 13), make([]float32, 13)
-		for name, f := range map[string]func(d, s []float32){"exp": vExp, "sigmoid": vSigmoid, "tanh": vTanh, "erf": vErf} {
+		for name, f := range map[string]func(d, s []float32){"exp": Exps, "sigmoid": Sigmoids, "tanh": Tanhs, "erf": Erfs} {
 			if n := testing.AllocsPerRun(10, func() { f(d, s) }); n != 0 {
 				t.Errorf("%s (asm %v): %v allocations", name, asm, n)
 			}
 		}
-		vmathAsm = saved
+		Asm = saved
 	}
 }

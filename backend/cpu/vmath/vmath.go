@@ -1,4 +1,4 @@
-package cpu
+package vmath
 
 import "math"
 
@@ -52,9 +52,9 @@ import "math"
 // relative from the rounding of its argument z, inherent to evaluating
 // the formula in float32.
 
-// vmathAsm reports whether the assembly kernels run; tests clear it to
+// Asm reports whether the assembly kernels run; tests clear it to
 // exercise the Go code on machines that have AVX2.
-var vmathAsm = vmathHasAsm
+var Asm = hasAsm
 
 // Constants shared by the Go code and the assembly (which reads them,
 // broadcast to eight lanes, from vk; the order of this list is the order of
@@ -182,8 +182,8 @@ var (
 	cGeluT1, cGeluT3        = kf(kGeluT1), kf(kGeluT3)
 )
 
-// expf is e^x in float32 by the algorithm described above.
-func expf(x float32) float32 {
+// Exp is e^x in float32 by the algorithm described above.
+func Exp(x float32) float32 {
 	if x > cExpHi {
 		x = cExpHi
 	}
@@ -215,7 +215,7 @@ func absf(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &
 
 // sigmoidf is 1/(1+e^−x).
 func sigmoidf(x float32) float32 {
-	e := expf(-absf(x))
+	e := Exp(-absf(x))
 	num := float32(1)
 	if math.Float32bits(x)&0x80000000 != 0 {
 		num = e
@@ -235,7 +235,7 @@ func tanhf(x float32) float32 {
 		}
 		y = a*(p*z) + a
 	} else {
-		e := expf(a + a)
+		e := Exp(a + a)
 		y = 1 - 2/(e+1)
 	}
 	return withSign(y, x)
@@ -260,7 +260,7 @@ func erfcTail(a, hi, lo float32) float32 {
 	for _, c := range cErfB[1:] {
 		r = r*t + c
 	}
-	e := expf(-hi)
+	e := Exp(-hi)
 	e = e - e*lo
 	if big {
 		return 0
@@ -363,10 +363,10 @@ func (op vop) run(d, s []float32) {
 }
 
 // wide512 runs the whole sixteen-element blocks of d, s through k512 when
-// vmath512 is set, and the rest (or all) through k (eight-element blocks).
+// Wide512 is set, and the rest (or all) through k (eight-element blocks).
 func wide512(k512, k func(d, s []float32), d, s []float32) {
 	n := 0
-	if vmath512 {
+	if Wide512 {
 		n = len(d) &^ 15
 		if n > 0 {
 			k512(d[:n], s[:n])
@@ -377,21 +377,21 @@ func wide512(k512, k func(d, s []float32), d, s []float32) {
 	}
 }
 
-// vExp sets d[i] = e^s[i]; d and s have equal length and may be the same
+// Exps sets d[i] = e^s[i]; d and s have equal length and may be the same
 // memory (as in all the v functions below).
-func vExp(d, s []float32) {
-	if vmathAsm {
+func Exps(d, s []float32) {
+	if Asm {
 		vUnary(vopExp, d, s)
 		return
 	}
 	for i, x := range s[:len(d)] {
-		d[i] = expf(x)
+		d[i] = Exp(x)
 	}
 }
 
-// vSigmoid sets d[i] = 1/(1+e^−s[i]).
-func vSigmoid(d, s []float32) {
-	if vmathAsm {
+// Sigmoids sets d[i] = 1/(1+e^−s[i]).
+func Sigmoids(d, s []float32) {
+	if Asm {
 		vUnary(vopSigmoid, d, s)
 		return
 	}
@@ -400,10 +400,10 @@ func vSigmoid(d, s []float32) {
 	}
 }
 
-// vSilu sets d[i] = s[i]·sigmoid(s[i]): Sigmoid, then Mul, as two
+// Silus sets d[i] = s[i]·sigmoid(s[i]): Sigmoid, then Mul, as two
 // elementwise steps would compute it, in one pass.
-func vSilu(d, s []float32) {
-	if vmathAsm {
+func Silus(d, s []float32) {
+	if Asm {
 		vUnary(vopSilu, d, s)
 		return
 	}
@@ -412,9 +412,9 @@ func vSilu(d, s []float32) {
 	}
 }
 
-// vTanh sets d[i] = tanh(s[i]).
-func vTanh(d, s []float32) {
-	if vmathAsm {
+// Tanhs sets d[i] = tanh(s[i]).
+func Tanhs(d, s []float32) {
+	if Asm {
 		vUnary(vopTanh, d, s)
 		return
 	}
@@ -423,9 +423,9 @@ func vTanh(d, s []float32) {
 	}
 }
 
-// vErf sets d[i] = erf(s[i]).
-func vErf(d, s []float32) {
-	if vmathAsm {
+// Erfs sets d[i] = erf(s[i]).
+func Erfs(d, s []float32) {
+	if Asm {
 		vUnary(vopErf, d, s)
 		return
 	}
@@ -434,9 +434,9 @@ func vErf(d, s []float32) {
 	}
 }
 
-// vGelu sets d[i] = s[i]/2·(1 + erf(s[i]/√2)).
-func vGelu(d, s []float32) {
-	if vmathAsm {
+// Gelus sets d[i] = s[i]/2·(1 + erf(s[i]/√2)).
+func Gelus(d, s []float32) {
+	if Asm {
 		vUnary(vopGelu, d, s)
 		return
 	}
@@ -445,9 +445,9 @@ func vGelu(d, s []float32) {
 	}
 }
 
-// vGeluTanh sets d[i] to GELU's tanh approximation of s[i].
-func vGeluTanh(d, s []float32) {
-	if vmathAsm {
+// GeluTanhs sets d[i] to GELU's tanh approximation of s[i].
+func GeluTanhs(d, s []float32) {
+	if Asm {
 		vUnary(vopGeluTanh, d, s)
 		return
 	}
@@ -456,12 +456,12 @@ func vGeluTanh(d, s []float32) {
 	}
 }
 
-// vMax returns the largest element of x, ignoring NaNs, or −Inf when there
+// Max returns the largest element of x, ignoring NaNs, or −Inf when there
 // is none.
-func vMax(x []float32) float32 {
+func Max(x []float32) float32 {
 	m := float32(math.Inf(-1))
 	n := 0
-	if vmathAsm {
+	if Asm {
 		n = len(x) &^ 7
 		if n > 0 {
 			m = maxAVX2(x[:n])
@@ -475,15 +475,15 @@ func vMax(x []float32) float32 {
 	return m
 }
 
-// vExpSum sets d[i] = e^(x[i]−m) and returns the sum of those values,
+// ExpSum sets d[i] = e^(x[i]−m) and returns the sum of those values,
 // accumulated in float64.
-func vExpSum(d, x []float32, m float32) float64 {
+func ExpSum(d, x []float32, m float32) float64 {
 	x = x[:len(d)]
 	var sum float64
-	if vmathAsm {
+	if Asm {
 		n := len(d) &^ 7
 		switch {
-		case n >= 16 && vmath512:
+		case n >= 16 && Wide512:
 			sum = expSumAVX512(d[:n], x[:n], m)
 		case n > 0:
 			sum = expSumAVX2(d[:n], x[:n], m)
@@ -500,19 +500,19 @@ func vExpSum(d, x []float32, m float32) float64 {
 		return sum
 	}
 	for i, v := range x {
-		e := expf(v - m)
+		e := Exp(v - m)
 		d[i] = e
 		sum += float64(e)
 	}
 	return sum
 }
 
-// vSum returns the sum of x in float64.
-func vSum(x []float32) float64 {
+// Sum returns the sum of x in float64.
+func Sum(x []float32) float64 {
 	var s float64
 	n := 0
-	if vmathAsm {
-		if vmath512 {
+	if Asm {
+		if Wide512 {
 			n = len(x) &^ 31
 			if n > 0 {
 				s = sumAVX512(x[:n])
@@ -529,11 +529,11 @@ func vSum(x []float32) float64 {
 	return s
 }
 
-// vSumSqDev returns Σ(x[i]−m)² in float64 (the differences are float32).
-func vSumSqDev(x []float32, m float32) float64 {
+// SumSqDev returns Σ(x[i]−m)² in float64 (the differences are float32).
+func SumSqDev(x []float32, m float32) float64 {
 	var s float64
 	n := 0
-	if vmathAsm {
+	if Asm {
 		n = len(x) &^ 7
 		if n > 0 {
 			s = sumSqDevAVX2(x[:n], m)
@@ -546,11 +546,11 @@ func vSumSqDev(x []float32, m float32) float64 {
 	return s
 }
 
-// vScale sets d[i] = s[i]·c.
-func vScale(d, s []float32, c float32) {
+// Scale sets d[i] = s[i]·c.
+func Scale(d, s []float32, c float32) {
 	s = s[:len(d)]
 	n := 0
-	if vmathAsm {
+	if Asm {
 		n = len(d) &^ 7
 		if n > 0 {
 			scaleAVX2(d[:n], s[:n], c)
@@ -561,12 +561,12 @@ func vScale(d, s []float32, c float32) {
 	}
 }
 
-// vNormAffine sets y[i] = (x[i]−mean)·(inv·sc[i]) + bi[i]; all four have
+// NormAffine sets y[i] = (x[i]−mean)·(inv·sc[i]) + bi[i]; all four have
 // the length of y, and y may be x.
-func vNormAffine(y, x, sc, bi []float32, mean, inv float32) {
+func NormAffine(y, x, sc, bi []float32, mean, inv float32) {
 	x, sc, bi = x[:len(y)], sc[:len(y)], bi[:len(y)]
 	n := 0
-	if vmathAsm {
+	if Asm {
 		n = len(y) &^ 7
 		if n > 0 {
 			normAffineAVX2(y[:n], x[:n], sc[:n], bi[:n], mean, inv)

@@ -1,20 +1,20 @@
 //go:build !amd64 || noasm
 
-package cpu
+package vmath
 
 import "math"
 
-// vmathHasAsm is false: only amd64 has assembly kernels.
-const vmathHasAsm = false
+// hasAsm is false: only amd64 has assembly kernels.
+const hasAsm = false
 
-// vmath512 is false: only amd64 has the AVX-512 kernels.
-var vmath512 = false
+// Wide512 is false: only amd64 has the AVX-512 kernels.
+var Wide512 = false
 
 // Stand-ins for the amd64 assembly kernels, with the same contracts, so
 // that the dispatching code in vmath.go stays portable; they only run if a
-// test forces vmathAsm on.
+// test forces Asm on.
 
-func expAVX2(d, s []float32)       { mapf(expf, d, s) }
+func expAVX2(d, s []float32)       { mapf(Exp, d, s) }
 func sigmoidAVX2(d, s []float32)   { mapf(sigmoidf, d, s) }
 func siluAVX2(d, s []float32)      { mapf(func(x float32) float32 { return x * sigmoidf(x) }, d, s) }
 func sigmoidAVX512(d, s []float32) { sigmoidAVX2(d, s) }
@@ -45,7 +45,7 @@ func maxAVX2(x []float32) float32 {
 func expSumAVX2(d, x []float32, m float32) float64 {
 	var s float64
 	for i, v := range x[:len(d)] {
-		d[i] = expf(v - m)
+		d[i] = Exp(v - m)
 		s += float64(d[i])
 	}
 	return s
@@ -84,6 +84,6 @@ func normAffineAVX2(y, x, sc, bi []float32, mean, inv float32) {
 	}
 }
 
-func meanRows512(y, x *float32, rows, n int, scale float64) {
-	panic("meanRows512: no assembly on this platform")
+func MeanRows512(y, x *float32, rows, n int, scale float64) {
+	panic("MeanRows512: no assembly on this platform")
 }

@@ -415,12 +415,12 @@ sum512done:
 	VEXTRACTF64X4 $1, Z0, Y1
 	HSUMRET(ret+24(FP))
 
-// func meanRows512(y, x *float32, rows, n int, scale float64)
+// func MeanRows512(y, x *float32, rows, n int, scale float64)
 //
 // For each of rows rows of n ≥ 1 floats at x (one after the other):
 // y[i] = float32(scale·Σ row i), the sum in float64, sixteen values a
 // step in two partial sums and the last n mod 16 under a lane mask.
-TEXT ·meanRows512(SB), NOSPLIT, $0-40
+TEXT ·MeanRows512(SB), NOSPLIT, $0-40
 	MOVQ         y+0(FP), DI
 	MOVQ         x+8(FP), SI
 	MOVQ         rows+16(FP), CX
