@@ -483,11 +483,17 @@ type GenerationStats struct {
 	// included.
 	Steps  int
 	Decode time.Duration
-	// StepAllocs counts the heap allocations after the first step (which
-	// may fill the runtime's caches once), the caller's own between
-	// tokens included, where Generation.CountAllocs asks for it.
+	// StepAllocs counts the heap allocations of the AllocSteps steps
+	// after the first two (the first may fill the runtime's caches once,
+	// the second captures a GPU's graph), the caller's own between tokens
+	// included, where Generation.CountAllocs asks for it.
 	StepAllocs uint64
+	AllocSteps int
 }
+
+// settleSteps is how many steps of a generation come before its
+// allocations are counted (GenerationStats.StepAllocs).
+const settleSteps = 2
 
 // Generate feeds prompt after what the cache holds, then yields each token
 // it generates until MaxTokens, a stop token, the end of the context or
@@ -515,9 +521,9 @@ func (g *Generator) Generate(ctx context.Context, prompt []int32, o Generation) 
 			if stats.Steps > 0 {
 				stats.Decode = time.Since(start)
 			}
-			if o.CountAllocs && stats.Steps > 1 {
+			if o.CountAllocs && stats.Steps > settleSteps {
 				runtime.ReadMemStats(&ms)
-				stats.StepAllocs = ms.Mallocs - allocs
+				stats.StepAllocs, stats.AllocSteps = ms.Mallocs-allocs, stats.Steps-settleSteps
 			}
 		}()
 		for n := 0; o.MaxTokens <= 0 || n < o.MaxTokens; n++ {
@@ -551,7 +557,7 @@ func (g *Generator) Generate(ctx context.Context, prompt []int32, o Generation) 
 				yield(0, err)
 				return
 			}
-			if stats.Steps++; o.CountAllocs && stats.Steps == 1 {
+			if stats.Steps++; o.CountAllocs && stats.Steps == settleSteps {
 				runtime.ReadMemStats(&ms)
 				allocs = ms.Mallocs
 			}

@@ -73,7 +73,7 @@ type generateReport struct {
 	DecodeMS        float64 `json:"decode_ms"`
 	PrefillTokS     float64 `json:"prefill_tok_s"`
 	DecodeTokS      float64 `json:"decode_tok_s"`
-	AllocsPerToken  float64 `json:"allocs_per_token"` // after the first step
+	AllocsPerToken  float64 `json:"allocs_per_token"` // after the first two steps
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 	KVCacheBytes    int64   `json:"kv_cache_bytes"`
 	ArenaBytes      int64   `json:"arena_bytes"`
@@ -245,8 +245,8 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if stats.Steps > 0 && stats.Decode > 0 {
 		rep.DecodeTokS = float64(stats.Steps) / stats.Decode.Seconds()
 	}
-	if stats.Steps > 1 {
-		rep.AllocsPerToken = float64(stats.StepAllocs) / float64(stats.Steps-1)
+	if stats.AllocSteps > 0 {
+		rep.AllocsPerToken = float64(stats.StepAllocs) / float64(stats.AllocSteps)
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)
