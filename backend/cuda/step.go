@@ -82,7 +82,7 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 			continue
 		}
 		// At the Add's place, where the addend is ready too.
-		fused[cons[y][0]] = &ir.Node{Name: n.Name, Op: "Products", Domain: cudaDomain, Attrs: productAttrs(n, 1),
+		fused[cons[y][0]] = &ir.Node{Name: n.Name, Op: "Products", Domain: cudaDomain, Attrs: productAttrs(n),
 			Inputs: []ir.TensorID{n.Inputs[0], r, n.Inputs[1]}, Outputs: []ir.TensorID{a.Outputs[0]}}
 		gone[i] = true
 		changed = true
@@ -103,16 +103,16 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		if len(group) < 2 {
 			continue
 		}
-		p := &ir.Node{Name: n.Name, Op: "Products", Domain: cudaDomain, Attrs: productAttrs(n, len(group)), Inputs: []ir.TensorID{n.Inputs[0], ir.NoTensor}}
-		rows := p.Attrs["rows"].Ints[:0]
+		p := &ir.Node{Name: n.Name, Op: "Products", Domain: cudaDomain, Inputs: []ir.TensorID{n.Inputs[0], ir.NoTensor}}
+		var members []*ir.Node
 		for _, j := range group {
 			m := &g.Nodes[j]
+			members = append(members, m)
 			p.Inputs = append(p.Inputs, m.Inputs[1])
 			p.Outputs = append(p.Outputs, m.Outputs[0])
-			rows = append(rows, m.Attrs.Int("rows", -1))
 			gone[j] = true
 		}
-		p.Attrs["rows"] = ir.Attr{Kind: ir.AttrInts, Ints: rows}
+		p.Attrs = productAttrs(members...)
 		gone[i], fused[i] = false, p
 		changed = true
 	}
@@ -155,13 +155,16 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 	return &out
 }
 
-// productAttrs are the attributes of a Products node of k weights made
-// from the PackedMatMul n: its format and k row counts, n's first.
-func productAttrs(n *ir.Node, k int) ir.Attrs {
-	rows := make([]int64, 1, k)
-	rows[0] = n.Attrs.Int("rows", -1)
+// productAttrs are the attributes of a Products node made from the
+// PackedMatMuls nodes, all of one format: that format and their row
+// counts, in order.
+func productAttrs(nodes ...*ir.Node) ir.Attrs {
+	rows := make([]int64, len(nodes))
+	for i, n := range nodes {
+		rows[i] = n.Attrs.Int("rows", -1)
+	}
 	return ir.Attrs{
-		"format": n.Attrs["format"],
+		"format": nodes[0].Attrs["format"],
 		"rows":   {Kind: ir.AttrInts, Ints: rows},
 	}
 }
