@@ -4,7 +4,7 @@
 #
 #   bench/compare_llama.sh [--tokens P] [--threads N] [--pairs K]
 #       [--decode-steps D] [--no-repack] [--out FILE] [--berth BINARY]
-#       [--libdir DIR] [--keep] MODEL.gguf...
+#       [--libdir DIR] [--aged-cache] [--keep] MODEL.gguf...
 #
 # For each model it writes P token ids (default 512) drawn with a fixed seed
 # below the model's vocabulary size, and times, in one process per side,
@@ -35,6 +35,16 @@
 # the process touched, the mapped weights included).
 #
 # How it measures:
+#   - The file's cache: before its pairs each model file is dropped from
+#     the page cache (posix_fadvise DONTNEED) and read once, so that both
+#     sides map the pages of a file freshly read from disk, as after a
+#     download or a boot. Pages a file kept in the cache for long can be
+#     much slower to stream: on the kernel here (6.18, ext4) a fresh read
+#     caches the file in 2 MiB folios, mapped with huge pages, while an
+#     old one may sit in small pages; decoding the 1.1B Q8_0 model from
+#     the mapping took 67 ms a step on such a cache and 46 ms on a fresh
+#     one. llama.cpp by default streams a copy in its own memory, so an
+#     old cache slows berth alone. --aged-cache leaves the cache as it is.
 #   - Pairs: K pairs (default 3) of fresh processes, llama.cpp first in odd
 #     pairs and berth first in even ones, so that a slow stretch of the
 #     machine falls on both sides alike. Each measurement is a process of
@@ -69,6 +79,7 @@ berth=""
 libdir=""
 keep=""
 repack=1
+fresh=1
 models=()
 PYTHON=${PYTHON:-/usr/bin/python3}
 
@@ -82,6 +93,10 @@ while (($# > 0)); do
 		;;
 	--no-repack)
 		repack=""
+		shift
+		;;
+	--aged-cache)
+		fresh=""
 		shift
 		;;
 	--tokens | --threads | --pairs | --decode-steps | --out | --berth | --libdir)
@@ -158,6 +173,7 @@ describe() {
 	echo "- llama.cpp: @node-llama-cpp/linux-x64 $(sed -n 's/^ *"version": "\(.*\)".*/\1/p' "$lib/../../package.json" 2>/dev/null | head -1) (llama.cpp's C API through ctypes), weights $([[ -n $repack ]] && echo "repacked as llama.cpp does by default (use_extra_bufts)" || echo "left in the mapped file (--no-repack)"); its CPU backend: $llama_info"
 	echo "- berth at $rev; Go $(go version 2>/dev/null | awk '{print $3}' || echo unknown)"
 	echo "- Load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+	echo "- Page cache: $([[ -n $fresh ]] && echo "each model file dropped from it and read once before its pairs" || echo "left as it was (--aged-cache)")"
 	echo "- Settings: P = $tokens tokens, then D = $decode_steps tokens one at a time, $threads threads each, $pairs pairs; each process one untimed prefill, then one timed prefill and the D steps"
 }
 
@@ -174,6 +190,13 @@ for model in "${models[@]}"; do
 	"${helper[@]}" ids "$model" --n "$tokens" --out "$dir/ids.npy" "${libargs[@]}" || die "$name: cannot write the prompt"
 	printf '{"model": "%s", "tokens": %d, "steps": %d, "threads": %d, "pairs": %d, "repack": %s}\n' "$name" "$tokens" "$decode_steps" "$threads" "$pairs" \
 		"$([[ -n $repack ]] && echo true || echo false)" >"$dir/meta.json"
+	if [[ -n $fresh ]]; then
+		"$PYTHON" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)' "$model" || die "$name: cannot drop it from the page cache"
+		cat "$model" >/dev/null
+	fi
 	ids=$("$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); import llama_prefill as l; print(",".join(map(str, l.read_ids(sys.argv[2]))))' "$here" "$dir/ids.npy")
 
 	llama_cmd=("${helper[@]}" generate "$model" --tokens "$dir/ids.npy" --threads "$threads" --steps "$decode_steps" --warmup 1 "${runargs[@]}")
