@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/weights/ggml"
 )
 
 // A decoding step is bound by its launches more than by its arithmetic:
@@ -20,16 +21,25 @@ import (
 //     and row length (the query, key and value projections; the gate and
 //     up projections) run as one launch, each block taking rows of one
 //     of them;
+//   - a gated unit silu(gate)·up (a Sigmoid and two Muls) over the gate
+//     and up projections of one row runs in their launch, each warp
+//     taking the same rows of both (the glu form of gemv.go);
+//   - an RMSNorm read by nothing but such a launch is computed by it,
+//     each block of the grid for itself (the norm form);
 //   - the rotary embeddings of the queries and of the keys, one node
 //     after the other with the same angles, run as one launch.
 //
-// The first two are Products nodes of domain cudaDomain: inputs x, the
-// addend (or none) and one to maxProducts weights; outputs one per
-// weight; the attributes format and rows (one count a weight) as
-// PackedMatMul's. The third is a Rotaries node: inputs cos, sin and the
-// two tensors, outputs the two turned. Sums are the ones PackedMatMul
-// computes, the Add is the same single float addition and the rotations
-// the same arithmetic, so the results are the same bits.
+// The products are Products nodes of domain cudaDomain: inputs x, the
+// addend (or none), one to maxProducts weights and, under norm, the
+// RMSNorm's weight; outputs one per weight, or under glu one for the
+// pair; the attributes format and rows (one count a weight) as
+// PackedMatMul's, and "norm" (the RMSNorm's epsilon) and "glu" (1)
+// where they fold those. The rotations are a Rotaries node: inputs cos,
+// sin and the two tensors, outputs the two turned. Sums are the ones
+// PackedMatMul computes, the Add is the same single float addition and
+// the rotations the same arithmetic, so these results are the same bits;
+// a folded norm sums its squares in another order than rms_norm, so its
+// results, and the 8-bit x quantised from them, agree to rounding.
 
 // cudaDomain is the operator set of nodes this backend makes for itself.
 const cudaDomain = "berth.cuda"
@@ -87,6 +97,23 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		gone[i] = true
 		changed = true
 	}
+	// Gated units: silu(gate)·up over two products of one row.
+	for i := range g.Nodes {
+		if gone[i] || fused[i] != nil {
+			continue
+		}
+		if gt, up, members, ok := gatedUnit(g, cons, isOut, i, single); ok && !gone[gt] && !gone[up] && fused[gt] == nil && fused[up] == nil {
+			a, b := &g.Nodes[gt], &g.Nodes[up]
+			attrs := productAttrs(a, b)
+			attrs["glu"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
+			fused[i] = &ir.Node{Name: a.Name, Op: "Products", Domain: cudaDomain, Attrs: attrs,
+				Inputs: []ir.TensorID{a.Inputs[0], ir.NoTensor, a.Inputs[1], b.Inputs[1]}, Outputs: []ir.TensorID{g.Nodes[i].Outputs[0]}}
+			for _, j := range members {
+				gone[j] = true
+			}
+			changed = true
+		}
+	}
 	// Products of one row by several weights.
 	for i := range g.Nodes {
 		if !single(i) || gone[i] {
@@ -115,6 +142,35 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		p.Attrs = productAttrs(members...)
 		gone[i], fused[i] = false, p
 		changed = true
+	}
+	// An RMSNorm whose only readers are the weights of one Products node
+	// is computed by that node's kernel.
+	for i := range g.Nodes {
+		p := fused[i]
+		if p == nil || p.Op != "Products" || p.Inputs[1] != ir.NoTensor {
+			continue
+		}
+		x := p.Inputs[0]
+		weights := len(p.Inputs) - 2
+		r := g.Tensor(x).Producer
+		if r < 0 || isOut[x] || len(cons[x]) != weights || gone[r] || fused[r] != nil {
+			continue
+		}
+		rn := &g.Nodes[r]
+		if rn.Op != "RMSNorm" || rn.Domain != ir.BerthDomain || len(rn.Inputs) != 2 || len(rn.Outputs) != 1 {
+			continue
+		}
+		if gw := g.InputOf(rn, 1); gw == nil || gw.DType != ir.Float32 || gw.Shape.Elements() != g.Tensor(x).Shape.Elements() {
+			continue
+		}
+		form := gemvForm{norm: true, glu: p.Attrs.Int("glu", 0) != 0}
+		if !gemvTakes(g, p, form) {
+			continue
+		}
+		p.Inputs = append([]ir.TensorID{rn.Inputs[0]}, p.Inputs[1:]...)
+		p.Inputs = append(p.Inputs, rn.Inputs[1])
+		p.Attrs["norm"] = ir.Attr{Kind: ir.AttrFloat, Float: rn.Attrs.Float("epsilon", 1e-5)}
+		gone[r] = true
 	}
 	// Rotary embeddings of one position's queries and keys, side by side.
 	for i := range g.Nodes {
@@ -155,6 +211,79 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 	return &out
 }
 
+// gatedUnit reports whether node i is the Mul that ends a gated unit
+// silu(gate)·up whose gate and up are products of one row by weights of
+// one format and row count over the same x (node indices gt and up, by
+// single), the Sigmoid and the Mul between them read by nothing else and
+// gemv taking the pair: then members are the nodes it replaces.
+func gatedUnit(g *ir.Graph, cons [][]int, isOut []bool, i int, single func(int) bool) (gt, up int, members []int, ok bool) {
+	mul := func(n *ir.Node) bool {
+		return n.Op == "Mul" && n.DefaultDomain() && len(n.Inputs) == 2 && len(n.Outputs) == 1
+	}
+	// only reports whether t is read by node j alone, and is no output.
+	only := func(t ir.TensorID, j ...int) bool {
+		return !isOut[t] && slices.Equal(cons[t], j)
+	}
+	m2 := &g.Nodes[i]
+	if !mul(m2) {
+		return 0, 0, nil, false
+	}
+	for side := range 2 {
+		m1i, upi := g.Tensor(m2.Inputs[side]).Producer, g.Tensor(m2.Inputs[1-side]).Producer
+		if m1i < 0 || upi < 0 || !mul(&g.Nodes[m1i]) || !single(upi) || !only(m2.Inputs[side], i) || !only(m2.Inputs[1-side], i) {
+			continue
+		}
+		m1 := &g.Nodes[m1i]
+		for s := range 2 {
+			si, gti := g.Tensor(m1.Inputs[s]).Producer, g.Tensor(m1.Inputs[1-s]).Producer
+			if si < 0 || gti < 0 || !single(gti) {
+				continue
+			}
+			sg := &g.Nodes[si]
+			gate := m1.Inputs[1-s]
+			if sg.Op != "Sigmoid" || !sg.DefaultDomain() || len(sg.Inputs) != 1 || sg.Inputs[0] != gate || !only(m1.Inputs[s], m1i) {
+				continue
+			}
+			if cs := slices.Sorted(slices.Values(cons[gate])); isOut[gate] || !slices.Equal(cs, sortedPair(si, m1i)) {
+				continue
+			}
+			a, b := &g.Nodes[gti], &g.Nodes[upi]
+			if a.Inputs[0] != b.Inputs[0] || a.Attrs.String("format", "") != b.Attrs.String("format", "") || a.Attrs.Int("rows", -1) != b.Attrs.Int("rows", -2) {
+				continue
+			}
+			p := &ir.Node{Op: "Products", Attrs: productAttrs(a, b), Inputs: []ir.TensorID{a.Inputs[0], ir.NoTensor, a.Inputs[1], b.Inputs[1]}}
+			if !gemvTakes(g, p, gemvForm{glu: true}) {
+				continue
+			}
+			return gti, upi, []int{gti, upi, si, m1i}, true
+		}
+	}
+	return 0, 0, nil, false
+}
+
+func sortedPair(a, b int) []int { return []int{min(a, b), max(a, b)} }
+
+// gemvTakes reports whether a gemv kernel of form f takes the Products
+// node p (before its norm is folded in): its format and row length, and
+// constant weights.
+func gemvTakes(g *ir.Graph, p *ir.Node, f gemvForm) bool {
+	t, err := ggml.ParseType(p.Attrs.String("format", ""))
+	x := g.Tensor(p.Inputs[0])
+	if err != nil || x.Shape.Rank() == 0 {
+		return false
+	}
+	k := x.Shape[x.Shape.Rank()-1]
+	if _, _, ok := gemvKernel(t, k, f); !ok || !gemvFits(x, k) {
+		return false
+	}
+	for _, w := range p.Inputs[2:] {
+		if !g.Tensor(w).IsConst() {
+			return false
+		}
+	}
+	return true
+}
+
 // productAttrs are the attributes of a Products node made from the
 // PackedMatMuls nodes, all of one format: that format and their row
 // counts, in order.
@@ -170,25 +299,38 @@ func productAttrs(nodes ...*ir.Node) ir.Attrs {
 }
 
 // buildProducts launches a Products node: pmvs, a block of rows of one
-// weight a block.
+// weight a block, or a gemv kernel, which the norm and glu forms need.
 func buildProducts(c *buildContext) error {
 	n := c.n
-	if len(n.Inputs) < 3 || len(n.Inputs)-2 != len(n.Outputs) || len(n.Outputs) > maxProducts {
-		return c.errorf("%d inputs and %d outputs, want x, an addend and up to %d weights with an output each", len(n.Inputs), len(n.Outputs), maxProducts)
+	form := gemvForm{norm: n.Attrs.Has("norm"), eps: n.Attrs.Float("norm", 0), glu: n.Attrs.Int("glu", 0) != 0}
+	weights := len(n.Outputs)
+	if form.glu {
+		weights = 2
+	}
+	extra := 0
+	if form.norm {
+		extra = 1
+	}
+	if len(n.Inputs) != 2+weights+extra || weights > maxProducts || form.glu && len(n.Outputs) != 1 {
+		return c.errorf("%d inputs and %d outputs, want x, an addend, up to %d weights (two under glu, with one output), one output each, and the norm's weight under norm", len(n.Inputs), len(n.Outputs), maxProducts)
 	}
 	rows := n.Attrs.Ints("rows", nil)
 	x := c.in(0)
-	if x == nil || x.DType != ir.Float32 || x.Shape.Rank() == 0 || len(rows) != len(n.Outputs) {
+	if x == nil || x.DType != ir.Float32 || x.Shape.Rank() == 0 || len(rows) != weights {
 		return c.errorf("want a float32 row and a row count for each weight")
 	}
 	k := x.Shape[x.Shape.Rank()-1]
 	if x.Shape.Elements() != k {
 		return c.errorf("input %s%v is not one row", x.DType, x.Shape)
 	}
+	if g := c.in(2 + weights); form.norm && (g == nil || g.DType != ir.Float32 || g.Shape.Elements() != k) {
+		return c.errorf("the norm's weight is not float32 of %d values", k)
+	}
 	ws, ys, ns := []arg{null(), null(), null()}, []arg{null(), null(), null()}, []arg{i64(0), i64(0), i64(0)}
 	var name string
+	var format ggml.Type
 	var rb, blocks int64
-	for i := range n.Outputs {
+	for i := range weights {
 		one := &ir.Node{Name: n.Name, Op: "PackedMatMul", Attrs: ir.Attrs{"format": n.Attrs["format"], "rows": {Kind: ir.AttrInt, Int: rows[i]}}}
 		p, err := ir.PackedWeights(one, c.in(2+i), k)
 		if err != nil {
@@ -198,18 +340,36 @@ func buildProducts(c *buildContext) error {
 		if !ok || k%p.Format.BlockSize() != 0 {
 			return c.errorf("no product with %s weights of rows of %d on the GPU", p.Format, k)
 		}
-		if y := c.out(i); y == nil || y.DType != ir.Float32 || y.Shape.Elements() != p.Rows {
-			return c.errorf("output %d is not float32 of %d values", i, p.Rows)
+		if i < len(n.Outputs) {
+			want := p.Rows
+			if y := c.out(i); y == nil || y.DType != ir.Float32 || y.Shape.Elements() != want {
+				return c.errorf("output %d is not float32 of %d values", i, want)
+			}
+			ys[i] = c.outArg(i)
 		}
 		if add := c.in(1); i == 0 && add != nil && (add.DType != ir.Float32 || add.Shape.Elements() != p.Rows) {
 			return c.errorf("the addend %s%v is not float32 of %d values", add.DType, add.Shape, p.Rows)
 		}
-		name, rb = unit, p.RowBytes
-		ws[i], ys[i], ns[i] = c.inArg(2+i), c.outArg(i), i64(p.Rows)
+		name, rb, format = unit, p.RowBytes, p.Format
+		ws[i], ns[i] = c.inArg(2+i), i64(p.Rows)
 		blocks += (p.Rows + packedRows - 1) / packedRows
 	}
 	if blocks == 0 {
 		return nil
+	}
+	ins := make([]int, weights)
+	for i := range ins {
+		ins[i] = 2 + i
+	}
+	g := null()
+	if form.norm {
+		g = c.inArg(2 + weights)
+	}
+	if gemvFits(x, k) && gemvLaunch(c, format, k, rb, form, c.inArg(0), c.optIn(1), g, ins, ys[:len(n.Outputs)], rows) {
+		return nil
+	}
+	if form.norm || form.glu {
+		return c.errorf("no gemv kernel for %s rows of %d with norm %v, glu %v", format, k, form.norm, form.glu)
 	}
 	args := append([]arg{c.inArg(0), c.optIn(1)}, ws...)
 	args = append(append(append(args, ys...), ns...), i64(k), i64(rb))

@@ -133,6 +133,19 @@ func must(g *ir.Graph, _ [][]byte) *ir.Graph { return g }
 // the same bits from both, and returns the fused launches.
 func sameFusedOrNot(t *testing.T, g *ir.Graph, inputs [][]byte) int {
 	t.Helper()
+	outs, launches := fusedAndNot(t, g, inputs)
+	for j := range outs[0] {
+		if !bytes.Equal(outs[0][j], outs[1][j]) {
+			t.Errorf("output %d differs from the unfused run", j)
+		}
+	}
+	return launches
+}
+
+// fusedAndNot runs g on inputs compiled with fusion and without, and
+// returns the outputs of both and the fused launches.
+func fusedAndNot(t *testing.T, g *ir.Graph, inputs [][]byte) ([2][][]byte, int) {
+	t.Helper()
 	var outs [2][][]byte
 	var launches int
 	for i, noFusion := range []bool{false, true} {
@@ -147,12 +160,111 @@ func sameFusedOrNot(t *testing.T, g *ir.Graph, inputs [][]byte) int {
 			launches = exe.Launches()
 		}
 	}
-	for j := range outs[0] {
-		if !bytes.Equal(outs[0][j], outs[1][j]) {
-			t.Errorf("output %d differs from the unfused run", j)
+	return outs, launches
+}
+
+// layerGraph is the products of a decoder layer's step over rows of d
+// values, weights in format f: RMSNorm then the query, key and value
+// projections of one row x; RMSNorm of the residual r, the gate and up
+// projections (ff rows), silu(gate)·up and the down projection added
+// to r. The outputs are q, k, v and the new residual.
+func layerGraph(tb testing.TB, f ggml.Type, d, ff int64) (*ir.Graph, [][]byte) {
+	r := rand.New(rand.NewPCG(9, 10))
+	g := &ir.Graph{Name: "layer", Opsets: map[string]int64{"": 17}}
+	x := g.NewTensor("x", ir.Float32, ir.Shape{1, d}, nil)
+	res := g.NewTensor("r", ir.Float32, ir.Shape{1, d}, nil)
+	g.Inputs = []ir.TensorID{x, res}
+	node := func(op, domain string, attrs ir.Attrs, ins ...ir.TensorID) ir.TensorID {
+		i := len(g.Nodes)
+		y := g.AddTensor(ir.Tensor{Name: op + string(rune('a'+i)), Producer: i})
+		g.Nodes = append(g.Nodes, ir.Node{Name: op, Op: op, Domain: domain, Attrs: attrs, Inputs: ins, Outputs: []ir.TensorID{y}})
+		types, err := ir.Infer(g, &g.Nodes[i])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		g.Tensor(y).DType, g.Tensor(y).Shape = types[0].DType, types[0].Shape
+		return y
+	}
+	product := func(in ir.TensorID, rows, k int64) ir.TensorID {
+		w := g.NewTensor("w", ir.Uint8, nil, packedBytes(r, f, rows, k))
+		g.Tensor(w).Shape = ir.Shape{int64(len(g.Tensor(w).Data))}
+		return node("PackedMatMul", ir.BerthDomain, ir.Attrs{"format": strv(f.String()), "rows": intv(rows)}, in, w)
+	}
+	norm := func(in ir.TensorID) ir.TensorID {
+		v := make([]float32, d)
+		for i := range v {
+			v[i] = float32(1 + 0.1*r.NormFloat64())
+		}
+		w := g.NewTensor("g", ir.Float32, ir.Shape{d}, raw.Bytes(v))
+		return node("RMSNorm", ir.BerthDomain, ir.Attrs{"epsilon": floatv(1e-5)}, in, w)
+	}
+	a := norm(x)
+	q, kk, v := product(a, d, d), product(a, d/2, d), product(a, d/2, d)
+	b := norm(res)
+	gate, up := product(b, ff, d), product(b, ff, d)
+	silu := node("Mul", "", nil, gate, node("Sigmoid", "", nil, gate))
+	o := node("Add", "", nil, res, product(node("Mul", "", nil, silu, up), d, ff))
+	g.Outputs = []ir.TensorID{q, kk, v, o}
+	return g, normalInputs(r, g)
+}
+
+// TestFoldNormAndGate checks the rewrite of a layer's step: the norms
+// fold into the products that read them, and silu(gate)·up into the gate
+// and up projections, where gemv takes their format; elsewhere only the
+// products fuse.
+func TestFoldNormAndGate(t *testing.T) {
+	for _, c := range []struct {
+		f    ggml.Type
+		want []string
+	}{
+		{ggml.Q4_0, []string{"Products/3/norm", "Products/1/norm/glu", "Products/1"}},
+		{ggml.F16, []string{"Products/3/norm", "Products/1/norm/glu", "Products/1"}},
+		{ggml.Q4_K, []string{"RMSNorm/1", "Products/3", "RMSNorm/1", "Products/2", "Sigmoid/1", "Mul/1", "Mul/1", "Products/1"}},
+	} {
+		g, _ := layerGraph(t, c.f, 256, 512)
+		f := fuseProducts(g)
+		var ops []string
+		for _, n := range f.Nodes {
+			op := n.Op + "/" + string(rune('0'+len(n.Outputs)))
+			if n.Attrs.Has("norm") {
+				op += "/norm"
+			}
+			if n.Attrs.Has("glu") {
+				op += "/glu"
+			}
+			ops = append(ops, op)
+		}
+		if !slices.Equal(ops, c.want) {
+			t.Errorf("%s: nodes %v, want %v", c.f, ops, c.want)
 		}
 	}
-	return launches
+}
+
+// TestFoldNormAndGateMatchUnfused runs a layer's step with the norms and
+// the gated unit folded into the products and without. The sums of the
+// folded norm run in another order than rms_norm's, and 8-bit x is
+// quantised from its values, so the outputs agree to rounding, not bits.
+func TestFoldNormAndGateMatchUnfused(t *testing.T) {
+	requireGPU(t)
+	for _, f := range []ggml.Type{ggml.F32, ggml.F16, ggml.BF16, ggml.Q8_0, ggml.Q4_0} {
+		t.Run(f.String(), func(t *testing.T) {
+			g, inputs := layerGraph(t, f, 512, 1376)
+			outs, launches := fusedAndNot(t, g, inputs)
+			if launches != 3 {
+				t.Errorf("%d launches fused, want 3", launches)
+			}
+			for j := range outs[0] {
+				want := raw.F32(outs[1][j])
+				w64 := make([]float64, len(want))
+				for i, v := range want {
+					w64[i] = float64(v)
+				}
+				if rel := relL2(raw.F32(outs[0][j]), w64); !(rel <= 1e-5) {
+					t.Errorf("output %d: rel L2 %.3g against the unfused run", j, rel)
+				}
+			}
+		})
+	}
 }
 
 // normalInputs draws every input of g, float32, from N(0, 1).

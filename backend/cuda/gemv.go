@@ -1,0 +1,488 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/weights/ggml"
+)
+
+// The decoding products: y = W·x for one activation row, the GEMV of a
+// language model's step, for the formats it mostly comes in. Each is a
+// kernel of gemvModule that takes up to three weights over the same x
+// (a Products node, or one PackedMatMul), a block of rows of one weight a
+// block, and adds a vector to the first weight's rows where asked.
+//
+//   - Float rows (f32, f16, bf16) of whole 16-byte words: each lane
+//     streams 16-byte words of gemvRows rows, gemvLoads of them a row in
+//     flight before the first is used, and sums in float32.
+//   - q8_0 and q4_0 rows: each block of the grid first quantises x into
+//     shared memory as the CPU's kernels do (blocks of 32 int8 values,
+//     d = max|x|/127 rounded to f16, ties to even), a thread a block of
+//     32, while its first weights are on their way; then its warps take
+//     their rows in chunks of 32 blocks, staged through shared memory in
+//     aligned 16-byte loads (the blocks are only 2-byte aligned), each
+//     lane one block, in 8-bit dot products (dp4a). The integer sums of a
+//     block are the CPU's; only the float sums over blocks differ in order.
+//
+// Two variants fold the nodes around a step's products into them
+// (fuseProducts makes them):
+//
+//   - norm: x is the RMSNorm of the kernel's input by a weight g, which
+//     each block of the grid computes for itself (into shared memory,
+//     before the products; for q8_0 and q4_0 it then quantises that);
+//   - glu: two weights of n rows each, the gate's and the up projection's,
+//     and one output of n rows, silu(gate)·up: each warp takes the same
+//     rows of both.
+//
+// Other formats, and rows too long for the shared x (gemvMaxK, or
+// gemvNormK for float rows under norm), run packed.go's pmv.
+
+// Shapes of the gemv kernels: warps a block, rows a warp (of each weight
+// under glu: half as many), and for float rows the words of a row a lane
+// loads before it uses the first.
+const (
+	gemvWarps = 4
+	gemvRows  = 2
+	gemvLoads = 4
+	gemvQRows = 4 // rows a warp for q8_0 and q4_0
+	gemvMaxK  = 16384
+	gemvNormK = 8192 // float rows under norm: x in shared memory
+)
+
+// gemvForm is what a gemv launch folds in: an RMSNorm of x before it, a
+// gated unit after it.
+type gemvForm struct {
+	norm bool
+	eps  float32
+	glu  bool
+}
+
+// gemvKernel is the kernel of gemvModule for format t, rows of k values
+// and form f, with the rows of each weight a block takes; ok is false
+// where gemv has none.
+func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok bool) {
+	float := true
+	switch t {
+	case ggml.F32:
+		kernel, rows, ok = "gemv_f32", gemvRows, k%4 == 0
+	case ggml.F16:
+		kernel, rows, ok = "gemv_f16", gemvRows, k%8 == 0
+	case ggml.BF16:
+		kernel, rows, ok = "gemv_bf16", gemvRows, k%8 == 0
+	case ggml.Q8_0:
+		kernel, rows, ok, float = "gemv_q8_0", gemvQRows, k%32 == 0 && k <= gemvMaxK, false
+	case ggml.Q4_0:
+		kernel, rows, ok, float = "gemv_q4_0", gemvQRows, k%32 == 0 && k <= gemvMaxK, false
+	default:
+		return "", 0, false
+	}
+	if f.norm {
+		kernel += "_norm"
+		ok = ok && (!float || k <= gemvNormK)
+	}
+	if f.glu {
+		kernel += "_glu"
+		rows /= 2
+	}
+	return kernel, gemvWarps * rows, ok
+}
+
+// gemvLaunch appends the launch of a gemv kernel over the weights ws
+// (inputs of c's node, of ns rows each, in format t with rows of k values
+// and rb bytes), x, add (or null) and, under norm, the RMSNorm's weight
+// g, writing ys (one under glu). ok is false, and nothing appended, where
+// gemv does not take them: a format or form it has no kernel for, or a
+// weight that is not a constant (a constant is Alignment-aligned).
+func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g arg, ws []int, ys []arg, ns []int64) bool {
+	kernel, per, ok := gemvKernel(t, k, f)
+	if !ok || len(ws) > maxProducts || f.glu && (len(ws) != 2 || ns[0] != ns[1] || len(ys) != 1) {
+		return false
+	}
+	wa, ya, na := []arg{null(), null(), null()}, []arg{null(), null(), null()}, []arg{i64(0), i64(0), i64(0)}
+	var blocks int64
+	for i, in := range ws {
+		if !c.g.Tensor(c.n.Input(in)).IsConst() {
+			return false
+		}
+		wa[i], na[i] = c.inArg(in), i64(ns[i])
+		if i < len(ys) {
+			ya[i] = ys[i]
+		}
+		if !f.glu || i == 0 {
+			blocks += (ns[i] + per - 1) / per
+		}
+	}
+	if blocks == 0 {
+		return true
+	}
+	args := append([]arg{x, add}, wa...)
+	args = append(append(append(args, ya...), na...), i64(k), i64(rb), g, f32(f.eps))
+	c.launches = append(c.launches, launch{node: c.node, module: gemvModule, kernel: kernel,
+		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{32 * gemvWarps, 1, 1}, args: args})
+	return true
+}
+
+// gemvFits reports whether one activation row x of a product can run
+// gemv: float32, one row.
+func gemvFits(x *ir.Tensor, k int64) bool {
+	return x != nil && x.DType == ir.Float32 && x.Shape.Elements() == k
+}
+
+var gemvModule = &source{"gemv.cu", gemvSource}
+
+var gemvSource = common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_QROWS %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
+	gemvWarps, gemvRows, gemvLoads, gemvQRows, gemvMaxK, gemvNormK) + `
+#define FULL 0xffffffffu
+__device__ __forceinline__ float gv_h2f(u32 h) {
+	float r;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"((u16)h));
+	return r;
+}
+// gv_f16r is v rounded to f16 and back, ties to even.
+__device__ __forceinline__ float gv_f16r(float v) {
+	u16 h;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+	return gv_h2f(h);
+}
+
+// gv_x loads the V values of x at p (16-byte aligned where al), in
+// global or in shared memory.
+template <int V> __device__ __forceinline__ void gv_x(const float* __restrict__ p, bool al, float* v) {
+	if (al) {
+		#pragma unroll
+		for (int j = 0; j < V / 4; j++) {
+			float4 t = ((const float4*)p)[j];
+			v[4 * j] = t.x; v[4 * j + 1] = t.y; v[4 * j + 2] = t.z; v[4 * j + 3] = t.w;
+		}
+	} else {
+		#pragma unroll
+		for (int j = 0; j < V; j++) v[j] = p[j];
+	}
+}
+
+// gv_out sums each row's lanes and writes the rows of [r0, n), plus add;
+// under glu (G) the first R/2 sums are the gate's, the others the up
+// projection's, and the rows are silu(gate)·up, as the graph's Sigmoid
+// and two Muls compute them.
+template <int R, int G> __device__ __forceinline__ void gv_out(float* acc, float* __restrict__ y, const float* __restrict__ add, i64 r0, i64 n, int lane) {
+	#pragma unroll
+	for (int rr = 0; rr < R; rr++) {
+		#pragma unroll
+		for (int o = 16; o > 0; o >>= 1) acc[rr] += __shfl_xor_sync(FULL, acc[rr], o);
+	}
+	if (lane != 0) return;
+	if (G) {
+		#pragma unroll
+		for (int rr = 0; rr < R / 2; rr++) {
+			if (r0 + rr >= n) break;
+			float gt = acc[rr];
+			y[r0 + rr] = gt * (1.f / (1.f + expf(-gt))) * acc[R / 2 + rr];
+		}
+		return;
+	}
+	#pragma unroll
+	for (int rr = 0; rr < R; rr++) if (r0 + rr < n) y[r0 + rr] = add ? acc[rr] + add[r0 + rr] : acc[rr];
+}
+
+// gv_rows points row[rr] at the warp's rows from r0 of w (and, under
+// glu, the same rows of w1 after them); rows past n read the last row
+// again: their sums are dropped.
+template <int R, int G> __device__ __forceinline__ void gv_rows(const u8** row, const u8* w, const u8* w1, i64 r0, i64 n, i64 rb) {
+	#pragma unroll
+	for (int rr = 0; rr < R; rr++) {
+		int i = G ? rr % (R / 2) : rr;
+		row[rr] = (G && rr >= R / 2 ? w1 : w) + min(r0 + i, n - 1) * rb;
+	}
+}
+
+// gv_inv is the reciprocal root of the mean square of x's k values plus
+// eps, as rms_norm computes it, for every thread of the block.
+__device__ __forceinline__ float gv_inv(const float* __restrict__ x, i64 k, float eps) {
+	__shared__ float red[GV_WARPS];
+	float s = 0.f;
+	for (i64 j = threadIdx.x; j < k; j += blockDim.x) s = fmaf(x[j], x[j], s);
+	#pragma unroll
+	for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(FULL, s, o);
+	if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
+	__syncthreads();
+	float t = 0.f;
+	#pragma unroll
+	for (int i = 0; i < GV_WARPS; i++) t += red[i];
+	return 1.f / sqrtf(t / (float)k + eps);
+}
+
+// FW<F>: a 16-byte word of float rows (F: 0 f32, 1 f16, 30 bf16), V
+// values, and its dot product with V values of x.
+template <int F> struct FW;
+template <> struct FW<0> {
+	enum { V = 4 };
+	static __device__ __forceinline__ float dot(uint4 w, const float* x) {
+		float s = __uint_as_float(w.x) * x[0];
+		s = fmaf(__uint_as_float(w.y), x[1], s);
+		s = fmaf(__uint_as_float(w.z), x[2], s);
+		return fmaf(__uint_as_float(w.w), x[3], s);
+	}
+};
+template <> struct FW<1> {
+	enum { V = 8 };
+	static __device__ __forceinline__ float dot(uint4 w, const float* x) {
+		u32 u[4] = {w.x, w.y, w.z, w.w};
+		float s = 0.f;
+		#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			s = fmaf(gv_h2f(u[j] & 0xffffu), x[2 * j], s);
+			s = fmaf(gv_h2f(u[j] >> 16), x[2 * j + 1], s);
+		}
+		return s;
+	}
+};
+template <> struct FW<30> {
+	enum { V = 8 };
+	static __device__ __forceinline__ float dot(uint4 w, const float* x) {
+		u32 u[4] = {w.x, w.y, w.z, w.w};
+		float s = 0.f;
+		#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			s = fmaf(__uint_as_float(u[j] << 16), x[2 * j], s);
+			s = fmaf(__uint_as_float(u[j] & 0xffff0000u), x[2 * j + 1], s);
+		}
+		return s;
+	}
+};
+
+// gvf: the warp's rows of block b (GV_ROWS of w, or under glu half as
+// many of w and of w1) by x, which is 16-byte aligned where al.
+template <int F, int G> __device__ __forceinline__ void gvf(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, bool al, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add) {
+	typedef FW<F> T;
+	enum { R = GV_ROWS, L = GV_LOADS };
+	int lane = threadIdx.x & 31;
+	i64 r0 = (b * GV_WARPS + (threadIdx.x >> 5)) * (R / (1 + G));
+	if (r0 >= n) return;
+	const u8* rp[R];
+	gv_rows<R, G>(rp, w, w1, r0, n, rb);
+	const uint4* row[R];
+	float acc[R];
+	#pragma unroll
+	for (int rr = 0; rr < R; rr++) {
+		row[rr] = (const uint4*)rp[rr];
+		acc[rr] = 0.f;
+	}
+	const i64 words = k / T::V;
+	i64 i = lane;
+	for (; i + 32 * (L - 1) < words; i += 32 * L) {
+		uint4 v[R][L];
+		#pragma unroll
+		for (int l = 0; l < L; l++)
+			#pragma unroll
+			for (int rr = 0; rr < R; rr++) v[rr][l] = __ldg(row[rr] + i + 32 * l);
+		#pragma unroll
+		for (int l = 0; l < L; l++) {
+			float xv[T::V];
+			gv_x<T::V>(x + (i + 32 * l) * T::V, al, xv);
+			#pragma unroll
+			for (int rr = 0; rr < R; rr++) acc[rr] += T::dot(v[rr][l], xv);
+		}
+	}
+	for (; i < words; i += 32) {
+		float xv[T::V];
+		gv_x<T::V>(x + i * T::V, al, xv);
+		#pragma unroll
+		for (int rr = 0; rr < R; rr++) acc[rr] += T::dot(__ldg(row[rr] + i), xv);
+	}
+	gv_out<R, G>(acc, y, add, r0, n, lane);
+}
+
+// gv_normx writes the RMSNorm of x by g (k values) into xf, every thread
+// of the block calling it.
+__device__ __forceinline__ void gv_normx(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, float* xf) {
+	float inv = gv_inv(x, k, eps);
+	for (i64 j = threadIdx.x; j < k; j += blockDim.x) xf[j] = x[j] * inv * g[j];
+	__syncthreads();
+}
+
+// gv_quantise writes x (k values, whole blocks of 32; its RMSNorm by g
+// under norm) into shared memory as the CPU quantises activations for
+// q8_0 and q4_0 weights: per block the int8 values q = x·(127/max|x|)
+// rounded to even, d = max|x|/127 rounded to f16, and the sum of the q.
+// Every thread of the block calls it; a thread takes a block of 32.
+template <int N> __device__ __forceinline__ void gv_quantise(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, int* xq, float* xd, int* xs) {
+	float inv = N ? gv_inv(x, k, eps) : 1.f;
+	const bool al = (((u64)x | (u64)g) & 15) == 0;
+	for (i64 b = threadIdx.x; b < k / 32; b += blockDim.x) {
+		float v[32];
+		gv_x<32>(x + b * 32, al, v);
+		if (N) {
+			float gs[32];
+			gv_x<32>(g + b * 32, al, gs);
+			#pragma unroll
+			for (int j = 0; j < 32; j++) v[j] = v[j] * inv * gs[j];
+		}
+		float a = 0.f;
+		#pragma unroll
+		for (int j = 0; j < 32; j++) a = fmaxf(a, fabsf(v[j]));
+		float id = a != 0.f ? __fdiv_rn(127.f, a) : 0.f;
+		int s = 0;
+		#pragma unroll
+		for (int j = 0; j < 8; j++) {
+			u32 p = 0;
+			#pragma unroll
+			for (int t = 0; t < 4; t++) {
+				int q = __float2int_rn(__fmul_rn(v[4 * j + t], id));
+				s += q;
+				p |= ((u32)q & 0xffu) << (8 * t);
+			}
+			xq[b * 8 + j] = (int)p;
+		}
+		xd[b] = gv_f16r(__fdiv_rn(a, 127.f));
+		xs[b] = s;
+	}
+	__syncthreads();
+}
+
+// gv_word is the 4 bytes at the 2-aligned shared address p.
+__device__ __forceinline__ int gv_word(const u8* p) {
+	const u32* a = (const u32*)((u64)p & ~(u64)3);
+	return (int)__funnelshift_r(a[0], a[1], ((u32)(u64)p & 3) * 8);
+}
+
+// QW<F>: a block of 32 quantised values (F: 8 q8_0, 2 q4_0) of BB bytes,
+// and its dot product with a block of quantised x (values q, scale d and
+// the sum of the values s).
+template <int F> struct QW;
+template <> struct QW<8> {
+	enum { BB = 34 };
+	static __device__ __forceinline__ float dot(const u8* b, const int* xs, float d, int s) {
+		int t = 0;
+		#pragma unroll
+		for (int j = 0; j < 8; j++) t = __dp4a(gv_word(b + 2 + 4 * j), xs[j], t);
+		return gv_h2f(*(const u16*)b) * d * (float)t;
+	}
+};
+template <> struct QW<2> {
+	enum { BB = 18 };
+	static __device__ __forceinline__ float dot(const u8* b, const int* xs, float d, int s) {
+		int t = 0;
+		#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			int w = gv_word(b + 2 + 4 * j);
+			t = __dp4a(w & 0x0f0f0f0f, xs[j], t);
+			t = __dp4a((w >> 4) & 0x0f0f0f0f, xs[4 + j], t);
+		}
+		return gv_h2f(*(const u16*)b) * d * (float)(t - 8 * s);
+	}
+};
+
+// GVQ_STAGE is the shared buffer of gvq<F>'s warps: R rows each of
+// chunks of 32 blocks, as aligned 16-byte words.
+#define GVQ_PER(BB) (((32 * BB + 15) / 16 + 2 + 31) / 32)
+
+// gvq: the warp's rows of block b (GV_QROWS of w, or under glu half as
+// many of w and of w1) by the quantised x, which gv_quantise writes
+// after the first chunk of the rows is on its way. Each row comes in
+// chunks of 32 blocks, loaded as aligned 16-byte words into registers
+// while the chunk before is computed, then staged in the warp's shared
+// buffer, a lane a block.
+template <int F, int N, int G> __device__ __forceinline__ void gvq(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add) {
+	typedef QW<F> T;
+	enum { R = GV_QROWS, CB = 32, PER = GVQ_PER(T::BB) };
+	__shared__ uint4 stage[GV_WARPS][R][PER * 32];
+	__shared__ __align__(16) int xq[GV_MAXK / 4];
+	__shared__ float xd[GV_MAXK / 32];
+	__shared__ int xs[GV_MAXK / 32];
+	int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+	i64 r0 = (b * GV_WARPS + wp) * (R / (1 + G));
+	const i64 nb = k / 32;
+	const u8* row[R];
+	gv_rows<R, G>(row, w, w1, min(r0, n - 1), n, rb);
+	float acc[R];
+	uint4 v[R][PER];
+	int delta[R];
+	#pragma unroll
+	for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
+	auto load = [&](i64 b0) {
+		int cnt = (int)min((i64)CB, nb - b0);
+		#pragma unroll
+		for (int rr = 0; rr < R; rr++) {
+			const u8* src = row[rr] + b0 * T::BB;
+			const uint4* a = (const uint4*)((u64)src & ~(u64)15);
+			delta[rr] = (int)(src - (const u8*)a);
+			int words = (delta[rr] + cnt * T::BB + 15) >> 4;
+			#pragma unroll
+			for (int i = 0; i < PER; i++) if (lane + 32 * i < words) v[rr][i] = __ldg(a + lane + 32 * i);
+		}
+	};
+	if (r0 < n) load(0);
+	gv_quantise<N>(x, g, k, eps, xq, xd, xs);
+	if (r0 >= n) return;
+	for (i64 b0 = 0; b0 < nb; b0 += CB) {
+		int cur[R];
+		#pragma unroll
+		for (int rr = 0; rr < R; rr++) {
+			cur[rr] = delta[rr];
+			#pragma unroll
+			for (int i = 0; i < PER; i++) stage[wp][rr][lane + 32 * i] = v[rr][i];
+		}
+		__syncwarp();
+		if (b0 + CB < nb) load(b0 + CB);
+		i64 bl = b0 + lane;
+		if (bl < nb) {
+			int4 q0 = *(const int4*)(xq + bl * 8), q1 = *(const int4*)(xq + bl * 8 + 4);
+			int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+			float d = xd[bl];
+			int s = xs[bl];
+			#pragma unroll
+			for (int rr = 0; rr < R; rr++) acc[rr] += T::dot((const u8*)stage[wp][rr] + cur[rr] + lane * T::BB, qs, d, s);
+		}
+		__syncwarp();
+	}
+	gv_out<R, G>(acc, y, add, r0, n, lane);
+}
+
+// The kernels: up to three weights over one x (n1, n2 zero for one), a
+// block of rows of one weight a block; add, where not null, is added to
+// the first weight's rows. Under glu the blocks take rows of w0 and w1
+// at once, and write y0. g and eps are the RMSNorm's, under norm.
+#define GV_ARGS const float* __restrict__ x, const float* __restrict__ add, const u8* __restrict__ w0, const u8* __restrict__ w1, const u8* __restrict__ w2, float* __restrict__ y0, float* __restrict__ y1, float* __restrict__ y2, i64 n0, i64 n1, i64 n2, i64 k, i64 rb, const float* __restrict__ g, float eps
+#define GV_PICK(rows, G, CALL) \
+	i64 b = blockIdx.x, per = GV_WARPS * (rows / (1 + G)), b0 = (n0 + per - 1) / per, b1 = (n1 + per - 1) / per; \
+	if (G || b < b0) CALL(w0, w1, y0, n0, b, add); \
+	else if (b < b0 + b1) CALL(w1, nullptr, y1, n1, b - b0, nullptr); \
+	else CALL(w2, nullptr, y2, n2, b - b0 - b1, nullptr);
+#define GVF(name, F, G, suffix) \
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##suffix(GV_ARGS) { \
+	const float* xp = x; bool al = ((u64)x & 15) == 0; \
+	GV_PICK(GV_ROWS, G, GVF_CALL_##F##_##G) } \
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##_norm##suffix(GV_ARGS) { \
+	__shared__ __align__(16) float xf[GV_NORMK]; \
+	gv_normx(x, g, k, eps, xf); \
+	const float* xp = xf; bool al = true; \
+	GV_PICK(GV_ROWS, G, GVF_CALL_##F##_##G) }
+#define GVF_CALL_0_0(wa, wb, y, n, b, a) gvf<0, 0>(wa, wb, xp, al, y, n, k, rb, b, a)
+#define GVF_CALL_0_1(wa, wb, y, n, b, a) gvf<0, 1>(wa, wb, xp, al, y, n, k, rb, b, a)
+#define GVF_CALL_1_0(wa, wb, y, n, b, a) gvf<1, 0>(wa, wb, xp, al, y, n, k, rb, b, a)
+#define GVF_CALL_1_1(wa, wb, y, n, b, a) gvf<1, 1>(wa, wb, xp, al, y, n, k, rb, b, a)
+#define GVF_CALL_30_0(wa, wb, y, n, b, a) gvf<30, 0>(wa, wb, xp, al, y, n, k, rb, b, a)
+#define GVF_CALL_30_1(wa, wb, y, n, b, a) gvf<30, 1>(wa, wb, xp, al, y, n, k, rb, b, a)
+GVF(f32, 0, 0, )
+GVF(f32, 0, 1, _glu)
+GVF(f16, 1, 0, )
+GVF(f16, 1, 1, _glu)
+GVF(bf16, 30, 0, )
+GVF(bf16, 30, 1, _glu)
+#define GVQ(name, F, N, G, suffix) \
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##suffix(GV_ARGS) { \
+	GV_PICK(GV_QROWS, G, GVQ_CALL_##F##_##N##_##G) }
+#define GVQ_ALL(name, F) \
+	GVQ(name, F, 0, 0, ) GVQ(name, F, 1, 0, _norm) GVQ(name, F, 0, 1, _glu) GVQ(name, F, 1, 1, _norm_glu)
+#define GVQ_CALL_8_0_0(wa, wb, y, n, b, a) gvq<8, 0, 0>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_8_1_0(wa, wb, y, n, b, a) gvq<8, 1, 0>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_8_0_1(wa, wb, y, n, b, a) gvq<8, 0, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_8_1_1(wa, wb, y, n, b, a) gvq<8, 1, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_2_0_0(wa, wb, y, n, b, a) gvq<2, 0, 0>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_2_1_0(wa, wb, y, n, b, a) gvq<2, 1, 0>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_2_0_1(wa, wb, y, n, b, a) gvq<2, 0, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_2_1_1(wa, wb, y, n, b, a) gvq<2, 1, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+GVQ_ALL(q8_0, 8)
+GVQ_ALL(q4_0, 2)
+`
