@@ -3,6 +3,7 @@ package berth
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -197,6 +198,25 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 	return e, nil
 }
 
+// tableBytes is the sum of ir.TableBytes over g's nodes (saturating), and
+// the node with the largest share.
+func tableBytes(g *ir.Graph) (int64, *ir.Node) {
+	var sum, most int64
+	var by *ir.Node
+	for i := range g.Nodes {
+		b := ir.TableBytes(g, &g.Nodes[i])
+		if b > most {
+			most, by = b, &g.Nodes[i]
+		}
+		if b > math.MaxInt64-sum {
+			sum = math.MaxInt64
+		} else {
+			sum += b
+		}
+	}
+	return sum, by
+}
+
 // checkLimit refuses plans whose arena plus weights exceed the limit. The
 // error names the step at which the most bytes are live and the largest
 // tensors live there, which is where the model would have to give.
@@ -204,7 +224,14 @@ func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int6
 	if limit <= 0 {
 		return nil
 	}
-	if pl.ArenaBytes <= limit-min(w, limit) {
+	tables, _ := tableBytes(g)
+	held := w
+	if tables > math.MaxInt64-held {
+		held = math.MaxInt64
+	} else {
+		held += tables
+	}
+	if pl.ArenaBytes <= limit-min(held, limit) {
 		return nil
 	}
 	peak := ""
@@ -221,17 +248,25 @@ func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int6
 		peak = fmt.Sprintf("; the peak, %d bytes, is at node %q (%s), where %s are live",
 			pl.LoadBytes, st.Name, st.Op, strings.Join(live, ", "))
 	}
-	return fmt.Errorf("compile: %w: the activation arena needs %d bytes and the weights %d, the limit is %d%s",
-		ErrMemoryLimit, pl.ArenaBytes, w, limit, peak)
+	also := ""
+	if tables > 0 {
+		also = fmt.Sprintf(" and the index tables %d", tables)
+	}
+	return fmt.Errorf("compile: %w: the activation arena needs %d bytes and the weights %d%s, the limit is %d%s",
+		ErrMemoryLimit, pl.ArenaBytes, w, also, limit, peak)
 }
 
 // checkTensorSizes refuses, before any kernel is built, a graph one of
-// whose activations alone is larger than the limit: no plan of it fits,
-// and the kernels of such a tensor may build tables as long as its
-// dimensions (a Tile's or a Pad's index per output position).
+// whose activations alone is larger than the limit, where no plan fits,
+// or whose kernels' tables (ir.TableBytes: a Tile's or a Pad's index per
+// output position) would pass it together.
 func checkTensorSizes(limit int64, g *ir.Graph) error {
 	if limit <= 0 {
 		return nil
+	}
+	if b, n := tableBytes(g); b > limit {
+		return fmt.Errorf("compile: %w: the index tables of the graph's Pad, Tile and Resize nodes take %d bytes (node %q (%s) the most); the limit is %d",
+			ErrMemoryLimit, b, n.Name, n.Op, limit)
 	}
 	for id := range g.Tensors {
 		t := &g.Tensors[id]

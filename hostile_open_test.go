@@ -75,8 +75,11 @@ var (
 	reshapeModel = oneNode("Reshape", []onnxtest.Input{vecN, shapeR}, "x", "s")
 	expandModel  = oneNode("Expand", []onnxtest.Input{vecN, shapeR}, "x", "s")
 	tileModel    = oneNode("Tile", []onnxtest.Input{vecN, {Name: "s", Elem: "int64", Dims: []string{"1"}}}, "x", "s")
-	cosModel     = oneNode("ConstantOfShape", []onnxtest.Input{shapeR}, "s")
-	rangeModel   = oneNode("Range", []onnxtest.Input{
+	// tileBytesModel tiles bytes: 2²⁵ of them take half the small limit,
+	// their index table (an int32 a position) twice it.
+	tileBytesModel = oneNode("Tile", []onnxtest.Input{{Name: "x", Elem: "uint8", Dims: []string{"n"}}, {Name: "s", Elem: "int64", Dims: []string{"1"}}}, "x", "s")
+	cosModel       = oneNode("ConstantOfShape", []onnxtest.Input{shapeR}, "s")
+	rangeModel     = oneNode("Range", []onnxtest.Input{
 		{Name: "start", Elem: "int64", Dims: []string{}}, {Name: "limit", Elem: "int64", Dims: []string{}}, {Name: "delta", Elem: "int64", Dims: []string{}}},
 		"start", "limit", "delta")
 	rangeF32Model = oneNode("Range", []onnxtest.Input{
@@ -286,6 +289,7 @@ func TestHostileOpenShapes(t *testing.T) {
 		{name: "tile overflow", model: tileModel, runs: [][]berth.Tensor{{f32s("x", 4), ints("s", 1<<62)}}, want: []string{"Tile"}},
 		{name: "tile past max elements", model: tileModel, runs: [][]berth.Tensor{{f32s("x", 1<<10), ints("s", 1<<31)}}, want: []string{"Tile"}},
 		{name: "tile within max elements", model: tileModel, opts: berth.Options{MemoryLimit: small}, runs: [][]berth.Tensor{{f32s("x", 1<<10), ints("s", 1<<24)}}, is: berth.ErrMemoryLimit},
+		{name: "tile table past the limit", model: tileBytesModel, opts: berth.Options{MemoryLimit: small}, runs: [][]berth.Tensor{{zeros("x", berth.Uint8, 1), ints("s", 1<<25)}}, is: berth.ErrMemoryLimit},
 		{name: "tile negative", model: tileModel, runs: [][]berth.Tensor{{f32s("x", 4), ints("s", -1)}}, want: []string{"Tile"}},
 		{name: "constant of shape overflow", model: cosModel, runs: [][]berth.Tensor{{ints("s", 1<<32, 1<<32)}}, want: []string{"ConstantOfShape"}},
 		{name: "constant of shape huge", model: cosModel, runs: [][]berth.Tensor{{ints("s", 1<<38)}}, is: berth.ErrMemoryLimit},

@@ -414,3 +414,46 @@ func TransposeWindow(g *Graph, n *Node) (*Window, error) {
 	}
 	return win, nil
 }
+
+// TableBytes bounds the bytes of the per-axis tables that a backend
+// builds on the host to compile n, before any plan is checked: for Pad
+// and Tile an int32 a position of every output axis, for Resize and
+// Upsample its taps (an int32 index and a float32 weight each, one to
+// four a position by mode, and the mark of positions outside the input).
+// It is 0 for other nodes, where the output's shape is not known or not
+// valid, and for an empty output, whose kernel does nothing.
+// The sum is what a memory limit must leave room for besides the plan:
+// a 1-D output of 2³⁰ bytes has a Tile table four times as large.
+func TableBytes(g *Graph, n *Node) int64 {
+	var per int64
+	switch n.Op {
+	case "Pad", "Tile":
+		per = 4
+	case "Resize", "Upsample":
+		taps := int64(1)
+		switch n.Attrs.String("mode", "nearest") {
+		case "linear", "bilinear", "trilinear":
+			taps = 2
+		case "cubic":
+			taps = 4
+		}
+		per = 8*taps + 1
+	default:
+		return 0
+	}
+	if !n.DefaultDomain() {
+		return 0
+	}
+	y := g.OutputOf(n, 0)
+	if y == nil || y.Shape.Validate() != nil || y.Shape.Elements() == 0 {
+		return 0
+	}
+	var b int64
+	for _, d := range y.Shape {
+		if d > (math.MaxInt64-b)/per {
+			return math.MaxInt64
+		}
+		b += per * d
+	}
+	return b
+}

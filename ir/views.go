@@ -175,3 +175,16 @@ func tensorAt(g *Graph, id TensorID) *Tensor {
 	}
 	return &g.Tensors[id]
 }
+
+// WritesNothing reports whether every output n has is empty (holds no
+// element): its kernel has nothing to compute, and a backend builds none
+// (the tables some kernels build per output position along an axis could
+// be as long as a dimension of an empty tensor, [0, 2³³]).
+func WritesNothing(g *Graph, n *Node) bool {
+	for _, id := range n.Outputs {
+		if id != NoTensor && g.Tensor(id).Shape.Elements() != 0 {
+			return false
+		}
+	}
+	return true
+}

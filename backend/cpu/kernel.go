@@ -206,10 +206,7 @@ func BuildWith(g *ir.Graph, n *ir.Node, opts BuildOptions) (k Kernel, scratch in
 	if len(n.Outputs) == 0 || n.Outputs[0] == ir.NoTensor && !optionalFirstOutput[n.Op] {
 		return nil, 0, c.errorf("node has no output")
 	}
-	if writesNothing(g, n) {
-		// Nothing to compute, and nothing to build: the tables some
-		// kernels build per output position along an axis could be as
-		// long as a dimension of an empty tensor ([0, 2³³]).
+	if ir.WritesNothing(g, n) {
 		return nothing{}, 0, nil
 	}
 	defer func() {
@@ -222,17 +219,6 @@ func BuildWith(g *ir.Graph, n *ir.Node, opts BuildOptions) (k Kernel, scratch in
 		return nil, 0, c.errorf("internal error: negative scratch size")
 	}
 	return k, scratch, err
-}
-
-// writesNothing reports whether every output n has is empty (holds no
-// element).
-func writesNothing(g *ir.Graph, n *ir.Node) bool {
-	for _, id := range n.Outputs {
-		if id != ir.NoTensor && g.Tensor(id).Shape.Elements() != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // nothing is the kernel of a node whose outputs are all empty.

@@ -189,6 +189,8 @@ func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs 
 	}()
 	if fz.codegen(g, i) {
 		f = func(c *buildContext) error { return buildFused(c, fz) }
+	} else if ir.WritesNothing(g, n) {
+		return c, nil // nothing to compute, and nothing to build (ir.WritesNothing)
 	}
 	if err := f(c); err != nil {
 		return nil, err

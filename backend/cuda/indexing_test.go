@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -261,5 +263,31 @@ func TestIndexingRefusals(t *testing.T) {
 	var ve *ir.ValueError
 	if !errors.As(err, &ve) || ve.Tensor != g.g.Tensor(pads).Name {
 		t.Fatalf("err = %v, want an ir.ValueError for %q", err, g.g.Tensor(pads).Name)
+	}
+}
+
+// TestEmptyOutputBuildsNothing builds, without a GPU, a Pad whose output
+// is empty but long along one axis ([0, 2³³+1]): the node launches nothing
+// and builds no table (a table of its long axis would take 32 GiB).
+func TestEmptyOutputBuildsNothing(t *testing.T) {
+	g := &ir.Graph{Name: "empty", Opsets: map[string]int64{"": 17}}
+	x := g.NewTensor("x", ir.Float32, ir.Shape{0, 1}, nil)
+	pads := g.NewTensor("pads", ir.Int64, ir.Shape{4}, raw.Bytes([]int64{0, 0, 0, 1 << 33}))
+	y := g.AddTensor(ir.Tensor{Name: "y", DType: ir.Float32, Shape: ir.Shape{0, 1<<33 + 1}, Producer: 0})
+	g.Nodes = []ir.Node{{Name: "pad", Op: "Pad", Inputs: []ir.TensorID{x, pads}, Outputs: []ir.TensorID{y}}}
+	g.Inputs, g.Outputs = []ir.TensorID{x}, []ir.TensorID{y}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var extras [][]byte
+	c, err := buildNode(g, 0, 132, false, &extras)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.launches) != 0 || len(extras) != 0 {
+		t.Errorf("%d launches, %d tables for an empty output", len(c.launches), len(extras))
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("building allocated %d bytes", grew)
 	}
 }
