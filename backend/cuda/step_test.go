@@ -17,35 +17,54 @@ import (
 // of three rows, and one whose Add broadcasts. The outputs are those of
 // every node.
 func productsGraph(tb testing.TB, f ggml.Type, n, k int64) (*ir.Graph, [][]byte) {
-	r := rand.New(rand.NewPCG(3, 4))
-	g := &ir.Graph{Name: "products", Opsets: map[string]int64{"": 17}}
+	sg := newStepGraph(tb, "products", f, 3)
+	g := sg.g
 	x := g.NewTensor("x", ir.Float32, ir.Shape{1, k}, nil)
 	x3 := g.NewTensor("x3", ir.Float32, ir.Shape{3, k}, nil)
 	res := g.NewTensor("r", ir.Float32, ir.Shape{1, n}, nil)
 	one := g.NewTensor("one", ir.Float32, ir.Shape{1}, nil)
 	g.Inputs = []ir.TensorID{x, x3, res, one}
-	node := func(op, domain string, attrs ir.Attrs, ins ...ir.TensorID) ir.TensorID {
-		i := len(g.Nodes)
-		y := g.AddTensor(ir.Tensor{Name: op + string(rune('a'+i)), Producer: i})
-		g.Nodes = append(g.Nodes, ir.Node{Name: op, Op: op, Domain: domain, Attrs: attrs, Inputs: ins, Outputs: []ir.TensorID{y}})
-		types, err := ir.Infer(g, &g.Nodes[i])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		g.Tensor(y).DType, g.Tensor(y).Shape = types[0].DType, types[0].Shape
-		return y
-	}
-	product := func(in ir.TensorID, rows int64) ir.TensorID {
-		w := g.NewTensor("w", ir.Uint8, nil, packedBytes(r, f, rows, k))
-		g.Tensor(w).Shape = ir.Shape{int64(len(g.Tensor(w).Data))}
-		return node("PackedMatMul", ir.BerthDomain, ir.Attrs{"format": strv(f.String()), "rows": intv(rows)}, in, w)
-	}
-	q, kk, v := product(x, n), product(x, n/2), product(x, n/2)
-	o := node("Add", "", nil, res, product(x, n))
-	m3 := product(x3, n)
-	b := node("Add", "", nil, product(x, n), one)
+	q, kk, v := sg.product(x, n, k), sg.product(x, n/2, k), sg.product(x, n/2, k)
+	o := sg.node("Add", "", nil, res, sg.product(x, n, k))
+	m3 := sg.product(x3, n, k)
+	b := sg.node("Add", "", nil, sg.product(x, n, k), one)
 	g.Outputs = []ir.TensorID{q, kk, v, o, m3, b}
-	return g, normalInputs(r, g)
+	return g, normalInputs(sg.r, g)
+}
+
+// stepGraph builds the graphs of these tests: nodes whose outputs take
+// the types ir.Infer gives, and products by random weights in format f.
+type stepGraph struct {
+	tb testing.TB
+	g  *ir.Graph
+	r  *rand.Rand
+	f  ggml.Type
+}
+
+func newStepGraph(tb testing.TB, name string, f ggml.Type, seed uint64) *stepGraph {
+	return &stepGraph{tb: tb, g: &ir.Graph{Name: name, Opsets: map[string]int64{"": 17}}, r: rand.New(rand.NewPCG(seed, seed+1)), f: f}
+}
+
+// node appends a node of op over ins and returns its output.
+func (sg *stepGraph) node(op, domain string, attrs ir.Attrs, ins ...ir.TensorID) ir.TensorID {
+	g := sg.g
+	i := len(g.Nodes)
+	y := g.AddTensor(ir.Tensor{Name: op + string(rune('a'+i)), Producer: i})
+	g.Nodes = append(g.Nodes, ir.Node{Name: op, Op: op, Domain: domain, Attrs: attrs, Inputs: ins, Outputs: []ir.TensorID{y}})
+	types, err := ir.Infer(g, &g.Nodes[i])
+	if err != nil {
+		sg.tb.Fatal(err)
+	}
+	g.Tensor(y).DType, g.Tensor(y).Shape = types[0].DType, types[0].Shape
+	return y
+}
+
+// product appends a PackedMatMul of in by random weights of rows rows
+// of k values.
+func (sg *stepGraph) product(in ir.TensorID, rows, k int64) ir.TensorID {
+	w := sg.g.NewTensor("w", ir.Uint8, nil, packedBytes(sg.r, sg.f, rows, k))
+	sg.g.Tensor(w).Shape = ir.Shape{int64(len(sg.g.Tensor(w).Data))}
+	return sg.node("PackedMatMul", ir.BerthDomain, ir.Attrs{"format": strv(sg.f.String()), "rows": intv(rows)}, in, w)
 }
 
 // TestFuseProducts checks the rewrite: the three projections are one
@@ -169,43 +188,27 @@ func fusedAndNot(t *testing.T, g *ir.Graph, inputs [][]byte) ([2][][]byte, int) 
 // projections (ff rows), silu(gate)·up and the down projection added
 // to r. The outputs are q, k, v and the new residual.
 func layerGraph(tb testing.TB, f ggml.Type, d, ff int64) (*ir.Graph, [][]byte) {
-	r := rand.New(rand.NewPCG(9, 10))
-	g := &ir.Graph{Name: "layer", Opsets: map[string]int64{"": 17}}
+	sg := newStepGraph(tb, "layer", f, 9)
+	g := sg.g
 	x := g.NewTensor("x", ir.Float32, ir.Shape{1, d}, nil)
 	res := g.NewTensor("r", ir.Float32, ir.Shape{1, d}, nil)
 	g.Inputs = []ir.TensorID{x, res}
-	node := func(op, domain string, attrs ir.Attrs, ins ...ir.TensorID) ir.TensorID {
-		i := len(g.Nodes)
-		y := g.AddTensor(ir.Tensor{Name: op + string(rune('a'+i)), Producer: i})
-		g.Nodes = append(g.Nodes, ir.Node{Name: op, Op: op, Domain: domain, Attrs: attrs, Inputs: ins, Outputs: []ir.TensorID{y}})
-		types, err := ir.Infer(g, &g.Nodes[i])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		g.Tensor(y).DType, g.Tensor(y).Shape = types[0].DType, types[0].Shape
-		return y
-	}
-	product := func(in ir.TensorID, rows, k int64) ir.TensorID {
-		w := g.NewTensor("w", ir.Uint8, nil, packedBytes(r, f, rows, k))
-		g.Tensor(w).Shape = ir.Shape{int64(len(g.Tensor(w).Data))}
-		return node("PackedMatMul", ir.BerthDomain, ir.Attrs{"format": strv(f.String()), "rows": intv(rows)}, in, w)
-	}
 	norm := func(in ir.TensorID) ir.TensorID {
 		v := make([]float32, d)
 		for i := range v {
-			v[i] = float32(1 + 0.1*r.NormFloat64())
+			v[i] = float32(1 + 0.1*sg.r.NormFloat64())
 		}
 		w := g.NewTensor("g", ir.Float32, ir.Shape{d}, raw.Bytes(v))
-		return node("RMSNorm", ir.BerthDomain, ir.Attrs{"epsilon": floatv(1e-5)}, in, w)
+		return sg.node("RMSNorm", ir.BerthDomain, ir.Attrs{"epsilon": floatv(1e-5)}, in, w)
 	}
 	a := norm(x)
-	q, kk, v := product(a, d, d), product(a, d/2, d), product(a, d/2, d)
+	q, kk, v := sg.product(a, d, d), sg.product(a, d/2, d), sg.product(a, d/2, d)
 	b := norm(res)
-	gate, up := product(b, ff, d), product(b, ff, d)
-	silu := node("Mul", "", nil, gate, node("Sigmoid", "", nil, gate))
-	o := node("Add", "", nil, res, product(node("Mul", "", nil, silu, up), d, ff))
+	gate, up := sg.product(b, ff, d), sg.product(b, ff, d)
+	silu := sg.node("Mul", "", nil, gate, sg.node("Sigmoid", "", nil, gate))
+	o := sg.node("Add", "", nil, res, sg.product(sg.node("Mul", "", nil, silu, up), d, ff))
 	g.Outputs = []ir.TensorID{q, kk, v, o}
-	return g, normalInputs(r, g)
+	return g, normalInputs(sg.r, g)
 }
 
 // TestFoldNormAndGate checks the rewrite of a layer's step: the norms
