@@ -217,9 +217,10 @@ func tableBytes(g *ir.Graph) (int64, *ir.Node) {
 	return sum, by
 }
 
-// checkLimit refuses plans whose arena plus weights exceed the limit. The
-// error names the step at which the most bytes are live and the largest
-// tensors live there, which is where the model would have to give.
+// checkLimit refuses plans whose arena plus weights plus the kernels'
+// index tables (tableBytes) exceed the limit. The error names the step
+// at which the most bytes are live and the largest tensors live there,
+// which is where the model would have to give.
 func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int64) error {
 	if limit <= 0 {
 		return nil
