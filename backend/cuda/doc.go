@@ -46,7 +46,13 @@
 // kernel from the device copy of the file's bytes; a decoder's cache of
 // keys and values (CacheWrite, CachedAttention), whose kernels read the
 // position from device memory so that one captured graph serves every
-// position; and the RMSNorm and Rotary of the step graphs a GPU runs.
+// position; and the RMSNorm and Rotary of the step graphs a GPU runs. A
+// step's one-row products of f32, f16, bf16, q8_0 and q4_0 weights run
+// gemv.go's kernels (q8_0 and q4_0 on activations quantised to 8 bits as
+// the CPU's are), and step.go rewrites a step before planning so that
+// products over one x share a launch, a residual Add, the RMSNorm before
+// them and a gated unit after them run inside it, and the queries' and
+// keys' rotary embeddings run as one.
 // State (ir.Graph.State, the plan's first bytes) stays in the arena from
 // run to run: it is neither staged nor copied in, and sessions on one
 // lane share it (NewLaneFor).
