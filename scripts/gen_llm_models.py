@@ -10,6 +10,9 @@ with:
 
     /usr/bin/python3 scripts/gen_llm_models.py --size 1b --out DIR [--types f16,q8_0,q4_0]
 
+(--no-reference writes the same files without their float64 reference,
+in seconds instead of minutes: for files that are only timed.)
+
 Only Debian's python3-numpy and python3-torch are needed. The output is the
 same, byte for byte, on every run: weights and prompts come from fixed
 seeds, and the files are written by this script's own GGUF and safetensors
@@ -939,13 +942,25 @@ def save_reference(out, stem, prompt, prefill, decode, greedy):
     return files
 
 
-def make_gguf(model, ftype, out, stem, prompt, steps, log):
+def make_gguf(model, ftype, out, stem, prompt, steps, log, reference=True):
+    """The GGUF file and its manifest entry; with reference, the float64
+    forward pass of its weights too (minutes for a large model): without,
+    the entry has no reference and the tensors no dequantised hashes, for
+    files that are only timed."""
     path = os.path.join(out, stem + ".gguf")
     kvs, tensors = gguf_kvs(model, ftype), gguf_tensors(model, ftype)
     data_offset, offsets = write_gguf(path, kvs, tensors)
     r = GGUFReader(path)
     assert [i[0] for i in r.infos] == [t[0] for t in tensors]
     assert r.data_offset == data_offset
+    if not reference:
+        log(f"{stem}.gguf: {os.path.getsize(path)} bytes, no reference")
+        tinfo = [{"name": name, "type": t, "ne": ne, "offset": off, "bytes": int(r.raw(name).size)}
+                 for (name, t, ne, _), off in zip(tensors, offsets)]
+        return {"name": stem, "format": "gguf", "path": stem + ".gguf", "ftype": ftype,
+                "hparams": model.hparams(), "version": 3, "alignment": ALIGNMENT,
+                "data_offset": data_offset, "metadata": kv_manifest(kvs), "tensors": tinfo,
+                "reference": None}, None
     large = model.n_vocab * model.dim > 1 << 24
     weights = {}
 
@@ -1050,7 +1065,7 @@ SIZES = {
 }
 
 
-def large(size, out, types, log, prompt_len, steps):
+def large(size, out, types, log, prompt_len, steps, reference=True):
     s = SIZES[size]
     model = Model(f"llama-{size}", "llama", s["dim"], s["n_layer"], s["n_head"], s["n_head_kv"],
                   s["n_ff"], s["n_vocab"], s["n_ctx"], tied=False, seed=2000)
@@ -1059,7 +1074,7 @@ def large(size, out, types, log, prompt_len, steps):
     for ftype in types:
         stem = f"llama-{size}-{ftype}"
         log(f"writing {stem}.gguf")
-        entries.append(make_gguf(model, ftype, out, stem, prompt, steps, log)[0])
+        entries.append(make_gguf(model, ftype, out, stem, prompt, steps, log, reference)[0])
     write_manifest(os.path.join(out, "manifest.json"), entries)
 
 
@@ -1071,6 +1086,8 @@ def main():
     ap.add_argument("--types", default="f16,q8_0,q4_0", help="file types of a large model")
     ap.add_argument("--prompt-len", type=int, default=64, help="prompt tokens of a large model's reference")
     ap.add_argument("--steps", type=int, default=4, help="greedy steps of a large model's reference")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="a large model's files alone, without the float64 reference (for timing)")
     args = ap.parse_args()
 
     def log(msg):
@@ -1085,7 +1102,7 @@ def main():
     for t in types:
         if t not in FILE_TYPE:
             sys.exit(f"unknown type {t}; known: {', '.join(FILE_TYPE)}")
-    large(args.size, args.out, types, log, args.prompt_len, args.steps)
+    large(args.size, args.out, types, log, args.prompt_len, args.steps, not args.no_reference)
 
 
 if __name__ == "__main__":
