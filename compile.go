@@ -168,14 +168,15 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 		limit = -1
 	}
 	g := m.graph
-	if err := checkTensorSizes(limit, g); err != nil {
+	tables, by := tableBytes(g)
+	if err := checkTensorSizes(limit, g, tables, by); err != nil {
 		return nil, err
 	}
 	bo := backend.Options{
 		Threads: opts.Threads, Precision: opts.Precision, FileOrder: opts.FileOrder, NoInPlace: opts.NoInPlace,
 		Weights: opts.weights, Bound: opts.bound,
 		Check: func(p *plan.Problem, pl *plan.Plan, w int64) error {
-			return checkLimit(limit, p, pl, g, w)
+			return checkLimit(limit, p, pl, w, tables)
 		},
 	}
 	if m.src != nil && caps.Host {
@@ -208,31 +209,28 @@ func tableBytes(g *ir.Graph) (int64, *ir.Node) {
 		if b > most {
 			most, by = b, &g.Nodes[i]
 		}
-		if b > math.MaxInt64-sum {
-			sum = math.MaxInt64
-		} else {
-			sum += b
-		}
+		sum = addCapped(sum, b)
 	}
 	return sum, by
 }
 
-// checkLimit refuses plans whose arena plus weights plus the kernels'
+// addCapped is a+b for a, b ≥ 0, or math.MaxInt64 where that overflows.
+func addCapped(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// checkLimit refuses plans whose arena plus weights w plus the kernels'
 // index tables (tableBytes) exceed the limit. The error names the step
 // at which the most bytes are live and the largest tensors live there,
 // which is where the model would have to give.
-func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int64) error {
+func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, w, tables int64) error {
 	if limit <= 0 {
 		return nil
 	}
-	tables, _ := tableBytes(g)
-	held := w
-	if tables > math.MaxInt64-held {
-		held = math.MaxInt64
-	} else {
-		held += tables
-	}
-	if pl.ArenaBytes <= limit-min(held, limit) {
+	if pl.ArenaBytes <= limit-min(addCapped(w, tables), limit) {
 		return nil
 	}
 	peak := ""
@@ -259,15 +257,15 @@ func checkLimit(limit int64, p *plan.Problem, pl *plan.Plan, g *ir.Graph, w int6
 
 // checkTensorSizes refuses, before any kernel is built, a graph one of
 // whose activations alone is larger than the limit, where no plan fits,
-// or whose kernels' tables (ir.TableBytes: a Tile's or a Pad's index per
-// output position) would pass it together.
-func checkTensorSizes(limit int64, g *ir.Graph) error {
+// or whose kernels' tables (tableBytes: tables bytes, the most by node
+// by) would pass it together.
+func checkTensorSizes(limit int64, g *ir.Graph, tables int64, by *ir.Node) error {
 	if limit <= 0 {
 		return nil
 	}
-	if b, n := tableBytes(g); b > limit {
+	if tables > limit {
 		return fmt.Errorf("compile: %w: the index tables of the graph's Pad, Tile and Resize nodes take %d bytes (node %q (%s) the most); the limit is %d",
-			ErrMemoryLimit, b, n.Name, n.Op, limit)
+			ErrMemoryLimit, tables, by.Name, by.Op, limit)
 	}
 	for id := range g.Tensors {
 		t := &g.Tensors[id]
