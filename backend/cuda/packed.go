@@ -17,10 +17,10 @@ import (
 //
 // A product with one activation row (a decoder's step) runs gemv.go's
 // kernels for the formats they take (f32, f16, bf16, q8_0, q4_0), and
-// packedMV for the others: a warp takes four weight rows, which it streams through shared memory in
-// 16-byte loads (rows of ggml blocks are only 2-byte aligned), decoding a
-// unit of 32 values (16 for q6_K, 8 or 1 for the float formats) a lane at a
-// time and accumulating in float32. More rows (a prompt) run packedMM:
+// packedMV for the others: a warp takes four weight rows, which it
+// streams through shared memory in 16-byte loads (rows of ggml blocks are
+// only 2-byte aligned), decoding a unit of 32 values (16 for q6_K, 8 or 1
+// for the float formats) a lane at a time and accumulating in float32. More rows (a prompt) run packedMM:
 // 64×64 tiles of the output, the weights decoded into shared memory 32
 // columns at a time.
 
@@ -98,10 +98,10 @@ func buildPackedMatMul(c *buildContext) error {
 		return nil
 	}
 	args := []arg{c.inArg(1), c.inArg(0), c.outArg(0), i64(m), i64(n), i64(k), i64(p.RowBytes)}
-	if m == 1 && gemvFits(x, k) && gemvLaunch(c, p.Format, k, p.RowBytes, gemvForm{}, c.inArg(0), null(), null(), []int{1}, []arg{c.outArg(0)}, []int64{n}) {
-		return nil
-	}
 	if m == 1 {
+		if gemvFits(x, k) && gemvLaunch(c, p.Format, k, p.RowBytes, gemvForm{}, c.inArg(0), null(), null(), []int{1}, []arg{c.outArg(0)}, []int64{n}) {
+			return nil
+		}
 		c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "pmv_" + name,
 			grid: [3]uint32{uint32((n + packedRows - 1) / packedRows), 1, 1}, block: [3]uint32{32 * packedWarps, 1, 1}, args: args})
 		return nil

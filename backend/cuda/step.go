@@ -102,17 +102,15 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		if gone[i] || fused[i] != nil {
 			continue
 		}
-		if gt, up, members, ok := gatedUnit(g, cons, isOut, i, single); ok && !gone[gt] && !gone[up] && fused[gt] == nil && fused[up] == nil {
-			a, b := &g.Nodes[gt], &g.Nodes[up]
-			attrs := productAttrs(a, b)
-			attrs["glu"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
-			fused[i] = &ir.Node{Name: a.Name, Op: "Products", Domain: cudaDomain, Attrs: attrs,
-				Inputs: []ir.TensorID{a.Inputs[0], ir.NoTensor, a.Inputs[1], b.Inputs[1]}, Outputs: []ir.TensorID{g.Nodes[i].Outputs[0]}}
-			for _, j := range members {
-				gone[j] = true
-			}
-			changed = true
+		p, members := gatedUnit(g, cons, isOut, i, single)
+		if p == nil || slices.ContainsFunc(members, func(j int) bool { return gone[j] || fused[j] != nil }) {
+			continue
 		}
+		fused[i] = p
+		for _, j := range members {
+			gone[j] = true
+		}
+		changed = true
 	}
 	// Products of one row by several weights.
 	for i := range g.Nodes {
@@ -211,12 +209,13 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 	return &out
 }
 
-// gatedUnit reports whether node i is the Mul that ends a gated unit
-// silu(gate)·up whose gate and up are products of one row by weights of
-// one format and row count over the same x (node indices gt and up, by
-// single), the Sigmoid and the Mul between them read by nothing else and
-// gemv taking the pair: then members are the nodes it replaces.
-func gatedUnit(g *ir.Graph, cons [][]int, isOut []bool, i int, single func(int) bool) (gt, up int, members []int, ok bool) {
+// gatedUnit returns the Products node (glu) that replaces node i where i
+// is the Mul that ends a gated unit silu(gate)·up whose gate and up are
+// products of one row by weights of one format and row count over the
+// same x (by single), the Sigmoid and the Mul between them read by
+// nothing else and gemv taking the pair, and members, the nodes it
+// replaces besides i; else nil.
+func gatedUnit(g *ir.Graph, cons [][]int, isOut []bool, i int, single func(int) bool) (p *ir.Node, members []int) {
 	mul := func(n *ir.Node) bool {
 		return n.Op == "Mul" && n.DefaultDomain() && len(n.Inputs) == 2 && len(n.Outputs) == 1
 	}
@@ -226,7 +225,7 @@ func gatedUnit(g *ir.Graph, cons [][]int, isOut []bool, i int, single func(int) 
 	}
 	m2 := &g.Nodes[i]
 	if !mul(m2) {
-		return 0, 0, nil, false
+		return nil, nil
 	}
 	for side := range 2 {
 		m1i, upi := g.Tensor(m2.Inputs[side]).Producer, g.Tensor(m2.Inputs[1-side]).Producer
@@ -251,14 +250,16 @@ func gatedUnit(g *ir.Graph, cons [][]int, isOut []bool, i int, single func(int) 
 			if a.Inputs[0] != b.Inputs[0] || a.Attrs.String("format", "") != b.Attrs.String("format", "") || a.Attrs.Int("rows", -1) != b.Attrs.Int("rows", -2) {
 				continue
 			}
-			p := &ir.Node{Op: "Products", Attrs: productAttrs(a, b), Inputs: []ir.TensorID{a.Inputs[0], ir.NoTensor, a.Inputs[1], b.Inputs[1]}}
+			p := &ir.Node{Name: a.Name, Op: "Products", Domain: cudaDomain, Attrs: productAttrs(a, b),
+				Inputs: []ir.TensorID{a.Inputs[0], ir.NoTensor, a.Inputs[1], b.Inputs[1]}, Outputs: []ir.TensorID{m2.Outputs[0]}}
 			if !gemvTakes(g, p, gemvForm{glu: true}) {
 				continue
 			}
-			return gti, upi, []int{gti, upi, si, m1i}, true
+			p.Attrs["glu"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
+			return p, []int{gti, upi, si, m1i}
 		}
 	}
-	return 0, 0, nil, false
+	return nil, nil
 }
 
 func sortedPair(a, b int) []int { return []int{min(a, b), max(a, b)} }
@@ -341,9 +342,8 @@ func buildProducts(c *buildContext) error {
 			return c.errorf("no product with %s weights of rows of %d on the GPU", p.Format, k)
 		}
 		if i < len(n.Outputs) {
-			want := p.Rows
-			if y := c.out(i); y == nil || y.DType != ir.Float32 || y.Shape.Elements() != want {
-				return c.errorf("output %d is not float32 of %d values", i, want)
+			if y := c.out(i); y == nil || y.DType != ir.Float32 || y.Shape.Elements() != p.Rows {
+				return c.errorf("output %d is not float32 of %d values", i, p.Rows)
 			}
 			ys[i] = c.outArg(i)
 		}
