@@ -953,14 +953,25 @@ def make_gguf(model, ftype, out, stem, prompt, steps, log, reference=True):
     r = GGUFReader(path)
     assert [i[0] for i in r.infos] == [t[0] for t in tensors]
     assert r.data_offset == data_offset
-    if not reference:
-        log(f"{stem}.gguf: {os.path.getsize(path)} bytes, no reference")
-        tinfo = [{"name": name, "type": t, "ne": ne, "offset": off, "bytes": int(r.raw(name).size)}
-                 for (name, t, ne, _), off in zip(tensors, offsets)]
+
+    def entry(ref):
+        """The manifest entry; the tensors' hashes with a reference."""
+        tinfo = []
+        for (name, t, ne, _), off in zip(tensors, offsets):
+            raw = r.raw(name)
+            info = {"name": name, "type": t, "ne": ne, "offset": off, "bytes": int(raw.size)}
+            if ref is not None:
+                info["sha256"] = sha(raw.tobytes())
+                info["dequantised_sha256"] = sha(dequantise(t, raw).astype("<f4").tobytes())
+            tinfo.append(info)
         return {"name": stem, "format": "gguf", "path": stem + ".gguf", "ftype": ftype,
                 "hparams": model.hparams(), "version": 3, "alignment": ALIGNMENT,
                 "data_offset": data_offset, "metadata": kv_manifest(kvs), "tensors": tinfo,
-                "reference": None}, None
+                "reference": ref}
+
+    if not reference:
+        log(f"{stem}.gguf: {os.path.getsize(path)} bytes, no reference")
+        return entry(None), None
     large = model.n_vocab * model.dim > 1 << 24
     weights = {}
 
@@ -983,16 +994,7 @@ def make_gguf(model, ftype, out, stem, prompt, steps, log, reference=True):
     ref = save_reference(out, stem, prompt, prefill, decode, greedy)
     log(f"{stem}.gguf: {os.path.getsize(path)} bytes, greedy {greedy}, "
         f"top-2 margin {ref['prefill_min_top2_margin']:.3g}")
-    tinfo = []
-    for (name, t, ne, _), off in zip(tensors, offsets):
-        raw = r.raw(name)
-        tinfo.append({"name": name, "type": t, "ne": ne, "offset": off, "bytes": int(raw.size),
-                      "sha256": sha(raw.tobytes()),
-                      "dequantised_sha256": sha(dequantise(t, raw).astype("<f4").tobytes())})
-    return {"name": stem, "format": "gguf", "path": stem + ".gguf", "ftype": ftype,
-            "hparams": model.hparams(), "version": 3, "alignment": ALIGNMENT,
-            "data_offset": data_offset, "metadata": kv_manifest(kvs), "tensors": tinfo,
-            "reference": ref}, prefill
+    return entry(ref), prefill
 
 
 def make_hf(model, dtype, shards, out, stem, prompt, steps, log, twin=None):
