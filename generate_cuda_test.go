@@ -59,6 +59,13 @@ func BenchmarkCUDADecode(b *testing.B) {
 	b.ReportMetric(float64(kt.Nanoseconds()), "kernel-ns/op")
 	b.ReportMetric(1/step.Seconds(), "tok/s")
 	b.ReportMetric(100*float64(g.WeightBytes())/bandwidth/step.Seconds(), "%bandwidth")
+	r, err := s.Replays(iters)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("a step %v: its graph launched and waited for %v, back to back %v; the copies alone %v; a wait on an idle stream %v, a hop onto the owner thread %v",
+		step, r.Run, r.BackToBack, r.Copies, r.Wait, r.Hop)
+	b.ReportMetric(float64(r.Run.Nanoseconds()), "graph-ns/op")
 	times, err := s.StepTimes(5)
 	if err != nil {
 		b.Fatal(err)

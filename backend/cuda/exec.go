@@ -883,26 +883,48 @@ func (s *Session) launchAll() error {
 // queue queues one run on the session's stream: the inputs from staging
 // into their slots, every kernel in plan order, the outputs into staging.
 func (s *Session) queue() error {
-	e := s.exe
-	for i, off := range e.inputs {
-		if off >= 0 {
-			n := e.g.Tensor(e.g.Inputs[i]).Bytes()
-			if err := s.stream.CopyToDeviceAsync(s.arena+driver.Ptr(off), s.stage[s.inAt[i]:s.inAt[i]+n]); err != nil {
-				return fmt.Errorf("copying input %d: %w", i, err)
-			}
-		}
+	if err := s.copyInputs(); err != nil {
+		return err
 	}
 	if err := s.launchKernels(); err != nil {
 		return err
 	}
-	for i, o := range e.outputs {
+	return s.copyOutputs()
+}
+
+// copyInputs queues the copies of the inputs from staging into their slots.
+func (s *Session) copyInputs() error {
+	e := s.exe
+	for i, off := range e.inputs {
+		if off >= 0 {
+			n := e.g.Tensor(e.g.Inputs[i]).Bytes()
+			if err := s.stream.CopyToDeviceAsyncWith(s.hot, s.arena+driver.Ptr(off), s.stage[s.inAt[i]:s.inAt[i]+n]); err != nil {
+				return fmt.Errorf("copying input %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// copyOutputs queues the copies of the outputs from their slots into
+// staging.
+func (s *Session) copyOutputs() error {
+	for i, o := range s.exe.outputs {
 		if o.data == nil {
-			if err := s.stream.CopyFromDeviceAsync(s.stage[s.outAt[i]:s.outAt[i]+o.bytes], s.arena+driver.Ptr(o.off)); err != nil {
+			if err := s.stream.CopyFromDeviceAsyncWith(s.hot, s.stage[s.outAt[i]:s.outAt[i]+o.bytes], s.arena+driver.Ptr(o.off)); err != nil {
 				return fmt.Errorf("copying output %d: %w", i, err)
 			}
 		}
 	}
 	return nil
+}
+
+// queueInputsAndKernels queues a run but for its output copies.
+func (s *Session) queueInputsAndKernels() error {
+	if err := s.copyInputs(); err != nil {
+		return err
+	}
+	return s.launchKernels()
 }
 
 // launchKernels queues every kernel of a run on the session's stream.
@@ -928,7 +950,8 @@ func (s *Session) launchKernels() error {
 // KernelTime runs the kernels alone (no input or output copies), iters
 // times back to back on the session's stream, and returns the mean time
 // of one run: the device's share of Run. A graphed session replays a graph
-// of the kernels alone, captured for the measurement. The arena holds
+// of the input copies and the kernels, captured for the measurement. The
+// arena holds
 // whatever the last run left.
 func (s *Session) KernelTime(iters int) (time.Duration, error) {
 	if !s.mu.TryLock() {
@@ -940,9 +963,14 @@ func (s *Session) KernelTime(iters int) (time.Duration, error) {
 	}
 	var d time.Duration
 	err := s.exe.dev.Do(func() error {
-		once := s.launchKernels
+		// The inputs are copied in again before every run of the kernels:
+		// a plan may place later tensors over an input's slot once it is
+		// read, and kernels whose work follows an input's value (the
+		// position of a decoding step) would otherwise time the wrong
+		// work.
+		once := s.queueInputsAndKernels
 		if s.graph != 0 {
-			g, err := s.stream.Capture(s.launchKernels)
+			g, err := s.stream.Capture(s.queueInputsAndKernels)
 			if err != nil {
 				return err
 			}
@@ -970,6 +998,92 @@ func (s *Session) KernelTime(iters int) (time.Duration, error) {
 		return nil
 	})
 	return d, err
+}
+
+// Replays is where a graphed run's time goes, each part the mean of many
+// on the device's owner thread.
+type Replays struct {
+	Run        time.Duration // the session's graph (input copies, kernels, output copies), launched and waited for
+	BackToBack time.Duration // the graph launched back to back
+	Copies     time.Duration // the input and output copies alone, queued and waited for
+	Wait       time.Duration // a wait on the stream with nothing queued
+	Hop        time.Duration // a call onto the owner thread that does nothing (Run makes one)
+}
+
+// Replays times the parts of a run of a graphed session iters times each.
+// The inputs are those of the last run, still in staging.
+func (s *Session) Replays(iters int) (Replays, error) {
+	var r Replays
+	if !s.mu.TryLock() {
+		return r, ErrBusy
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return r, ErrClosed
+	}
+	if s.graph == 0 {
+		return r, errors.New("replays: the session has no graph yet (run it twice)")
+	}
+	iters = max(iters, 1)
+	timed := func(fn func() error, wait bool) (time.Duration, error) {
+		for range 3 {
+			if err := fn(); err != nil {
+				return 0, err
+			}
+		}
+		if err := s.stream.Synchronize(); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		for range iters {
+			if err := fn(); err != nil {
+				return 0, err
+			}
+			if wait {
+				if err := s.stream.SynchronizeWith(s.hot); err != nil {
+					return 0, err
+				}
+			}
+		}
+		if err := s.stream.Synchronize(); err != nil {
+			return 0, err
+		}
+		return time.Since(start) / time.Duration(iters), nil
+	}
+	err := s.exe.dev.Do(func() error {
+		graph := func() error { return s.graph.LaunchWith(s.stream, s.hot) }
+		copies := func() error {
+			if err := s.copyInputs(); err != nil {
+				return err
+			}
+			return s.copyOutputs()
+		}
+		var err error
+		for _, t := range []struct {
+			d    *time.Duration
+			fn   func() error
+			wait bool
+		}{
+			{&r.Run, graph, true},
+			{&r.BackToBack, graph, false},
+			{&r.Copies, copies, true},
+			{&r.Wait, func() error { return nil }, true},
+		} {
+			if *t.d, err = timed(t.fn, t.wait); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	for range iters {
+		s.exe.dev.Do(func() error { return nil })
+	}
+	r.Hop = time.Since(start) / time.Duration(iters)
+	return r, nil
 }
 
 // Close frees the session's arena.
@@ -1001,7 +1115,7 @@ type StepTime struct {
 // iters times, and returns each step's fastest time. The times include
 // a launch and a wait on the host (a few µs), so they find the large
 // steps rather than measure the small ones. The arena holds whatever the
-// last step left.
+// last step left, the inputs those of the last run.
 func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 	if !s.mu.TryLock() {
 		return nil, ErrBusy
@@ -1018,6 +1132,10 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 			out[i] = StepTime{Node: st.node, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil, Time: time.Duration(math.MaxInt64)}
 		}
 		for range max(iters, 1) {
+			// The inputs again, as Run copies them (see KernelTime).
+			if err := s.copyInputs(); err != nil {
+				return err
+			}
 			for i := range e.steps {
 				st := &e.steps[i]
 				start := time.Now()

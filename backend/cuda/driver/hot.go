@@ -42,6 +42,26 @@ func (s Stream) SynchronizeWith(a Args) error {
 	return status(callArgs(lib.cuStreamSynchronize, a[:1]))
 }
 
+// CopyToDeviceAsyncWith is CopyToDeviceAsync through the argument block
+// a. src must be page-locked and stay alive until the copy is done.
+func (s Stream) CopyToDeviceAsyncWith(a Args, dst Ptr, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	a[0], a[1], a[2], a[3] = uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)), uintptr(s)
+	return status(callArgs(lib.cuMemcpyHtoDAsync, a[:4]))
+}
+
+// CopyFromDeviceAsyncWith is CopyFromDeviceAsync through the argument
+// block a. dst must be page-locked and stay alive until the copy is done.
+func (s Stream) CopyFromDeviceAsyncWith(a Args, dst []byte, src Ptr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	a[0], a[1], a[2], a[3] = uintptr(unsafe.Pointer(&dst[0])), uintptr(src), uintptr(len(dst)), uintptr(s)
+	return status(callArgs(lib.cuMemcpyDtoHAsync, a[:4]))
+}
+
 // LaunchWith is Launch through the argument block a. params (one pointer
 // to each argument's value) must live on the heap.
 func (f Function) LaunchWith(a Args, grid, block [3]uint32, sharedBytes uint32, stream uintptr, params []unsafe.Pointer) error {
