@@ -157,16 +157,21 @@ func buildCacheWrite(c *buildContext) error {
 }
 
 // attentionThreads is the block of cached_attention: one block a query
-// and head; it takes heads of at most 2·attentionThreads values.
-const attentionThreads = 128
+// and head, a warp a row of the cache at a time, each lane holding
+// attentionLaneValues of the head's values: it takes heads of at most
+// 32·attentionLaneValues values.
+const (
+	attentionThreads    = 512
+	attentionLaneValues = 8
+)
 
 func buildCachedAttention(c *buildContext) error {
 	t, rows, heads, kvHeads, d, err := ir.CacheShape(c.g, c.n)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	if d > 2*attentionThreads {
-		return c.errorf("heads of %d values are more than the GPU's attention takes (%d)", d, 2*attentionThreads)
+	if d > 32*attentionLaneValues {
+		return c.errorf("heads of %d values are more than the GPU's attention takes (%d)", d, 32*attentionLaneValues)
 	}
 	if heads > 65535*16 || t > 65535 {
 		return c.errorf("%d queries of %d heads are more than the attention's grid takes", t, heads)
@@ -215,7 +220,7 @@ var packedModule = &source{"packed.cu", packedSource}
 // product, or apply them where they write values out. The 4- and 8-bit
 // values become floats exactly through the exponent of 2²³ (a byte
 // permute and a subtraction) instead of the slower integer conversion.
-var packedSource = common + fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n", packedWarps, packedWarpRows, attentionThreads) + `
+var packedSource = common + fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n", packedWarps, packedWarpRows, attentionThreads, attentionLaneValues) + `
 #define PMV_CHUNK 1024
 __device__ __forceinline__ u32 ld16(const u8* p) { return *(const u16*)p; }
 // ld32 reads 4 bytes at a 2-aligned address.
@@ -672,45 +677,75 @@ __device__ __forceinline__ float block_reduce(float v, float* red, bool isMax) {
 }
 
 #define ATT_CHUNK 512
+#define ATT_WARPS (ATT_THREADS / 32)
+#define ATT_ROWS 4
 // cached_attention: query i (at position pos+i) of head h = blockIdx.x,
-// i = blockIdx.y, over rows 0…pos+i of cache head h/group: the scores of
-// a chunk of rows into shared memory, their softmax folded into the
-// running maximum and sum (online softmax), the values weighted by them
-// into the output, dimension tid and tid+ATT_THREADS of the head.
+// i = blockIdx.y, over rows 0…pos+i of cache head h/group, a chunk of
+// rows at a time. Each warp takes ATT_ROWS rows at a time, every
+// ATT_WARPS-th of the chunk, its lanes across the head's values (value
+// lane+32k in register k), all their loads in flight before the first is
+// used: the scores into shared memory, their softmax folded into the
+// running maximum and sum (online softmax), then the values weighted by
+// them into the warp's partial output; the warps' outputs are summed at
+// the end.
 extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, i64 t, i64 c, int heads, int group, int d, float scale) {
-	__shared__ float qs[2 * ATT_THREADS];
 	__shared__ float sc[ATT_CHUNK];
-	__shared__ float red[ATT_THREADS / 32];
-	int h = blockIdx.x, tid = threadIdx.x;
+	__shared__ float red[ATT_WARPS];
+	__shared__ float part[ATT_WARPS][32 * ATT_LANE_VALUES];
+	int h = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
 	i64 i = blockIdx.y;
 	i64 pos = *posp;
 	if (pos < 0 || pos > c - t) return;
 	i64 n = pos + i + 1;
 	i64 kvw = (i64)(heads / group) * d;
 	const float* qh = q + i * heads * d + (i64)h * d;
-	for (int j = tid; j < d; j += ATT_THREADS) qs[j] = qh[j] * scale;
-	__syncthreads();
+	float qv[ATT_LANE_VALUES], o[ATT_LANE_VALUES];
+	#pragma unroll
+	for (int k = 0; k < ATT_LANE_VALUES; k++) {
+		int e = lane + 32 * k;
+		qv[k] = e < d ? qh[e] * scale : 0.f;
+		o[k] = 0.f;
+	}
 	const float* kb = kc + (i64)(h / group) * d;
 	const float* vb = vc + (i64)(h / group) * d;
-	float mx = NEG_INF, l = 0.f, o0 = 0.f, o1 = 0.f;
+	float mx = NEG_INF, l = 0.f;
 	for (i64 j0 = 0; j0 < n; j0 += ATT_CHUNK) {
 		int cnt = (int)min((i64)ATT_CHUNK, n - j0);
 		float lmax = NEG_INF;
-		for (int jj = tid; jj < cnt; jj += ATT_THREADS) {
-			const float* kr = kb + (j0 + jj) * kvw;
-			float s = 0.f;
-			if ((d & 3) == 0) {
-				for (int e = 0; e < d; e += 4) {
-					float4 kv = *(const float4*)(kr + e);
-					s = fmaf(qs[e], kv.x, s); s = fmaf(qs[e + 1], kv.y, s);
-					s = fmaf(qs[e + 2], kv.z, s); s = fmaf(qs[e + 3], kv.w, s);
+		for (int jb = w; jb < cnt; jb += ATT_WARPS * ATT_ROWS) {
+			float x[ATT_ROWS][ATT_LANE_VALUES];
+			#pragma unroll
+			for (int r = 0; r < ATT_ROWS; r++) {
+				int jj = jb + r * ATT_WARPS;
+				const float* kr = kb + (j0 + jj) * kvw;
+				#pragma unroll
+				for (int k = 0; k < ATT_LANE_VALUES; k++) {
+					int e = lane + 32 * k;
+					x[r][k] = jj < cnt && e < d ? kr[e] : 0.f;
 				}
-			} else {
-				for (int e = 0; e < d; e++) s = fmaf(qs[e], kr[e], s);
 			}
-			sc[jj] = s;
-			lmax = fmaxf(lmax, s);
+			float s[ATT_ROWS];
+			#pragma unroll
+			for (int r = 0; r < ATT_ROWS; r++) {
+				s[r] = 0.f;
+				#pragma unroll
+				for (int k = 0; k < ATT_LANE_VALUES; k++) s[r] = fmaf(qv[k], x[r][k], s[r]);
+			}
+			#pragma unroll
+			for (int off = 16; off > 0; off >>= 1) {
+				#pragma unroll
+				for (int r = 0; r < ATT_ROWS; r++) s[r] += __shfl_xor_sync(0xffffffffu, s[r], off);
+			}
+			#pragma unroll
+			for (int r = 0; r < ATT_ROWS; r++) {
+				int jj = jb + r * ATT_WARPS;
+				if (jj < cnt) {
+					if (lane == 0) sc[jj] = s[r];
+					lmax = fmaxf(lmax, s[r]);
+				}
+			}
 		}
+		// block_reduce waits for the block, so every score is in sc.
 		float mn = fmaxf(mx, block_reduce(lmax, red, true));
 		float alpha = expf(mx - mn);
 		float lsum = 0.f;
@@ -720,25 +755,40 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const
 			lsum += p;
 		}
 		l = l * alpha + block_reduce(lsum, red, false);
-		o0 *= alpha; o1 *= alpha;
-		if (tid < d) {
-			const float* vr = vb + j0 * kvw + tid;
-			float a = 0.f;
-			for (int jj = 0; jj < cnt; jj++) a = fmaf(sc[jj], vr[jj * kvw], a);
-			o0 += a;
-		}
-		if (tid + ATT_THREADS < d) {
-			const float* vr = vb + j0 * kvw + tid + ATT_THREADS;
-			float a = 0.f;
-			for (int jj = 0; jj < cnt; jj++) a = fmaf(sc[jj], vr[jj * kvw], a);
-			o1 += a;
+		#pragma unroll
+		for (int k = 0; k < ATT_LANE_VALUES; k++) o[k] *= alpha;
+		for (int jb = w; jb < cnt; jb += ATT_WARPS * ATT_ROWS) {
+			float x[ATT_ROWS][ATT_LANE_VALUES], p[ATT_ROWS];
+			#pragma unroll
+			for (int r = 0; r < ATT_ROWS; r++) {
+				int jj = jb + r * ATT_WARPS;
+				const float* vr = vb + (j0 + jj) * kvw;
+				p[r] = jj < cnt ? sc[jj] : 0.f;
+				#pragma unroll
+				for (int k = 0; k < ATT_LANE_VALUES; k++) {
+					int e = lane + 32 * k;
+					x[r][k] = jj < cnt && e < d ? vr[e] : 0.f;
+				}
+			}
+			#pragma unroll
+			for (int r = 0; r < ATT_ROWS; r++) {
+				#pragma unroll
+				for (int k = 0; k < ATT_LANE_VALUES; k++) o[k] = fmaf(p[r], x[r][k], o[k]);
+			}
 		}
 		mx = mn;
 		__syncthreads();
 	}
+	#pragma unroll
+	for (int k = 0; k < ATT_LANE_VALUES; k++) part[w][lane + 32 * k] = o[k];
+	__syncthreads();
 	float inv = 1.f / l;
 	float* out = y + i * heads * d + (i64)h * d;
-	if (tid < d) out[tid] = o0 * inv;
-	if (tid + ATT_THREADS < d) out[tid + ATT_THREADS] = o1 * inv;
+	for (int e = tid; e < d; e += ATT_THREADS) {
+		float a = 0.f;
+		#pragma unroll
+		for (int v = 0; v < ATT_WARPS; v++) a += part[v][e];
+		out[e] = a * inv;
+	}
 }
 `
