@@ -4,8 +4,10 @@
 Builds the corpus models of scripts/gen_corpus.py (random weights, fixed
 seeds), exports each to ONNX at the batch asked for (1 by default), and
 times PyTorch in fp32 (TF32 off): eager, eager under
-torch.autocast("cuda", dtype=torch.bfloat16), and one fp32 CUDA graph
-captured from the model and replayed. Prints one JSON line per model;
+torch.autocast("cuda", dtype=torch.bfloat16), one fp32 CUDA graph
+captured from the model and replayed, and torch.compile with mode
+"reduce-overhead" in fp32 and under bf16 autocast (--no-compile skips
+it: each model compiles for a minute or so). Prints one JSON line per model;
 berth's side is `berth bench MODEL --device cuda --json` on the exported
 file, run by bench/cuda_vs_torch.sh in the same session.
 
@@ -95,7 +97,8 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--only", default="bert_base,gpt2_small,resnet50")
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--no-graph", action="store_true", help="skip the CUDA graph")
+    ap.add_argument("--no-graph", action="store_true", help="skip the CUDA graph and torch.compile")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -143,6 +146,20 @@ def main():
                 with torch.cuda.graph(g):
                     model(*static)
                 rec["graph_ms"] = median_ms(g.replay)
+                if args.no_compile:
+                    print(json.dumps(rec), flush=True)
+                    continue
+                # torch.compile with mode "reduce-overhead": Inductor's
+                # kernels replayed as CUDA graphs, fp32 and under bf16
+                # autocast (each compiled on its first calls, which the
+                # warm-up runs take).
+                compiled = torch.compile(model, mode="reduce-overhead")
+                rec["compile_ms"] = median_ms(lambda: compiled(*x))
+
+                def compiled_bf16():
+                    with torch.autocast("cuda", dtype=torch.bfloat16):
+                        return compiled(*x)
+                rec["compile_bf16_ms"] = median_ms(compiled_bf16)
         except Exception as e:  # report and go on with the next model
             rec["error"] = f"{type(e).__name__}: {e}"
         print(json.dumps(rec), flush=True)

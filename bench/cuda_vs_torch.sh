@@ -1,6 +1,7 @@
 #!/bin/sh
 # Run on a GPU machine with PyTorch: times PyTorch (eager fp32, eager under
-# bf16 autocast, fp32 CUDA graph) and berth (`berth bench --device cuda`)
+# bf16 autocast, fp32 CUDA graph, torch.compile "reduce-overhead" in fp32
+# and under bf16 autocast; TORCH_ARGS=--no-compile skips it) and berth (`berth bench --device cuda`)
 # on the same exported models, at batch 1 unless --batch says otherwise.
 # berth runs once per precision in PRECISIONS (default "fp32 tf32 bf16";
 # each is a BERTH_CUDA_PRECISION value: tf32 uses the TF32 tensor cores,
@@ -15,7 +16,8 @@ if [ "${4:-}" = "--batch" ]; then batch=${5:?--batch needs a number}; fi
 precisions=${PRECISIONS:-fp32 tf32 bf16}
 iters=${ITERS:-200}
 mkdir -p "$out"
-python3 "$(dirname "$0")/cuda_vs_torch.py" "$out/models" --only "$models" --batch "$batch" | tee "$out/torch.jsonl"
+# shellcheck disable=SC2086
+python3 "$(dirname "$0")/cuda_vs_torch.py" "$out/models" --only "$models" --batch "$batch" ${TORCH_ARGS:-} | tee "$out/torch.jsonl"
 for m in $(echo "$models" | tr , ' '); do
 	f="$out/models/$m.onnx"
 	[ -f "$f" ] || continue
