@@ -65,9 +65,9 @@
 // slot aligned, before any other slot; every plan of problems with the
 // same state therefore puts it at the same offsets, so that the plans of
 // one model (a prompt's, a single token's) can share one arena and its
-// state. A step marked Update writes its first output over its first
-// input, a state tensor, in place: the output is a view of all of the
-// state's bytes and holds its new value. The old value may be read only up
+// state. A step's Updates are outputs it writes over inputs of its, state
+// tensors, in place: each output is a view of all of its state's bytes
+// and holds its new value. The old value may be read only up
 // to that step; Verify checks that, and that the state sits where it must.
 //
 // # Schedules

@@ -16,7 +16,7 @@ import (
 // step only. The output of a Reshape, Flatten, Squeeze, Unsqueeze or
 // Identity node whose first input is an activation of the same byte size
 // becomes a view of that input, as does the output of a CacheWrite, which
-// updates its input in place (Step.Update); the graph's state tensors
+// updates its input in place (Step.Updates); the graph's state tensors
 // are the problem's (Problem.State). Concat, Split and Slice steps carry their
 // pieces (see ir.Pieces and Piece); SharePieces, which a caller that runs
 // steps in place may call next, turns those it can into views.
@@ -102,7 +102,7 @@ func FromGraph(g *ir.Graph, scratch []int64) (*Problem, []int, error) {
 		if in := n.Input(0); ir.UpdatesState(n) && len(st.Outputs) == 1 && in != ir.NoTensor && index[in] >= 0 {
 			if out := &p.Tensors[st.Outputs[0]]; out.Size == p.Tensors[index[in]].Size {
 				out.SetAlias(index[in])
-				st.Update = true
+				st.Updates = append(st.Updates, st.Outputs[0])
 			}
 		}
 		for _, pc := range ir.Pieces(g, n) {

@@ -67,11 +67,11 @@ type Step struct {
 	// must have the output's type and size; the rest of the rule of
 	// in-place execution (see Build) applies as for any input.
 	Overwrite []int
-	// Update says that the step's first output is the new value of its
-	// first input, a state tensor (see Problem.State), written in place:
-	// the output is a view of all of the input's bytes. The input's old
+	// Updates lists the step's outputs that are new values of state
+	// tensors (see Problem.State), written in place: each is a view of
+	// all of the bytes of one of the step's inputs (its Alias), whose old
 	// value must not be read after the step (Verify checks it).
-	Update bool
+	Updates []int
 }
 
 // A Piece says that after its step, tensor Part holds exactly the bytes of
@@ -253,8 +253,9 @@ func (p *Problem) check() error {
 }
 
 // checkState checks that every state tensor is a graph input listed once
-// and owns its bytes, and that every update (see Step.Update) writes a view
-// of all of a state tensor's bytes.
+// and owns its bytes, and that every update (see Step.Updates) is an
+// output of its step that views all of the bytes of an input of it, a
+// state tensor.
 func (p *Problem) checkState() error {
 	isState := make(map[int]bool, len(p.State))
 	for _, id := range p.State {
@@ -268,18 +269,18 @@ func (p *Problem) checkState() error {
 	}
 	for s := range p.Steps {
 		st := &p.Steps[s]
-		if !st.Update {
-			continue
-		}
-		if len(st.Inputs) == 0 || len(st.Outputs) == 0 {
-			return fmt.Errorf("step %s updates nothing", p.stepName(s))
-		}
-		in, out := st.Inputs[0], &p.Tensors[st.Outputs[0]]
-		if out.Alias() != in || out.AliasOffset != 0 || out.Size != p.Tensors[in].Size {
-			return fmt.Errorf("step %s: its update %q is not a view of all of %q", p.stepName(s), out.Name, p.Tensors[in].Name)
-		}
-		if r, _ := wholeRoot(p, in); !isState[r] {
-			return fmt.Errorf("step %s updates %q, which is not state", p.stepName(s), p.Tensors[in].Name)
+		for _, id := range st.Updates {
+			if !slices.Contains(st.Outputs, id) {
+				return fmt.Errorf("step %s updates tensor %d, which is not its output", p.stepName(s), id)
+			}
+			out := &p.Tensors[id]
+			in := out.Alias()
+			if !slices.Contains(st.Inputs, in) || out.AliasOffset != 0 || out.Size != p.Tensors[in].Size {
+				return fmt.Errorf("step %s: its update %q is not a view of all of an input", p.stepName(s), out.Name)
+			}
+			if r, _ := wholeRoot(p, in); !isState[r] {
+				return fmt.Errorf("step %s updates %q, which is not state", p.stepName(s), p.Tensors[in].Name)
+			}
 		}
 	}
 	return nil

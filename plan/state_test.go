@@ -21,10 +21,10 @@ func cacheProblem() (p *plan.Problem, kNew, vNew int) {
 	kr := b.op("MatMul", 100, x)
 	kNew = b.op("CacheWrite", 1000, k, kr)
 	b.p.Tensors[kNew].SetAlias(k)
-	b.p.Steps[len(b.p.Steps)-1].Update = true
+	b.p.Steps[len(b.p.Steps)-1].Updates = []int{kNew}
 	vNew = b.op("CacheWrite", 1000, v, kr)
 	b.p.Tensors[vNew].SetAlias(v)
-	b.p.Steps[len(b.p.Steps)-1].Update = true
+	b.p.Steps[len(b.p.Steps)-1].Updates = []int{vNew}
 	a := b.op("CachedAttention", 300, q, kNew, vNew)
 	b.output(b.op("Add", 300, a, x))
 	return &b.p, kNew, vNew
@@ -115,7 +115,11 @@ func TestStateCheck(t *testing.T) {
 	}{
 		{"state not an input", func(p *plan.Problem) { p.State = append(p.State, p.Steps[0].Outputs[0]) }},
 		{"state twice", func(p *plan.Problem) { p.State = append(p.State, p.State[0]) }},
-		{"update of no state", func(p *plan.Problem) { p.Steps[0].Update = true }},
+		{"update of no state", func(p *plan.Problem) {
+			p.Tensors[p.Steps[0].Outputs[0]].SetAlias(p.Steps[0].Inputs[0])
+			p.Steps[0].Updates = p.Steps[0].Outputs
+		}},
+		{"update not an output", func(p *plan.Problem) { p.Steps[0].Updates = []int{p.Steps[2].Outputs[0]} }},
 		{"update at an offset", func(p *plan.Problem) { p.Tensors[p.Steps[2].Outputs[0]].AliasOffset = 64 }},
 	}
 	for _, c := range cases {
@@ -126,5 +130,48 @@ func TestStateCheck(t *testing.T) {
 				t.Error("Build accepted the problem")
 			}
 		})
+	}
+}
+
+// TestStateTwoUpdates: one step may update two state tensors (a layer's
+// keys and values written by one kernel); Verify accepts its plans and
+// refuses one where a later step reads either old value.
+func TestStateTwoUpdates(t *testing.T) {
+	build := func() (*plan.Problem, int) {
+		b := &builder{}
+		x := b.input(300)
+		k := b.input(1000)
+		v := b.input(1000)
+		b.p.State = []int{k, v}
+		q := b.op("MatMul", 300, x)
+		kr := b.op("MatMul", 100, x)
+		outs := b.step("CacheWrites", []int{k, v, kr}, 1000, 1000)
+		b.p.Tensors[outs[0]].SetAlias(k)
+		b.p.Tensors[outs[1]].SetAlias(v)
+		b.p.Steps[len(b.p.Steps)-1].Updates = outs
+		a := b.op("CachedAttention", 300, q, outs[0], outs[1])
+		b.output(b.op("Add", 300, a, x))
+		return &b.p, len(b.p.Steps) - 2
+	}
+	for _, opts := range []plan.Options{{}, {FileOrder: true}, {NoInPlace: true}} {
+		p, _ := build()
+		pl, err := plan.Build(p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plan.Verify(p, pl); err != nil {
+			t.Fatalf("%+v: %v", opts, err)
+		}
+	}
+	for state := range 2 {
+		p, att := build()
+		pl, err := plan.Build(p, plan.Options{FileOrder: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Steps[att].Inputs[1+state] = p.State[state]
+		if err := plan.Verify(p, pl); err == nil || !strings.Contains(err.Error(), "after step") {
+			t.Errorf("state %d read after its update: Verify says %v", state, err)
+		}
 	}
 }

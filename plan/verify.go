@@ -262,7 +262,7 @@ func verify(p *Problem, pl *Plan) error {
 
 // verifyState checks that the state takes the first bytes of the arena in
 // its order (see Problem.State), and that no value a step updates in place
-// (see Step.Update) is read after the update: every tensor sharing the
+// (see Step.Updates) is read after the update: every tensor sharing the
 // updated bytes that does not hold the new value (the update's output or
 // a view of it) is read at or before the update's position. read gives
 // each tensor's last read in schedule positions.
@@ -275,21 +275,18 @@ func verifyState(p *Problem, pl *Plan, root, read []int) error {
 		at += AlignUp(p.Tensors[id].Size, pl.Alignment)
 	}
 	for t, s := range pl.Order {
-		st := &p.Steps[s]
-		if !st.Update {
-			continue
-		}
-		out := st.Outputs[0]
-		for id := range p.Tensors {
-			if root[id] != root[out] || read[id] <= t {
-				continue
-			}
-			fresh := false
-			for j := id; j >= 0 && !fresh; j = p.Tensors[j].Alias() {
-				fresh = j == out
-			}
-			if !fresh {
-				return fmt.Errorf("%q is read at schedule position %d, after step %s updated its bytes at %d", p.Tensors[id].Name, read[id], p.stepName(s), t)
+		for _, out := range p.Steps[s].Updates {
+			for id := range p.Tensors {
+				if root[id] != root[out] || read[id] <= t {
+					continue
+				}
+				fresh := false
+				for j := id; j >= 0 && !fresh; j = p.Tensors[j].Alias() {
+					fresh = j == out
+				}
+				if !fresh {
+					return fmt.Errorf("%q is read at schedule position %d, after step %s updated its bytes at %d", p.Tensors[id].Name, read[id], p.stepName(s), t)
+				}
 			}
 		}
 	}

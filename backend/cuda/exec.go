@@ -173,9 +173,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		}
 		built[i], scratch[i] = c, c.scratch
 	}
-	p, index, err := plan.FromGraph(g, scratch)
+	p, index, err := problemOf(g, scratch)
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, err
 	}
 	// The kernels take their operands as __restrict__ pointers, so no
 	// output may share bytes with an input: no in-place placement here.
@@ -399,6 +399,28 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// problemOf is the planning problem of g (plan.FromGraph) with the state
+// updates of this backend's own nodes marked, as FromGraph marks
+// CacheWrite's.
+func problemOf(g *ir.Graph, scratch []int64) (*plan.Problem, []int, error) {
+	p, index, err := plan.FromGraph(g, scratch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan: %w", err)
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		for _, u := range stateUpdates(n) {
+			in, out := index[n.Inputs[u[0]]], index[n.Outputs[u[1]]]
+			if in < 0 || out < 0 || p.Tensors[out].Size != p.Tensors[in].Size {
+				return nil, nil, fmt.Errorf("node %q (%s): internal error: update %v of no state", n.Name, n.Op, u)
+			}
+			p.Tensors[out].SetAlias(in)
+			p.Steps[i].Updates = append(p.Steps[i].Updates, out)
+		}
+	}
+	return p, index, nil
 }
 
 // inputBytes is the staging graph input i takes: none for state.

@@ -651,6 +651,25 @@ extern "C" __global__ void rotary2(const float* __restrict__ x0, const float* __
 	}
 }
 
+// rotary2_cache is rotary2 that also writes the turned x1 (t1 rows of w1)
+// over rows pos… of the cache k[c1][w1], then copies v[t2][w2] over rows
+// pos… of the cache vc[c2][w2], as two cache_writes would.
+extern "C" __global__ void rotary2_cache(const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ cs, const float* __restrict__ sn, float* __restrict__ y0, float* __restrict__ y1, i64 n0, i64 n1, i64 heads0, i64 heads1, i64 half, int halves,
+		float* __restrict__ k, float* __restrict__ vc, const float* __restrict__ v, const i64* __restrict__ posp, i64 t1, i64 c1, i64 w1, i64 t2, i64 c2, i64 w2) {
+	i64 pos = *posp;
+	bool keys = pos >= 0 && pos <= c1 - t1, values = pos >= 0 && pos <= c2 - t2;
+	LOOP(i, n0 + n1 + t2 * w2) {
+		if (i < n0) rotary_at(x0, cs, sn, y0, i, heads0, half, halves);
+		else if (i < n0 + n1) {
+			rotary_at(x1, cs, sn, y1, i - n0, heads1, half, halves);
+			if (keys) rotary_at(x1, cs, sn, k + pos * w1, i - n0, heads1, half, halves);
+		} else if (values) {
+			i64 e = i - n0 - n1;
+			vc[pos * w2 + e] = v[e];
+		}
+	}
+}
+
 // cache_write copies x[t][w] over rows pos… of cache[c][w], pos read from
 // device memory; rows that would not fit write nothing.
 extern "C" __global__ void cache_write(const float* __restrict__ x, float* __restrict__ cache, const i64* __restrict__ posp, i64 t, i64 c, i64 w) {

@@ -27,7 +27,9 @@ import (
 //   - an RMSNorm read by nothing but such a launch is computed by it,
 //     each block of the grid for itself (the norm form);
 //   - the rotary embeddings of the queries and of the keys, one node
-//     after the other with the same angles, run as one launch.
+//     after the other with the same angles, run as one launch, and so do
+//     the writes of the turned keys and of the values into their caches
+//     (CacheWrite) where nothing else reads the caches before.
 //
 // The products are Products nodes of domain cudaDomain: inputs x, the
 // addend (or none), one to maxProducts weights and, under norm, the
@@ -35,7 +37,9 @@ import (
 // pair; the attributes format and rows (one count a weight) as
 // PackedMatMul's, and "norm" (the RMSNorm's epsilon) and "glu" (1)
 // where they fold those. The rotations are a Rotaries node: inputs cos,
-// sin and the two tensors, outputs the two turned. Sums are the ones
+// sin and the two tensors, outputs the two turned; with the cache writes
+// also the key cache, the value cache, the values and the position, and
+// the two caches, updated in place (stateUpdates), as outputs. Sums are the ones
 // PackedMatMul computes, the Add is the same single float addition and
 // the rotations the same arithmetic, so these results are the same bits;
 // a folded norm sums its squares in another order than rms_norm, so its
@@ -170,15 +174,23 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		p.Attrs["norm"] = ir.Attr{Kind: ir.AttrFloat, Float: rn.Attrs.Float("epsilon", 1e-5)}
 		gone[r] = true
 	}
-	// Rotary embeddings of one position's queries and keys, side by side.
+	// Rotary embeddings of one position's queries and keys, side by side,
+	// and the writes of the keys and values into their caches.
 	for i := range g.Nodes {
 		j := i + 1
 		if gone[i] || fused[i] != nil || j >= len(g.Nodes) || !pairedRotary(g, &g.Nodes[i], &g.Nodes[j]) {
 			continue
 		}
 		a, b := &g.Nodes[i], &g.Nodes[j]
-		fused[i] = &ir.Node{Name: a.Name, Op: "Rotaries", Domain: cudaDomain, Attrs: a.Attrs,
+		r := &ir.Node{Name: a.Name, Op: "Rotaries", Domain: cudaDomain, Attrs: a.Attrs,
 			Inputs: []ir.TensorID{a.Inputs[1], a.Inputs[2], a.Inputs[0], b.Inputs[0]}, Outputs: []ir.TensorID{a.Outputs[0], b.Outputs[0]}}
+		if kw, vw := cacheWritesAfter(g, cons, isOut, i, b.Outputs[0]); kw >= 0 {
+			k, v := &g.Nodes[kw], &g.Nodes[vw]
+			r.Inputs = append(r.Inputs, k.Inputs[0], v.Inputs[0], v.Inputs[1], k.Inputs[2])
+			r.Outputs = append(r.Outputs, k.Outputs[0], v.Outputs[0])
+			gone[kw], gone[vw] = true, true
+		}
+		fused[i] = r
 		gone[j] = true
 		changed = true
 	}
@@ -395,11 +407,69 @@ func pairedRotary(g *ir.Graph, a, b *ir.Node) bool {
 		g.Tensor(a.Inputs[0]).Shape[2] == g.Tensor(b.Inputs[0]).Shape[2]
 }
 
+// cacheWritesAfter finds the writes into their caches of the keys y,
+// which a Rotaries node at node i turns, and of the values, for the node
+// to make as well: a CacheWrite of y (through views read by nothing else)
+// and, after it, a CacheWrite of values made before node i at the same
+// position, each cache read by its write alone, neither y nor its views a
+// graph output. It returns the two writes' nodes, or -1s.
+func cacheWritesAfter(g *ir.Graph, cons [][]int, isOut []bool, i int, y ir.TensorID) (keys, values int) {
+	// sole returns the one node that reads id, or -1.
+	sole := func(id ir.TensorID) int {
+		if isOut[id] || len(cons[id]) != 1 {
+			return -1
+		}
+		return cons[id][0]
+	}
+	isWrite := func(k int, x ir.TensorID) bool {
+		n := &g.Nodes[k]
+		if n.Op != "CacheWrite" || n.Domain != ir.BerthDomain || len(n.Inputs) != 3 || len(n.Outputs) != 1 ||
+			n.Inputs[1] != x || sole(n.Inputs[0]) != k || g.Tensor(n.Inputs[0]).IsConst() {
+			return false
+		}
+		t, _, w, err := ir.CacheWriteShape(g, n)
+		return err == nil && t*w == g.Tensor(x).Shape.Elements()
+	}
+	x := y
+	k := sole(x)
+	for k >= 0 && ir.IsView(&g.Nodes[k]) && g.Nodes[k].Input(0) == x {
+		x = g.Nodes[k].Outputs[0]
+		k = sole(x)
+	}
+	if k < 0 || !isWrite(k, x) {
+		return -1, -1
+	}
+	for v := k + 1; v < len(g.Nodes); v++ {
+		n := &g.Nodes[v]
+		if n.Op != "CacheWrite" || len(n.Inputs) != 3 || n.Inputs[2] != g.Nodes[k].Inputs[2] || n.Inputs[0] == g.Nodes[k].Inputs[0] {
+			continue
+		}
+		if p := g.Tensor(n.Inputs[1]).Producer; p < i && isWrite(v, n.Inputs[1]) {
+			return k, v
+		}
+	}
+	return -1, -1
+}
+
+// stateUpdates lists, for a node of this backend's own, the outputs it
+// writes over inputs in place as CacheWrite does (by index into its
+// outputs and inputs): a Rotaries node that writes the caches updates
+// them.
+func stateUpdates(n *ir.Node) [][2]int {
+	if n.Op == "Rotaries" && n.Domain == cudaDomain && len(n.Inputs) == 8 && len(n.Outputs) == 4 {
+		return [][2]int{{4, 2}, {5, 3}}
+	}
+	return nil
+}
+
 // buildRotaries launches a Rotaries node (inputs cos, sin, x0, x1;
-// outputs y0, y1): one rotary kernel over both.
+// outputs y0, y1): one rotary kernel over both. Where it also writes the
+// caches (inputs the key cache, the value cache, the values and the
+// position; outputs the two caches, updated in place), the same launch
+// writes the turned keys and the values into them.
 func buildRotaries(c *buildContext) error {
 	n := c.n
-	if len(n.Inputs) != 4 || len(n.Outputs) != 2 {
+	if !(len(n.Inputs) == 4 && len(n.Outputs) == 2 || len(n.Inputs) == 8 && len(n.Outputs) == 4) {
 		return c.errorf("%d inputs and %d outputs, want cos, sin and two tensors to turn", len(n.Inputs), len(n.Outputs))
 	}
 	var count, heads [2]int64
@@ -418,7 +488,34 @@ func buildRotaries(c *buildContext) error {
 		}
 		count[k], heads[k], d = t*h*(dk/2), h, dk
 	}
-	c.elementwise(packedModule, "rotary2", count[0]+count[1], c.inArg(2), c.inArg(3), c.inArg(0), c.inArg(1), c.outArg(0), c.outArg(1),
-		i64(count[0]), i64(count[1]), i64(heads[0]), i64(heads[1]), i64(d/2), i32(int32(n.Attrs.Int("halves", 0))))
+	args := []arg{c.inArg(2), c.inArg(3), c.inArg(0), c.inArg(1), c.outArg(0), c.outArg(1),
+		i64(count[0]), i64(count[1]), i64(heads[0]), i64(heads[1]), i64(d / 2), i32(int32(n.Attrs.Int("halves", 0)))}
+	if len(n.Inputs) == 4 {
+		c.elementwise(packedModule, "rotary2", count[0]+count[1], args...)
+		return nil
+	}
+	// The writes, as the CacheWrite nodes they were: the keys are the
+	// turned x1, whose bytes they share.
+	if p := c.in(7); p.DType != ir.Int64 || p.Shape.Elements() != 1 {
+		return c.errorf("position %s%v, want one int64", p.DType, p.Shape)
+	}
+	var ts, cs, ws [2]int64
+	for k, x := range []*ir.Tensor{c.out(1), c.in(6)} {
+		cache := c.in(4 + k)
+		if cache.DType != ir.Float32 || cache.Shape.Rank() != 2 || x.DType != ir.Float32 {
+			return c.errorf("cache %s%v and rows %s%v, want float32 matrices", cache.DType, cache.Shape, x.DType, x.Shape)
+		}
+		rows, width := cache.Shape[0], cache.Shape[1]
+		n := x.Shape.Elements()
+		if width <= 0 || n%width != 0 || n/width > rows {
+			return c.errorf("rows %v do not fit a cache %v", x.Shape, cache.Shape)
+		}
+		if y := c.out(2 + k); y == nil || !y.Shape.Equal(cache.Shape) || y.DType != ir.Float32 {
+			return c.errorf("output %d is not the cache's new value", 2+k)
+		}
+		ts[k], cs[k], ws[k] = n/width, rows, width
+	}
+	args = append(args, c.outArg(2), c.outArg(3), c.inArg(6), c.inArg(7), i64(ts[0]), i64(cs[0]), i64(ws[0]), i64(ts[1]), i64(cs[1]), i64(ws[1]))
+	c.elementwise(packedModule, "rotary2_cache", count[0]+count[1]+ts[1]*ws[1], args...)
 	return nil
 }

@@ -2,13 +2,19 @@ package cuda
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/llm"
+	"github.com/berth-ml/berth/passes"
+	"github.com/berth-ml/berth/plan"
 	"github.com/berth-ml/berth/weights/ggml"
+	"github.com/berth-ml/berth/weights/gguf"
 )
 
 // productsGraph is a decoding step's products over one row x of k values
@@ -281,4 +287,154 @@ func normalInputs(r *rand.Rand, g *ir.Graph) [][]byte {
 		inputs = append(inputs, raw.Bytes(v))
 	}
 	return inputs
+}
+
+// cacheStepGraph is a decoding step's attention in miniature: the
+// queries (8 heads) and keys (2 heads) of one position turned by the same
+// angles, the keys (through a Reshape) and the values written into their
+// caches of 4 rows, and the queries' attention over the caches. With
+// reader, the key cache is also read by a node of its own (an output),
+// which keeps the writes out of the rotations' launch.
+func cacheStepGraph(tb testing.TB, reader bool) *ir.Graph {
+	sg := newStepGraph(tb, "cache", ggml.F32, 11)
+	g := sg.g
+	q := g.NewTensor("q", ir.Float32, ir.Shape{1, 8, 16}, nil)
+	k := g.NewTensor("k", ir.Float32, ir.Shape{1, 2, 16}, nil)
+	cs := g.NewTensor("cos", ir.Float32, ir.Shape{1, 1, 8, 1}, nil)
+	sn := g.NewTensor("sin", ir.Float32, ir.Shape{1, 1, 8, 1}, nil)
+	v := g.NewTensor("v", ir.Float32, ir.Shape{1, 32}, nil)
+	pos := g.NewTensor("pos", ir.Int64, ir.Shape{1}, nil)
+	kc := g.NewTensor("kc", ir.Float32, ir.Shape{4, 32}, nil)
+	vc := g.NewTensor("vc", ir.Float32, ir.Shape{4, 32}, nil)
+	g.Inputs = []ir.TensorID{q, k, cs, sn, v, pos, kc, vc}
+	g.State = []ir.TensorID{kc, vc}
+	shape := func(dims ...int64) ir.TensorID {
+		return g.NewTensor("shape", ir.Int64, ir.Shape{int64(len(dims))}, raw.Bytes(dims))
+	}
+	halves := ir.Attrs{"halves": intv(0)}
+	qr := sg.node("Rotary", ir.BerthDomain, halves, q, cs, sn)
+	kr := sg.node("Rotary", ir.BerthDomain, halves, k, cs, sn)
+	kf := sg.node("Reshape", "", nil, kr, shape(1, 32))
+	if reader {
+		g.Outputs = append(g.Outputs, sg.node("Identity", "", nil, kc))
+	}
+	kn := sg.node("CacheWrite", ir.BerthDomain, nil, kc, kf, pos)
+	vn := sg.node("CacheWrite", ir.BerthDomain, nil, vc, v, pos)
+	qf := sg.node("Reshape", "", nil, qr, shape(1, 128))
+	y := sg.node("CachedAttention", ir.BerthDomain, ir.Attrs{"heads": intv(8), "kv_heads": intv(2), "scale": floatv(0.25)}, qf, kn, vn, pos)
+	g.Outputs = append(g.Outputs, y)
+	return g
+}
+
+// TestFoldCacheWrites checks the rewrite: the two rotations and the two
+// cache writes are one Rotaries node that updates both caches, unless
+// something else reads a cache.
+func TestFoldCacheWrites(t *testing.T) {
+	for _, reader := range []bool{false, true} {
+		f := fuseProducts(cacheStepGraph(t, reader))
+		var ops []string
+		for _, n := range f.Nodes {
+			ops = append(ops, fmt.Sprintf("%s/%d/%d", n.Op, len(n.Inputs), len(n.Outputs)))
+		}
+		want := []string{"Rotaries/8/4", "Reshape/2/1", "Reshape/2/1", "CachedAttention/4/1"}
+		if reader {
+			want = []string{"Rotaries/4/2", "Reshape/2/1", "Identity/1/1", "CacheWrite/3/1", "CacheWrite/3/1", "Reshape/2/1", "CachedAttention/4/1"}
+		}
+		if !slices.Equal(ops, want) {
+			t.Errorf("reader %v: nodes %v, want %v", reader, ops, want)
+		}
+		// Building the launches needs no GPU.
+		c, err := buildNode(f, 0, 132, false, new([][]byte))
+		if err != nil {
+			t.Fatalf("reader %v: %v", reader, err)
+		}
+		if kernel := map[bool]string{false: "rotary2_cache", true: "rotary2"}[reader]; len(c.launches) != 1 || c.launches[0].kernel != kernel {
+			t.Errorf("reader %v: the rotations launch %+v, want one %s", reader, c.launches, kernel)
+		}
+	}
+}
+
+// TestFoldCacheWritesMatchUnfused runs four steps (positions 0 to 3) of
+// the cache graph with the writes folded into the rotations' launch and
+// apart, and wants the same bits at every step.
+func TestFoldCacheWritesMatchUnfused(t *testing.T) {
+	requireGPU(t)
+	g := cacheStepGraph(t, false)
+	var sessions [2]*Session
+	for i, noFusion := range []bool{false, true} {
+		exe, s := openSession(t, g, Options{NoFusion: noFusion})
+		if i == 0 && exe.Launches() != 2 {
+			t.Errorf("%d launches fused, want 2 (the rotations with the writes, the attention)", exe.Launches())
+		}
+		sessions[i] = s
+	}
+	r := rand.New(rand.NewPCG(12, 13))
+	for pos := range int64(4) {
+		inputs := normalInputs(r, &ir.Graph{Tensors: g.Tensors, Inputs: g.Inputs[:5]})
+		inputs = append(inputs, raw.Bytes([]int64{pos}), nil, nil)
+		var outs [2][]byte
+		for i, s := range sessions {
+			outs[i] = make([]byte, g.Tensor(g.Outputs[0]).Bytes())
+			if err := s.Run(inputs, [][]byte{outs[i]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(outs[0], outs[1]) {
+			t.Errorf("position %d: the attention differs from the unfused run's", pos)
+		}
+	}
+}
+
+// TestFoldDecoderSteps rewrites the step graphs of the test decoders
+// (one token and a prompt of four), builds every node's launches and
+// plans the result (no GPU needed): each layer's rotations take both cache
+// writes, no CacheWrite is left, and the plan passes Verify.
+func TestFoldDecoderSteps(t *testing.T) {
+	for _, name := range []string{"llama-q8_0", "qwen2-f16"} {
+		f, err := gguf.Open(filepath.Join("..", "..", "testdata", "llm", name+".gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		c, err := llm.ConfigOf(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tokens := range []int64{1, 4} {
+			g, err := llm.StepGraph(llm.GGUF(f), c, tokens, 16, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := passes.Prepare(g, nil); err != nil {
+				t.Fatal(err)
+			}
+			fg := fuseProducts(g)
+			folded := 0
+			for i, n := range fg.Nodes {
+				if n.Op == "CacheWrite" {
+					t.Errorf("%s, %d tokens: node %q is left a CacheWrite", name, tokens, n.Name)
+				}
+				if len(stateUpdates(&n)) == 2 {
+					folded++
+				}
+				if _, err := buildNode(fg, i, 132, false, new([][]byte)); err != nil {
+					t.Errorf("%s, %d tokens: %v", name, tokens, err)
+				}
+			}
+			p, _, err := problemOf(fg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := plan.Build(p, plan.Options{Alignment: Alignment, NoInPlace: true})
+			if err == nil {
+				err = plan.Verify(p, pl)
+			}
+			if err != nil {
+				t.Errorf("%s, %d tokens: %v", name, tokens, err)
+			}
+			if folded != int(c.Layers) {
+				t.Errorf("%s, %d tokens: %d rotations write the caches, want %d (a layer each)", name, tokens, folded, c.Layers)
+			}
+		}
+	}
 }
