@@ -1154,8 +1154,12 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 			out[i] = StepTime{Node: st.node, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil, Time: time.Duration(math.MaxInt64)}
 		}
 		for range max(iters, 1) {
-			// The inputs again, as Run copies them (see KernelTime).
+			// The inputs again, as Run copies them (see KernelTime),
+			// before the clock starts.
 			if err := s.copyInputs(); err != nil {
+				return err
+			}
+			if err := s.stream.SynchronizeWith(s.hot); err != nil {
 				return err
 			}
 			for i := range e.steps {
