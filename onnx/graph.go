@@ -14,6 +14,7 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 	g := &ir.Graph{Name: gp.GetName(), Opsets: opsets}
 	im.g = g
 	im.ids = make(map[string]ir.TensorID)
+	im.prebound = make(map[string]bool)
 
 	if sp := gp.GetSparseInitializer(); len(sp) > 0 {
 		return nil, fmt.Errorf("sparse initializer %q is not supported", sp[0].GetValues().GetName())
@@ -82,13 +83,33 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 		}
 	}
 
-	if err := im.nodes(gp.GetNode()); err != nil {
+	// A graph specialised on computed values, or cut down to some of its
+	// tensors, converts only the nodes that compute what it still needs.
+	var keep []bool
+	if len(im.opts.Values) > 0 || len(im.opts.Outputs) > 0 {
+		wanted := im.opts.Outputs
+		if len(wanted) == 0 {
+			for _, vi := range gp.GetOutput() {
+				wanted = append(wanted, vi.GetName())
+			}
+		}
+		var cut []string
+		keep, cut = im.needed(gp.GetNode(), wanted)
+		if err := im.bindCut(cut); err != nil {
+			return nil, err
+		}
+	}
+	if err := im.nodes(gp.GetNode(), keep); err != nil {
 		return nil, err
 	}
 
 	// A sequence output becomes one tensor output per element, each an
-	// Identity of the element named by SequenceElement.
+	// Identity of the element named by SequenceElement. (Where Outputs
+	// replaces them, the graph's own outputs may not be computed.)
 	for _, vi := range gp.GetOutput() {
+		if len(im.opts.Outputs) > 0 {
+			break
+		}
 		name := vi.GetName()
 		if s, ok := im.seqs[name]; ok {
 			for i, e := range s {
@@ -137,6 +158,9 @@ func (im *importer) bindValues() error {
 		id, ok := im.ids[name]
 		if !ok {
 			return fmt.Errorf("value %q: the graph has no tensor of that name", name)
+		}
+		if im.prebound[name] {
+			continue // its node was left out (see needed)
 		}
 		t := &g.Tensors[id]
 		if t.Producer < 0 || t.IsConst() {
@@ -262,13 +286,16 @@ type pending struct {
 
 // nodes converts the graph's nodes: Constant nodes become constant tensors,
 // every other node an ir node; the nodes are then sorted topologically.
-func (im *importer) nodes(nps []*onnxpb.NodeProto) error {
+func (im *importer) nodes(nps []*onnxpb.NodeProto, keep []bool) error {
 	if im.seqs == nil {
 		im.seqs = make(map[string][]ir.TensorID)
 	}
 	g := im.g
 	var nodes []pending
 	for k, np := range nps {
+		if keep != nil && !keep[k] {
+			continue
+		}
 		if err := im.node(k, np, &nodes); err != nil {
 			return err
 		}
@@ -401,7 +428,7 @@ func (im *importer) subgraph(gp *onnxpb.GraphProto) (*ir.Graph, []string, error)
 		im.ids[name] = id
 		g.Inputs = append(g.Inputs, id)
 	}
-	if err := im.nodes(gp.GetNode()); err != nil {
+	if err := im.nodes(gp.GetNode(), nil); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	for _, vi := range gp.GetOutput() {

@@ -173,6 +173,9 @@ type importer struct {
 	// sequence.go).
 	seqs    map[string][]ir.TensorID
 	lowered int // nodes the sequence lowering added (see maxLowered)
+	// prebound holds the values of ImportOptions.Values made constants
+	// before the nodes were converted, their nodes left out.
+	prebound map[string]bool
 
 	// Subgraph state: depth is how deeply the graph being imported nests
 	// (0 for the main graph); free lists the outer-scope names it reads, in
