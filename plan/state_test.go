@@ -9,9 +9,10 @@ import (
 
 // cacheProblem is a decoder step in miniature: two state tensors (a
 // layer's keys and values), each updated in place by a step that writes
-// the run's rows into it, read by an attention step after the updates,
-// with activations of other sizes around them.
-func cacheProblem() (p *plan.Problem, kNew, vNew int) {
+// the run's rows into it (or, together, both by one step), read by an
+// attention step after the updates, with activations of other sizes
+// around them.
+func cacheProblem(together bool) (p *plan.Problem, kNew, vNew int) {
 	b := &builder{}
 	x := b.input(300)
 	k := b.input(1000)
@@ -19,12 +20,18 @@ func cacheProblem() (p *plan.Problem, kNew, vNew int) {
 	b.p.State = []int{k, v}
 	q := b.op("MatMul", 300, x)
 	kr := b.op("MatMul", 100, x)
-	kNew = b.op("CacheWrite", 1000, k, kr)
+	if together {
+		outs := b.step("CacheWrites", []int{k, v, kr}, 1000, 1000)
+		kNew, vNew = outs[0], outs[1]
+		b.p.Steps[len(b.p.Steps)-1].Updates = outs
+	} else {
+		kNew = b.op("CacheWrite", 1000, k, kr)
+		b.p.Steps[len(b.p.Steps)-1].Updates = []int{kNew}
+		vNew = b.op("CacheWrite", 1000, v, kr)
+		b.p.Steps[len(b.p.Steps)-1].Updates = []int{vNew}
+	}
 	b.p.Tensors[kNew].SetAlias(k)
-	b.p.Steps[len(b.p.Steps)-1].Updates = []int{kNew}
-	vNew = b.op("CacheWrite", 1000, v, kr)
 	b.p.Tensors[vNew].SetAlias(v)
-	b.p.Steps[len(b.p.Steps)-1].Updates = []int{vNew}
 	a := b.op("CachedAttention", 300, q, kNew, vNew)
 	b.output(b.op("Add", 300, a, x))
 	return &b.p, kNew, vNew
@@ -34,7 +41,7 @@ func cacheProblem() (p *plan.Problem, kNew, vNew int) {
 // order, whatever the rest of the problem, and Verify accepts the plan.
 func TestStatePlacement(t *testing.T) {
 	for _, opts := range []plan.Options{{}, {FileOrder: true}, {NoInPlace: true}, {Alignment: 256}} {
-		p, kNew, _ := cacheProblem()
+		p, kNew, _ := cacheProblem(false)
 		pl, err := plan.Build(p, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +99,7 @@ func TestStateVerify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, _, _ := cacheProblem()
+			p, _, _ := cacheProblem(false)
 			pl, err := plan.Build(p, plan.Options{FileOrder: true})
 			if err != nil {
 				t.Fatal(err)
@@ -124,7 +131,7 @@ func TestStateCheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, _, _ := cacheProblem()
+			p, _, _ := cacheProblem(false)
 			c.spoil(p)
 			if _, err := plan.Build(p, plan.Options{}); err == nil {
 				t.Error("Build accepted the problem")
@@ -137,24 +144,8 @@ func TestStateCheck(t *testing.T) {
 // keys and values written by one kernel); Verify accepts its plans and
 // refuses one where a later step reads either old value.
 func TestStateTwoUpdates(t *testing.T) {
-	build := func() (*plan.Problem, int) {
-		b := &builder{}
-		x := b.input(300)
-		k := b.input(1000)
-		v := b.input(1000)
-		b.p.State = []int{k, v}
-		q := b.op("MatMul", 300, x)
-		kr := b.op("MatMul", 100, x)
-		outs := b.step("CacheWrites", []int{k, v, kr}, 1000, 1000)
-		b.p.Tensors[outs[0]].SetAlias(k)
-		b.p.Tensors[outs[1]].SetAlias(v)
-		b.p.Steps[len(b.p.Steps)-1].Updates = outs
-		a := b.op("CachedAttention", 300, q, outs[0], outs[1])
-		b.output(b.op("Add", 300, a, x))
-		return &b.p, len(b.p.Steps) - 2
-	}
 	for _, opts := range []plan.Options{{}, {FileOrder: true}, {NoInPlace: true}} {
-		p, _ := build()
+		p, _, _ := cacheProblem(true)
 		pl, err := plan.Build(p, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -164,12 +155,13 @@ func TestStateTwoUpdates(t *testing.T) {
 		}
 	}
 	for state := range 2 {
-		p, att := build()
+		p, _, _ := cacheProblem(true)
 		pl, err := plan.Build(p, plan.Options{FileOrder: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Steps[att].Inputs[1+state] = p.State[state]
+		att := &p.Steps[len(p.Steps)-2]
+		att.Inputs[1+state] = p.State[state]
 		if err := plan.Verify(p, pl); err == nil || !strings.Contains(err.Error(), "after step") {
 			t.Errorf("state %d read after its update: Verify says %v", state, err)
 		}
