@@ -119,6 +119,7 @@ type Executable struct {
 	weightBytes int64
 
 	inputs  []int64  // arena offset of each graph input (-1: none, or state)
+	reused  []bool   // each graph input whose bytes the plan gives to a later tensor
 	state   []bool   // by graph input: state (ir.Graph.State), kept in the arena
 	outputs []output // where each graph output is read from
 
@@ -361,6 +362,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			e.inputs[k] = pl.Offsets[j]
 		}
 	}
+	e.reused = reusedInputs(g, p, pl, index, e.state)
 	e.outputs = make([]output, len(g.Outputs))
 	for k, id := range g.Outputs {
 		t := g.Tensor(id)
@@ -421,6 +423,36 @@ func problemOf(g *ir.Graph, scratch []int64) (*plan.Problem, []int, error) {
 		}
 	}
 	return p, index, nil
+}
+
+// reusedInputs reports, for each graph input of g (but state), whether
+// the plan pl of p lays another tensor over some of its bytes, which a
+// run then overwrites once the input is read: kernels replayed without
+// their inputs copied in again (KernelTime, StepTimes) would read what
+// that tensor left there.
+func reusedInputs(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index []int, state []bool) []bool {
+	reused := make([]bool, len(g.Inputs))
+	for k, id := range g.Inputs {
+		j := index[id]
+		if j < 0 || state[k] {
+			continue
+		}
+		lo, hi := pl.Offsets[j], pl.Offsets[j]+p.Tensors[j].Size
+		for t := range p.Tensors {
+			root := t
+			for p.Tensors[root].Alias() >= 0 {
+				root = p.Tensors[root].Alias()
+			}
+			if root == j || p.Tensors[t].Size == 0 {
+				continue
+			}
+			if pl.Offsets[t] < hi && lo < pl.Offsets[t]+p.Tensors[t].Size {
+				reused[k] = true
+				break
+			}
+		}
+	}
+	return reused
 }
 
 // inputBytes is the staging graph input i takes: none for state.
@@ -915,10 +947,19 @@ func (s *Session) queue() error {
 }
 
 // copyInputs queues the copies of the inputs from staging into their slots.
-func (s *Session) copyInputs() error {
+func (s *Session) copyInputs() error { return s.copyInputsOf(nil) }
+
+// copyReusedInputs queues the copies of the inputs whose slots later
+// tensors take (Executable.reused): what replaying the kernels alone
+// needs for them to read the inputs of the last run.
+func (s *Session) copyReusedInputs() error { return s.copyInputsOf(s.exe.reused) }
+
+// copyInputsOf queues the copies of the inputs which only marks (all of
+// them where only is nil).
+func (s *Session) copyInputsOf(only []bool) error {
 	e := s.exe
 	for i, off := range e.inputs {
-		if off >= 0 {
+		if off >= 0 && (only == nil || only[i]) {
 			n := e.g.Tensor(e.g.Inputs[i]).Bytes()
 			if err := s.stream.CopyToDeviceAsyncWith(s.hot, s.arena+driver.Ptr(off), s.stage[s.inAt[i]:s.inAt[i]+n]); err != nil {
 				return fmt.Errorf("copying input %d: %w", i, err)
@@ -941,9 +982,10 @@ func (s *Session) copyOutputs() error {
 	return nil
 }
 
-// queueInputsAndKernels queues a run but for its output copies.
-func (s *Session) queueInputsAndKernels() error {
-	if err := s.copyInputs(); err != nil {
+// queueKernelsAlone queues the kernels of a run, after the copies of the
+// inputs whose slots later tensors take.
+func (s *Session) queueKernelsAlone() error {
+	if err := s.copyReusedInputs(); err != nil {
 		return err
 	}
 	return s.launchKernels()
@@ -969,12 +1011,12 @@ func (s *Session) launchKernels() error {
 	return nil
 }
 
-// KernelTime runs the kernels alone (no input or output copies), iters
-// times back to back on the session's stream, and returns the mean time
-// of one run: the device's share of Run. A graphed session replays a graph
-// of the input copies and the kernels, captured for the measurement. The
-// arena holds
-// whatever the last run left.
+// KernelTime runs the kernels alone (no input or output copies, but for
+// the inputs a later tensor of the plan overwrites, see reusedInputs),
+// iters times back to back on the session's stream, and returns the mean
+// time of one run: the device's share of Run. A graphed session replays a
+// graph of them, captured for the measurement. The arena holds whatever
+// the last run left.
 func (s *Session) KernelTime(iters int) (time.Duration, error) {
 	if !s.mu.TryLock() {
 		return 0, ErrBusy
@@ -985,14 +1027,13 @@ func (s *Session) KernelTime(iters int) (time.Duration, error) {
 	}
 	var d time.Duration
 	err := s.exe.dev.Do(func() error {
-		// The inputs are copied in again before every run of the kernels:
-		// a plan may place later tensors over an input's slot once it is
-		// read, and kernels whose work follows an input's value (the
-		// position of a decoding step) would otherwise time the wrong
-		// work.
-		once := s.queueInputsAndKernels
+		// The inputs whose slots later tensors take are copied in again
+		// before every run of the kernels: kernels whose work follows an
+		// input's value (the position of a decoding step) would otherwise
+		// time the wrong work.
+		once := s.queueKernelsAlone
 		if s.graph != 0 {
-			g, err := s.stream.Capture(s.queueInputsAndKernels)
+			g, err := s.stream.Capture(s.queueKernelsAlone)
 			if err != nil {
 				return err
 			}
@@ -1154,9 +1195,9 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 			out[i] = StepTime{Node: st.node, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil, Time: time.Duration(math.MaxInt64)}
 		}
 		for range max(iters, 1) {
-			// The inputs again, as Run copies them (see KernelTime),
-			// before the clock starts.
-			if err := s.copyInputs(); err != nil {
+			// The inputs whose slots later tensors take, again (see
+			// KernelTime), before the clock starts.
+			if err := s.copyReusedInputs(); err != nil {
 				return err
 			}
 			if err := s.stream.SynchronizeWith(s.hot); err != nil {

@@ -38,12 +38,13 @@ import (
 // PackedMatMul's, and "norm" (the RMSNorm's epsilon) and "glu" (1)
 // where they fold those. The rotations are a Rotaries node: inputs cos,
 // sin and the two tensors, outputs the two turned; with the cache writes
-// also the key cache, the value cache, the values and the position, and
-// the two caches, updated in place (stateUpdates), as outputs. Sums are the ones
-// PackedMatMul computes, the Add is the same single float addition and
-// the rotations the same arithmetic, so these results are the same bits;
-// a folded norm sums its squares in another order than rms_norm, so its
-// results, and the 8-bit x quantised from them, agree to rounding.
+// its inputs go on with the key cache, the value cache, the values and
+// the position, and its outputs with the two caches, updated in place
+// (stateUpdates). Sums are the ones PackedMatMul computes, the Add is the
+// same single float addition and the rotations the same arithmetic, so
+// these results are the same bits; a folded norm sums its squares in
+// another order than rms_norm, so its results, and the 8-bit x quantised
+// from them, agree to rounding.
 
 // cudaDomain is the operator set of nodes this backend makes for itself.
 const cudaDomain = "berth.cuda"

@@ -438,3 +438,38 @@ func TestFoldDecoderSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestReusedInputs: an input whose slot the plan gives to a later tensor
+// once it is read is marked (a chain of three Relus over x, the third
+// writing over x), one read by the last node is not, and state never is.
+func TestReusedInputs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		last bool // x is read by the last node too
+		want bool
+	}{{"chain", false, true}, {"read to the end", true, false}} {
+		sg := newStepGraph(t, tc.name, ggml.F32, 1)
+		g := sg.g
+		x := g.NewTensor("x", ir.Float32, ir.Shape{1024}, nil)
+		st := g.NewTensor("state", ir.Float32, ir.Shape{1024}, nil)
+		g.Inputs = []ir.TensorID{x, st}
+		g.State = []ir.TensorID{st}
+		y := sg.node("Add", "", nil, sg.node("Relu", "", nil, sg.node("Relu", "", nil, sg.node("Relu", "", nil, x))), st)
+		if tc.last {
+			y = sg.node("Add", "", nil, y, x)
+		}
+		g.Outputs = []ir.TensorID{y}
+		p, index, err := problemOf(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := plan.Build(p, plan.Options{Alignment: Alignment, NoInPlace: true, FileOrder: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := reusedInputs(g, p, pl, index, []bool{false, true})
+		if got[0] != tc.want || got[1] {
+			t.Errorf("%s: reused %v, want [%v false]", tc.name, got, tc.want)
+		}
+	}
+}
