@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/backend/cuda"
 	"github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/npytest"
@@ -558,6 +559,57 @@ func BenchmarkCUDAOpenShapes(b *testing.B) {
 			if _, err := s.Run(ctx, ins...); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	// Where a new shape's first run goes: the model specialised for it,
+	// compiled (planned in the bound's arena), and a session of it run
+	// once (launched one by one), twice (captured) and again (replayed),
+	// each the mean over the new shapes, in ms.
+	b.Run("parts", func(b *testing.B) {
+		x := exe.open
+		lane, err := x.atBound.exe.dev.NewLane([]backend.Executable{x.atBound.exe.x}, nil, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer lane.Close()
+		var parts [5]time.Duration
+		n := 0
+		for b.Loop() {
+			ins := inputsAt(combos[(n+1)%len(combos)])
+			decls := make([]int, len(ins))
+			for i := range decls {
+				decls[i] = i
+			}
+			start := time.Now()
+			sm, err := x.o.specialise(ins, decls, make([]bool, len(ins)), nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			parts[0] += time.Since(start)
+			start = time.Now()
+			e, err := compileStatic(sm, x.dev, x.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			parts[1] += time.Since(start)
+			s, err := e.newSession(lane)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for k := 2; k < 5; k++ {
+				start = time.Now()
+				if _, err := s.Run(ctx, ins...); err != nil {
+					b.Fatal(err)
+				}
+				parts[k] += time.Since(start)
+			}
+			s.Close()
+			e.Close()
+			sm.Close()
+			n++
+		}
+		for k, name := range []string{"specialise", "compile", "first-run", "second-run", "third-run"} {
+			b.ReportMetric(float64(parts[k].Microseconds())/1e3/float64(max(n, 1)), name+"-ms")
 		}
 	})
 	b.Run("new", func(b *testing.B) {
