@@ -9,8 +9,9 @@ import (
 )
 
 // decodeProblem turns arbitrary bytes into a problem, valid or not: each
-// record adds a graph input, a step, a view, an output, or a Concat or
-// Split with pieces, with sizes and indices taken from the bytes.
+// record adds a graph input, a step, a view, an output, a Concat or Split
+// with pieces, or a step updating state in place, with sizes and indices
+// taken from the bytes.
 func decodeProblem(b []byte) *plan.Problem {
 	p := &plan.Problem{}
 	next := func() int {
@@ -29,7 +30,7 @@ func decodeProblem(b []byte) *plan.Problem {
 		return next() % (len(p.Tensors) + 1) // sometimes one past the end
 	}
 	for len(b) > 0 {
-		switch next() % 7 {
+		switch next() % 8 {
 		case 5, 6: // a Concat (5) or a Split (6) with pieces, valid or not
 			var st plan.Step
 			st.Op = "Concat"
@@ -88,6 +89,24 @@ func decodeProblem(b []byte) *plan.Problem {
 			p.Steps = append(p.Steps, plan.Step{Op: "Reshape", Inputs: []int{in}, Outputs: []int{len(p.Tensors) - 1}})
 		case 4:
 			p.Outputs = append(p.Outputs, pick())
+		case 7: // an update of state in place (of one or two), valid or not
+			st := plan.Step{Op: "CacheWrite"}
+			for range 1 + next()%2 {
+				s := pick()
+				if next()%4 != 0 {
+					p.State = append(p.State, s)
+				}
+				sz := size()
+				if s >= 0 && s < len(p.Tensors) && next()%4 != 0 {
+					sz = p.Tensors[s].Size
+				}
+				p.Tensors = append(p.Tensors, viewOf("", sz, s, int64(next()%3-1)*64))
+				st.Inputs = append(st.Inputs, s)
+				st.Outputs = append(st.Outputs, len(p.Tensors)-1)
+				st.Updates = append(st.Updates, []int{len(p.Tensors) - 1, pick()}[next()%4/3])
+			}
+			st.Inputs = append(st.Inputs, pick())
+			p.Steps = append(p.Steps, st)
 		}
 	}
 	return p

@@ -332,6 +332,9 @@ func (p *Problem) checkOrder(order []int) error {
 	for _, id := range p.Inputs {
 		written[id] = true
 	}
+	// The updates of state run so far (see Step.Updates): a step after
+	// one may read the state's bytes only through its new value.
+	var updated [][2]int // root, the update's output
 	for _, s := range order {
 		if s < 0 || s >= len(p.Steps) || scheduled[s] {
 			return fmt.Errorf("step %d out of range or listed twice", s)
@@ -341,12 +344,48 @@ func (p *Problem) checkOrder(order []int) error {
 			if !written[id] {
 				return fmt.Errorf("step %s reads %q before it is written", p.stepName(s), p.Tensors[id].Name)
 			}
+			for _, u := range updated {
+				if p.chainRoot(id) == u[0] && !p.viewsOf(id, u[1]) {
+					return fmt.Errorf("step %s reads %q after an update wrote over it", p.stepName(s), p.Tensors[id].Name)
+				}
+			}
 		}
 		for _, id := range p.Steps[s].Outputs {
 			written[id] = true
 		}
+		for _, id := range p.Steps[s].Updates {
+			updated = append(updated, [2]int{p.chainRoot(id), id})
+		}
 	}
 	return nil
+}
+
+// chainRoot follows id's aliases to the tensor that owns its bytes (at
+// most one link a tensor: a cycle, which check refuses, ends the walk).
+func (p *Problem) chainRoot(id int) int {
+	for range p.Tensors {
+		a := p.Tensors[id].Alias()
+		if a < 0 || a >= len(p.Tensors) {
+			break
+		}
+		id = a
+	}
+	return id
+}
+
+// viewsOf reports whether id is of, or a view of it through its aliases.
+func (p *Problem) viewsOf(id, of int) bool {
+	for range p.Tensors {
+		if id == of {
+			return true
+		}
+		a := p.Tensors[id].Alias()
+		if a < 0 || a >= len(p.Tensors) {
+			break
+		}
+		id = a
+	}
+	return id == of
 }
 
 // stepName names step s for messages.

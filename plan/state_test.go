@@ -167,3 +167,46 @@ func TestStateTwoUpdates(t *testing.T) {
 		}
 	}
 }
+
+// TestStateOldReadsComeFirst: a step that reads a state's old value runs
+// before the update in the plans Build makes, and an order that runs it
+// after (the problem's own, or Options.Order) is refused.
+func TestStateOldReadsComeFirst(t *testing.T) {
+	build := func(readFirst bool) *plan.Problem {
+		b := &builder{}
+		x := b.input(100)
+		k := b.input(1000)
+		b.p.State = []int{k}
+		var old int
+		if readFirst {
+			old = b.op("ReduceSum", 100, k)
+		}
+		kNew := b.op("CacheWrite", 1000, k, x)
+		b.p.Tensors[kNew].SetAlias(k)
+		b.p.Steps[len(b.p.Steps)-1].Updates = []int{kNew}
+		if !readFirst {
+			old = b.op("ReduceSum", 100, k)
+		}
+		a := b.op("CachedAttention", 100, x, kNew)
+		b.output(b.op("Add", 100, a, old))
+		return &b.p
+	}
+	for _, opts := range []plan.Options{{}, {NoInPlace: true}} {
+		p := build(true)
+		pl, err := plan.Build(p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plan.Verify(p, pl); err != nil {
+			t.Errorf("%+v (%s schedule): %v", opts, pl.Schedule, err)
+		}
+	}
+	for _, c := range []struct {
+		p    *plan.Problem
+		opts plan.Options
+	}{{build(false), plan.Options{}}, {build(true), plan.Options{Order: []int{1, 0, 2, 3}}}} {
+		if _, err := plan.Build(c.p, c.opts); err == nil || !strings.Contains(err.Error(), "after an update") {
+			t.Errorf("a read of the old value after the update (order %v): Build says %v", c.opts.Order, err)
+		}
+	}
+}
