@@ -154,13 +154,13 @@ func (im *importer) graph(gp *onnxpb.GraphProto, windows []window, opsets map[st
 func (im *importer) bindValues() error {
 	g := im.g
 	for _, name := range slices.Sorted(maps.Keys(im.opts.Values)) {
+		if im.prebound[name] {
+			continue // its node was left out (see needed)
+		}
 		v := im.opts.Values[name]
 		id, ok := im.ids[name]
 		if !ok {
 			return fmt.Errorf("value %q: the graph has no tensor of that name", name)
-		}
-		if im.prebound[name] {
-			continue // its node was left out (see needed)
 		}
 		t := &g.Tensors[id]
 		if t.Producer < 0 || t.IsConst() {

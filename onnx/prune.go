@@ -12,7 +12,8 @@ import (
 // down to some of its tensors, still runs. A node is kept whole when any
 // of its outputs is needed, and with it everything it reads, the names
 // its subgraphs read included. cut lists the bound values whose nodes are
-// left out: the caller makes them constants itself.
+// left out that something needed reads: the caller makes them constants
+// itself. A bound value nothing needed reads is left out altogether.
 func (im *importer) needed(nps []*onnxpb.NodeProto, wanted []string) (keep []bool, cut []string) {
 	producer := make(map[string]int, len(nps))
 	for k, np := range nps {
@@ -44,8 +45,14 @@ func (im *importer) needed(nps []*onnxpb.NodeProto, wanted []string) (keep []boo
 		stack = appendSubgraphReads(stack, nps[k])
 	}
 	for name := range im.opts.Values {
-		if k, ok := producer[name]; ok && seen[name] && !keep[k] {
+		k, ok := producer[name]
+		switch {
+		case ok && seen[name] && !keep[k]:
 			cut = append(cut, name)
+		case ok && !seen[name] && !keep[k]:
+			// Nothing needed reads it (a value of an earlier stage that
+			// a later one's values stand for): it stays out.
+			im.prebound[name] = true
 		}
 	}
 	slices.Sort(cut)

@@ -49,6 +49,7 @@ func TestImportCutsToWhatIsNeeded(t *testing.T) {
 		{"outputs", onnx.ImportOptions{Outputs: []string{"z"}}, []string{"Sigmoid", "Exp"}, nil},
 		{"a value cuts its node off", onnx.ImportOptions{Values: map[string]ir.Tensor{"b": value("b", 4)}, Outputs: []string{"y"}}, []string{"Abs"}, []string{"b"}},
 		{"a value over the whole graph", onnx.ImportOptions{Values: map[string]ir.Tensor{"a": value("a", 4)}}, []string{"Neg", "Abs", "Sigmoid", "Exp", "Split", "Abs"}, []string{"a"}},
+		{"a value nothing needed reads", onnx.ImportOptions{Values: map[string]ir.Tensor{"a": value("a", 4), "b": value("b", 4)}, Outputs: []string{"y"}}, []string{"Abs"}, []string{"b"}},
 		{"a value whose node stays", onnx.ImportOptions{Values: map[string]ir.Tensor{"s1": value("s1", 2)}, Outputs: []string{"w", "s0"}}, []string{"Relu", "Split", "Abs"}, []string{"s1"}},
 	}
 	for _, c := range cases {
