@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -176,6 +177,9 @@ type importer struct {
 	// prebound holds the values of ImportOptions.Values made constants
 	// before the nodes were converted, their nodes left out.
 	prebound map[string]bool
+	// producers returns the main graph's nodes by the tensors they write
+	// (nil: needed indexes them itself).
+	producers func() map[string]int
 
 	// Subgraph state: depth is how deeply the graph being imported nests
 	// (0 for the main graph); free lists the outer-scope names it reads, in
@@ -210,6 +214,12 @@ type Parsed struct {
 	// attributes (Constant values), which the wire walk stripped.
 	attrData map[*onnxpb.TensorProto]window
 	opsets   map[string]int64
+	// producers indexes the main graph's nodes by the tensors they
+	// write, once, for the imports that cut the graph (see needed).
+	producers struct {
+		once sync.Once
+		of   map[string]int
+	}
 }
 
 // ParseMapped decodes the model file f maps. Its imports read the
@@ -232,6 +242,10 @@ func ParseBytes(b []byte, dir string) (*Parsed, error) {
 // Import imports the decoded model with the options given.
 func (p *Parsed) Import(opts ImportOptions) (*Model, error) {
 	im := &importer{file: p.file, dir: p.dir, opts: opts, attrData: p.attrData}
+	im.producers = func() map[string]int {
+		p.producers.once.Do(func() { p.producers.of = producersOf(p.mp.GetGraph().GetNode()) })
+		return p.producers.of
+	}
 	m, err := im.model(p)
 	if err != nil {
 		for _, f := range im.files {

@@ -15,13 +15,11 @@ import (
 // left out that something needed reads: the caller makes them constants
 // itself. A bound value nothing needed reads is left out altogether.
 func (im *importer) needed(nps []*onnxpb.NodeProto, wanted []string) (keep []bool, cut []string) {
-	producer := make(map[string]int, len(nps))
-	for k, np := range nps {
-		for _, out := range np.GetOutput() {
-			if out != "" {
-				producer[out] = k
-			}
-		}
+	var producer map[string]int
+	if im.producers != nil {
+		producer = im.producers()
+	} else {
+		producer = producersOf(nps)
 	}
 	keep = make([]bool, len(nps))
 	seen := make(map[string]bool, len(wanted))
@@ -97,4 +95,18 @@ func (im *importer) bindCut(cut []string) error {
 		im.prebound[name] = true
 	}
 	return nil
+}
+
+// producersOf indexes nps by the tensors they write: the node of each
+// output name.
+func producersOf(nps []*onnxpb.NodeProto) map[string]int {
+	producer := make(map[string]int, len(nps))
+	for k, np := range nps {
+		for _, out := range np.GetOutput() {
+			if out != "" {
+				producer[out] = k
+			}
+		}
+	}
+	return producer
 }
