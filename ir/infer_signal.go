@@ -341,14 +341,28 @@ func inferNonZero(g *Graph, n *Node) ([]Type, error) {
 	if !x.IsConst() {
 		return nil, NeedValue("input", x.Name)
 	}
+	return same(Int64, Shape{int64(x.Shape.Rank()), NonZeroCount(x)}), nil
+}
+
+// NonZeroCount counts the elements of the constant x that are not zero
+// (for a float, -0 is zero too).
+func NonZeroCount(x *Tensor) int64 {
 	count := int64(0)
 	size := x.DType.Size()
+	if size == 1 { // bool and the 8-bit types: a byte an element
+		for _, v := range x.Data {
+			if v != 0 {
+				count++
+			}
+		}
+		return count
+	}
 	for i := 0; i+size <= len(x.Data); i += size {
 		if NonZeroBytes(x.Data[i:i+size], x.DType.IsFloat()) {
 			count++
 		}
 	}
-	return same(Int64, Shape{int64(x.Shape.Rank()), count}), nil
+	return count
 }
 
 // NonZeroBytes reports whether the little-endian element b is not zero

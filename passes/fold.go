@@ -25,6 +25,11 @@ func Fold(g *ir.Graph, eval Evaluator) error {
 		if err := prepareSubgraphs(g, n, eval); err != nil {
 			return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
 		}
+		if done, err := foldSelection(g, n); err != nil {
+			return fmt.Errorf("node %q: %w", n.Name, err)
+		} else if done {
+			continue
+		}
 		types, err := ir.Infer(g, n)
 		if err != nil {
 			return fmt.Errorf("node %q: %w", n.Name, err)
@@ -41,6 +46,33 @@ func Fold(g *ir.Graph, eval Evaluator) error {
 		}
 	}
 	return nil
+}
+
+// foldSelection folds a NonMaxSuppression whose inputs are all constants
+// in one pass: its shape is the count of the boxes it selects, so
+// inferring the shape runs the suppression, and evaluating the node would
+// run it again. It reports whether it folded n.
+func foldSelection(g *ir.Graph, n *ir.Node) (bool, error) {
+	if n.Op != "NonMaxSuppression" || !n.DefaultDomain() || len(n.Inputs) < 2 || len(n.Inputs) > 5 || len(n.Outputs) != 1 || n.Outputs[0] == ir.NoTensor {
+		return false, nil
+	}
+	for _, in := range n.Inputs {
+		if in != ir.NoTensor && !g.Tensors[in].IsConst() {
+			return false, nil
+		}
+	}
+	sel, err := ir.NMSArgs(g, n)
+	if err != nil {
+		return false, err
+	}
+	y := g.Tensor(n.Outputs[0])
+	y.DType, y.Shape = ir.Int64, ir.Shape{int64(len(sel)), 3}
+	flat := make([]int64, 0, 3*len(sel))
+	for _, s := range sel {
+		flat = append(flat, s[:]...)
+	}
+	y.Data = ir.Int64Bytes(flat)
+	return true, nil
 }
 
 // foldNode folds n if it can.

@@ -1,6 +1,9 @@
 package cpu
 
 import (
+	"encoding/binary"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,5 +98,62 @@ func TestBuildErrors(t *testing.T) {
 	n := &ir.Node{Name: "custom", Op: "Relu", Domain: "com.example", Inputs: []ir.TensorID{x}, Outputs: []ir.TensorID{x}}
 	if _, _, err := Build(tg.g, n); err == nil {
 		t.Errorf("Build accepted a foreign domain")
+	}
+}
+
+// TestNonZero evaluates NonZero over masks (a byte an element, one axis
+// and two) and over floats (where -0 is zero), the shape from ir.Infer,
+// and checks the indices against those of a plain walk of the elements.
+func TestNonZero(t *testing.T) {
+	cases := []struct {
+		name  string
+		dtype ir.DType
+		data  []byte
+		shape []int64
+	}{
+		{"mask", ir.Bool, []byte{0, 1, 1, 0, 0, 1, 0}, []int64{7}},
+		{"empty mask", ir.Bool, []byte{0, 0, 0}, []int64{3}},
+		{"mask of two axes", ir.Bool, []byte{1, 0, 0, 1, 1, 1}, []int64{2, 3}},
+		{"uint8", ir.Uint8, []byte{3, 0, 255, 0}, []int64{4}},
+		{"floats", ir.Float32, f32Bytes([]float32{0, 1.5, float32(math.Copysign(0, -1)), -2}), []int64{4}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := newTGraph(17)
+			x := tg.constant("x", c.dtype, c.data, c.shape...)
+			n := tg.node("NonZero", nil, []ir.TensorID{x}, out{ir.Int64, nil})
+			types, err := ir.Infer(tg.g, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := tg.g.Tensor(n.Outputs[0])
+			y.Shape = types[0].Shape
+			if err := Evaluate(tg.g, n); err != nil {
+				t.Fatal(err)
+			}
+			// The indices, axis by axis, of the elements not zero.
+			size := c.dtype.Size()
+			var nz []int
+			for i := 0; i*size < len(c.data); i++ {
+				e := c.data[i*size : (i+1)*size]
+				if c.dtype == ir.Float32 && math.Float32frombits(binary.LittleEndian.Uint32(e)) == 0 {
+					continue
+				}
+				if c.dtype != ir.Float32 && e[0] == 0 {
+					continue
+				}
+				nz = append(nz, i)
+			}
+			want := make([]int64, len(c.shape)*len(nz))
+			for j, i := range nz {
+				for d := len(c.shape) - 1; d >= 0; d-- {
+					want[d*len(nz)+j] = int64(i) % c.shape[d]
+					i /= int(c.shape[d])
+				}
+			}
+			if got := raw.I64(y.Data); !slices.Equal(got, want) || !slices.Equal([]int64(y.Shape), []int64{int64(len(c.shape)), int64(len(nz))}) {
+				t.Errorf("NonZero %v = %v %v, want %v", c.data, y.Shape, got, want)
+			}
+		})
 	}
 }

@@ -78,6 +78,21 @@ func buildNonZero(c *buildContext) (Kernel, int64, error) {
 
 func (k *nonZeroKernel) Run(w *Workers, in, out [][]byte, scratch []byte) {
 	y := view[int64](out[0])
+	if k.esize == 1 && len(k.shape) == 1 {
+		// A mask: a byte an element, the indices themselves.
+		j := 0
+		for i, v := range in[0][:k.shape[0]] {
+			if v == 0 {
+				continue
+			}
+			if j == k.count {
+				panic("more non-zero values than planned")
+			}
+			y[j] = int64(i)
+			j++
+		}
+		return
+	}
 	st := rowStrides(k.shape)
 	j := 0
 	for i := 0; i < prod(k.shape); i++ {
