@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/berth-ml/berth/device"
@@ -42,6 +43,16 @@ type openModel struct {
 	// byValue marks the declared inputs whose values decide shapes, as
 	// specialising has found them so far.
 	byValue []bool
+
+	// imported keeps the last graph imported with computed values bound
+	// (see specialise), under the key of everything but those values.
+	imported struct {
+		sync.Mutex
+		key  string
+		src  *onnx.Model
+		ids  map[string]ir.TensorID // its tensors by name
+		hits int                    // the imports it spared
+	}
 }
 
 func openModelOf(b []byte, sig *onnx.Signature, name string, imp importer) (*Model, error) {
@@ -77,6 +88,12 @@ func (o *openModel) close() {
 	if o.probe != nil {
 		o.probe.Close()
 	}
+	o.imported.Lock()
+	if o.imported.src != nil {
+		o.imported.src.Close()
+		o.imported.src = nil
+	}
+	o.imported.Unlock()
 	if o.closer != nil {
 		o.closer.Close()
 	}
@@ -163,20 +180,108 @@ func (o *openModel) specialise(flat []Tensor, decls []int, byValue []bool, bound
 			opts.SequenceLengths[d.Name] = 0
 		}
 	}
-	src, err := o.imp(opts)
-	if err != nil {
-		return nil, err
+	var key string
+	var src *onnx.Model
+	if len(bound) > 0 {
+		key = importKey(opts)
+		src = o.reimport(key, bound)
 	}
-	if goal != nil || bound != nil {
-		// Drop what the goal does not need before shapes are inferred:
-		// that part may be what waits for the values.
-		passes.EliminateDeadCode(src.Graph)
+	if src == nil {
+		var err error
+		if src, err = o.imp(opts); err != nil {
+			return nil, err
+		}
+		if goal != nil || bound != nil {
+			// Drop what the goal does not need before shapes are
+			// inferred: that part may be what waits for the values.
+			passes.EliminateDeadCode(src.Graph)
+		}
+		if key != "" && src.Detached() {
+			src = o.keepImport(key, src)
+		}
 	}
 	m, err := prepare(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.name, err)
 	}
 	return m, nil
+}
+
+// importKey is what an import with values bound depends on but the
+// bytes of the floating-point and boolean values: the inputs' shapes and
+// bound values, the sequences' lengths, the names, types and shapes of
+// the computed values bound (the bytes of integer ones too), and the
+// outputs asked for.
+func importKey(opts onnx.ImportOptions) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(opts.InputShapes)) {
+		fmt.Fprintf(&b, "s %q %v\n", name, opts.InputShapes[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.SequenceLengths)) {
+		fmt.Fprintf(&b, "q %q %d\n", name, opts.SequenceLengths[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.Constants)) {
+		c := opts.Constants[name]
+		fmt.Fprintf(&b, "c %q %s %v %x\n", name, c.DType, c.Shape, c.Data)
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.Values)) {
+		v := opts.Values[name]
+		fmt.Fprintf(&b, "v %q %s %v", name, v.DType, v.Shape)
+		if v.DType == ir.Int64 || v.DType == ir.Int32 {
+			// Importing may read an integer's value (a sequence's
+			// split sizes): the graph may follow from it.
+			fmt.Fprintf(&b, " %x", v.Data)
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "o %q %v", opts.Outputs, opts.Open)
+	return b.String()
+}
+
+// keepImport keeps src, a graph imported with computed values bound, as
+// the one later imports under the same key copy (see reimport), and
+// returns a copy of it to prepare: preparing changes the graph it is
+// given.
+func (o *openModel) keepImport(key string, src *onnx.Model) *onnx.Model {
+	ids := make(map[string]ir.TensorID, len(src.Graph.Tensors))
+	for i := range src.Graph.Tensors {
+		ids[src.Graph.Tensors[i].Name] = ir.TensorID(i)
+	}
+	c := *src
+	c.Graph = passes.Clone(src.Graph)
+	o.imported.Lock()
+	defer o.imported.Unlock()
+	if o.imported.src != nil {
+		o.imported.src.Close()
+	}
+	o.imported.key, o.imported.src, o.imported.ids = key, src, ids
+	return &c
+}
+
+// reimport returns, where the last graph kept was imported under key, a
+// copy of it with the values of bound in place of its own, or nil. The
+// copy owns no file: the model file it reads lives as long as o.
+func (o *openModel) reimport(key string, bound map[string]ir.Tensor) *onnx.Model {
+	o.imported.Lock()
+	defer o.imported.Unlock()
+	if o.imported.src == nil || o.imported.key != key {
+		return nil
+	}
+	c := *o.imported.src
+	c.Graph = passes.Clone(o.imported.src.Graph)
+	for name, v := range bound {
+		id, ok := o.imported.ids[name]
+		if !ok {
+			continue // nothing the graph computes reads it (onnx: needed)
+		}
+		t := &c.Graph.Tensors[id]
+		if !t.IsConst() || t.DType != v.DType || !t.Shape.Equal(v.Shape) || len(t.Data) != len(v.Data) {
+			return nil // cannot happen under the same key; import afresh
+		}
+		t.Data = v.Data
+	}
+	o.imported.hits++
+	return &c
 }
 
 // isInput reports whether name is a declared input or an element of a

@@ -1,10 +1,14 @@
 package berth
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/berth-ml/berth/internal/raw"
 	"github.com/berth-ml/berth/npy"
 )
 
@@ -62,4 +66,81 @@ func TestStageHandsOn(t *testing.T) {
 	if stages == 0 {
 		t.Fatal("no stage ran")
 	}
+}
+
+// TestStageReimport runs the detector of testdata/open/nms on inputs of
+// one shape and new values, one after the other in one session: the plan
+// after the stage is imported once and each later set of values bound
+// into a copy of that import (openModel.reimport). Each run's outputs must
+// be those of a session of the model loaded anew, which imports its own.
+func TestStageReimport(t *testing.T) {
+	m, err := Load("testdata/open/nms/model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	exe, err := Compile(m, CPU, Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Close()
+	a, err := npy.ReadFile("testdata/open/nms/set_0/input_0.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(s *Session, data []byte) []Tensor {
+		outs, err := s.Run(context.Background(), Tensor{Name: "feats", DType: a.DType, Shape: a.Shape, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range outs {
+			outs[i] = outs[i].Clone()
+		}
+		return outs
+	}
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(3, 4))
+	base := raw.F32(a.Data)
+	for k := range 6 {
+		v := make([]float32, len(base))
+		for i := range v {
+			v[i] = base[i] + 0.3*float32(r.NormFloat64())
+		}
+		data := raw.Bytes(v)
+		got := run(s, data)
+		want := run(freshSession(t, "testdata/open/nms/model.onnx"), data)
+		for i := range want {
+			if !slices.Equal(got[i].Shape, want[i].Shape) || !bytes.Equal(got[i].Data, want[i].Data) {
+				t.Errorf("run %d: output %q is %v, a fresh session's %v", k, want[i].Name, got[i].Shape, want[i].Shape)
+			}
+		}
+	}
+	if hits := m.open.imported.hits; hits < 5 {
+		t.Errorf("%d of 6 plans after the stage copied the kept import, want 5", hits)
+	}
+}
+
+// freshSession loads path anew, a model of its own (no import kept from
+// another), and returns a session of it, closed with the test.
+func freshSession(t *testing.T, path string) *Session {
+	m, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	exe, err := Compile(m, CPU, Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exe.Close() })
+	s, err := exe.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -92,6 +92,12 @@ func (m *Model) ReadInto(dst, b []byte) bool {
 	return false
 }
 
+// Detached reports whether the model owns no file: its constants lie in
+// memory, or in a mapping it reads without owning (ImportMapped, an
+// import of a parsed mapped file). A copy of its graph then stays valid
+// whatever becomes of the model, as long as that mapping does.
+func (m *Model) Detached() bool { return len(m.files) == 0 }
+
 // Close unmaps the model's files. The graph's constant Data must not be
 // used afterwards. Close is safe to call more than once.
 func (m *Model) Close() error {

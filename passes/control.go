@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/berth-ml/berth/ir"
@@ -55,7 +56,7 @@ func foldLoop(g *ir.Graph, n *ir.Node, eval Evaluator) bool {
 	var total int64
 	var it int64
 	for ; it < trips && cond; it++ {
-		b := cloneGraph(body)
+		b := Clone(body)
 		bind := func(i int, t ir.Tensor) {
 			bt := b.Tensor(b.Inputs[i])
 			bt.DType, bt.Shape, bt.Data = t.DType, t.Shape.Clone(), t.Data
@@ -134,10 +135,11 @@ func foldLoop(g *ir.Graph, n *ir.Node, eval Evaluator) bool {
 	return true
 }
 
-// cloneGraph copies g deeply enough that folding the copy leaves g as it
-// was: its tensors, nodes and nested subgraphs (constant bytes are shared,
+// Clone copies g deeply enough that preparing, folding or compiling the
+// copy leaves g as it was: its tensors, nodes (their attribute maps too)
+// and nested subgraphs (constant bytes and attribute values are shared,
 // they are never written).
-func cloneGraph(g *ir.Graph) *ir.Graph {
+func Clone(g *ir.Graph) *ir.Graph {
 	c := *g
 	c.Tensors = make([]ir.Tensor, len(g.Tensors))
 	for i, t := range g.Tensors {
@@ -148,11 +150,11 @@ func cloneGraph(g *ir.Graph) *ir.Graph {
 	for i, n := range g.Nodes {
 		n.Inputs = append([]ir.TensorID(nil), n.Inputs...)
 		n.Outputs = append([]ir.TensorID(nil), n.Outputs...)
-		if len(n.Subgraphs()) > 0 {
+		if n.Attrs != nil {
 			attrs := make(ir.Attrs, len(n.Attrs))
 			for k, a := range n.Attrs {
 				if a.Kind == ir.AttrGraph && a.Graph != nil {
-					a.Graph = cloneGraph(a.Graph)
+					a.Graph = Clone(a.Graph)
 				}
 				attrs[k] = a
 			}
@@ -163,6 +165,8 @@ func cloneGraph(g *ir.Graph) *ir.Graph {
 	c.Inputs = append([]ir.TensorID(nil), g.Inputs...)
 	c.Outputs = append([]ir.TensorID(nil), g.Outputs...)
 	c.Captures = append([]ir.TensorID(nil), g.Captures...)
+	c.State = append([]ir.TensorID(nil), g.State...)
+	c.Opsets = maps.Clone(g.Opsets)
 	return &c
 }
 
