@@ -16,21 +16,7 @@ import (
 // come from a NonMaxSuppression: the plan after its stage takes what the
 // stage computed as it is, and computes none of it again.
 func TestStageHandsOn(t *testing.T) {
-	m, err := Load("testdata/open/nms/model.onnx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	exe, err := Compile(m, CPU, Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exe.Close()
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := freshSession(t, "testdata/open/nms/model.onnx")
 	for k := range 3 {
 		a, err := npy.ReadFile(fmt.Sprintf("testdata/open/nms/set_%d/input_0.npy", k))
 		if err != nil {
@@ -74,16 +60,7 @@ func TestStageHandsOn(t *testing.T) {
 // into a copy of that import (openModel.reimport). Each run's outputs must
 // be those of a session of the model loaded anew, which imports its own.
 func TestStageReimport(t *testing.T) {
-	m, err := Load("testdata/open/nms/model.onnx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	exe, err := Compile(m, CPU, Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exe.Close()
+	m, s := freshSession(t, "testdata/open/nms/model.onnx")
 	a, err := npy.ReadFile("testdata/open/nms/set_0/input_0.npy")
 	if err != nil {
 		t.Fatal(err)
@@ -98,11 +75,6 @@ func TestStageReimport(t *testing.T) {
 		}
 		return outs
 	}
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	r := rand.New(rand.NewPCG(3, 4))
 	base := raw.F32(a.Data)
 	for k := range 6 {
@@ -112,7 +84,8 @@ func TestStageReimport(t *testing.T) {
 		}
 		data := raw.Bytes(v)
 		got := run(s, data)
-		want := run(freshSession(t, "testdata/open/nms/model.onnx"), data)
+		_, fresh := freshSession(t, "testdata/open/nms/model.onnx")
+		want := run(fresh, data)
 		for i := range want {
 			if !slices.Equal(got[i].Shape, want[i].Shape) || !bytes.Equal(got[i].Data, want[i].Data) {
 				t.Errorf("run %d: output %q is %v, a fresh session's %v", k, want[i].Name, got[i].Shape, want[i].Shape)
@@ -125,22 +98,14 @@ func TestStageReimport(t *testing.T) {
 }
 
 // freshSession loads path anew, a model of its own (no import kept from
-// another), and returns a session of it, closed with the test.
-func freshSession(t *testing.T, path string) *Session {
+// another), and returns it and a session of it on one thread, closed with
+// the test.
+func freshSession(t *testing.T, path string) (*Model, *Session) {
 	m, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	exe, err := Compile(m, CPU, Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { exe.Close() })
-	s, err := exe.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	_, s := openSessionOn(t, m, CPU, Options{Threads: 1})
+	return m, s
 }
