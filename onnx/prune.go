@@ -8,10 +8,11 @@ import (
 )
 
 // needed marks the nodes of nps that compute the tensors named wanted,
-// where the tensors ImportOptions.Values binds stand for themselves: what a graph specialised on computed values, or cut
-// down to some of its tensors, still runs. A node is kept whole when any
-// of its outputs is needed, and with it everything it reads, the names
-// its subgraphs read included. cut lists the bound values whose nodes are
+// where the tensors ImportOptions.Values binds stand for themselves: what
+// a graph specialised on computed values, or cut down to some of its
+// tensors, still runs. A node is kept whole when any of its outputs is
+// needed, and with it everything it reads, the names its subgraphs read
+// included. cut lists the bound values whose nodes are
 // left out that something needed reads: the caller makes them constants
 // itself. A bound value nothing needed reads is left out altogether.
 func (im *importer) needed(nps []*onnxpb.NodeProto, wanted []string) (keep []bool, cut []string) {

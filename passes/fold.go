@@ -25,7 +25,7 @@ func Fold(g *ir.Graph, eval Evaluator) error {
 		if err := prepareSubgraphs(g, n, eval); err != nil {
 			return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
 		}
-		if done, err := foldSelection(g, n); err != nil {
+		if done, err := foldSelection(g, n, eval); err != nil {
 			return fmt.Errorf("node %q: %w", n.Name, err)
 		} else if done {
 			continue
@@ -51,9 +51,10 @@ func Fold(g *ir.Graph, eval Evaluator) error {
 // foldSelection folds a NonMaxSuppression whose inputs are all constants
 // in one pass: its shape is the count of the boxes it selects, so
 // inferring the shape runs the suppression, and evaluating the node would
-// run it again. It reports whether it folded n.
-func foldSelection(g *ir.Graph, n *ir.Node) (bool, error) {
-	if n.Op != "NonMaxSuppression" || !n.DefaultDomain() || len(n.Inputs) < 2 || len(n.Inputs) > 5 || len(n.Outputs) != 1 || n.Outputs[0] == ir.NoTensor {
+// run it again. It reports whether it folded n; without an evaluator
+// nothing but Shape nodes and views folds, and neither does this.
+func foldSelection(g *ir.Graph, n *ir.Node, eval Evaluator) (bool, error) {
+	if eval == nil || n.Op != "NonMaxSuppression" || !n.DefaultDomain() || len(n.Inputs) < 2 || len(n.Inputs) > 5 || len(n.Outputs) != 1 || n.Outputs[0] == ir.NoTensor {
 		return false, nil
 	}
 	for _, in := range n.Inputs {
