@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# cuda_check.sh — one call on the GPU machine: what a change to the CUDA
+# backend must show, from binaries built elsewhere (there is no Go there).
+#
+#   bench/cuda_check.sh BINDIR [SECTION...]
+#
+# BINDIR holds berth, root.test, cuda.test and llm.test (CGO_ENABLED=0
+# go build ./cmd/berth; go test -c of ., ./backend/cuda and ./llm). The
+# sections, all by default, each under its own time limit:
+#
+#   tests    the CUDA tests of the three test binaries
+#   parity   bench/parity_device.sh over testdata/open (every set), whole table
+#   decode   BenchmarkCUDADecode on the 1.1B F16 and Q4_0 files, then
+#            bench/cuda_llm.sh (berth generate against torch.compile)
+#   shapes   BenchmarkCUDAOpenShapes on ResNet-50 with open batch, height
+#            and width within 1×320×320 (seen, parts, new)
+#   torch    bench/cuda_vs_torch.sh at batch 1 (fp32) with its torch.compile
+#            columns: issue 31's first table
+#
+# The 1.1B files are made in $MODELS (default /tmp/m) and the ResNet-50
+# export in $CORPUS (default /tmp/c) where missing. Everything prints to
+# stdout: redirect it to a file under $OUT. All five take longer than one
+# call may (10 minutes): "tests parity shapes" fit one call, "decode" and
+# "torch" one each.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+bin=$(cd "${1:?usage: bench/cuda_check.sh BINDIR [SECTION...]}" && pwd)
+shift
+sections=${*:-tests parity decode shapes torch}
+models=${MODELS:-/tmp/m}
+corpus=${CORPUS:-/tmp/c}
+cd "$repo" || exit 1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+
+for s in $sections; do
+	echo "=== $s"
+	case $s in
+	tests)
+		(cd backend/cuda && timeout 300 "$bin/cuda.test" 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head -20)
+		(cd llm && timeout 150 "$bin/llm.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head -20)
+		timeout 200 "$bin/root.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)|rel L2' | head -30
+		;;
+	parity)
+		pairs=()
+		for d in testdata/open/*/set_*; do pairs+=("$(dirname "$d")/model.onnx=$d"); done
+		timeout 120 bench/parity_device.sh --berth "$bin/berth" "${pairs[@]}" 2>&1 | tail -40
+		;;
+	decode)
+		ls "$models"/llama-1b-f16.gguf >/dev/null 2>&1 ||
+			timeout 200 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		for f in f16 q4_0; do
+			BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 100 "$bin/root.test" -test.run '^$' -test.bench CUDADecode \
+				-test.benchtime 300x -test.v 2>&1 | grep -E 'a step|^Benchmark' | sed "s/^/$f /"
+		done
+		timeout 300 bench/cuda_llm.sh --dir "$models" --berth "$bin/berth" 2>&1 | tail -12
+		;;
+	shapes)
+		[ -f "$corpus/resnet50_open.onnx" ] ||
+			timeout 120 python3 scripts/gen_corpus.py "$corpus" --only resnet50_open >/dev/null 2>&1
+		BERTH_CUDA_OPEN="$corpus/resnet50_open.onnx" BERTH_CUDA_OPEN_BOUND=batch=1,height=320,width=320 \
+			timeout 150 "$bin/root.test" -test.run '^$' -test.bench CUDAOpenShapes -test.benchtime 20x 2>&1 | grep -E '^Benchmark|FAIL|panic'
+		;;
+	torch)
+		PRECISIONS=fp32 timeout 500 bench/cuda_vs_torch.sh "$bin/berth" /tmp/cvt 2>&1 | grep -v '^$' | tail -20
+		;;
+	*)
+		echo "unknown section $s (tests, parity, decode, shapes, torch)"
+		;;
+	esac
+done
