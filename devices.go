@@ -56,8 +56,15 @@ func backendOf(dev Device, opts *Options) (backend.Device, error) {
 		}
 		return cuda.Backend{}, nil
 	}
+	if b, ok := testDevices[dev]; ok {
+		return b, nil
+	}
 	return nil, fmt.Errorf("compile: unknown device %q (want cpu or cuda)", dev)
 }
+
+// testDevices are devices the package's tests add (a CPU that refuses
+// what the GPU refuses, say); nil otherwise.
+var testDevices map[Device]backend.Device
 
 // Precision is the arithmetic of the matrix products (MatMul, Gemm, Conv)
 // on a GPU; the CPU backend always computes in float32.

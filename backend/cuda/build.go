@@ -123,6 +123,7 @@ func init() {
 		"ReduceMean": buildReduce, "ReduceSum": buildReduce,
 		"Pad": buildPad, "Resize": buildResize, "Upsample": buildResize,
 		"GatherND": buildGatherND, "TopK": buildTopK,
+		"If": buildIf,
 	}
 	// ir.BerthDomain's and cudaDomain's operators.
 	maps.Copy(builders, berthBuilders)
@@ -1398,6 +1399,21 @@ func buildPool(c *buildContext) error {
 	}
 	c.elementwise(pool, k, y.Shape.Elements(), c.inArg(0), c.outArg(0), words(p))
 	return nil
+}
+
+// buildIf refuses an If whose condition is known only at run time (one
+// whose condition is a constant is gone before compiling: passes.Fold
+// inlines its branch) with the error of a shape that waits for a value,
+// naming the condition. A session of a model with open shapes then
+// learns the condition first, from the inputs it follows from or in a
+// stage that computes it, and plans the branch taken alone, which the
+// GPU runs.
+func buildIf(c *buildContext) error {
+	if err := c.need(1); err != nil {
+		return err
+	}
+	return fmt.Errorf("node %q (If): the CUDA backend runs the branch taken, planned alone: %w",
+		c.n.Name, &ir.ValueError{Tensor: c.in(0).Name, Why: "the condition of an If"})
 }
 
 // Check reports whether every node of g has CUDA kernels, without touching

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -471,5 +472,24 @@ func TestReusedInputs(t *testing.T) {
 		if got[0] != tc.want || got[1] {
 			t.Errorf("%s: reused %v, want [%v false]", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestIfAsksForItsCondition: an If left in a graph (its condition known
+// only at run time) is refused with the error of a shape that waits for a
+// value, naming the condition, so that an open session learns it first
+// and plans the branch taken alone.
+func TestIfAsksForItsCondition(t *testing.T) {
+	g := &ir.Graph{Name: "if", Opsets: map[string]int64{"": 17}}
+	cond := g.NewTensor("positive", ir.Bool, ir.Shape{}, nil)
+	x := g.NewTensor("x", ir.Float32, ir.Shape{4}, nil)
+	y := g.AddTensor(ir.Tensor{Name: "y", DType: ir.Float32, Shape: ir.Shape{4}, Producer: 0})
+	g.Inputs = []ir.TensorID{cond, x}
+	g.Nodes = []ir.Node{{Name: "choose", Op: "If", Inputs: []ir.TensorID{cond, x}, Outputs: []ir.TensorID{y}, Implicit: 1}}
+	g.Outputs = []ir.TensorID{y}
+	_, err := buildNode(g, 0, 132, false, new([][]byte))
+	var ve *ir.ValueError
+	if !errors.As(err, &ve) || ve.Tensor != "positive" || !errors.Is(err, ir.ErrValueDependent) {
+		t.Fatalf("building an If: %v, want a value error naming its condition", err)
 	}
 }

@@ -1,0 +1,77 @@
+package berth
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/berth-ml/berth/backend"
+	"github.com/berth-ml/berth/backend/cpu"
+	"github.com/berth-ml/berth/internal/compare"
+	"github.com/berth-ml/berth/internal/npytest"
+	"github.com/berth-ml/berth/internal/testenv"
+	"github.com/berth-ml/berth/ir"
+)
+
+// noIf is the CPU backend refusing an If left in a graph as the CUDA
+// backend does (backend/cuda buildIf): with the error of a shape that
+// waits for a value, naming the condition.
+type noIf struct{ cpu.Backend }
+
+func (b noIf) Compile(g *ir.Graph, opts backend.Options) (backend.Executable, error) {
+	for _, n := range g.Nodes {
+		if n.Op == "If" {
+			return nil, fmt.Errorf("node %q: no If here: %w", n.Name, &ir.ValueError{Tensor: g.Tensor(n.Inputs[0]).Name, Why: "the condition of an If"})
+		}
+	}
+	return b.Backend.Compile(g, opts)
+}
+
+// TestIfOnADeviceWithoutIf runs the If fixtures (ifrate: a condition
+// from an input and one computed at run time whose branches agree;
+// ifstage: a computed one whose branches differ) on a device that runs no
+// If, as the GPU: each session learns every condition first and plans the
+// branch taken alone, and the outputs are ONNX Runtime's
+// (scripts/gen_ort_fixtures.py).
+func TestIfOnADeviceWithoutIf(t *testing.T) {
+	const dev Device = "cpu-without-if"
+	testDevices = map[Device]backend.Device{dev: noIf{}}
+	t.Cleanup(func() { testDevices = nil })
+	for _, name := range []string{"ifrate", "ifstage"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("testdata", "open", name)
+			m, err := Load(filepath.Join(dir, "model.onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
+			_, s := openSessionOn(t, m, dev, Options{Threads: 1})
+			sets := testenv.Glob(t, filepath.Join(dir, "set_*"), "run scripts/gen_ort_fixtures.py")
+			for round := range 2 {
+				for _, set := range sets {
+					var ins []Tensor
+					for i, a := range npytest.ReadSet(t, set, "input") {
+						ins = append(ins, Tensor{Name: m.Inputs()[i].Name, DType: a.DType, Shape: a.Shape, Data: a.Data})
+					}
+					outs, err := s.Run(context.Background(), ins...)
+					if err != nil {
+						t.Fatalf("round %d, %s: %v", round, filepath.Base(set), err)
+					}
+					want := npytest.ReadSet(t, set, "output")
+					if len(outs) != len(want) {
+						t.Fatalf("%s: %d outputs, want %d", filepath.Base(set), len(outs), len(want))
+					}
+					for i, o := range outs {
+						w := Tensor{DType: want[i].DType, Shape: want[i].Shape, Data: want[i].Data}
+						got, gerr := o.Float32s()
+						wv, werr := w.Float32s()
+						if gerr != nil || werr != nil || fmt.Sprint(o.Shape) != fmt.Sprint(w.Shape) || !(compare.RelL2(got, wv) <= 1e-4) {
+							t.Errorf("round %d, %s: output %d (%s) %v against the reference's %v (%v %v)", round, filepath.Base(set), i, o.Name, o.Shape, w.Shape, gerr, werr)
+						}
+					}
+				}
+			}
+		})
+	}
+}
