@@ -123,7 +123,6 @@ func init() {
 		"ReduceMean": buildReduce, "ReduceSum": buildReduce,
 		"Pad": buildPad, "Resize": buildResize, "Upsample": buildResize,
 		"GatherND": buildGatherND, "TopK": buildTopK,
-		"If": buildIf,
 	}
 	// ir.BerthDomain's and cudaDomain's operators.
 	maps.Copy(builders, berthBuilders)
@@ -157,6 +156,9 @@ func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs 
 		return nil, c.errorf("operator domain %q is not supported by the CUDA backend", n.Domain)
 	}
 	f, ok := builders[n.Op]
+	if !ok && n.Op == "If" && n.DefaultDomain() {
+		f, ok = buildIf, true // no kernel: it asks for its condition
+	}
 	if !ok {
 		return nil, c.errorf("operator %s is not supported by the CUDA backend", n.Op)
 	}
