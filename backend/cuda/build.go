@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/passes"
 	"github.com/berth-ml/berth/plan"
 )
 
@@ -1419,8 +1420,10 @@ func buildIf(c *buildContext) error {
 }
 
 // Check reports whether every node of g has CUDA kernels, without touching
-// a device: the first node that has none is the error.
+// a device: the first node that has none is the error. LSTMs count as
+// the nodes Compile writes them out as (passes.LowerLSTM).
 func Check(g *ir.Graph) error {
+	g = passes.LowerLSTM(g)
 	var extras [][]byte
 	for i := range g.Nodes {
 		if _, err := buildNode(g, i, 1, false, &extras); err != nil {

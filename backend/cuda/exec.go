@@ -13,6 +13,7 @@ import (
 	"github.com/berth-ml/berth/backend"
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/passes"
 	"github.com/berth-ml/berth/plan"
 )
 
@@ -148,6 +149,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// No LSTM kernel here: LSTMs run as the products and elementwise
+	// nodes of their equations.
+	g = passes.LowerLSTM(g)
 	fusing := !opts.NoFusion && os.Getenv("BERTH_CUDA_FUSION") != "0"
 	if fusing {
 		g = fuseProducts(g)
