@@ -39,11 +39,13 @@ func LowerLSTM(g *ir.Graph) *ir.Graph {
 	out := *g
 	out.Tensors = slices.Clone(g.Tensors)
 	out.Nodes = make([]ir.Node, 0, len(g.Nodes)+64*len(todo))
+	lowered := false
 	for i := range g.Nodes {
 		if len(todo) > 0 && todo[0] == i {
 			todo = todo[1:]
 			l := &lowering{g: &out, n: g.Nodes[i]}
 			if err := l.lower(); err == nil {
+				lowered = true
 				continue
 			}
 			// Something the checks above let through: keep the node.
@@ -51,6 +53,9 @@ func LowerLSTM(g *ir.Graph) *ir.Graph {
 			out.Tensors = out.Tensors[:l.tensors]
 		}
 		out.Nodes = append(out.Nodes, g.Nodes[i])
+	}
+	if !lowered {
+		return g
 	}
 	out.SetProducers()
 	return &out
@@ -252,11 +257,12 @@ func (l *lowering) lower() error {
 }
 
 // initial is the initial hidden state (input 5) or cell (input 6) of
-// direction d, [batch, hidden]: zeros where the input is not given.
+// direction d, [batch, hidden]: where the input is not given, zeros of
+// one row that the first step broadcasts over the batch.
 func (l *lowering) initial(k int, d, layout, batch, hid int64) (ir.TensorID, error) {
 	t := l.g.InputOf(&l.n, k)
 	if t == nil {
-		return l.floats(make([]float32, batch*hid), batch, hid), nil
+		return l.floats(make([]float32, hid), 1, hid), nil
 	}
 	dirs := int64(1)
 	if l.n.Attrs.String("direction", "forward") == "bidirectional" {

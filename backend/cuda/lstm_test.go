@@ -12,19 +12,19 @@ import (
 )
 
 // lstmCase is one LSTM node: steps, batch, input and hidden sizes, the
-// direction, the layout and whether it has peepholes; it always has
-// biases and initial states.
+// direction, the layout, whether it has peepholes and whether it takes
+// initial states (inputs h0 and c0); it always has biases.
 type lstmCase struct {
 	steps, batch, in, hid int64
 	direction             string
 	layout                int64
-	peep                  bool
+	peep, initial         bool
 }
 
 var lstmCases = []lstmCase{
-	{1, 1, 128, 128, "forward", 0, false}, // a step of Silero VAD
-	{4, 2, 6, 5, "bidirectional", 1, true},
-	{3, 1, 4, 8, "reverse", 0, true},
+	{1, 1, 128, 128, "forward", 0, false, true}, // a step of Silero VAD
+	{4, 2, 6, 5, "bidirectional", 1, true, true},
+	{3, 3, 4, 8, "reverse", 0, true, false},
 }
 
 func (c lstmCase) String() string {
@@ -32,7 +32,8 @@ func (c lstmCase) String() string {
 }
 
 // graph is the case as a graph of one LSTM node with random constant
-// weights, and random values for its inputs x, h0 and c0.
+// weights, and random values for its inputs (x, and h0 and c0 where it
+// takes them).
 func (c lstmCase) graph(r *rand.Rand) (*ir.Graph, [][]byte) {
 	normal := func(n int64) []byte {
 		v := make([]float32, n)
@@ -51,9 +52,15 @@ func (c lstmCase) graph(r *rand.Rand) (*ir.Graph, [][]byte) {
 	}
 	g := &ir.Graph{Name: "lstm", Opsets: map[string]int64{"": 14}}
 	x := g.NewTensor("x", ir.Float32, xs, nil)
-	h0 := g.NewTensor("h0", ir.Float32, hs, nil)
-	c0 := g.NewTensor("c0", ir.Float32, hs.Clone(), nil)
-	g.Inputs = []ir.TensorID{x, h0, c0}
+	h0, c0 := ir.NoTensor, ir.NoTensor
+	g.Inputs = []ir.TensorID{x}
+	inputs := [][]byte{normal(xs.Elements())}
+	if c.initial {
+		h0 = g.NewTensor("h0", ir.Float32, hs, nil)
+		c0 = g.NewTensor("c0", ir.Float32, hs.Clone(), nil)
+		g.Inputs = append(g.Inputs, h0, c0)
+		inputs = append(inputs, normal(hs.Elements()), normal(hs.Elements()))
+	}
 	ins := []ir.TensorID{x,
 		g.NewTensor("W", ir.Float32, ir.Shape{dirs, 4 * c.hid, c.in}, normal(dirs*4*c.hid*c.in)),
 		g.NewTensor("R", ir.Float32, ir.Shape{dirs, 4 * c.hid, c.hid}, normal(dirs*4*c.hid*c.hid)),
@@ -76,7 +83,7 @@ func (c lstmCase) graph(r *rand.Rand) (*ir.Graph, [][]byte) {
 		g.Nodes[0].Outputs = append(g.Nodes[0].Outputs, id)
 		g.Outputs = append(g.Outputs, id)
 	}
-	return g, [][]byte{normal(xs.Elements()), normal(hs.Elements()), normal(hs.Elements())}
+	return g, inputs
 }
 
 // TestLSTMLoweredBuilds writes the cases' LSTMs out as Compile does and
