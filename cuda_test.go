@@ -72,6 +72,16 @@ func loadCUDAFixtures(t *testing.T) []cudaFixture {
 	return out
 }
 
+// TestCUDAIfLSTM runs lstm_if on the GPU, which has neither If nor LSTM
+// kernels: the session computes the If's condition first and plans the
+// branch taken, its LSTM written out (passes.LowerLSTM).
+func TestCUDAIfLSTM(t *testing.T) {
+	if _, err := cuda.Device(); err != nil {
+		t.Skipf("no CUDA here: %v", err)
+	}
+	runLSTMIf(t, CUDA)
+}
+
 // TestCUDAKernelsCoverFixtures needs no GPU: every node of every fixture
 // whose operator types the CUDA backend supports must have CUDA kernels
 // (for its attributes, dtypes and shapes too). Fixtures using operators

@@ -53,26 +53,7 @@ func TestIfOnADeviceWithoutIf(t *testing.T) {
 	testDevices = map[Device]backend.Device{dev: gpuLike{lowered: &lowered}}
 	t.Cleanup(func() { testDevices = nil })
 	t.Run("lstm_if", func(t *testing.T) {
-		dir := filepath.Join("testdata", "models", "lstm_if")
-		m, err := Load(filepath.Join(dir, "model.onnx"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		_, s := openSessionOn(t, m, dev, Options{Threads: 1})
-		for _, prefix := range []string{"", "alt_"} {
-			in := npytest.ReadSet(t, dir, prefix+"input")[0]
-			want := npytest.ReadSet(t, dir, prefix+"output")[0]
-			outs, err := s.Run(context.Background(), Tensor{Name: m.Inputs()[0].Name, DType: in.DType, Shape: in.Shape, Data: in.Data})
-			if err != nil {
-				t.Fatalf("%sinput: %v", prefix, err)
-			}
-			got, _ := outs[0].Float32s()
-			wv, _ := (&Tensor{DType: want.DType, Shape: want.Shape, Data: want.Data}).Float32s()
-			if e := compare.RelL2(got, wv); !(e <= 1e-4) || !slices.Equal(outs[0].Shape, []int64(want.Shape)) {
-				t.Errorf("%sinput: %v, rel L2 %.3g against the reference's %v", prefix, outs[0].Shape, e, want.Shape)
-			}
-		}
+		runLSTMIf(t, dev)
 		if lowered < 2 {
 			t.Errorf("the LSTMs of %d plans were written out, want those of both branches", lowered)
 		}
@@ -112,5 +93,31 @@ func TestIfOnADeviceWithoutIf(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// runLSTMIf runs testdata/models/lstm_if (an LSTM in each branch of an If
+// on a computed condition) on dev, an input that takes each branch, and
+// wants PyTorch's outputs (scripts/gen_fixtures.py) within 1e-4.
+func runLSTMIf(t *testing.T, dev Device) {
+	dir := filepath.Join("testdata", "models", "lstm_if")
+	m, err := Load(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	_, s := openSessionOn(t, m, dev, Options{Threads: 1})
+	for _, prefix := range []string{"", "alt_"} {
+		in := npytest.ReadSet(t, dir, prefix+"input")[0]
+		want := npytest.ReadSet(t, dir, prefix+"output")[0]
+		outs, err := s.Run(context.Background(), Tensor{Name: m.Inputs()[0].Name, DType: in.DType, Shape: in.Shape, Data: in.Data})
+		if err != nil {
+			t.Fatalf("%sinput: %v", prefix, err)
+		}
+		got, _ := outs[0].Float32s()
+		wv, _ := (&Tensor{DType: want.DType, Shape: want.Shape, Data: want.Data}).Float32s()
+		if e := compare.RelL2(got, wv); !(e <= 1e-4) || !slices.Equal(outs[0].Shape, []int64(want.Shape)) {
+			t.Errorf("%s on %s: %v, rel L2 %.3g against the reference's %v", dir, dev, outs[0].Shape, e, want.Shape)
+		}
 	}
 }
