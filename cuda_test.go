@@ -74,7 +74,7 @@ func loadCUDAFixtures(t *testing.T) []cudaFixture {
 
 // TestCUDAIfLSTM runs lstm_if on the GPU, which has neither If nor LSTM
 // kernels: the session computes the If's condition first and plans the
-// branch taken, its LSTM written out (passes.LowerLSTM).
+// branch taken, its LSTM written out (passes.LowerRecurrent).
 func TestCUDAIfLSTM(t *testing.T) {
 	if _, err := cuda.Device(); err != nil {
 		t.Skipf("no CUDA here: %v", err)

@@ -20,7 +20,7 @@ import (
 // graph as the CUDA backend does: an If left in a graph is refused with
 // the error of a shape that waits for a value, naming the condition
 // (backend/cuda buildIf), and LSTMs are written out as products and
-// elementwise nodes (passes.LowerLSTM).
+// elementwise nodes (passes.LowerRecurrent).
 type gpuLike struct {
 	cpu.Backend
 	lowered *int // the graphs whose LSTMs it wrote out
@@ -32,7 +32,7 @@ func (b gpuLike) Compile(g *ir.Graph, opts backend.Options) (backend.Executable,
 			return nil, fmt.Errorf("node %q: no If here: %w", n.Name, &ir.ValueError{Tensor: g.Tensor(n.Inputs[0]).Name, Why: "the condition of an If"})
 		}
 	}
-	if l := passes.LowerLSTM(g); l != g {
+	if l := passes.LowerRecurrent(g); l != g {
 		*b.lowered++
 		g = l
 	}

@@ -36,8 +36,8 @@
 // shape (Shape → Gather → Unsqueeze → Concat → Reshape); with static input
 // shapes Fold turns every such chain into a constant.
 //
-// Outside Prepare: LowerLSTM writes LSTM nodes out as products and
-// elementwise nodes for a backend without an LSTM kernel (the CUDA
-// backend), and Clone copies a graph deeply enough that preparing the
-// copy leaves the original as it was.
+// Outside Prepare: LowerRecurrent writes LSTM, GRU and RNN nodes out as
+// products and elementwise nodes for a backend without recurrent kernels
+// (the CUDA backend), and Clone copies a graph deeply enough that
+// preparing the copy leaves the original as it was.
 package passes

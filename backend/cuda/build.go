@@ -1420,10 +1420,11 @@ func buildIf(c *buildContext) error {
 }
 
 // Check reports whether every node of g has CUDA kernels, without touching
-// a device: the first node that has none is the error. LSTMs count as
-// the nodes Compile writes them out as (passes.LowerLSTM).
+// a device: the first node that has none is the error. LSTM, GRU and RNN
+// nodes count as the nodes Compile writes them out as
+// (passes.LowerRecurrent).
 func Check(g *ir.Graph) error {
-	g = passes.LowerLSTM(g)
+	g = passes.LowerRecurrent(g)
 	var extras [][]byte
 	for i := range g.Nodes {
 		if _, err := buildNode(g, i, 1, false, &extras); err != nil {

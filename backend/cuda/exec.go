@@ -149,9 +149,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// No LSTM kernel here: LSTMs run as the products and elementwise
-	// nodes of their equations.
-	g = passes.LowerLSTM(g)
+	// No recurrent kernels here: LSTM, GRU and RNN nodes run as the
+	// products and elementwise nodes of their equations.
+	g = passes.LowerRecurrent(g)
 	fusing := !opts.NoFusion && os.Getenv("BERTH_CUDA_FUSION") != "0"
 	if fusing {
 		g = fuseProducts(g)

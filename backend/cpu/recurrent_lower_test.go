@@ -15,23 +15,27 @@ import (
 	"github.com/berth-ml/berth/passes"
 )
 
-// lstmCase is one LSTM node: steps, batch, input and hidden sizes, the
-// direction, the layout, and which optional inputs it takes.
-type lstmCase struct {
+// recurrentCase is one LSTM, GRU or RNN node: steps, batch, input and
+// hidden sizes, the direction, the layout, which optional inputs it takes
+// (peepholes for an LSTM alone), and for a GRU linear_before_reset.
+type recurrentCase struct {
+	op                    string
 	steps, batch, in, hid int64
 	direction             string
 	layout                int64
 	bias, initial, peep   bool
+	linearBeforeReset     bool
 }
 
-func (c lstmCase) String() string {
-	return fmt.Sprintf("T%d_B%d_I%d_H%d_%s_layout%d_bias%v_init%v_peep%v", c.steps, c.batch, c.in, c.hid, c.direction, c.layout, c.bias, c.initial, c.peep)
+func (c recurrentCase) String() string {
+	return fmt.Sprintf("%s_T%d_B%d_I%d_H%d_%s_layout%d_bias%v_init%v_peep%v_lbr%v", c.op, c.steps, c.batch, c.in, c.hid, c.direction, c.layout, c.bias, c.initial, c.peep, c.linearBeforeReset)
 }
 
 // graph is the case as a graph of one LSTM node with random constant
 // weights: inputs x (and the initial states), outputs Y, Y_h and Y_c.
-func (c lstmCase) graph(r *rand.Rand) *ir.Graph {
-	k := &kgraph{g: &ir.Graph{Name: "lstm", Opsets: map[string]int64{"": 14}}}
+func (c recurrentCase) graph(r *rand.Rand) *ir.Graph {
+	k := &kgraph{g: &ir.Graph{Name: "recurrent", Opsets: map[string]int64{"": 14}}}
+	gates := map[string]int64{"LSTM": 4, "GRU": 3, "RNN": 1}[c.op]
 	dirs := int64(1)
 	if c.direction == "bidirectional" {
 		dirs = 2
@@ -48,27 +52,32 @@ func (c lstmCase) graph(r *rand.Rand) *ir.Graph {
 		xs, hs = []int64{c.batch, c.steps, c.in}, []int64{c.batch, dirs, c.hid}
 	}
 	ins := []ir.TensorID{k.input("x", ir.Float32, xs...),
-		k.constant("W", normal(dirs*4*c.hid*c.in), dirs, 4*c.hid, c.in),
-		k.constant("R", normal(dirs*4*c.hid*c.hid), dirs, 4*c.hid, c.hid),
+		k.constant("W", normal(dirs*gates*c.hid*c.in), dirs, gates*c.hid, c.in),
+		k.constant("R", normal(dirs*gates*c.hid*c.hid), dirs, gates*c.hid, c.hid),
 		ir.NoTensor, ir.NoTensor, ir.NoTensor, ir.NoTensor, ir.NoTensor}
 	if c.bias {
-		ins[3] = k.constant("B", normal(dirs*8*c.hid), dirs, 8*c.hid)
+		ins[3] = k.constant("B", normal(dirs*2*gates*c.hid), dirs, 2*gates*c.hid)
 	}
 	if c.initial {
 		ins[5] = k.input("h0", ir.Float32, hs...)
-		ins[6] = k.input("c0", ir.Float32, hs...)
+		if c.op == "LSTM" {
+			ins[6] = k.input("c0", ir.Float32, hs...)
+		}
 	}
-	if c.peep {
+	if c.peep && c.op == "LSTM" {
 		ins[7] = k.constant("P", normal(dirs*3*c.hid), dirs, 3*c.hid)
 	}
 	for len(ins) > 3 && ins[len(ins)-1] == ir.NoTensor {
 		ins = ins[:len(ins)-1]
 	}
-	n := ir.Node{Name: "lstm", Op: "LSTM", Inputs: ins, Attrs: ir.Attrs{
+	n := ir.Node{Name: "recurrent", Op: c.op, Inputs: ins, Attrs: ir.Attrs{
 		"hidden_size": {Kind: ir.AttrInt, Int: c.hid},
 		"direction":   {Kind: ir.AttrString, String: c.direction},
 		"layout":      {Kind: ir.AttrInt, Int: c.layout},
 	}}
+	if c.linearBeforeReset {
+		n.Attrs["linear_before_reset"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
+	}
 	k.g.Nodes = append(k.g.Nodes, n)
 	types, err := ir.Infer(k.g, &k.g.Nodes[0])
 	if err != nil {
@@ -82,36 +91,39 @@ func (c lstmCase) graph(r *rand.Rand) *ir.Graph {
 	return k.g
 }
 
-// TestLowerLSTM runs LSTM nodes written out by passes.LowerLSTM (what the
-// CUDA backend runs) and as they are (this backend's own kernel, which
-// ONNX's conformance cases check) on the same inputs: every direction,
-// both layouts, one step and several, with and without biases, initial
-// states and peepholes. The outputs agree within 1e-5 (rel L2; the
+// TestLowerRecurrent runs LSTM, GRU and RNN nodes written out by
+// passes.LowerRecurrent (what the CUDA backend runs) and as they are
+// (this backend's own kernel, which ONNX's conformance cases check) on
+// the same inputs: every direction, both layouts, one step and several,
+// with and without biases, initial states, peepholes (LSTM) and
+// linear_before_reset (GRU). The outputs agree within 1e-5 (rel L2; the
 // kernel sums in float64).
-func TestLowerLSTM(t *testing.T) {
+func TestLowerRecurrent(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	var cases []lstmCase
-	for _, dir := range []string{"forward", "reverse", "bidirectional"} {
-		for _, layout := range []int64{0, 1} {
-			cases = append(cases,
-				lstmCase{1, 1, 4, 8, dir, layout, true, true, false},
-				lstmCase{3, 2, 5, 6, dir, layout, false, false, true},
-				lstmCase{5, 3, 2, 4, dir, layout, true, true, true})
+	var cases []recurrentCase
+	for _, op := range []string{"LSTM", "GRU", "RNN"} {
+		for _, dir := range []string{"forward", "reverse", "bidirectional"} {
+			for _, layout := range []int64{0, 1} {
+				cases = append(cases,
+					recurrentCase{op, 1, 1, 4, 8, dir, layout, true, true, false, false},
+					recurrentCase{op, 3, 2, 5, 6, dir, layout, false, false, true, true},
+					recurrentCase{op, 5, 3, 2, 4, dir, layout, true, true, true, op == "GRU"})
+			}
 		}
 	}
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
 			g := c.graph(r)
-			lowered := passes.LowerLSTM(g)
+			lowered := passes.LowerRecurrent(g)
 			if lowered == g {
 				t.Fatal("nothing lowered")
 			}
 			for _, n := range lowered.Nodes {
-				if n.Op == "LSTM" {
-					t.Fatal("an LSTM node is left")
+				if n.Op == c.op {
+					t.Fatalf("a %s node is left", c.op)
 				}
 			}
-			if len(g.Nodes) != 1 || g.Nodes[0].Op != "LSTM" {
+			if len(g.Nodes) != 1 || g.Nodes[0].Op != c.op {
 				t.Fatal("the lowering changed its input graph")
 			}
 			inputs := randomInputs(r, g)
@@ -119,20 +131,23 @@ func TestLowerLSTM(t *testing.T) {
 			got := runOnce(t, compiled(t, lowered), inputs)
 			for i := range want {
 				if e := cmp.RelL2(raw.F32(got[i]), raw.F32(want[i])); !(e <= 1e-5) {
-					t.Errorf("output %d: rel L2 %.3g against the LSTM kernel", i, e)
+					t.Errorf("output %d: rel L2 %.3g against the %s kernel", i, e, c.op)
 				}
 			}
 		})
 	}
 }
 
-// TestLowerLSTMConformance runs ONNX's LSTM conformance cases written out
-// by passes.LowerLSTM, the weights bound as constants, against their
-// reference outputs (within 1e-4, as the conformance runner compares).
-func TestLowerLSTMConformance(t *testing.T) {
+// TestLowerRecurrentConformance runs ONNX's LSTM, GRU and RNN conformance
+// cases written out by passes.LowerRecurrent, the weights bound as
+// constants, against their reference outputs (within 1e-4, as the
+// conformance runner compares).
+func TestLowerRecurrentConformance(t *testing.T) {
 	const dir = testenv.ConformanceDir
 	testenv.Require(t, dir, testenv.InstallConformance)
-	for _, name := range []string{"test_lstm_defaults", "test_lstm_with_initial_bias", "test_lstm_with_peepholes", "test_lstm_batchwise"} {
+	for _, name := range []string{"test_lstm_defaults", "test_lstm_with_initial_bias", "test_lstm_with_peepholes", "test_lstm_batchwise",
+		"test_gru_defaults", "test_gru_with_initial_bias", "test_gru_seq_length", "test_gru_batchwise",
+		"test_simple_rnn_defaults", "test_simple_rnn_with_initial_bias", "test_rnn_seq_length", "test_simple_rnn_batchwise"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, "node", name)
 			m, err := onnx.Import(filepath.Join(path, "model.onnx"))
@@ -162,7 +177,7 @@ func TestLowerLSTMConformance(t *testing.T) {
 			if err := passes.Prepare(g, Evaluate); err != nil {
 				t.Fatal(err)
 			}
-			lowered := passes.LowerLSTM(g)
+			lowered := passes.LowerRecurrent(g)
 			if lowered == g {
 				t.Fatal("nothing lowered")
 			}

@@ -8,25 +8,27 @@ import (
 	"github.com/berth-ml/berth/ir"
 )
 
-// MaxLoweredSteps bounds the time steps of an LSTM that LowerLSTM writes
-// out: each step of each direction becomes some twenty nodes.
+// MaxLoweredSteps bounds the time steps of a recurrent node that
+// LowerRecurrent writes out: each step of each direction becomes some
+// twenty nodes.
 const MaxLoweredSteps = 64
 
-// LowerLSTM returns g with each LSTM node it can lower written out as the
-// equations of ONNX's LSTM in nodes a backend without an LSTM kernel runs
-// (the CUDA backend): per direction and gate, one MatMul of every time
-// step's input by the gate's weights (and the biases added), then per
-// step a MatMul of the hidden state by the gate's recurrent weights, the
-// sigmoids and tanhs, and the cell and hidden state updated; the outputs
-// gathered as the node gave them. Where no node can be lowered it
-// returns g itself; otherwise a copy (g is left as it was).
+// LowerRecurrent returns g with each LSTM, GRU and RNN node it can lower
+// written out as ONNX's equations in nodes a backend without recurrent
+// kernels runs (the CUDA backend): per direction and gate, one MatMul of
+// every time step's input by the gate's weights (the biases added), then
+// per step a MatMul of the hidden state by the gate's recurrent weights,
+// the sigmoids and tanhs, and the states updated; the outputs gathered as
+// the node gave them. Where no node can be lowered it returns g itself;
+// otherwise a copy (g is left as it was).
 //
 // A node is lowered when its input is float32 with at most
-// MaxLoweredSteps time steps, its weights W and R (and B and P where
-// given) are constants, it has no sequence_lens (or a constant one that
-// gives every sequence all steps), the default activations (sigmoid,
-// tanh, tanh), no clip and no input_forget. Any other stays an LSTM node.
-func LowerLSTM(g *ir.Graph) *ir.Graph {
+// MaxLoweredSteps time steps, its weights W and R (and B, and an LSTM's
+// peepholes P, where given) are constants, it has no sequence_lens (or a
+// constant one that gives every sequence all steps), the default
+// activations (given or not), no clip and, for an LSTM, no
+// input_forget. Any other stays as it is.
+func LowerRecurrent(g *ir.Graph) *ir.Graph {
 	var todo []int
 	for i := range g.Nodes {
 		if lowerable(g, &g.Nodes[i]) {
@@ -61,20 +63,44 @@ func LowerLSTM(g *ir.Graph) *ir.Graph {
 	return &out
 }
 
-// lowerable reports whether LowerLSTM writes n out (see LowerLSTM).
+// recurrent describes each operator LowerRecurrent takes: its gates, the
+// default activations of a direction, and its inputs and outputs at most.
+var recurrent = map[string]struct {
+	gates           int64
+	activations     []string
+	inputs, outputs int
+}{
+	"LSTM": {4, []string{"Sigmoid", "Tanh", "Tanh"}, 8, 3},
+	"GRU":  {3, []string{"Sigmoid", "Tanh"}, 6, 2},
+	"RNN":  {1, []string{"Tanh"}, 6, 2},
+}
+
+// lowerable reports whether LowerRecurrent writes n out (see there).
 func lowerable(g *ir.Graph, n *ir.Node) bool {
-	if n.Op != "LSTM" || !n.DefaultDomain() || len(n.Inputs) < 3 || len(n.Inputs) > 8 {
+	op, ok := recurrent[n.Op]
+	if !ok || !n.DefaultDomain() || len(n.Inputs) < 3 || len(n.Inputs) > op.inputs || len(n.Outputs) > op.outputs {
 		return false
 	}
 	at := n.Attrs
-	if at.Has("activations") || at.Has("activation_alpha") || at.Has("activation_beta") ||
-		at.Float("clip", 0) != 0 || at.Int("input_forget", 0) != 0 {
+	if at.Has("activation_alpha") || at.Has("activation_beta") || at.Float("clip", 0) != 0 || at.Int("input_forget", 0) != 0 {
 		return false
 	}
+	dirs := 1
 	switch at.String("direction", "forward") {
-	case "forward", "reverse", "bidirectional":
+	case "forward", "reverse":
+	case "bidirectional":
+		dirs = 2
 	default:
 		return false
+	}
+	if names := at.Strings("activations", nil); names != nil {
+		var want []string
+		for range dirs {
+			want = append(want, op.activations...)
+		}
+		if !slices.Equal(names, want) {
+			return false
+		}
 	}
 	x := g.InputOf(n, 0)
 	if x == nil || x.DType != ir.Float32 || x.Shape.Rank() != 3 {
@@ -89,7 +115,7 @@ func lowerable(g *ir.Graph, n *ir.Node) bool {
 	}
 	// W and R constant, B and P constant where given, no sequence_lens
 	// that says anything; every float input float32.
-	for k := 1; k < 8; k++ {
+	for k := 1; k < op.inputs; k++ {
 		t := g.InputOf(n, k)
 		switch {
 		case k == 4:
@@ -125,7 +151,7 @@ func fullLengths(t *ir.Tensor, steps int64) bool {
 	return true
 }
 
-// lowering writes one LSTM node out into g.
+// lowering writes one recurrent node out into g.
 type lowering struct {
 	g *ir.Graph
 	n ir.Node
@@ -138,6 +164,8 @@ type lowering struct {
 func (l *lowering) lower() error {
 	g, n := l.g, &l.n
 	l.start, l.tensors = len(g.Nodes), len(g.Tensors)
+	op := recurrent[n.Op]
+	gates := op.gates
 	at := n.Attrs
 	hid := at.Int("hidden_size", 0)
 	layout := at.Int("layout", 0)
@@ -160,20 +188,23 @@ func (l *lowering) lower() error {
 	if err != nil {
 		return err
 	}
-	if int64(len(w)) != dirs*4*hid*in || int64(len(r)) != dirs*4*hid*hid || hid <= 0 {
-		return fmt.Errorf("lstm: W %v and R %v do not fit", g.InputOf(n, 1).Shape, g.InputOf(n, 2).Shape)
+	if hid <= 0 || int64(len(w)) != dirs*gates*hid*in || int64(len(r)) != dirs*gates*hid*hid {
+		return fmt.Errorf("%s: W %v and R %v do not fit", n.Op, g.InputOf(n, 1).Shape, g.InputOf(n, 2).Shape)
 	}
 	var b, p []float32
 	if t := g.InputOf(n, 3); t != nil {
-		if b, err = floats(t); err != nil || int64(len(b)) != dirs*8*hid {
-			return fmt.Errorf("lstm: B %v does not fit", t.Shape)
+		if b, err = floats(t); err != nil || int64(len(b)) != dirs*2*gates*hid {
+			return fmt.Errorf("%s: B %v does not fit", n.Op, t.Shape)
 		}
 	}
-	if t := g.InputOf(n, 7); t != nil {
+	if t := g.InputOf(n, 7); t != nil && n.Op == "LSTM" {
 		if p, err = floats(t); err != nil || int64(len(p)) != dirs*3*hid {
-			return fmt.Errorf("lstm: P %v does not fit", t.Shape)
+			return fmt.Errorf("LSTM: P %v does not fit", t.Shape)
 		}
 	}
+	// linearBeforeReset: a GRU's recurrent product of the hidden state is
+	// made before the reset gate scales it (and its bias with it).
+	linearBeforeReset := n.Op == "GRU" && at.Int("linear_before_reset", 0) != 0
 	if layout != 0 {
 		x = l.node("Transpose", ir.Attrs{"perm": intsAttr(1, 0, 2)}, x)
 	}
@@ -181,17 +212,27 @@ func (l *lowering) lower() error {
 	var ys, hs, cs []ir.TensorID
 	for d := range dirs {
 		// The products of every step's input by each gate's weights
-		// (gates i, o, f, c), the biases added: [steps, batch, hidden].
-		var xw, rt [4]ir.TensorID
-		for k := range int64(4) {
+		// (LSTM: i, o, f, c; GRU: z, r, h; RNN: one), the biases added:
+		// [steps, batch, hidden]. A GRU whose reset comes after the
+		// product keeps its hidden gate's recurrent bias (rb) for the
+		// step.
+		xw, rt := make([]ir.TensorID, gates), make([]ir.TensorID, gates)
+		rb := ir.NoTensor
+		for k := range gates {
 			rows := func(m []float32, cols int64) []float32 {
-				return m[(d*4+k)*hid*cols : (d*4+k+1)*hid*cols]
+				return m[(d*gates+k)*hid*cols : (d*gates+k+1)*hid*cols]
 			}
 			xw[k] = l.node("MatMul", nil, flat, l.floats(transpose(rows(w, in), hid, in), in, hid))
 			if b != nil {
-				bias := make([]float32, hid)
-				for j := range hid {
-					bias[j] = b[d*8*hid+k*hid+j] + b[d*8*hid+(4+k)*hid+j]
+				wb := b[(d*2*gates+k)*hid : (d*2*gates+k+1)*hid]
+				rbk := b[(d*2*gates+gates+k)*hid : (d*2*gates+gates+k+1)*hid]
+				bias := slices.Clone(wb)
+				if linearBeforeReset && k == 2 {
+					rb = l.floats(rbk, hid)
+				} else {
+					for j := range bias {
+						bias[j] += rbk[j]
+					}
 				}
 				xw[k] = l.node("Add", nil, xw[k], l.floats(bias, hid))
 			}
@@ -202,9 +243,11 @@ func (l *lowering) lower() error {
 		if err != nil {
 			return err
 		}
-		c, err := l.initial(6, d, layout, batch, hid)
-		if err != nil {
-			return err
+		c := ir.NoTensor
+		if n.Op == "LSTM" {
+			if c, err = l.initial(6, d, layout, batch, hid); err != nil {
+				return err
+			}
 		}
 		var peep [3]ir.TensorID // i, o, f
 		if p != nil {
@@ -224,29 +267,58 @@ func (l *lowering) lower() error {
 			if direction == "reverse" || d == 1 {
 				t = steps - 1 - s
 			}
-			var a [4]ir.TensorID
-			for k := range 4 {
-				a[k] = l.node("Add", nil, l.node("Gather", ir.Attrs{"axis": intAttr(0)}, xw[k], l.int64(t)), l.node("MatMul", nil, h, rt[k]))
+			// input is gate k's product of the step's input; plus adds
+			// that of state by the gate's recurrent weights.
+			input := func(k int) ir.TensorID { return l.node("Gather", ir.Attrs{"axis": intAttr(0)}, xw[k], l.int64(t)) }
+			plus := func(k int, state ir.TensorID) ir.TensorID {
+				return l.node("Add", nil, input(k), l.node("MatMul", nil, state, rt[k]))
 			}
-			i := l.node("Sigmoid", nil, withPeep(a[0], c, 0))
-			f := l.node("Sigmoid", nil, withPeep(a[2], c, 2))
-			cc := l.node("Tanh", nil, a[3])
-			c = l.node("Add", nil, l.node("Mul", nil, f, c), l.node("Mul", nil, i, cc))
-			o := l.node("Sigmoid", nil, withPeep(a[1], c, 1))
-			h = l.node("Mul", nil, o, l.node("Tanh", nil, c))
+			switch n.Op {
+			case "LSTM":
+				i := l.node("Sigmoid", nil, withPeep(plus(0, h), c, 0))
+				f := l.node("Sigmoid", nil, withPeep(plus(2, h), c, 2))
+				cc := l.node("Tanh", nil, plus(3, h))
+				o0 := plus(1, h)
+				c = l.node("Add", nil, l.node("Mul", nil, f, c), l.node("Mul", nil, i, cc))
+				o := l.node("Sigmoid", nil, withPeep(o0, c, 1))
+				h = l.node("Mul", nil, o, l.node("Tanh", nil, c))
+			case "GRU":
+				z := l.node("Sigmoid", nil, plus(0, h))
+				rg := l.node("Sigmoid", nil, plus(1, h))
+				var hh ir.TensorID
+				if linearBeforeReset {
+					rh := l.node("MatMul", nil, h, rt[2])
+					if rb != ir.NoTensor {
+						rh = l.node("Add", nil, rh, rb)
+					}
+					hh = l.node("Tanh", nil, l.node("Add", nil, input(2), l.node("Mul", nil, rg, rh)))
+				} else {
+					hh = l.node("Tanh", nil, plus(2, l.node("Mul", nil, rg, h)))
+				}
+				// (1−z)·hh + z·h = hh + z·(h − hh)
+				h = l.node("Add", nil, hh, l.node("Mul", nil, z, l.node("Sub", nil, h, hh)))
+			case "RNN":
+				h = l.node("Tanh", nil, plus(0, h))
+			}
 			hts[t] = l.node("Reshape", nil, h, l.int64s(1, 1, batch, hid))
 		}
 		ys = append(ys, l.concat(0, hts))
 		hs = append(hs, l.node("Reshape", nil, h, l.int64s(1, batch, hid)))
-		cs = append(cs, l.node("Reshape", nil, c, l.int64s(1, batch, hid)))
+		if c != ir.NoTensor {
+			cs = append(cs, l.node("Reshape", nil, c, l.int64s(1, batch, hid)))
+		}
 	}
-	y, yh, yc := l.concat(1, ys), l.concat(0, hs), l.concat(0, cs)
+	outs := []ir.TensorID{l.concat(1, ys), l.concat(0, hs)}
+	if cs != nil {
+		outs = append(outs, l.concat(0, cs))
+	}
 	if layout != 0 {
-		y = l.node("Transpose", ir.Attrs{"perm": intsAttr(2, 0, 1, 3)}, y)
-		yh = l.node("Transpose", ir.Attrs{"perm": intsAttr(1, 0, 2)}, yh)
-		yc = l.node("Transpose", ir.Attrs{"perm": intsAttr(1, 0, 2)}, yc)
+		outs[0] = l.node("Transpose", ir.Attrs{"perm": intsAttr(2, 0, 1, 3)}, outs[0])
+		for k := 1; k < len(outs); k++ {
+			outs[k] = l.node("Transpose", ir.Attrs{"perm": intsAttr(1, 0, 2)}, outs[k])
+		}
 	}
-	for k, v := range []ir.TensorID{y, yh, yc} {
+	for k, v := range outs {
 		if k < len(n.Outputs) && n.Outputs[k] != ir.NoTensor {
 			if err := l.into(n.Outputs[k], v); err != nil {
 				return err
@@ -275,7 +347,7 @@ func (l *lowering) initial(k int, d, layout, batch, hid int64) (ir.TensorID, err
 		axis = 1
 	}
 	if !t.Shape.Equal(want) {
-		return ir.NoTensor, fmt.Errorf("lstm: initial state %v, want %v", t.Shape, want)
+		return ir.NoTensor, fmt.Errorf("%s: initial state %v, want %v", l.n.Op, t.Shape, want)
 	}
 	return l.node("Gather", ir.Attrs{"axis": intAttr(axis)}, l.n.Inputs[k], l.int64(d)), nil
 }
@@ -294,7 +366,7 @@ func (l *lowering) concat(axis int64, ids []ir.TensorID) ir.TensorID {
 func (l *lowering) node(op string, attrs ir.Attrs, ins ...ir.TensorID) ir.TensorID {
 	g := l.g
 	l.count++
-	name := fmt.Sprintf("%s/lstm/%s_%d", l.n.Name, op, l.count)
+	name := fmt.Sprintf("%s/lowered/%s_%d", l.n.Name, op, l.count)
 	y := g.AddTensor(ir.Tensor{Name: name, Producer: len(g.Nodes)})
 	g.Nodes = append(g.Nodes, ir.Node{Name: name, Op: op, Attrs: attrs, Inputs: ins, Outputs: []ir.TensorID{y}})
 	if types, err := ir.Infer(g, &g.Nodes[len(g.Nodes)-1]); err == nil && len(types) == 1 {
@@ -303,32 +375,32 @@ func (l *lowering) node(op string, attrs ir.Attrs, ins ...ir.TensorID) ir.Tensor
 	return y
 }
 
-// into makes the LSTM's output out the value of v: an Identity writes it.
+// into makes the node's output out the value of v: an Identity writes it.
 func (l *lowering) into(out, v ir.TensorID) error {
 	g := l.g
 	o, t := g.Tensor(out), g.Tensor(v)
 	if !t.DType.Valid() || t.DType != o.DType || !t.Shape.Equal(o.Shape) {
-		return fmt.Errorf("lstm: output %q is %s%v, the lowering's %s%v", o.Name, o.DType, o.Shape, t.DType, t.Shape)
+		return fmt.Errorf("%s: output %q is %s%v, the lowering's %s%v", l.n.Op, o.Name, o.DType, o.Shape, t.DType, t.Shape)
 	}
-	g.Nodes = append(g.Nodes, ir.Node{Name: l.n.Name + "/lstm/" + o.Name, Op: "Identity", Inputs: []ir.TensorID{v}, Outputs: []ir.TensorID{out}})
+	g.Nodes = append(g.Nodes, ir.Node{Name: l.n.Name + "/lowered/" + o.Name, Op: "Identity", Inputs: []ir.TensorID{v}, Outputs: []ir.TensorID{out}})
 	return nil
 }
 
 // floats adds a float32 constant.
 func (l *lowering) floats(v []float32, shape ...int64) ir.TensorID {
 	l.count++
-	return l.g.NewTensor(fmt.Sprintf("%s/lstm/const_%d", l.n.Name, l.count), ir.Float32, ir.Shape(shape), raw.Bytes(slices.Clone(v)))
+	return l.g.NewTensor(fmt.Sprintf("%s/lowered/const_%d", l.n.Name, l.count), ir.Float32, ir.Shape(shape), raw.Bytes(slices.Clone(v)))
 }
 
 // int64s adds an int64 constant of rank 1; int64 a scalar one.
 func (l *lowering) int64s(v ...int64) ir.TensorID {
 	l.count++
-	return l.g.NewTensor(fmt.Sprintf("%s/lstm/shape_%d", l.n.Name, l.count), ir.Int64, ir.Shape{int64(len(v))}, ir.Int64Bytes(v))
+	return l.g.NewTensor(fmt.Sprintf("%s/lowered/shape_%d", l.n.Name, l.count), ir.Int64, ir.Shape{int64(len(v))}, ir.Int64Bytes(v))
 }
 
 func (l *lowering) int64(v int64) ir.TensorID {
 	l.count++
-	return l.g.NewTensor(fmt.Sprintf("%s/lstm/index_%d", l.n.Name, l.count), ir.Int64, ir.Shape{}, ir.Int64Bytes([]int64{v}))
+	return l.g.NewTensor(fmt.Sprintf("%s/lowered/index_%d", l.n.Name, l.count), ir.Int64, ir.Shape{}, ir.Int64Bytes([]int64{v}))
 }
 
 // floats reads a float32 constant.
