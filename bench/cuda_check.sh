@@ -16,6 +16,9 @@
 #            and width within 1×320×320 (seen, parts, new)
 #   torch    bench/cuda_vs_torch.sh at batch 1 (fp32) with its torch.compile
 #            columns: issue 31's first table
+#   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
+#            file of lines "MODEL SETDIR" (models carried to the machine:
+#            the npm corpus's Silero VAD and OCR files, say)
 #
 # The 1.1B files are made in $MODELS (default /tmp/m) and the ResNet-50
 # export in $CORPUS (default /tmp/c) where missing. Everything prints to
@@ -65,8 +68,15 @@ for s in $sections; do
 	torch)
 		PRECISIONS=fp32 timeout 500 bench/cuda_vs_torch.sh "$bin/berth" /tmp/cvt 2>&1 | grep -v '^$' | tail -20
 		;;
+	pairs)
+		list=()
+		while read -r model set; do
+			[ -n "$model" ] && list+=("$model=$set")
+		done < "${PAIRS:?pairs needs PAIRS, a file of lines MODEL SETDIR}"
+		timeout 300 bench/parity_device.sh --berth "$bin/berth" "${list[@]}" 2>&1 | tail -40
+		;;
 	*)
-		echo "unknown section $s (tests, parity, decode, shapes, torch)"
+		echo "unknown section $s (tests, parity, decode, shapes, torch, pairs)"
 		;;
 	esac
 done
