@@ -180,6 +180,16 @@ func (l *lowering) lower() error {
 	if direction == "bidirectional" {
 		dirs = 2
 	}
+	// The weights' shapes, before any of them is read: hidden_size is
+	// the file's word, and must fit them.
+	if hid <= 0 || hid > ir.MaxElements {
+		return fmt.Errorf("%s: hidden_size %d", n.Op, hid)
+	}
+	for k, want := range map[int]ir.Shape{1: {dirs, gates * hid, in}, 2: {dirs, gates * hid, hid}, 3: {dirs, 2 * gates * hid}, 7: {dirs, 3 * hid}} {
+		if t := g.InputOf(n, k); t != nil && (k != 7 || n.Op == "LSTM") && !t.Shape.Equal(want) {
+			return fmt.Errorf("%s: input %d is %v, want %v", n.Op, k, t.Shape, want)
+		}
+	}
 	w, err := floats(g.InputOf(n, 1))
 	if err != nil {
 		return err
@@ -188,18 +198,15 @@ func (l *lowering) lower() error {
 	if err != nil {
 		return err
 	}
-	if hid <= 0 || int64(len(w)) != dirs*gates*hid*in || int64(len(r)) != dirs*gates*hid*hid {
-		return fmt.Errorf("%s: W %v and R %v do not fit", n.Op, g.InputOf(n, 1).Shape, g.InputOf(n, 2).Shape)
-	}
 	var b, p []float32
 	if t := g.InputOf(n, 3); t != nil {
-		if b, err = floats(t); err != nil || int64(len(b)) != dirs*2*gates*hid {
-			return fmt.Errorf("%s: B %v does not fit", n.Op, t.Shape)
+		if b, err = floats(t); err != nil {
+			return err
 		}
 	}
 	if t := g.InputOf(n, 7); t != nil && n.Op == "LSTM" {
-		if p, err = floats(t); err != nil || int64(len(p)) != dirs*3*hid {
-			return fmt.Errorf("LSTM: P %v does not fit", t.Shape)
+		if p, err = floats(t); err != nil {
+			return err
 		}
 	}
 	// linearBeforeReset: a GRU's recurrent product of the hidden state is

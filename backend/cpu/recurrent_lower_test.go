@@ -211,3 +211,35 @@ func compiled(t *testing.T, g *ir.Graph) *Executable {
 	t.Cleanup(func() { e.Close() })
 	return e
 }
+
+// TestLowerRecurrentRefuses: nodes the lowering does not take are left as
+// they are, and a graph with nothing lowered comes back itself: a
+// hidden_size that does not fit the weights (one that overflows their
+// sizes too), a clip, activations other than the defaults, a
+// sequence_lens input.
+func TestLowerRecurrentRefuses(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, c := range []struct {
+		name  string
+		spoil func(g *ir.Graph)
+	}{
+		{"hidden_size", func(g *ir.Graph) { g.Nodes[0].Attrs["hidden_size"] = ir.Attr{Kind: ir.AttrInt, Int: 7} }},
+		{"hidden_size overflowing", func(g *ir.Graph) { g.Nodes[0].Attrs["hidden_size"] = ir.Attr{Kind: ir.AttrInt, Int: 1 << 61} }},
+		{"clip", func(g *ir.Graph) { g.Nodes[0].Attrs["clip"] = ir.Attr{Kind: ir.AttrFloat, Float: 3} }},
+		{"activations", func(g *ir.Graph) {
+			g.Nodes[0].Attrs["activations"] = ir.Attr{Kind: ir.AttrStrings, Strings: []string{"Relu", "Tanh", "Tanh"}}
+		}},
+		{"sequence_lens", func(g *ir.Graph) {
+			n := &g.Nodes[0]
+			lens := g.NewTensor("lens", ir.Int32, ir.Shape{1}, nil)
+			g.Inputs = append(g.Inputs, lens)
+			n.Inputs = append(n.Inputs[:4:4], lens)
+		}},
+	} {
+		g := recurrentCase{"LSTM", 2, 1, 3, 4, "forward", 0, true, false, false, false}.graph(r)
+		c.spoil(g)
+		if got := passes.LowerRecurrent(g); got != g {
+			t.Errorf("%s: the node was lowered", c.name)
+		}
+	}
+}
