@@ -344,8 +344,12 @@ func (p *Problem) checkOrder(order []int) error {
 			if !written[id] {
 				return fmt.Errorf("step %s reads %q before it is written", p.stepName(s), p.Tensors[id].Name)
 			}
+			if len(updated) == 0 {
+				continue
+			}
+			r, _ := p.rootOf(id)
 			for _, u := range updated {
-				if p.chainRoot(id) == u[0] && !p.viewsOf(id, u[1]) {
+				if r == u[0] && !p.viewsOf(id, u[1]) {
 					return fmt.Errorf("step %s reads %q after an update wrote over it", p.stepName(s), p.Tensors[id].Name)
 				}
 			}
@@ -354,38 +358,22 @@ func (p *Problem) checkOrder(order []int) error {
 			written[id] = true
 		}
 		for _, id := range p.Steps[s].Updates {
-			updated = append(updated, [2]int{p.chainRoot(id), id})
+			r, _ := p.rootOf(id)
+			updated = append(updated, [2]int{r, id})
 		}
 	}
 	return nil
 }
 
-// chainRoot follows id's aliases to the tensor that owns its bytes (at
-// most one link a tensor: a cycle, which check refuses, ends the walk).
-func (p *Problem) chainRoot(id int) int {
-	for range p.Tensors {
-		a := p.Tensors[id].Alias()
-		if a < 0 || a >= len(p.Tensors) {
-			break
-		}
-		id = a
-	}
-	return id
-}
-
 // viewsOf reports whether id is of, or a view of it through its aliases.
+// p must have no cycle of aliases (check refuses them).
 func (p *Problem) viewsOf(id, of int) bool {
-	for range p.Tensors {
-		if id == of {
+	for j := id; j >= 0; j = p.Tensors[j].Alias() {
+		if j == of {
 			return true
 		}
-		a := p.Tensors[id].Alias()
-		if a < 0 || a >= len(p.Tensors) {
-			break
-		}
-		id = a
 	}
-	return id == of
+	return false
 }
 
 // stepName names step s for messages.

@@ -280,11 +280,7 @@ func verifyState(p *Problem, pl *Plan, root, read []int) error {
 				if root[id] != root[out] || read[id] <= t {
 					continue
 				}
-				fresh := false
-				for j := id; j >= 0 && !fresh; j = p.Tensors[j].Alias() {
-					fresh = j == out
-				}
-				if !fresh {
+				if !p.viewsOf(id, out) {
 					return fmt.Errorf("%q is read at schedule position %d, after step %s updated its bytes at %d", p.Tensors[id].Name, read[id], p.stepName(s), t)
 				}
 			}
