@@ -9,87 +9,12 @@ import (
 
 	cmp "github.com/berth-ml/berth/internal/compare"
 	"github.com/berth-ml/berth/internal/raw"
+	"github.com/berth-ml/berth/internal/recurrenttest"
 	"github.com/berth-ml/berth/internal/testenv"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx"
 	"github.com/berth-ml/berth/passes"
 )
-
-// recurrentCase is one LSTM, GRU or RNN node: steps, batch, input and
-// hidden sizes, the direction, the layout, which optional inputs it takes
-// (peepholes for an LSTM alone), and for a GRU linear_before_reset.
-type recurrentCase struct {
-	op                    string
-	steps, batch, in, hid int64
-	direction             string
-	layout                int64
-	bias, initial, peep   bool
-	linearBeforeReset     bool
-}
-
-func (c recurrentCase) String() string {
-	return fmt.Sprintf("%s_T%d_B%d_I%d_H%d_%s_layout%d_bias%v_init%v_peep%v_lbr%v", c.op, c.steps, c.batch, c.in, c.hid, c.direction, c.layout, c.bias, c.initial, c.peep, c.linearBeforeReset)
-}
-
-// graph is the case as a graph of one LSTM node with random constant
-// weights: inputs x (and the initial states), outputs Y, Y_h and Y_c.
-func (c recurrentCase) graph(r *rand.Rand) *ir.Graph {
-	k := &kgraph{g: &ir.Graph{Name: "recurrent", Opsets: map[string]int64{"": 14}}}
-	gates := map[string]int64{"LSTM": 4, "GRU": 3, "RNN": 1}[c.op]
-	dirs := int64(1)
-	if c.direction == "bidirectional" {
-		dirs = 2
-	}
-	normal := func(n int64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(0.5 * r.NormFloat64())
-		}
-		return v
-	}
-	xs, hs := []int64{c.steps, c.batch, c.in}, []int64{dirs, c.batch, c.hid}
-	if c.layout != 0 {
-		xs, hs = []int64{c.batch, c.steps, c.in}, []int64{c.batch, dirs, c.hid}
-	}
-	ins := []ir.TensorID{k.input("x", ir.Float32, xs...),
-		k.constant("W", normal(dirs*gates*c.hid*c.in), dirs, gates*c.hid, c.in),
-		k.constant("R", normal(dirs*gates*c.hid*c.hid), dirs, gates*c.hid, c.hid),
-		ir.NoTensor, ir.NoTensor, ir.NoTensor, ir.NoTensor, ir.NoTensor}
-	if c.bias {
-		ins[3] = k.constant("B", normal(dirs*2*gates*c.hid), dirs, 2*gates*c.hid)
-	}
-	if c.initial {
-		ins[5] = k.input("h0", ir.Float32, hs...)
-		if c.op == "LSTM" {
-			ins[6] = k.input("c0", ir.Float32, hs...)
-		}
-	}
-	if c.peep && c.op == "LSTM" {
-		ins[7] = k.constant("P", normal(dirs*3*c.hid), dirs, 3*c.hid)
-	}
-	for len(ins) > 3 && ins[len(ins)-1] == ir.NoTensor {
-		ins = ins[:len(ins)-1]
-	}
-	n := ir.Node{Name: "recurrent", Op: c.op, Inputs: ins, Attrs: ir.Attrs{
-		"hidden_size": {Kind: ir.AttrInt, Int: c.hid},
-		"direction":   {Kind: ir.AttrString, String: c.direction},
-		"layout":      {Kind: ir.AttrInt, Int: c.layout},
-	}}
-	if c.linearBeforeReset {
-		n.Attrs["linear_before_reset"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
-	}
-	k.g.Nodes = append(k.g.Nodes, n)
-	types, err := ir.Infer(k.g, &k.g.Nodes[0])
-	if err != nil {
-		panic(err)
-	}
-	for i, tp := range types {
-		id := k.g.AddTensor(ir.Tensor{Name: fmt.Sprintf("y%d", i), DType: tp.DType, Shape: tp.Shape, Producer: 0})
-		k.g.Nodes[0].Outputs = append(k.g.Nodes[0].Outputs, id)
-		k.g.Outputs = append(k.g.Outputs, id)
-	}
-	return k.g
-}
 
 // TestLowerRecurrent runs LSTM, GRU and RNN nodes written out by
 // passes.LowerRecurrent (what the CUDA backend runs) and as they are
@@ -100,38 +25,37 @@ func (c recurrentCase) graph(r *rand.Rand) *ir.Graph {
 // kernel sums in float64).
 func TestLowerRecurrent(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	var cases []recurrentCase
+	var cases []recurrenttest.Case
 	for _, op := range []string{"LSTM", "GRU", "RNN"} {
 		for _, dir := range []string{"forward", "reverse", "bidirectional"} {
 			for _, layout := range []int64{0, 1} {
 				cases = append(cases,
-					recurrentCase{op, 1, 1, 4, 8, dir, layout, true, true, false, false},
-					recurrentCase{op, 3, 2, 5, 6, dir, layout, false, false, true, true},
-					recurrentCase{op, 5, 3, 2, 4, dir, layout, true, true, true, op == "GRU"})
+					recurrenttest.Case{Op: op, Steps: 1, Batch: 1, In: 4, Hid: 8, Direction: dir, Layout: layout, Bias: true, Initial: true},
+					recurrenttest.Case{Op: op, Steps: 3, Batch: 2, In: 5, Hid: 6, Direction: dir, Layout: layout, Peep: true, LinearBeforeReset: true},
+					recurrenttest.Case{Op: op, Steps: 5, Batch: 3, In: 2, Hid: 4, Direction: dir, Layout: layout, Bias: true, Initial: true, Peep: true, LinearBeforeReset: op == "GRU"})
 			}
 		}
 	}
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
-			g := c.graph(r)
+			g, inputs := c.Graph(r)
 			lowered := passes.LowerRecurrent(g)
 			if lowered == g {
 				t.Fatal("nothing lowered")
 			}
 			for _, n := range lowered.Nodes {
-				if n.Op == c.op {
-					t.Fatalf("a %s node is left", c.op)
+				if n.Op == c.Op {
+					t.Fatalf("a %s node is left", c.Op)
 				}
 			}
-			if len(g.Nodes) != 1 || g.Nodes[0].Op != c.op {
+			if len(g.Nodes) != 1 || g.Nodes[0].Op != c.Op {
 				t.Fatal("the lowering changed its input graph")
 			}
-			inputs := randomInputs(r, g)
 			want := runOnce(t, compiled(t, g), inputs)
 			got := runOnce(t, compiled(t, lowered), inputs)
 			for i := range want {
 				if e := cmp.RelL2(raw.F32(got[i]), raw.F32(want[i])); !(e <= 1e-5) {
-					t.Errorf("output %d: rel L2 %.3g against the %s kernel", i, e, c.op)
+					t.Errorf("output %d: rel L2 %.3g against the %s kernel", i, e, c.Op)
 				}
 			}
 		})
@@ -236,7 +160,7 @@ func TestLowerRecurrentRefuses(t *testing.T) {
 			n.Inputs = append(n.Inputs[:4:4], lens)
 		}},
 	} {
-		g := recurrentCase{"LSTM", 2, 1, 3, 4, "forward", 0, true, false, false, false}.graph(r)
+		g, _ := recurrenttest.Case{Op: "LSTM", Steps: 2, Batch: 1, In: 3, Hid: 4, Direction: "forward", Bias: true}.Graph(r)
 		c.spoil(g)
 		if got := passes.LowerRecurrent(g); got != g {
 			t.Errorf("%s: the node was lowered", c.name)
