@@ -669,15 +669,8 @@ func TestCUDADetectors(t *testing.T) {
 	if _, err := cuda.Device(); err != nil {
 		t.Skipf("no CUDA here: %v", err)
 	}
-	home, _ := os.UserHomeDir()
-	corpus := os.Getenv("BERTH_OPEN_CORPUS")
-	if corpus == "" {
-		corpus = filepath.Join(home, ".cache", "berth", "open-corpus")
-	}
-	npmDir := os.Getenv("BERTH_NPM_MODELS")
-	if npmDir == "" {
-		npmDir = filepath.Join(home, ".cache", "berth", "npm-models")
-	}
+	corpus := cacheDir("BERTH_OPEN_CORPUS", "open-corpus")
+	npmDir := cacheDir("BERTH_NPM_MODELS", "npm-models")
 	ocr, _ := filepath.Glob(filepath.Join(npmDir, "*", "node_modules", "@gutenye", "ocr-models", "assets", "ch_PP-OCRv4_det_infer.onnx"))
 	models := []struct{ name, model, sets string }{
 		{"ppocr-det", "", filepath.Join(corpus, "npm", "ch_PP-OCRv4_det_infer")},

@@ -19,11 +19,7 @@ import (
 // after the suppression change), "first" the first run of a new session
 // (the stage and its first plan compiled).
 func BenchmarkOpenDetector(b *testing.B) {
-	corpus := os.Getenv("BERTH_OPEN_CORPUS")
-	if corpus == "" {
-		home, _ := os.UserHomeDir()
-		corpus = filepath.Join(home, ".cache", "berth", "open-corpus")
-	}
+	corpus := cacheDir("BERTH_OPEN_CORPUS", "open-corpus")
 	path := filepath.Join(corpus, "ssdlite_open.onnx")
 	a, err := npy.ReadFile(filepath.Join(corpus, "ssdlite_open", "set_0", "image.npy"))
 	if _, serr := os.Stat(path); serr != nil || err != nil {
@@ -88,4 +84,14 @@ func BenchmarkOpenDetector(b *testing.B) {
 			run(b, s, in)
 		}
 	})
+}
+
+// cacheDir is the folder the environment variable env names, or
+// ~/.cache/berth/name: where the open corpus and the npm models lie.
+func cacheDir(env, name string) string {
+	if dir := os.Getenv(env); dir != "" {
+		return dir
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "berth", name)
 }
