@@ -55,16 +55,24 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 ensure_berth parity_device
 
-# inputs SETDIR prints the --input arguments for the .npy files of SETDIR,
-# one per line.
+# inputs MODEL SETDIR prints the --input arguments for the .npy files of
+# SETDIR, one per line. A file NAME.npy binds the graph input whose name,
+# sanitised as berth names output files, is NAME (onnx__Flatten_0.npy binds
+# onnx::Flatten_0).
 inputs() {
-	local f name
-	for f in $(ls "$1"/input_*.npy 2>/dev/null | sort -V); do
+	local f name real
+	declare -A graph=()
+	while IFS= read -r real; do
+		[[ -n $real ]] && graph[$(sed 's/[^A-Za-z0-9._-]/_/g' <<<"$real")]=$real
+	done < <("$berth" info "$1" --json 2>/dev/null |
+		"$PYTHON" -c 'import json,sys; [print(i["Name"]) for i in json.load(sys.stdin)["Inputs"]]' 2>/dev/null)
+	for f in $(ls "$2"/input_*.npy 2>/dev/null | sort -V); do
 		echo "$f"
 	done
-	for f in "$1"/*.npy; do
+	for f in "$2"/*.npy; do
 		name=$(basename "$f" .npy)
-		[[ $name == input_* || $name == output_* || ! -e $f ]] || echo "$name=$f"
+		[[ $name == input_* || $name == output_* || ! -e $f ]] && continue
+		echo "${graph[$name]:-$name}=$f"
 	done
 }
 
@@ -74,7 +82,7 @@ row() {
 	mkdir -p "$dir"
 	while IFS= read -r spec; do
 		args+=(--input "$spec")
-	done < <(inputs "$set")
+	done < <(inputs "$model" "$set")
 	for d in cpu "$device"; do
 		rc=0
 		"$berth" run "$model" "${args[@]}" --device "$d" --output-dir "$dir/$d" >"$dir/$d.txt" 2>"$dir/$d.err" || rc=$?
