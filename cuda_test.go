@@ -339,12 +339,7 @@ func profileCUDA(b *testing.B, path string) {
 	// Every step, longest first, with its node and the node's output.
 	slices.SortStableFunc(steps, func(a, b cuda.StepTime) int { return int(b.Time - a.Time) })
 	for _, st := range steps {
-		n := &m.graph.Nodes[st.Node]
-		shape := ""
-		if len(n.Outputs) > 0 && n.Outputs[0] != ir.NoTensor {
-			shape = fmt.Sprint(m.graph.Tensor(n.Outputs[0]).Shape)
-		}
-		b.Logf("STEP %s   %-10s blas=%-5v %8.1f µs  %s %s", name, st.Op, st.BLAS, us(st.Time), n.Name, shape)
+		b.Logf("STEP %s   %-10s blas=%-5v %8.1f µs  %s", name, st.Op, st.BLAS, us(st.Time), st.Name)
 	}
 }
 

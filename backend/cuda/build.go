@@ -81,6 +81,9 @@ type halves struct {
 	stored map[ir.TensorID]bool
 	// dry makes no shadow copies (a trial build that is thrown away).
 	dry bool
+	// mma says the GPU has the 16-bit tensor-core products of sm_80
+	// (mma.sync m16n8k16), which the fused attention uses.
+	mma bool
 }
 
 // buildContext is what a builder sees of its node, and where it leaves its
@@ -1212,8 +1215,13 @@ func buildLayerNorm(c *buildContext) error {
 	if k := warp4(dim); k > 0 && rows > 0 {
 		// A warp per row, eight rows a block, 16-byte accesses.
 		b := min((rows+7)/8, 1<<20)
-		c.launches = append(c.launches, launch{node: c.node, module: norm, kernel: fmt.Sprintf("layernorm_warp4_%d", k), grid: [3]uint32{uint32(b), 1, 1}, block: [3]uint32{threads, 1, 1},
-			args: []arg{c.inArg(0), c.inArg(1), c.optIn(2), c.outArg(0), c.optOut(1), c.optOut(2), i64(rows), i32(int32(dim)), f32(eps)}})
+		l := launch{node: c.node, module: norm, kernel: fmt.Sprintf("layernorm_warp4_%d", k), grid: [3]uint32{uint32(b), 1, 1}, block: [3]uint32{threads, 1, 1},
+			args: []arg{c.inArg(0), c.inArg(1), c.optIn(2), c.outArg(0), c.optOut(1), c.optOut(2), i64(rows), i32(int32(dim)), f32(eps)}}
+		if c.halfOut(0) { // the only readers are GEMMs: write their 16-bit operand
+			l.kernel = fmt.Sprintf("layernorm_warp4_h_%d", k)
+			l.args = append(l.args, i32(c.fz.mode))
+		}
+		c.launches = append(c.launches, l)
 		return nil
 	}
 	c.rowwise(norm, "layernorm", rows, c.inArg(0), c.inArg(1), c.optIn(2), c.outArg(0), c.optOut(1), c.optOut(2), i64(rows), i64(dim), f32(eps))

@@ -157,13 +157,16 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		g = fuseProducts(g)
 	}
 	useBLAS := !opts.NoBLAS && driver.LoadBLAS() == nil
+	var hs *halves
+	if useBLAS && opts.Precision.Half() {
+		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte), mma: d.Major >= 8}
+		if fusing && hs.mma {
+			g = fuseAttention(g)
+		}
+	}
 	var extras [][]byte
 	built := make([]*buildContext, len(g.Nodes))
 	scratch := make([]int64, len(g.Nodes))
-	var hs *halves
-	if useBLAS && opts.Precision.Half() {
-		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte)}
-	}
 	var fz *fusion
 	if fusing {
 		fz = analyzeFusion(g, useBLAS, hs, acceptsHalf(g, d.SMs, hs))
@@ -224,6 +227,11 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: planTime}
 	if fz != nil {
 		e.fused = fz.stats()
+		for _, n := range g.Nodes {
+			if n.Op == "Attend" && n.Domain == cudaDomain {
+				e.fused.Attentions++
+			}
+		}
 	}
 	scratchOf := plan.ScratchTensors(p, index, scratch)
 
@@ -1172,7 +1180,8 @@ func (s *Session) Close() error {
 
 // StepTime is the time of one step of a run (a kernel or a cuBLAS call).
 type StepTime struct {
-	Node int    // the node of the graph it belongs to
+	Node int    // the node it belongs to, of the graph Compile rewrote (see Name)
+	Name string // that node's name
 	Op   string // the node's operator
 	BLAS bool   // a cuBLAS GEMM
 	Time time.Duration
@@ -1196,7 +1205,7 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 	err := e.dev.Do(func() error {
 		for i := range e.steps {
 			st := &e.steps[i]
-			out[i] = StepTime{Node: st.node, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil, Time: time.Duration(math.MaxInt64)}
+			out[i] = StepTime{Node: st.node, Name: e.g.Nodes[st.node].Name, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil, Time: time.Duration(math.MaxInt64)}
 		}
 		for range max(iters, 1) {
 			// The inputs whose slots later tensors take, again (see

@@ -227,6 +227,34 @@ func TestAnalyzeFusion(t *testing.T) {
 			t.Errorf("without cuBLAS: %d biases left to readers", len(fz.bias))
 		}
 	})
+	t.Run("layer norm before products", func(t *testing.T) {
+		// A LayerNorm that only GEMMs read writes their 16-bit operand;
+		// one that a generated kernel reads too stays float32.
+		g := newTG(17)
+		x := g.input(ir.Float32, 2, 8, 64)
+		g.node("LayerNormalization", ir.Attrs{"axis": intv(-1)}, 1, x, g.constant(ir.Float32, 64), g.constant(ir.Float32, 64))
+		ln := g.g.Outputs[0]
+		g.node("MatMul", nil, 1, ln, g.constant(ir.Float32, 64, 32))
+		q := g.g.Outputs[0]
+		g.node("MatMul", nil, 1, ln, g.constant(ir.Float32, 64, 32))
+		g.node("Add", nil, 1, q, g.g.Outputs[0])
+		hs := bf()
+		fz := analyzeFusion(g.g, true, hs, acceptsHalf(g.g, 1, hs))
+		if !fz.half[ln] {
+			t.Errorf("the LayerNorm's output is not held in 16 bits (16-bit tensors %v)", fz.half)
+		}
+		c, err := buildNodeWith(g.g, 0, 1, true, new([][]byte), hs, fz)
+		if err != nil || len(c.launches) != 1 || !strings.HasPrefix(c.launches[0].kernel, "layernorm_warp4_h_") {
+			t.Errorf("LayerNorm held in 16 bits builds %v, %v; want one layernorm_warp4_h launch", c, err)
+		}
+		g.node("Add", nil, 1, ln, x) // a residual: the norm's output stays float32
+		for _, prec := range []Precision{BF16, F16} {
+			h := &halves{prec: prec, shadow: map[ir.TensorID]int{}}
+			if fz := analyzeFusion(g.g, true, h, acceptsHalf(g.g, 1, h)); fz.half[ln] {
+				t.Errorf("%s: the LayerNorm's output, which an Add reads too, is held in 16 bits", prec)
+			}
+		}
+	})
 }
 
 // TestFusedKernelText checks the shape of a generated kernel: the

@@ -61,12 +61,12 @@ const (
 )
 
 // berthBuilders are the builders of ir.BerthDomain's operators (this
-// file) and of the nodes Compile makes for itself (cudaDomain, step.go).
+// file) and of the nodes Compile makes for itself (cudaDomain, step.go and attend.go).
 var berthBuilders = map[string]buildFunc{
 	"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
 	"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
 	"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
-	"Products": buildProducts, "Rotaries": buildRotaries,
+	"Products": buildProducts, "Rotaries": buildRotaries, "Attend": buildAttend,
 }
 
 func buildPackedMatMul(c *buildContext) error {

@@ -710,8 +710,9 @@ template <int K, typename T> __device__ __forceinline__ void softmax_warp4_t(con
 }
 // layernorm_warp4_K is layernorm for rows whose length is a multiple of 4
 // and at most 128·K: a warp per row, the row read once into registers.
-template <int K> __device__ __forceinline__ void layernorm_warp4_t(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, float* __restrict__ y,
-		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps) {
+// layernorm_warp4_h_K writes 16-bit GEMM operands (round_h) instead.
+template <int K, typename T> __device__ __forceinline__ void layernorm_warp4_t(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, T* __restrict__ y,
+		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps, int mode) {
 	int lane = threadIdx.x & 31, n4 = dim >> 2;
 	i64 wpb = blockDim.x >> 5;
 	const float4* sc = (const float4*)scale;
@@ -737,7 +738,6 @@ template <int K> __device__ __forceinline__ void layernorm_warp4_t(const float* 
 		}
 		float var = warp_sum(q) / (float)dim;
 		float is = rsqrtf(var + eps);
-		float4* yp = (float4*)(y + r * dim);
 		#pragma unroll
 		for (int k = 0; k < K; k++) {
 			int j = lane + 32 * k;
@@ -748,7 +748,7 @@ template <int K> __device__ __forceinline__ void layernorm_warp4_t(const float* 
 					float4 b = bi[j];
 					o.x += b.x; o.y += b.y; o.z += b.z; o.w += b.w;
 				}
-				yp[j] = o;
+				put4<T>(y + r * dim, j, o, mode);
 			}
 		}
 		if (lane == 0) {
@@ -761,7 +761,9 @@ template <int K> __device__ __forceinline__ void layernorm_warp4_t(const float* 
 extern "C" __global__ void softmax_warp4_##K(const float* __restrict__ x, float* __restrict__ y, i64 rows, int dim, int logsm) { softmax_warp4_t<K, float>(x, y, rows, dim, logsm, 0); } \
 extern "C" __global__ void softmax_warp4_h_##K(const float* __restrict__ x, u16* __restrict__ y, i64 rows, int dim, int logsm, int mode) { softmax_warp4_t<K, u16>(x, y, rows, dim, logsm, mode); } \
 extern "C" __global__ void layernorm_warp4_##K(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, float* __restrict__ y, \
-		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps) { layernorm_warp4_t<K>(x, scale, bias, y, mean, inv, rows, dim, eps); }
+		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps) { layernorm_warp4_t<K, float>(x, scale, bias, y, mean, inv, rows, dim, eps, 0); } \
+extern "C" __global__ void layernorm_warp4_h_##K(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, u16* __restrict__ y, \
+		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps, int mode) { layernorm_warp4_t<K, u16>(x, scale, bias, y, mean, inv, rows, dim, eps, mode); }
 WARP4(1)
 WARP4(2)
 WARP4(4)

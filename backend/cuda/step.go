@@ -198,28 +198,7 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 	if !changed {
 		return g
 	}
-	out := *g
-	out.Nodes = make([]ir.Node, 0, len(g.Nodes))
-	out.Tensors = slices.Clone(g.Tensors)
-	for id := range out.Tensors {
-		out.Tensors[id].Producer = -1
-	}
-	for i := range g.Nodes {
-		if gone[i] {
-			continue
-		}
-		n := g.Nodes[i]
-		if fused[i] != nil {
-			n = *fused[i]
-		}
-		for _, id := range n.Outputs {
-			if id != ir.NoTensor {
-				out.Tensors[id].Producer = len(out.Nodes)
-			}
-		}
-		out.Nodes = append(out.Nodes, n)
-	}
-	return &out
+	return rebuild(g, fused, gone)
 }
 
 // gatedUnit returns the Products node (glu) that replaces node i where i

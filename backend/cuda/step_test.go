@@ -422,15 +422,7 @@ func TestFoldDecoderSteps(t *testing.T) {
 					t.Errorf("%s, %d tokens: %v", name, tokens, err)
 				}
 			}
-			p, _, err := problemOf(fg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pl, err := plan.Build(p, plan.Options{Alignment: Alignment, NoInPlace: true})
-			if err == nil {
-				err = plan.Verify(p, pl)
-			}
-			if err != nil {
+			if err := planOf(fg); err != nil {
 				t.Errorf("%s, %d tokens: %v", name, tokens, err)
 			}
 			if folded != int(c.Layers) {

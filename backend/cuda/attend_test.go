@@ -1,0 +1,241 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
+)
+
+// attendCase is one form of attention as exporters write it.
+type attendCase struct {
+	name             string
+	b, h, s, t, d, e int64
+	layout           string // "heads": [B,H,S,D] inputs, K transposed by a node; "split": [B,S,H,D] inputs split into heads and merged by Transposes; "qkv": split too, from one [B,S,3·H·D] input cut in three (S = T, D = E); "kt": K given as [B,H,D,T]; "rank3": [B·H,S,D]
+	scale            string // "", "mul", "mul first", "div"
+	mask             string // "", "padding" (an Add of a [B,1,1,T] input), "causal" (an Add of a constant), "where" (-inf where a constant says), "keep" (Where keeping the scores where it says)
+}
+
+var attendCases = []attendCase{
+	{"bert", 2, 4, 64, 64, 32, 32, "split", "div", "padding"},
+	{"gpt", 1, 3, 48, 48, 64, 64, "qkv", "mul", "where"},
+	{"causal add", 2, 2, 40, 40, 64, 64, "heads", "div", "causal"},
+	{"keep", 1, 2, 33, 70, 32, 32, "heads", "mul first", "keep"},
+	{"no scale, no mask", 2, 3, 17, 35, 128, 128, "kt", "", ""},
+	{"rank 3", 6, 1, 50, 31, 64, 64, "rank3", "div", ""},
+	{"one query", 3, 4, 1, 100, 64, 64, "split", "div", "padding"},
+	{"many rows", 1, 1, 300, 129, 32, 32, "heads", "mul", "causal"},
+	{"wide heads", 1, 2, 70, 45, 128, 128, "heads", "div", "padding"},
+}
+
+// attendGraph builds the case's attention, followed by a product by
+// weights where its heads are merged (so that under 16-bit precision a
+// GEMM reads its output).
+func attendGraph(c attendCase) *tg {
+	g := newTG(17)
+	b, h, s, t, d, e := c.b, c.h, c.s, c.t, c.d, c.e
+	last := func() ir.TensorID { return g.g.Outputs[0] }
+	var q, kt, v ir.TensorID
+	switch c.layout {
+	case "split":
+		g.node("Transpose", ir.Attrs{"perm": ints(0, 2, 1, 3)}, 1, g.input(ir.Float32, b, s, h, d))
+		q = last()
+		g.node("Transpose", ir.Attrs{"perm": ints(0, 2, 3, 1)}, 1, g.input(ir.Float32, b, t, h, d))
+		kt = last()
+		g.node("Transpose", ir.Attrs{"perm": ints(0, 2, 1, 3)}, 1, g.input(ir.Float32, b, t, h, e))
+		v = last()
+	case "qkv":
+		g.node("Split", ir.Attrs{"axis": intv(2)}, 3, g.input(ir.Float32, b, s, 3*h*d), g.ints(h*d, h*d, h*d))
+		parts := g.g.Nodes[len(g.g.Nodes)-1].Outputs
+		heads := make([]ir.TensorID, 3)
+		for i, perm := range [][]int64{{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}} {
+			g.node("Reshape", nil, 1, parts[i], g.ints(b, s, h, d))
+			g.node("Transpose", ir.Attrs{"perm": ints(perm...)}, 1, last())
+			heads[i] = last()
+		}
+		q, kt, v = heads[0], heads[1], heads[2]
+	case "heads":
+		q = g.input(ir.Float32, b, h, s, d)
+		g.node("Transpose", ir.Attrs{"perm": ints(0, 1, 3, 2)}, 1, g.input(ir.Float32, b, h, t, d))
+		kt = last()
+		v = g.input(ir.Float32, b, h, t, e)
+	case "kt":
+		q, kt, v = g.input(ir.Float32, b, h, s, d), g.input(ir.Float32, b, h, d, t), g.input(ir.Float32, b, h, t, e)
+	case "rank3":
+		q = g.input(ir.Float32, b*h, s, d)
+		g.node("Transpose", ir.Attrs{"perm": ints(0, 2, 1)}, 1, g.input(ir.Float32, b*h, t, d))
+		kt = last()
+		v = g.input(ir.Float32, b*h, t, e)
+	}
+	g.node("MatMul", nil, 1, q, kt)
+	switch c.scale {
+	case "mul":
+		g.node("Mul", nil, 1, last(), g.scalar(0.125))
+	case "mul first":
+		g.node("Mul", nil, 1, g.scalar(0.2), last())
+	case "div":
+		g.node("Div", nil, 1, last(), g.scalar(float32(math.Sqrt(float64(d)))))
+	}
+	// above reports whether key j lies after query i (a causal mask).
+	above := func(i, j int64) bool { return j > i+t-s }
+	switch c.mask {
+	case "padding":
+		g.node("Add", nil, 1, last(), g.input(ir.Float32, b, 1, 1, t))
+	case "causal":
+		data := make([]byte, 4*s*t)
+		for i := range s {
+			for j := range t {
+				if above(i, j) {
+					binary.LittleEndian.PutUint32(data[4*(i*t+j):], math.Float32bits(-1e9))
+				}
+			}
+		}
+		g.node("Add", nil, 1, g.g.NewTensor("causal", ir.Float32, ir.Shape{1, 1, s, t}, data), last())
+	case "where", "keep":
+		data := make([]byte, s*t)
+		for i := range s {
+			for j := range t {
+				if above(i, j) == (c.mask == "where") {
+					data[i*t+j] = 1
+				}
+			}
+		}
+		cond := g.g.NewTensor("cond", ir.Bool, ir.Shape{1, 1, s, t}, data)
+		if c.mask == "where" {
+			g.node("Where", nil, 1, cond, g.scalar(float32(math.Inf(-1))), last())
+		} else {
+			g.node("Where", nil, 1, cond, last(), g.scalar(-1e4))
+		}
+	}
+	g.node("Softmax", ir.Attrs{"axis": intv(-1)}, 1, last())
+	g.node("MatMul", nil, 1, last(), v)
+	if c.layout == "split" || c.layout == "qkv" {
+		g.node("Transpose", ir.Attrs{"perm": ints(0, 2, 1, 3)}, 1, last())
+		g.node("Reshape", nil, 1, last(), g.ints(b, s, h*e))
+		g.node("MatMul", nil, 1, last(), g.constant(ir.Float32, h*e, 24))
+	}
+	return g
+}
+
+// countOps counts the nodes of g by operator.
+func countOps(g *ir.Graph) map[string]int {
+	n := map[string]int{}
+	for _, nd := range g.Nodes {
+		n[nd.Op]++
+	}
+	return n
+}
+
+// checkFused builds every node of g as a BF16 compile on an sm_80 GPU
+// would, and plans it (no GPU needed).
+func checkFused(t *testing.T, name string, g *ir.Graph) {
+	t.Helper()
+	for i := range g.Nodes {
+		hs := &halves{prec: BF16, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{}, dry: true, mma: true}
+		if _, err := buildNodeWith(g, i, 132, true, new([][]byte), hs, nil); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := planOf(g); err != nil {
+		t.Errorf("%s: %v", name, err)
+	}
+}
+
+// planOf plans g as Compile does, without a GPU, and verifies the plan.
+func planOf(g *ir.Graph) error {
+	p, _, err := problemOf(g, nil)
+	if err != nil {
+		return err
+	}
+	pl, err := plan.Build(p, plan.Options{Alignment: Alignment, NoInPlace: true})
+	if err != nil {
+		return err
+	}
+	return plan.Verify(p, pl)
+}
+
+// TestFuseAttention checks the rewrite (no GPU needed): each case becomes
+// one Attend node with its Transposes, scale, mask and Softmax folded in,
+// every node builds and the plan verifies; a chain that is not an
+// attention this backend runs is left as it is.
+func TestFuseAttention(t *testing.T) {
+	for _, c := range attendCases {
+		g := attendGraph(c).g
+		f := fuseAttention(g)
+		ops := countOps(f)
+		if ops["Attend"] != 1 || ops["Softmax"] != 0 || ops["Transpose"] != 0 || ops["Where"] != 0 {
+			t.Errorf("%s: fused graph has %v, want one Attend and no Softmax, Transpose or Where", c.name, ops)
+		}
+		checkFused(t, c.name, f)
+	}
+	refuse := []struct {
+		name string
+		g    func() *ir.Graph
+	}{
+		{"heads of 80 values", func() *ir.Graph { return attendGraph(attendCase{"", 1, 2, 8, 8, 80, 80, "heads", "div", ""}).g }},
+		{"values' heads wider", func() *ir.Graph { return attendGraph(attendCase{"", 1, 2, 8, 8, 64, 128, "heads", "div", ""}).g }},
+		{"scores read twice", func() *ir.Graph {
+			g := attendGraph(attendCase{"", 1, 2, 8, 8, 16, 16, "heads", "", ""})
+			g.g.Outputs = append(g.g.Outputs, g.g.Nodes[1].Outputs[0]) // the scores are an output too
+			return g.g
+		}},
+		{"softmax along the queries", func() *ir.Graph {
+			g := attendGraph(attendCase{"", 1, 2, 8, 8, 16, 16, "kt", "", ""})
+			for i := range g.g.Nodes {
+				if g.g.Nodes[i].Op == "Softmax" {
+					g.g.Nodes[i].Attrs["axis"] = intv(2)
+				}
+			}
+			return g.g
+		}},
+	}
+	for _, tc := range refuse {
+		g := tc.g()
+		if f := fuseAttention(g); countOps(f)["Attend"] != 0 {
+			t.Errorf("%s: fused", tc.name)
+		}
+	}
+}
+
+// TestAttendMatchesCPU runs each case on the GPU against the CPU
+// backend's run of the unfused nodes: fused under BF16 and F16 (within
+// 1e-2 relative L2), unfused under FP32 (within 1e-5).
+func TestAttendMatchesCPU(t *testing.T) {
+	requireGPU(t)
+	d, _ := Device()
+	for _, c := range attendCases {
+		for _, prec := range []Precision{FP32, BF16, F16} {
+			g := attendGraph(c)
+			want := evalGraph(t, g)
+			exe, s := openSession(t, g.g, Options{Precision: prec})
+			fused := 0
+			if prec.Half() && d.Major >= 8 {
+				fused = 1
+			}
+			if n := exe.Fusion().Attentions; n != fused {
+				t.Errorf("%s %s: %d fused attentions, want %d", c.name, prec, n, fused)
+			}
+			got := [][]byte{make([]byte, len(want[0]))}
+			for run := range 2 { // launched one by one, then replayed
+				for i := range got[0] {
+					got[0][i] = 0xFF
+				}
+				if err := s.Run(g.in, got); err != nil {
+					t.Fatalf("%s %s: %v", c.name, prec, err)
+				}
+				rel := relL2Bytes(got[0], want[0])
+				tol := 1e-5
+				if prec.Half() {
+					tol = 1e-2
+				}
+				if !(rel <= tol) {
+					t.Errorf("%s %s run %d: rel L2 %.3g > %g", c.name, prec, run, rel, tol)
+				}
+			}
+			s.Close()
+			exe.Close()
+		}
+	}
+}
