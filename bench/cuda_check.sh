@@ -62,8 +62,11 @@ for s in $sections; do
 	shapes)
 		[ -f "$corpus/resnet50_open.onnx" ] ||
 			timeout 120 python3 scripts/gen_corpus.py "$corpus" --only resnet50_open >/dev/null 2>&1
+		# PROFDIR, where set, takes a CPU profile of the benchmark
+		# (go tool pprof -top root.test PROFDIR/shapes.prof).
 		BERTH_CUDA_OPEN="$corpus/resnet50_open.onnx" BERTH_CUDA_OPEN_BOUND=batch=1,height=320,width=320 \
-			timeout 150 "$bin/root.test" -test.run '^$' -test.bench CUDAOpenShapes -test.benchtime 20x 2>&1 | grep -E '^Benchmark|FAIL|panic'
+			timeout 150 "$bin/root.test" -test.run '^$' -test.bench CUDAOpenShapes -test.benchtime 20x \
+			${PROFDIR:+-test.cpuprofile "$PROFDIR/shapes.prof"} 2>&1 | grep -E '^Benchmark|FAIL|panic'
 		;;
 	torch)
 		PRECISIONS=fp32 timeout 500 bench/cuda_vs_torch.sh "$bin/berth" /tmp/cvt 2>&1 | grep -v '^$' | tail -20

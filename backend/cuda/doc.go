@@ -27,7 +27,12 @@
 // read its output (no fill of C before a beta = 1 GEMM), and under BF16 or
 // F16 a tensor read only by cuBLAS GEMMs (directly or through a
 // Reshape-like view) is written in 16 bits by its producer (a generated
-// kernel, a Transpose, a Softmax) instead of being rounded by each GEMM.
+// kernel, a Transpose, a Softmax, a LayerNorm read by GEMMs alone, an
+// attention) instead of being rounded by each GEMM. Under 16-bit
+// precision on a GPU of sm_80 or later, attend.go rewrites attention
+// before planning (scores, scale, mask, Softmax, the product by V and the
+// Transposes around them) into one tensor-core kernel whose scores never
+// reach memory.
 // A group whose kernel the plan's offsets do not allow (an input
 // overwritten before the group's last node, an output overlapping an
 // input) is split until every kernel is safe. Options.NoFusion, or
