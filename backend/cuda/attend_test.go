@@ -2,7 +2,9 @@ package cuda
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/berth-ml/berth/ir"
@@ -80,6 +82,10 @@ func attendGraph(c attendCase) *tg {
 	}
 	// above reports whether key j lies after query i (a causal mask).
 	above := func(i, j int64) bool { return j > i+t-s }
+	maskShape := ir.Shape{1, 1, s, t}
+	if c.layout == "rank3" {
+		maskShape = ir.Shape{1, s, t}
+	}
 	switch c.mask {
 	case "padding":
 		g.node("Add", nil, 1, last(), g.input(ir.Float32, b, 1, 1, t))
@@ -92,7 +98,7 @@ func attendGraph(c attendCase) *tg {
 				}
 			}
 		}
-		g.node("Add", nil, 1, g.g.NewTensor("causal", ir.Float32, ir.Shape{1, 1, s, t}, data), last())
+		g.node("Add", nil, 1, g.g.NewTensor("causal", ir.Float32, maskShape, data), last())
 	case "where", "keep":
 		data := make([]byte, s*t)
 		for i := range s {
@@ -102,7 +108,7 @@ func attendGraph(c attendCase) *tg {
 				}
 			}
 		}
-		cond := g.g.NewTensor("cond", ir.Bool, ir.Shape{1, 1, s, t}, data)
+		cond := g.g.NewTensor("cond", ir.Bool, maskShape, data)
 		if c.mask == "where" {
 			g.node("Where", nil, 1, cond, g.scalar(float32(math.Inf(-1))), last())
 		} else {
@@ -196,6 +202,31 @@ func TestFuseAttention(t *testing.T) {
 		if f := fuseAttention(g); countOps(f)["Attend"] != 0 {
 			t.Errorf("%s: fused", tc.name)
 		}
+	}
+	// Random forms and sizes: fused exactly where the kernel takes the
+	// heads, and then built and planned.
+	r := rand.New(rand.NewPCG(7, 8))
+	pick := func(v ...string) string { return v[r.IntN(len(v))] }
+	for trial := range 60 {
+		c := attendCase{name: fmt.Sprint("random ", trial), b: 1 + r.Int64N(3), h: 1 + r.Int64N(4), s: 1 + r.Int64N(90), t: 1 + r.Int64N(90),
+			layout: pick("heads", "split", "kt", "rank3"), scale: pick("", "mul", "mul first", "div"), mask: pick("", "padding", "causal", "where", "keep")}
+		c.d = []int64{16, 32, 48, 64, 128}[r.IntN(5)]
+		c.e = c.d
+		if r.IntN(4) == 0 {
+			c.e = []int64{8, 32, 64}[r.IntN(3)]
+		}
+		if c.mask == "padding" && c.layout == "rank3" {
+			c.mask = "causal"
+		}
+		f := fuseAttention(attendGraph(c).g)
+		want := 0
+		if attendHead(c.d) && c.e == c.d {
+			want = 1
+		}
+		if n := countOps(f)["Attend"]; n != want {
+			t.Errorf("%+v: %d Attend nodes, want %d", c, n, want)
+		}
+		checkFused(t, c.name, f)
 	}
 }
 

@@ -1179,7 +1179,7 @@ func acceptsHalf(g *ir.Graph, sms int, hs *halves) func(i int, t ir.TensorID) bo
 	}
 	return func(i int, t ir.TensorID) bool {
 		var extras [][]byte
-		h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{t: true}, dry: true}
+		h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{t: true}, dry: true, mma: hs.mma}
 		c, err := buildNodeWith(g, i, sms, true, &extras, h, nil)
 		if err != nil {
 			return false
