@@ -48,13 +48,13 @@ import (
 // cuBLAS (BERT-base at batch 1, H200: 1.84 ms against 1.54), and was
 // dropped.
 //
-// The node's inputs are q, k, v, the mask (or none) and the Where's
-// scalar (or none); its attributes dims (B, H, S, T, D, E: batch, heads,
-// queries, keys, values of a query or key head, values of a value head),
-// the strides q, k, v, o and m (elements, by batch, head, row and value
-// or key), scale_op (0 none, 1 Mul, 2 Div) with scale, and mask_op (0
-// none, 1 Add, 2 the scalar where the condition holds, 3 where it does
-// not).
+// The node's inputs are q, k, v, the mask (or none) and none; its
+// attributes dims (B, H, S, T, D, E: batch, heads, queries, keys, values
+// of a query or key head, values of a value head), the strides q, k, v,
+// o and m (elements, by batch, head, row and value or key), scale_op (0
+// none, 1 Mul, 2 Div) with scale, and mask_op (0 none, 1 Add, 2 the
+// Where's scalar fill where the condition holds, 3 where it does not)
+// with fill.
 
 // attendHead reports whether attend_mma takes heads of d values.
 func attendHead(d int64) bool { return d == 32 || d == 64 || d == 128 }

@@ -374,7 +374,7 @@ func onlyProducts(g *ir.Graph, cons [][]int, t ir.TensorID) bool {
 // length warp4 takes, over the last axes, and only its first output.
 func layerNormWarp(g *ir.Graph, i int) bool {
 	n := &g.Nodes[i]
-	if len(n.Inputs) < 2 || !n.DefaultDomain() || g.InputOf(n, 0) == nil || g.InputOf(n, 0).DType != ir.Float32 {
+	if len(n.Inputs) < 2 || len(n.Outputs) == 0 || !n.DefaultDomain() || g.InputOf(n, 0) == nil || g.InputOf(n, 0).DType != ir.Float32 {
 		return false
 	}
 	for _, id := range n.Outputs[1:] {
