@@ -158,6 +158,15 @@ func (g *Graph) Opset() int64 {
 	return g.Opsets["ai.onnx"]
 }
 
+// OutputMask reports, for every tensor, whether it is a graph output.
+func (g *Graph) OutputMask() []bool {
+	out := make([]bool, len(g.Tensors))
+	for _, id := range g.Outputs {
+		out[id] = true
+	}
+	return out
+}
+
 // Consumers returns, for every tensor, the indices of the nodes reading it.
 func (g *Graph) Consumers() [][]int {
 	c := make([][]int, len(g.Tensors))

@@ -26,7 +26,7 @@ import (
 func (e *Executable) attend(p *plan.Problem, index []int, scratch []int64) {
 	g := e.g
 	readers := g.Consumers()
-	isOut := graphOutputs(g)
+	isOut := g.OutputMask()
 	// only is the one reader of id, or -1.
 	only := func(id ir.TensorID) int {
 		if id == ir.NoTensor || isOut[id] || len(readers[id]) != 1 {

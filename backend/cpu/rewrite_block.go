@@ -71,7 +71,7 @@ func (e *Executable) blockLayouts(scratch []int64) error {
 		}
 		can[s] = r
 	}
-	isOut := graphOutputs(g)
+	isOut := g.OutputMask()
 	blocked := make([]bool, len(g.Tensors))
 	readers := g.Consumers()
 	for s := range steps {

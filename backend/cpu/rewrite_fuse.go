@@ -38,15 +38,6 @@ type fusion struct {
 	step, scratch int
 }
 
-// graphOutputs marks the graph's outputs among its tensors.
-func graphOutputs(g *ir.Graph) []bool {
-	isOut := make([]bool, len(g.Tensors))
-	for _, id := range g.Outputs {
-		isOut[id] = true
-	}
-	return isOut
-}
-
 // fuseTiles lets epilogues run tile by tile; tests clear it to run every
 // epilogue once its producer is done.
 var fuseTiles = true
@@ -65,7 +56,7 @@ const maxChain = 16
 func (e *Executable) fuse(p *plan.Problem, index []int, scratch []int64) {
 	g := e.g
 	readers := g.Consumers()
-	isOut := graphOutputs(g)
+	isOut := g.OutputMask()
 	producedAt := func(id ir.TensorID) int { return g.Tensors[id].Producer } // -1 for inputs and constants
 	e.fusions = make(map[int]*fusion)
 	e.prologues = make(map[int]*convPrologue)

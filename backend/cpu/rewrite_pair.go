@@ -33,7 +33,7 @@ type merged struct {
 func (e *Executable) pairUp(p *plan.Problem, index []int, scratch []int64) {
 	g := e.g
 	readers := g.Consumers()
-	isOut := graphOutputs(g)
+	isOut := g.OutputMask()
 	// kernel is the kernel node s runs and its result.
 	kernel := func(s int) (k Kernel, y ir.TensorID) {
 		k, y = e.kernels[s], ir.NoTensor

@@ -48,7 +48,7 @@ import (
 // cuBLAS (BERT-base at batch 1, H200: 1.84 ms against 1.54), and was
 // dropped.
 //
-// The node's inputs are q, k, v, the mask (or none) and none; its
+// The node's inputs are q, k, v and the mask (or none); its
 // attributes dims (B, H, S, T, D, E: batch, heads, queries, keys, values
 // of a query or key head, values of a value head), the strides q, k, v,
 // o and m (elements, by batch, head, row and value or key), scale_op (0
@@ -75,10 +75,7 @@ const (
 // the tensors of the nodes folded away are left without a producer.
 func fuseAttention(g *ir.Graph) *ir.Graph {
 	cons := g.Consumers()
-	isOut := make([]bool, len(g.Tensors))
-	for _, id := range g.Outputs {
-		isOut[id] = true
-	}
+	isOut := g.OutputMask()
 	fused := make([]*ir.Node, len(g.Nodes))
 	gone := make([]bool, len(g.Nodes))
 	changed := false
@@ -321,7 +318,7 @@ func matchAttention(g *ir.Graph, cons [][]int, isOut []bool, i int) (*ir.Node, [
 	if r == 4 {
 		B, H = y.Shape[0], y.Shape[1]
 	}
-	a.Inputs = []ir.TensorID{qb, kb, vb, mask, ir.NoTensor}
+	a.Inputs = []ir.TensorID{qb, kb, vb, mask}
 	a.Outputs = []ir.TensorID{out}
 	ints := func(v []int64) ir.Attr { return ir.Attr{Kind: ir.AttrInts, Ints: v} }
 	a.Attrs = ir.Attrs{
@@ -351,8 +348,8 @@ func broadcasts(s, out ir.Shape) bool {
 // buildAttend launches an Attend node (fuseAttention).
 func buildAttend(c *buildContext) error {
 	n := c.n
-	if len(n.Inputs) != 5 || len(n.Outputs) != 1 {
-		return c.errorf("%d inputs and %d outputs, want q, k, v, a mask (or none) and none, and one output", len(n.Inputs), len(n.Outputs))
+	if len(n.Inputs) != 4 || len(n.Outputs) != 1 {
+		return c.errorf("%d inputs and %d outputs, want q, k, v and a mask (or none), and one output", len(n.Inputs), len(n.Outputs))
 	}
 	dims := n.Attrs.Ints("dims", nil)
 	if len(dims) != 6 {
@@ -423,10 +420,6 @@ func buildAttend(c *buildContext) error {
 	if c.halfOut(0) {
 		kernel += "_h"
 	}
-	mask := c.optIn(3)
-	if mop == maskNone {
-		mask = null()
-	}
 	var w []uint64
 	for _, v := range dims {
 		w = append(w, uint64(v))
@@ -438,7 +431,7 @@ func buildAttend(c *buildContext) error {
 	}
 	l := launch{node: c.node, module: attendModule, kernel: kernel,
 		grid: [3]uint32{uint32(ceilDiv(S, attendWarps*attendRows)), uint32(H), uint32(B)}, block: [3]uint32{attendWarps * 32, 1, 1},
-		args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), mask, c.outArg(0), words(w),
+		args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.optIn(3), c.outArg(0), words(w),
 			f32(mul), f32(n.Attrs.Float("fill", 0)), i32(int32(mop)), i32(halfMode(c.half.prec))}}
 	c.launches = append(c.launches, l)
 	return nil

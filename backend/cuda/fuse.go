@@ -163,10 +163,7 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 		fz.mode = halfMode(hs.prec)
 	}
 	cons := g.Consumers()
-	isOut := make(map[ir.TensorID]bool)
-	for _, id := range g.Outputs {
-		isOut[id] = true
-	}
+	isOut := g.OutputMask()
 	for i := range fz.group {
 		fz.group[i] = -1
 	}

@@ -58,10 +58,7 @@ const maxProducts = 3
 // have written before its Add is folded are left without a producer.
 func fuseProducts(g *ir.Graph) *ir.Graph {
 	cons := g.Consumers()
-	isOut := make([]bool, len(g.Tensors))
-	for _, id := range g.Outputs {
-		isOut[id] = true
-	}
+	isOut := g.OutputMask()
 	// single reports whether node i is a product of one activation row.
 	single := func(i int) bool {
 		n := &g.Nodes[i]
