@@ -163,6 +163,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		if fusing && hs.mma {
 			g = fuseAttention(g)
 		}
+		if fusing {
+			g = roundShared(g)
+		}
 	}
 	var extras [][]byte
 	built := make([]*buildContext, len(g.Nodes))

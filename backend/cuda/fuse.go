@@ -289,7 +289,7 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 			fz.half[y] = true
 		case n.Op == "Softmax" && softmaxWarp(g, i):
 			fz.half[y] = true
-		case n.Op == "Attend" && n.Domain == cudaDomain:
+		case (n.Op == "Attend" || n.Op == "Round16") && n.Domain == cudaDomain:
 			fz.half[y] = true
 		case n.Op == "LayerNormalization" && layerNormWarp(g, i) && onlyProducts(g, cons, y):
 			// Not where a generated kernel reads it too: a residual

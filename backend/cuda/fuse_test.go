@@ -446,6 +446,7 @@ func TestFusedMatchesCPU(t *testing.T) {
 		{"attention", func() *tg { return attentionGraph(2, 4, 64, 32) }},
 		{"bottleneck", func() *tg { return convGraph(2, 16, 14) }},
 		{"two blocks", func() *tg { return twoBlocks(2, 16, 14) }},
+		{"shared operand", sharedOperandGraph},
 	}
 	for _, tc := range cases {
 		for _, prec := range []Precision{FP32, BF16, F16} {

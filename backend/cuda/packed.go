@@ -61,12 +61,12 @@ const (
 )
 
 // berthBuilders are the builders of ir.BerthDomain's operators (this
-// file) and of the nodes Compile makes for itself (cudaDomain, step.go and attend.go).
+// file) and of the nodes Compile makes for itself (cudaDomain, step.go, attend.go and round.go).
 var berthBuilders = map[string]buildFunc{
 	"PackedMatMul": buildPackedMatMul, "PackedGather": buildPackedGather,
 	"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
 	"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
-	"Products": buildProducts, "Rotaries": buildRotaries, "Attend": buildAttend,
+	"Products": buildProducts, "Rotaries": buildRotaries, "Attend": buildAttend, "Round16": buildRound,
 }
 
 func buildPackedMatMul(c *buildContext) error {

@@ -64,34 +64,12 @@ func LoadBLAS() error {
 			blasLib.err = err
 			return
 		}
-		var h uintptr
-		var err error
-		for _, name := range blasNames {
-			if h, err = openLibrary(name); err == nil {
-				blasLib.name = name
-				break
-			}
-		}
-		if err != nil {
-			blasLib.err = fmt.Errorf("%w: cannot open cuBLAS (%v): %v", ErrUnavailable, blasNames, err)
-			return
-		}
-		for _, s := range []struct {
-			p    *uintptr
-			name string
-		}{
+		blasLib.name, blasLib.err = openFirst("cuBLAS", blasNames, []symbolRef{
 			{&blasLib.create, "cublasCreate_v2"}, {&blasLib.destroy, "cublasDestroy_v2"},
 			{&blasLib.setStream, "cublasSetStream_v2"}, {&blasLib.setWorkspace, "cublasSetWorkspace_v2"},
 			{&blasLib.setMathMode, "cublasSetMathMode"}, {&blasLib.sgemmStridedBatched, "cublasSgemmStridedBatched"},
 			{&blasLib.gemmStridedBatchedEx, "cublasGemmStridedBatchedEx"},
-		} {
-			p, err := symbol(h, s.name)
-			if err != nil {
-				blasLib.err = fmt.Errorf("%w: %s lacks %s: %v", ErrUnavailable, blasLib.name, s.name, err)
-				return
-			}
-			*s.p = p
-		}
+		})
 	})
 	return blasLib.err
 }

@@ -67,22 +67,7 @@ func LoadLt() error {
 			ltLib.err = err
 			return
 		}
-		var h uintptr
-		var err error
-		for _, name := range ltNames {
-			if h, err = openLibrary(name); err == nil {
-				ltLib.name = name
-				break
-			}
-		}
-		if err != nil {
-			ltLib.err = fmt.Errorf("%w: cannot open cuBLASLt (%v): %v", ErrUnavailable, ltNames, err)
-			return
-		}
-		for _, s := range []struct {
-			p    *uintptr
-			name string
-		}{
+		ltLib.name, ltLib.err = openFirst("cuBLASLt", ltNames, []symbolRef{
 			{&ltLib.create, "cublasLtCreate"}, {&ltLib.destroy, "cublasLtDestroy"},
 			{&ltLib.descCreate, "cublasLtMatmulDescCreate"}, {&ltLib.descDestroy, "cublasLtMatmulDescDestroy"},
 			{&ltLib.descSet, "cublasLtMatmulDescSetAttribute"},
@@ -91,14 +76,7 @@ func LoadLt() error {
 			{&ltLib.prefCreate, "cublasLtMatmulPreferenceCreate"}, {&ltLib.prefDestroy, "cublasLtMatmulPreferenceDestroy"},
 			{&ltLib.prefSet, "cublasLtMatmulPreferenceSetAttribute"},
 			{&ltLib.heuristic, "cublasLtMatmulAlgoGetHeuristic"}, {&ltLib.matmul, "cublasLtMatmul"},
-		} {
-			p, err := symbol(h, s.name)
-			if err != nil {
-				ltLib.err = fmt.Errorf("%w: %s lacks %s: %v", ErrUnavailable, ltLib.name, s.name, err)
-				return
-			}
-			*s.p = p
-		}
+		})
 	})
 	return ltLib.err
 }

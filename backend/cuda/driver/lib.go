@@ -174,3 +174,44 @@ func DeviceCount() (int, error) {
 	err := call(lib.cuDeviceGetCount, uintptr(unsafe.Pointer(&n)))
 	return int(n), err
 }
+
+// symbolRef is a symbol to resolve and where its address goes.
+type symbolRef struct {
+	p    *uintptr
+	name string
+}
+
+// resolve fills every ref from the library h, and names the first symbol
+// it lacks.
+func resolve(h uintptr, refs []symbolRef) (missing string, err error) {
+	for _, r := range refs {
+		p, err := symbol(h, r.name)
+		if err != nil {
+			return r.name, err
+		}
+		*r.p = p
+	}
+	return "", nil
+}
+
+// openFirst opens the first of names that opens (what names the library
+// in errors) and resolves refs in it. It returns the name opened; every
+// error wraps ErrUnavailable.
+func openFirst(what string, names []string, refs []symbolRef) (string, error) {
+	var h uintptr
+	var err error
+	opened := ""
+	for _, name := range names {
+		if h, err = openLibrary(name); err == nil {
+			opened = name
+			break
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: cannot open %s (%v): %v", ErrUnavailable, what, names, err)
+	}
+	if missing, err := resolve(h, refs); err != nil {
+		return opened, fmt.Errorf("%w: %s lacks %s: %v", ErrUnavailable, opened, missing, err)
+	}
+	return opened, nil
+}

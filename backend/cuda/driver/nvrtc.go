@@ -21,34 +21,13 @@ var nvrtcNames = []string{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"}
 
 func loadNVRTC() error {
 	rtcOnce.Do(func() {
-		var h uintptr
-		var err error
-		for _, name := range nvrtcNames {
-			if h, err = openLibrary(name); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			rtcErr = fmt.Errorf("%w: cannot open NVRTC (%v): %v", ErrUnavailable, nvrtcNames, err)
-			return
-		}
-		for _, s := range []struct {
-			p    *uintptr
-			name string
-		}{
+		_, rtcErr = openFirst("NVRTC", nvrtcNames, []symbolRef{
 			{&rtc.create, "nvrtcCreateProgram"}, {&rtc.destroy, "nvrtcDestroyProgram"},
 			{&rtc.compile, "nvrtcCompileProgram"}, {&rtc.logSize, "nvrtcGetProgramLogSize"},
 			{&rtc.log, "nvrtcGetProgramLog"}, {&rtc.cubinSize, "nvrtcGetCUBINSize"},
 			{&rtc.cubin, "nvrtcGetCUBIN"}, {&rtc.errString, "nvrtcGetErrorString"},
 			{&rtc.version, "nvrtcVersion"},
-		} {
-			p, err := symbol(h, s.name)
-			if err != nil {
-				rtcErr = fmt.Errorf("%w: NVRTC lacks %s: %v", ErrUnavailable, s.name, err)
-				return
-			}
-			*s.p = p
-		}
+		})
 	})
 	return rtcErr
 }

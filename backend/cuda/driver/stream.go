@@ -30,20 +30,12 @@ func loadGraphs() error {
 			graphLib.err = err
 			return
 		}
-		for _, s := range []struct {
-			p    *uintptr
-			name string
-		}{
+		if _, err := resolve(handle, []symbolRef{
 			{&graphLib.beginCapture, "cuStreamBeginCapture_v2"}, {&graphLib.endCapture, "cuStreamEndCapture"},
 			{&graphLib.instantiate, "cuGraphInstantiateWithFlags"}, {&graphLib.launch, "cuGraphLaunch"},
 			{&graphLib.execDestroy, "cuGraphExecDestroy"}, {&graphLib.destroy, "cuGraphDestroy"},
-		} {
-			p, err := symbol(handle, s.name)
-			if err != nil {
-				graphLib.err = ErrNoGraphs
-				return
-			}
-			*s.p = p
+		}); err != nil {
+			graphLib.err = ErrNoGraphs
 		}
 	})
 	return graphLib.err
