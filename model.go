@@ -37,6 +37,9 @@ type Model struct {
 	// reopen makes the open model of the same file, for a model whose
 	// kernels turn out to need input values (nil when it cannot).
 	reopen func() (*Model, error)
+	// parsed is the decoding of the file the model owns, and with it
+	// the external data files its imports mapped (nil: none owned).
+	parsed *parsedFile
 	// lm is set for a decoder language model (NewGenerator).
 	lm *decoder
 }
@@ -125,6 +128,9 @@ func modelPath(path string) (string, error) {
 // leaves it alone.
 func (m *Model) releaseFile() {
 	m.src.Release(nil)
+	if m.parsed != nil {
+		m.parsed.release()
+	}
 	if m.file != nil {
 		m.file.Release(m.file.Bytes())
 	}
@@ -137,44 +143,122 @@ func LoadBytes(b []byte, dir string) (*Model, error) {
 	return load(b, "onnx", parsedOnce(func() (*onnx.Parsed, error) { return onnx.ParseBytes(b, dir) }))
 }
 
-// parsedOnce is an importer that decodes the file with parse the first
-// time it imports, and imports that decoding every time: a model with
-// open shapes imports once per set of shapes.
-func parsedOnce(parse func() (*onnx.Parsed, error)) importer {
-	once := sync.OnceValues(parse)
-	return func(opts onnx.ImportOptions) (*onnx.Model, error) {
-		p, err := once()
-		if err != nil {
-			return nil, err
-		}
-		return p.Import(opts)
+// parsedFile is an ONNX file decoded the first time it is imported, and
+// that decoding imported every time after: a model with open shapes
+// imports once per set of shapes. The imports share the external data
+// files they map, which close unmaps.
+type parsedFile struct {
+	parse func() (*onnx.Parsed, error)
+
+	mu     sync.Mutex
+	done   bool
+	parsed *onnx.Parsed
+	err    error
+}
+
+func parsedOnce(parse func() (*onnx.Parsed, error)) *parsedFile {
+	return &parsedFile{parse: parse}
+}
+
+func (pf *parsedFile) get() (*onnx.Parsed, error) {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if !pf.done {
+		pf.parsed, pf.err = pf.parse()
+		pf.done = true
+	}
+	return pf.parsed, pf.err
+}
+
+// imp imports the file with the options given.
+func (pf *parsedFile) imp(opts onnx.ImportOptions) (*onnx.Model, error) {
+	p, err := pf.get()
+	if err != nil {
+		return nil, err
+	}
+	return p.Import(opts)
+}
+
+// parsedNow is the decoding, or nil where none was made (or it failed).
+func (pf *parsedFile) parsedNow() *onnx.Parsed {
+	if pf == nil {
+		return nil
+	}
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	return pf.parsed
+}
+
+// files are the bytes the imports read constants from (onnx.Parsed.Files),
+// b alone before the first import (and for a nil pf: a model that is not
+// an ONNX file).
+func (pf *parsedFile) files(b []byte) [][]byte {
+	if pf == nil {
+		return [][]byte{b}
+	}
+	if p := pf.parsedNow(); p != nil {
+		return p.Files()
+	}
+	return [][]byte{b}
+}
+
+// release lets the pages of the external data files go (onnx.Parsed.Release).
+func (pf *parsedFile) release() {
+	if p := pf.parsedNow(); p != nil {
+		p.Release()
 	}
 }
 
+// close unmaps the external data files.
+func (pf *parsedFile) close() error {
+	if p := pf.parsedNow(); p != nil {
+		return p.Close()
+	}
+	return nil
+}
+
 // load imports the model whose bytes are b (name is for errors) through
-// imp, which imports them with the options given.
-func load(b []byte, name string, imp importer) (*Model, error) {
+// pf, which the model owns from then on (and closes on failure).
+func load(b []byte, name string, pf *parsedFile) (m *Model, err error) {
+	defer func() {
+		if err != nil {
+			pf.close()
+			return
+		}
+		// The model owns the decoding: models that reopen it do not.
+		m.parsed = pf
+	}()
 	sig, err := onnx.ReadSignature(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if !sig.Static() {
-		return openModelOf(b, sig, name, imp)
+		return openParsed(b, sig, name, pf)
 	}
-	src, err := imp(onnx.ImportOptions{})
+	src, err := pf.imp(onnx.ImportOptions{})
 	if err != nil {
 		return nil, err
 	}
-	m, err := prepare(src)
+	m, err = prepare(src)
 	if errors.Is(err, ir.ErrValueDependent) {
 		// Shapes follow from the values of some inputs: specialise on
 		// them at run time.
-		return openModelOf(b, sig, name, imp)
+		return openParsed(b, sig, name, pf)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	m.reopen = func() (*Model, error) { return openModelOf(b, sig, name, imp) }
+	m.reopen = func() (*Model, error) { return openParsed(b, sig, name, pf) }
+	return m, nil
+}
+
+// openParsed is the open model of the ONNX file pf decodes.
+func openParsed(b []byte, sig *onnx.Signature, name string, pf *parsedFile) (*Model, error) {
+	m, err := openModelOf(b, sig, name, pf.imp)
+	if err != nil {
+		return nil, err
+	}
+	m.open.parsed = pf
 	return m, nil
 }
 
@@ -198,6 +282,12 @@ func (m *Model) Close() error {
 		m.open.close()
 	} else {
 		err = m.src.Close()
+	}
+	if m.parsed != nil {
+		if perr := m.parsed.close(); err == nil {
+			err = perr
+		}
+		m.parsed = nil
 	}
 	if m.file != nil {
 		if ferr := m.file.Close(); err == nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // importer imports the model file with the options given; every import
-// reads the same mapped bytes.
+// is independent of the others and may be closed on its own.
 type importer func(onnx.ImportOptions) (*onnx.Model, error)
 
 // openModel is what a Model whose shapes are open keeps: the file's
@@ -27,7 +27,10 @@ type openModel struct {
 	sig     *onnx.Signature
 	symbols []string
 	imp     importer
-	probe   *onnx.Model // the graph imported without shapes; nil if that failed
+	// parsed, for an ONNX file, is the decoding imp imports (owned by
+	// the Model that loaded it): its files are where constants lie.
+	parsed *parsedFile
+	probe  *onnx.Model // the graph imported without shapes; nil if that failed
 	// file is the model file all imports read (nil for LoadBytes);
 	// bytes are its bytes (LoadBytes's).
 	file  *device.MappedFile
@@ -106,6 +109,7 @@ func (o *openModel) release() {
 	if o.file != nil {
 		o.file.Release(o.file.Bytes())
 	}
+	o.parsed.release()
 }
 
 // infos describes declared values.

@@ -126,7 +126,7 @@ func compileOpen(m *Model, dev Device, opts Options) (*Executable, error) {
 	// plans for other shapes share the layouts they have in common (a
 	// lone plan, above, lays a blocked layout over the packed one
 	// instead, to save the memory).
-	x.opts.weights = b.NewWeights([][]byte{o.bytes})
+	x.opts.weights = b.NewWeights(o.parsed.files(o.bytes))
 	if len(opts.MaxDims) > 0 {
 		if err := x.planAtBound(); err != nil {
 			return nil, err

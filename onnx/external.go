@@ -1,10 +1,12 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/onnx/internal/onnxpb"
@@ -103,6 +105,9 @@ func (im *importer) externalFile(location string) (*device.MappedFile, error) {
 	if err != nil || !filepath.IsLocal(rel) {
 		return nil, fmt.Errorf("the path leaves the model's folder (it resolves to %s)", real)
 	}
+	if im.shared != nil {
+		return im.shared.open(real)
+	}
 	if f, ok := im.extFiles[real]; ok {
 		return f, nil
 	}
@@ -116,4 +121,70 @@ func (im *importer) externalFile(location string) (*device.MappedFile, error) {
 	im.extFiles[real] = f
 	im.files = append(im.files, f)
 	return f, nil
+}
+
+// dataFiles are the external data files that the imports of one Parsed
+// share: each is mapped once, by the first import that reads it, and
+// stays mapped until the Parsed is closed. A model with open shapes is
+// imported again for every set of shapes; sharing the mappings keeps
+// its weights at one address, so that what is made of them (a device
+// copy, a packed layout) is made once.
+type dataFiles struct {
+	mu     sync.Mutex
+	byPath map[string]*device.MappedFile
+	list   []*device.MappedFile // in mapping order
+	closed bool
+}
+
+// open returns the mapping of the file at the resolved path real,
+// mapping it the first time.
+func (d *dataFiles) open(real string) (*device.MappedFile, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errors.New("the model is closed")
+	}
+	if f, ok := d.byPath[real]; ok {
+		return f, nil
+	}
+	f, err := device.MapFile(real)
+	if err != nil {
+		return nil, err
+	}
+	if d.byPath == nil {
+		d.byPath = make(map[string]*device.MappedFile)
+	}
+	d.byPath[real] = f
+	d.list = append(d.list, f)
+	return f, nil
+}
+
+// each calls fn on every file mapped so far, in order, until fn returns
+// true; it reports whether one did. It does not allocate.
+func (d *dataFiles) each(fn func(*device.MappedFile) bool) bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range d.list {
+		if fn(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// close unmaps every file; later opens fail.
+func (d *dataFiles) close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var first error
+	for _, f := range d.list {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.list, d.byPath, d.closed = nil, nil, true
+	return first
 }

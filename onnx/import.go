@@ -52,6 +52,10 @@ type Model struct {
 	// shared is the mapping an ImportMapped model reads from and does
 	// not own.
 	shared *device.MappedFile
+	// data are the external data files of the Parsed it was imported
+	// from, which that Parsed owns (nil: the model owns its own, in
+	// files).
+	data *dataFiles
 }
 
 // Release hints that the mapped bytes of b (constant Data, or nil for
@@ -67,10 +71,13 @@ func (m *Model) Release(b []byte) {
 			f.Release(b)
 		}
 	}
-	if m.shared != nil && b != nil {
+	if b != nil {
 		// The whole of a shared mapping is its owner's to release: other
 		// imports of the file may be reading it.
-		release(m.shared)
+		if m.shared != nil {
+			release(m.shared)
+		}
+		m.data.each(func(f *device.MappedFile) bool { release(f); return false })
 	}
 	for _, f := range m.files {
 		release(f)
@@ -89,12 +96,12 @@ func (m *Model) ReadInto(dst, b []byte) bool {
 			return true
 		}
 	}
-	return false
+	return m.data.each(func(f *device.MappedFile) bool { return f.ReadInto(dst, b) })
 }
 
 // Detached reports whether the model owns no file: its constants lie in
-// memory, or in a mapping it reads without owning (ImportMapped, an
-// import of a parsed mapped file). A copy of its graph then stays valid
+// memory, or in mappings it reads without owning (ImportMapped, an
+// import of a parsed mapped file, whose Parsed owns the external data). A copy of its graph then stays valid
 // whatever becomes of the model, as long as that mapping does.
 func (m *Model) Detached() bool { return len(m.files) == 0 }
 
@@ -170,6 +177,7 @@ type importer struct {
 	realDir  string                        // dir with symbolic links resolved, once needed
 	extFiles map[string]*device.MappedFile // by resolved path
 	files    []*device.MappedFile          // external data files, in mapping order
+	shared   *dataFiles                    // where set, the Parsed's, used instead
 	// attrData holds the raw_data windows of the main graph's tensor
 	// attributes (Constant values), which the wire walk stripped.
 	attrData map[*onnxpb.TensorProto]window
@@ -210,10 +218,13 @@ func importModel(name string, b []byte, dir string, opts ImportOptions) (*Model,
 // most of an import. A Parsed is read-only; imports of it may run
 // concurrently.
 type Parsed struct {
-	name    string
-	file    []byte // the serialized model; raw_data windows point into it
-	dir     string
-	shared  *device.MappedFile // the mapping file lies in, when imports share it
+	name   string
+	file   []byte // the serialized model; raw_data windows point into it
+	dir    string
+	shared *device.MappedFile // the mapping file lies in, when imports share it
+	// data, when set, are the external data files the imports share
+	// (ParseMapped, ParseBytes); Close unmaps them.
+	data    *dataFiles
 	mp      *onnxpb.ModelProto // decoded with raw_data stripped
 	windows []window           // the initializers' raw_data
 	// attrData holds the raw_data windows of the main graph's tensor
@@ -235,19 +246,50 @@ func ParseMapped(f *device.MappedFile) (*Parsed, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.shared = f
+	p.shared, p.data = f, new(dataFiles)
 	return p, nil
 }
 
 // ParseBytes decodes a serialized ONNX model held in memory, as
-// ImportBytes reads it.
+// ImportBytes reads it. Its imports share the external data files they
+// map, as ParseMapped's do.
 func ParseBytes(b []byte, dir string) (*Parsed, error) {
-	return parse("onnx", b, dir)
+	p, err := parse("onnx", b, dir)
+	if err != nil {
+		return nil, err
+	}
+	p.data = new(dataFiles)
+	return p, nil
+}
+
+// Files are the bytes the imports so far read their constants from: the
+// serialized model, then each external data file mapped. The windows
+// stay valid until Close.
+func (p *Parsed) Files() [][]byte {
+	files := [][]byte{p.file}
+	p.data.each(func(f *device.MappedFile) bool { files = append(files, f.Bytes()); return false })
+	return files
+}
+
+// Release hints that the pages of the external data files are not
+// needed for now, as Model.Release(nil) does for the files a model owns.
+func (p *Parsed) Release() {
+	p.data.each(func(f *device.MappedFile) bool { f.Release(f.Bytes()); return false })
+}
+
+// Close unmaps the external data files the imports shared: the models
+// imported from p must not be used afterwards. The mapping of
+// ParseMapped's file stays its caller's.
+func (p *Parsed) Close() error {
+	if p.data == nil {
+		return nil
+	}
+	return p.data.close()
 }
 
 // Import imports the decoded model with the options given.
 func (p *Parsed) Import(opts ImportOptions) (*Model, error) {
-	im := &importer{file: p.file, dir: p.dir, opts: opts, attrData: p.attrData}
+	im := &importer{file: p.file, dir: p.dir, opts: opts, attrData: p.attrData, shared: p.data}
 	im.producers = func() map[string]int {
 		p.producers.once.Do(func() { p.producers.of = producersOf(p.mp.GetGraph().GetNode()) })
 		return p.producers.of
@@ -260,7 +302,7 @@ func (p *Parsed) Import(opts ImportOptions) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", p.name, err)
 	}
 	m.files = im.files
-	m.shared = p.shared
+	m.shared, m.data = p.shared, p.data
 	return m, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/onnx/internal/onnxpb"
 	"github.com/berth-ml/berth/onnx/onnxtest"
@@ -628,4 +629,67 @@ func marshalTensor(t *testing.T, tp *onnxpb.TensorProto) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestParsedSharesExternalData: the imports of one Parsed read external
+// data from one mapping, which outlives each import and goes with the
+// Parsed.
+func TestParsedSharesExternalData(t *testing.T) {
+	f, err := device.MapFile("testdata/external/model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := ParseMapped(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.Files()); n != 1 {
+		t.Fatalf("%d files before any import, want the model alone", n)
+	}
+	m1, err := p.Import(ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := p.Import(ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := p.Files()
+	if len(files) != 2 {
+		t.Fatalf("%d files after importing, want the model and its data file", len(files))
+	}
+	for _, name := range []string{"w1", "w2"} {
+		a, b := tensorByName(m1.Graph, name), tensorByName(m2.Graph, name)
+		if unsafe.SliceData(a.Data) != unsafe.SliceData(b.Data) {
+			t.Errorf("%s: the two imports read it from different mappings", name)
+		}
+		if !inside(a.Data, files[1]) {
+			t.Errorf("%s: not in the data file Files lists", name)
+		}
+	}
+	if !m1.Detached() {
+		t.Error("an import of a Parsed owns a file")
+	}
+	// Closing one import leaves the other's data readable.
+	m1.Close()
+	w2 := tensorByName(m2.Graph, "w2")
+	want := append([]byte(nil), files[1][128:192]...)
+	if !bytes.Equal(w2.Data, want) {
+		t.Error("w2 changed when the other import closed")
+	}
+	dst := make([]byte, len(w2.Data))
+	if !m2.ReadInto(dst, w2.Data) || !bytes.Equal(dst, want) {
+		t.Error("ReadInto does not read the shared data file")
+	}
+	m2.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.Files()); n != 1 {
+		t.Errorf("%d files after Close, want the model alone", n)
+	}
+	if _, err := p.Import(ImportOptions{}); err == nil {
+		t.Error("an import after Close read the unmapped data file")
+	}
 }
