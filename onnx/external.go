@@ -105,27 +105,13 @@ func (im *importer) externalFile(location string) (*device.MappedFile, error) {
 	if err != nil || !filepath.IsLocal(rel) {
 		return nil, fmt.Errorf("the path leaves the model's folder (it resolves to %s)", real)
 	}
-	if im.shared != nil {
-		return im.shared.open(real)
-	}
-	if f, ok := im.extFiles[real]; ok {
-		return f, nil
-	}
-	f, err := device.MapFile(real)
-	if err != nil {
-		return nil, err
-	}
-	if im.extFiles == nil {
-		im.extFiles = make(map[string]*device.MappedFile)
-	}
-	im.extFiles[real] = f
-	im.files = append(im.files, f)
-	return f, nil
+	return im.data.open(real)
 }
 
-// dataFiles are the external data files that the imports of one Parsed
-// share: each is mapped once, by the first import that reads it, and
-// stays mapped until the Parsed is closed. A model with open shapes is
+// dataFiles are the external data files of an import, or those that the
+// imports of one Parsed share: each is mapped once, by the first import
+// that reads it, and stays mapped until its owner (the Model, or the
+// Parsed) is closed. A model with open shapes is
 // imported again for every set of shapes; sharing the mappings keeps
 // its weights at one address, so that what is made of them (a device
 // copy, a packed layout) is made once.

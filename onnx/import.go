@@ -171,13 +171,13 @@ func ImportBytesWith(b []byte, dir string, opts ImportOptions) (*Model, error) {
 
 // importer holds the state of one import.
 type importer struct {
-	file     []byte                        // the serialized model; raw_data windows point into it
-	opts     ImportOptions                 // what the caller fixed
-	dir      string                        // the model's folder, for external data
-	realDir  string                        // dir with symbolic links resolved, once needed
-	extFiles map[string]*device.MappedFile // by resolved path
-	files    []*device.MappedFile          // external data files, in mapping order
-	shared   *dataFiles                    // where set, the Parsed's, used instead
+	file    []byte        // the serialized model; raw_data windows point into it
+	opts    ImportOptions // what the caller fixed
+	dir     string        // the model's folder, for external data
+	realDir string        // dir with symbolic links resolved, once needed
+	// data are the external data files: the Parsed's, or the import's
+	// own (which its Model then owns).
+	data *dataFiles
 	// attrData holds the raw_data windows of the main graph's tensor
 	// attributes (Constant values), which the wire walk stripped.
 	attrData map[*onnxpb.TensorProto]window
@@ -289,19 +289,25 @@ func (p *Parsed) Close() error {
 
 // Import imports the decoded model with the options given.
 func (p *Parsed) Import(opts ImportOptions) (*Model, error) {
-	im := &importer{file: p.file, dir: p.dir, opts: opts, attrData: p.attrData, shared: p.data}
+	im := &importer{file: p.file, dir: p.dir, opts: opts, attrData: p.attrData, data: p.data}
+	own := p.data == nil
+	if own {
+		im.data = new(dataFiles)
+	}
 	im.producers = func() map[string]int {
 		p.producers.once.Do(func() { p.producers.of = producersOf(p.mp.GetGraph().GetNode()) })
 		return p.producers.of
 	}
 	m, err := im.model(p)
 	if err != nil {
-		for _, f := range im.files {
-			f.Close()
+		if own {
+			im.data.close()
 		}
 		return nil, fmt.Errorf("%s: %w", p.name, err)
 	}
-	m.files = im.files
+	if own {
+		m.files = im.data.list
+	}
 	m.shared, m.data = p.shared, p.data
 	return m, nil
 }
