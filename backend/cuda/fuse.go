@@ -1104,14 +1104,16 @@ func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index []int,
 	if last != pos[e.sink()] {
 		return false
 	}
+	y := g.Nodes[e.sink()].Outputs[0]
 	rangeOf := func(t int) [2]int64 { return [2]int64{pl.Offsets[t], pl.Offsets[t] + p.Tensors[t].Size} }
 	overlap := func(a, b [2]int64) bool { return a[0] < b[1] && b[0] < a[1] && a[0] < a[1] && b[0] < b[1] }
 	var ins [][2]int64
-	var flat []bool
+	var flat, h16 []bool
 	for xi, x := range k.ext {
 		if !g.Tensor(x).IsConst() {
 			ins = append(ins, rangeOf(index[x]))
-			flat = append(flat, k.flat[xi])
+			flat = append(flat, k.flat[xi] || fz.flat16(g, x, y))
+			h16 = append(h16, fz.out16[x] || fz.half[x])
 		}
 	}
 	for q := first + 1; q < last; q++ {
@@ -1127,21 +1129,33 @@ func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index []int,
 			}
 		}
 	}
-	y := g.Nodes[e.sink()].Outputs[0]
 	for _, t := range p.Steps[e.sink()].Outputs {
 		w := rangeOf(t)
 		for j, r := range ins {
 			if !overlap(w, r) {
 				continue
 			}
-			// Thread i reads element i before it writes it: safe for
-			// float32 over the same slot, read flat.
-			if t != index[y] || fz.half[y] || !flat[j] || r != w {
+			// Thread i reads element i before it writes it: safe over
+			// the same slot, read flat, where the input's elements and
+			// the output's are of one size (both float32, or both 16
+			// bits in the slot's first half).
+			if t != index[y] || !flat[j] || r != w || fz.half[y] != h16[j] {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// flat16 reports whether x, a 16-bit input of a kernel writing y, is read
+// flat: element i of y reads element i of x (kernel's flat leaves out
+// the 16-bit inputs, whose vector loads it does not count as float4s).
+func (fz *fusion) flat16(g *ir.Graph, x, y ir.TensorID) bool {
+	if !fz.out16[x] && !fz.half[x] {
+		return false
+	}
+	out := []int64(g.Tensor(y).Shape)
+	return isFlat(out, broadcastStrides(g.Tensor(x).Shape, out))
 }
 
 // FusionStats counts what fusion did to an executable.
