@@ -429,10 +429,22 @@ func buildAttend(c *buildContext) error {
 			w = append(w, uint64(v))
 		}
 	}
+	// q, k and v held in 16 bits (written so by their producers, see
+	// analyzeFusion) are read as they are: the kernel rounds the others
+	// to the same values as it loads them.
+	var qkv [3]arg
+	var h16 int32
+	for i := range qkv {
+		qkv[i] = c.inArg(i)
+		if c.half.stored[n.Inputs[i]] {
+			qkv[i].half = true
+			h16 |= 1 << i
+		}
+	}
 	l := launch{node: c.node, module: attendModule, kernel: kernel,
 		grid: [3]uint32{uint32(ceilDiv(S, attendWarps*attendRows)), uint32(H), uint32(B)}, block: [3]uint32{attendWarps * 32, 1, 1},
-		args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.optIn(3), c.outArg(0), words(w),
-			f32(mul), f32(n.Attrs.Float("fill", 0)), i32(int32(mop)), i32(halfMode(c.half.prec))}}
+		args: []arg{qkv[0], qkv[1], qkv[2], c.optIn(3), c.outArg(0), words(w),
+			f32(mul), f32(n.Attrs.Float("fill", 0)), i32(int32(mop)), i32(halfMode(c.half.prec)), i32(h16)}}
 	c.launches = append(c.launches, l)
 	return nil
 }
@@ -468,12 +480,21 @@ __device__ __forceinline__ void mma16816(float* c, const u32* a, u32 b0, u32 b1,
 	__trap();
 #endif
 }
-__device__ __forceinline__ float attend_q(const float* qb, const Attend& p, i64 row, int col) {
-	return row < p.S ? qb[row * p.q[2] + col * p.q[3]] : 0.f;
+// attend_ld is element at of x as a 16-bit value: as it is where h says
+// x holds 16-bit values, else rounded from float32.
+__device__ __forceinline__ u16 attend_ld(const void* x, i64 at, bool h, int mode) {
+	return h ? ((const u16*)x)[at] : round_h(((const float*)x)[at], mode);
+}
+// attend_q2 is the pair of q's elements (row, col) and (row, col + 1)
+// (zeros past the last row) as the A fragment packs them.
+__device__ __forceinline__ u32 attend_q2(const void* q, i64 qo, bool h, const Attend& p, i64 row, int col, int mode) {
+	if (row >= p.S) return 0u;
+	const i64 at = qo + row * p.q[2] + col * p.q[3];
+	return (u32)attend_ld(q, at, h, mode) | ((u32)attend_ld(q, at + p.q[3], h, mode) << 16);
 }
 template <int DH, typename O>
-__device__ void attend_mma_t(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-		const void* __restrict__ mask, O* __restrict__ out, const Attend& p, float mul, float fill, int mop, int mode) {
+__device__ void attend_mma_t(const void* __restrict__ q, const void* __restrict__ k, const void* __restrict__ v,
+		const void* __restrict__ mask, O* __restrict__ out, const Attend& p, float mul, float fill, int mop, int mode, int h16) {
 	// Keys and values KT at a time; the values transposed, so that the
 	// product's B fragments are pairs of adjacent keys.
 	constexpr int KT = 64;
@@ -482,9 +503,9 @@ __device__ void attend_mma_t(const float* __restrict__ q, const float* __restric
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
 	const i64 b = blockIdx.z, h = blockIdx.y;
 	const i64 r0 = (i64)blockIdx.x * (AW * 16) + warp * 16 + g, r1 = r0 + 8;
-	const float* qb = q + b * p.q[0] + h * p.q[1];
-	const float* kb = k + b * p.k[0] + h * p.k[1];
-	const float* vb = v + b * p.v[0] + h * p.v[1];
+	// q, k and v by element offset, each in 16 bits where h16 says.
+	const i64 qo = b * p.q[0] + h * p.q[1], ko = b * p.k[0] + h * p.k[1], vo = b * p.v[0] + h * p.v[1];
+	const bool hq = (h16 & 1) != 0, hk = (h16 & 2) != 0, hv = (h16 & 4) != 0;
 	const i64 mrow0 = b * p.m[0] + h * p.m[1] + r0 * p.m[2], mrow1 = mrow0 + 8 * p.m[2];
 	// The scores are kept in base 2 (times log2 e): exp2 of their
 	// differences is the softmax's exp.
@@ -493,10 +514,10 @@ __device__ void attend_mma_t(const float* __restrict__ q, const float* __restric
 	#pragma unroll
 	for (int kk = 0; kk < DH / 16; kk++) {
 		const int c0 = kk * 16 + 2 * tq;
-		qa[kk][0] = pack_h(attend_q(qb, p, r0, c0), attend_q(qb, p, r0, c0 + 1), mode);
-		qa[kk][1] = pack_h(attend_q(qb, p, r1, c0), attend_q(qb, p, r1, c0 + 1), mode);
-		qa[kk][2] = pack_h(attend_q(qb, p, r0, c0 + 8), attend_q(qb, p, r0, c0 + 9), mode);
-		qa[kk][3] = pack_h(attend_q(qb, p, r1, c0 + 8), attend_q(qb, p, r1, c0 + 9), mode);
+		qa[kk][0] = attend_q2(q, qo, hq, p, r0, c0, mode);
+		qa[kk][1] = attend_q2(q, qo, hq, p, r1, c0, mode);
+		qa[kk][2] = attend_q2(q, qo, hq, p, r0, c0 + 8, mode);
+		qa[kk][3] = attend_q2(q, qo, hq, p, r1, c0 + 8, mode);
 	}
 	float o[DH / 8][4];
 	#pragma unroll
@@ -507,12 +528,10 @@ __device__ void attend_mma_t(const float* __restrict__ q, const float* __restric
 		for (int j = warp; j < KT; j += AW) {
 			const i64 t = t0 + j;
 			const bool in = t < p.T;
-			const float* kr = kb + (in ? t : 0) * p.k[2];
-			const float* vr = vb + (in ? t : 0) * p.v[2];
 			#pragma unroll
 			for (int d = lane; d < DH; d += 32) {
-				Ks[j][d] = round_h(in ? kr[d * p.k[3]] : 0.f, mode);
-				Vt[d][j] = round_h(in ? vr[d * p.v[3]] : 0.f, mode);
+				Ks[j][d] = in ? attend_ld(k, ko + t * p.k[2] + d * p.k[3], hk, mode) : (u16)0;
+				Vt[d][j] = in ? attend_ld(v, vo + t * p.v[2] + d * p.v[3], hv, mode) : (u16)0;
 			}
 		}
 		__syncthreads();
@@ -608,9 +627,9 @@ __device__ void attend_mma_t(const float* __restrict__ q, const float* __restric
 	}
 }
 #define ATTEND_MMA(DH) \
-extern "C" __global__ void __launch_bounds__(AW * 32) attend_mma_##DH(const float* q, const float* k, const float* v, const void* mask, float* out, Attend p, float mul, float fill, int mop, int mode) { \
-	attend_mma_t<DH, float>(q, k, v, mask, out, p, mul, fill, mop, mode); } \
-extern "C" __global__ void __launch_bounds__(AW * 32) attend_mma_##DH##_h(const float* q, const float* k, const float* v, const void* mask, u16* out, Attend p, float mul, float fill, int mop, int mode) { \
-	attend_mma_t<DH, u16>(q, k, v, mask, out, p, mul, fill, mop, mode); }
+extern "C" __global__ void __launch_bounds__(AW * 32) attend_mma_##DH(const void* q, const void* k, const void* v, const void* mask, float* out, Attend p, float mul, float fill, int mop, int mode, int h16) { \
+	attend_mma_t<DH, float>(q, k, v, mask, out, p, mul, fill, mop, mode, h16); } \
+extern "C" __global__ void __launch_bounds__(AW * 32) attend_mma_##DH##_h(const void* q, const void* k, const void* v, const void* mask, u16* out, Attend p, float mul, float fill, int mop, int mode, int h16) { \
+	attend_mma_t<DH, u16>(q, k, v, mask, out, p, mul, fill, mop, mode, h16); }
 ATTEND_MMA(32) ATTEND_MMA(64) ATTEND_MMA(128)
 `

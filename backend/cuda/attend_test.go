@@ -15,7 +15,7 @@ import (
 type attendCase struct {
 	name             string
 	b, h, s, t, d, e int64
-	layout           string // "heads": [B,H,S,D] inputs, K transposed by a node; "split": [B,S,H,D] inputs split into heads and merged by Transposes; "qkv": split too, from one [B,S,3·H·D] input cut in three (S = T, D = E); "kt": K given as [B,H,D,T]; "rank3": [B·H,S,D]
+	layout           string // "projected": [B,S,H·D] inputs plus a bias each, split into heads; "heads": [B,H,S,D] inputs, K transposed by a node; "split": [B,S,H,D] inputs split into heads and merged by Transposes; "qkv": split too, from one [B,S,3·H·D] input cut in three (S = T, D = E); "kt": K given as [B,H,D,T]; "rank3": [B·H,S,D]
 	scale            string // "", "mul", "mul first", "div"
 	mask             string // "", "padding" (an Add of a [B,1,1,T] input), "causal" (an Add of a constant), "where" (-inf where a constant says), "keep" (Where keeping the scores where it says)
 }
@@ -30,6 +30,8 @@ var attendCases = []attendCase{
 	{"one query", 3, 4, 1, 100, 64, 64, "split", "div", "padding"},
 	{"many rows", 1, 1, 300, 129, 32, 32, "heads", "mul", "causal"},
 	{"wide heads", 1, 2, 70, 45, 128, 128, "heads", "div", "padding"},
+	{"projected", 2, 3, 40, 52, 64, 64, "projected", "div", ""},
+	{"projected causal", 1, 2, 70, 70, 32, 32, "projected", "mul", "where"},
 }
 
 // attendGraph builds the case's attention, followed by a product by
@@ -54,6 +56,18 @@ func attendGraph(c attendCase) *tg {
 		heads := make([]ir.TensorID, 3)
 		for i, perm := range [][]int64{{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}} {
 			g.node("Reshape", nil, 1, parts[i], g.ints(b, s, h, d))
+			g.node("Transpose", ir.Attrs{"perm": ints(perm...)}, 1, last())
+			heads[i] = last()
+		}
+		q, kt, v = heads[0], heads[1], heads[2]
+	case "projected":
+		// As projections leave them: [B,S,H·D] plus a bias, split into
+		// heads.
+		heads := make([]ir.TensorID, 3)
+		for i, perm := range [][]int64{{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}} {
+			n, w := []int64{s, t, t}[i], []int64{d, d, e}[i]
+			g.node("Add", nil, 1, g.input(ir.Float32, b, n, h*w), g.constant(ir.Float32, h*w))
+			g.node("Reshape", nil, 1, last(), g.ints(b, n, h, w))
 			g.node("Transpose", ir.Attrs{"perm": ints(perm...)}, 1, last())
 			heads[i] = last()
 		}
@@ -117,7 +131,7 @@ func attendGraph(c attendCase) *tg {
 	}
 	g.node("Softmax", ir.Attrs{"axis": intv(-1)}, 1, last())
 	g.node("MatMul", nil, 1, last(), v)
-	if c.layout == "split" || c.layout == "qkv" {
+	if c.layout == "split" || c.layout == "qkv" || c.layout == "projected" {
 		g.node("Transpose", ir.Attrs{"perm": ints(0, 2, 1, 3)}, 1, last())
 		g.node("Reshape", nil, 1, last(), g.ints(b, s, h*e))
 		g.node("MatMul", nil, 1, last(), g.constant(ir.Float32, h*e, 24))
@@ -209,7 +223,7 @@ func TestFuseAttention(t *testing.T) {
 	pick := func(v ...string) string { return v[r.IntN(len(v))] }
 	for trial := range 60 {
 		c := attendCase{name: fmt.Sprint("random ", trial), b: 1 + r.Int64N(3), h: 1 + r.Int64N(4), s: 1 + r.Int64N(90), t: 1 + r.Int64N(90),
-			layout: pick("heads", "split", "kt", "rank3"), scale: pick("", "mul", "mul first", "div"), mask: pick("", "padding", "causal", "where", "keep")}
+			layout: pick("heads", "split", "kt", "rank3", "projected"), scale: pick("", "mul", "mul first", "div"), mask: pick("", "padding", "causal", "where", "keep")}
 		c.d = []int64{16, 32, 48, 64, 128}[r.IntN(5)]
 		c.e = c.d
 		if r.IntN(4) == 0 {
@@ -267,6 +281,52 @@ func TestAttendMatchesCPU(t *testing.T) {
 			}
 			s.Close()
 			exe.Close()
+		}
+	}
+}
+
+// TestAttendReadsHalf: where q, k and v come from generated kernels (the
+// projections' bias Adds), those write them in 16 bits and the fused
+// attention reads them so; where they are graph inputs it rounds them.
+func TestAttendReadsHalf(t *testing.T) {
+	for _, c := range []struct {
+		attendCase
+		h16 int64
+	}{
+		{attendCase{"projected", 2, 3, 40, 52, 64, 64, "projected", "div", ""}, 7},
+		{attendCase{"split", 2, 3, 40, 52, 64, 64, "split", "div", "padding"}, 0},
+	} {
+		for _, prec := range []Precision{BF16, F16} {
+			g := fuseAttention(attendGraph(c.attendCase).g)
+			hs := &halves{prec: prec, shadow: map[ir.TensorID]int{}, mma: true}
+			fz := analyzeFusion(g, true, hs, acceptsHalf(g, 1, hs))
+			hs.stored = fz.half
+			var extras [][]byte
+			found := false
+			for i := range g.Nodes {
+				n := &g.Nodes[i]
+				if n.Op != "Attend" {
+					continue
+				}
+				found = true
+				bc, err := buildNodeWith(g, i, 1, true, &extras, hs, fz)
+				if err != nil {
+					t.Fatal(err)
+				}
+				args := bc.launches[0].args
+				last := args[len(args)-1].words[0]
+				if int64(last) != c.h16 {
+					t.Errorf("%s %s: q, k and v in 16 bits: mask %b, want %b", c.name, prec, last, c.h16)
+				}
+				for j := range 3 {
+					if args[j].half != (c.h16 != 0) || fz.half[n.Inputs[j]] != (c.h16 != 0) {
+						t.Errorf("%s %s: input %d held in 16 bits %v (argument %v)", c.name, prec, j, fz.half[n.Inputs[j]], args[j].half)
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("%s: no Attend", c.name)
+			}
 		}
 	}
 }

@@ -242,7 +242,8 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 		}
 	}
 	// 16-bit activations: acc[t] says every reader of t takes it in 16
-	// bits, and one at least is a GEMM; a tensor is held so when, besides,
+	// bits, and one at least is a GEMM (or a fused attention's q, k or
+	// v); a tensor is held so when, besides,
 	// its producer can write it. Under BF16 a generated kernel reads such
 	// a tensor too (it widens as it loads: a residual stream in bfloat16,
 	// as autocast keeps it); under F16 only GEMMs do.
@@ -266,6 +267,11 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 					ok = acc[cn.Outputs[0]]
 					gemmRead[y] = gemmRead[y] || gemmRead[cn.Outputs[0]]
 				case cn.Op == "MatMul" || cn.Op == "Gemm" || cn.Op == "Conv":
+					ok = accepts(c, y)
+					gemmRead[y] = true
+				case cn.Op == "Attend" && cn.Domain == cudaDomain && slices.Index(cn.Inputs, y) < 3:
+					// Its q, k and v go to the tensor cores in 16
+					// bits: rounded by the producer, the same values.
 					ok = accepts(c, y)
 					gemmRead[y] = true
 				case hs.prec == BF16 && fz.group[c] >= 0:
