@@ -14,7 +14,8 @@
 //   - External data (data_location EXTERNAL) is read from files in the
 //     model's folder only: absolute paths and paths that leave the folder,
 //     also through symbolic links, are refused. Each data file is mapped
-//     once and the tensors are windows into it.
+//     once (once for all the imports of one Parsed) and the tensors are
+//     windows into it.
 //   - Graph inputs that are also initializers are constants, not inputs.
 //     Every other input must have a fully static shape.
 //   - Constant nodes become constant tensors and produce no node. The

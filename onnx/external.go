@@ -111,10 +111,10 @@ func (im *importer) externalFile(location string) (*device.MappedFile, error) {
 // dataFiles are the external data files of an import, or those that the
 // imports of one Parsed share: each is mapped once, by the first import
 // that reads it, and stays mapped until its owner (the Model, or the
-// Parsed) is closed. A model with open shapes is
-// imported again for every set of shapes; sharing the mappings keeps
-// its weights at one address, so that what is made of them (a device
-// copy, a packed layout) is made once.
+// Parsed) is closed. A model with open shapes is imported again for
+// every set of shapes; sharing the mappings keeps its weights at one
+// address, so that what is made of them (a device copy, a packed layout)
+// is made once.
 type dataFiles struct {
 	mu     sync.Mutex
 	byPath map[string]*device.MappedFile

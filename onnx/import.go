@@ -101,8 +101,9 @@ func (m *Model) ReadInto(dst, b []byte) bool {
 
 // Detached reports whether the model owns no file: its constants lie in
 // memory, or in mappings it reads without owning (ImportMapped, an
-// import of a parsed mapped file, whose Parsed owns the external data). A copy of its graph then stays valid
-// whatever becomes of the model, as long as that mapping does.
+// import of a parsed mapped file, whose Parsed owns the external data).
+// A copy of its graph then stays valid whatever becomes of the model, as
+// long as those mappings do.
 func (m *Model) Detached() bool { return len(m.files) == 0 }
 
 // Close unmaps the model's files. The graph's constant Data must not be
