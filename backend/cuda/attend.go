@@ -454,7 +454,7 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 var attendModule = &source{"attend.cu", attendSource}
 
 // attendSource is the fused attention (see fuseAttention).
-const attendSource = common + halfCommon + `
+const attendSource = common + halfCommon + mmaCommon + `
 struct Attend { i64 B, H, S, T, D, E; i64 q[4], k[4], v[4], o[4], m[4]; };
 #define AW 4
 template <typename O> __device__ __forceinline__ O attend_out(float v, int mode);
@@ -467,19 +467,6 @@ template <> __device__ __forceinline__ u16 attend_out<u16>(float v, int mode) { 
 // in registers (eight 16×8 tiles), the probabilities go from them into the
 // A operand of the product by V unchanged in place, and the output's
 // sums are rescaled row by row as the running maxima grow.
-__device__ __forceinline__ u32 pack_h(float lo, float hi, int mode) { return (u32)round_h(lo, mode) | ((u32)round_h(hi, mode) << 16); }
-__device__ __forceinline__ void mma16816(float* c, const u32* a, u32 b0, u32 b1, int mode) {
-#if __CUDA_ARCH__ >= 800
-	if (mode)
-		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-			: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-	else
-		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-			: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-	__trap();
-#endif
-}
 // attend_ld is element at of x as a 16-bit value: as it is where h says
 // x holds 16-bit values, else rounded from float32.
 __device__ __forceinline__ u16 attend_ld(const void* x, i64 at, bool h, int mode) {
@@ -632,4 +619,25 @@ extern "C" __global__ void __launch_bounds__(AW * 32) attend_mma_##DH(const void
 extern "C" __global__ void __launch_bounds__(AW * 32) attend_mma_##DH##_h(const void* q, const void* k, const void* v, const void* mask, u16* out, Attend p, float mul, float fill, int mop, int mode, int h16) { \
 	attend_mma_t<DH, u16>(q, k, v, mask, out, p, mul, fill, mop, mode, h16); }
 ATTEND_MMA(32) ATTEND_MMA(64) ATTEND_MMA(128)
+`
+
+// mmaCommon is the tensor-core product of the kernels that use it
+// (attend_mma, iconv): mma16816 adds the 16×8 product of a 16×16 A
+// fragment and a 16×8 B fragment, bf16 (mode 0) or IEEE half (mode 1)
+// operands, to float32 sums; pack_h packs two values as one operand
+// register.
+const mmaCommon = `
+__device__ __forceinline__ u32 pack_h(float lo, float hi, int mode) { return (u32)round_h(lo, mode) | ((u32)round_h(hi, mode) << 16); }
+__device__ __forceinline__ void mma16816(float* c, const u32* a, u32 b0, u32 b1, int mode) {
+#if __CUDA_ARCH__ >= 800
+	if (mode)
+		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+			: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+	else
+		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+			: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+	__trap();
+#endif
+}
 `

@@ -949,6 +949,14 @@ func buildConv(c *buildContext) error {
 	if kk == 1 && SH == 1 && SW == 1 {
 		below = foldBelowPointwise
 	}
+	if implicitConv && c.half != nil && c.half.mma && group == 1 && c.halfable(c.inArg(1), false) {
+		p := []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),
+			uint64(SH), uint64(SW), uint64(PH), uint64(PW), uint64(DH), uint64(DW), 1}
+		if iconvFits(p) {
+			c.implicitConvLaunch(bias, xHalf, p)
+			return nil
+		}
+	}
 	if c.half != nil && group == 1 && N > 1 && ohw < below && N*C*kk*ohw <= math.MaxInt32 && (N*C*kk*ohw)%4 == 0 && N*OC*ohw <= math.MaxInt32 {
 		return c.foldedConv(bias, xHalf, []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),
 			uint64(SH), uint64(SW), uint64(PH), uint64(PW), uint64(DH), uint64(DW), 1})

@@ -320,7 +320,7 @@ func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 		trial.bias[i] = b
 	}
 	var extras [][]byte
-	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true}
+	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true, mma: hs.mma}
 	c, err := buildNodeWith(g, i, 1, true, &extras, h, trial)
 	if err != nil {
 		return false
@@ -329,7 +329,7 @@ func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 	for _, l := range c.launches {
 		for _, a := range l.args {
 			if a.kind == argTensor && a.id == y {
-				unfolded := l.blas == nil && l.kernel == "unfold_h" && hs.prec == BF16
+				unfolded := l.blas == nil && (l.kernel == "unfold_h" || strings.HasPrefix(l.kernel, "iconv_")) && hs.prec == BF16
 				if !a.half || !unfolded && (l.blas == nil || l.blas.c != driver.R16BF) {
 					return false
 				}
