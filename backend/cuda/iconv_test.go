@@ -1,9 +1,7 @@
 package cuda
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 
@@ -106,14 +104,7 @@ func TestImplicitConvMatchesCPU(t *testing.T) {
 			if err := s.Run(g.in, got); err != nil {
 				t.Fatalf("%v %s: %v", k, prec, err)
 			}
-			var num, den float64
-			for i := 0; i < len(want[0]); i += 4 {
-				gv := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[0][i:])))
-				wv := float64(math.Float32frombits(binary.LittleEndian.Uint32(want[0][i:])))
-				num += (gv - wv) * (gv - wv)
-				den += wv * wv
-			}
-			if rel := math.Sqrt(num / den); !(rel <= 1e-2) {
+			if rel := relL2Bytes(got[0], want[0]); !(rel <= 1e-2) {
 				t.Errorf("%v %s: rel L2 %.3g > 1e-2", k, prec, rel)
 			}
 			s.Close()
