@@ -16,6 +16,9 @@
 #            and width within 1×320×320 (seen, parts, new)
 #   torch    bench/cuda_vs_torch.sh at batch 1 (fp32) with its torch.compile
 #            columns: issue 31's first table
+#   conv     the implicit-GEMM convolution (BERTH_CUDA_CONV=implicit):
+#            its tests, ResNet-50 at batch 32 bf16 with and without it,
+#            its outputs against PyTorch's
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -70,6 +73,22 @@ for s in $sections; do
 		;;
 	torch)
 		PRECISIONS=fp32 timeout 500 bench/cuda_vs_torch.sh "$bin/berth" /tmp/cvt 2>&1 | grep -v '^$' | tail -20
+		;;
+	conv)
+		# The implicit-GEMM convolution (iconv) against im2col and cuBLAS:
+		# its GPU tests, then ResNet-50 at batch 32 in bf16 with and
+		# without BERTH_CUDA_CONV=implicit, alternating, and its outputs
+		# against PyTorch's.
+		(cd backend/cuda && timeout 120 "$bin/cuda.test" -test.run 'ImplicitConv|Attend|FusedMatches' 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)|rel L2' | head -20)
+		PRECISIONS=bf16 ITERS=20 TORCH_ARGS=--no-compile timeout 200 bench/cuda_vs_torch.sh "$bin/berth" /tmp/cvt32 resnet50 --batch 32 2>&1 | grep -E 'berth-bf16|parity' | cut -c1-200
+		for r in 1 2; do
+			for v in im2col implicit; do
+				echo "$v $(BERTH_CUDA_CONV=$v BERTH_CUDA_PRECISION=bf16 "$bin/berth" bench /tmp/cvt32/models/resnet50.onnx --device cuda --iters 100 --warmup 20 --json | grep median_ms)"
+			done
+		done
+		BERTH_CUDA_CONV=implicit BERTH_CUDA_PRECISION=bf16 "$bin/berth" run /tmp/cvt32/models/resnet50.onnx --device cuda --output-dir /tmp/cvt32/run_implicit \
+			$(sed 's/\([^ ]*\)/--input \1/g' /tmp/cvt32/models/resnet50.io) >/dev/null &&
+			python3 bench/cuda_vs_torch.py --compare /tmp/cvt32/models resnet50 /tmp/cvt32/run_implicit
 		;;
 	pairs)
 		list=()
