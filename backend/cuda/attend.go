@@ -494,9 +494,13 @@ __device__ void attend_mma_t(const void* __restrict__ q, const void* __restrict_
 	const i64 qo = b * p.q[0] + h * p.q[1], ko = b * p.k[0] + h * p.k[1], vo = b * p.v[0] + h * p.v[1];
 	const bool hq = (h16 & 1) != 0, hk = (h16 & 2) != 0, hv = (h16 & 4) != 0;
 	const i64 mrow0 = b * p.m[0] + h * p.m[1] + r0 * p.m[2], mrow1 = mrow0 + 8 * p.m[2];
+	// k and v in 16 bits with rows of whole, aligned 16-byte pieces are
+	// copied into shared memory eight values a load.
+	const bool vec = hk && hv && p.k[3] == 1 && p.v[3] == 1 && ((p.k[2] | p.v[2] | ko | vo) & 7) == 0 &&
+		(((u64)k | (u64)v) & 15) == 0;
 	// The scores are kept in base 2 (times log2 e): exp2 of their
 	// differences is the softmax's exp.
-	const float L2E = 1.4426950408889634f;
+	const float L2E = 1.4426950408889634f, mulL2E = mul * L2E;
 	u32 qa[DH / 16][4];
 	#pragma unroll
 	for (int kk = 0; kk < DH / 16; kk++) {
@@ -512,13 +516,36 @@ __device__ void attend_mma_t(const void* __restrict__ q, const void* __restrict_
 	float m0 = NEG_INF, m1 = NEG_INF, l0 = 0.f, l1 = 0.f;
 	for (i64 t0 = 0; t0 < p.T; t0 += KT) {
 		__syncthreads();
-		for (int j = warp; j < KT; j += AW) {
-			const i64 t = t0 + j;
-			const bool in = t < p.T;
+		if (vec) {
+			constexpr int R8 = DH / 8;
 			#pragma unroll
-			for (int d = lane; d < DH; d += 32) {
-				Ks[j][d] = in ? attend_ld(k, ko + t * p.k[2] + d * p.k[3], hk, mode) : (u16)0;
-				Vt[d][j] = in ? attend_ld(v, vo + t * p.v[2] + d * p.v[3], hv, mode) : (u16)0;
+			for (int f = threadIdx.x; f < KT * R8; f += AW * 32) {
+				const int j = f / R8, d = (f % R8) * 8;
+				const i64 t = t0 + j;
+				uint4 kx = make_uint4(0u, 0u, 0u, 0u), vx = kx;
+				if (t < p.T) {
+					kx = *(const uint4*)((const u16*)k + ko + t * p.k[2] + d);
+					vx = *(const uint4*)((const u16*)v + vo + t * p.v[2] + d);
+				}
+				*(uint4*)&Ks[j][d] = kx;
+				Vt[d][j] = (u16)vx.x;
+				Vt[d + 1][j] = (u16)(vx.x >> 16);
+				Vt[d + 2][j] = (u16)vx.y;
+				Vt[d + 3][j] = (u16)(vx.y >> 16);
+				Vt[d + 4][j] = (u16)vx.z;
+				Vt[d + 5][j] = (u16)(vx.z >> 16);
+				Vt[d + 6][j] = (u16)vx.w;
+				Vt[d + 7][j] = (u16)(vx.w >> 16);
+			}
+		} else {
+			for (int j = warp; j < KT; j += AW) {
+				const i64 t = t0 + j;
+				const bool in = t < p.T;
+				#pragma unroll
+				for (int d = lane; d < DH; d += 32) {
+					Ks[j][d] = in ? attend_ld(k, ko + t * p.k[2] + d * p.k[3], hk, mode) : (u16)0;
+					Vt[d][j] = in ? attend_ld(v, vo + t * p.v[2] + d * p.v[3], hv, mode) : (u16)0;
+				}
 			}
 		}
 		__syncthreads();
@@ -535,22 +562,35 @@ __device__ void attend_mma_t(const void* __restrict__ q, const void* __restrict_
 			}
 		}
 		float mx0 = NEG_INF, mx1 = NEG_INF;
-		#pragma unroll
-		for (int n = 0; n < KT / 8; n++) {
+		if (mop == 0 && t0 + KT <= p.T) {
+			// A whole tile of keys and no mask: the scores as they are.
 			#pragma unroll
-			for (int i = 0; i < 4; i++) {
-				const bool top = i < 2;
-				const i64 t = t0 + n * 8 + 2 * tq + (i & 1);
-				float x = s[n][i] * mul;
-				if (mop != 0 && (top ? r0 : r1) < p.S && t < p.T) {
-					const i64 at = (top ? mrow0 : mrow1) + t * p.m[3];
-					if (mop == 1) x = x + ((const float*)mask)[at];
-					else if ((((const u8*)mask)[at] != 0) == (mop == 2)) x = fill;
+			for (int n = 0; n < KT / 8; n++) {
+				s[n][0] *= mulL2E;
+				s[n][1] *= mulL2E;
+				s[n][2] *= mulL2E;
+				s[n][3] *= mulL2E;
+				mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+				mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+			}
+		} else {
+			#pragma unroll
+			for (int n = 0; n < KT / 8; n++) {
+				#pragma unroll
+				for (int i = 0; i < 4; i++) {
+					const bool top = i < 2;
+					const i64 t = t0 + n * 8 + 2 * tq + (i & 1);
+					float x = s[n][i] * mul;
+					if (mop != 0 && (top ? r0 : r1) < p.S && t < p.T) {
+						const i64 at = (top ? mrow0 : mrow1) + t * p.m[3];
+						if (mop == 1) x = x + ((const float*)mask)[at];
+						else if ((((const u8*)mask)[at] != 0) == (mop == 2)) x = fill;
+					}
+					x = t < p.T ? x * L2E : NEG_INF;
+					s[n][i] = x;
+					if (top) mx0 = fmaxf(mx0, x);
+					else mx1 = fmaxf(mx1, x);
 				}
-				x = t < p.T ? x * L2E : NEG_INF;
-				s[n][i] = x;
-				if (top) mx0 = fmaxf(mx0, x);
-				else mx1 = fmaxf(mx1, x);
 			}
 		}
 		mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
