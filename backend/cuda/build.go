@@ -56,6 +56,14 @@ type blasGemm struct {
 	alpha, beta      float32
 	ab               driver.DataType // A and B: R32F (cublasSgemmStridedBatched) or a 16-bit type (GemmEx)
 	c                driver.DataType // C: R32F, or R16BF where fusion.out16 holds the output
+	// epilogue, when not zero, makes the GEMM a cuBLASLt product
+	// (driver.LtPlan) whose epilogue adds a bias, args[3], to each column
+	// of our row-major output: float32, or of C's type where bias16 says
+	// so (cuBLASLt takes no float32 bias for a 16-bit output); args[4],
+	// where present, is C, added with beta (D, args[2], is then a tensor
+	// of its own).
+	epilogue driver.Epilogue
+	bias16   bool
 }
 
 // run issues the GEMM whose arguments are in a.
@@ -84,6 +92,9 @@ type halves struct {
 	// mma says the GPU has the 16-bit tensor-core products of sm_80
 	// (mma.sync m16n8k16), which the fused attention uses.
 	mma bool
+	// lt says cuBLASLt is installed: MatMulAdd nodes run on it
+	// (fuseEpilogues).
+	lt bool
 }
 
 // buildContext is what a builder sees of its node, and where it leaves its

@@ -166,6 +166,11 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		if fusing {
 			g = roundShared(g)
 		}
+		// BERTH_CUDA_LT=0 keeps the products and their Adds apart.
+		hs.lt = fusing && os.Getenv("BERTH_CUDA_LT") != "0" && driver.LoadLt() == nil
+		if hs.lt {
+			g = fuseEpilogues(g)
+		}
 	}
 	var extras [][]byte
 	built := make([]*buildContext, len(g.Nodes))
@@ -548,6 +553,7 @@ type Session struct {
 	values    []uint64           // the device addresses the params point to
 	blas      driver.BLAS        // the lane's cuBLAS handle, on its stream
 	gemms     []driver.Args      // per step, the arguments of a cuBLAS GEMM (nil: a kernel)
+	lts       []*driver.LtPlan   // per step, a cuBLASLt product with its epilogue (nil: none)
 	hot       driver.Args        // the argument block of the calls each run makes
 	run       func() error
 	in        [][]byte
@@ -592,8 +598,9 @@ type Lane struct {
 	bytes  int64
 	stage  []byte
 	blas   driver.BLAS
-	work   driver.Ptr // cuBLAS's workspace
-	prec   Precision  // the math mode the handle was set up for
+	lt     driver.LtHandle // cuBLASLt's, made with the first session whose products need it
+	work   driver.Ptr      // the workspace of cuBLAS and cuBLASLt (one stream: never both at once)
+	prec   Precision       // the math mode the handle was set up for
 	closed bool
 }
 
@@ -728,7 +735,7 @@ func (l *Lane) Close() error {
 		if l.stream != 0 {
 			errs = append(errs, l.stream.Synchronize())
 		}
-		errs = append(errs, l.blas.Destroy(), driver.Free(l.work))
+		errs = append(errs, l.lt.Destroy(), l.blas.Destroy(), driver.Free(l.work))
 		if l.stream != 0 {
 			errs = append(errs, l.stream.Destroy())
 		}
@@ -785,6 +792,9 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 	s.hot = driver.NewArgs()
 	k := 0
 	for i, st := range e.steps {
+		if b := st.blas; b != nil && b.epilogue != 0 {
+			continue // planned below, with the device
+		}
 		if b := st.blas; b != nil {
 			s.gemms[i] = driver.NewArgs()
 			sg := driver.Sgemm{
@@ -824,8 +834,72 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 		}
 		s.params[i] = ps
 	}
+	if err := s.planEpilogues(); err != nil {
+		return nil, err
+	}
 	s.run = s.launchAll
 	return s, nil
+}
+
+// planEpilogues makes the cuBLASLt plans of the products whose epilogue
+// adds a bias (blasGemm.epilogue), and the lane's cuBLASLt handle with
+// the first of them. Our row-major Y = A·B is cuBLAS's column-major
+// Yᵀ = Bᵀ·Aᵀ, so the bias, one value per column of Y, is one per row of
+// cuBLAS's D, as the epilogue adds it.
+func (s *Session) planEpilogues() error {
+	e := s.exe
+	err := e.dev.Do(func() error {
+		for i, st := range e.steps {
+			b := st.blas
+			if b == nil || b.epilogue == 0 {
+				continue
+			}
+			if s.lane.lt == 0 {
+				h, err := driver.NewLt()
+				if err != nil {
+					return fmt.Errorf("new session: %w", err)
+				}
+				s.lane.lt = h
+			}
+			if s.lts == nil {
+				s.lts = make([]*driver.LtPlan, len(e.steps))
+			}
+			d := s.addr(st.args[2])
+			g := &driver.LtGemm{TransA: b.transA, TransB: b.transB, M: b.m, N: b.n, K: b.k,
+				A: s.addr(st.args[0]), B: s.addr(st.args[1]), C: d, D: d, Bias: s.addr(st.args[3]), Bias32: !b.bias16,
+				LDA: b.lda, LDB: b.ldb, LDC: b.ldc, Batch: 1, AB: b.ab, CD: b.c, Epilogue: b.epilogue}
+			if len(st.args) > 4 {
+				g.C = s.addr(st.args[4])
+			}
+			p, err := s.lane.lt.Plan(g, b.alpha, b.beta, s.lane.work, blasWorkspace, s.stream)
+			if err != nil {
+				n := &e.g.Nodes[st.node]
+				return fmt.Errorf("new session: node %q (%s): %w", n.Name, n.Op, err)
+			}
+			s.lts[i] = p
+		}
+		return nil
+	})
+	if err != nil {
+		e.dev.Do(func() error {
+			for _, p := range s.lts {
+				if p != nil {
+					p.Close()
+				}
+			}
+			return nil
+		})
+		s.lts = nil
+	}
+	return err
+}
+
+// gemm issues step i, a cuBLAS or cuBLASLt product.
+func (s *Session) gemm(i int) error {
+	if s.lts != nil && s.lts[i] != nil {
+		return s.lts[i].Run()
+	}
+	return s.exe.steps[i].blas.run(s.gemms[i])
 }
 
 // addr is the device address of a bound pointer argument.
@@ -1012,7 +1086,7 @@ func (s *Session) launchKernels() error {
 	for i := range e.steps {
 		st := &e.steps[i]
 		if st.blas != nil {
-			if err := st.blas.run(s.gemms[i]); err != nil {
+			if err := s.gemm(i); err != nil {
 				n := &e.g.Nodes[st.node]
 				return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
 			}
@@ -1172,9 +1246,17 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	g, st := s.graph, s.stream
-	s.graph = 0
-	err := s.exe.dev.Do(func() error { return errors.Join(g.Destroy(), st.Synchronize()) })
+	g, st, lts := s.graph, s.stream, s.lts
+	s.graph, s.lts = 0, nil
+	err := s.exe.dev.Do(func() error {
+		err := errors.Join(g.Destroy(), st.Synchronize())
+		for _, p := range lts {
+			if p != nil {
+				p.Close()
+			}
+		}
+		return err
+	})
 	if s.ownLane {
 		err = errors.Join(err, s.lane.Close())
 	}
@@ -1224,7 +1306,7 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 				start := time.Now()
 				var err error
 				if st.blas != nil {
-					err = st.blas.run(s.gemms[i])
+					err = s.gemm(i)
 				} else {
 					err = st.fn.LaunchWith(s.hot, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i])
 				}

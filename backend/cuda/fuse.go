@@ -227,7 +227,8 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 	if hs.prec == BF16 {
 		for i := range g.Nodes {
 			n := &g.Nodes[i]
-			if (n.Op != "MatMul" && n.Op != "Conv") || len(n.Outputs) != 1 {
+			lt := n.Op == "MatMulAdd" && n.Domain == cudaDomain && hs.lt && (len(n.Inputs) < 4 || n.Inputs[3] == ir.NoTensor)
+			if (n.Op != "MatMul" && n.Op != "Conv" && !lt) || len(n.Outputs) != 1 {
 				continue
 			}
 			y := n.Outputs[0]
@@ -269,6 +270,9 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 				case cn.Op == "MatMul" || cn.Op == "Gemm" || cn.Op == "Conv":
 					ok = accepts(c, y)
 					gemmRead[y] = true
+				case cn.Op == "MatMulAdd" && cn.Domain == cudaDomain && cn.Inputs[0] == y && !slices.Contains(cn.Inputs[1:], y):
+					ok = accepts(c, y)
+					gemmRead[y] = true
 				case cn.Op == "Attend" && cn.Domain == cudaDomain && slices.Index(cn.Inputs, y) < 3:
 					// Its q, k and v go to the tensor cores in 16
 					// bits: rounded by the producer, the same values.
@@ -297,6 +301,9 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 			fz.half[y] = true
 		case (n.Op == "Attend" || n.Op == "Round16") && n.Domain == cudaDomain:
 			fz.half[y] = true
+		case n.Op == "MatMulAdd" && n.Domain == cudaDomain && hs.lt && (len(n.Inputs) < 4 || n.Inputs[3] == ir.NoTensor):
+			// cuBLASLt writes it in 16 bits (buildMatMulAdd).
+			fz.half[y] = true
 		case n.Op == "LayerNormalization" && layerNormWarp(g, i) && onlyProducts(g, cons, y):
 			// Not where a generated kernel reads it too: a residual
 			// stream kept in bfloat16 from the norm on doubles the error
@@ -320,7 +327,7 @@ func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 		trial.bias[i] = b
 	}
 	var extras [][]byte
-	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true, mma: hs.mma}
+	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true, mma: hs.mma, lt: hs.lt}
 	c, err := buildNodeWith(g, i, 1, true, &extras, h, trial)
 	if err != nil {
 		return false
@@ -1196,7 +1203,7 @@ func acceptsHalf(g *ir.Graph, sms int, hs *halves) func(i int, t ir.TensorID) bo
 	}
 	return func(i int, t ir.TensorID) bool {
 		var extras [][]byte
-		h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{t: true}, dry: true, mma: hs.mma}
+		h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{t: true}, dry: true, mma: hs.mma, lt: hs.lt}
 		c, err := buildNodeWith(g, i, sms, true, &extras, h, nil)
 		if err != nil {
 			return false

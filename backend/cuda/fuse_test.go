@@ -453,6 +453,7 @@ func TestFusedMatchesCPU(t *testing.T) {
 		{"bottleneck", func() *tg { return convGraph(2, 16, 14) }},
 		{"two blocks", func() *tg { return twoBlocks(2, 16, 14) }},
 		{"shared operand", sharedOperandGraph},
+		{"linear layers", linearGraph},
 	}
 	for _, tc := range cases {
 		for _, prec := range []Precision{FP32, BF16, F16} {

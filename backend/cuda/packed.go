@@ -67,6 +67,7 @@ var berthBuilders = map[string]buildFunc{
 	"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
 	"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
 	"Products": buildProducts, "Rotaries": buildRotaries, "Attend": buildAttend, "Round16": buildRound,
+	"MatMulAdd": buildMatMulAdd,
 }
 
 func buildPackedMatMul(c *buildContext) error {

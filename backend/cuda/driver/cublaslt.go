@@ -103,8 +103,9 @@ func (h LtHandle) Destroy() error {
 
 // LtGemm is one product D = epilogue(alpha·op(A)·op(B) + beta·C) in
 // cuBLAS's column-major terms, A and B of type AB, C and D of type CD,
-// float32 sums, Batch products Stride* elements apart; Bias (of type CD,
-// M elements) where the epilogue adds one. C may be D itself.
+// float32 sums, Batch products Stride* elements apart; Bias (M elements,
+// of type CD, or float32 where Bias32 says so) where the epilogue adds
+// one. C may be D itself.
 type LtGemm struct {
 	TransA, TransB   int
 	M, N, K          int64
@@ -115,6 +116,7 @@ type LtGemm struct {
 	Batch            int64
 	AB, CD           DataType
 	Epilogue         Epilogue
+	Bias32           bool
 }
 
 // LtPlan is an LtGemm made ready to run: its descriptors, the algorithm
@@ -144,6 +146,9 @@ func (h LtHandle) Plan(g *LtGemm, alpha, beta float32, ws Ptr, workspace int64, 
 	}
 	ta, tb, ep := int32(g.TransA), int32(g.TransB), uint32(g.Epilogue)
 	bias, biasType := uint64(g.Bias), int32(g.CD)
+	if g.Bias32 {
+		biasType = int32(R32F)
+	}
 	if err := set(ltDescTransA, unsafe.Pointer(&ta), 4); err != nil {
 		return fail("transA", err)
 	}
