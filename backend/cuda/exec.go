@@ -171,6 +171,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		if hs.lt {
 			g = fuseEpilogues(g)
 		}
+		if fusing {
+			g = roundAtNorm(g)
+		}
 	}
 	var extras [][]byte
 	built := make([]*buildContext, len(g.Nodes))

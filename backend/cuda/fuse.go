@@ -288,6 +288,10 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 	}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
+		if n.Op == "NormRound" && n.Domain == cudaDomain && len(n.Outputs) == 2 && acc[n.Outputs[1]] {
+			fz.half[n.Outputs[1]] = true // the norm's kernel writes the copy in 16 bits
+			continue
+		}
 		if len(n.Outputs) != 1 || !acc[n.Outputs[0]] {
 			continue
 		}
@@ -362,12 +366,14 @@ func softmaxWarp(g *ir.Graph, i int) bool {
 }
 
 // onlyProducts reports whether every reader of t, directly or through
-// views, is a MatMul, Gemm or Conv.
+// views, is a MatMul, Gemm or Conv, or a MatMulAdd that takes t as its
+// first operand.
 func onlyProducts(g *ir.Graph, cons [][]int, t ir.TensorID) bool {
 	for _, c := range cons[t] {
 		cn := &g.Nodes[c]
 		switch {
 		case cn.Op == "MatMul" || cn.Op == "Gemm" || cn.Op == "Conv":
+		case cn.Op == "MatMulAdd" && cn.Domain == cudaDomain && cn.Inputs[0] == t && !slices.Contains(cn.Inputs[1:], t):
 		case ir.IsView(cn) && cn.Inputs[0] == t && !slices.Contains(cn.Inputs[1:], t):
 			if !onlyProducts(g, cons, cn.Outputs[0]) {
 				return false

@@ -454,6 +454,7 @@ func TestFusedMatchesCPU(t *testing.T) {
 		{"two blocks", func() *tg { return twoBlocks(2, 16, 14) }},
 		{"shared operand", sharedOperandGraph},
 		{"linear layers", linearGraph},
+		{"norm, product and residual", normGraph},
 	}
 	for _, tc := range cases {
 		for _, prec := range []Precision{FP32, BF16, F16} {

@@ -67,7 +67,7 @@ var berthBuilders = map[string]buildFunc{
 	"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
 	"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
 	"Products": buildProducts, "Rotaries": buildRotaries, "Attend": buildAttend, "Round16": buildRound,
-	"MatMulAdd": buildMatMulAdd,
+	"MatMulAdd": buildMatMulAdd, "NormRound": buildNormRound,
 }
 
 func buildPackedMatMul(c *buildContext) error {

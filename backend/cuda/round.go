@@ -1,6 +1,10 @@
 package cuda
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/berth-ml/berth/ir"
 )
 
@@ -105,5 +109,126 @@ func buildRound(c *buildContext) error {
 	} else {
 		c.elementwise(eltwise, "round_f32_h", n, c.inArg(0), c.outArg(0), i64(n), i32(c.fz.mode))
 	}
+	return nil
+}
+
+// A LayerNorm whose output products read and other nodes read too (a
+// transformer's residual stream: the next block's products, and the Add
+// after them) writes float32 for those others, and each product, or the
+// Round16 before them, rounds it to 16 bits in a pass of its own.
+// roundAtNorm makes such a LayerNorm a NormRound node of this backend's
+// own, with two outputs: the float32 row, and its 16-bit copy, which the
+// products (and the Round16's readers) read instead. The norm's kernel
+// writes both from the same registers (layernorm_warp4_2h). A LayerNorm
+// read by nothing but a Round16 writes the Round16's output itself,
+// which analyzeFusion then holds in 16 bits as it holds any norm's that
+// only products read.
+
+// roundAtNorm returns g with its LayerNorms rewritten as above, or g
+// itself where there are none.
+func roundAtNorm(g *ir.Graph) *ir.Graph {
+	cons := g.Consumers()
+	isOut := g.OutputMask()
+	fused := make([]*ir.Node, len(g.Nodes))
+	gone := make([]bool, len(g.Nodes))
+	out := *g
+	out.Tensors = append([]ir.Tensor(nil), g.Tensors...)
+	redirect := map[int]ir.TensorID{} // a product → the 16-bit copy its first input becomes
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if n.Op != "LayerNormalization" || !layerNormWarp(g, i) || len(n.Outputs) == 0 || isOut[n.Outputs[0]] {
+			continue
+		}
+		y := n.Outputs[0]
+		var products []int
+		round, others := -1, 0
+		for _, c := range cons[y] {
+			cn := &g.Nodes[c]
+			switch {
+			case cn.Op == "Round16" && cn.Domain == cudaDomain && round < 0 && !isOut[cn.Outputs[0]]:
+				round = c
+			case productOperand(cn, y):
+				products = append(products, c)
+			default:
+				others++
+			}
+		}
+		if others == 0 && len(products) == 0 && round >= 0 {
+			// Read by the Round16 alone: the norm writes its output.
+			ln := *n
+			ln.Outputs = append([]ir.TensorID{g.Nodes[round].Outputs[0]}, n.Outputs[1:]...)
+			fused[i], gone[round] = &ln, true
+			continue
+		}
+		if others == 0 || round < 0 && len(products) == 0 {
+			continue // nothing rounded, or nothing but products (analyzeFusion holds it in 16 bits)
+		}
+		var y16 ir.TensorID
+		if round >= 0 {
+			y16 = g.Nodes[round].Outputs[0]
+			gone[round] = true
+		} else {
+			src := g.Tensor(y)
+			y16 = out.NewTensor(src.Name+"/16", ir.Float32, src.Shape.Clone(), nil)
+		}
+		for _, c := range products {
+			redirect[c] = y16
+		}
+		fused[i] = &ir.Node{Name: n.Name, Op: "NormRound", Domain: cudaDomain, Attrs: n.Attrs,
+			Inputs: n.Inputs, Outputs: []ir.TensorID{y, y16}}
+	}
+	if len(redirect) == 0 && !slices.Contains(gone, true) {
+		return g
+	}
+	for c, y16 := range redirect {
+		n := g.Nodes[c]
+		n.Inputs = append([]ir.TensorID(nil), n.Inputs...)
+		n.Inputs[0] = y16
+		fused[c] = &n
+	}
+	return rebuild(&out, fused, gone)
+}
+
+// productOperand reports whether node n is a product that reads t as its
+// first operand only: a MatMul, or a MatMulAdd.
+func productOperand(n *ir.Node, t ir.TensorID) bool {
+	ok := n.Op == "MatMul" && n.DefaultDomain() || n.Op == "MatMulAdd" && n.Domain == cudaDomain
+	return ok && len(n.Inputs) >= 2 && n.Inputs[0] == t && !slices.Contains(n.Inputs[1:], t)
+}
+
+// buildNormRound runs a NormRound node: the LayerNorm's kernel writing
+// the float32 row and its 16-bit copy (held so: fusion.half), or the
+// LayerNorm then a copy where the copy is not held in 16 bits.
+func buildNormRound(c *buildContext) error {
+	n := c.n
+	if len(n.Outputs) != 2 || c.out(1) == nil || !c.out(1).Shape.Equal(c.out(0).Shape) {
+		return c.errorf("a NormRound writes two outputs of one shape")
+	}
+	ln := *n
+	ln.Op, ln.Domain, ln.Outputs = "LayerNormalization", "", n.Outputs[:1]
+	c.n = &ln
+	err := buildLayerNorm(c)
+	c.n = n
+	if err != nil {
+		return err
+	}
+	elems := c.out(0).Shape.Elements()
+	if c.halfOut(0) {
+		return c.errorf("internal error: a NormRound's first output is float32")
+	}
+	if c.fz == nil || !c.fz.half[n.Outputs[1]] || len(c.launches) != 1 || !strings.HasPrefix(c.launches[0].kernel, "layernorm_warp4_") {
+		c.copyBytes(c.outArg(0), c.outArg(1), 4*elems)
+		return nil
+	}
+	l := &c.launches[0]
+	var k int
+	if _, err := fmt.Sscanf(l.kernel, "layernorm_warp4_%d", &k); err != nil {
+		return c.errorf("internal error: %v", err)
+	}
+	l.kernel = fmt.Sprintf("layernorm_warp4_2h_%d", k)
+	y16 := arg{kind: argTensor, id: n.Outputs[1], half: true}
+	// x, scale, bias, y, then y2 in place of mean and inv.
+	l.args = append(append(l.args[:4:4], y16), l.args[6:]...)
+	l.args = append(l.args, i32(c.fz.mode))
 	return nil
 }

@@ -710,9 +710,11 @@ template <int K, typename T> __device__ __forceinline__ void softmax_warp4_t(con
 }
 // layernorm_warp4_K is layernorm for rows whose length is a multiple of 4
 // and at most 128·K: a warp per row, the row read once into registers.
-// layernorm_warp4_h_K writes 16-bit GEMM operands (round_h) instead.
-template <int K, typename T> __device__ __forceinline__ void layernorm_warp4_t(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, T* __restrict__ y,
-		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps, int mode) {
+// layernorm_warp4_h_K writes 16-bit GEMM operands (round_h) instead;
+// layernorm_warp4_2h_K writes both, the float32 row to y and its 16-bit
+// copy to y2 (a NormRound node).
+template <int K, typename T, bool DUAL = false> __device__ __forceinline__ void layernorm_warp4_t(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, T* __restrict__ y,
+		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps, int mode, u16* __restrict__ y2 = nullptr) {
 	int lane = threadIdx.x & 31, n4 = dim >> 2;
 	i64 wpb = blockDim.x >> 5;
 	const float4* sc = (const float4*)scale;
@@ -749,6 +751,7 @@ template <int K, typename T> __device__ __forceinline__ void layernorm_warp4_t(c
 					o.x += b.x; o.y += b.y; o.z += b.z; o.w += b.w;
 				}
 				put4<T>(y + r * dim, j, o, mode);
+				if (DUAL) put4<u16>(y2 + r * dim, j, o, mode);
 			}
 		}
 		if (lane == 0) {
@@ -763,7 +766,9 @@ extern "C" __global__ void softmax_warp4_h_##K(const float* __restrict__ x, u16*
 extern "C" __global__ void layernorm_warp4_##K(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, float* __restrict__ y, \
 		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps) { layernorm_warp4_t<K, float>(x, scale, bias, y, mean, inv, rows, dim, eps, 0); } \
 extern "C" __global__ void layernorm_warp4_h_##K(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, u16* __restrict__ y, \
-		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps, int mode) { layernorm_warp4_t<K, u16>(x, scale, bias, y, mean, inv, rows, dim, eps, mode); }
+		float* __restrict__ mean, float* __restrict__ inv, i64 rows, int dim, float eps, int mode) { layernorm_warp4_t<K, u16>(x, scale, bias, y, mean, inv, rows, dim, eps, mode); } \
+extern "C" __global__ void layernorm_warp4_2h_##K(const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias, float* __restrict__ y, \
+		u16* __restrict__ y2, i64 rows, int dim, float eps, int mode) { layernorm_warp4_t<K, float, true>(x, scale, bias, y, nullptr, nullptr, rows, dim, eps, mode, y2); }
 WARP4(1)
 WARP4(2)
 WARP4(4)
