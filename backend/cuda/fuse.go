@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -57,10 +58,13 @@ type fusion struct {
 	half   map[ir.TensorID]bool // tensors held as 16-bit values in their slots
 	// out16 holds the GEMM outputs written in bfloat16 because only
 	// generated kernels read them (they widen as they load).
-	out16  map[ir.TensorID]bool
-	mode   int32      // rounding mode of the 16-bit values (halfMode)
-	gen    *genModule // the generated kernels
-	splits int        // groups checkGroups split
+	out16 map[ir.TensorID]bool
+	mode  int32 // rounding mode of the 16-bit values (halfMode)
+	// reciprocal, under 16-bit precision, makes generated kernels
+	// multiply by the reciprocal of a constant divisor rather than divide.
+	reciprocal bool
+	gen        *genModule // the generated kernels
+	splits     int        // groups checkGroups split
 }
 
 // egroup is one elementwise group.
@@ -160,7 +164,7 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 	fz := &fusion{group: make([]int, len(g.Nodes)), bias: map[int]ir.TensorID{}, leaf: map[ir.TensorID]int{}, half: map[ir.TensorID]bool{},
 		out16: map[ir.TensorID]bool{}, gen: &genModule{}}
 	if hs != nil {
-		fz.mode = halfMode(hs.prec)
+		fz.mode, fz.reciprocal = halfMode(hs.prec), true
 	}
 	cons := g.Consumers()
 	isOut := g.OutputMask()
@@ -573,6 +577,11 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 		if err != nil {
 			return nil, err
 		}
+		if c, ok := scalarDivisor(g, n); ok && fz.reciprocal {
+			// A product by the reciprocal (within an ulp of the quotient;
+			// an IEEE division takes some ten instructions).
+			e = fmt.Sprintf("(%s * %s)", ops[0], floatLit(float32(1/float64(c))))
+		}
 		fmt.Fprintf(&body, "\tconst float v%d = %s;\n", j, e)
 	}
 	half := fz.half[sink.Outputs[0]]
@@ -898,6 +907,23 @@ func opExpr(n *ir.Node, ops []string) (string, error) {
 		return fmt.Sprintf("(%s < %s ? %s : %s)", a, b, a, b), nil
 	}
 	return "", fmt.Errorf("node %q (%s): no generated kernel", n.Name, n.Op)
+}
+
+// scalarDivisor returns the divisor of n, a Div by a finite non-zero
+// float32 constant scalar.
+func scalarDivisor(g *ir.Graph, n *ir.Node) (float32, bool) {
+	if n.Op != "Div" || len(n.Inputs) != 2 {
+		return 0, false
+	}
+	d := g.Tensor(n.Inputs[1])
+	if !d.IsConst() || d.DType != ir.Float32 || d.Shape.Elements() != 1 || len(d.Data) != 4 {
+		return 0, false
+	}
+	v := math.Float32frombits(binary.LittleEndian.Uint32(d.Data))
+	if v == 0 || math.IsInf(float64(v), 0) || math.IsNaN(float64(v)) || math.IsInf(1/float64(v), 0) || float32(1/float64(v)) == 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 // genModule collects the generated kernels of one compile, named by the
