@@ -43,6 +43,9 @@ type launch struct {
 	// blas, when set, makes the launch a cuBLAS GEMM instead of a kernel:
 	// args are its A, B and C (cuBLAS's column-major operands).
 	blas *blasGemm
+	// dnn, when set, makes it a cuDNN convolution (its pointers unset):
+	// args are x, w and y, in 16 bits.
+	dnn *driver.DNNConv
 }
 
 // blasGemm is one cublasSgemmStridedBatched call, in column-major terms.
@@ -95,6 +98,9 @@ type halves struct {
 	// lt says cuBLASLt is installed: MatMulAdd nodes run on it
 	// (fuseEpilogues).
 	lt bool
+	// dnn says cuDNN is installed: convolutions whose output is held in
+	// 16 bits run on it (dnnConvLaunch).
+	dnn bool
 }
 
 // buildContext is what a builder sees of its node, and where it leaves its
@@ -959,6 +965,9 @@ func buildConv(c *buildContext) error {
 	below := foldBelow
 	if kk == 1 && SH == 1 && SW == 1 {
 		below = foldBelowPointwise
+	}
+	if c.dnnConvLaunch(bias, xHalf, r, group, [...]int64{N, C, H, W, OC, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW}) {
+		return nil
 	}
 	if implicitConv && c.half != nil && c.half.mma && group == 1 && c.halfable(c.inArg(1), false) {
 		p := []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),

@@ -78,6 +78,11 @@ const (
 // blasWorkspace is the device workspace each session gives cuBLAS.
 const blasWorkspace = 32 << 20
 
+// dnnWorkspace is the device workspace each lane gives cuDNN where its
+// sessions have convolutions on it: the fastest algorithms of some
+// (ResNet-50's stem, at batch 32) ask for tens of megabytes.
+const dnnWorkspace = 256 << 20
+
 // region says which device buffer an address lies in.
 type region uint8
 
@@ -102,7 +107,8 @@ type step struct {
 	grid, block [3]uint32
 	shared      uint32
 	args        []boundArg
-	blas        *blasGemm // a cuBLAS GEMM instead of a kernel
+	blas        *blasGemm       // a cuBLAS GEMM instead of a kernel
+	dnn         *driver.DNNConv // a cuDNN convolution instead of a kernel (args x, w, y)
 }
 
 // Executable is a graph compiled for the GPU: kernels, their launch
@@ -168,6 +174,8 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		}
 		// BERTH_CUDA_LT=0 keeps the products and their Adds apart.
 		hs.lt = fusing && os.Getenv("BERTH_CUDA_LT") != "0" && driver.LoadLt() == nil
+		// BERTH_CUDA_DNN=0 keeps convolutions off cuDNN.
+		hs.dnn = fusing && os.Getenv("BERTH_CUDA_DNN") != "0" && driver.LoadDNN() == nil
 		if hs.lt {
 			g = fuseEpilogues(g)
 		}
@@ -329,7 +337,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 	for _, i := range pl.Order {
 		for _, l := range built[i].launches {
-			st := step{node: i, grid: l.grid, block: l.block, shared: l.shared, args: make([]boundArg, len(l.args)), blas: l.blas}
+			st := step{node: i, grid: l.grid, block: l.block, shared: l.shared, args: make([]boundArg, len(l.args)), blas: l.blas, dnn: l.dnn}
 			for j, a := range l.args {
 				switch a.kind {
 				case argWords:
@@ -359,7 +367,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			if l.elideIfAlias && st.args[0].region == st.args[1].region && st.args[0].region != inWords && st.args[0].off == st.args[1].off {
 				continue
 			}
-			if l.blas != nil {
+			if l.blas != nil || l.dnn != nil { // cuDNN shares cuBLAS's workspace
 				e.usesBLAS = true
 				e.steps = append(e.steps, st)
 				continue
@@ -556,7 +564,7 @@ type Session struct {
 	values    []uint64           // the device addresses the params point to
 	blas      driver.BLAS        // the lane's cuBLAS handle, on its stream
 	gemms     []driver.Args      // per step, the arguments of a cuBLAS GEMM (nil: a kernel)
-	lts       []*driver.LtPlan   // per step, a cuBLASLt product with its epilogue (nil: none)
+	libs      []libraryCall      // per step, a cuBLASLt product or a cuDNN convolution (nil: none)
 	hot       driver.Args        // the argument block of the calls each run makes
 	run       func() error
 	in        [][]byte
@@ -602,7 +610,9 @@ type Lane struct {
 	stage  []byte
 	blas   driver.BLAS
 	lt     driver.LtHandle // cuBLASLt's, made with the first session whose products need it
-	work   driver.Ptr      // the workspace of cuBLAS and cuBLASLt (one stream: never both at once)
+	dnn    driver.DNN      // cuDNN's, made with the first session whose convolutions need it
+	dnnWS  driver.Ptr      // cuDNN's workspace (dnnWorkspace bytes), made with its handle
+	work   driver.Ptr      // the workspace of cuBLAS, cuBLASLt and cuDNN (one stream: one at a time)
 	prec   Precision       // the math mode the handle was set up for
 	closed bool
 }
@@ -738,7 +748,7 @@ func (l *Lane) Close() error {
 		if l.stream != 0 {
 			errs = append(errs, l.stream.Synchronize())
 		}
-		errs = append(errs, l.lt.Destroy(), l.blas.Destroy(), driver.Free(l.work))
+		errs = append(errs, l.dnn.Destroy(), driver.Free(l.dnnWS), l.lt.Destroy(), l.blas.Destroy(), driver.Free(l.work))
 		if l.stream != 0 {
 			errs = append(errs, l.stream.Destroy())
 		}
@@ -780,7 +790,7 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 	}
 	npointers := 0
 	for _, st := range e.steps {
-		if st.blas != nil {
+		if st.blas != nil || st.dnn != nil {
 			continue
 		}
 		for _, a := range st.args {
@@ -795,7 +805,7 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 	s.hot = driver.NewArgs()
 	k := 0
 	for i, st := range e.steps {
-		if b := st.blas; b != nil && b.epilogue != 0 {
+		if b := st.blas; b != nil && b.epilogue != 0 || st.dnn != nil {
 			continue // planned below, with the device
 		}
 		if b := st.blas; b != nil {
@@ -837,24 +847,59 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 		}
 		s.params[i] = ps
 	}
-	if err := s.planEpilogues(); err != nil {
+	if err := s.planLibraries(); err != nil {
 		return nil, err
 	}
 	s.run = s.launchAll
 	return s, nil
 }
 
-// planEpilogues makes the cuBLASLt plans of the products whose epilogue
-// adds a bias (blasGemm.epilogue), and the lane's cuBLASLt handle with
-// the first of them. Our row-major Y = A·B is cuBLAS's column-major
-// Yᵀ = Bᵀ·Aᵀ, so the bias, one value per column of Y, is one per row of
-// cuBLAS's D, as the epilogue adds it.
-func (s *Session) planEpilogues() error {
+// A libraryCall is a step that a library plans once for the session and
+// runs without allocating: a cuBLASLt product (driver.LtPlan) or a cuDNN
+// convolution (driver.DNNPlan).
+type libraryCall interface {
+	Run() error
+	Close()
+}
+
+// planLibraries makes the cuBLASLt plans of the products whose epilogue
+// adds a bias (blasGemm.epilogue) and the cuDNN plans of the
+// convolutions, and the lane's handles with the first of each. Our
+// row-major Y = A·B is cuBLAS's column-major Yᵀ = Bᵀ·Aᵀ, so the bias, one
+// value per column of Y, is one per row of cuBLAS's D, as the epilogue
+// adds it.
+func (s *Session) planLibraries() error {
 	e := s.exe
 	err := e.dev.Do(func() error {
 		for i, st := range e.steps {
 			b := st.blas
-			if b == nil || b.epilogue == 0 {
+			if (b == nil || b.epilogue == 0) && st.dnn == nil {
+				continue
+			}
+			if s.libs == nil {
+				s.libs = make([]libraryCall, len(e.steps))
+			}
+			n := &e.g.Nodes[st.node]
+			if st.dnn != nil {
+				if s.lane.dnn == 0 {
+					ws, err := driver.Alloc(dnnWorkspace)
+					if err != nil {
+						return fmt.Errorf("new session: allocating cuDNN's workspace: %w", err)
+					}
+					h, err := driver.NewDNN(s.stream)
+					if err != nil {
+						driver.Free(ws)
+						return fmt.Errorf("new session: %w", err)
+					}
+					s.lane.dnn, s.lane.dnnWS = h, ws
+				}
+				c := *st.dnn
+				c.X, c.Wt, c.Y = s.addr(st.args[0]), s.addr(st.args[1]), s.addr(st.args[2])
+				p, err := s.lane.dnn.Plan(&c, s.lane.dnnWS, dnnWorkspace)
+				if err != nil {
+					return fmt.Errorf("new session: node %q (%s): %w", n.Name, n.Op, err)
+				}
+				s.libs[i] = p
 				continue
 			}
 			if s.lane.lt == 0 {
@@ -863,9 +908,6 @@ func (s *Session) planEpilogues() error {
 					return fmt.Errorf("new session: %w", err)
 				}
 				s.lane.lt = h
-			}
-			if s.lts == nil {
-				s.lts = make([]*driver.LtPlan, len(e.steps))
 			}
 			d := s.addr(st.args[2])
 			g := &driver.LtGemm{TransA: b.transA, TransB: b.transB, M: b.m, N: b.n, K: b.k,
@@ -876,31 +918,36 @@ func (s *Session) planEpilogues() error {
 			}
 			p, err := s.lane.lt.Plan(g, b.alpha, b.beta, s.lane.work, blasWorkspace, s.stream)
 			if err != nil {
-				n := &e.g.Nodes[st.node]
 				return fmt.Errorf("new session: node %q (%s): %w", n.Name, n.Op, err)
 			}
-			s.lts[i] = p
+			s.libs[i] = p
 		}
 		return nil
 	})
 	if err != nil {
-		e.dev.Do(func() error {
-			for _, p := range s.lts {
-				if p != nil {
-					p.Close()
-				}
-			}
-			return nil
-		})
-		s.lts = nil
+		s.closeLibraries()
 	}
 	return err
 }
 
-// gemm issues step i, a cuBLAS or cuBLASLt product.
+// closeLibraries frees the plans of planLibraries.
+func (s *Session) closeLibraries() {
+	libs := s.libs
+	s.libs = nil
+	s.exe.dev.Do(func() error {
+		for _, p := range libs {
+			if p != nil {
+				p.Close()
+			}
+		}
+		return nil
+	})
+}
+
+// gemm issues step i, a cuBLAS or cuBLASLt product or a cuDNN convolution.
 func (s *Session) gemm(i int) error {
-	if s.lts != nil && s.lts[i] != nil {
-		return s.lts[i].Run()
+	if s.libs != nil && s.libs[i] != nil {
+		return s.libs[i].Run()
 	}
 	return s.exe.steps[i].blas.run(s.gemms[i])
 }
@@ -1088,7 +1135,7 @@ func (s *Session) launchKernels() error {
 	e := s.exe
 	for i := range e.steps {
 		st := &e.steps[i]
-		if st.blas != nil {
+		if st.blas != nil || st.dnn != nil {
 			if err := s.gemm(i); err != nil {
 				n := &e.g.Nodes[st.node]
 				return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
@@ -1249,17 +1296,10 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	g, st, lts := s.graph, s.stream, s.lts
-	s.graph, s.lts = 0, nil
-	err := s.exe.dev.Do(func() error {
-		err := errors.Join(g.Destroy(), st.Synchronize())
-		for _, p := range lts {
-			if p != nil {
-				p.Close()
-			}
-		}
-		return err
-	})
+	g, st := s.graph, s.stream
+	s.graph = 0
+	err := s.exe.dev.Do(func() error { return errors.Join(g.Destroy(), st.Synchronize()) })
+	s.closeLibraries()
 	if s.ownLane {
 		err = errors.Join(err, s.lane.Close())
 	}
@@ -1271,7 +1311,7 @@ type StepTime struct {
 	Node int    // the node it belongs to, of the graph Compile rewrote (see Name)
 	Name string // that node's name
 	Op   string // the node's operator
-	BLAS bool   // a cuBLAS GEMM
+	BLAS bool   // a cuBLAS GEMM (or cuBLASLt product, or cuDNN convolution)
 	Time time.Duration
 }
 
@@ -1293,7 +1333,7 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 	err := e.dev.Do(func() error {
 		for i := range e.steps {
 			st := &e.steps[i]
-			out[i] = StepTime{Node: st.node, Name: e.g.Nodes[st.node].Name, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil, Time: time.Duration(math.MaxInt64)}
+			out[i] = StepTime{Node: st.node, Name: e.g.Nodes[st.node].Name, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil || st.dnn != nil, Time: time.Duration(math.MaxInt64)}
 		}
 		for range max(iters, 1) {
 			// The inputs whose slots later tensors take, again (see
@@ -1308,7 +1348,7 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 				st := &e.steps[i]
 				start := time.Now()
 				var err error
-				if st.blas != nil {
+				if st.blas != nil || st.dnn != nil {
 					err = s.gemm(i)
 				} else {
 					err = st.fn.LaunchWith(s.hot, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i])

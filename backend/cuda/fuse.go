@@ -335,7 +335,7 @@ func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 		trial.bias[i] = b
 	}
 	var extras [][]byte
-	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true, mma: hs.mma, lt: hs.lt}
+	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true, mma: hs.mma, lt: hs.lt, dnn: hs.dnn}
 	c, err := buildNodeWith(g, i, 1, true, &extras, h, trial)
 	if err != nil {
 		return false
@@ -344,7 +344,7 @@ func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 	for _, l := range c.launches {
 		for _, a := range l.args {
 			if a.kind == argTensor && a.id == y {
-				unfolded := l.blas == nil && (l.kernel == "unfold_h" || strings.HasPrefix(l.kernel, "iconv_")) && hs.prec == BF16
+				unfolded := l.blas == nil && (l.kernel == "unfold_h" || strings.HasPrefix(l.kernel, "iconv_") || l.dnn != nil) && hs.prec == BF16
 				if !a.half || !unfolded && (l.blas == nil || l.blas.c != driver.R16BF) {
 					return false
 				}
@@ -1235,7 +1235,7 @@ func acceptsHalf(g *ir.Graph, sms int, hs *halves) func(i int, t ir.TensorID) bo
 	}
 	return func(i int, t ir.TensorID) bool {
 		var extras [][]byte
-		h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{t: true}, dry: true, mma: hs.mma, lt: hs.lt}
+		h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{t: true}, dry: true, mma: hs.mma, lt: hs.lt, dnn: hs.dnn}
 		c, err := buildNodeWith(g, i, sms, true, &extras, h, nil)
 		if err != nil {
 			return false
