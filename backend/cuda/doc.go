@@ -32,15 +32,24 @@
 // precision on a GPU of sm_80 or later, attend.go rewrites attention
 // before planning (scores, scale, mask, Softmax, the product by V and the
 // Transposes around them) into one tensor-core kernel whose scores never
-// reach memory.
+// reach memory. Under 16-bit precision too, before planning: where
+// cuBLASLt is installed, a MatMul with its bias Add, and the residual Add
+// after it, becomes one cuBLASLt product whose epilogue adds the bias
+// and whose C is the residual (epilogue.go); a LayerNorm that products
+// and other nodes read writes the products' 16-bit copy beside its
+// float32 row (NormRound, round.go); and where cuDNN is installed, a
+// convolution whose output is held in 16 bits runs as one
+// cudnnConvolutionForward with no patch matrix (dnn.go).
 // A group whose kernel the plan's offsets do not allow (an input
 // overwritten before the group's last node, an output overlapping an
 // input) is split until every kernel is safe. Options.NoFusion, or
 // BERTH_CUDA_FUSION=0, turns this off.
 //
 // A Session owns one device arena of exactly the plan's size, a stream,
-// a cuBLAS handle with its own workspace, and page-locked staging for the
-// inputs and outputs. When the session is made, every launch of a run is
+// a cuBLAS handle with its own workspace (and cuBLASLt's and cuDNN's
+// handles where its steps use them, cuDNN with a workspace of its own),
+// and page-locked staging for the inputs and outputs; the libraries'
+// plans (descriptors, algorithms) are made with the session. When the session is made, every launch of a run is
 // captured into one CUDA graph; Run copies the inputs into staging,
 // replays the graph (input copies, kernels, GEMMs, output copies) and
 // waits once. A run allocates nothing on the host: the calls it makes go
