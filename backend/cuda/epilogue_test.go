@@ -80,47 +80,33 @@ func TestFuseEpilogues(t *testing.T) {
 		}
 	}
 
+	// Chains left as they are: x·W + addend, then what then adds.
+	bias := func(g *tg) ir.TensorID { return g.constant(ir.Float32, 32) }
 	refuse := []struct {
-		name string
-		g    func() *ir.Graph
+		name     string
+		computed bool // W an input, not a constant
+		addend   func(*tg) ir.TensorID
+		then     func(g *tg, product ir.TensorID)
 	}{
-		{"bias of two rows", func() *ir.Graph {
-			g := newTG(17)
-			g.node("MatMul", nil, 1, g.input(ir.Float32, 2, 64), g.constant(ir.Float32, 64, 32))
-			g.node("Add", nil, 1, g.g.Outputs[0], g.constant(ir.Float32, 2, 32))
-			return g.g
-		}},
-		{"product read twice", func() *ir.Graph {
-			g := newTG(17)
-			g.node("MatMul", nil, 1, g.input(ir.Float32, 2, 64), g.constant(ir.Float32, 64, 32))
-			p := g.g.Outputs[0]
-			g.node("Add", nil, 1, p, g.constant(ir.Float32, 32))
-			g.node("Mul", nil, 1, p, g.g.Outputs[0])
-			return g.g
-		}},
-		{"weights computed", func() *ir.Graph {
-			g := newTG(17)
-			g.node("MatMul", nil, 1, g.input(ir.Float32, 2, 64), g.input(ir.Float32, 64, 32))
-			g.node("Add", nil, 1, g.g.Outputs[0], g.constant(ir.Float32, 32))
-			return g.g
-		}},
-		{"addend not a constant", func() *ir.Graph {
-			g := newTG(17)
-			g.node("MatMul", nil, 1, g.input(ir.Float32, 2, 64), g.constant(ir.Float32, 64, 32))
-			g.node("Add", nil, 1, g.g.Outputs[0], g.input(ir.Float32, 32))
-			return g.g
-		}},
-		{"product is an output", func() *ir.Graph {
-			g := newTG(17)
-			g.node("MatMul", nil, 1, g.input(ir.Float32, 2, 64), g.constant(ir.Float32, 64, 32))
-			p := g.g.Outputs[0]
-			g.node("Add", nil, 1, p, g.constant(ir.Float32, 32))
-			g.g.Outputs = append(g.g.Outputs, p)
-			return g.g
-		}},
+		{"bias of two rows", false, func(g *tg) ir.TensorID { return g.constant(ir.Float32, 2, 32) }, nil},
+		{"product read twice", false, bias, func(g *tg, p ir.TensorID) { g.node("Mul", nil, 1, p, g.g.Outputs[0]) }},
+		{"weights computed", true, bias, nil},
+		{"addend not a constant", false, func(g *tg) ir.TensorID { return g.input(ir.Float32, 32) }, nil},
+		{"product is an output", false, bias, func(g *tg, p ir.TensorID) { g.g.Outputs = append(g.g.Outputs, p) }},
 	}
 	for _, r := range refuse {
-		g := r.g()
+		tg := newTG(17)
+		w := tg.constant(ir.Float32, 64, 32)
+		if r.computed {
+			w = tg.input(ir.Float32, 64, 32)
+		}
+		tg.node("MatMul", nil, 1, tg.input(ir.Float32, 2, 64), w)
+		p := tg.g.Outputs[0]
+		tg.node("Add", nil, 1, p, r.addend(tg))
+		if r.then != nil {
+			r.then(tg, p)
+		}
+		g := tg.g
 		if f := fuseEpilogues(g); f != g {
 			t.Errorf("%s: fused into %v", r.name, countOps(f))
 		}
