@@ -10,6 +10,7 @@ int main() {
 		{2, 2, 40, 40, 32, 1, false, true},
 		{1, 2, 64, 64, 128, 0, true, false},
 		{1, 1, 33, 70, 64, 0, true, false},
+		{2, 3, 128, 128, 64, 1, true, false}, // BERT's padding mask over two tiles of keys
 	};
 	std::mt19937 rng(9);
 	std::normal_distribution<float> nd;
