@@ -197,8 +197,9 @@ func productOperand(n *ir.Node, t ir.TensorID) bool {
 }
 
 // buildNormRound runs a NormRound node: the LayerNorm's kernel writing
-// the float32 row and its 16-bit copy (held so: fusion.half), or the
-// LayerNorm then a copy where the copy is not held in 16 bits.
+// the float32 row and its 16-bit copy (held so: fusion.half), or, where
+// the norm does not run on that kernel, the LayerNorm then a rounding
+// (or a float32 copy, where the copy is not held in 16 bits).
 func buildNormRound(c *buildContext) error {
 	n := c.n
 	if len(n.Outputs) != 2 || c.out(1) == nil || !c.out(1).Shape.Equal(c.out(0).Shape) {
@@ -216,8 +217,14 @@ func buildNormRound(c *buildContext) error {
 	if c.halfOut(0) {
 		return c.errorf("internal error: a NormRound's first output is float32")
 	}
-	if c.fz == nil || !c.fz.half[n.Outputs[1]] || len(c.launches) != 1 || !strings.HasPrefix(c.launches[0].kernel, "layernorm_warp4_") {
-		c.copyBytes(c.outArg(0), c.outArg(1), 4*elems)
+	half := c.fz != nil && c.fz.half[n.Outputs[1]]
+	if !half || len(c.launches) != 1 || !strings.HasPrefix(c.launches[0].kernel, "layernorm_warp4_") {
+		// The norm as it is, then its copy: as its readers take it.
+		if half {
+			c.elementwise(eltwise, "round_f32_h", elems, c.outArg(0), c.outArg(1), i64(elems), i32(c.fz.mode))
+		} else {
+			c.copyBytes(c.outArg(0), c.outArg(1), 4*elems)
+		}
 		return nil
 	}
 	l := &c.launches[0]
