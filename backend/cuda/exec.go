@@ -75,6 +75,22 @@ const (
 	F16  = backend.F16
 )
 
+// dnnProbe is whether cuDNN plans a convolution on this process's device
+// (driver.ProbeDNN), asked once.
+var dnnProbe struct {
+	once sync.Once
+	ok   bool
+}
+
+// dnnWorks reports whether convolutions may go to cuDNN on d: it loads,
+// and plans one.
+func dnnWorks(d *driver.Device) bool {
+	dnnProbe.once.Do(func() {
+		dnnProbe.ok = driver.LoadDNN() == nil && d.Do(driver.ProbeDNN) == nil
+	})
+	return dnnProbe.ok
+}
+
 // blasWorkspace is the device workspace each session gives cuBLAS.
 const blasWorkspace = 32 << 20
 
@@ -175,7 +191,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		// BERTH_CUDA_LT=0 keeps the products and their Adds apart.
 		hs.lt = fusing && os.Getenv("BERTH_CUDA_LT") != "0" && driver.LoadLt() == nil
 		// BERTH_CUDA_DNN=0 keeps convolutions off cuDNN.
-		hs.dnn = fusing && os.Getenv("BERTH_CUDA_DNN") != "0" && driver.LoadDNN() == nil
+		hs.dnn = fusing && os.Getenv("BERTH_CUDA_DNN") != "0" && dnnWorks(d)
 		if hs.lt {
 			g = fuseEpilogues(g)
 		}

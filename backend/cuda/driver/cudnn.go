@@ -248,3 +248,23 @@ func (p *DNNPlan) Close() {
 		}
 	}
 }
+
+// ProbeDNN plans one small convolution without running it, in the
+// current context: cuDNN opens its convolution library only when first
+// asked for a convolution, which LoadDNN does not do, so a cuDNN whose
+// libraries are incomplete fails here rather than in a session.
+func ProbeDNN() error {
+	h, err := NewDNN(0)
+	if err != nil {
+		return err
+	}
+	defer h.Destroy()
+	c := DNNConv{N: 1, C: 8, H: 8, W: 8, K: 8, R: 3, S: 3, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1,
+		Groups: 1, OH: 8, OW: 8, T: R16BF}
+	p, err := h.Plan(&c, 0, 1<<30)
+	if err != nil {
+		return err
+	}
+	p.Close()
+	return nil
+}

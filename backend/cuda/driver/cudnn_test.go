@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// TestDNNConv runs convolutions of bfloat16 operands through cuDNN
+// TestDNNConv probes cuDNN (ProbeDNN), then runs convolutions of
+// bfloat16 operands through it
 // (padding, strides, dilations, groups) and checks them against float64
 // sums of the same operands: relative L2 ≤ 4e-3, the output's rounding to
 // bfloat16 (2⁻⁸ relative at most).
@@ -15,6 +16,9 @@ func TestDNNConv(t *testing.T) {
 	d := openOrSkip(t)
 	if err := LoadDNN(); errors.Is(err, ErrUnavailable) {
 		t.Skipf("no cuDNN here: %v", err)
+	}
+	if err := d.Do(ProbeDNN); err != nil {
+		t.Fatalf("ProbeDNN: %v", err)
 	}
 	cases := []DNNConv{
 		{N: 2, C: 8, H: 9, W: 7, K: 16, R: 3, S: 3, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1},
