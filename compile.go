@@ -103,6 +103,7 @@ type Executable struct {
 	layout      *arena.Layout
 	weightBytes int64
 	packedBytes int64
+	workBytes   int64
 	planTime    time.Duration
 
 	// opts are the options a fixed-shape executable was compiled with,
@@ -194,7 +195,7 @@ func compileStatic(m *Model, dev Device, opts Options) (*Executable, error) {
 		m.releaseFile()
 	}
 	e := &Executable{model: m, g: g, device: dev, x: x, dev: b, layout: x.Layout(),
-		weightBytes: x.WeightBytes(), packedBytes: x.PackedWeightBytes(), planTime: x.PlanTime()}
+		weightBytes: x.WeightBytes(), packedBytes: x.PackedWeightBytes(), workBytes: x.WorkspaceBytes(), planTime: x.PlanTime()}
 	e.problem, e.plan = x.Plan()
 	return e, nil
 }
@@ -380,6 +381,12 @@ func (e *Executable) WeightBytes() int64 { return e.weightBytes }
 // PackedWeightBytes is how much of the weights had to be copied into an
 // aligned region because the file did not hold them aligned.
 func (e *Executable) PackedWeightBytes() int64 { return e.packedBytes }
+
+// WorkspaceBytes is the memory a session's lane gives the libraries its
+// steps call, beside the arena and the weights: on CUDA, cuBLAS's
+// workspace (32 MB) where products run on it and cuDNN's (256 MB) where
+// convolutions do; 0 on the CPU. Options.MemoryLimit does not count it.
+func (e *Executable) WorkspaceBytes() int64 { return e.workBytes }
 
 // Plan returns the memory plan and the problem it solves (read-only):
 // for an executable whose shapes are settled per run, the plan at the

@@ -89,6 +89,10 @@ type Executable interface {
 	// PackedWeightBytes is how much of the weights had to be copied
 	// because the file did not hold them as the kernels read them.
 	PackedWeightBytes() int64
+	// WorkspaceBytes is the memory a lane gives the libraries the
+	// executable's steps call (cuBLAS's and cuDNN's workspaces), beside
+	// the arena and the weights.
+	WorkspaceBytes() int64
 	// PlanTime is how long planning took.
 	PlanTime() time.Duration
 	// NewSession makes a session on lane, or on a lane of its own where

@@ -371,5 +371,8 @@ func (e *Executable) WeightBytes() int64 { return e.weightBytes }
 // aligned region because the file did not hold them aligned.
 func (e *Executable) PackedWeightBytes() int64 { return e.packedBytes }
 
+// WorkspaceBytes is 0: the CPU's kernels work in the arena.
+func (e *Executable) WorkspaceBytes() int64 { return 0 }
+
 // PlanTime is how long the rewrites and the memory plan took.
 func (e *Executable) PlanTime() time.Duration { return e.planTime }

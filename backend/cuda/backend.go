@@ -196,5 +196,21 @@ func (e *Executable) Layout() *arena.Layout {
 // (WeightBytes).
 func (e *Executable) PackedWeightBytes() int64 { return 0 }
 
+// WorkspaceBytes is the device memory a lane gives cuBLAS (and cuBLASLt)
+// where the executable's steps call them, and cuDNN where they run
+// convolutions on it.
+func (e *Executable) WorkspaceBytes() int64 {
+	var n int64
+	if e.usesBLAS {
+		n += blasWorkspace
+	}
+	for _, st := range e.steps {
+		if st.dnn != nil {
+			return n + dnnWorkspace
+		}
+	}
+	return n
+}
+
 // PlanTime is how long building the memory plan took.
 func (e *Executable) PlanTime() time.Duration { return e.planTime }

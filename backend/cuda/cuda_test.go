@@ -682,6 +682,9 @@ func TestZeroAllocsPerRun(t *testing.T) {
 		if allocs != 0 {
 			t.Errorf("%+v: %v host allocations per run, want 0", opts, allocs)
 		}
+		if want := map[bool]int64{true: blasWorkspace}[exe.usesBLAS]; exe.WorkspaceBytes() != want {
+			t.Errorf("%+v: workspace %d bytes, want %d", opts, exe.WorkspaceBytes(), want)
+		}
 		s.Close()
 		exe.Close()
 	}

@@ -39,7 +39,10 @@ type benchResult struct {
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 	ActivationBytes int64   `json:"activation_bytes"`
 	WeightBytes     int64   `json:"weight_bytes"`
-	SyntheticInputs bool    `json:"synthetic_inputs"`
+	// WorkspaceBytes is what the libraries (cuBLAS, cuDNN) take beside
+	// the arena and the weights.
+	WorkspaceBytes  int64 `json:"workspace_bytes"`
+	SyntheticInputs bool  `json:"synthetic_inputs"`
 	// Plans is how many plans the session kept (one per set of input
 	// shapes for a model with open shapes); Symbols gives the size each
 	// open dimension took in the timed runs, MaxDims the bounds given.
@@ -151,6 +154,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		PeakRSSMB:       peakRSSMB(),
 		ActivationBytes: exe.ArenaBytes(),
 		WeightBytes:     exe.WeightBytes(),
+		WorkspaceBytes:  exe.WorkspaceBytes(),
 		SyntheticInputs: synthetic,
 		Plans:           s.Plans(),
 		Symbols:         symbolsOf(exe.Inputs(), inputs),
@@ -162,7 +166,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if res.ActivationBytes == 0 {
 			res.ActivationBytes = ran.ArenaBytes()
 		}
-		res.WeightBytes = ran.WeightBytes()
+		res.WeightBytes, res.WorkspaceBytes = ran.WeightBytes(), ran.WorkspaceBytes()
 	}
 	res.MedianMS, res.MinMS, res.P90MS, res.MeanMS = stats(times)
 	if *asJSON {
@@ -172,7 +176,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s on %s, %d threads, %d runs after %d warm-up\n", path, res.Device, res.Threads, res.Iters, res.Warmup)
 	fmt.Fprintf(stdout, "  median %.3f ms   min %.3f ms   p90 %.3f ms   mean %.3f ms\n", res.MedianMS, res.MinMS, res.P90MS, res.MeanMS)
-	fmt.Fprintf(stdout, "  allocs/run %d (%d in all)   peak RSS %.1f MB   arena %s   weights %s\n", res.AllocsPerRun, res.AllocsTotal, res.PeakRSSMB, humanBytes(res.ActivationBytes), humanBytes(res.WeightBytes))
+	fmt.Fprintf(stdout, "  allocs/run %d (%d in all)   peak RSS %.1f MB   arena %s   weights %s", res.AllocsPerRun, res.AllocsTotal, res.PeakRSSMB, humanBytes(res.ActivationBytes), humanBytes(res.WeightBytes))
+	if res.WorkspaceBytes > 0 {
+		fmt.Fprintf(stdout, "   libraries' workspace %s", humanBytes(res.WorkspaceBytes))
+	}
+	fmt.Fprintln(stdout)
 	if len(res.Symbols) > 0 {
 		fmt.Fprintf(stdout, "  symbols %v   plans %d\n", res.Symbols, res.Plans)
 	}

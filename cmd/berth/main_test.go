@@ -159,7 +159,7 @@ func TestBenchJSON(t *testing.T) {
 	if r.AllocsPerRun != 0 {
 		t.Errorf("allocs_per_run = %v", r.AllocsPerRun)
 	}
-	if r.Iters != 5 || r.MedianMS <= 0 || r.MinMS > r.MedianMS || r.MedianMS > r.P90MS || r.ActivationBytes <= 0 || r.WeightBytes <= 0 || r.PeakRSSMB <= 0 {
+	if r.Iters != 5 || r.MedianMS <= 0 || r.MinMS > r.MedianMS || r.MedianMS > r.P90MS || r.ActivationBytes <= 0 || r.WeightBytes <= 0 || r.PeakRSSMB <= 0 || r.WorkspaceBytes != 0 {
 		t.Errorf("implausible result %+v", r)
 	}
 }
