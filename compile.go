@@ -25,7 +25,8 @@ type Options struct {
 	// allocating anything, when the plan exceeds it. 0 means the
 	// machine's physical memory; a negative value means no limit. On
 	// CUDA it bounds device memory (one session's arena plus the device
-	// weights) and only a positive value applies.
+	// weights; the libraries' workspaces, Executable.WorkspaceBytes, lie
+	// beside it) and only a positive value applies.
 	MemoryLimit int64
 	// Precision of the matrix products on a GPU (FP32 by default; the
 	// environment variable BERTH_CUDA_PRECISION, where set, overrides it).
