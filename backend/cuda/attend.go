@@ -74,11 +74,7 @@ const (
 // node, or g itself where there is none. Tensor ids stay as they are;
 // the tensors of the nodes folded away are left without a producer.
 func fuseAttention(g *ir.Graph) *ir.Graph {
-	cons := g.Consumers()
-	isOut := g.OutputMask()
-	fused := make([]*ir.Node, len(g.Nodes))
-	gone := make([]bool, len(g.Nodes))
-	changed := false
+	cons, isOut, fused, gone := rewriteOf(g)
 	for i := range g.Nodes {
 		a, members := matchAttention(g, cons, isOut, i)
 		if a == nil || slices.ContainsFunc(members, func(j int) bool { return gone[j] || fused[j] != nil }) {
@@ -91,9 +87,20 @@ func fuseAttention(g *ir.Graph) *ir.Graph {
 			gone[j] = j != last
 		}
 		fused[last] = a
-		changed = true
 	}
-	if !changed {
+	return rebuilt(g, fused, gone)
+}
+
+// rewriteOf is what a rewrite of g before planning starts from: g's
+// consumers and output mask, and, a node each, the node it becomes (nil:
+// itself) and whether it is dropped.
+func rewriteOf(g *ir.Graph) (cons [][]int, isOut []bool, fused []*ir.Node, gone []bool) {
+	return g.Consumers(), g.OutputMask(), make([]*ir.Node, len(g.Nodes)), make([]bool, len(g.Nodes))
+}
+
+// rebuilt is rebuild(g, fused, gone), or g itself where no node changes.
+func rebuilt(g *ir.Graph, fused []*ir.Node, gone []bool) *ir.Graph {
+	if !slices.Contains(gone, true) && !slices.ContainsFunc(fused, func(n *ir.Node) bool { return n != nil }) {
 		return g
 	}
 	return rebuild(g, fused, gone)

@@ -33,11 +33,7 @@ import (
 // fuseEpilogues returns g with its MatMul, bias Add and residual Add chains
 // fused as above, or g itself where there are none.
 func fuseEpilogues(g *ir.Graph) *ir.Graph {
-	cons := g.Consumers()
-	isOut := g.OutputMask()
-	fused := make([]*ir.Node, len(g.Nodes))
-	gone := make([]bool, len(g.Nodes))
-	changed := false
+	cons, isOut, fused, gone := rewriteOf(g)
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
 		k, cols, ok := epilogueProduct(g, n)
@@ -69,12 +65,8 @@ func fuseEpilogues(g *ir.Graph) *ir.Graph {
 		}
 		fused[at] = &ir.Node{Name: n.Name, Op: "MatMulAdd", Domain: cudaDomain, Inputs: inputs, Outputs: []ir.TensorID{out}}
 		gone[i] = true
-		changed = true
 	}
-	if !changed {
-		return g
-	}
-	return rebuild(g, fused, gone)
+	return rebuilt(g, fused, gone)
 }
 
 // epilogueProduct reports whether n is a MatMul that MatMulAdd can take: a

@@ -57,8 +57,7 @@ const maxProducts = 3
 // fused Add wrote are written by the product, and those a product would
 // have written before its Add is folded are left without a producer.
 func fuseProducts(g *ir.Graph) *ir.Graph {
-	cons := g.Consumers()
-	isOut := g.OutputMask()
+	cons, isOut, fused, gone := rewriteOf(g)
 	// single reports whether node i is a product of one activation row.
 	single := func(i int) bool {
 		n := &g.Nodes[i]
@@ -68,9 +67,6 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		x := g.InputOf(n, 0)
 		return x != nil && x.DType == ir.Float32 && x.Shape.Rank() > 0 && x.Shape.Elements() == x.Shape[x.Shape.Rank()-1]
 	}
-	fused := make([]*ir.Node, len(g.Nodes)) // node → the node it becomes (nil: itself)
-	gone := make([]bool, len(g.Nodes))
-	changed := false
 	// Residual Adds.
 	for i := range g.Nodes {
 		if !single(i) {
@@ -97,7 +93,6 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		fused[cons[y][0]] = &ir.Node{Name: n.Name, Op: "Products", Domain: cudaDomain, Attrs: productAttrs(n),
 			Inputs: []ir.TensorID{n.Inputs[0], r, n.Inputs[1]}, Outputs: []ir.TensorID{a.Outputs[0]}}
 		gone[i] = true
-		changed = true
 	}
 	// Gated units: silu(gate)·up over two products of one row.
 	for i := range g.Nodes {
@@ -112,7 +107,6 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		for _, j := range members {
 			gone[j] = true
 		}
-		changed = true
 	}
 	// Products of one row by several weights.
 	for i := range g.Nodes {
@@ -141,7 +135,6 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		}
 		p.Attrs = productAttrs(members...)
 		gone[i], fused[i] = false, p
-		changed = true
 	}
 	// An RMSNorm whose only readers are the weights of one Products node
 	// is computed by that node's kernel.
@@ -190,12 +183,8 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		}
 		fused[i] = r
 		gone[j] = true
-		changed = true
 	}
-	if !changed {
-		return g
-	}
-	return rebuild(g, fused, gone)
+	return rebuilt(g, fused, gone)
 }
 
 // gatedUnit returns the Products node (glu) that replaces node i where i
