@@ -31,7 +31,7 @@ const (
 	dnnHalf             = 2 // CUDNN_DATA_HALF
 	dnnBFloat16         = 9 // CUDNN_DATA_BFLOAT16
 	dnnTensorOpMath     = 1 // CUDNN_TENSOR_OP_MATH
-	dnnAlgos            = 8 // the forward algorithms there are, and more
+	dnnAlgos            = 8 // CUDNN_CONVOLUTION_FWD_ALGO_COUNT: the forward algorithms there are
 	dnnPerfBytes        = 48
 )
 
