@@ -79,10 +79,7 @@ func load() error {
 		}
 		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
 	}
-	syms := []struct {
-		p    *uintptr
-		name string
-	}{
+	syms := []symbolRef{
 		{&lib.cuInit, "cuInit"}, {&lib.cuDriverGetVersion, "cuDriverGetVersion"},
 		{&lib.cuDeviceGetCount, "cuDeviceGetCount"}, {&lib.cuDeviceGet, "cuDeviceGet"},
 		{&lib.cuDeviceGetName, "cuDeviceGetName"}, {&lib.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
@@ -102,12 +99,8 @@ func load() error {
 		{&lib.cuStreamSynchronize, "cuStreamSynchronize"},
 		{&lib.cuGetErrorName, "cuGetErrorName"}, {&lib.cuGetErrorString, "cuGetErrorString"},
 	}
-	for _, s := range syms {
-		p, err := symbol(h, s.name)
-		if err != nil {
-			return fmt.Errorf("%w: libcuda.so.1 lacks %s: %v", ErrUnavailable, s.name, err)
-		}
-		*s.p = p
+	if missing, err := resolve(h, syms); err != nil {
+		return fmt.Errorf("%w: libcuda.so.1 lacks %s: %v", ErrUnavailable, missing, err)
 	}
 	if r := callRaw(lib.cuInit, 0); r != 0 {
 		return fmt.Errorf("%w: cuInit: %v", ErrUnavailable, Result(r))
