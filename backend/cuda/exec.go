@@ -127,6 +127,14 @@ type step struct {
 	dnn         *driver.DNNConv // a cuDNN convolution instead of a kernel (args x, w, y)
 }
 
+// library reports whether the step calls a library (cuBLAS, cuBLASLt,
+// cuDNN) instead of launching a kernel.
+func (st *step) library() bool { return st.blas != nil || st.dnn != nil }
+
+// planned reports whether a session plans the step with its library
+// (planLibraries): a cuBLASLt product or a cuDNN convolution.
+func (st *step) planned() bool { return st.dnn != nil || st.blas != nil && st.blas.epilogue != 0 }
+
 // Executable is a graph compiled for the GPU: kernels, their launch
 // parameters in plan order, a verified memory plan and the weights in
 // device memory, shared by all its sessions.
@@ -383,8 +391,10 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			if l.elideIfAlias && st.args[0].region == st.args[1].region && st.args[0].region != inWords && st.args[0].off == st.args[1].off {
 				continue
 			}
-			if l.blas != nil || l.dnn != nil { // cuDNN shares cuBLAS's workspace
-				e.usesBLAS = true
+			if st.library() {
+				// cuDNN has a handle and a workspace of its own
+				// (planLibraries), not cuBLAS's.
+				e.usesBLAS = e.usesBLAS || l.blas != nil
 				e.steps = append(e.steps, st)
 				continue
 			}
@@ -628,7 +638,7 @@ type Lane struct {
 	lt     driver.LtHandle // cuBLASLt's, made with the first session whose products need it
 	dnn    driver.DNN      // cuDNN's, made with the first session whose convolutions need it
 	dnnWS  driver.Ptr      // cuDNN's workspace (dnnWorkspace bytes), made with its handle
-	work   driver.Ptr      // the workspace of cuBLAS, cuBLASLt and cuDNN (one stream: one at a time)
+	work   driver.Ptr      // the workspace of cuBLAS and cuBLASLt (one stream: one at a time)
 	prec   Precision       // the math mode the handle was set up for
 	closed bool
 }
@@ -806,7 +816,7 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 	}
 	npointers := 0
 	for _, st := range e.steps {
-		if st.blas != nil || st.dnn != nil {
+		if st.library() {
 			continue
 		}
 		for _, a := range st.args {
@@ -821,7 +831,7 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 	s.hot = driver.NewArgs()
 	k := 0
 	for i, st := range e.steps {
-		if b := st.blas; b != nil && b.epilogue != 0 || st.dnn != nil {
+		if st.planned() {
 			continue // planned below, with the device
 		}
 		if b := st.blas; b != nil {
@@ -888,10 +898,10 @@ func (s *Session) planLibraries() error {
 	e := s.exe
 	err := e.dev.Do(func() error {
 		for i, st := range e.steps {
-			b := st.blas
-			if (b == nil || b.epilogue == 0) && st.dnn == nil {
+			if !st.planned() {
 				continue
 			}
+			b := st.blas
 			if s.libs == nil {
 				s.libs = make([]libraryCall, len(e.steps))
 			}
@@ -1151,7 +1161,7 @@ func (s *Session) launchKernels() error {
 	e := s.exe
 	for i := range e.steps {
 		st := &e.steps[i]
-		if st.blas != nil || st.dnn != nil {
+		if st.library() {
 			if err := s.gemm(i); err != nil {
 				n := &e.g.Nodes[st.node]
 				return fmt.Errorf("node %q (%s): %w", n.Name, n.Op, err)
@@ -1349,7 +1359,7 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 	err := e.dev.Do(func() error {
 		for i := range e.steps {
 			st := &e.steps[i]
-			out[i] = StepTime{Node: st.node, Name: e.g.Nodes[st.node].Name, Op: e.g.Nodes[st.node].Op, BLAS: st.blas != nil || st.dnn != nil, Time: time.Duration(math.MaxInt64)}
+			out[i] = StepTime{Node: st.node, Name: e.g.Nodes[st.node].Name, Op: e.g.Nodes[st.node].Op, BLAS: st.library(), Time: time.Duration(math.MaxInt64)}
 		}
 		for range max(iters, 1) {
 			// The inputs whose slots later tensors take, again (see
@@ -1364,7 +1374,7 @@ func (s *Session) StepTimes(iters int) ([]StepTime, error) {
 				st := &e.steps[i]
 				start := time.Now()
 				var err error
-				if st.blas != nil || st.dnn != nil {
+				if st.library() {
 					err = s.gemm(i)
 				} else {
 					err = st.fn.LaunchWith(s.hot, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i])
