@@ -119,6 +119,13 @@ func addOf(g *ir.Graph, i int, t ir.TensorID, other func(*ir.Tensor) bool) (x, s
 	return x, a.Outputs[0], true
 }
 
+// isMatMulAdd reports whether n is a MatMulAdd node (fuseEpilogues).
+func isMatMulAdd(n *ir.Node) bool { return n.Op == "MatMulAdd" && n.Domain == cudaDomain }
+
+// hasResidual reports whether MatMulAdd node n adds a residual (as C):
+// one without writes 16 bits where its readers take them.
+func hasResidual(n *ir.Node) bool { return len(n.Inputs) > 3 && n.Inputs[3] != ir.NoTensor }
+
 // buildMatMulAdd runs a MatMulAdd node as one cuBLASLt product (see
 // fuseEpilogues): our row-major Y (m×n) = A·B is cuBLAS's column-major
 // Yᵀ = Bᵀ·Aᵀ, whose rows, one per column of Y, take the bias.
@@ -135,7 +142,7 @@ func buildMatMulAdd(c *buildContext) error {
 	if bias := c.in(2); bias == nil || bias.Shape.Elements() != cols || bias.DType != ir.Float32 {
 		return c.errorf("the bias must be %d float32 values", cols)
 	}
-	residual := len(n.Inputs) > 3 && n.Inputs[3] != ir.NoTensor
+	residual := hasResidual(n)
 	if residual && (!c.in(3).Shape.Equal(c.out(0).Shape) || c.in(3).DType != ir.Float32 || c.fz != nil && c.fz.half[n.Inputs[3]]) {
 		return c.errorf("the residual %v must be float32 values of the output's shape %v", c.in(3).Shape, c.out(0).Shape)
 	}

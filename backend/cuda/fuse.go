@@ -231,7 +231,7 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 	if hs.prec == BF16 {
 		for i := range g.Nodes {
 			n := &g.Nodes[i]
-			lt := n.Op == "MatMulAdd" && n.Domain == cudaDomain && hs.lt && (len(n.Inputs) < 4 || n.Inputs[3] == ir.NoTensor)
+			lt := isMatMulAdd(n) && hs.lt && !hasResidual(n)
 			if (n.Op != "MatMul" && n.Op != "Conv" && !lt) || len(n.Outputs) != 1 {
 				continue
 			}
@@ -268,13 +268,13 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 				}
 				cn := &g.Nodes[c]
 				switch {
-				case ir.IsView(cn) && cn.Inputs[0] == y && !slices.Contains(cn.Inputs[1:], y):
+				case ir.IsView(cn) && firstOnly(cn, y):
 					ok = acc[cn.Outputs[0]]
 					gemmRead[y] = gemmRead[y] || gemmRead[cn.Outputs[0]]
 				case cn.Op == "MatMul" || cn.Op == "Gemm" || cn.Op == "Conv":
 					ok = accepts(c, y)
 					gemmRead[y] = true
-				case cn.Op == "MatMulAdd" && cn.Domain == cudaDomain && cn.Inputs[0] == y && !slices.Contains(cn.Inputs[1:], y):
+				case isMatMulAdd(cn) && firstOnly(cn, y):
 					ok = accepts(c, y)
 					gemmRead[y] = true
 				case cn.Op == "Attend" && cn.Domain == cudaDomain && slices.Index(cn.Inputs, y) < 3:
@@ -309,7 +309,7 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 			fz.half[y] = true
 		case (n.Op == "Attend" || n.Op == "Round16") && n.Domain == cudaDomain:
 			fz.half[y] = true
-		case n.Op == "MatMulAdd" && n.Domain == cudaDomain && hs.lt && (len(n.Inputs) < 4 || n.Inputs[3] == ir.NoTensor):
+		case isMatMulAdd(n) && hs.lt && !hasResidual(n):
 			// cuBLASLt writes it in 16 bits (buildMatMulAdd).
 			fz.half[y] = true
 		case n.Op == "LayerNormalization" && layerNormWarp(g, i) && onlyProducts(g, cons, y):
@@ -377,8 +377,8 @@ func onlyProducts(g *ir.Graph, cons [][]int, t ir.TensorID) bool {
 		cn := &g.Nodes[c]
 		switch {
 		case cn.Op == "MatMul" || cn.Op == "Gemm" || cn.Op == "Conv":
-		case cn.Op == "MatMulAdd" && cn.Domain == cudaDomain && cn.Inputs[0] == t && !slices.Contains(cn.Inputs[1:], t):
-		case ir.IsView(cn) && cn.Inputs[0] == t && !slices.Contains(cn.Inputs[1:], t):
+		case isMatMulAdd(cn) && firstOnly(cn, t):
+		case ir.IsView(cn) && firstOnly(cn, t):
 			if !onlyProducts(g, cons, cn.Outputs[0]) {
 				return false
 			}

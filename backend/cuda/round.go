@@ -192,8 +192,12 @@ func roundAtNorm(g *ir.Graph) *ir.Graph {
 // productOperand reports whether node n is a product that reads t as its
 // first operand only: a MatMul, or a MatMulAdd.
 func productOperand(n *ir.Node, t ir.TensorID) bool {
-	ok := n.Op == "MatMul" && n.DefaultDomain() || n.Op == "MatMulAdd" && n.Domain == cudaDomain
-	return ok && len(n.Inputs) >= 2 && n.Inputs[0] == t && !slices.Contains(n.Inputs[1:], t)
+	return (n.Op == "MatMul" && n.DefaultDomain() || isMatMulAdd(n)) && len(n.Inputs) >= 2 && firstOnly(n, t)
+}
+
+// firstOnly reports whether n reads t as its first input and as no other.
+func firstOnly(n *ir.Node, t ir.TensorID) bool {
+	return len(n.Inputs) > 0 && n.Inputs[0] == t && !slices.Contains(n.Inputs[1:], t)
 }
 
 // buildNormRound runs a NormRound node: the LayerNorm's kernel writing
