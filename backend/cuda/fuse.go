@@ -326,8 +326,9 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 }
 
 // gemm16 reports whether node i's GEMM (a trial build) writes its output
-// in bfloat16 when asked to: cuBLAS takes it, with no addend, or a batch
-// folded into one GEMM is laid out by unfold_h (foldedConv).
+// in bfloat16 when asked to: cuBLAS (or cuBLASLt) takes it, with no
+// addend, or a batch folded into one GEMM is laid out by unfold_h
+// (foldedConv), or iconv or cuDNN writes it.
 func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 	y := g.Nodes[i].Outputs[0]
 	trial := &fusion{group: fz.group, bias: map[int]ir.TensorID{}, out16: map[ir.TensorID]bool{y: true}, gen: &genModule{}}
@@ -344,8 +345,9 @@ func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 	for _, l := range c.launches {
 		for _, a := range l.args {
 			if a.kind == argTensor && a.id == y {
-				unfolded := l.blas == nil && (l.kernel == "unfold_h" || strings.HasPrefix(l.kernel, "iconv_") || l.dnn != nil) && hs.prec == BF16
-				if !a.half || !unfolded && (l.blas == nil || l.blas.c != driver.R16BF) {
+				// Not cuBLAS: unfold_h, iconv or cuDNN writing bfloat16.
+				other16 := l.blas == nil && (l.kernel == "unfold_h" || strings.HasPrefix(l.kernel, "iconv_") || l.dnn != nil) && hs.prec == BF16
+				if !a.half || !other16 && (l.blas == nil || l.blas.c != driver.R16BF) {
 					return false
 				}
 				wrote = true
