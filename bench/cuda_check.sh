@@ -4,8 +4,9 @@
 #
 #   bench/cuda_check.sh BINDIR [SECTION...]
 #
-# BINDIR holds berth, root.test, cuda.test and llm.test (CGO_ENABLED=0
-# go build ./cmd/berth; go test -c of ., ./backend/cuda and ./llm). The
+# BINDIR holds berth, root.test, cuda.test, llm.test and driver.test
+# (CGO_ENABLED=0 go build ./cmd/berth; go test -c of ., ./backend/cuda,
+# ./llm and ./backend/cuda/driver). The
 # sections, all by default, each under its own time limit:
 #
 #   tests    the CUDA tests of the three test binaries
@@ -19,6 +20,9 @@
 #   conv     the implicit-GEMM convolution (BERTH_CUDA_CONV=implicit):
 #            its tests, ResNet-50 at batch 32 bf16 with and without it,
 #            its outputs against PyTorch's
+#   nhwc     channels-last activations and the convolutions' fused
+#            epilogues: their tests, ResNet-50 at batch 32 bf16 against
+#            PyTorch, with and without them
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -90,6 +94,24 @@ for s in $sections; do
 			$(sed 's/\([^ ]*\)/--input \1/g' /tmp/cvt32/models/resnet50.io) >/dev/null &&
 			python3 bench/cuda_vs_torch.py --compare /tmp/cvt32/models resnet50 /tmp/cvt32/run_implicit
 		;;
+	nhwc)
+		# Channels-last activations between cuDNN's convolutions and
+		# their fused epilogues: the tests that run them, ResNet-50 at
+		# batch 32 bf16 against PyTorch's outputs, and its time with and
+		# without each (BERTH_CUDA_NHWC=0, BERTH_CUDA_CONVACT=0),
+		# alternating.
+		(cd backend/cuda && timeout 120 "$bin/cuda.test" -test.run 'DNN|NHWC|FusedMatches|ZeroAllocs|HalfPrecision' -test.v 2>&1 |
+			grep -E '^(--- FAIL|FAIL|PASS|ok|panic)|resnet|bottleneck' | head -30)
+		(cd backend/cuda/driver && timeout 60 "$bin/driver.test" -test.run 'DNNConv' -test.v 2>&1 | grep -E '^(--- |FAIL|PASS|ok|panic)|NHWC' | head -20)
+		PRECISIONS=bf16 ITERS=50 TORCH_ARGS=--no-compile timeout 200 bench/cuda_vs_torch.sh "$bin/berth" /tmp/cvt32 resnet50 --batch 32 2>&1 | grep -E 'berth-bf16|parity' | cut -c1-240
+		for r in 1 2; do
+			for v in "1 1" "1 0" "0 0"; do
+				set -- $v
+				echo "nhwc=$1 convact=$2 $(BERTH_CUDA_NHWC=$1 BERTH_CUDA_CONVACT=$2 BERTH_CUDA_PRECISION=bf16 "$bin/berth" bench /tmp/cvt32/models/resnet50.onnx \
+					--device cuda --iters 100 --warmup 20 --json | grep median_ms)"
+			done
+		done
+		;;
 	pairs)
 		list=()
 		while read -r model set; do
@@ -98,7 +120,7 @@ for s in $sections; do
 		timeout 300 bench/parity_device.sh --berth "$bin/berth" "${list[@]}" 2>&1 | tail -40
 		;;
 	*)
-		echo "unknown section $s (tests, parity, decode, shapes, torch, pairs)"
+		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, pairs)"
 		;;
 	esac
 done

@@ -218,3 +218,99 @@ func biasSum(g *ir.Graph, a, b *ir.Node, m int) []byte {
 	}
 	return out
 }
+
+// SplitPointwiseSums undoes MergePointwiseSums: each convolution it made,
+// Conv(Concat(x1, x2), W1‖W2, b), becomes Add(Conv(x1, W1), Conv(x2, W2,
+// b)) again. It is for a backend that lays activations out channels-last,
+// where the Concat along the channels is a copy the planner cannot share
+// away. It returns g itself where there is nothing to split, else a new
+// graph (g is not changed; the two weight matrices are new constants).
+func SplitPointwiseSums(g *ir.Graph) *ir.Graph {
+	readers := g.Consumers()
+	isOut := g.OutputMask()
+	// concatOf returns the Concat of two inputs along the channels that
+	// writes id for n alone, or -1.
+	concatOf := func(n *ir.Node) int {
+		id := n.Inputs[0]
+		p := g.Tensor(id).Producer
+		if isOut[id] || len(readers[id]) != 1 || p < 0 {
+			return -1
+		}
+		c := &g.Nodes[p]
+		if c.Op != "Concat" || !c.DefaultDomain() || len(c.Inputs) != 2 || len(c.Outputs) != 1 {
+			return -1
+		}
+		r := g.Tensor(id).Shape.Rank()
+		if axis, err := ir.NormAxis(c.Attrs.Int("axis", 0), r); err != nil || axis != 1 {
+			return -1
+		}
+		for _, x := range c.Inputs {
+			if x == ir.NoTensor || g.Tensor(x).DType != ir.Float32 || g.Tensor(x).Shape.Rank() != r {
+				return -1
+			}
+		}
+		return p
+	}
+	split := map[int]int{} // a convolution → its Concat
+	for i := range g.Nodes {
+		if n := &g.Nodes[i]; pointwiseConv(g, n) {
+			if c := concatOf(n); c >= 0 {
+				split[i] = c
+			}
+		}
+	}
+	if len(split) == 0 {
+		return g
+	}
+	out := *g
+	out.Tensors = append([]ir.Tensor(nil), g.Tensors...)
+	gone := map[int]bool{}
+	for _, c := range split {
+		gone[c] = true
+		out.Tensors[g.Nodes[c].Outputs[0]].Producer = -1
+	}
+	out.Nodes = make([]ir.Node, 0, len(g.Nodes)+len(split))
+	for i, n := range g.Nodes {
+		if gone[i] {
+			continue
+		}
+		c, ok := split[i]
+		if !ok {
+			out.Nodes = append(out.Nodes, n)
+			continue
+		}
+		x1, x2 := g.Nodes[c].Inputs[0], g.Nodes[c].Inputs[1]
+		w := g.Tensor(n.Inputs[1])
+		y := g.Tensor(n.Outputs[0])
+		c1, c2 := g.Tensor(x1).Shape[1], g.Tensor(x2).Shape[1]
+		w1, w2 := splitColumns(w, c1, c2)
+		s1, s2 := w.Shape.Clone(), w.Shape.Clone()
+		s1[1], s2[1] = c1, c2
+		t1 := out.NewTensor(y.Name+"/first", ir.Float32, y.Shape.Clone(), nil)
+		t2 := out.NewTensor(y.Name+"/second", ir.Float32, y.Shape.Clone(), nil)
+		in2 := []ir.TensorID{x2, out.NewTensor(w.Name+"/second", ir.Float32, s2, w2)}
+		if b := n.Input(2); b != ir.NoTensor {
+			in2 = append(in2, b)
+		}
+		out.Nodes = append(out.Nodes,
+			ir.Node{Name: n.Name + "/first", Op: "Conv", Attrs: n.Attrs, Outputs: []ir.TensorID{t1},
+				Inputs: []ir.TensorID{x1, out.NewTensor(w.Name+"/first", ir.Float32, s1, w1)}},
+			ir.Node{Name: n.Name + "/second", Op: "Conv", Attrs: n.Attrs, Inputs: in2, Outputs: []ir.TensorID{t2}},
+			ir.Node{Name: n.Name + "/sum", Op: "Add", Inputs: []ir.TensorID{t1, t2}, Outputs: n.Outputs})
+	}
+	out.SetProducers()
+	return &out
+}
+
+// splitColumns splits the float32 weights w (M×(C1+C2)×1…) into their
+// first C1 input channels and their last C2.
+func splitColumns(w *ir.Tensor, c1, c2 int64) (w1, w2 []byte) {
+	m := w.Shape[0]
+	w1, w2 = make([]byte, 0, 4*m*c1), make([]byte, 0, 4*m*c2)
+	for r := range m {
+		row := w.Data[4*r*(c1+c2) : 4*(r+1)*(c1+c2)]
+		w1 = append(w1, row[:4*c1]...)
+		w2 = append(w2, row[4*c1:]...)
+	}
+	return w1, w2
+}

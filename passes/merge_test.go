@@ -159,3 +159,44 @@ func TestMergePointwiseSums(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitPointwiseSums checks that SplitPointwiseSums gives back the
+// two convolutions MergePointwiseSums merged, their weights as they were
+// (the summed bias on the second), and leaves the merged graph as it is.
+func TestSplitPointwiseSums(t *testing.T) {
+	g := sumCase(4, 6, 16, 5, nil)
+	wa, wc := g.Tensor(g.Nodes[0].Inputs[1]).Data, g.Tensor(g.Nodes[1].Inputs[1]).Data
+	if err := Prepare(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	merged := ops(g)
+	bias := g.Tensor(g.Nodes[1].Inputs[2]).Data
+	s := SplitPointwiseSums(g)
+	if got, want := ops(s), []string{"Conv", "Conv", "Add", "Relu"}; !slices.Equal(got, want) {
+		t.Fatalf("ops after the split %v, want %v", got, want)
+	}
+	if got := ops(g); !slices.Equal(got, merged) {
+		t.Errorf("the merged graph's ops became %v", got)
+	}
+	first, second := &s.Nodes[0], &s.Nodes[1]
+	if len(first.Inputs) != 2 || !slices.Equal(s.Tensor(first.Inputs[1]).Data, wa) || !slices.Equal(s.Tensor(second.Inputs[1]).Data, wc) {
+		t.Errorf("split weights differ from the convolutions' own")
+	}
+	if len(second.Inputs) != 3 || !slices.Equal(s.Tensor(second.Inputs[2]).Data, bias) {
+		t.Errorf("the second convolution does not take the summed bias")
+	}
+	add := &s.Nodes[2]
+	if add.Inputs[0] != first.Outputs[0] || add.Inputs[1] != second.Outputs[0] || add.Outputs[0] != s.Nodes[3].Inputs[0] {
+		t.Errorf("the Add reads %v and writes %v", add.Inputs, add.Outputs)
+	}
+	for i, n := range s.Nodes {
+		for _, o := range n.Outputs {
+			if s.Tensor(o).Producer != i {
+				t.Errorf("node %d (%s): its output's producer is %d", i, n.Op, s.Tensor(o).Producer)
+			}
+		}
+	}
+	if again := SplitPointwiseSums(s); again != s {
+		t.Errorf("a graph with nothing to split was copied")
+	}
+}

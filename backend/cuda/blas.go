@@ -105,17 +105,7 @@ func (c *buildContext) halfOperand(a arg, already bool) arg {
 	if t.IsConst() {
 		idx, ok := c.half.shadow[a.id]
 		if !ok {
-			idx = len(*c.extras)
-			switch {
-			case c.half.dry:
-				c.extra(nil)
-			case c.half.store.holds(t.Data):
-				// The store makes the copy, once for every shape.
-				c.extra(nil)
-				c.half.from[idx] = t.Data
-			default:
-				c.extra(shadowBytes(t.Data, c.half.prec))
-			}
+			idx = c.constCopy(t, krscForm{})
 			c.half.shadow[a.id] = idx
 		}
 		return arg{kind: argExtra, id: ir.TensorID(idx), off: a.off / 2}

@@ -87,6 +87,11 @@ type halves struct {
 	// the store makes.
 	store *WeightStore
 	from  map[int][]byte
+	// krsc holds the extra of each constant's copy laid out for a
+	// channels-last convolution, form the layout of those the store
+	// makes (by extra; absent: the plain shadow).
+	krsc map[krscKey]int
+	form map[int]krscForm
 	// stored holds the activations their producers write as 16-bit
 	// values (fusion.half): GEMMs read them as they are.
 	stored map[ir.TensorID]bool
@@ -915,25 +920,28 @@ func buildGemm(c *buildContext) error {
 	return c.gemm(g)
 }
 
-func buildConv(c *buildContext) error {
+// convGeometry returns the geometry of the Conv-like node's convolution
+// over one or two spatial axes (a one-axis convolution has H = OH = KH =
+// 1): N, C, H, W, OC, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW, its groups,
+// and the rank of its input.
+func (c *buildContext) convGeometry() (d [15]int64, group int64, r int, err error) {
 	if err := c.need(2); err != nil {
-		return err
+		return d, 0, 0, err
 	}
 	x, w, y := c.in(0), c.in(1), c.out(0)
 	if x.DType != ir.Float32 || w.DType != ir.Float32 {
-		return c.unsupported(x.DType)
+		return d, 0, 0, c.unsupported(x.DType)
 	}
-	r := x.Shape.Rank()
+	r = x.Shape.Rank()
 	if r != 3 && r != 4 {
-		return c.errorf("convolutions over %d spatial axes are not supported by the CUDA backend", r-2)
+		return d, 0, 0, c.errorf("convolutions over %d spatial axes are not supported by the CUDA backend", r-2)
 	}
 	win, err := ir.SpatialWindow(c.g, c.n)
 	if err != nil {
-		return c.errorf("%v", err)
+		return d, 0, 0, c.errorf("%v", err)
 	}
-	group := c.n.Attrs.Int("group", 1)
+	group = c.n.Attrs.Int("group", 1)
 	N, C, OC := x.Shape[0], x.Shape[1], w.Shape[0]
-	// Two spatial axes: a one-axis convolution has H = OH = KH = 1.
 	H, W, OH, OW := int64(1), x.Shape[r-1], int64(1), y.Shape[r-1]
 	KH, KW, SH, SW, PH, PW, DH, DW := int64(1), win.Kernel[r-3], int64(1), win.Strides[r-3], int64(0), win.Pads[r-3], int64(1), win.Dilations[r-3]
 	if r == 4 {
@@ -942,8 +950,18 @@ func buildConv(c *buildContext) error {
 		KW, SW, PW, DW = win.Kernel[1], win.Strides[1], win.Pads[1], win.Dilations[1]
 	}
 	if group <= 0 || C%group != 0 || OC%group != 0 || w.Shape[1] != C/group {
-		return c.errorf("group %d does not fit input %v and weights %v", group, x.Shape, w.Shape)
+		return d, 0, 0, c.errorf("group %d does not fit input %v and weights %v", group, x.Shape, w.Shape)
 	}
+	return [15]int64{N, C, H, W, OC, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW}, group, r, nil
+}
+
+func buildConv(c *buildContext) error {
+	d, group, r, err := c.convGeometry()
+	if err != nil {
+		return err
+	}
+	w, y := c.in(1), c.out(0)
+	N, C, H, W, OC, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW := d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12], d[13], d[14]
 	bias := c.optIn(2)
 	if c.fz != nil {
 		if _, ok := c.fz.bias[c.node]; ok {
@@ -966,8 +984,11 @@ func buildConv(c *buildContext) error {
 	if kk == 1 && SH == 1 && SW == 1 {
 		below = foldBelowPointwise
 	}
-	if c.dnnConvLaunch(bias, xHalf, r, group, [...]int64{N, C, H, W, OC, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW}) {
+	if c.dnnConvLaunch(bias, xHalf, r, group, d, nil) {
 		return nil
+	}
+	if c.fz != nil && (c.fz.nhwc[c.n.Inputs[0]] || c.fz.nhwc[c.n.Outputs[0]]) {
+		return c.errorf("internal error: a channels-last convolution not on cuDNN")
 	}
 	if implicitConv && c.half != nil && c.half.mma && group == 1 && c.halfable(c.inArg(1), false) {
 		p := []uint64{uint64(N), uint64(C), uint64(H), uint64(W), uint64(OC), uint64(OH), uint64(OW), uint64(KH), uint64(KW),
@@ -1387,11 +1408,20 @@ func buildGlobalAveragePool(c *buildContext) error {
 	}
 	rows, dim := prod(x.Shape[:2]), prod(x.Shape[2:])
 	scale := f32(float32(1 / float64(max(dim, 1))))
-	if dim <= 64 {
-		c.elementwise(norm, "reduce_rows_small", rows, c.inArg(0), c.outArg(0), i64(rows), i32(int32(dim)), scale)
+	if c.fz != nil && c.fz.nhwc[c.n.Inputs[0]] {
+		k, in := "mean_hw_nhwc", c.inArg(0)
+		if c.stored16(0) {
+			k, in.half = "mean_hw_nhwc_h", true
+		}
+		c.elementwise(nhwcModule, k, rows, in, c.outArg(0), i64(rows), i64(dim), i64(x.Shape[1]), scale, i32(c.fz.mode))
 		return nil
 	}
-	c.rowwise(norm, "reduce_sum", rows, c.inArg(0), c.outArg(0), i64(rows), i64(dim), i64(1), scale)
+	in := c.floatOperand(0)
+	if dim <= 64 {
+		c.elementwise(norm, "reduce_rows_small", rows, in, c.outArg(0), i64(rows), i32(int32(dim)), scale)
+		return nil
+	}
+	c.rowwise(norm, "reduce_sum", rows, in, c.outArg(0), i64(rows), i64(dim), i64(1), scale)
 	return nil
 }
 
@@ -1432,12 +1462,44 @@ func buildPool(c *buildContext) error {
 		set(x.Shape[0]*x.Shape[1], 1, x.Shape[2], 1, y.Shape[2], 1, win.Kernel[0], 1, win.Strides[0],
 			0, win.Pads[0], 0, win.Pads[s], 1, win.Dilations[0], isMax, incl)
 	}
+	if c.fz != nil && (c.fz.nhwc[c.n.Inputs[0]] || c.fz.nhwc[c.n.Outputs[0]]) {
+		if r != 4 || !c.fz.nhwc[c.n.Inputs[0]] || !c.fz.nhwc[c.n.Outputs[0]] {
+			return c.errorf("internal error: a pooling between layouts")
+		}
+		k, in := "pool2d_nhwc", c.inArg(0)
+		if c.stored16(0) {
+			k, in.half = "pool2d_nhwc_h", true
+		}
+		c.elementwise(nhwcModule, k, y.Shape.Elements(), in, c.outArg(0), words(p), i64(x.Shape[1]), i32(c.fz.mode))
+		return nil
+	}
 	k := "pool2d"
 	if x.Shape.Elements() <= math.MaxInt32 && y.Shape.Elements() <= math.MaxInt32 {
 		k = "pool2d32"
 	}
-	c.elementwise(pool, k, y.Shape.Elements(), c.inArg(0), c.outArg(0), words(p))
+	c.elementwise(pool, k, y.Shape.Elements(), c.floatOperand(0), c.outArg(0), words(p))
 	return nil
+}
+
+// stored16 reports whether the node's input i is held in 16 bits
+// (fusion.half: a ConvAct wrote it).
+func (c *buildContext) stored16(i int) bool {
+	return c.half != nil && c.half.stored[c.n.Input(i)]
+}
+
+// floatOperand is the node's input i as float32: itself, or where it is
+// held in 16 bits, its values widened into the node's scratch.
+func (c *buildContext) floatOperand(i int) arg {
+	if !c.stored16(i) {
+		return c.inArg(i)
+	}
+	n := c.in(i).Shape.Elements()
+	off := plan.AlignUp(c.scratch, Alignment)
+	c.scratch = off + 4*n
+	in := c.inArg(i)
+	in.half = true
+	c.elementwise(eltwise, "widen_h_f32", n, in, arg{kind: argScratch, off: off}, i64(n), i32(halfMode(c.half.prec)))
+	return arg{kind: argScratch, off: off}
 }
 
 // buildIf refuses an If whose condition is known only at run time (one

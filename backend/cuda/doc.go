@@ -38,8 +38,11 @@
 // and whose C is the residual (epilogue.go); a LayerNorm that products
 // and other nodes read writes the products' 16-bit copy beside its
 // float32 row (NormRound, round.go); and where cuDNN is installed, a
-// convolution whose output is held in 16 bits runs as one
-// cudnnConvolutionForward with no patch matrix (dnn.go).
+// convolution runs as one cuDNN call with no patch matrix, its bias, the
+// Add of a residual and the ReLU after it in cuDNN's epilogue (ConvAct,
+// dnn.go), and the four-axis activations that flow between such
+// convolutions are held channels-last, as cuDNN's tensor-core kernels
+// work (nhwc.go).
 // A group whose kernel the plan's offsets do not allow (an input
 // overwritten before the group's last node, an output overlapping an
 // input) is split until every kernel is safe. Options.NoFusion, or

@@ -124,7 +124,7 @@ type step struct {
 	shared      uint32
 	args        []boundArg
 	blas        *blasGemm       // a cuBLAS GEMM instead of a kernel
-	dnn         *driver.DNNConv // a cuDNN convolution instead of a kernel (args x, w, y)
+	dnn         *driver.DNNConv // a cuDNN convolution instead of a kernel (args x, w, y[, bias[, z]])
 }
 
 // library reports whether the step calls a library (cuBLAS, cuBLASLt,
@@ -190,16 +190,26 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	var hs *halves
 	if useBLAS && opts.Precision.Half() {
 		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte), mma: d.Major >= 8}
-		if fusing && hs.mma {
-			g = fuseAttention(g)
-		}
-		if fusing {
-			g = roundShared(g)
-		}
 		// BERTH_CUDA_LT=0 keeps the products and their Adds apart.
 		hs.lt = fusing && os.Getenv("BERTH_CUDA_LT") != "0" && driver.LoadLt() == nil
 		// BERTH_CUDA_DNN=0 keeps convolutions off cuDNN.
 		hs.dnn = fusing && os.Getenv("BERTH_CUDA_DNN") != "0" && dnnWorks(d)
+		if fusing && hs.mma {
+			g = fuseAttention(g)
+		}
+		if hs.dnn && nhwcOn {
+			// Channels-last, a Concat of the channels is a copy of
+			// its own: the two convolutions are cheaper (nhwc.go).
+			g = passes.SplitPointwiseSums(g)
+		}
+		// BERTH_CUDA_CONVACT=0 keeps convolutions' bias, addend and
+		// ReLU in generated kernels.
+		if hs.dnn && os.Getenv("BERTH_CUDA_CONVACT") != "0" {
+			g = fuseConvActs(g, hs, acceptsHalf(g, d.SMs, hs))
+		}
+		if fusing {
+			g = roundShared(g)
+		}
 		if hs.lt {
 			g = fuseEpilogues(g)
 		}
@@ -320,7 +330,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		e.weightBytes += plan.AlignUp(int64(len(g.Tensor(id).Data)), Alignment)
 	}
 	for i := range extraAt {
-		e.weightBytes += plan.AlignUp(int64(len(hs.from[i])/2), Alignment)
+		e.weightBytes += plan.AlignUp(hs.form[i].size(len(hs.from[i])), Alignment)
 	}
 	if opts.Check != nil {
 		if err := opts.Check(p, pl, e.weightBytes); err != nil {
@@ -331,14 +341,15 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		err := d.Do(func() error {
 			for id := range constAt {
 				data := g.Tensor(id).Data
-				p, err := opts.Weights.place(data, FP32, func() []byte { return data })
+				p, err := opts.Weights.place(data, FP32, krscForm{}, func() []byte { return data })
 				if err != nil {
 					return err
 				}
 				constAt[id] = p
 			}
 			for i := range extraAt {
-				p, err := opts.Weights.place(hs.from[i], hs.prec, func() []byte { return shadowBytes(hs.from[i], hs.prec) })
+				f := hs.form[i]
+				p, err := opts.Weights.place(hs.from[i], hs.prec, f, func() []byte { return f.bytes(hs.from[i], hs.prec) })
 				if err != nil {
 					return err
 				}
@@ -921,6 +932,12 @@ func (s *Session) planLibraries() error {
 				}
 				c := *st.dnn
 				c.X, c.Wt, c.Y = s.addr(st.args[0]), s.addr(st.args[1]), s.addr(st.args[2])
+				if len(st.args) > 3 { // a ConvAct's bias, and its addend
+					c.Bias = s.addr(st.args[3])
+				}
+				if len(st.args) > 4 {
+					c.Z = s.addr(st.args[4])
+				}
 				p, err := s.lane.dnn.Plan(&c, s.lane.dnnWS, dnnWorkspace)
 				if err != nil {
 					return fmt.Errorf("new session: node %q (%s): %w", n.Name, n.Op, err)

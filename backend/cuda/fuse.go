@@ -60,6 +60,8 @@ type fusion struct {
 	// generated kernels read them (they widen as they load).
 	out16 map[ir.TensorID]bool
 	mode  int32 // rounding mode of the 16-bit values (halfMode)
+	// nhwc holds the four-axis activations held channels-last (nhwc.go).
+	nhwc map[ir.TensorID]bool
 	// reciprocal, under 16-bit precision, makes generated kernels
 	// multiply by the reciprocal of a constant divisor rather than divide.
 	reciprocal bool
@@ -274,6 +276,11 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 				case cn.Op == "MatMul" || cn.Op == "Gemm" || cn.Op == "Conv":
 					ok = accepts(c, y)
 					gemmRead[y] = true
+				case isConvAct(cn) && slices.Index(cn.Inputs[1:3], y) < 0:
+					// Its x or its addend z, both 16-bit operands of
+					// cuDNN's.
+					ok = accepts(c, y)
+					gemmRead[y] = true
 				case isMatMulAdd(cn) && firstOnly(cn, y):
 					ok = accepts(c, y)
 					gemmRead[y] = true
@@ -292,6 +299,10 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 	}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
+		if isConvAct(n) {
+			fz.half[n.Outputs[0]] = true // cuDNN writes 16 bits, which its readers take (fuseConvActs)
+			continue
+		}
 		if n.Op == "NormRound" && n.Domain == cudaDomain && len(n.Outputs) == 2 && acc[n.Outputs[1]] {
 			fz.half[n.Outputs[1]] = true // the norm's kernel writes the copy in 16 bits
 			continue
@@ -321,6 +332,9 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 		case ir.IsView(n) && fz.half[n.Inputs[0]]:
 			fz.half[y] = true
 		}
+	}
+	if hs.dnn && nhwcOn {
+		fz.decideNHWC(g, cons, isOut, func(i int) bool { return fz.onDNN(g, i, hs) })
 	}
 	return fz
 }
@@ -472,7 +486,6 @@ type fusedKernel struct {
 func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 	sink := &g.Nodes[nodes[len(nodes)-1]]
 	yt := g.Tensor(sink.Outputs[0])
-	out := []int64(yt.Shape)
 	k := &fusedKernel{n: yt.Shape.Elements()}
 	ity := "u32"
 	if k.n > math.MaxInt32 {
@@ -516,7 +529,8 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 		x := len(k.ext)
 		k.ext = append(k.ext, id)
 		k.args = append(k.args, arg{kind: argTensor, id: id})
-		ix := newIndexCode(out, broadcastStrides(t.Shape, out), "i", fmt.Sprintf("s%d_", x), ity)
+		space, st := fz.readSpace(g, id, sink.Outputs[0])
+		ix := newIndexCode(space, st, "i", fmt.Sprintf("s%d_", x), ity)
 		flat := ix.flat
 		h16 := fz.out16[id] || fz.half[id] // 16-bit values: widen as loaded
 		k.flat = append(k.flat, flat && !h16)
@@ -558,7 +572,11 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 			fmt.Fprintf(&kparams, ", const float* q%d", x)
 			param(fmt.Sprintf("const float* q%d", x))
 			k.args = append(k.args, arg{kind: argTensor, id: fz.bias[cv]})
-			ch := channelCode(t.Shape, fmt.Sprintf("o%d", x), fmt.Sprintf("c%d_", x), ity)
+			chanOf := channelCode
+			if fz.nhwc[id] {
+				chanOf = channelCodeNHWC
+			}
+			ch := chanOf(t.Shape, fmt.Sprintf("o%d", x), fmt.Sprintf("c%d_", x), ity)
 			ch.declare(both)
 			k.args = append(k.args, ch.args...)
 			fmt.Fprintf(&loads, "\tconst float x%d = %s + q%d[%s];\n", x, raw, x, ch.expr)
@@ -1116,12 +1134,12 @@ func (fz *fusion) dropAliased16(g *ir.Graph, pl *plan.Plan, index []int, gi int)
 	if fz.half[y] {
 		return nil
 	}
-	out := []int64(g.Tensor(y).Shape)
 	var drop []ir.TensorID
 	for _, x := range k.ext {
 		t := g.Tensor(x)
-		if fz.out16[x] && pl.Offsets[index[x]] == pl.Offsets[index[y]] && t.Bytes() == g.Tensor(y).Bytes() &&
-			isFlat(out, broadcastStrides(t.Shape, out)) {
+		// A channels-last convolution writes 16 bits only (cuDNN).
+		if fz.out16[x] && !fz.nhwc[x] && pl.Offsets[index[x]] == pl.Offsets[index[y]] && t.Bytes() == g.Tensor(y).Bytes() &&
+			isFlat(fz.readSpace(g, x, y)) {
 			drop = append(drop, x)
 		}
 	}
@@ -1201,8 +1219,7 @@ func (fz *fusion) flat16(g *ir.Graph, x, y ir.TensorID) bool {
 	if !fz.out16[x] && !fz.half[x] {
 		return false
 	}
-	out := []int64(g.Tensor(y).Shape)
-	return isFlat(out, broadcastStrides(g.Tensor(x).Shape, out))
+	return isFlat(fz.readSpace(g, x, y))
 }
 
 // FusionStats counts what fusion did to an executable.

@@ -455,6 +455,8 @@ func TestFusedMatchesCPU(t *testing.T) {
 		{"shared operand", sharedOperandGraph},
 		{"linear layers", linearGraph},
 		{"norm, product and residual", normGraph},
+		// Channels-last between the convolutions where cuDNN runs them.
+		{"resnet", func() *tg { return resnetGraph(2, 32) }},
 	}
 	for _, tc := range cases {
 		for _, prec := range []Precision{FP32, BF16, F16} {

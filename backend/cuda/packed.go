@@ -67,7 +67,7 @@ var berthBuilders = map[string]buildFunc{
 	"CacheWrite": buildCacheWrite, "CachedAttention": buildCachedAttention,
 	"RMSNorm": buildRMSNorm, "Rotary": buildRotary,
 	"Products": buildProducts, "Rotaries": buildRotaries, "Attend": buildAttend, "Round16": buildRound,
-	"MatMulAdd": buildMatMulAdd, "NormRound": buildNormRound,
+	"MatMulAdd": buildMatMulAdd, "NormRound": buildNormRound, "ConvAct": buildConvAct,
 }
 
 func buildPackedMatMul(c *buildContext) error {

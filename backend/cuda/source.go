@@ -65,6 +65,11 @@ extern "C" __global__ void round_f32_h2(const float2* __restrict__ x, u32* __res
 		y[i] = (u32)round_h(v.x, mode) | ((u32)round_h(v.y, mode) << 16);
 	}
 }
+// widen_h_f32 is the float32 values of 16-bit ones (a 16-bit tensor for
+// a kernel that reads float32).
+extern "C" __global__ void widen_h_f32(const u16* __restrict__ x, float* __restrict__ y, i64 n, int mode) {
+	LOOP(i, n) y[i] = widen_h(x[i], mode);
+}
 #define UNARY(name, expr) \
 extern "C" __global__ void name(const float* __restrict__ x, float* __restrict__ y, i64 n, float a, float b) { \
 	LOOP(i, n) { float v = x[i]; y[i] = (expr); } }

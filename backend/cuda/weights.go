@@ -26,11 +26,13 @@ type WeightStore struct {
 }
 
 // weightKey names one device copy of bytes of the file: where they lie and
-// how they were converted (0: as they are).
+// how they were converted (prec 0: as they are; form: laid out for a
+// channels-last convolution).
 type weightKey struct {
 	src  *byte
 	n    int
 	prec Precision
+	form krscForm
 }
 
 // NewWeightStore makes a store for the constants that lie in file, the
@@ -64,10 +66,11 @@ func (w *WeightStore) holds(b []byte) bool {
 	return false
 }
 
-// place returns the device copy of src converted as prec says (FP32: as
-// it is), made by make the first time. It runs on the owner thread.
-func (w *WeightStore) place(src []byte, prec Precision, make func() []byte) (driver.Ptr, error) {
-	k := weightKey{src: unsafe.SliceData(src), n: len(src), prec: prec}
+// place returns the device copy of src converted as prec and form say
+// (FP32: as it is), made by make the first time. It runs on the owner
+// thread.
+func (w *WeightStore) place(src []byte, prec Precision, form krscForm, make func() []byte) (driver.Ptr, error) {
+	k := weightKey{src: unsafe.SliceData(src), n: len(src), prec: prec, form: form}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh — runs the attention and the implicit-GEMM convolution kernels of
+# run.sh — runs the attention, the implicit-GEMM convolution and the
+# channels-last layout and pooling kernels of
 # backend/cuda on the CPU, block by block (prelude.h), against float64
 # references: a check of a kernel's indexing and fragment layouts where
 # no GPU is at hand. It says nothing of speed. Needs g++ 12 or later.
@@ -13,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 (cd "$repo" && BERTH_CUDA_DUMP="$work" go test -count=1 -run '^TestDumpKernelSources$' ./backend/cuda >/dev/null)
 cp "$here"/prelude.h "$here"/*_main.cpp "$work"/
 status=0
-for k in attend iconv; do
+for k in attend iconv nhwc; do
 	g++ -std=c++20 -O1 -pthread -w -I"$work" -o "$work/$k" "$work/${k}_main.cpp"
 	echo "== $k"
 	"$work/$k" || status=1

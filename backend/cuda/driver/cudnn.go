@@ -26,12 +26,17 @@ func (s DNNStatus) Error() string {
 // cuDNN's enumerations (cudnn_graph.h, cudnn_cnn.h).
 const (
 	dnnNCHW             = 0 // CUDNN_TENSOR_NCHW
+	dnnNHWC             = 1 // CUDNN_TENSOR_NHWC
 	dnnCrossCorrelation = 1 // CUDNN_CROSS_CORRELATION: ONNX's Conv
 	dnnFloat            = 0 // CUDNN_DATA_FLOAT: the sums
 	dnnHalf             = 2 // CUDNN_DATA_HALF
 	dnnBFloat16         = 9 // CUDNN_DATA_BFLOAT16
 	dnnTensorOpMath     = 1 // CUDNN_TENSOR_OP_MATH
 	dnnAlgos            = 8 // CUDNN_CONVOLUTION_FWD_ALGO_COUNT: the forward algorithms there are
+	dnnReLU             = 1 // CUDNN_ACTIVATION_RELU
+	dnnIdentity         = 5 // CUDNN_ACTIVATION_IDENTITY
+	dnnPropagateNaN     = 1 // CUDNN_PROPAGATE_NAN
+	dnnPrecompGEMM      = 1 // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
 	dnnPerfBytes        = 48
 )
 
@@ -42,7 +47,8 @@ var dnnLib struct {
 	create, destroy, setStream, errorString,
 	tensorCreate, tensorSet, tensorDestroy, filterCreate, filterSet, filterDestroy,
 	convCreate, convSet, convMath, convGroups, convDestroy, convOutDim,
-	algorithms, workspace, forward uintptr
+	algorithms, workspace, forward,
+	actCreate, actSet, actDestroy, biasActForward uintptr
 }
 
 // dnnNames are the names cuDNN 9 is installed under.
@@ -69,6 +75,8 @@ func LoadDNN() error {
 			{&l.convDestroy, "cudnnDestroyConvolutionDescriptor"}, {&l.convOutDim, "cudnnGetConvolution2dForwardOutputDim"},
 			{&l.algorithms, "cudnnGetConvolutionForwardAlgorithm_v7"},
 			{&l.workspace, "cudnnGetConvolutionForwardWorkspaceSize"}, {&l.forward, "cudnnConvolutionForward"},
+			{&l.actCreate, "cudnnCreateActivationDescriptor"}, {&l.actSet, "cudnnSetActivationDescriptor"},
+			{&l.actDestroy, "cudnnDestroyActivationDescriptor"}, {&l.biasActForward, "cudnnConvolutionBiasActivationForward"},
 		})
 	})
 	return dnnLib.err
@@ -110,14 +118,25 @@ func (h DNN) Destroy() error {
 }
 
 // DNNConv is one convolution y = x ⋆ w (cross-correlation, as ONNX's
-// Conv), NCHW: x N×C×H×W, w K×(C/Groups)×R×S, y N×K×OH×OW, all of the
-// 16-bit type T (R16BF or R16F), float32 sums.
+// Conv) of x N×C×H×W, w K×(C/Groups)×R×S and y N×K×OH×OW, all of the
+// 16-bit type T (R16BF or R16F), float32 sums. The three are laid out
+// NCHW (w KCRS), or where NHWC says so channels-last: x N×H×W×C, w
+// K×R×S×(C/Groups), y N×OH×OW×K, the layout cuDNN's tensor-core
+// kernels work in.
 type DNNConv struct {
 	N, C, H, W, K, R, S                      int32
 	PadH, PadW, StrideH, StrideW, DilH, DilW int32
 	Groups, OH, OW                           int32
 	T                                        DataType
+	NHWC                                     bool
 	X, Wt, Y                                 Ptr
+	// Fused adds the bias (K values of type T: cuDNN refuses float32
+	// ones here), then Z (a tensor of y's shape and layout, where not
+	// 0), then takes the ReLU where ReLU says so, in the convolution's
+	// epilogue: y = act(x ⋆ w + z + bias), one
+	// cudnnConvolutionBiasActivationForward.
+	Fused, ReLU bool
+	Bias, Z     Ptr
 }
 
 // DNNPlan is a DNNConv made ready to run: its descriptors, the algorithm
@@ -127,7 +146,9 @@ type DNNConv struct {
 // the descriptors.
 type DNNPlan struct {
 	x, y, w, conv uintptr
+	bias, act     uintptr // the fused epilogue's descriptors
 	alpha, beta   float32
+	fused         bool
 	args          Args
 	// Algorithm is the forward algorithm chosen (cudnnConvolutionFwdAlgo_t).
 	Algorithm int32
@@ -151,15 +172,19 @@ func (h DNN) Plan(c *DNNConv, ws Ptr, workspace int64) (*DNNPlan, error) {
 		return nil, fmt.Errorf("cuDNN: operands of type %d, want a 16-bit type", c.T)
 	}
 	u := func(v int32) uintptr { return uintptr(uint32(v)) }
+	format := uintptr(dnnNCHW)
+	if c.NHWC {
+		format = dnnNHWC
+	}
 	for _, d := range []*uintptr{&p.x, &p.y} {
 		if err := dnnCall(dnnLib.tensorCreate, uintptr(unsafe.Pointer(d))); err != nil {
 			return fail("tensor descriptor", err)
 		}
 	}
-	if err := dnnCall(dnnLib.tensorSet, p.x, dnnNCHW, t, u(c.N), u(c.C), u(c.H), u(c.W)); err != nil {
+	if err := dnnCall(dnnLib.tensorSet, p.x, format, t, u(c.N), u(c.C), u(c.H), u(c.W)); err != nil {
 		return fail(fmt.Sprintf("input %d×%d×%d×%d", c.N, c.C, c.H, c.W), err)
 	}
-	if err := dnnCall(dnnLib.tensorSet, p.y, dnnNCHW, t, u(c.N), u(c.K), u(c.OH), u(c.OW)); err != nil {
+	if err := dnnCall(dnnLib.tensorSet, p.y, format, t, u(c.N), u(c.K), u(c.OH), u(c.OW)); err != nil {
 		return fail(fmt.Sprintf("output %d×%d×%d×%d", c.N, c.K, c.OH, c.OW), err)
 	}
 	if err := dnnCall(dnnLib.filterCreate, uintptr(unsafe.Pointer(&p.w))); err != nil {
@@ -168,7 +193,7 @@ func (h DNN) Plan(c *DNNConv, ws Ptr, workspace int64) (*DNNPlan, error) {
 	if c.Groups <= 0 || c.C%c.Groups != 0 {
 		return fail("groups", fmt.Errorf("%d groups of %d channels", c.Groups, c.C))
 	}
-	if err := dnnCall(dnnLib.filterSet, p.w, t, dnnNCHW, u(c.K), u(c.C/c.Groups), u(c.R), u(c.S)); err != nil {
+	if err := dnnCall(dnnLib.filterSet, p.w, t, format, u(c.K), u(c.C/c.Groups), u(c.R), u(c.S)); err != nil {
 		return fail("filter", err)
 	}
 	if err := dnnCall(dnnLib.convCreate, uintptr(unsafe.Pointer(&p.conv))); err != nil {
@@ -192,6 +217,11 @@ func (h DNN) Plan(c *DNNConv, ws Ptr, workspace int64) (*DNNPlan, error) {
 	if n != c.N || k != c.K || oh != c.OH || ow != c.OW {
 		return fail("output size", fmt.Errorf("%d×%d×%d×%d, want %d×%d×%d×%d", n, k, oh, ow, c.N, c.K, c.OH, c.OW))
 	}
+	if c.Fused {
+		if err := p.epilogue(c, t); err != nil {
+			return fail("epilogue", err)
+		}
+	}
 	var perf [dnnAlgos * dnnPerfBytes]byte
 	var found int32
 	if err := dnnCall(dnnLib.algorithms, uintptr(h), p.x, p.w, p.conv, p.y, dnnAlgos,
@@ -204,7 +234,7 @@ func (h DNN) Plan(c *DNNConv, ws Ptr, workspace int64) (*DNNPlan, error) {
 	for i := range min(int(found), dnnAlgos) {
 		r := perf[i*dnnPerfBytes:]
 		algo, st := *(*int32)(unsafe.Pointer(&r[0])), *(*int32)(unsafe.Pointer(&r[4]))
-		if st != 0 {
+		if st != 0 || p.fused && !c.ReLU && algo != dnnPrecompGEMM { // the identity takes no other
 			continue
 		}
 		var size uint64
@@ -224,12 +254,58 @@ func (h DNN) Plan(c *DNNConv, ws Ptr, workspace int64) (*DNNPlan, error) {
 	a[4], a[5], a[6], a[7] = p.w, uintptr(c.Wt), p.conv, uintptr(p.Algorithm)
 	a[8], a[9], a[10] = uintptr(ws), uintptr(workspace), uintptr(unsafe.Pointer(&p.beta))
 	a[11], a[12] = p.y, uintptr(c.Y)
+	if p.fused {
+		// alpha2 (beta), z's descriptor (y's), z, the bias's
+		// descriptor and the bias, the activation, y's descriptor and y.
+		z := c.Z
+		if z == 0 {
+			z = c.Y // read with alpha2 = 0
+		}
+		a[11], a[12], a[13], a[14] = p.y, uintptr(z), p.bias, uintptr(c.Bias)
+		a[15], a[16], a[17] = p.act, p.y, uintptr(c.Y)
+	}
 	return p, nil
+}
+
+// epilogue makes the descriptors of the fused bias, addend and activation
+// (t is the operands' cuDNN type).
+func (p *DNNPlan) epilogue(c *DNNConv, t uintptr) error {
+	if c.Bias == 0 {
+		return fmt.Errorf("a fused epilogue without a bias")
+	}
+	p.fused = true
+	if c.Z != 0 {
+		p.beta = 1
+	}
+	if err := dnnCall(dnnLib.tensorCreate, uintptr(unsafe.Pointer(&p.bias))); err != nil {
+		return err
+	}
+	if err := dnnCall(dnnLib.tensorSet, p.bias, dnnNCHW, t, 1, uintptr(uint32(c.K)), 1, 1); err != nil {
+		return fmt.Errorf("bias: %w", err)
+	}
+	if err := dnnCall(dnnLib.actCreate, uintptr(unsafe.Pointer(&p.act))); err != nil {
+		return err
+	}
+	mode := uintptr(dnnIdentity)
+	if c.ReLU {
+		mode = dnnReLU
+	}
+	// coef is the ReLU's upper bound where not 0: none.
+	if r := int32(cCallDouble(dnnLib.actSet, p.act, mode, dnnPropagateNaN, 0)); r != 0 {
+		return fmt.Errorf("activation: %w", DNNStatus(r))
+	}
+	return nil
 }
 
 // Run issues the convolution on the handle's stream (or captures it into
 // a graph) without allocating.
 func (p *DNNPlan) Run() error {
+	if p.fused {
+		if r := callArgs(dnnLib.biasActForward, p.args[:18]); r != 0 {
+			return fmt.Errorf("cudnnConvolutionBiasActivationForward: %w", DNNStatus(r))
+		}
+		return nil
+	}
 	if r := callArgs(dnnLib.forward, p.args[:13]); r != 0 {
 		return fmt.Errorf("cudnnConvolutionForward: %w", DNNStatus(r))
 	}
@@ -241,7 +317,8 @@ func (p *DNNPlan) Close() {
 	for _, d := range []struct {
 		fn uintptr
 		h  *uintptr
-	}{{dnnLib.tensorDestroy, &p.x}, {dnnLib.tensorDestroy, &p.y}, {dnnLib.filterDestroy, &p.w}, {dnnLib.convDestroy, &p.conv}} {
+	}{{dnnLib.tensorDestroy, &p.x}, {dnnLib.tensorDestroy, &p.y}, {dnnLib.filterDestroy, &p.w}, {dnnLib.convDestroy, &p.conv},
+		{dnnLib.tensorDestroy, &p.bias}, {dnnLib.actDestroy, &p.act}} {
 		if *d.h != 0 {
 			dnnCall(d.fn, *d.h)
 			*d.h = 0

@@ -20,3 +20,13 @@ func cCall(fn uintptr, args ...uintptr) uintptr {
 	r, _, _ := purego.SyscallN(fn, args...)
 	return r
 }
+
+// cCallDouble calls the C function at fn, which takes three integer
+// arguments then a double, and returns its result register. It is for
+// setting up (it allocates): SyscallN passes no floating-point argument
+// apart from the integers.
+func cCallDouble(fn uintptr, a, b, c uintptr, d float64) uintptr {
+	var f func(uintptr, uintptr, uintptr, float64) uintptr
+	purego.RegisterFunc(&f, fn)
+	return f(a, b, c, d)
+}

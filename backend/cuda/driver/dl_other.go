@@ -19,3 +19,6 @@ func symbol(uintptr, string) (uintptr, error) { return 0, errNoLibraries }
 // call. It returns CUDA_ERROR_UNKNOWN, a failed status in every library
 // here.
 func cCall(uintptr, ...uintptr) uintptr { return 999 }
+
+// cCallDouble is never reached either.
+func cCallDouble(uintptr, uintptr, uintptr, uintptr, float64) uintptr { return 999 }

@@ -9,7 +9,7 @@ import (
 )
 
 // openOrSkip opens device 0, or skips where there is no CUDA.
-func openOrSkip(t *testing.T) *Device {
+func openOrSkip(t testing.TB) *Device {
 	t.Helper()
 	d, err := Open(0)
 	if errors.Is(err, ErrUnavailable) {
