@@ -54,7 +54,8 @@ import (
 // o and m (elements, by batch, head, row and value or key), scale_op (0
 // none, 1 Mul, 2 Div) with scale, and mask_op (0 none, 1 Add, 2 the
 // Where's scalar fill where the condition holds, 3 where it does not)
-// with fill.
+// with fill, and offsets (elements), where q, k and v are one tensor
+// (mergeProjections), where each starts in it.
 
 // attendHead reports whether attend_mma takes heads of d values.
 func attendHead(d int64) bool { return d == 32 || d == 64 || d == 128 }
@@ -392,8 +393,14 @@ func buildAttend(c *buildContext) error {
 	} else if mop != maskNone {
 		ops = append(ops, operand{"m", n.Inputs[3], [4]int64{B, H, S, T}, ir.Bool})
 	}
+	// Where the queries, keys and values are columns of one product
+	// (mergeProjections), each starts at its offset.
+	offsets := n.Attrs.Ints("offsets", []int64{0, 0, 0})
+	if len(offsets) != 3 || slices.ContainsFunc(offsets, func(v int64) bool { return v < 0 }) {
+		return c.errorf("offsets %v", offsets)
+	}
 	var strides [5][4]int64
-	for _, o := range ops {
+	for k, o := range ops {
 		st := n.Attrs.Ints(o.name, nil)
 		if len(st) != 4 || o.id == ir.NoTensor {
 			return c.errorf("%s: strides %v", o.name, st)
@@ -403,6 +410,9 @@ func buildAttend(c *buildContext) error {
 			return c.errorf("%s is %s, want %s", o.name, t.DType, o.dtype)
 		}
 		last := int64(0)
+		if k < 3 {
+			last = offsets[k]
+		}
 		for d, s := range st {
 			if s < 0 {
 				return c.errorf("%s: negative stride %d", o.name, s)
@@ -442,9 +452,9 @@ func buildAttend(c *buildContext) error {
 	var qkv [3]arg
 	var h16 int32
 	for i := range qkv {
-		qkv[i] = c.inArg(i)
+		qkv[i] = at(c.inArg(i), 4*offsets[i])
 		if c.half.stored[n.Inputs[i]] {
-			qkv[i].half = true
+			qkv[i] = arg{kind: argTensor, id: n.Inputs[i], off: 2 * offsets[i], half: true}
 			h16 |= 1 << i
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/berth-ml/berth/ir"
@@ -15,7 +16,7 @@ import (
 type attendCase struct {
 	name             string
 	b, h, s, t, d, e int64
-	layout           string // "projected": [B,S,H·D] inputs plus a bias each, split into heads; "heads": [B,H,S,D] inputs, K transposed by a node; "split": [B,S,H,D] inputs split into heads and merged by Transposes; "qkv": split too, from one [B,S,3·H·D] input cut in three (S = T, D = E); "kt": K given as [B,H,D,T]; "rank3": [B·H,S,D]
+	layout           string // "projected": [B,S,H·D] inputs plus a bias each, split into heads; "projections": three products of one input, each plus a bias, split into heads (S = T, D = E); "heads": [B,H,S,D] inputs, K transposed by a node; "split": [B,S,H,D] inputs split into heads and merged by Transposes; "qkv": split too, from one [B,S,3·H·D] input cut in three (S = T, D = E); "kt": K given as [B,H,D,T]; "rank3": [B·H,S,D]
 	scale            string // "", "mul", "mul first", "div"
 	mask             string // "", "padding" (an Add of a [B,1,1,T] input), "causal" (an Add of a constant), "where" (-inf where a constant says), "keep" (Where keeping the scores where it says)
 }
@@ -32,6 +33,7 @@ var attendCases = []attendCase{
 	{"wide heads", 1, 2, 70, 45, 128, 128, "heads", "div", "padding"},
 	{"projected", 2, 3, 40, 52, 64, 64, "projected", "div", ""},
 	{"projected causal", 1, 2, 70, 70, 32, 32, "projected", "mul", "where"},
+	{"projections", 2, 3, 40, 40, 64, 64, "projections", "div", "padding"},
 }
 
 // attendGraph builds the case's attention, followed by a product by
@@ -68,6 +70,26 @@ func attendGraph(c attendCase) *tg {
 			n, w := []int64{s, t, t}[i], []int64{d, d, e}[i]
 			g.node("Add", nil, 1, g.input(ir.Float32, b, n, h*w), g.constant(ir.Float32, h*w))
 			g.node("Reshape", nil, 1, last(), g.ints(b, n, h, w))
+			g.node("Transpose", ir.Attrs{"perm": ints(perm...)}, 1, last())
+			heads[i] = last()
+		}
+		q, kt, v = heads[0], heads[1], heads[2]
+	case "projections":
+		// A self-attention's three projections of one input, each with
+		// its bias, split into heads (S = T, D = E).
+		x := g.input(ir.Float32, b, s, 48)
+		heads := make([]ir.TensorID, 3)
+		for i, perm := range [][]int64{{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}} {
+			// Weights of N(0, 1/48): q, k and v of N(0, 1), as in the
+			// other layouts.
+			w := g.constant(ir.Float32, 48, h*d)
+			wd := g.g.Tensor(w).Data
+			for o := 0; o < len(wd); o += 4 {
+				binary.LittleEndian.PutUint32(wd[o:], math.Float32bits(math.Float32frombits(binary.LittleEndian.Uint32(wd[o:]))/float32(math.Sqrt(48))))
+			}
+			g.node("MatMul", nil, 1, x, w)
+			g.node("Add", nil, 1, last(), g.constant(ir.Float32, h*d))
+			g.node("Reshape", nil, 1, last(), g.ints(b, s, h, d))
 			g.node("Transpose", ir.Attrs{"perm": ints(perm...)}, 1, last())
 			heads[i] = last()
 		}
@@ -131,7 +153,7 @@ func attendGraph(c attendCase) *tg {
 	}
 	g.node("Softmax", ir.Attrs{"axis": intv(-1)}, 1, last())
 	g.node("MatMul", nil, 1, last(), v)
-	if c.layout == "split" || c.layout == "qkv" || c.layout == "projected" {
+	if c.layout == "split" || c.layout == "qkv" || c.layout == "projected" || c.layout == "projections" {
 		g.node("Transpose", ir.Attrs{"perm": ints(0, 2, 1, 3)}, 1, last())
 		g.node("Reshape", nil, 1, last(), g.ints(b, s, h*e))
 		g.node("MatMul", nil, 1, last(), g.constant(ir.Float32, h*e, 24))
@@ -328,5 +350,86 @@ func TestAttendReadsHalf(t *testing.T) {
 				t.Fatalf("%s: no Attend", c.name)
 			}
 		}
+	}
+}
+
+// TestMergeProjections (no GPU needed): an attention's three projections
+// of one input become one MatMulAdd by the three weight matrices side by
+// side, which the Attend reads at three column offsets with rows three
+// times as long; the launch reads q, k and v in 16 bits from those
+// offsets.
+func TestMergeProjections(t *testing.T) {
+	c := attendCase{"projections", 2, 3, 40, 40, 64, 64, "projections", "div", "padding"}
+	g := fuseEpilogues(fuseAttention(attendGraph(c).g))
+	before := 0
+	for _, n := range g.Nodes {
+		if isMatMulAdd(&n) {
+			before++
+		}
+	}
+	m := mergeProjections(g)
+	var prods []int
+	att := -1
+	for i, n := range m.Nodes {
+		switch {
+		case isMatMulAdd(&n):
+			prods = append(prods, i)
+		case n.Op == "Attend":
+			att = i
+		}
+	}
+	if before != 3 || len(prods) != 1 || att < 0 {
+		t.Fatalf("%d MatMulAdds before, %d after, Attend at %d", before, len(prods), att)
+	}
+	p, a := &m.Nodes[prods[0]], &m.Nodes[att]
+	hd := int64(c.h * c.d)
+	if w := m.Tensor(p.Inputs[1]); !w.Shape.Equal(ir.Shape{48, 3 * hd}) {
+		t.Fatalf("merged weights %v", w.Shape)
+	}
+	// Row r of the merged weights is row r of each projection's, in turn.
+	w := m.Tensor(p.Inputs[1]).Data
+	var parts [][]byte
+	for _, n := range g.Nodes {
+		if isMatMulAdd(&n) {
+			parts = append(parts, g.Tensor(n.Inputs[1]).Data)
+		}
+	}
+	for r := range int64(48) {
+		for j, part := range parts {
+			got := w[4*(r*3*hd+int64(j)*hd) : 4*(r*3*hd+int64(j+1)*hd)]
+			if !slices.Equal(got, part[4*r*hd:4*(r+1)*hd]) {
+				t.Fatalf("row %d, projection %d differs", r, j)
+			}
+		}
+	}
+	y := p.Outputs[0]
+	if a.Inputs[0] != y || a.Inputs[1] != y || a.Inputs[2] != y {
+		t.Errorf("Attend reads %v, want the merged output %d thrice", a.Inputs, y)
+	}
+	if got := a.Attrs.Ints("offsets", nil); !slices.Equal(got, []int64{0, hd, 2 * hd}) {
+		t.Errorf("offsets %v", got)
+	}
+	// q by (batch, head, row, value): rows of 3·H·D now.
+	if got, want := a.Attrs.Ints("q", nil), []int64{c.s * 3 * hd, c.d, 3 * hd, 1}; !slices.Equal(got, want) {
+		t.Errorf("q's strides %v, want %v", got, want)
+	}
+	hs := &halves{prec: BF16, shadow: map[ir.TensorID]int{}, dry: true, mma: true, lt: true}
+	fz := analyzeFusion(m, true, hs, acceptsHalf(m, 1, hs))
+	hs.stored = fz.half
+	if !fz.half[y] {
+		t.Fatalf("the merged output is not held in 16 bits")
+	}
+	bc, err := buildNodeWith(m, att, 1, true, new([][]byte), hs, fz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := bc.launches[0].args
+	for j := range 3 {
+		if !args[j].half || args[j].id != y || args[j].off != 2*int64(j)*hd {
+			t.Errorf("operand %d: %+v, want 16-bit values of %d from byte %d", j, args[j], y, 2*int64(j)*hd)
+		}
+	}
+	if _, err := buildNodeWith(m, prods[0], 1, true, new([][]byte), hs, fz); err != nil {
+		t.Errorf("the merged product: %v", err)
 	}
 }

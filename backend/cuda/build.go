@@ -1467,8 +1467,11 @@ func buildPool(c *buildContext) error {
 			return c.errorf("internal error: a pooling between layouts")
 		}
 		k, in := "pool2d_nhwc", c.inArg(0)
+		if x.Shape.Elements() <= math.MaxInt32 && y.Shape.Elements() <= math.MaxInt32 {
+			k = "pool2d_nhwc32"
+		}
 		if c.stored16(0) {
-			k, in.half = "pool2d_nhwc_h", true
+			k, in.half = k+"_h", true
 		}
 		c.elementwise(nhwcModule, k, y.Shape.Elements(), in, c.outArg(0), words(p), i64(x.Shape[1]), i32(c.fz.mode))
 		return nil

@@ -35,7 +35,8 @@
 // reach memory. Under 16-bit precision too, before planning: where
 // cuBLASLt is installed, a MatMul with its bias Add, and the residual Add
 // after it, becomes one cuBLASLt product whose epilogue adds the bias
-// and whose C is the residual (epilogue.go); a LayerNorm that products
+// and whose C is the residual (epilogue.go), the three projections an
+// attention reads becoming one product (qkv.go); a LayerNorm that products
 // and other nodes read writes the products' 16-bit copy beside its
 // float32 row (NormRound, round.go); and where cuDNN is installed, a
 // convolution runs as one cuDNN call with no patch matrix, its bias, the

@@ -212,6 +212,11 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		}
 		if hs.lt {
 			g = fuseEpilogues(g)
+			// BERTH_CUDA_QKV=0 keeps an attention's three projections
+			// apart.
+			if hs.mma && os.Getenv("BERTH_CUDA_QKV") != "0" {
+				g = mergeProjections(g)
+			}
 		}
 		if fusing {
 			g = roundAtNorm(g)

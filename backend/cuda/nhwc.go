@@ -308,14 +308,16 @@ const nhwcSource = common + halfCommon + `
 template <typename T> __device__ __forceinline__ float nhwc_in(const T* x, i64 i, int mode);
 template <> __device__ __forceinline__ float nhwc_in<float>(const float* x, i64 i, int) { return x[i]; }
 template <> __device__ __forceinline__ float nhwc_in<u16>(const u16* x, i64 i, int mode) { return widen_h(x[i], mode); }
-template <typename T> __device__ __forceinline__ void to_nhwc_t(const T* __restrict__ x, uint4* __restrict__ y, i64 N, i64 C, i64 HW, i64 Cp, int mode) {
-	const i64 groups = Cp >> 3, n = N * HW * groups;
-	LOOP(i, n) {
-		const i64 g = i % groups, p = i / groups, b = p / HW, hw = p % HW;
+// The copy has fewer than 2³¹ elements (entryChannels), and x no more:
+// 32-bit indices (a 64-bit division costs tens of instructions).
+template <typename T> __device__ __forceinline__ void to_nhwc_t(const T* __restrict__ x, uint4* __restrict__ y, i64 N64, i64 C64, i64 HW64, i64 Cp, int mode) {
+	const int C = (int)C64, HW = (int)HW64, groups = (int)(Cp >> 3), n = (int)(N64 * HW64) * groups;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+		const int g = i % groups, p = i / groups, b = p / HW, hw = p % HW;
 		u32 w[4];
 		#pragma unroll
 		for (int j = 0; j < 4; j++) {
-			const i64 c0 = g * 8 + 2 * j, c1 = c0 + 1;
+			const int c0 = g * 8 + 2 * j, c1 = c0 + 1;
 			const u32 lo = c0 < C ? round_h(nhwc_in<T>(x, (b * C + c0) * HW + hw, mode), mode) : 0;
 			const u32 hi = c1 < C ? round_h(nhwc_in<T>(x, (b * C + c1) * HW + hw, mode), mode) : 0;
 			w[j] = lo | (hi << 16);
@@ -331,44 +333,47 @@ extern "C" __global__ void to_nhwc_hh(const u16* __restrict__ x, uint4* __restri
 }
 // pool2d_nhwc is MaxPool or AveragePool of channels-last tensors into
 // float32 (pool2d's parameters, NC = N·C, and C): a thread per output
-// element, neighbouring threads neighbouring channels. pool2d_nhwc_h
-// reads x in 16 bits.
+// element, neighbouring threads neighbouring channels; _h reads x in 16
+// bits, and pool2d_nhwc32 takes 32-bit indices where the tensors allow
+// (pool2d_nhwc 64-bit ones, some four times the instructions).
 struct Pool { i64 NC, H, W, OH, OW, KH, KW, SH, SW, PH, PW, PH1, PW1, DH, DW, isMax, includePad; };
-template <typename T> __device__ __forceinline__ void pool2d_nhwc_t(const T* __restrict__ x, float* __restrict__ y, const Pool& p, i64 C, int mode) {
-	const i64 n = p.NC * p.OH * p.OW;
-	LOOP(i, n) {
-		const i64 c = i % C, q = i / C, ow = q % p.OW, oh = (q / p.OW) % p.OH, b = q / (p.OW * p.OH);
-		const T* xp = x + b * p.H * p.W * C + c;
+template <typename T, typename I> __device__ __forceinline__ void pool2d_nhwc_t(const T* __restrict__ x, float* __restrict__ y, const Pool& p, i64 C64, int mode) {
+	const I C = (I)C64, H = (I)p.H, W = (I)p.W, OH = (I)p.OH, OW = (I)p.OW, KH = (I)p.KH, KW = (I)p.KW;
+	const I SH = (I)p.SH, SW = (I)p.SW, PH = (I)p.PH, PW = (I)p.PW, DH = (I)p.DH, DW = (I)p.DW;
+	const I n = (I)(p.NC * p.OH * p.OW);
+	for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)blockDim.x * gridDim.x) {
+		const I c = i % C, q = i / C, ow = q % OW, oh = (q / OW) % OH, b = q / (OW * OH);
+		const T* xp = x + b * H * W * C + c;
 		float acc = p.isMax ? NEG_INF : 0.f;
-		i64 cnt = 0;
-		for (i64 kh = 0; kh < p.KH; kh++) {
-			const i64 h = oh * p.SH - p.PH + kh * p.DH;
-			if (h < 0 || h >= p.H) continue;
-			for (i64 kw = 0; kw < p.KW; kw++) {
-				const i64 w = ow * p.SW - p.PW + kw * p.DW;
-				if (w < 0 || w >= p.W) continue;
-				const float v = nhwc_in<T>(xp, (h * p.W + w) * C, mode);
+		I cnt = 0;
+		for (I kh = 0; kh < KH; kh++) {
+			const I h = oh * SH - PH + kh * DH;
+			if (h < 0 || h >= H) continue;
+			for (I kw = 0; kw < KW; kw++) {
+				const I w = ow * SW - PW + kw * DW;
+				if (w < 0 || w >= W) continue;
+				const float v = nhwc_in<T>(xp, (h * W + w) * C, mode);
 				if (p.isMax) acc = fmaxf(acc, v); else acc += v;
 				cnt++;
 			}
 		}
 		if (!p.isMax) {
 			if (p.includePad) {
-				const i64 h0 = oh * p.SH - p.PH, w0 = ow * p.SW - p.PW;
-				const i64 h1 = min(h0 + (p.KH - 1) * p.DH + 1, p.H + p.PH1), w1 = min(w0 + (p.KW - 1) * p.DW + 1, p.W + p.PW1);
-				cnt = ((h1 - h0 + p.DH - 1) / p.DH) * ((w1 - w0 + p.DW - 1) / p.DW);
+				const I h0 = oh * SH - PH, w0 = ow * SW - PW;
+				const I h1 = min(h0 + (KH - 1) * DH + 1, H + (I)p.PH1), w1 = min(w0 + (KW - 1) * DW + 1, W + (I)p.PW1);
+				cnt = ((h1 - h0 + DH - 1) / DH) * ((w1 - w0 + DW - 1) / DW);
 			}
 			acc = cnt > 0 ? acc / (float)cnt : 0.f;
 		}
 		y[i] = acc;
 	}
 }
-extern "C" __global__ void pool2d_nhwc(const float* __restrict__ x, float* __restrict__ y, Pool p, i64 C, int mode) {
-	pool2d_nhwc_t<float>(x, y, p, C, mode);
-}
-extern "C" __global__ void pool2d_nhwc_h(const u16* __restrict__ x, float* __restrict__ y, Pool p, i64 C, int mode) {
-	pool2d_nhwc_t<u16>(x, y, p, C, mode);
-}
+#define POOL_NHWC(name, T, I) \
+extern "C" __global__ void name(const T* __restrict__ x, float* __restrict__ y, Pool p, i64 C, int mode) { pool2d_nhwc_t<T, I>(x, y, p, C, mode); }
+POOL_NHWC(pool2d_nhwc, float, i64)
+POOL_NHWC(pool2d_nhwc_h, u16, i64)
+POOL_NHWC(pool2d_nhwc32, float, int)
+POOL_NHWC(pool2d_nhwc32_h, u16, int)
 // mean_hw_nhwc is GlobalAveragePool of a channels-last tensor: y[b, c] =
 // scale · Σ x[b, ·, ·, c], a thread per (b, c); mean_hw_nhwc_h reads x in
 // 16 bits.

@@ -39,12 +39,15 @@ int main() {
 		for (int b = 0; b < pc.N; b++) for (int c = 0; c < pc.C; c++) for (int h = 0; h < pc.H; h++) for (int w = 0; w < pc.W; w++)
 			xn[((b * pc.H + h) * pc.W + w) * pc.C + c] = x[((b * pc.C + c) * pc.H + h) * pc.W + w];
 		Pool p{pc.N * pc.C, pc.H, pc.W, OH, OW, pc.K, pc.K, pc.S, pc.S, pc.P, pc.P, pc.P, pc.P, 1, 1, pc.isMax, pc.incl};
-		launch(grid, block, [&] { pool2d_nhwc(xn.data(), y.data(), p, pc.C, 0); });
+		launch(grid, block, [&] { pool2d_nhwc32(xn.data(), y.data(), p, pc.C, 0); });
 		// The same from 16-bit values, against the rounded input.
 		std::vector<u16> xh(xn.size());
 		std::vector<float> yh(y.size());
 		for (size_t i = 0; i < xn.size(); i++) xh[i] = round_h(xn[i], 0);
 		launch(grid, block, [&] { pool2d_nhwc_h(xh.data(), yh.data(), p, pc.C, 0); });
+		std::vector<float> y64(y.size());
+		launch(grid, block, [&] { pool2d_nhwc(xn.data(), y64.data(), p, pc.C, 0); });
+		bad += y64 != y;
 		double worst = 0, worst16 = 0;
 		for (int b = 0; b < pc.N; b++) for (int c = 0; c < pc.C; c++) for (int oh = 0; oh < OH; oh++) for (int ow = 0; ow < OW; ow++) {
 			double acc = pc.isMax ? -INFINITY : 0;
