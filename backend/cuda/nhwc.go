@@ -83,7 +83,9 @@ func (fz *fusion) decideNHWC(g *ir.Graph, cons [][]int, isOut []bool, onDNN func
 			n := &g.Nodes[c]
 			first := n.Inputs[0] == ir.TensorID(id) && !slices.Contains(n.Inputs[1:], ir.TensorID(id))
 			switch {
-			case fz.group[c] >= 0:
+			case fz.group[c] >= 0 && len(fz.groups[fz.group[c]].shape) == 4:
+				// A generated kernel of four axes: readSpace gives
+				// its strides in either layout.
 			case first && (conv(c) || pool(c) || round(c)):
 			case isConvAct(n) && len(n.Inputs) > 3 && n.Inputs[3] == ir.TensorID(id) && conv(c) && !slices.Contains(n.Inputs[:3], ir.TensorID(id)):
 				// Its addend, laid out as its output.
