@@ -176,7 +176,10 @@ func fuseConvActs(g *ir.Graph, hs *halves, accepts func(i int, t ir.TensorID) bo
 			return cons[t][0]
 		}
 		if ai := next(out); ai >= 0 {
-			if z, s, ok := addOf(g, ai, out, func(t *ir.Tensor) bool { return !t.IsConst() && t.Shape.Rank() == 4 }); ok && z != n.Inputs[0] {
+			// cuDNN's z is laid out as y: an activation of y's shape,
+			// not one that broadcasts.
+			y := g.Tensor(out)
+			if z, s, ok := addOf(g, ai, out, func(t *ir.Tensor) bool { return !t.IsConst() && t.Shape.Equal(y.Shape) }); ok && z != n.Inputs[0] {
 				inputs = append(inputs, z)
 				absorbed = append(absorbed, ai)
 				out, at = s, ai

@@ -234,6 +234,20 @@ func TestFuseConvActs(t *testing.T) {
 		t.Errorf("without a bias: the ConvAct's bias is %v %v", b.Shape, b.Data)
 	}
 
+	// An Add of a tensor that broadcasts (per channel) is no addend:
+	// the bottleneck's last convolution keeps the ReLU out too.
+	g4 := resnetGraph(2, 32).g
+	add := 9 // the bottleneck's Add
+	scale := g4.NewTensor("scale", ir.Float32, ir.Shape{2, 32, 1, 1}, nil)
+	g4.Inputs = append(g4.Inputs, scale)
+	g4.Nodes[add].Inputs[1] = scale
+	f4 := fuseConvActs(g4, hs, acceptsHalf(g4, 132, hs))
+	for _, n := range f4.Nodes {
+		if isConvAct(&n) && len(n.Inputs) > 3 {
+			t.Errorf("a ConvAct took %v as its addend", f4.Tensor(n.Inputs[3]).Shape)
+		}
+	}
+
 	// The stem's output as the graph's: it stays a Conv.
 	g2 := resnetGraph(2, 32).g
 	g2.Outputs = append(g2.Outputs, g2.Nodes[0].Outputs[0])
