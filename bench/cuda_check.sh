@@ -23,6 +23,8 @@
 #   nhwc     channels-last activations and the convolutions' fused
 #            epilogues: their tests, ResNet-50 at batch 32 bf16 against
 #            PyTorch, with and without them
+#   gemv     BenchmarkGemvShapes: the decoding products' kernel at other
+#            shapes (warps, rows a warp, loads in flight)
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -112,6 +114,12 @@ for s in $sections; do
 			done
 		done
 		;;
+	gemv)
+		# The decoding products' kernel compiled with other shapes
+		# (warps, rows a warp, loads in flight): which one gemv should be.
+		(cd backend/cuda && timeout 400 "$bin/cuda.test" -test.run '^$' -test.bench GemvShapes -test.benchtime 200x 2>&1 |
+			grep -E '^Benchmark|FAIL|panic' | sed 's/BenchmarkGemvShapes\///' | awk '{print $1, $(NF-1), $NF, $(NF-3)}')
+		;;
 	pairs)
 		list=()
 		while read -r model set; do
@@ -120,7 +128,7 @@ for s in $sections; do
 		timeout 300 bench/parity_device.sh --berth "$bin/berth" "${list[@]}" 2>&1 | tail -40
 		;;
 	*)
-		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, pairs)"
+		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, pairs)"
 		;;
 	esac
 done

@@ -14,7 +14,7 @@ import (
 // block, and adds a vector to the first weight's rows where asked.
 //
 //   - Float rows (f32, f16, bf16) of whole 16-byte words: each lane
-//     streams 16-byte words of gemvRows rows, gemvLoads of them a row in
+//     streams 16-byte words of gemv.rows rows, gemv.loads of them a row in
 //     flight before the first is used, and sums in float32.
 //   - q8_0 and q4_0 rows: each block of the grid first quantises x into
 //     shared memory as the CPU's kernels do (blocks of 32 int8 values,
@@ -38,14 +38,22 @@ import (
 // Other formats, and rows too long for the shared x (gemvMaxK, or
 // gemvNormK for float rows under norm), run packed.go's pmv.
 
-// Shapes of the gemv kernels: warps a block, rows a warp (of each weight
-// under glu: half as many), and for float rows the words of a row a lane
-// loads before it uses the first.
+// gemvShape is the shape of the gemv kernels: warps a block, rows a warp
+// (of each weight under glu: half as many), for float rows the words of
+// a row a lane loads before it uses the first, and rows a warp for q8_0
+// and q4_0.
+type gemvShape struct {
+	warps, rows, loads, qrows int64
+}
+
+// gemv is the shape the kernels are compiled with (BenchmarkGemvShapes
+// times others), gemvModule their module.
+var (
+	gemv       = gemvShape{warps: 4, rows: 2, loads: 4, qrows: 4}
+	gemvModule = gemv.module()
+)
+
 const (
-	gemvWarps = 4
-	gemvRows  = 2
-	gemvLoads = 4
-	gemvQRows = 4 // rows a warp for q8_0 and q4_0
 	gemvMaxK  = 16384
 	gemvNormK = 8192 // float rows under norm: x in shared memory
 )
@@ -65,15 +73,15 @@ func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok
 	float := true
 	switch t {
 	case ggml.F32:
-		kernel, rows, ok = "gemv_f32", gemvRows, k%4 == 0
+		kernel, rows, ok = "gemv_f32", gemv.rows, k%4 == 0
 	case ggml.F16:
-		kernel, rows, ok = "gemv_f16", gemvRows, k%8 == 0
+		kernel, rows, ok = "gemv_f16", gemv.rows, k%8 == 0
 	case ggml.BF16:
-		kernel, rows, ok = "gemv_bf16", gemvRows, k%8 == 0
+		kernel, rows, ok = "gemv_bf16", gemv.rows, k%8 == 0
 	case ggml.Q8_0:
-		kernel, rows, ok, float = "gemv_q8_0", gemvQRows, k%32 == 0 && k <= gemvMaxK, false
+		kernel, rows, ok, float = "gemv_q8_0", gemv.qrows, k%32 == 0 && k <= gemvMaxK, false
 	case ggml.Q4_0:
-		kernel, rows, ok, float = "gemv_q4_0", gemvQRows, k%32 == 0 && k <= gemvMaxK, false
+		kernel, rows, ok, float = "gemv_q4_0", gemv.qrows, k%32 == 0 && k <= gemvMaxK, false
 	default:
 		return "", 0, false
 	}
@@ -85,7 +93,7 @@ func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok
 		kernel += "_glu"
 		rows /= 2
 	}
-	return kernel, gemvWarps * rows, ok
+	return kernel, gemv.warps * rows, ok
 }
 
 // gemvLaunch appends the launch of a gemv kernel over the weights ws
@@ -119,7 +127,7 @@ func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g
 	args := append([]arg{x, add}, wa...)
 	args = append(append(append(args, ya...), na...), i64(k), i64(rb), g, f32(f.eps))
 	c.launches = append(c.launches, launch{node: c.node, module: gemvModule, kernel: kernel,
-		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{32 * gemvWarps, 1, 1}, args: args})
+		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{uint32(32 * gemv.warps), 1, 1}, args: args})
 	return true
 }
 
@@ -129,10 +137,14 @@ func gemvFits(x *ir.Tensor, k int64) bool {
 	return x != nil && x.DType == ir.Float32 && x.Shape.Elements() == k
 }
 
-var gemvModule = &source{"gemv.cu", gemvSource}
+// module is the gemv kernels' module compiled with shape s.
+func (s gemvShape) module() *source {
+	return &source{"gemv.cu", common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_QROWS %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
+		s.warps, s.rows, s.loads, s.qrows, gemvMaxK, gemvNormK) + gemvSource}
+}
 
-var gemvSource = common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_QROWS %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
-	gemvWarps, gemvRows, gemvLoads, gemvQRows, gemvMaxK, gemvNormK) + `
+// gemvSource is the gemv kernels, after the definitions of their shape.
+const gemvSource = `
 #define FULL 0xffffffffu
 __device__ __forceinline__ float gv_h2f(u32 h) {
 	float r;

@@ -266,27 +266,62 @@ func BenchmarkPackedMatMul(b *testing.B) {
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, f := range packedFormats {
-		b.Run(f.String(), func(b *testing.B) {
-			w := packedBytes(r, f, n, k)
-			x := make([]float32, k)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			_, s := openSession(b, packedGraph(b, "PackedMatMul", f, w, n, k, ir.Shape{1, k}, ir.Float32), Options{})
-			out := make([]byte, 4*n)
-			for range 2 {
-				if err := s.Run([][]byte{raw.Bytes(x)}, [][]byte{out}); err != nil {
-					b.Fatal(err)
+		b.Run(f.String(), func(b *testing.B) { benchGemv(b, r, f, n, k) })
+	}
+}
+
+// BenchmarkGemvShapes times the gemv kernel of F16 rows (and of Q8_0 and
+// Q4_0 where the shape has their kernels compile) compiled with other
+// shapes than gemv's: warps a block, rows a warp, words in flight a lane,
+// over the products of a 1.1B LLaMA's decoding step (2048 columns and
+// 5632, 256 rows to 32000). Each reports its share of the H200's 4.8 TB/s
+// ("%bandwidth"); the shape gemv is compiled with is what this picks.
+func BenchmarkGemvShapes(b *testing.B) {
+	requireGPU(b)
+	defer func(s gemvShape, m *source) { gemv, gemvModule = s, m }(gemv, gemvModule)
+	shapes := [][2]int64{{2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, warps := range []int64{4, 8} {
+		for _, rows := range []int64{1, 2, 4} {
+			for _, loads := range []int64{2, 4, 8} {
+				s := gemvShape{warps: warps, rows: rows, loads: loads, qrows: gemv.qrows}
+				gemv, gemvModule = s, s.module()
+				for _, f := range []ggml.Type{ggml.F16, ggml.Q8_0, ggml.Q4_0} {
+					if f != ggml.F16 && (rows != 2 || loads != 4) { // the quantised kernels take neither
+						continue
+					}
+					for _, nk := range shapes {
+						n, k := nk[0], nk[1]
+						b.Run(fmt.Sprintf("%s/w%d-r%d-l%d/%dx%d", f, warps, rows, loads, n, k), func(b *testing.B) { benchGemv(b, r, f, n, k) })
+					}
 				}
 			}
-			b.ResetTimer()
-			d, err := s.KernelTime(b.N)
-			if err != nil {
-				b.Fatal(err)
-			}
-			gbs := float64(len(w)) / d.Seconds() / 1e9
-			b.ReportMetric(gbs, "GB/s")
-			b.ReportMetric(gbs/48, "%bandwidth")
-		})
+		}
 	}
+}
+
+// benchGemv times one PackedMatMul of n rows of k values in format f by
+// a row of random values, the kernels alone, and reports its share of
+// the H200's 4.8 TB/s.
+func benchGemv(b *testing.B, r *rand.Rand, f ggml.Type, n, k int64) {
+	w := packedBytes(r, f, n, k)
+	x := make([]float32, k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	_, s := openSession(b, packedGraph(b, "PackedMatMul", f, w, n, k, ir.Shape{1, k}, ir.Float32), Options{})
+	out := make([]byte, 4*n)
+	for range 2 {
+		if err := s.Run([][]byte{raw.Bytes(x)}, [][]byte{out}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	d, err := s.KernelTime(b.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gbs := float64(len(w)) / d.Seconds() / 1e9
+	b.ReportMetric(gbs, "GB/s")
+	b.ReportMetric(gbs/48, "%bandwidth")
 }
