@@ -101,10 +101,16 @@ func rewriteOf(g *ir.Graph) (cons [][]int, isOut []bool, fused []*ir.Node, gone 
 
 // rebuilt is rebuild(g, fused, gone), or g itself where no node changes.
 func rebuilt(g *ir.Graph, fused []*ir.Node, gone []bool) *ir.Graph {
-	if !slices.Contains(gone, true) && !slices.ContainsFunc(fused, func(n *ir.Node) bool { return n != nil }) {
+	if unchanged(fused, gone) {
 		return g
 	}
 	return rebuild(g, fused, gone)
+}
+
+// unchanged reports whether a rewrite (rewriteOf) replaces or drops no
+// node.
+func unchanged(fused []*ir.Node, gone []bool) bool {
+	return !slices.Contains(gone, true) && !slices.ContainsFunc(fused, func(n *ir.Node) bool { return n != nil })
 }
 
 // rebuild is g with node i replaced by fused[i] (where not nil) and

@@ -108,6 +108,13 @@ type halves struct {
 	dnn bool
 }
 
+// trial is hs for a trial build that is thrown away: the same precision
+// and libraries, no shadow copies made, and stored the activations held
+// in 16 bits.
+func (hs *halves) trial(stored map[ir.TensorID]bool) *halves {
+	return &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: stored, dry: true, mma: hs.mma, lt: hs.lt, dnn: hs.dnn}
+}
+
 // buildContext is what a builder sees of its node, and where it leaves its
 // launches.
 type buildContext struct {
@@ -979,7 +986,7 @@ func buildConv(c *buildContext) error {
 	kk := KH * KW
 	ohw := OH * OW
 	src := c.inArg(0)
-	xHalf := c.half != nil && c.half.stored[c.n.Inputs[0]] // x holds 16-bit values
+	xHalf := c.stored16(0) // x holds 16-bit values
 	below := foldBelow
 	if kk == 1 && SH == 1 && SW == 1 {
 		below = foldBelowPointwise
@@ -1485,7 +1492,7 @@ func buildPool(c *buildContext) error {
 }
 
 // stored16 reports whether the node's input i is held in 16 bits
-// (fusion.half: a ConvAct wrote it).
+// (fusion.half): its producer wrote it so.
 func (c *buildContext) stored16(i int) bool {
 	return c.half != nil && c.half.stored[c.n.Input(i)]
 }

@@ -60,7 +60,7 @@ func (c *buildContext) dnnConvLaunch(bias arg, xHalf bool, r int, groups int64, 
 	if !c.fz.out16[y.id] && !c.fz.half[y.id] || !c.halfable(c.inArg(0), xHalf) || !c.halfable(c.inArg(1), false) {
 		return false
 	}
-	if ep != nil && (!c.halfable(c.inArg(2), false) || ep.addend && !c.halfable(c.inArg(3), c.half.stored[c.n.Inputs[3]])) {
+	if ep != nil && (!c.halfable(c.inArg(2), false) || ep.addend && !c.halfable(c.inArg(3), c.stored16(3))) {
 		return false
 	}
 	t := driver.R16BF
@@ -103,7 +103,7 @@ func (c *buildContext) dnnConvLaunch(bias arg, xHalf bool, r int, groups int64, 
 		conv.Fused, conv.ReLU = true, ep.relu
 		args = append(args, c.halfOperand(c.inArg(2), false))
 		if ep.addend {
-			args = append(args, c.halfOperand(c.inArg(3), c.half.stored[c.n.Inputs[3]]))
+			args = append(args, c.halfOperand(c.inArg(3), c.stored16(3)))
 		}
 	}
 	c.launches = append(c.launches, launch{node: c.node, dnn: conv, args: args})
@@ -211,8 +211,8 @@ func fuseConvActs(g *ir.Graph, hs *halves, accepts func(i int, t ir.TensorID) bo
 			fused[at].Attrs["kernel_shape"] = ir.Attr{Kind: ir.AttrInts, Ints: slices.Clone([]int64(g.Tensor(n.Inputs[1]).Shape[2:]))}
 		}
 	}
-	if !slices.Contains(gone, true) && !slices.ContainsFunc(fused, func(n *ir.Node) bool { return n != nil }) {
-		return g
+	if unchanged(fused, gone) {
+		return g // without the tensors added to h
 	}
 	return rebuild(&h, fused, gone)
 }
@@ -236,8 +236,7 @@ func dnnTakes(g *ir.Graph, i int, hs *halves) bool {
 	if b := g.Nodes[i].Input(2); b != ir.NoTensor {
 		trial.bias[i] = b // left to the readers: none to add
 	}
-	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true, mma: hs.mma, lt: hs.lt, dnn: hs.dnn}
-	c, err := buildNodeWith(g, i, 1, true, new([][]byte), h, trial)
+	c, err := buildNodeWith(g, i, 1, true, new([][]byte), hs.trial(nil), trial)
 	if err != nil {
 		return false
 	}
@@ -255,8 +254,7 @@ func buildConvAct(c *buildContext) error {
 		return err
 	}
 	ep := &dnnEpilogue{addend: c.in(3) != nil, relu: c.n.Attrs.Int("relu", 0) == 1}
-	xHalf := c.half != nil && c.half.stored[c.n.Inputs[0]]
-	if !c.dnnConvLaunch(null(), xHalf, r, group, d, ep) {
+	if !c.dnnConvLaunch(null(), c.stored16(0), r, group, d, ep) {
 		return c.errorf("internal error: a convolution with its epilogue that cuDNN does not take")
 	}
 	return nil

@@ -350,8 +350,7 @@ func (fz *fusion) gemm16(g *ir.Graph, i int, hs *halves) bool {
 		trial.bias[i] = b
 	}
 	var extras [][]byte
-	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, dry: true, mma: hs.mma, lt: hs.lt, dnn: hs.dnn}
-	c, err := buildNodeWith(g, i, 1, true, &extras, h, trial)
+	c, err := buildNodeWith(g, i, 1, true, &extras, hs.trial(nil), trial)
 	if err != nil {
 		return false
 	}
@@ -1254,8 +1253,7 @@ func acceptsHalf(g *ir.Graph, sms int, hs *halves) func(i int, t ir.TensorID) bo
 	}
 	return func(i int, t ir.TensorID) bool {
 		var extras [][]byte
-		h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: map[ir.TensorID]bool{t: true}, dry: true, mma: hs.mma, lt: hs.lt, dnn: hs.dnn}
-		c, err := buildNodeWith(g, i, sms, true, &extras, h, nil)
+		c, err := buildNodeWith(g, i, sms, true, &extras, hs.trial(map[ir.TensorID]bool{t: true}), nil)
 		if err != nil {
 			return false
 		}

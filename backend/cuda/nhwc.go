@@ -56,14 +56,18 @@ func (fz *fusion) decideNHWC(g *ir.Graph, cons [][]int, isOut []bool, onDNN func
 			(len(n.Outputs) == 1 || n.Outputs[1] == ir.NoTensor) && g.Tensor(n.Inputs[0]).Shape.Rank() == 4
 	}
 	round := func(i int) bool { return g.Nodes[i].Op == "Round16" && g.Nodes[i].Domain == cudaDomain }
-	conv := func(i int) bool {
-		if !onDNN(i) {
-			return false
+	// onCuDNN[i]: node i is a convolution on cuDNN over four axes whose
+	// input can be laid out channels-last (asked once a node, before any
+	// tensor is channels-last).
+	onCuDNN := make([]bool, len(g.Nodes))
+	for i := range g.Nodes {
+		if onDNN(i) {
+			x := g.InputOf(&g.Nodes[i], 0).Shape
+			_, ok := entryChannels(x, g.Nodes[i].Attrs.Int("group", 1))
+			onCuDNN[i] = x.Rank() == 4 && ok
 		}
-		x := g.InputOf(&g.Nodes[i], 0).Shape
-		_, ok := entryChannels(x, g.Nodes[i].Attrs.Int("group", 1))
-		return x.Rank() == 4 && ok
 	}
+	conv := func(i int) bool { return onCuDNN[i] }
 	isIn := make(map[ir.TensorID]bool, len(g.Inputs))
 	for _, id := range g.Inputs {
 		isIn[id] = true
@@ -150,8 +154,7 @@ func (fz *fusion) onDNN(g *ir.Graph, i int, hs *halves) bool {
 		return false
 	}
 	var extras [][]byte
-	h := &halves{prec: hs.prec, shadow: map[ir.TensorID]int{}, stored: fz.half, dry: true, mma: hs.mma, lt: hs.lt, dnn: hs.dnn}
-	c, err := buildNodeWith(g, i, 1, true, &extras, h, fz)
+	c, err := buildNodeWith(g, i, 1, true, &extras, hs.trial(fz.half), fz)
 	if err != nil {
 		return false
 	}

@@ -155,8 +155,8 @@ func mergeProjections(g *ir.Graph) *ir.Graph {
 		m.Attrs["offsets"] = ir.Attr{Kind: ir.AttrInts, Ints: []int64{0, cols[0], cols[0] + cols[1]}}
 		fused[i] = &m
 	}
-	if !slices.Contains(gone, true) && !slices.ContainsFunc(fused, func(n *ir.Node) bool { return n != nil }) {
-		return g
+	if unchanged(fused, gone) {
+		return g // without the tensors added to h
 	}
 	return rebuild(&h, fused, gone)
 }
