@@ -46,6 +46,10 @@ type launch struct {
 	// dnn, when set, makes it a cuDNN convolution (its pointers unset):
 	// args are x, w and y, in 16 bits.
 	dnn *driver.DNNConv
+	// early marks a kernel that may start before the one ahead of it
+	// ends (driver.LaunchEarlyWith): it waits in GRID_WAIT before it
+	// touches what earlier kernels read or write.
+	early bool
 }
 
 // blasGemm is one cublasSgemmStridedBatched call, in column-major terms.

@@ -10,7 +10,7 @@ import (
 // TestDumpKernelSources writes, where BERTH_CUDA_DUMP names a folder, the
 // text of kernels that scripts/cuda_emu runs on the CPU: the common
 // definitions, and the attention's, iconv's and the channels-last
-// kernels' own parts (the 16-bit and
+// kernels' own parts, and the gemv kernels' (the 16-bit and
 // tensor-core helpers, which the emulation supplies, and the C linkage
 // left out).
 func TestDumpKernelSources(t *testing.T) {
@@ -22,9 +22,21 @@ func TestDumpKernelSources(t *testing.T) {
 		return strings.ReplaceAll(strings.TrimPrefix(src, common+halfCommon+mmaCommon), `extern "C" `, "")
 	}
 	for name, text := range map[string]string{"common.cu": common, "attend.cu": own(attendSource), "iconv.cu": own(iconvSource),
-		"nhwc.cu": strings.ReplaceAll(strings.TrimPrefix(nhwcSource, common+halfCommon), `extern "C" `, "")} {
+		"nhwc.cu": strings.ReplaceAll(strings.TrimPrefix(nhwcSource, common+halfCommon), `extern "C" `, ""), "gemv.cu": gemvEmulated(t)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// gemvEmulated is gemvModule's own text for the emulation: its two f16
+// conversions (inline PTX) give way to the emulation's (gemv_half.h).
+func gemvEmulated(t *testing.T) string {
+	text := strings.TrimPrefix(gemvModule.text, common)
+	i := strings.Index(text, "__device__ __forceinline__ float gv_h2f(")
+	j := strings.Index(text, "// gv_x loads")
+	if i < 0 || j < i {
+		t.Fatal("gemv's f16 conversions are not where the emulation expects them")
+	}
+	return strings.ReplaceAll(text[:i]+"#include \"gemv_half.h\"\n"+text[j:], `extern "C" `, "")
 }

@@ -125,6 +125,7 @@ type step struct {
 	args        []boundArg
 	blas        *blasGemm       // a cuBLAS GEMM instead of a kernel
 	dnn         *driver.DNNConv // a cuDNN convolution instead of a kernel (args x, w, y[, bias[, z]])
+	early       bool            // launched early (driver.LaunchEarlyWith)
 }
 
 // library reports whether the step calls a library (cuBLAS, cuBLASLt,
@@ -368,6 +369,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 
 	// Bind every launch's arguments to regions, in plan order.
+	// Kernels marked early start before the one ahead of them ends where
+	// the device has programmatic dependent launch (BERTH_CUDA_PDL=0: never).
+	early := d.Major >= 9 && os.Getenv("BERTH_CUDA_PDL") != "0" && driver.EarlyLaunches()
 	cacheDir := opts.CacheDir
 	if cacheDir == "" {
 		cacheDir = defaultCacheDir()
@@ -377,7 +381,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 	for _, i := range pl.Order {
 		for _, l := range built[i].launches {
-			st := step{node: i, grid: l.grid, block: l.block, shared: l.shared, args: make([]boundArg, len(l.args)), blas: l.blas, dnn: l.dnn}
+			st := step{node: i, grid: l.grid, block: l.block, shared: l.shared, args: make([]boundArg, len(l.args)), blas: l.blas, dnn: l.dnn, early: l.early && early}
 			for j, a := range l.args {
 				switch a.kind {
 				case argWords:
@@ -596,18 +600,19 @@ type Session struct {
 	arena     driver.Ptr
 	bytes     int64
 	stream    driver.Stream
-	graph     driver.Graph       // the captured launches; 0: launch one by one
-	stage     []byte             // page-locked staging for the inputs and outputs (Go memory)
-	inView    [][]byte           // each input's bytes in stage
-	outView   [][]byte           // each output's bytes in stage
-	inAt      []int64            // offset of each input in stage
-	outAt     []int64            // offset of each output in stage
-	params    [][]unsafe.Pointer // per step, one pointer to each argument's value
-	values    []uint64           // the device addresses the params point to
-	blas      driver.BLAS        // the lane's cuBLAS handle, on its stream
-	gemms     []driver.Args      // per step, the arguments of a cuBLAS GEMM (nil: a kernel)
-	libs      []libraryCall      // per step, a cuBLASLt product or a cuDNN convolution (nil: none)
-	hot       driver.Args        // the argument block of the calls each run makes
+	graph     driver.Graph         // the captured launches; 0: launch one by one
+	stage     []byte               // page-locked staging for the inputs and outputs (Go memory)
+	inView    [][]byte             // each input's bytes in stage
+	outView   [][]byte             // each output's bytes in stage
+	inAt      []int64              // offset of each input in stage
+	outAt     []int64              // offset of each output in stage
+	params    [][]unsafe.Pointer   // per step, one pointer to each argument's value
+	values    []uint64             // the device addresses the params point to
+	blas      driver.BLAS          // the lane's cuBLAS handle, on its stream
+	gemms     []driver.Args        // per step, the arguments of a cuBLAS GEMM (nil: a kernel)
+	libs      []libraryCall        // per step, a cuBLASLt product or a cuDNN convolution (nil: none)
+	hot       driver.Args          // the argument block of the calls each run makes
+	config    *driver.LaunchConfig // the configuration of early launches
 	run       func() error
 	in        [][]byte
 	out       [][]byte
@@ -845,6 +850,7 @@ func (e *Executable) NewSessionOn(l *Lane) (*Session, error) {
 	s.params = make([][]unsafe.Pointer, len(e.steps))
 	s.gemms = make([]driver.Args, len(e.steps))
 	s.hot = driver.NewArgs()
+	s.config = driver.NewLaunchConfig()
 	k := 0
 	for i, st := range e.steps {
 		if st.planned() {
@@ -1190,7 +1196,13 @@ func (s *Session) launchKernels() error {
 			}
 			continue
 		}
-		if err := st.fn.LaunchWith(s.hot, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i]); err != nil {
+		var err error
+		if st.early {
+			err = st.fn.LaunchEarlyWith(s.hot, s.config, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i])
+		} else {
+			err = st.fn.LaunchWith(s.hot, st.grid, st.block, st.shared, uintptr(s.stream), s.params[i])
+		}
+		if err != nil {
 			n := &e.g.Nodes[st.node]
 			return fmt.Errorf("node %q (%s): launch: %w", n.Name, n.Op, err)
 		}

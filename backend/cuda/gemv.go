@@ -2,6 +2,9 @@ package cuda
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/weights/ggml"
@@ -37,6 +40,16 @@ import (
 //
 // Other formats, and rows too long for the shared x (gemvMaxK, or
 // gemvNormK for float rows under norm), run packed.go's pmv.
+//
+// The kernels are launched early (launch.early): on a device with
+// programmatic dependent launch a product starts while the kernel ahead
+// of it still runs, requests its first weights, and only then waits for
+// that kernel (GRID_WAIT) before it reads x or the vector it adds. The
+// kernels that come before products let the next kernel start
+// (GRID_DEPENDENTS): a product once its warps' sums are done, the
+// attention and rms_norm as they start. (A product that let the next
+// start as it started itself made the step slower: see
+// bench/cuda_llm.md.)
 
 // gemvShape is the shape of the gemv kernels: warps a block, rows a warp
 // (of each weight under glu: half as many), for float rows the words of
@@ -46,12 +59,65 @@ type gemvShape struct {
 	warps, rows, loads, qrows int64
 }
 
-// gemv is the shape the kernels are compiled with (BenchmarkGemvShapes
-// times others), gemvModule their module.
+// gemv is the shape the kernels are compiled with, gemvModule their
+// module: defaultGemv, or the shape BERTH_CUDA_GEMV names where it is
+// valid (BenchmarkGemvShapes times others).
 var (
-	gemv       = gemvShape{warps: 4, rows: 2, loads: 4, qrows: 4}
+	gemv       = gemvShapeFrom(os.Getenv("BERTH_CUDA_GEMV"))
 	gemvModule = gemv.module()
 )
+
+var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, qrows: 2}
+
+// gemvShapeFrom is the shape spec names, "warps=4,rows=2,loads=4,qrows=4"
+// or any of its terms (the others defaultGemv's); defaultGemv where spec
+// is empty, not of that form or not valid.
+func gemvShapeFrom(spec string) gemvShape {
+	if spec == "" {
+		return defaultGemv
+	}
+	s := defaultGemv
+	for _, term := range strings.Split(spec, ",") {
+		k, v, _ := strings.Cut(term, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return defaultGemv
+		}
+		switch k {
+		case "warps":
+			s.warps = n
+		case "rows":
+			s.rows = n
+		case "loads":
+			s.loads = n
+		case "qrows":
+			s.qrows = n
+		default:
+			return defaultGemv
+		}
+	}
+	if !s.valid() {
+		return defaultGemv
+	}
+	return s
+}
+
+// valid reports whether the kernels compile and run at shape s: an even
+// number of rows a warp (a gated unit takes half of them from each
+// weight), and the quantised kernels' shared memory within 48 KB.
+func (s gemvShape) valid() bool {
+	even := func(n int64) bool { return n >= 2 && n <= 8 && n%2 == 0 }
+	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 &&
+		s.quantisedShared() <= 48<<10
+}
+
+// quantisedShared is the shared memory of a q8_0 kernel (the larger
+// block) at shape s: each warp's staged chunks, and x quantised (int8
+// values, a scale and a sum a block of 32).
+func (s gemvShape) quantisedShared() int64 {
+	per := int64(((32*34+15)/16 + 2 + 31) / 32) // GVQ_PER(34)
+	return s.warps*s.qrows*per*32*16 + gemvMaxK + gemvMaxK/32*8
+}
 
 const (
 	gemvMaxK  = 16384
@@ -127,7 +193,7 @@ func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g
 	args := append([]arg{x, add}, wa...)
 	args = append(append(append(args, ya...), na...), i64(k), i64(rb), g, f32(f.eps))
 	c.launches = append(c.launches, launch{node: c.node, module: gemvModule, kernel: kernel,
-		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{uint32(32 * gemv.warps), 1, 1}, args: args})
+		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{uint32(32 * gemv.warps), 1, 1}, args: args, early: true})
 	return true
 }
 
@@ -178,6 +244,7 @@ template <int V> __device__ __forceinline__ void gv_x(const float* __restrict__ 
 // projection's, and the rows are silu(gate)·up, as the graph's Sigmoid
 // and two Muls compute them.
 template <int R, int G> __device__ __forceinline__ void gv_out(float* acc, float* __restrict__ y, const float* __restrict__ add, i64 r0, i64 n, int lane) {
+	GRID_DEPENDENTS(); // the sums are done: the next kernel may start
 	#pragma unroll
 	for (int rr = 0; rr < R; rr++) {
 		#pragma unroll
@@ -263,16 +330,26 @@ template <> struct FW<30> {
 	}
 };
 
+// gv_normx writes the RMSNorm of x by g (k values) into xf, every thread
+// of the block calling it.
+__device__ __forceinline__ void gv_normx(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, float* xf) {
+	float inv = gv_inv(x, k, eps);
+	for (i64 j = threadIdx.x; j < k; j += blockDim.x) xf[j] = x[j] * inv * g[j];
+	__syncthreads();
+}
+
 // gvf: the warp's rows of block b (GV_ROWS of w, or under glu half as
-// many of w and of w1) by x, which is 16-byte aligned where al.
-template <int F, int G> __device__ __forceinline__ void gvf(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, bool al, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add) {
+// many of w and of w1) by x, or under norm (N) by the RMSNorm of x by g,
+// which the block writes into xf. The warp's first words are on their way
+// before it waits for the kernel ahead (GRID_WAIT) and before the norm.
+template <int F, int G, int N> __device__ __forceinline__ void gvf(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* xf, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add) {
 	typedef FW<F> T;
 	enum { R = GV_ROWS, L = GV_LOADS };
 	int lane = threadIdx.x & 31;
 	i64 r0 = (b * GV_WARPS + (threadIdx.x >> 5)) * (R / (1 + G));
-	if (r0 >= n) return;
+	const bool live = r0 < n;
 	const u8* rp[R];
-	gv_rows<R, G>(rp, w, w1, r0, n, rb);
+	gv_rows<R, G>(rp, w, w1, min(r0, n - 1), n, rb);
 	const uint4* row[R];
 	float acc[R];
 	#pragma unroll
@@ -282,35 +359,43 @@ template <int F, int G> __device__ __forceinline__ void gvf(const u8* __restrict
 	}
 	const i64 words = k / T::V;
 	i64 i = lane;
-	for (; i + 32 * (L - 1) < words; i += 32 * L) {
-		uint4 v[R][L];
+	uint4 v[R][L];
+	auto load = [&]() {
 		#pragma unroll
 		for (int l = 0; l < L; l++)
 			#pragma unroll
 			for (int rr = 0; rr < R; rr++) v[rr][l] = __ldg(row[rr] + i + 32 * l);
+	};
+	bool more = live && i + 32 * (L - 1) < words;
+	if (more) load();
+	GRID_WAIT();
+	const float* xp = x;
+	bool al = ((u64)x & 15) == 0;
+	if (N) {
+		gv_normx(x, g, k, eps, xf);
+		xp = xf;
+		al = true;
+	}
+	if (!live) return;
+	while (more) {
 		#pragma unroll
 		for (int l = 0; l < L; l++) {
 			float xv[T::V];
-			gv_x<T::V>(x + (i + 32 * l) * T::V, al, xv);
+			gv_x<T::V>(xp + (i + 32 * l) * T::V, al, xv);
 			#pragma unroll
 			for (int rr = 0; rr < R; rr++) acc[rr] += T::dot(v[rr][l], xv);
 		}
+		i += 32 * L;
+		more = i + 32 * (L - 1) < words;
+		if (more) load();
 	}
 	for (; i < words; i += 32) {
 		float xv[T::V];
-		gv_x<T::V>(x + i * T::V, al, xv);
+		gv_x<T::V>(xp + i * T::V, al, xv);
 		#pragma unroll
 		for (int rr = 0; rr < R; rr++) acc[rr] += T::dot(__ldg(row[rr] + i), xv);
 	}
 	gv_out<R, G>(acc, y, add, r0, n, lane);
-}
-
-// gv_normx writes the RMSNorm of x by g (k values) into xf, every thread
-// of the block calling it.
-__device__ __forceinline__ void gv_normx(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, float* xf) {
-	float inv = gv_inv(x, k, eps);
-	for (i64 j = threadIdx.x; j < k; j += blockDim.x) xf[j] = x[j] * inv * g[j];
-	__syncthreads();
 }
 
 // gv_quantise writes x (k values, whole blocks of 32; its RMSNorm by g
@@ -425,6 +510,7 @@ template <int F, int N, int G> __device__ __forceinline__ void gvq(const u8* __r
 		}
 	};
 	if (r0 < n) load(0);
+	GRID_WAIT();
 	gv_quantise<N>(x, g, k, eps, xq, xd, xs);
 	if (r0 >= n) return;
 	for (i64 b0 = 0; b0 < nb; b0 += CB) {
@@ -461,21 +547,19 @@ template <int F, int N, int G> __device__ __forceinline__ void gvq(const u8* __r
 	if (G || b < b0) CALL(w0, w1, y0, n0, b, add); \
 	else if (b < b0 + b1) CALL(w1, nullptr, y1, n1, b - b0, nullptr); \
 	else CALL(w2, nullptr, y2, n2, b - b0 - b1, nullptr);
+// gvf_pick runs gvf<F, G, N> on the rows of the weight block b falls in.
+template <int F, int G, int N> __device__ __forceinline__ void gvf_pick(GV_ARGS, float* xf) {
+#define GVF_CALL(wa, wb, y, n, b, a) gvf<F, G, N>(wa, wb, x, g, eps, xf, y, n, k, rb, b, a)
+	GV_PICK(GV_ROWS, G, GVF_CALL)
+#undef GVF_CALL
+}
+#define GV_PASS x, add, w0, w1, w2, y0, y1, y2, n0, n1, n2, k, rb, g, eps
 #define GVF(name, F, G, suffix) \
 extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##suffix(GV_ARGS) { \
-	const float* xp = x; bool al = ((u64)x & 15) == 0; \
-	GV_PICK(GV_ROWS, G, GVF_CALL_##F##_##G) } \
+	gvf_pick<F, G, 0>(GV_PASS, nullptr); } \
 extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##_norm##suffix(GV_ARGS) { \
 	__shared__ __align__(16) float xf[GV_NORMK]; \
-	gv_normx(x, g, k, eps, xf); \
-	const float* xp = xf; bool al = true; \
-	GV_PICK(GV_ROWS, G, GVF_CALL_##F##_##G) }
-#define GVF_CALL_0_0(wa, wb, y, n, b, a) gvf<0, 0>(wa, wb, xp, al, y, n, k, rb, b, a)
-#define GVF_CALL_0_1(wa, wb, y, n, b, a) gvf<0, 1>(wa, wb, xp, al, y, n, k, rb, b, a)
-#define GVF_CALL_1_0(wa, wb, y, n, b, a) gvf<1, 0>(wa, wb, xp, al, y, n, k, rb, b, a)
-#define GVF_CALL_1_1(wa, wb, y, n, b, a) gvf<1, 1>(wa, wb, xp, al, y, n, k, rb, b, a)
-#define GVF_CALL_30_0(wa, wb, y, n, b, a) gvf<30, 0>(wa, wb, xp, al, y, n, k, rb, b, a)
-#define GVF_CALL_30_1(wa, wb, y, n, b, a) gvf<30, 1>(wa, wb, xp, al, y, n, k, rb, b, a)
+	gvf_pick<F, G, 1>(GV_PASS, xf); }
 GVF(f32, 0, 0, )
 GVF(f32, 0, 1, _glu)
 GVF(f16, 1, 0, )

@@ -51,7 +51,14 @@ func Device() (*driver.Device, error) {
 var loaded struct {
 	sync.Mutex
 	mods  map[*source]driver.Module
-	funcs map[string]driver.Function // module name + "/" + kernel
+	funcs map[kernelKey]driver.Function
+}
+
+// kernelKey names a kernel of a module: by the module's source, not its
+// name (gemvShape.module makes sources of one name and other texts).
+type kernelKey struct {
+	src    *source
+	kernel string
 }
 
 // function returns the kernel of src, compiling and loading the module on
@@ -59,7 +66,7 @@ var loaded struct {
 func function(d *driver.Device, src *source, kernel, cacheDir string) (driver.Function, error) {
 	loaded.Lock()
 	defer loaded.Unlock()
-	key := src.name + "/" + kernel
+	key := kernelKey{src, kernel}
 	if f, ok := loaded.funcs[key]; ok {
 		return f, nil
 	}
@@ -78,7 +85,7 @@ func function(d *driver.Device, src *source, kernel, cacheDir string) (driver.Fu
 		}
 		if loaded.mods == nil {
 			loaded.mods = make(map[*source]driver.Module)
-			loaded.funcs = make(map[string]driver.Function)
+			loaded.funcs = make(map[kernelKey]driver.Function)
 		}
 		loaded.mods[src] = m
 	}

@@ -612,6 +612,7 @@ PACKED(q8_K, 15, 32)
 // rms_norm: y = x / sqrt(mean(x²) + eps) · w, a block (256 threads) a row.
 extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, i64 rows, i64 d, float eps) {
 	__shared__ float red[8];
+	GRID_DEPENDENTS(); // a product after it may start loading its weights
 	for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
 		const float* xr = x + r * d;
 		float s = 0.f;
@@ -712,6 +713,7 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const
 	__shared__ float sc[ATT_CHUNK];
 	__shared__ float red[ATT_WARPS];
 	__shared__ float part[ATT_WARPS][32 * ATT_LANE_VALUES];
+	GRID_DEPENDENTS(); // the output projection's weights may start on their way
 	int h = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
 	i64 i = blockIdx.y;
 	i64 pos = *posp;

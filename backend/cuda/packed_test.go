@@ -270,32 +270,41 @@ func BenchmarkPackedMatMul(b *testing.B) {
 	}
 }
 
-// BenchmarkGemvShapes times the gemv kernel of F16 rows (and of Q8_0 and
-// Q4_0 where the shape has their kernels compile) compiled with other
-// shapes than gemv's: warps a block, rows a warp, words in flight a lane,
-// over the products of a 1.1B LLaMA's decoding step (2048 columns and
-// 5632, 256 rows to 32000). Each reports its share of the H200's 4.8 TB/s
-// ("%bandwidth"); the shape gemv is compiled with is what this picks.
+// BenchmarkGemvShapes times the gemv kernels compiled at other shapes
+// than gemv's (every valid one of a small grid): F16 rows at warps a
+// block, rows a warp and words in flight a lane; Q8_0 and Q4_0 rows at
+// warps a block and rows a warp. The products are those of a 1.1B
+// LLaMA's decoding step (2048 columns and 5632, 256 rows to 32000); each
+// reports its share of the H200's 4.8 TB/s ("%bandwidth"). A shape that
+// does better here is then measured end to end (BERTH_CUDA_GEMV and
+// BenchmarkCUDADecode) before it becomes defaultGemv.
 func BenchmarkGemvShapes(b *testing.B) {
 	requireGPU(b)
 	defer func(s gemvShape, m *source) { gemv, gemvModule = s, m }(gemv, gemvModule)
 	shapes := [][2]int64{{2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}}
 	r := rand.New(rand.NewPCG(13, 14))
-	for _, warps := range []int64{4, 8} {
-		for _, rows := range []int64{1, 2, 4} {
-			for _, loads := range []int64{2, 4, 8} {
-				s := gemvShape{warps: warps, rows: rows, loads: loads, qrows: gemv.qrows}
-				gemv, gemvModule = s, s.module()
-				for _, f := range []ggml.Type{ggml.F16, ggml.Q8_0, ggml.Q4_0} {
-					if f != ggml.F16 && (rows != 2 || loads != 4) { // the quantised kernels take neither
-						continue
-					}
-					for _, nk := range shapes {
-						n, k := nk[0], nk[1]
-						b.Run(fmt.Sprintf("%s/w%d-r%d-l%d/%dx%d", f, warps, rows, loads, n, k), func(b *testing.B) { benchGemv(b, r, f, n, k) })
-					}
-				}
+	run := func(s gemvShape, name string, formats ...ggml.Type) {
+		if !s.valid() {
+			return
+		}
+		gemv, gemvModule = s, s.module()
+		for _, f := range formats {
+			for _, nk := range shapes {
+				n, k := nk[0], nk[1]
+				b.Run(fmt.Sprintf("%s/%s/%dx%d", f, name, n, k), func(b *testing.B) { benchGemv(b, r, f, n, k) })
 			}
+		}
+	}
+	// Float rows: warps, rows and loads; quantised rows: warps and rows
+	// (they take no loads).
+	for _, warps := range []int64{2, 4, 8} {
+		for _, rows := range []int64{2, 4} {
+			for _, loads := range []int64{2, 4, 8} {
+				run(gemvShape{warps: warps, rows: rows, loads: loads, qrows: defaultGemv.qrows}, fmt.Sprintf("w%d-r%d-l%d", warps, rows, loads), ggml.F16)
+			}
+		}
+		for _, qrows := range []int64{2, 4, 8} {
+			run(gemvShape{warps: warps, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: qrows}, fmt.Sprintf("w%d-q%d", warps, qrows), ggml.Q8_0, ggml.Q4_0)
 		}
 	}
 }
@@ -324,4 +333,25 @@ func benchGemv(b *testing.B, r *rand.Rand, f ggml.Type, n, k int64) {
 	gbs := float64(len(w)) / d.Seconds() / 1e9
 	b.ReportMetric(gbs, "GB/s")
 	b.ReportMetric(gbs/48, "%bandwidth")
+}
+
+func TestGemvShapeFrom(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want gemvShape
+	}{
+		{"", defaultGemv},
+		{"warps=8,rows=4,loads=2,qrows=2", gemvShape{warps: 8, rows: 4, loads: 2, qrows: 2}},
+		{"warps=4,qrows=4", gemvShape{warps: 4, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 4}},
+		{"rows=1", defaultGemv},          // a gated unit needs pairs of rows
+		{"warps=8,qrows=8", defaultGemv}, // the q8_0 kernel's shared memory passes 48 KB
+		{"warps=four", defaultGemv},      // not a number
+		{"lanes=4", defaultGemv},         // no such term
+		{"loads=0", defaultGemv},         // nothing in flight
+		{"warps=2,qrows=8", gemvShape{warps: 2, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 8}},
+	} {
+		if got := gemvShapeFrom(c.spec); got != c.want {
+			t.Errorf("gemvShapeFrom(%q) = %+v, want %+v", c.spec, got, c.want)
+		}
+	}
 }

@@ -15,6 +15,18 @@ typedef unsigned long long u64;
 typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned char u8;
+// Programmatic dependent launch (sm_90 on): GRID_DEPENDENTS lets the
+// kernel after this one on the stream start, where it was launched early,
+// once every block of this one has passed it; GRID_WAIT, in a kernel
+// launched early, waits for the kernel before it to finish and its writes
+// to be seen. Elsewhere both are nothing.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define GRID_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#define GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define GRID_DEPENDENTS()
+#define GRID_WAIT()
+#endif
 // BY_SIZE_AND_INDEX(M) instantiates M(T, S, I, IS) for the elements of 1,
 // 2, 4 and 8 bytes (T, of S bytes) and the index types i64 and int (I,
 // named IS).
