@@ -62,6 +62,7 @@ const attributeProgrammaticSerialization = 6
 // NewLaunchConfig returns a configuration for early launches.
 func NewLaunchConfig() *LaunchConfig {
 	c := &LaunchConfig{numAttrs: 1}
+	c.attrs = uintptr(unsafe.Pointer(&c.attr)) // Go's heap does not move it
 	c.attr.id = attributeProgrammaticSerialization
 	*(*int32)(unsafe.Pointer(&c.attr.value[0])) = 1 // programmaticStreamSerializationAllowed
 	return c
@@ -79,7 +80,6 @@ func (f Function) LaunchEarlyWith(a Args, c *LaunchConfig, grid, block [3]uint32
 		pp = uintptr(unsafe.Pointer(&params[0]))
 	}
 	c.grid, c.block, c.shared, c.stream = grid, block, sharedBytes, stream
-	c.attrs = uintptr(unsafe.Pointer(&c.attr))
 	a[0], a[1], a[2], a[3] = uintptr(unsafe.Pointer(c)), uintptr(f), pp, 0
 	r := callArgs(earlyLib.launch, a[:4])
 	runtime.KeepAlive(c)

@@ -28,6 +28,9 @@ func TestLaunchConfigLayout(t *testing.T) {
 		}
 	}
 	n := NewLaunchConfig()
+	if n.attrs != uintptr(unsafe.Pointer(&n.attr)) {
+		t.Errorf("NewLaunchConfig: attrs does not point at its attribute")
+	}
 	if n.numAttrs != 1 || n.attr.id != attributeProgrammaticSerialization || *(*int32)(unsafe.Pointer(&n.attr.value[0])) != 1 {
 		t.Errorf("NewLaunchConfig: %d attributes, id %d, value %d; want one, %d, 1", n.numAttrs, n.attr.id, *(*int32)(unsafe.Pointer(&n.attr.value[0])), attributeProgrammaticSerialization)
 	}
