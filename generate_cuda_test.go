@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,6 +37,14 @@ func BenchmarkCUDADecode(b *testing.B) {
 	defer g.Close()
 	ctx := context.Background()
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	// BERTH_CUDA_PROFILE_FROM=N starts the steps at position N (a prompt
+	// of N tokens; the context is 1024): where the attention is long.
+	if n, err := strconv.Atoi(os.Getenv("BERTH_CUDA_PROFILE_FROM")); err == nil && n > 0 && n < 1024-300 {
+		prompt = make([]int32, n)
+		for i := range prompt {
+			prompt[i] = int32(1 + i%100)
+		}
+	}
 	if _, err := g.Prefill(ctx, prompt, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -25,6 +25,10 @@
 #            PyTorch, with and without them
 #   gemv     BenchmarkGemvShapes: the decoding products' kernel at other
 #            shapes (warps, rows a warp, loads in flight)
+#   attsplit one query's attention split over blocks (BERTH_CUDA_ATTSPLIT):
+#            its tests, BenchmarkCachedAttention split and not at five
+#            positions, then BenchmarkCUDADecode on the 1.1B Q4_0 file
+#            from positions 8 and 700, with and without it, alternating
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -120,6 +124,19 @@ for s in $sections; do
 		(cd backend/cuda && timeout 400 "$bin/cuda.test" -test.run '^$' -test.bench GemvShapes -test.benchtime 200x 2>&1 |
 			grep -E '^Benchmark|FAIL|panic' | sed 's/BenchmarkGemvShapes\///' | awk '{print $1, $(NF-1), $NF, $(NF-3)}')
 		;;
+	attsplit)
+		(cd backend/cuda && timeout 120 "$bin/cuda.test" -test.run 'CachedAttention|SplitAttention|AttentionSplits|ZeroAllocs' 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head)
+		(cd llm && timeout 100 "$bin/llm.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/llm /')
+		(cd backend/cuda && timeout 120 "$bin/cuda.test" -test.run '^$' -test.bench CachedAttention 2>&1 | grep -E '^Benchmark' | awk '{print $1, $3, $4, $5, $6}')
+		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
+			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		for from in 8 700; do
+			for on in 1 0 1 0; do
+				echo "q4_0 from=$from attsplit=$on $(BERTH_CUDA_ATTSPLIT=$on BERTH_CUDA_PROFILE_FROM=$from BERTH_CUDA_PROFILE="$models/llama-1b-q4_0.gguf" \
+					timeout 60 "$bin/root.test" -test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1)}')"
+			done
+		done
+		;;
 	pairs)
 		list=()
 		while read -r model set; do
@@ -128,7 +145,7 @@ for s in $sections; do
 		timeout 300 bench/parity_device.sh --berth "$bin/berth" "${list[@]}" 2>&1 | tail -40
 		;;
 	*)
-		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, pairs)"
+		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, attsplit, pairs)"
 		;;
 	esac
 done

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/berth-ml/berth/internal/raw"
@@ -54,6 +55,13 @@ func TestCachedAttention(t *testing.T) {
 		{3, 600, 520, 6, 3, 96},
 		{2, 1030, 1028, 4, 1, 200},
 		{7, 7, 0, 2, 2, 8},
+		// One query over a cache long enough to split: at a position
+		// one block a head takes (the rest of the grid idle), two
+		// parts, and more parts than the grid's two blocks a
+		// multiprocessor allow (each then over 64 rows).
+		{1, 2048, 30, 32, 4, 64},
+		{1, 300, 64, 4, 2, 64},
+		{1, 2048, 2000, 32, 4, 64},
 	} {
 		t.Run(tc.String(), func(t *testing.T) {
 			g, inputs := tc.graph()
@@ -99,30 +107,93 @@ func TestCachedAttention(t *testing.T) {
 
 // BenchmarkCachedAttention times a decoding step's attention of the 1.1B
 // LLaMA shape (32 heads over 4 of 64 values) at several positions of a
-// cache of 2048 rows: the kernel's fastest launch and wait
-// (Session.StepTimes), which counts a launch and a wait on the host too.
+// cache of 2048 rows, split over blocks and not: the kernels' fastest
+// launch and wait each (Session.StepTimes), which counts a launch and a
+// wait on the host too, summed.
 func BenchmarkCachedAttention(b *testing.B) {
 	requireGPU(b)
-	for _, pos := range []int64{64, 300, 1000, 2000} {
-		tc := attentionCase{1, 2048, pos, 32, 4, 64}
-		b.Run(fmt.Sprint("pos", pos), func(b *testing.B) {
-			g, inputs := tc.graph()
-			_, s := openSession(b, g, Options{})
-			out := make([]byte, g.Tensor(g.Outputs[0]).Bytes())
-			for range 2 {
-				if err := s.Run(inputs, [][]byte{out}); err != nil {
-					b.Fatal(err)
+	defer func(on bool) { attentionSplitOn = on }(attentionSplitOn)
+	for _, pos := range []int64{8, 64, 300, 1000, 2000} {
+		for _, split := range []bool{true, false} {
+			tc := attentionCase{1, 2048, pos, 32, 4, 64}
+			b.Run(fmt.Sprintf("pos%d/split=%v", pos, split), func(b *testing.B) {
+				attentionSplitOn = split
+				g, inputs := tc.graph()
+				_, s := openSession(b, g, Options{})
+				out := make([]byte, g.Tensor(g.Outputs[0]).Bytes())
+				for range 2 {
+					if err := s.Run(inputs, [][]byte{out}); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			var d float64
-			for b.Loop() {
-				times, err := s.StepTimes(20)
-				if err != nil {
-					b.Fatal(err)
+				var d float64
+				for b.Loop() {
+					times, err := s.StepTimes(20)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, st := range times {
+						d += float64(st.Time.Nanoseconds())
+					}
 				}
-				d += float64(times[0].Time.Nanoseconds())
+				b.ReportMetric(d/float64(b.N), "step-ns")
+				b.ReportMetric(float64(len(s.exe.steps)), "launches")
+			})
+		}
+	}
+}
+
+// TestSplitAttentionLaunches builds (no GPU) one query's attention over
+// a cache of 2048 rows: split, two launches (the parts, then the merge,
+// launched early) and a scratch for the parts; at four queries, one
+// launch and none.
+func TestSplitAttentionLaunches(t *testing.T) {
+	for _, tc := range []struct {
+		c       attentionCase
+		kernels []string
+		scratch int64
+	}{
+		{attentionCase{1, 2048, 64, 32, 4, 64}, []string{"cached_attention_part", "cached_attention_merge"}, 4 * 32 * 8 * 66},
+		{attentionCase{4, 2048, 64, 32, 4, 64}, []string{"cached_attention"}, 0},
+	} {
+		g, _ := tc.c.graph()
+		c, err := buildNode(g, 0, 132, false, new([][]byte))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kernels []string
+		for _, l := range c.launches {
+			kernels = append(kernels, l.kernel)
+			if l.early != (l.kernel == "cached_attention_merge") {
+				t.Errorf("%v: %s launched early: %v", tc.c, l.kernel, l.early)
 			}
-			b.ReportMetric(d/float64(b.N), "step-ns")
-		})
+		}
+		if !slices.Equal(kernels, tc.kernels) || c.scratch != tc.scratch {
+			t.Errorf("%v: kernels %v, scratch %d; want %v, %d", tc.c, kernels, c.scratch, tc.kernels, tc.scratch)
+		}
+	}
+}
+
+func TestAttentionSplits(t *testing.T) {
+	defer func(on bool) { attentionSplitOn = on }(attentionSplitOn)
+	for _, c := range []struct {
+		t, heads, rows int64
+		sms            int
+		on             bool
+		want           int64
+	}{
+		{1, 32, 2048, 132, true, 8},           // two blocks a multiprocessor
+		{1, 32, 256, 132, true, 4},            // 64 rows a block at least
+		{1, 32, 100, 132, true, 1},            // too short to split
+		{1, 8, 1100, 132, true, 17},           // the rows bound it
+		{1, 512, 4096, 132, true, 1},          // heads enough already
+		{4, 32, 2048, 132, true, 1},           // a prompt: not split
+		{1, 32, 2048, 132, false, 1},          // BERTH_CUDA_ATTSPLIT=0
+		{1, 1, 1 << 30, 1 << 20, true, 65535}, // within the grid
+	} {
+		attentionSplitOn = c.on
+		if got := attentionSplits(c.t, c.heads, c.rows, c.sms); got != c.want {
+			t.Errorf("attentionSplits(%d, %d, %d, %d) with splits %v = %d, want %d", c.t, c.heads, c.rows, c.sms, c.on, got, c.want)
+		}
 	}
 }

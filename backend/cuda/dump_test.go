@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +11,9 @@ import (
 // TestDumpKernelSources writes, where BERTH_CUDA_DUMP names a folder, the
 // text of kernels that scripts/cuda_emu runs on the CPU: the common
 // definitions, and the attention's, iconv's and the channels-last
-// kernels' own parts, and the gemv kernels' (the 16-bit and
-// tensor-core helpers, which the emulation supplies, and the C linkage
-// left out).
+// kernels' own parts, the gemv kernels' and the cached attention's
+// (the 16-bit and tensor-core helpers, which the emulation supplies, and
+// the C linkage left out).
 func TestDumpKernelSources(t *testing.T) {
 	dir := os.Getenv("BERTH_CUDA_DUMP")
 	if dir == "" {
@@ -22,7 +23,7 @@ func TestDumpKernelSources(t *testing.T) {
 		return strings.ReplaceAll(strings.TrimPrefix(src, common+halfCommon+mmaCommon), `extern "C" `, "")
 	}
 	for name, text := range map[string]string{"common.cu": common, "attend.cu": own(attendSource), "iconv.cu": own(iconvSource),
-		"nhwc.cu": strings.ReplaceAll(strings.TrimPrefix(nhwcSource, common+halfCommon), `extern "C" `, ""), "gemv.cu": gemvEmulated(t)} {
+		"nhwc.cu": strings.ReplaceAll(strings.TrimPrefix(nhwcSource, common+halfCommon), `extern "C" `, ""), "gemv.cu": gemvEmulated(t), "cached.cu": cachedEmulated(t)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -39,4 +40,15 @@ func gemvEmulated(t *testing.T) string {
 		t.Fatal("gemv's f16 conversions are not where the emulation expects them")
 	}
 	return strings.ReplaceAll(text[:i]+"#include \"gemv_half.h\"\n"+text[j:], `extern "C" `, "")
+}
+
+// cachedEmulated is the cached attention's part of packedModule, after
+// the definitions of its shape.
+func cachedEmulated(t *testing.T) string {
+	i := strings.Index(packedSource, "// reduce over the block (ATT_THREADS threads)")
+	if i < 0 {
+		t.Fatal("the cached attention is not where the emulation expects it")
+	}
+	return fmt.Sprintf("#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n#define ATT_SPLIT_ROWS %d\n", attentionThreads, attentionLaneValues, attentionSplitRows) +
+		strings.ReplaceAll(packedSource[i:], `extern "C" `, "")
 }

@@ -3,8 +3,10 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
 	"github.com/berth-ml/berth/weights/ggml"
 )
 
@@ -181,10 +183,43 @@ func buildCachedAttention(c *buildContext) error {
 	if t == 0 {
 		return nil
 	}
+	if splits := attentionSplits(t, heads, rows, c.sms); splits > 1 {
+		off := plan.AlignUp(c.scratch, Alignment)
+		c.scratch = off + 4*heads*splits*(d+2)
+		ps := arg{kind: argScratch, off: off}
+		c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "cached_attention_part",
+			grid: [3]uint32{uint32(heads), uint32(splits), 1}, block: [3]uint32{attentionThreads, 1, 1},
+			args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), ps, i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale)}},
+			launch{node: c.node, module: packedModule, kernel: "cached_attention_merge",
+				grid: [3]uint32{uint32(heads), 1, 1}, block: [3]uint32{uint32(min(d, attentionThreads)), 1, 1},
+				args: []arg{ps, c.inArg(3), c.outArg(0), i64(rows), i32(int32(d)), i32(int32(splits))}, early: true})
+		return nil
+	}
 	c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "cached_attention",
 		grid: [3]uint32{uint32(heads), uint32(t), 1}, block: [3]uint32{attentionThreads, 1, 1},
 		args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), i64(t), i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale)}})
 	return nil
+}
+
+// attentionSplitOn is whether one query's attention over a long cache
+// is split over several blocks a head (BERTH_CUDA_ATTSPLIT=0: never).
+var attentionSplitOn = os.Getenv("BERTH_CUDA_ATTSPLIT") != "0"
+
+// attentionSplitRows is the fewest rows of the cache a block of a split
+// attention takes: a step at a position below it runs in one block a
+// head, and a cache of fewer than twice as many rows is not split.
+const attentionSplitRows = 64
+
+// attentionSplits is the blocks a head of one query's attention over a
+// cache of rows rows may take (each step takes as many as its position
+// needs, see split_live): about two a multiprocessor (sms of them) over
+// heads heads, at most one for each attentionSplitRows rows; 1 (not
+// split) for more queries than one.
+func attentionSplits(t, heads, rows int64, sms int) int64 {
+	if t != 1 || !attentionSplitOn || heads <= 0 {
+		return 1
+	}
+	return max(1, min(2*int64(max(sms, 1))/heads, rows/attentionSplitRows, 65535))
 }
 
 // buildRMSNorm is a block a row: the mean of the squares, then the row
@@ -221,7 +256,7 @@ var packedModule = &source{"packed.cu", packedSource}
 // product, or apply them where they write values out. The 4- and 8-bit
 // values become floats exactly through the exponent of 2²³ (a byte
 // permute and a subtraction) instead of the slower integer conversion.
-var packedSource = common + fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n", packedWarps, packedWarpRows, attentionThreads, attentionLaneValues) + `
+var packedSource = common + fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n#define ATT_SPLIT_ROWS %d\n", packedWarps, packedWarpRows, attentionThreads, attentionLaneValues, attentionSplitRows) + `
 #define PMV_CHUNK 1024
 __device__ __forceinline__ u32 ld16(const u8* p) { return *(const u16*)p; }
 // ld32 reads 4 bytes at a 2-aligned address.
@@ -700,27 +735,23 @@ __device__ __forceinline__ float block_reduce(float v, float* red, bool isMax) {
 #define ATT_CHUNK 512
 #define ATT_WARPS (ATT_THREADS / 32)
 #define ATT_ROWS 4
-// cached_attention: query i (at position pos+i) of head h = blockIdx.x,
-// i = blockIdx.y, over rows 0…pos+i of cache head h/group, a chunk of
-// rows at a time. Each warp takes ATT_ROWS rows at a time, every
-// ATT_WARPS-th of the chunk, its lanes across the head's values (value
-// lane+32k in register k), all their loads in flight before the first is
-// used: the scores into shared memory, their softmax folded into the
-// running maximum and sum (online softmax), then the values weighted by
-// them into the warp's partial output; the warps' outputs are summed at
-// the end.
-extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, i64 t, i64 c, int heads, int group, int d, float scale) {
+// attend_cached: head h = blockIdx.x of one query, whose values are at
+// qh, over rows [lo, hi) of cache head h/group, a chunk of rows at a
+// time. Each warp takes ATT_ROWS rows at a time, every ATT_WARPS-th of
+// the chunk, its lanes across the head's values (value lane+32k in
+// register k), all their loads in flight before the first is used: the
+// scores into shared memory, their softmax folded into the running
+// maximum and sum (online softmax), then the values weighted by them into
+// the warp's partial output; the warps' outputs are summed at the end,
+// into out divided by the sum of weights, or where ps is not null into
+// ps as they are, with the maximum and the sum of weights after them
+// (d+2 values; a part of no rows has sum 0).
+__device__ __forceinline__ void attend_cached(const float* __restrict__ qh, const float* __restrict__ kc, const float* __restrict__ vc, i64 lo, i64 hi, float* __restrict__ out, float* __restrict__ ps, int heads, int group, int d, float scale) {
 	__shared__ float sc[ATT_CHUNK];
 	__shared__ float red[ATT_WARPS];
 	__shared__ float part[ATT_WARPS][32 * ATT_LANE_VALUES];
-	GRID_DEPENDENTS(); // the output projection's weights may start on their way
 	int h = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-	i64 i = blockIdx.y;
-	i64 pos = *posp;
-	if (pos < 0 || pos > c - t) return;
-	i64 n = pos + i + 1;
 	i64 kvw = (i64)(heads / group) * d;
-	const float* qh = q + i * heads * d + (i64)h * d;
 	float qv[ATT_LANE_VALUES], o[ATT_LANE_VALUES];
 	#pragma unroll
 	for (int k = 0; k < ATT_LANE_VALUES; k++) {
@@ -731,8 +762,8 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const
 	const float* kb = kc + (i64)(h / group) * d;
 	const float* vb = vc + (i64)(h / group) * d;
 	float mx = NEG_INF, l = 0.f;
-	for (i64 j0 = 0; j0 < n; j0 += ATT_CHUNK) {
-		int cnt = (int)min((i64)ATT_CHUNK, n - j0);
+	for (i64 j0 = lo; j0 < hi; j0 += ATT_CHUNK) {
+		int cnt = (int)min((i64)ATT_CHUNK, hi - j0);
 		float lmax = NEG_INF;
 		for (int jb = w; jb < cnt; jb += ATT_WARPS * ATT_ROWS) {
 			float x[ATT_ROWS][ATT_LANE_VALUES];
@@ -804,13 +835,77 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const
 	#pragma unroll
 	for (int k = 0; k < ATT_LANE_VALUES; k++) part[w][lane + 32 * k] = o[k];
 	__syncthreads();
-	float inv = 1.f / l;
-	float* out = y + i * heads * d + (i64)h * d;
+	float inv = ps ? 1.f : 1.f / l;
+	float* dst = ps ? ps : out;
 	for (int e = tid; e < d; e += ATT_THREADS) {
 		float a = 0.f;
 		#pragma unroll
 		for (int v = 0; v < ATT_WARPS; v++) a += part[v][e];
-		out[e] = a * inv;
+		dst[e] = a * inv;
+	}
+	if (ps && tid == 0) {
+		ps[d] = mx;
+		ps[d + 1] = l;
+	}
+}
+
+// cached_attention: query i = blockIdx.y (at position pos+i) of head h =
+// blockIdx.x over rows 0…pos+i, one block.
+extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, i64 t, i64 c, int heads, int group, int d, float scale) {
+	GRID_DEPENDENTS(); // the output projection's weights may start on their way
+	i64 i = blockIdx.y, pos = *posp;
+	if (pos < 0 || pos > c - t) return;
+	i64 off = i * heads * d + (i64)blockIdx.x * d;
+	attend_cached(q + off, kc, vc, 0, pos + i + 1, y + off, nullptr, heads, group, d, scale);
+}
+
+// The attention of one query split over the rows (a step at a long
+// position), S = gridDim.y blocks a head at most. Of the n = pos+1 rows,
+// the first split_live(n, S) blocks of a head take ⌈n/live⌉ each, at
+// least ATT_SPLIT_ROWS (the last fewer, or none), and write their parts
+// into ps (d+2 values a block, (h·S + s)·(d+2) on); cached_attention_merge
+// then weighs the parts of a head by their maxima into its output. Where
+// one block takes every row (live 1) it writes the output itself and the
+// merge does nothing: a short cache costs what cached_attention does.
+__device__ __forceinline__ i64 split_live(i64 n, i64 splits) {
+	return min(splits, (n + ATT_SPLIT_ROWS - 1) / ATT_SPLIT_ROWS);
+}
+extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention_part(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, float* __restrict__ ps, i64 c, int heads, int group, int d, float scale) {
+	GRID_DEPENDENTS(); // the merge may start, and wait for this
+	i64 pos = *posp;
+	if (pos < 0 || pos > c - 1) return;
+	i64 n = pos + 1, live = split_live(n, gridDim.y), s = blockIdx.y, h = blockIdx.x;
+	if (s >= live) return;
+	if (live == 1) {
+		attend_cached(q + h * d, kc, vc, 0, n, y + h * d, nullptr, heads, group, d, scale);
+		return;
+	}
+	i64 m = (n + live - 1) / live, lo = min(s * m, n);
+	attend_cached(q + h * d, kc, vc, lo, min(lo + m, n), nullptr, ps + (h * gridDim.y + s) * (d + 2), heads, group, d, scale);
+}
+// cached_attention_merge: head h = blockIdx.x's output from its parts in
+// ps (splits a head), a thread a value. It is launched early: it waits
+// for the parts before anything else, so that it ends after them.
+extern "C" __global__ void cached_attention_merge(const float* __restrict__ ps, const i64* __restrict__ posp, float* __restrict__ y, i64 c, int d, int splits) {
+	GRID_WAIT();
+	GRID_DEPENDENTS(); // the output projection's weights may start on their way
+	i64 pos = *posp;
+	if (pos < 0 || pos > c - 1) return;
+	i64 live = split_live(pos + 1, splits);
+	if (live == 1) return;
+	const float* p = ps + (i64)blockIdx.x * splits * (d + 2);
+	float m = NEG_INF;
+	for (int s = 0; s < live; s++) m = fmaxf(m, p[s * (d + 2) + d]);
+	for (int e = threadIdx.x; e < d; e += blockDim.x) {
+		float o = 0.f, l = 0.f;
+		for (int s = 0; s < live; s++) {
+			const float* q = p + s * (d + 2);
+			if (q[d + 1] == 0.f) continue; // no rows
+			float wgt = expf(q[d] - m);
+			o = fmaf(q[e], wgt, o);
+			l = fmaf(q[d + 1], wgt, l);
+		}
+		y[(i64)blockIdx.x * d + e] = o / l;
 	}
 }
 `

@@ -1,14 +1,17 @@
 // prelude.h: enough of CUDA's device side, on the CPU, to run one of
 // berth's generated kernels block by block (scripts/cuda_emu/run.sh): a
 // block's threads are threads, __syncthreads a barrier, shared memory a
-// function's statics; a warp's shuffles and mma.sync exchange their
-// operands through the block's barrier, so every thread of the block
-// must reach them together (as in the kernels checked here).
+// function's statics; a warp's shuffles exchange their operands through
+// the warp's barrier (its 32 threads must reach them together, as
+// __shfl_xor_sync(FULL, …) asks), ballots and mma.sync through the
+// block's (every thread of the block must reach them together, as in
+// the kernels checked here).
 #include <cstdint>
 #include <cstring>
 #include <thread>
 #include <barrier>
 #include <vector>
+#include <memory>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,11 +42,24 @@ inline unsigned __ballot_sync(unsigned, bool p) {
 	bar->arrive_and_wait();
 	return m;
 }
-template <typename F> void launch(Dim3 g, Dim3 b, F f) {
+// wbar is the running block's warps' barriers: a warp's shuffles wait
+// for its 32 threads only.
+std::vector<std::barrier<>*> wbar;
+inline std::barrier<>& warpBarrier() { return *wbar[threadIdx.x / 32]; }
+// launch runs f over the grid g of blocks of b threads, one block at a
+// time (reversed: the x blocks of a row last to first).
+template <typename F> void launch(Dim3 g, Dim3 b, F f, bool reversed = false) {
 	gridDim = g; blockDim = b;
-	for (unsigned bz = 0; bz < g.z; bz++) for (unsigned by = 0; by < g.y; by++) for (unsigned bx = 0; bx < g.x; bx++) {
+	for (unsigned bz = 0; bz < g.z; bz++) for (unsigned by = 0; by < g.y; by++) for (unsigned i = 0; i < g.x; i++) {
+		unsigned bx = reversed ? g.x - 1 - i : i;
 		std::barrier<> br(b.x);
 		bar = &br;
+		std::vector<std::unique_ptr<std::barrier<>>> warps;
+		wbar.clear();
+		for (unsigned w = 0; w < (b.x + 31) / 32; w++) {
+			warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, b.x - 32 * w)));
+			wbar.push_back(warps.back().get());
+		}
 		std::vector<std::thread> ts;
 		for (unsigned t = 0; t < b.x; t++) ts.emplace_back([&, t, bx, by, bz] { threadIdx = {t, 0, 0}; blockIdx = {bx, by, bz}; f(); });
 		for (auto& t : ts) t.join();
@@ -102,8 +118,8 @@ inline float fmaxf(float a, float b) { return std::fmax(a, b); }
 static float shf[1024];
 inline float __shfl_xor_sync(unsigned, float v, int m) {
 	shf[threadIdx.x] = v;
-	bar->arrive_and_wait();
+	warpBarrier().arrive_and_wait();
 	float r = shf[(threadIdx.x & ~31u) | ((threadIdx.x & 31) ^ m)];
-	bar->arrive_and_wait();
+	warpBarrier().arrive_and_wait();
 	return r;
 }

@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 (cd "$repo" && BERTH_CUDA_DUMP="$work" go test -count=1 -run '^TestDumpKernelSources$' ./backend/cuda >/dev/null)
 cp "$here"/*.h "$here"/*_main.cpp "$work"/
 status=0
-for k in attend iconv nhwc gemv; do
+for k in attend iconv nhwc gemv cached; do
 	g++ -std=c++20 -O1 -pthread -w -I"$work" -o "$work/$k" "$work/${k}_main.cpp"
 	echo "== $k"
 	"$work/$k" || status=1
