@@ -275,12 +275,11 @@ template <int R, int G> __device__ __forceinline__ void gv_rows(const u8** row, 
 	}
 }
 
-// gv_inv is the reciprocal root of the mean square of x's k values plus
-// eps, as rms_norm computes it, for every thread of the block.
-__device__ __forceinline__ float gv_inv(const float* __restrict__ x, i64 k, float eps) {
+// gv_sum is the sum of every thread's s over the block, for every
+// thread of the block (once a kernel: its shared sums are not waited
+// for again).
+__device__ __forceinline__ float gv_sum(float s) {
 	__shared__ float red[GV_WARPS];
-	float s = 0.f;
-	for (i64 j = threadIdx.x; j < k; j += blockDim.x) s = fmaf(x[j], x[j], s);
 	#pragma unroll
 	for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(FULL, s, o);
 	if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
@@ -288,8 +287,21 @@ __device__ __forceinline__ float gv_inv(const float* __restrict__ x, i64 k, floa
 	float t = 0.f;
 	#pragma unroll
 	for (int i = 0; i < GV_WARPS; i++) t += red[i];
-	return 1.f / sqrtf(t / (float)k + eps);
+	return t;
 }
+
+// gv_inv is the reciprocal root of the mean square of x's k values plus
+// eps, as rms_norm computes it, for every thread of the block.
+__device__ __forceinline__ float gv_inv(const float* __restrict__ x, i64 k, float eps) {
+	float s = 0.f;
+	for (i64 j = threadIdx.x; j < k; j += blockDim.x) s = fmaf(x[j], x[j], s);
+	return 1.f / sqrtf(gv_sum(s) / (float)k + eps);
+}
+
+// GV_HELD is the values of x a thread holds in registers for the norm
+// and the quantisation: x of up to GV_HELD·32·GV_WARPS values is read
+// once, all of it at once, with g; longer x is read in passes.
+#define GV_HELD 8
 
 // FW<F>: a 16-byte word of float rows (F: 0 f32, 1 f16, 30 bf16), V
 // values, and its dot product with V values of x.
@@ -331,10 +343,29 @@ template <> struct FW<30> {
 };
 
 // gv_normx writes the RMSNorm of x by g (k values) into xf, every thread
-// of the block calling it.
+// of the block calling it: x and g read at once into registers where
+// they fit, each thread value threadIdx.x + i·blockDim.x.
 __device__ __forceinline__ void gv_normx(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, float* xf) {
-	float inv = gv_inv(x, k, eps);
-	for (i64 j = threadIdx.x; j < k; j += blockDim.x) xf[j] = x[j] * inv * g[j];
+	if (k <= GV_HELD * 32 * GV_WARPS) {
+		float v[GV_HELD], gs[GV_HELD], s = 0.f;
+		#pragma unroll
+		for (int i = 0; i < GV_HELD; i++) {
+			i64 j = threadIdx.x + i * 32 * GV_WARPS;
+			v[i] = j < k ? x[j] : 0.f;
+			gs[i] = j < k ? g[j] : 0.f;
+		}
+		#pragma unroll
+		for (int i = 0; i < GV_HELD; i++) s = fmaf(v[i], v[i], s);
+		float inv = 1.f / sqrtf(gv_sum(s) / (float)k + eps);
+		#pragma unroll
+		for (int i = 0; i < GV_HELD; i++) {
+			i64 j = threadIdx.x + i * 32 * GV_WARPS;
+			if (j < k) xf[j] = v[i] * inv * gs[i];
+		}
+	} else {
+		float inv = gv_inv(x, k, eps);
+		for (i64 j = threadIdx.x; j < k; j += blockDim.x) xf[j] = x[j] * inv * g[j];
+	}
 	__syncthreads();
 }
 
@@ -398,15 +429,59 @@ template <int F, int G, int N> __device__ __forceinline__ void gvf(const u8* __r
 	gv_out<R, G>(acc, y, add, r0, n, lane);
 }
 
+// gv_qpack writes block b of x, its 32 values in v, into shared memory
+// as the CPU quantises activations for q8_0 and q4_0 weights: the int8
+// values q = x·(127/max|x|) rounded to even, d = max|x|/127 rounded to
+// f16, and the sum of the q.
+__device__ __forceinline__ void gv_qpack(const float* v, i64 b, int* xq, float* xd, int* xs) {
+	float a = 0.f;
+	#pragma unroll
+	for (int j = 0; j < 32; j++) a = fmaxf(a, fabsf(v[j]));
+	float id = a != 0.f ? __fdiv_rn(127.f, a) : 0.f;
+	int s = 0;
+	#pragma unroll
+	for (int j = 0; j < 8; j++) {
+		u32 p = 0;
+		#pragma unroll
+		for (int t = 0; t < 4; t++) {
+			int q = __float2int_rn(__fmul_rn(v[4 * j + t], id));
+			s += q;
+			p |= ((u32)q & 0xffu) << (8 * t);
+		}
+		xq[b * 8 + j] = (int)p;
+	}
+	xd[b] = gv_f16r(__fdiv_rn(a, 127.f));
+	xs[b] = s;
+}
+
 // gv_quantise writes x (k values, whole blocks of 32; its RMSNorm by g
-// under norm) into shared memory as the CPU quantises activations for
-// q8_0 and q4_0 weights: per block the int8 values q = x·(127/max|x|)
-// rounded to even, d = max|x|/127 rounded to f16, and the sum of the q.
-// Every thread of the block calls it; a thread takes a block of 32.
+// under norm) into shared memory quantised (gv_qpack). Every thread of
+// the block calls it; a thread takes a block of 32. Under norm, where
+// every block of x has its thread, each thread reads its block of x and
+// of g once, into registers, for the norm's sum and the quantisation.
 template <int N> __device__ __forceinline__ void gv_quantise(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, int* xq, float* xd, int* xs) {
-	float inv = N ? gv_inv(x, k, eps) : 1.f;
 	const bool al = (((u64)x | (u64)g) & 15) == 0;
-	for (i64 b = threadIdx.x; b < k / 32; b += blockDim.x) {
+	const i64 nb = k / 32;
+	if (N && nb <= 32 * GV_WARPS) {
+		const i64 b = threadIdx.x;
+		float v[32], gs[32], s = 0.f;
+		if (b < nb) {
+			gv_x<32>(x + b * 32, al, v);
+			gv_x<32>(g + b * 32, al, gs);
+			#pragma unroll
+			for (int j = 0; j < 32; j++) s = fmaf(v[j], v[j], s);
+		}
+		float inv = 1.f / sqrtf(gv_sum(s) / (float)k + eps);
+		if (b < nb) {
+			#pragma unroll
+			for (int j = 0; j < 32; j++) v[j] = v[j] * inv * gs[j];
+			gv_qpack(v, b, xq, xd, xs);
+		}
+		__syncthreads();
+		return;
+	}
+	float inv = N ? gv_inv(x, k, eps) : 1.f;
+	for (i64 b = threadIdx.x; b < nb; b += blockDim.x) {
 		float v[32];
 		gv_x<32>(x + b * 32, al, v);
 		if (N) {
@@ -415,24 +490,7 @@ template <int N> __device__ __forceinline__ void gv_quantise(const float* __rest
 			#pragma unroll
 			for (int j = 0; j < 32; j++) v[j] = v[j] * inv * gs[j];
 		}
-		float a = 0.f;
-		#pragma unroll
-		for (int j = 0; j < 32; j++) a = fmaxf(a, fabsf(v[j]));
-		float id = a != 0.f ? __fdiv_rn(127.f, a) : 0.f;
-		int s = 0;
-		#pragma unroll
-		for (int j = 0; j < 8; j++) {
-			u32 p = 0;
-			#pragma unroll
-			for (int t = 0; t < 4; t++) {
-				int q = __float2int_rn(__fmul_rn(v[4 * j + t], id));
-				s += q;
-				p |= ((u32)q & 0xffu) << (8 * t);
-			}
-			xq[b * 8 + j] = (int)p;
-		}
-		xd[b] = gv_f16r(__fdiv_rn(a, 127.f));
-		xs[b] = s;
+		gv_qpack(v, b, xq, xd, xs);
 	}
 	__syncthreads();
 }
