@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/plan"
 	"github.com/berth-ml/berth/weights/ggml"
 )
 
@@ -53,10 +54,11 @@ import (
 
 // gemvShape is the shape of the gemv kernels: warps a block, rows a warp
 // (of each weight under glu: half as many), for float rows the words of
-// a row a lane loads before it uses the first, and rows a warp for q8_0
-// and q4_0.
+// a row a lane loads before it uses the first, rows a warp for q8_0 and
+// q4_0, and whether x is quantised for q8_0 and q4_0 rows once a product,
+// by a launch of its own before it (prep 1), instead of by every block.
 type gemvShape struct {
-	warps, rows, loads, qrows int64
+	warps, rows, loads, qrows, prep int64
 }
 
 // gemv is the shape the kernels are compiled with, gemvModule their
@@ -92,6 +94,8 @@ func gemvShapeFrom(spec string) gemvShape {
 			s.loads = n
 		case "qrows":
 			s.qrows = n
+		case "prep":
+			s.prep = n
 		default:
 			return defaultGemv
 		}
@@ -107,7 +111,7 @@ func gemvShapeFrom(spec string) gemvShape {
 // weight), and the quantised kernels' shared memory within 48 KB.
 func (s gemvShape) valid() bool {
 	even := func(n int64) bool { return n >= 2 && n <= 8 && n%2 == 0 }
-	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 &&
+	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 && (s.prep == 0 || s.prep == 1) &&
 		s.quantisedShared() <= 48<<10
 }
 
@@ -151,7 +155,10 @@ func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok
 	default:
 		return "", 0, false
 	}
-	if f.norm {
+	switch {
+	case !float && gemv.prep == 1:
+		kernel += "_prep"
+	case f.norm:
 		kernel += "_norm"
 		ok = ok && (!float || k <= gemvNormK)
 	}
@@ -189,6 +196,20 @@ func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g
 	}
 	if blocks == 0 {
 		return true
+	}
+	if strings.Contains(kernel, "_prep") {
+		// x quantised once, into scratch: k int8 values, then a scale
+		// and a sum for each block of 32.
+		off := plan.AlignUp(c.scratch, Alignment)
+		c.scratch = off + k + k/32*8
+		prep, prepKernel := arg{kind: argScratch, off: off}, "gemv_prepare"
+		if f.norm {
+			prepKernel += "_norm"
+		}
+		c.launches = append(c.launches, launch{node: c.node, module: gemvModule, kernel: prepKernel,
+			grid: [3]uint32{1, 1, 1}, block: [3]uint32{uint32(32 * gemv.warps), 1, 1},
+			args: []arg{x, g, i64(k), f32(f.eps), prep}, early: true})
+		x = prep
 	}
 	args := append([]arg{x, add}, wa...)
 	args = append(append(append(args, ya...), na...), i64(k), i64(rb), g, f32(f.eps))
@@ -538,7 +559,7 @@ template <> struct QW<2> {
 // chunks of 32 blocks, loaded as aligned 16-byte words into registers
 // while the chunk before is computed, then staged in the warp's shared
 // buffer, a lane a block.
-template <int F, int N, int G> __device__ __forceinline__ void gvq(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add) {
+template <int F, int N, int G, int P = 0> __device__ __forceinline__ void gvq(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add) {
 	typedef QW<F> T;
 	enum { R = GV_QROWS, CB = 32, PER = GVQ_PER(T::BB) };
 	__shared__ uint4 stage[GV_WARPS][R][PER * 32];
@@ -569,7 +590,17 @@ template <int F, int N, int G> __device__ __forceinline__ void gvq(const u8* __r
 	};
 	if (r0 < n) load(0);
 	GRID_WAIT();
-	gv_quantise<N>(x, g, k, eps, xq, xd, xs);
+	// Under P, x is quantised already (gemv_prepare), in global memory.
+	const int* xqp = xq;
+	const float* xdp = xd;
+	const int* xsp = xs;
+	if (P) {
+		xqp = (const int*)x;
+		xdp = (const float*)((const u8*)x + k);
+		xsp = (const int*)((const u8*)x + k + nb * 4);
+	} else {
+		gv_quantise<N>(x, g, k, eps, xq, xd, xs);
+	}
 	if (r0 >= n) return;
 	for (i64 b0 = 0; b0 < nb; b0 += CB) {
 		int cur[R];
@@ -583,10 +614,10 @@ template <int F, int N, int G> __device__ __forceinline__ void gvq(const u8* __r
 		if (b0 + CB < nb) load(b0 + CB);
 		i64 bl = b0 + lane;
 		if (bl < nb) {
-			int4 q0 = *(const int4*)(xq + bl * 8), q1 = *(const int4*)(xq + bl * 8 + 4);
+			int4 q0 = *(const int4*)(xqp + bl * 8), q1 = *(const int4*)(xqp + bl * 8 + 4);
 			int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-			float d = xd[bl];
-			int s = xs[bl];
+			float d = xdp[bl];
+			int s = xsp[bl];
 			#pragma unroll
 			for (int rr = 0; rr < R; rr++) acc[rr] += T::dot((const u8*)stage[wp][rr] + cur[rr] + lane * T::BB, qs, d, s);
 		}
@@ -628,7 +659,8 @@ GVF(bf16, 30, 1, _glu)
 extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##suffix(GV_ARGS) { \
 	GV_PICK(GV_QROWS, G, GVQ_CALL_##F##_##N##_##G) }
 #define GVQ_ALL(name, F) \
-	GVQ(name, F, 0, 0, ) GVQ(name, F, 1, 0, _norm) GVQ(name, F, 0, 1, _glu) GVQ(name, F, 1, 1, _norm_glu)
+	GVQ(name, F, 0, 0, ) GVQ(name, F, 1, 0, _norm) GVQ(name, F, 0, 1, _glu) GVQ(name, F, 1, 1, _norm_glu) \
+	GVQ(name, F, 2, 0, _prep) GVQ(name, F, 2, 1, _prep_glu)
 #define GVQ_CALL_8_0_0(wa, wb, y, n, b, a) gvq<8, 0, 0>(wa, wb, x, g, eps, y, n, k, rb, b, a)
 #define GVQ_CALL_8_1_0(wa, wb, y, n, b, a) gvq<8, 1, 0>(wa, wb, x, g, eps, y, n, k, rb, b, a)
 #define GVQ_CALL_8_0_1(wa, wb, y, n, b, a) gvq<8, 0, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
@@ -637,6 +669,26 @@ extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##suffix(
 #define GVQ_CALL_2_1_0(wa, wb, y, n, b, a) gvq<2, 1, 0>(wa, wb, x, g, eps, y, n, k, rb, b, a)
 #define GVQ_CALL_2_0_1(wa, wb, y, n, b, a) gvq<2, 0, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
 #define GVQ_CALL_2_1_1(wa, wb, y, n, b, a) gvq<2, 1, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_8_2_0(wa, wb, y, n, b, a) gvq<8, 0, 0, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_8_2_1(wa, wb, y, n, b, a) gvq<8, 0, 1, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_2_2_0(wa, wb, y, n, b, a) gvq<2, 0, 0, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
+#define GVQ_CALL_2_2_1(wa, wb, y, n, b, a) gvq<2, 0, 1, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
 GVQ_ALL(q8_0, 8)
 GVQ_ALL(q4_0, 2)
+
+// gemv_prepare quantises x (its RMSNorm by g under norm) once for the
+// product after it (gvq under P), into q: k int8 values, then a scale
+// and a sum for each block of 32. It lets the product start at once, so
+// that the product's first weights are on their way while it runs.
+template <int N> __device__ __forceinline__ void gv_prepare(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, u8* __restrict__ q) {
+	GRID_DEPENDENTS();
+	GRID_WAIT();
+	gv_quantise<N>(x, g, k, eps, (int*)q, (float*)(q + k), (int*)(q + k + k / 32 * 4));
+}
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, u8* __restrict__ q) {
+	gv_prepare<0>(x, g, k, eps, q);
+}
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare_norm(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, u8* __restrict__ q) {
+	gv_prepare<1>(x, g, k, eps, q);
+}
 `

@@ -348,6 +348,8 @@ func TestGemvShapeFrom(t *testing.T) {
 		{"warps=four", defaultGemv},      // not a number
 		{"lanes=4", defaultGemv},         // no such term
 		{"loads=0", defaultGemv},         // nothing in flight
+		{"prep=1", gemvShape{warps: defaultGemv.warps, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: defaultGemv.qrows, prep: 1}},
+		{"prep=2", defaultGemv}, // on or off
 		{"warps=2,qrows=8", gemvShape{warps: 2, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 8}},
 	} {
 		if got := gemvShapeFrom(c.spec); got != c.want {

@@ -3,7 +3,8 @@
 // q8_0 and q4_0 weights, against float64 sums of the same operands: for
 // the quantised formats, x quantised as the kernels and the CPU do (a
 // block's int8 values and its f16 scale), so the sums are the same but
-// for their order.
+// for their order. The quantised forms run twice: x quantised by each
+// block, and x quantised once by gemv_prepare for the _prep kernels.
 #include "prelude.h"
 #include <cstdlib>
 inline uint4 __ldg(const uint4* p) { return *p; }
@@ -123,6 +124,24 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 		if (f == 2 && norm && !glu) gemv_q4_0_norm(ARGS);
 		if (f == 2 && !norm && glu) gemv_q4_0_glu(ARGS);
 	});
+	// The quantised forms again, x quantised once (gemv_prepare) and the
+	// product reading it from there (the _prep kernels).
+	std::vector<float> yp(n, NAN);
+	if (f != 1) {
+		std::vector<uint4> q((k + k / 32 * 8 + 15) / 16);
+		u8* qp = (u8*)q.data();
+		launch({1}, {32 * GV_WARPS}, [&] {
+			if (norm) gemv_prepare_norm(x.data(), g.data(), k, eps, qp);
+			else gemv_prepare(x.data(), g.data(), k, eps, qp);
+		});
+		launch({blocks}, {32 * GV_WARPS}, [&] {
+#define PARGS (const float*)qp, ap, p0, p1, nullptr, yp.data(), nullptr, nullptr, n, n1, (i64)0, k, w0.rb, g.data(), eps
+			if (f == 8 && !glu) gemv_q8_0_prep(PARGS);
+			if (f == 8 && glu) gemv_q8_0_prep_glu(PARGS);
+			if (f == 2 && !glu) gemv_q4_0_prep(PARGS);
+			if (f == 2 && glu) gemv_q4_0_prep_glu(PARGS);
+		});
+	}
 	double worst = 0;
 	for (i64 r = 0; r < n; r++) {
 		double want = dot(w0, r);
@@ -130,6 +149,10 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 		if (add) want += a[r];
 		double err = std::fabs(y[r] - want) / (1 + std::fabs(want));
 		if (!(err <= worst)) worst = err;
+		if (f != 1) {
+			err = std::fabs(yp[r] - want) / (1 + std::fabs(want));
+			if (!(err <= worst)) worst = err;
+		}
 	}
 	// The quantised forms under norm may round an x value the other way
 	// (its float RMSNorm sums in another order): one int8 step of x.
