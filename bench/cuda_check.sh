@@ -29,9 +29,10 @@
 #            its tests, BenchmarkCachedAttention split and not at five
 #            positions, then BenchmarkCUDADecode on the 1.1B Q4_0 file
 #            from positions 8 and 700, with and without it, alternating
-#   prep     x quantised once a product (BERTH_CUDA_GEMV=prep=1): the
-#            tests with it, then BenchmarkCUDADecode on the 1.1B Q8_0 and
-#            Q4_0 files with it and without, alternating
+#   prep     x prepared once a product (BERTH_CUDA_GEMV=prep=1:
+#            quantised, or normalised for float rows): the tests with
+#            it, then BenchmarkCUDADecode on the 1.1B Q8_0, Q4_0 and F16
+#            files with it and without, alternating
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -146,7 +147,7 @@ for s in $sections; do
 		BERTH_CUDA_GEMV=prep=1 timeout 200 "$bin/root.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/prep=1 root /'
 		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
 			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
-		for f in q8_0 q4_0; do
+		for f in q8_0 q4_0 f16; do
 			for p in 0 1 0 1; do
 				echo "$f prep=$p $(BERTH_CUDA_GEMV=prep=$p BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 60 "$bin/root.test" \
 					-test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1)}')"

@@ -158,6 +158,8 @@ func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok
 	switch {
 	case !float && gemv.prep == 1:
 		kernel += "_prep"
+	case float && gemv.prep == 1:
+		// The norm, if any, by gemv_prepare_float (gemvPrep).
 	case f.norm:
 		kernel += "_norm"
 		ok = ok && (!float || k <= gemvNormK)
@@ -167,6 +169,30 @@ func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok
 		rows /= 2
 	}
 	return kernel, gemv.warps * rows, ok
+}
+
+// gemvPrep is the launch that prepares x once for a gemv kernel of
+// format t, k values and form f under prep (BERTH_CUDA_GEMV=prep=1), and
+// the scratch it writes: for q8_0 and q4_0 rows x quantised (k int8
+// values, then a scale and a sum a block of 32; RMSNorm first under
+// norm), for float rows under norm the RMSNorm of x (k floats); none
+// otherwise.
+func gemvPrep(t ggml.Type, k int64, f gemvForm) (kernel string, bytes int64) {
+	if gemv.prep != 1 {
+		return "", 0
+	}
+	switch t {
+	case ggml.Q8_0, ggml.Q4_0:
+		if f.norm {
+			return "gemv_prepare_norm", k + k/32*8
+		}
+		return "gemv_prepare", k + k/32*8
+	case ggml.F32, ggml.F16, ggml.BF16:
+		if f.norm {
+			return "gemv_prepare_float", 4 * k
+		}
+	}
+	return "", 0
 }
 
 // gemvLaunch appends the launch of a gemv kernel over the weights ws
@@ -197,16 +223,11 @@ func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g
 	if blocks == 0 {
 		return true
 	}
-	if strings.Contains(kernel, "_prep") {
-		// x quantised once, into scratch: k int8 values, then a scale
-		// and a sum for each block of 32.
+	if pk, bytes := gemvPrep(t, k, f); pk != "" {
 		off := plan.AlignUp(c.scratch, Alignment)
-		c.scratch = off + k + k/32*8
-		prep, prepKernel := arg{kind: argScratch, off: off}, "gemv_prepare"
-		if f.norm {
-			prepKernel += "_norm"
-		}
-		c.launches = append(c.launches, launch{node: c.node, module: gemvModule, kernel: prepKernel,
+		c.scratch = off + bytes
+		prep := arg{kind: argScratch, off: off}
+		c.launches = append(c.launches, launch{node: c.node, module: gemvModule, kernel: pk,
 			grid: [3]uint32{1, 1, 1}, block: [3]uint32{uint32(32 * gemv.warps), 1, 1},
 			args: []arg{x, g, i64(k), f32(f.eps), prep}, early: true})
 		x = prep
@@ -687,6 +708,13 @@ template <int N> __device__ __forceinline__ void gv_prepare(const float* __restr
 }
 extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, u8* __restrict__ q) {
 	gv_prepare<0>(x, g, k, eps, q);
+}
+// gemv_prepare_float writes the RMSNorm of x by g once, into xf, for
+// the float rows' product after it (the plain kernels, reading xf).
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare_float(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, float* __restrict__ xf) {
+	GRID_DEPENDENTS();
+	GRID_WAIT();
+	gv_normx(x, g, k, eps, xf);
 }
 extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare_norm(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, u8* __restrict__ q) {
 	gv_prepare<1>(x, g, k, eps, q);

@@ -3,8 +3,9 @@
 // q8_0 and q4_0 weights, against float64 sums of the same operands: for
 // the quantised formats, x quantised as the kernels and the CPU do (a
 // block's int8 values and its f16 scale), so the sums are the same but
-// for their order. The quantised forms run twice: x quantised by each
-// block, and x quantised once by gemv_prepare for the _prep kernels.
+// for their order. The quantised forms, and the f16 ones under norm, run
+// twice: x prepared by each block, and once by gemv_prepare (the _prep
+// kernels) or gemv_prepare_float (the plain kernels).
 #include "prelude.h"
 #include <cstdlib>
 inline uint4 __ldg(const uint4* p) { return *p; }
@@ -127,6 +128,18 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 	// The quantised forms again, x quantised once (gemv_prepare) and the
 	// product reading it from there (the _prep kernels).
 	std::vector<float> yp(n, NAN);
+	if (f == 1 && norm) {
+		// f16 under norm: x normalised once (gemv_prepare_float), then
+		// the plain kernels over it.
+		std::vector<float4> xf((k + 3) / 4);
+		float* xp = (float*)xf.data();
+		launch({1}, {32 * GV_WARPS}, [&] { gemv_prepare_float(x.data(), g.data(), k, eps, xp); });
+		launch({blocks}, {32 * GV_WARPS}, [&] {
+#define FARGS xp, ap, p0, p1, nullptr, yp.data(), nullptr, nullptr, n, n1, (i64)0, k, w0.rb, g.data(), eps
+			if (glu) gemv_f16_glu(FARGS);
+			else gemv_f16(FARGS);
+		});
+	}
 	if (f != 1) {
 		std::vector<uint4> q((k + k / 32 * 8 + 15) / 16);
 		u8* qp = (u8*)q.data();
@@ -149,7 +162,7 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 		if (add) want += a[r];
 		double err = std::fabs(y[r] - want) / (1 + std::fabs(want));
 		if (!(err <= worst)) worst = err;
-		if (f != 1) {
+		if (f != 1 || norm) {
 			err = std::fabs(yp[r] - want) / (1 + std::fabs(want));
 			if (!(err <= worst)) worst = err;
 		}
