@@ -55,8 +55,8 @@ import (
 // gemvShape is the shape of the gemv kernels: warps a block, rows a warp
 // (of each weight under glu: half as many), for float rows the words of
 // a row a lane loads before it uses the first, rows a warp for q8_0 and
-// q4_0, and whether x is quantised for q8_0 and q4_0 rows once a product,
-// by a launch of its own before it (prep 1), instead of by every block.
+// q4_0, and whether x is prepared once a product by a launch of its own
+// before it (prep 1: gemvPrep), instead of by every block of it.
 type gemvShape struct {
 	warps, rows, loads, qrows, prep int64
 }
