@@ -145,8 +145,8 @@ func BenchmarkCachedAttention(b *testing.B) {
 
 // TestSplitAttentionLaunches builds (no GPU) one query's attention over
 // a cache of 2048 rows: split, two launches (the parts, then the merge,
-// launched early) and a scratch for the parts; at four queries, one
-// launch and none.
+// launched early; the parts too under earlyAttention) and a scratch for
+// the parts; at four queries, one launch and none.
 func TestSplitAttentionLaunches(t *testing.T) {
 	for _, tc := range []struct {
 		c       attentionCase
@@ -164,8 +164,8 @@ func TestSplitAttentionLaunches(t *testing.T) {
 		var kernels []string
 		for _, l := range c.launches {
 			kernels = append(kernels, l.kernel)
-			if l.early != (l.kernel == "cached_attention_merge") {
-				t.Errorf("%v: %s launched early: %v", tc.c, l.kernel, l.early)
+			if want := earlyAttention || l.kernel == "cached_attention_merge"; l.early != want {
+				t.Errorf("%v: %s launched early: %v, want %v", tc.c, l.kernel, l.early, want)
 			}
 		}
 		if !slices.Equal(kernels, tc.kernels) || c.scratch != tc.scratch {

@@ -189,7 +189,7 @@ func buildCachedAttention(c *buildContext) error {
 		ps := arg{kind: argScratch, off: off}
 		c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "cached_attention_part",
 			grid: [3]uint32{uint32(heads), uint32(splits), 1}, block: [3]uint32{attentionThreads, 1, 1},
-			args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), ps, i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale)}},
+			args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), ps, i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale)}, early: earlyAttention},
 			launch{node: c.node, module: packedModule, kernel: "cached_attention_merge",
 				grid: [3]uint32{uint32(heads), 1, 1}, block: [3]uint32{uint32(min(d, attentionThreads)), 1, 1},
 				args: []arg{ps, c.inArg(3), c.outArg(0), i64(rows), i32(int32(d)), i32(int32(splits))}, early: true})
@@ -197,9 +197,16 @@ func buildCachedAttention(c *buildContext) error {
 	}
 	c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "cached_attention",
 		grid: [3]uint32{uint32(heads), uint32(t), 1}, block: [3]uint32{attentionThreads, 1, 1},
-		args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), i64(t), i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale)}})
+		args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), i64(t), i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale)}, early: earlyAttention})
 	return nil
 }
+
+// earlyAttention is whether a step's rotations with their cache writes
+// (rotary2_cache) and its attention are launched early, as the products
+// are: each waits for the kernel ahead (GRID_WAIT) before it reads
+// anything, and lets the kernel after it start first
+// (BERTH_CUDA_EARLYATT=0: launched after the kernel ahead ends).
+var earlyAttention = os.Getenv("BERTH_CUDA_EARLYATT") != "0"
 
 // attentionSplitOn is whether one query's attention over a long cache
 // is split over several blocks a head (BERTH_CUDA_ATTSPLIT=0: never).
@@ -693,6 +700,8 @@ extern "C" __global__ void rotary2(const float* __restrict__ x0, const float* __
 // pos… of the cache vc[c2][w2], as two cache_writes would.
 extern "C" __global__ void rotary2_cache(const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ cs, const float* __restrict__ sn, float* __restrict__ y0, float* __restrict__ y1, i64 n0, i64 n1, i64 heads0, i64 heads1, i64 half, int halves,
 		float* __restrict__ k, float* __restrict__ vc, const float* __restrict__ v, const i64* __restrict__ posp, i64 t1, i64 c1, i64 w1, i64 t2, i64 c2, i64 w2) {
+	GRID_DEPENDENTS(); // the attention may start, and wait for this
+	GRID_WAIT();
 	i64 pos = *posp;
 	bool keys = pos >= 0 && pos <= c1 - t1, values = pos >= 0 && pos <= c2 - t2;
 	LOOP(i, n0 + n1 + t2 * w2) {
@@ -853,6 +862,7 @@ __device__ __forceinline__ void attend_cached(const float* __restrict__ qh, cons
 // blockIdx.x over rows 0…pos+i, one block.
 extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, i64 t, i64 c, int heads, int group, int d, float scale) {
 	GRID_DEPENDENTS(); // the output projection's weights may start on their way
+	GRID_WAIT();
 	i64 i = blockIdx.y, pos = *posp;
 	if (pos < 0 || pos > c - t) return;
 	i64 off = i * heads * d + (i64)blockIdx.x * d;
@@ -872,6 +882,7 @@ __device__ __forceinline__ i64 split_live(i64 n, i64 splits) {
 }
 extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention_part(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, float* __restrict__ ps, i64 c, int heads, int group, int d, float scale) {
 	GRID_DEPENDENTS(); // the merge may start, and wait for this
+	GRID_WAIT();
 	i64 pos = *posp;
 	if (pos < 0 || pos > c - 1) return;
 	i64 n = pos + 1, live = split_live(n, gridDim.y), s = blockIdx.y, h = blockIdx.x;

@@ -482,6 +482,10 @@ func buildRotaries(c *buildContext) error {
 		ts[k], cs[k], ws[k] = n/width, rows, width
 	}
 	args = append(args, c.outArg(2), c.outArg(3), c.inArg(6), c.inArg(7), i64(ts[0]), i64(cs[0]), i64(ws[0]), i64(ts[1]), i64(cs[1]), i64(ws[1]))
+	before := len(c.launches)
 	c.elementwise(packedModule, "rotary2_cache", count[0]+count[1]+ts[1]*ws[1], args...)
+	if len(c.launches) > before {
+		c.launches[before].early = earlyAttention
+	}
 	return nil
 }

@@ -367,6 +367,8 @@ func TestFoldCacheWrites(t *testing.T) {
 		}
 		if kernel := map[bool]string{false: "rotary2_cache", true: "rotary2"}[reader]; len(c.launches) != 1 || c.launches[0].kernel != kernel {
 			t.Errorf("reader %v: the rotations launch %+v, want one %s", reader, c.launches, kernel)
+		} else if early := !reader && earlyAttention; c.launches[0].early != early {
+			t.Errorf("reader %v: %s launched early: %v, want %v", reader, kernel, c.launches[0].early, early)
 		}
 	}
 }
