@@ -37,6 +37,10 @@
 #            launched early (BERTH_CUDA_EARLYATT): the tests that run
 #            them, then BenchmarkCUDADecode on the 1.1B Q4_0 and F16
 #            files from positions 8 and 700, with and without, alternating
+#   rope     a step's rotations and cache writes in its query, key and
+#            value products (BERTH_CUDA_ROPE): the tests that run them,
+#            then BenchmarkCUDADecode on the 1.1B Q4_0 and F16 files with
+#            and without, alternating
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -173,6 +177,19 @@ for s in $sections; do
 			done
 		done
 		;;
+	rope)
+		(cd backend/cuda && timeout 200 "$bin/cuda.test" -test.run 'FoldRope|FoldDecoderSteps|FoldCacheWrites|CachedAttention|ZeroAllocs|Products|FoldNorm' 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)|rel L2' | head)
+		(cd llm && timeout 100 "$bin/llm.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/llm /')
+		timeout 200 "$bin/root.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/root /'
+		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
+			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		for f in q4_0 f16; do
+			for on in 1 0 1 0; do
+				echo "$f rope=$on $(BERTH_CUDA_ROPE=$on BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 60 "$bin/root.test" \
+					-test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1), $(NF-2), $(NF-3)}')"
+			done
+		done
+		;;
 	pairs)
 		list=()
 		while read -r model set; do
@@ -181,7 +198,7 @@ for s in $sections; do
 		timeout 300 bench/parity_device.sh --berth "$bin/berth" "${list[@]}" 2>&1 | tail -40
 		;;
 	*)
-		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, attsplit, prep, earlyatt, pairs)"
+		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, attsplit, prep, earlyatt, rope, pairs)"
 		;;
 	esac
 done

@@ -134,6 +134,7 @@ type gemvForm struct {
 	norm bool
 	eps  float32
 	glu  bool
+	rope bool // the rope form: three weights, the first two turned, the last two cached
 }
 
 // gemvKernel is the kernel of gemvModule for format t, rows of k values
@@ -168,6 +169,10 @@ func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok
 		kernel += "_glu"
 		rows /= 2
 	}
+	if f.rope {
+		kernel += "_rope"
+		ok = ok && !f.glu
+	}
 	return kernel, gemv.warps * rows, ok
 }
 
@@ -201,9 +206,9 @@ func gemvPrep(t ggml.Type, k int64, f gemvForm) (kernel string, bytes int64) {
 // g, writing ys (one under glu). ok is false, and nothing appended, where
 // gemv does not take them: a format or form it has no kernel for, or a
 // weight that is not a constant (a constant is Alignment-aligned).
-func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g arg, ws []int, ys []arg, ns []int64) bool {
+func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g arg, ws []int, ys []arg, ns []int64, rope ...arg) bool {
 	kernel, per, ok := gemvKernel(t, k, f)
-	if !ok || len(ws) > maxProducts || f.glu && (len(ws) != 2 || ns[0] != ns[1] || len(ys) != 1) {
+	if !ok || len(ws) > maxProducts || f.glu && (len(ws) != 2 || ns[0] != ns[1] || len(ys) != 1) || f.rope && (len(ws) != 3 || len(rope) != 7) {
 		return false
 	}
 	wa, ya, na := []arg{null(), null(), null()}, []arg{null(), null(), null()}, []arg{i64(0), i64(0), i64(0)}
@@ -234,6 +239,9 @@ func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g
 	}
 	args := append([]arg{x, add}, wa...)
 	args = append(append(append(args, ya...), na...), i64(k), i64(rb), g, f32(f.eps))
+	if f.rope {
+		args = append(args, rope...)
+	}
 	c.launches = append(c.launches, launch{node: c.node, module: gemvModule, kernel: kernel,
 		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{uint32(32 * gemv.warps), 1, 1}, args: args, early: true})
 	return true
@@ -285,7 +293,21 @@ template <int V> __device__ __forceinline__ void gv_x(const float* __restrict__ 
 // under glu (G) the first R/2 sums are the gate's, the others the up
 // projection's, and the rows are silu(gate)·up, as the graph's Sigmoid
 // and two Muls compute them.
-template <int R, int G> __device__ __forceinline__ void gv_out(float* acc, float* __restrict__ y, const float* __restrict__ add, i64 r0, i64 n, int lane) {
+//
+// Under rope (RP) the rows are first turned, where rp.turn, by the
+// rotary embedding at rp.cs and rp.sn (pairs of adjacent rows in heads
+// of 2·rp.half), as the rotary kernel turns them, then written to y where
+// it is not null and to row *rp.posp of rp.cache (rp.rows rows of n)
+// where that is not null and the row is in it.
+struct GvRope {
+	const float* cs;
+	const float* sn;
+	float* cache;
+	const i64* posp;
+	i64 rows, half;
+	int turn;
+};
+template <int R, int G, int RP = 0> __device__ __forceinline__ void gv_out(float* acc, float* __restrict__ y, const float* __restrict__ add, i64 r0, i64 n, int lane, GvRope rp = GvRope{}) {
 	GRID_DEPENDENTS(); // the sums are done: the next kernel may start
 	#pragma unroll
 	for (int rr = 0; rr < R; rr++) {
@@ -293,6 +315,26 @@ template <int R, int G> __device__ __forceinline__ void gv_out(float* acc, float
 		for (int o = 16; o > 0; o >>= 1) acc[rr] += __shfl_xor_sync(FULL, acc[rr], o);
 	}
 	if (lane != 0) return;
+	if (RP) {
+		if (rp.turn) {
+			#pragma unroll
+			for (int rr = 0; rr + 1 < R; rr += 2) {
+				i64 j = ((r0 + rr) % (2 * rp.half)) / 2;
+				float c = rp.cs[j], s = rp.sn[j], x0 = acc[rr], x1 = acc[rr + 1];
+				acc[rr] = x0 * c - x1 * s;
+				acc[rr + 1] = x0 * s + x1 * c;
+			}
+		}
+		i64 pos = *rp.posp;
+		float* row = rp.cache && pos >= 0 && pos < rp.rows ? rp.cache + pos * n : nullptr;
+		#pragma unroll
+		for (int rr = 0; rr < R; rr++) {
+			if (r0 + rr >= n) break;
+			if (y) y[r0 + rr] = acc[rr];
+			if (row) row[r0 + rr] = acc[rr];
+		}
+		return;
+	}
 	if (G) {
 		#pragma unroll
 		for (int rr = 0; rr < R / 2; rr++) {
@@ -415,7 +457,7 @@ __device__ __forceinline__ void gv_normx(const float* __restrict__ x, const floa
 // many of w and of w1) by x, or under norm (N) by the RMSNorm of x by g,
 // which the block writes into xf. The warp's first words are on their way
 // before it waits for the kernel ahead (GRID_WAIT) and before the norm.
-template <int F, int G, int N> __device__ __forceinline__ void gvf(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* xf, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add) {
+template <int F, int G, int N, int RP = 0> __device__ __forceinline__ void gvf(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* xf, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add, GvRope rope = GvRope{}) {
 	typedef FW<F> T;
 	enum { R = GV_ROWS, L = GV_LOADS };
 	int lane = threadIdx.x & 31;
@@ -468,7 +510,7 @@ template <int F, int G, int N> __device__ __forceinline__ void gvf(const u8* __r
 		#pragma unroll
 		for (int rr = 0; rr < R; rr++) acc[rr] += T::dot(__ldg(row[rr] + i), xv);
 	}
-	gv_out<R, G>(acc, y, add, r0, n, lane);
+	gv_out<R, G, RP>(acc, y, add, r0, n, lane, rope);
 }
 
 // gv_qpack writes block b of x, its 32 values in v, into shared memory
@@ -580,7 +622,7 @@ template <> struct QW<2> {
 // chunks of 32 blocks, loaded as aligned 16-byte words into registers
 // while the chunk before is computed, then staged in the warp's shared
 // buffer, a lane a block.
-template <int F, int N, int G, int P = 0> __device__ __forceinline__ void gvq(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add) {
+template <int F, int N, int G, int P = 0, int RP = 0> __device__ __forceinline__ void gvq(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add, GvRope rope = GvRope{}) {
 	typedef QW<F> T;
 	enum { R = GV_QROWS, CB = 32, PER = GVQ_PER(T::BB) };
 	__shared__ uint4 stage[GV_WARPS][R][PER * 32];
@@ -644,7 +686,7 @@ template <int F, int N, int G, int P = 0> __device__ __forceinline__ void gvq(co
 		}
 		__syncwarp();
 	}
-	gv_out<R, G>(acc, y, add, r0, n, lane);
+	gv_out<R, G, RP>(acc, y, add, r0, n, lane, rope);
 }
 
 // The kernels: up to three weights over one x (n1, n2 zero for one), a
@@ -696,6 +738,47 @@ extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##suffix(
 #define GVQ_CALL_2_2_1(wa, wb, y, n, b, a) gvq<2, 0, 1, 1>(wa, wb, x, g, eps, y, n, k, rb, b, a)
 GVQ_ALL(q8_0, 8)
 GVQ_ALL(q4_0, 2)
+
+// The rope forms: the three products of a step's queries, keys and
+// values (Products under rope), the queries and keys turned by the
+// rotary embedding at cs and sn, the keys and values written into row
+// *posp of their caches kc and vc (crows rows each).
+#define GV_ROPE_ARGS GV_ARGS, const float* __restrict__ cs, const float* __restrict__ sn, float* __restrict__ kc, float* __restrict__ vc, const i64* __restrict__ posp, i64 crows, i64 half
+#define GV_ROPE_PICK(rows, CALL) \
+	i64 b = blockIdx.x, per = GV_WARPS * rows, b0 = (n0 + per - 1) / per, b1 = (n1 + per - 1) / per; \
+	if (b < b0) CALL(w0, y0, n0, b, add, (GvRope{cs, sn, nullptr, posp, crows, half, 1})); \
+	else if (b < b0 + b1) CALL(w1, y1, n1, b - b0, nullptr, (GvRope{cs, sn, kc, posp, crows, half, 1})); \
+	else CALL(w2, y2, n2, b - b0 - b1, nullptr, (GvRope{cs, sn, vc, posp, crows, half, 0}));
+#define GVF_ROPE(name, F) \
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##_rope(GV_ROPE_ARGS) { \
+	GV_ROPE_PICK(GV_ROWS, GVF_ROPE_CALL_0_##F) } \
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##_norm_rope(GV_ROPE_ARGS) { \
+	__shared__ __align__(16) float xf[GV_NORMK]; \
+	GV_ROPE_PICK(GV_ROWS, GVF_ROPE_CALL_1_##F) }
+#define GVF_ROPE_CALL_0_0(wa, y, n, b, a, r) gvf<0, 0, 0, 1>(wa, nullptr, x, g, eps, nullptr, y, n, k, rb, b, a, r)
+#define GVF_ROPE_CALL_1_0(wa, y, n, b, a, r) gvf<0, 0, 1, 1>(wa, nullptr, x, g, eps, xf, y, n, k, rb, b, a, r)
+#define GVF_ROPE_CALL_0_1(wa, y, n, b, a, r) gvf<1, 0, 0, 1>(wa, nullptr, x, g, eps, nullptr, y, n, k, rb, b, a, r)
+#define GVF_ROPE_CALL_1_1(wa, y, n, b, a, r) gvf<1, 0, 1, 1>(wa, nullptr, x, g, eps, xf, y, n, k, rb, b, a, r)
+#define GVF_ROPE_CALL_0_30(wa, y, n, b, a, r) gvf<30, 0, 0, 1>(wa, nullptr, x, g, eps, nullptr, y, n, k, rb, b, a, r)
+#define GVF_ROPE_CALL_1_30(wa, y, n, b, a, r) gvf<30, 0, 1, 1>(wa, nullptr, x, g, eps, xf, y, n, k, rb, b, a, r)
+GVF_ROPE(f32, 0)
+GVF_ROPE(f16, 1)
+GVF_ROPE(bf16, 30)
+#define GVQ_ROPE(name, F) \
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##_norm_rope(GV_ROPE_ARGS) { \
+	GV_ROPE_PICK(GV_QROWS, GVQ_ROPE_CALL_1_##F) } \
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##_prep_rope(GV_ROPE_ARGS) { \
+	GV_ROPE_PICK(GV_QROWS, GVQ_ROPE_CALL_2_##F) } \
+extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_##name##_rope(GV_ROPE_ARGS) { \
+	GV_ROPE_PICK(GV_QROWS, GVQ_ROPE_CALL_0_##F) }
+#define GVQ_ROPE_CALL_0_8(wa, y, n, b, a, r) gvq<8, 0, 0, 0, 1>(wa, nullptr, x, g, eps, y, n, k, rb, b, a, r)
+#define GVQ_ROPE_CALL_0_2(wa, y, n, b, a, r) gvq<2, 0, 0, 0, 1>(wa, nullptr, x, g, eps, y, n, k, rb, b, a, r)
+#define GVQ_ROPE_CALL_1_8(wa, y, n, b, a, r) gvq<8, 1, 0, 0, 1>(wa, nullptr, x, g, eps, y, n, k, rb, b, a, r)
+#define GVQ_ROPE_CALL_2_8(wa, y, n, b, a, r) gvq<8, 0, 0, 1, 1>(wa, nullptr, x, g, eps, y, n, k, rb, b, a, r)
+#define GVQ_ROPE_CALL_1_2(wa, y, n, b, a, r) gvq<2, 1, 0, 0, 1>(wa, nullptr, x, g, eps, y, n, k, rb, b, a, r)
+#define GVQ_ROPE_CALL_2_2(wa, y, n, b, a, r) gvq<2, 0, 0, 1, 1>(wa, nullptr, x, g, eps, y, n, k, rb, b, a, r)
+GVQ_ROPE(q8_0, 8)
+GVQ_ROPE(q4_0, 2)
 
 // gemv_prepare quantises x (its RMSNorm by g under norm) once for the
 // product after it (gvq under P), into q: k int8 values, then a scale

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"maps"
+	"os"
 	"slices"
 
 	"github.com/berth-ml/berth/ir"
@@ -29,7 +31,10 @@ import (
 //   - the rotary embeddings of the queries and of the keys, one node
 //     after the other with the same angles, run as one launch, and so do
 //     the writes of the turned keys and of the values into their caches
-//     (CacheWrite) where nothing else reads the caches before.
+//     (CacheWrite) where nothing else reads the caches before;
+//   - where those rotations turn adjacent pairs and their queries, keys
+//     and values come from one Products launch read by nothing else, that
+//     launch turns and writes them itself (rope, ropeIntoProducts).
 //
 // The products are Products nodes of domain cudaDomain: inputs x, the
 // addend (or none), one to maxProducts weights and, under norm, the
@@ -184,7 +189,69 @@ func fuseProducts(g *ir.Graph) *ir.Graph {
 		fused[i] = r
 		gone[j] = true
 	}
+	if ropeProductsOn {
+		ropeIntoProducts(g, cons, isOut, fused, gone)
+	}
 	return rebuilt(g, fused, gone)
+}
+
+// ropeProductsOn is whether fuseProducts folds a step's rotations and
+// cache writes into its query, key and value products
+// (BERTH_CUDA_ROPE=0: never).
+var ropeProductsOn = os.Getenv("BERTH_CUDA_ROPE") != "0"
+
+// ropeIntoProducts folds each Rotaries node that writes the caches
+// (adjacent pairs) into the Products node of the queries, keys and values
+// it turns and writes, where that node (no addend, no glu) is read by
+// nothing else, the queries and keys through views of their own: the
+// Products node, under rope, takes the Rotaries node's place, writes its
+// turned queries and keys, its values, and the caches.
+func ropeIntoProducts(g *ir.Graph, cons [][]int, isOut []bool, fused []*ir.Node, gone []bool) {
+	// viewOf returns the product output t is a view of and the view's
+	// node, where t is read by node reader alone and its view's input by
+	// the view alone; -1 otherwise.
+	viewOf := func(t ir.TensorID, reader int) (ir.TensorID, int) {
+		v := g.Tensor(t).Producer
+		if v < 0 || gone[v] || fused[v] != nil || !ir.IsView(&g.Nodes[v]) || isOut[t] || !slices.Equal(cons[t], []int{reader}) {
+			return ir.NoTensor, -1
+		}
+		u := g.Nodes[v].Inputs[0]
+		if isOut[u] || !slices.Equal(cons[u], []int{v}) {
+			return ir.NoTensor, -1
+		}
+		return u, v
+	}
+	for i, r := range fused {
+		if r == nil || r.Op != "Rotaries" || len(r.Inputs) != 8 || len(r.Outputs) != 4 || r.Attrs.Int("halves", 0) != 0 {
+			continue
+		}
+		uq, vq := viewOf(r.Inputs[2], i)
+		uk, vk := viewOf(r.Inputs[3], i+1)
+		v := r.Inputs[6]
+		if vq < 0 || vk < 0 || isOut[v] || len(cons[v]) != 1 || !gone[cons[v][0]] {
+			continue
+		}
+		pi := g.Tensor(uq).Producer
+		if pi < 0 || pi >= i || fused[pi] == nil {
+			continue
+		}
+		p := fused[pi]
+		if p.Op != "Products" || p.Domain != cudaDomain || len(p.Outputs) != 3 || !slices.Equal(p.Outputs, []ir.TensorID{uq, uk, v}) ||
+			p.Inputs[1] != ir.NoTensor || p.Attrs.Int("glu", 0) != 0 {
+			continue
+		}
+		form := gemvForm{norm: p.Attrs.Has("norm"), rope: true}
+		if !gemvTakes(g, p, form) {
+			continue
+		}
+		q := *p
+		q.Attrs = maps.Clone(p.Attrs)
+		q.Attrs["rope"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
+		q.Inputs = append(slices.Clone(p.Inputs), r.Inputs[0], r.Inputs[1], r.Inputs[4], r.Inputs[5], r.Inputs[7])
+		q.Outputs = []ir.TensorID{r.Outputs[0], r.Outputs[1], v, r.Outputs[2], r.Outputs[3]}
+		fused[i], fused[pi] = &q, nil
+		gone[pi], gone[vq], gone[vk] = true, true, true
+	}
 }
 
 // gatedUnit returns the Products node (glu) that replaces node i where i
@@ -281,17 +348,19 @@ func productAttrs(nodes ...*ir.Node) ir.Attrs {
 // weight a block, or a gemv kernel, which the norm and glu forms need.
 func buildProducts(c *buildContext) error {
 	n := c.n
-	form := gemvForm{norm: n.Attrs.Has("norm"), eps: n.Attrs.Float("norm", 0), glu: n.Attrs.Int("glu", 0) != 0}
-	weights := len(n.Outputs)
-	if form.glu {
+	form := gemvForm{norm: n.Attrs.Has("norm"), eps: n.Attrs.Float("norm", 0), glu: n.Attrs.Int("glu", 0) != 0, rope: n.Attrs.Int("rope", 0) != 0}
+	weights, extra := len(n.Outputs), 0
+	switch {
+	case form.glu:
 		weights = 2
+	case form.rope:
+		weights, extra = 3, 5
 	}
-	extra := 0
 	if form.norm {
-		extra = 1
+		extra++
 	}
-	if len(n.Inputs) != 2+weights+extra || weights > maxProducts || form.glu && len(n.Outputs) != 1 {
-		return c.errorf("%d inputs and %d outputs, want x, an addend, up to %d weights (two under glu, with one output), one output each, and the norm's weight under norm", len(n.Inputs), len(n.Outputs), maxProducts)
+	if len(n.Inputs) != 2+weights+extra || weights > maxProducts || form.glu && len(n.Outputs) != 1 || form.rope && (len(n.Outputs) != 5 || form.glu) {
+		return c.errorf("%d inputs and %d outputs, want x, an addend, up to %d weights (two under glu, with one output), one output each, the norm's weight under norm, and under rope the angles, the caches and the position, with the caches as outputs", len(n.Inputs), len(n.Outputs), maxProducts)
 	}
 	rows := n.Attrs.Ints("rows", nil)
 	x := c.in(0)
@@ -343,6 +412,16 @@ func buildProducts(c *buildContext) error {
 	if form.norm {
 		g = c.inArg(2 + weights)
 	}
+	if form.rope {
+		rope, err := ropeArgs(c, 2+weights+extra-5, rows)
+		if err != nil {
+			return err
+		}
+		if !gemvFits(x, k) || !gemvLaunch(c, format, k, rb, form, c.inArg(0), c.optIn(1), g, ins, ys[:weights], rows, rope...) {
+			return c.errorf("no gemv kernel for %s rows of %d under rope", format, k)
+		}
+		return nil
+	}
 	if gemvFits(x, k) && gemvLaunch(c, format, k, rb, form, c.inArg(0), c.optIn(1), g, ins, ys[:len(n.Outputs)], rows) {
 		return nil
 	}
@@ -354,6 +433,39 @@ func buildProducts(c *buildContext) error {
 	c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "pmvs_" + name,
 		grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{32 * packedWarps, 1, 1}, args: args})
 	return nil
+}
+
+// ropeArgs checks a Products node's rope inputs from index at (cos and
+// sin of one position, the key and value caches, the position) and its
+// outputs 3 and 4 (the caches, updated in place), for weights of rows
+// rows (queries, keys, values), and returns gemv's rope arguments.
+func ropeArgs(c *buildContext, at int, rows []int64) ([]arg, error) {
+	cs, sn, pos := c.in(at), c.in(at+1), c.in(at+4)
+	if cs == nil || sn == nil || cs.DType != ir.Float32 || sn.DType != ir.Float32 || cs.Shape.Elements() != sn.Shape.Elements() {
+		return nil, c.errorf("the rotation's angles are not float32 of one size")
+	}
+	half := cs.Shape.Elements()
+	if half <= 0 || rows[0]%(2*half) != 0 || rows[1]%(2*half) != 0 {
+		return nil, c.errorf("%d angles do not make heads of the %d queries and %d keys", half, rows[0], rows[1])
+	}
+	if pos == nil || pos.DType != ir.Int64 || pos.Shape.Elements() != 1 {
+		return nil, c.errorf("the position is not one int64")
+	}
+	var crows int64
+	for i, w := range rows[1:] {
+		cache := c.in(at + 2 + i)
+		if cache == nil || cache.DType != ir.Float32 || cache.Shape.Rank() != 2 || cache.Shape[1] != w {
+			return nil, c.errorf("cache %d is not float32 rows of %d values", i, w)
+		}
+		if y := c.out(3 + i); y == nil || !y.Shape.Equal(cache.Shape) || y.DType != ir.Float32 {
+			return nil, c.errorf("output %d is not cache %d's new value", 3+i, i)
+		}
+		if i > 0 && cache.Shape[0] != crows {
+			return nil, c.errorf("the caches differ in rows")
+		}
+		crows = cache.Shape[0]
+	}
+	return []arg{c.inArg(at), c.inArg(at + 1), c.outArg(3), c.outArg(4), c.inArg(at + 4), i64(crows), i64(half)}, nil
 }
 
 // pairedRotary reports whether the Rotary nodes a and b, one after the
@@ -420,10 +532,14 @@ func cacheWritesAfter(g *ir.Graph, cons [][]int, isOut []bool, i int, y ir.Tenso
 // stateUpdates lists, for a node of this backend's own, the outputs it
 // writes over inputs in place as CacheWrite does (by index into its
 // outputs and inputs): a Rotaries node that writes the caches updates
-// them.
+// them, and so does a Products node under rope.
 func stateUpdates(n *ir.Node) [][2]int {
 	if n.Op == "Rotaries" && n.Domain == cudaDomain && len(n.Inputs) == 8 && len(n.Outputs) == 4 {
 		return [][2]int{{4, 2}, {5, 3}}
+	}
+	if n.Op == "Products" && n.Domain == cudaDomain && n.Attrs.Int("rope", 0) != 0 && len(n.Inputs) >= 5 && len(n.Outputs) == 5 {
+		l := len(n.Inputs)
+		return [][2]int{{l - 3, 3}, {l - 2, 4}}
 	}
 	return nil
 }

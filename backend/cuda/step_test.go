@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/berth-ml/berth/internal/raw"
@@ -428,13 +430,16 @@ func TestFoldDecoderSteps(t *testing.T) {
 				t.Fatal(err)
 			}
 			fg := fuseProducts(g)
-			folded := 0
+			folded, roped := 0, 0
 			for i, n := range fg.Nodes {
 				if n.Op == "CacheWrite" {
 					t.Errorf("%s, %d tokens: node %q is left a CacheWrite", name, tokens, n.Name)
 				}
 				if len(stateUpdates(&n)) == 2 {
 					folded++
+				}
+				if n.Op == "Products" && n.Attrs.Int("rope", 0) != 0 {
+					roped++
 				}
 				if _, err := buildNode(fg, i, 132, false, new([][]byte)); err != nil {
 					t.Errorf("%s, %d tokens: %v", name, tokens, err)
@@ -445,6 +450,16 @@ func TestFoldDecoderSteps(t *testing.T) {
 			}
 			if folded != int(c.Layers) {
 				t.Errorf("%s, %d tokens: %d rotations write the caches, want %d (a layer each)", name, tokens, folded, c.Layers)
+			}
+			// A step's rotations of adjacent pairs go into its query, key
+			// and value products (BERTH_CUDA_ROPE): LLaMA's, not Qwen2's
+			// halves, and not a prompt's (its products are not gemv's).
+			want := 0
+			if ropeProductsOn && tokens == 1 && !c.RopeHalves {
+				want = int(c.Layers)
+			}
+			if roped != want {
+				t.Errorf("%s, %d tokens: %d products take the rotations, want %d", name, tokens, roped, want)
 			}
 		}
 	}
@@ -501,5 +516,126 @@ func TestIfAsksForItsCondition(t *testing.T) {
 	var ve *ir.ValueError
 	if !errors.As(err, &ve) || ve.Tensor != "positive" || !errors.Is(err, ir.ErrValueDependent) {
 		t.Fatalf("building an If: %v, want a value error naming its condition", err)
+	}
+}
+
+// ropeStepGraph is cacheStepGraph with its queries (8 heads of 16
+// values), keys and values (2 heads) made by products of one row of 256
+// values, weights in format f, under an RMSNorm: the graph whose
+// rotations and cache writes ropeIntoProducts folds into the products.
+func ropeStepGraph(tb testing.TB, f ggml.Type) *ir.Graph {
+	sg := newStepGraph(tb, "rope", f, 13)
+	g := sg.g
+	x := g.NewTensor("x", ir.Float32, ir.Shape{1, 256}, nil)
+	cs := g.NewTensor("cos", ir.Float32, ir.Shape{1, 1, 8, 1}, nil)
+	sn := g.NewTensor("sin", ir.Float32, ir.Shape{1, 1, 8, 1}, nil)
+	pos := g.NewTensor("pos", ir.Int64, ir.Shape{1}, nil)
+	kc := g.NewTensor("kc", ir.Float32, ir.Shape{4, 32}, nil)
+	vc := g.NewTensor("vc", ir.Float32, ir.Shape{4, 32}, nil)
+	g.Inputs = []ir.TensorID{x, cs, sn, pos, kc, vc}
+	g.State = []ir.TensorID{kc, vc}
+	shape := func(dims ...int64) ir.TensorID {
+		return g.NewTensor("shape", ir.Int64, ir.Shape{int64(len(dims))}, raw.Bytes(dims))
+	}
+	gv := make([]float32, 256)
+	for i := range gv {
+		gv[i] = float32(1 + 0.1*sg.r.NormFloat64())
+	}
+	a := sg.node("RMSNorm", ir.BerthDomain, ir.Attrs{"epsilon": floatv(1e-5)}, x, g.NewTensor("g", ir.Float32, ir.Shape{256}, raw.Bytes(gv)))
+	q, k, v := sg.product(a, 128, 256), sg.product(a, 32, 256), sg.product(a, 32, 256)
+	halves := ir.Attrs{"halves": intv(0)}
+	q3, k3 := sg.node("Reshape", "", nil, q, shape(1, 8, 16)), sg.node("Reshape", "", nil, k, shape(1, 2, 16))
+	qr := sg.node("Rotary", ir.BerthDomain, halves, q3, cs, sn)
+	kr := sg.node("Rotary", ir.BerthDomain, halves, k3, cs, sn)
+	kn := sg.node("CacheWrite", ir.BerthDomain, nil, kc, sg.node("Reshape", "", nil, kr, shape(1, 32)), pos)
+	vn := sg.node("CacheWrite", ir.BerthDomain, nil, vc, v, pos)
+	qf := sg.node("Reshape", "", nil, qr, shape(1, 128))
+	g.Outputs = []ir.TensorID{sg.node("CachedAttention", ir.BerthDomain, ir.Attrs{"heads": intv(8), "kv_heads": intv(2), "scale": floatv(0.25)}, qf, kn, vn, pos)}
+	return g
+}
+
+// TestFoldRope checks the rewrite of a step's rotations and cache writes
+// into its query, key and value products: one Products node under rope,
+// with the angles, the caches and the position, writing the caches in
+// place, one gemv launch (two under prep), or none of it with
+// BERTH_CUDA_ROPE=0.
+func TestFoldRope(t *testing.T) {
+	defer func(on bool) { ropeProductsOn = on }(ropeProductsOn)
+	for _, f := range []ggml.Type{ggml.F16, ggml.Q8_0, ggml.Q4_0} {
+		for _, on := range []bool{true, false} {
+			ropeProductsOn = on
+			fg := fuseProducts(ropeStepGraph(t, f))
+			var ops []string
+			for _, n := range fg.Nodes {
+				op := fmt.Sprintf("%s/%d/%d", n.Op, len(n.Inputs), len(n.Outputs))
+				if n.Attrs.Int("rope", 0) != 0 {
+					op += "/rope"
+				}
+				ops = append(ops, op)
+			}
+			want := []string{"Products/6/3", "Reshape/2/1", "Reshape/2/1", "Rotaries/8/4", "Reshape/2/1", "Reshape/2/1", "CachedAttention/4/1"}
+			if on {
+				want = []string{"Products/11/5/rope", "Reshape/2/1", "Reshape/2/1", "CachedAttention/4/1"}
+			}
+			if !slices.Equal(ops, want) {
+				t.Errorf("%s, rope %v: nodes %v, want %v", f, on, ops, want)
+				continue
+			}
+			if !on {
+				continue
+			}
+			if ups := stateUpdates(&fg.Nodes[0]); !slices.Equal(ups, [][2]int{{8, 3}, {9, 4}}) {
+				t.Errorf("%s: state updates %v", f, ups)
+			}
+			if err := planOf(fg); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+			c, err := buildNode(fg, 0, 132, false, new([][]byte))
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if want := 1 + prepLaunches(f, 1, 1); len(c.launches) != want || !strings.HasSuffix(c.launches[len(c.launches)-1].kernel, "_rope") {
+				t.Errorf("%s: launches %d (last %s), want %d ending in a rope kernel", f, len(c.launches), c.launches[len(c.launches)-1].kernel, want)
+			}
+		}
+	}
+}
+
+// TestFoldRopeMatchUnfused runs four steps (positions 0 to 3) of
+// ropeStepGraph with the rotations and cache writes in the products'
+// launch and in their own, and wants the same attention to rounding (the
+// rotations' products may be fused into multiply-adds differently).
+func TestFoldRopeMatchUnfused(t *testing.T) {
+	requireGPU(t)
+	defer func(on bool) { ropeProductsOn = on }(ropeProductsOn)
+	for _, f := range []ggml.Type{ggml.F16, ggml.Q8_0, ggml.Q4_0} {
+		t.Run(f.String(), func(t *testing.T) {
+			g := ropeStepGraph(t, f)
+			var sessions [2]*Session
+			for i, on := range []bool{true, false} {
+				ropeProductsOn = on
+				_, sessions[i] = openSession(t, g, Options{})
+			}
+			r := rand.New(rand.NewPCG(14, 15))
+			for pos := range int64(4) {
+				inputs := normalInputs(r, &ir.Graph{Tensors: g.Tensors, Inputs: g.Inputs[:1]})
+				cs, sn := make([]float32, 8), make([]float32, 8)
+				for j := range cs {
+					a := float64(pos) / math.Pow(10000, float64(2*j)/16)
+					cs[j], sn[j] = float32(math.Cos(a)), float32(math.Sin(a))
+				}
+				inputs = append(inputs, raw.Bytes(cs), raw.Bytes(sn), raw.Bytes([]int64{pos}), nil, nil)
+				var outs [2][]byte
+				for i, s := range sessions {
+					outs[i] = make([]byte, g.Tensor(g.Outputs[0]).Bytes())
+					if err := s.Run(inputs, [][]byte{outs[i]}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if e := relL2Bytes(outs[0], outs[1]); !(e <= 1e-6) {
+					t.Errorf("position %d: rel L2 %.3g against the rotations apart, want ≤ 1e-6", pos, e)
+				}
+			}
+		})
 	}
 }

@@ -175,6 +175,91 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 	return ok ? 0 : 1;
 }
 
+// checkRope runs the rope form (Products under rope) for format f (1
+// f16, 2 q4_0) with the norm folded in, x prepared by every block or
+// once (prep): the query, key and value products of one row, the queries
+// and keys turned by the rotary embedding at position pos, the keys and
+// values written into row pos of their caches.
+static int checkRope(const char* name, int f, bool prep) {
+	const int heads = 4, kvh = 2, d = 16, half = d / 2;
+	const i64 k = 1056, n0 = heads * d, n1 = kvh * d, n2 = kvh * d, crows = 5, pos = 3;
+	Weight w0 = make(f, n0, k), w1 = make(f, n1, k), w2 = make(f, n2, k);
+	std::vector<float> x(k), g(k), cs(half), sn(half), y0(n0, NAN), y1(n1, NAN), y2(n2, NAN), kc(crows * n1), vc(crows * n2);
+	for (auto& v : x) v = 2.5f * normal();
+	for (auto& v : g) v = 1.f + 0.1f * normal();
+	for (int j = 0; j < half; j++) {
+		float a = (float)pos / std::pow(10000.f, 2.f * j / d);
+		cs[j] = std::cos(a), sn[j] = std::sin(a);
+	}
+	for (auto& v : kc) v = normal();
+	for (auto& v : vc) v = normal();
+	std::vector<float> kc0(kc), vc0(vc);
+	const float eps = 1e-5f;
+	i64 p = pos;
+	// Rows of each weight a block, and the blocks: as the kernels pick.
+	i64 rows = f == 1 ? GV_ROWS : GV_QROWS, per = GV_WARPS * rows;
+	unsigned blocks = (unsigned)((n0 + per - 1) / per + (n1 + per - 1) / per + (n2 + per - 1) / per);
+	const u8 *p0 = (const u8*)w0.words.data(), *p1 = (const u8*)w1.words.data(), *p2 = (const u8*)w2.words.data();
+	std::vector<uint4> scratch((4 * k + 15) / 16 + 1);
+	const float* xin = x.data();
+	if (prep) {
+		launch({1}, {32 * GV_WARPS}, [&] {
+			if (f == 1) gemv_prepare_float(x.data(), g.data(), k, eps, (float*)scratch.data());
+			else gemv_prepare_norm(x.data(), g.data(), k, eps, (u8*)scratch.data());
+		});
+		xin = (const float*)scratch.data();
+	}
+	launch({blocks}, {32 * GV_WARPS}, [&] {
+#define RARGS xin, nullptr, p0, p1, p2, y0.data(), y1.data(), y2.data(), n0, n1, n2, k, w0.rb, g.data(), eps, cs.data(), sn.data(), kc.data(), vc.data(), &p, crows, (i64)half
+		if (f == 1 && !prep) gemv_f16_norm_rope(RARGS);
+		if (f == 1 && prep) gemv_f16_rope(RARGS);
+		if (f == 2 && !prep) gemv_q4_0_norm_rope(RARGS);
+		if (f == 2 && prep) gemv_q4_0_prep_rope(RARGS);
+	});
+	// The reference: x normalised (and quantised), the three products in
+	// float64, the queries and keys turned.
+	double ss = 0;
+	for (float v : x) ss += (double)v * v;
+	float inv = 1.f / std::sqrt((float)(ss / k) + eps);
+	std::vector<float> xs(k);
+	for (i64 j = 0; j < k; j++) xs[j] = x[j] * inv * g[j];
+	std::vector<double> xv(xs.begin(), xs.end());
+	if (f != 1) xv = quantised(xs);
+	auto prod = [&](const Weight& w, i64 n, bool turn) {
+		std::vector<double> y(n);
+		for (i64 r = 0; r < n; r++) {
+			double a = 0;
+			for (i64 j = 0; j < k; j++) a += w.v[r * k + j] * xv[j];
+			y[r] = a;
+		}
+		if (turn) {
+			for (i64 r = 0; r < n; r += 2) {
+				i64 j = (r % d) / 2;
+				double a = y[r], b = y[r + 1];
+				y[r] = a * cs[j] - b * sn[j];
+				y[r + 1] = a * sn[j] + b * cs[j];
+			}
+		}
+		return y;
+	};
+	auto q = prod(w0, n0, true), kk = prod(w1, n1, true), v = prod(w2, n2, false);
+	double worst = 0;
+	auto cmp = [&](float got, double want) {
+		double e = std::fabs(got - want) / (1 + std::fabs(want));
+		if (!(e <= worst)) worst = e;
+	};
+	for (i64 r = 0; r < n0; r++) cmp(y0[r], q[r]);
+	for (i64 r = 0; r < n1; r++) cmp(y1[r], kk[r]), cmp(kc[pos * n1 + r], kk[r]);
+	for (i64 r = 0; r < n2; r++) cmp(y2[r], v[r]), cmp(vc[pos * n2 + r], v[r]);
+	bool same = true; // every other row of the caches as it was
+	for (i64 i = 0; i < crows * n1; i++) same = same && (i / n1 == pos || kc[i] == kc0[i]);
+	for (i64 i = 0; i < crows * n2; i++) same = same && (i / n2 == pos || vc[i] == vc0[i]);
+	double tol = f != 1 ? 2e-3 : 1e-5;
+	bool ok = worst <= tol && same;
+	printf("%-22s n %4lld k %5lld  worst %.2e (tolerance %.0e), caches %s %s\n", name, n0 + n1 + n2, k, worst, tol, same ? "as written" : "WRONG", ok ? "ok" : "FAIL");
+	return ok ? 0 : 1;
+}
+
 int main() {
 	int bad = 0;
 	// k = 1056: one batch of loads a lane and a tail for f16; 33 blocks
@@ -197,5 +282,9 @@ int main() {
 	bad += check("q8_0", 8, false, false, false, 32, 4160);
 	bad += check("q4_0 norm", 2, true, false, false, 32, 4160);
 	bad += check("q4_0 norm", 2, true, false, false, 32, 8224);
+	bad += checkRope("f16 norm rope", 1, false);
+	bad += checkRope("f16 rope, prepared", 1, true);
+	bad += checkRope("q4_0 norm rope", 2, false);
+	bad += checkRope("q4_0 rope, prepared", 2, true);
 	return bad != 0;
 }
