@@ -29,7 +29,7 @@ import (
 //     lane one block, in 8-bit dot products (dp4a). The integer sums of a
 //     block are the CPU's; only the float sums over blocks differ in order.
 //
-// Two variants fold the nodes around a step's products into them
+// Three variants fold the nodes around a step's products into them
 // (fuseProducts makes them):
 //
 //   - norm: x is the RMSNorm of the kernel's input by a weight g, which
@@ -37,7 +37,11 @@ import (
 //     before the products; for q8_0 and q4_0 it then quantises that);
 //   - glu: two weights of n rows each, the gate's and the up projection's,
 //     and one output of n rows, silu(gate)·up: each warp takes the same
-//     rows of both.
+//     rows of both;
+//   - rope: three weights, the queries', keys' and values' projections:
+//     the warps turn the queries' and keys' rows by the rotary embedding
+//     (adjacent rows, a warp's rows being pairs) as they write them, and
+//     write the keys' and values' rows into their caches too (GvRope).
 //
 // Other formats, and rows too long for the shared x (gemvMaxK, or
 // gemvNormK for float rows under norm), run packed.go's pmv.
