@@ -231,13 +231,16 @@ func ropeIntoProducts(g *ir.Graph, cons [][]int, isOut []bool, fused []*ir.Node,
 		if vq < 0 || vk < 0 || isOut[v] || len(cons[v]) != 1 || !gone[cons[v][0]] {
 			continue
 		}
-		pi := g.Tensor(uq).Producer
-		if pi < 0 || pi >= i || fused[pi] == nil {
+		// The Products node writing them, wherever the products it
+		// fused stood before the rotations.
+		pi := slices.IndexFunc(fused[:i], func(n *ir.Node) bool {
+			return n != nil && n.Op == "Products" && n.Domain == cudaDomain && slices.Equal(n.Outputs, []ir.TensorID{uq, uk, v})
+		})
+		if pi < 0 || gone[pi] {
 			continue
 		}
 		p := fused[pi]
-		if p.Op != "Products" || p.Domain != cudaDomain || len(p.Outputs) != 3 || !slices.Equal(p.Outputs, []ir.TensorID{uq, uk, v}) ||
-			p.Inputs[1] != ir.NoTensor || p.Attrs.Int("glu", 0) != 0 {
+		if p.Inputs[1] != ir.NoTensor || p.Attrs.Int("glu", 0) != 0 {
 			continue
 		}
 		form := gemvForm{norm: p.Attrs.Has("norm"), rope: true}
