@@ -32,7 +32,8 @@
 #   prep     x prepared once a product (BERTH_CUDA_GEMV=prep=1:
 #            quantised, or normalised for float rows): the tests with
 #            it, then BenchmarkCUDADecode on the 1.1B Q8_0, Q4_0 and F16
-#            files with it and without, alternating
+#            files without it, with it, and with it at 4 rows a warp,
+#            alternating
 #   earlyatt the rotations with their cache writes and the attention
 #            launched early (BERTH_CUDA_EARLYATT): the tests that run
 #            them, then BenchmarkCUDADecode on the 1.1B Q4_0 and F16
@@ -41,6 +42,9 @@
 #            value products (BERTH_CUDA_ROPE): the tests that run them,
 #            then BenchmarkCUDADecode on the 1.1B Q4_0 and F16 files with
 #            and without, alternating
+#   gemvncu  ncu's registers, blocks a multiprocessor and waves of the
+#            Q4_0 step's products at the default shape, under prep=1 and
+#            under prep=1 with 4 rows a warp
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -156,10 +160,35 @@ for s in $sections; do
 		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
 			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
 		for f in q8_0 q4_0 f16; do
-			for p in 0 1 0 1; do
-				echo "$f prep=$p $(BERTH_CUDA_GEMV=prep=$p BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 60 "$bin/root.test" \
+			for p in prep=0 prep=1 prep=1,qrows=4 prep=0 prep=1 prep=1,qrows=4; do
+				echo "$f $p $(BERTH_CUDA_GEMV=$p BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 60 "$bin/root.test" \
 					-test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1)}')"
 			done
+		done
+		;;
+	gemvncu)
+		# Registers, blocks a multiprocessor and waves of a Q4_0 step's
+		# products (ncu, clocks as they are), at the default shape and
+		# under prep, to see which launches take more than one wave.
+		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
+			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		for spec in prep=0 prep=1 prep=1,qrows=4; do
+			echo "-- $spec"
+			BERTH_CUDA_GEMV=$spec BERTH_CUDA_PROFILE="$models/llama-1b-q4_0.gguf" timeout 100 ncu --clock-control none --csv \
+				--metrics launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,launch__waves_per_multiprocessor,gpu__time_duration.sum \
+				-k regex:gemv -c 10 "$bin/root.test" -test.run '^$' -test.bench CUDADecode -test.benchtime 1x 2>/dev/null |
+				python3 -c '
+import csv, sys, collections
+rows = [r for r in csv.reader(sys.stdin) if len(r) > 10]
+ix = {h: i for i, h in enumerate(rows[0])}
+k = collections.OrderedDict()
+for r in rows[1:]:
+    d = k.setdefault(r[ix["ID"]], {"name": r[ix["Kernel Name"]], "grid": r[ix["Grid Size"]]})
+    d[r[ix["Metric Name"]]] = r[ix["Metric Value"]]
+for d in k.values():
+    print(d["name"], d["grid"], "registers", d.get("launch__registers_per_thread"), "blocks/SM (registers, shared)",
+          d.get("launch__occupancy_limit_registers"), d.get("launch__occupancy_limit_shared_mem"),
+          "waves", d.get("launch__waves_per_multiprocessor"), "ns", d.get("gpu__time_duration.sum"))'
 		done
 		;;
 	earlyatt)
@@ -198,7 +227,7 @@ for s in $sections; do
 		timeout 300 bench/parity_device.sh --berth "$bin/berth" "${list[@]}" 2>&1 | tail -40
 		;;
 	*)
-		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, attsplit, prep, earlyatt, rope, pairs)"
+		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, attsplit, prep, earlyatt, rope, gemvncu, pairs)"
 		;;
 	esac
 done
