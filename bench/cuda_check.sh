@@ -32,7 +32,7 @@
 #   prep     x prepared once a product (BERTH_CUDA_GEMV=prep=1:
 #            quantised, or normalised for float rows): the tests with
 #            it, then BenchmarkCUDADecode on the 1.1B Q8_0, Q4_0 and F16
-#            files without it, with it, and with it at 4 rows a warp,
+#            files without it, with it, and with it at 4 warps of 4 rows,
 #            alternating
 #   earlyatt the rotations with their cache writes and the attention
 #            launched early (BERTH_CUDA_EARLYATT): the tests that run
@@ -44,7 +44,7 @@
 #            and without, alternating
 #   gemvncu  ncu's registers, blocks a multiprocessor and waves of the
 #            Q4_0 step's products at the default shape, under prep=1 and
-#            under prep=1 with 4 rows a warp
+#            under prep=1 at 4 warps of 4 rows
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -160,7 +160,7 @@ for s in $sections; do
 		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
 			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
 		for f in q8_0 q4_0 f16; do
-			for p in prep=0 prep=1 prep=1,qrows=4 prep=0 prep=1 prep=1,qrows=4; do
+			for p in prep=0 prep=1 prep=1,warps=4,qrows=4 prep=0 prep=1 prep=1,warps=4,qrows=4; do
 				echo "$f $p $(BERTH_CUDA_GEMV=$p BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 60 "$bin/root.test" \
 					-test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1)}')"
 			done
@@ -172,7 +172,7 @@ for s in $sections; do
 		# under prep, to see which launches take more than one wave.
 		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
 			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
-		for spec in prep=0 prep=1 prep=1,qrows=4; do
+		for spec in prep=0 prep=1 prep=1,warps=4,qrows=4; do
 			echo "-- $spec"
 			BERTH_CUDA_GEMV=$spec BERTH_CUDA_PROFILE="$models/llama-1b-q4_0.gguf" timeout 100 ncu --clock-control none --csv \
 				--metrics launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,launch__waves_per_multiprocessor,gpu__time_duration.sum \
