@@ -630,9 +630,6 @@ template <int F, int N, int G, int P = 0, int RP = 0> __device__ __forceinline__
 	typedef QW<F> T;
 	enum { R = GV_QROWS, CB = 32, PER = GVQ_PER(T::BB) };
 	__shared__ uint4 stage[GV_WARPS][R][PER * 32];
-	__shared__ __align__(16) int xq[GV_MAXK / 4];
-	__shared__ float xd[GV_MAXK / 32];
-	__shared__ int xs[GV_MAXK / 32];
 	int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
 	i64 r0 = (b * GV_WARPS + wp) * (R / (1 + G));
 	const i64 nb = k / 32;
@@ -657,16 +654,24 @@ template <int F, int N, int G, int P = 0, int RP = 0> __device__ __forceinline__
 	};
 	if (r0 < n) load(0);
 	GRID_WAIT();
-	// Under P, x is quantised already (gemv_prepare), in global memory.
-	const int* xqp = xq;
-	const float* xdp = xd;
-	const int* xsp = xs;
-	if (P) {
+	// Under P, x is quantised already (gemv_prepare), in global memory,
+	// and the kernel has no shared x: more of its blocks fit a
+	// multiprocessor.
+	const int* xqp;
+	const float* xdp;
+	const int* xsp;
+	if constexpr (P != 0) {
 		xqp = (const int*)x;
 		xdp = (const float*)((const u8*)x + k);
 		xsp = (const int*)((const u8*)x + k + nb * 4);
 	} else {
+		__shared__ __align__(16) int xq[GV_MAXK / 4];
+		__shared__ float xd[GV_MAXK / 32];
+		__shared__ int xs[GV_MAXK / 32];
 		gv_quantise<N>(x, g, k, eps, xq, xd, xs);
+		xqp = xq;
+		xdp = xd;
+		xsp = xs;
 	}
 	if (r0 >= n) return;
 	for (i64 b0 = 0; b0 < nb; b0 += CB) {
