@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -247,6 +248,10 @@ func ropeIntoProducts(g *ir.Graph, cons [][]int, isOut []bool, fused []*ir.Node,
 		if !gemvTakes(g, p, form) {
 			continue
 		}
+		if _, _, err := ropeShapes(g.Tensor(r.Inputs[0]), g.Tensor(r.Inputs[1]), g.Tensor(r.Inputs[4]), g.Tensor(r.Inputs[5]), g.Tensor(r.Inputs[7]),
+			g.Tensor(r.Outputs[2]), g.Tensor(r.Outputs[3]), p.Attrs.Ints("rows", nil)); err != nil {
+			continue
+		}
 		q := *p
 		q.Attrs = maps.Clone(p.Attrs)
 		q.Attrs["rope"] = ir.Attr{Kind: ir.AttrInt, Int: 1}
@@ -443,32 +448,42 @@ func buildProducts(c *buildContext) error {
 // outputs 3 and 4 (the caches, updated in place), for weights of rows
 // rows (queries, keys, values), and returns gemv's rope arguments.
 func ropeArgs(c *buildContext, at int, rows []int64) ([]arg, error) {
-	cs, sn, pos := c.in(at), c.in(at+1), c.in(at+4)
-	if cs == nil || sn == nil || cs.DType != ir.Float32 || sn.DType != ir.Float32 || cs.Shape.Elements() != sn.Shape.Elements() {
-		return nil, c.errorf("the rotation's angles are not float32 of one size")
+	half, crows, err := ropeShapes(c.in(at), c.in(at+1), c.in(at+2), c.in(at+3), c.in(at+4), c.out(3), c.out(4), rows)
+	if err != nil {
+		return nil, c.errorf("%v", err)
 	}
-	half := cs.Shape.Elements()
+	return []arg{c.inArg(at), c.inArg(at + 1), c.outArg(3), c.outArg(4), c.inArg(at + 4), i64(crows), i64(half)}, nil
+}
+
+// ropeShapes checks the tensors of the rope form for weights of rows
+// rows (queries, keys, values): cos and sin of one position (half values
+// each, whole heads of the queries and keys), the key and value caches
+// (crows rows of the keys' and the values' widths) and their new values
+// (nil: not checked), and the position.
+func ropeShapes(cs, sn, kc, vc, pos, kcOut, vcOut *ir.Tensor, rows []int64) (half, crows int64, err error) {
+	if len(rows) != 3 {
+		return 0, 0, fmt.Errorf("%d weights, want 3", len(rows))
+	}
+	if cs == nil || sn == nil || cs.DType != ir.Float32 || sn.DType != ir.Float32 || cs.Shape.Elements() != sn.Shape.Elements() {
+		return 0, 0, fmt.Errorf("the rotation's angles are not float32 of one size")
+	}
+	half = cs.Shape.Elements()
 	if half <= 0 || rows[0]%(2*half) != 0 || rows[1]%(2*half) != 0 {
-		return nil, c.errorf("%d angles do not make heads of the %d queries and %d keys", half, rows[0], rows[1])
+		return 0, 0, fmt.Errorf("%d angles do not make heads of the %d queries and %d keys", half, rows[0], rows[1])
 	}
 	if pos == nil || pos.DType != ir.Int64 || pos.Shape.Elements() != 1 {
-		return nil, c.errorf("the position is not one int64")
+		return 0, 0, fmt.Errorf("the position is not one int64")
 	}
-	var crows int64
-	for i, w := range rows[1:] {
-		cache := c.in(at + 2 + i)
-		if cache == nil || cache.DType != ir.Float32 || cache.Shape.Rank() != 2 || cache.Shape[1] != w {
-			return nil, c.errorf("cache %d is not float32 rows of %d values", i, w)
+	for i, cache := range []*ir.Tensor{kc, vc} {
+		if cache == nil || cache.DType != ir.Float32 || cache.Shape.Rank() != 2 || cache.Shape[1] != rows[1+i] || i > 0 && cache.Shape[0] != crows {
+			return 0, 0, fmt.Errorf("cache %d is not float32 rows of %d values, as many as the other's", i, rows[1+i])
 		}
-		if y := c.out(3 + i); y == nil || !y.Shape.Equal(cache.Shape) || y.DType != ir.Float32 {
-			return nil, c.errorf("output %d is not cache %d's new value", 3+i, i)
-		}
-		if i > 0 && cache.Shape[0] != crows {
-			return nil, c.errorf("the caches differ in rows")
+		if y := []*ir.Tensor{kcOut, vcOut}[i]; y != nil && (!y.Shape.Equal(cache.Shape) || y.DType != ir.Float32) {
+			return 0, 0, fmt.Errorf("output %d is not cache %d's new value", 3+i, i)
 		}
 		crows = cache.Shape[0]
 	}
-	return []arg{c.inArg(at), c.inArg(at + 1), c.outArg(3), c.outArg(4), c.inArg(at + 4), i64(crows), i64(half)}, nil
+	return half, crows, nil
 }
 
 // pairedRotary reports whether the Rotary nodes a and b, one after the

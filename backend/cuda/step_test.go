@@ -639,3 +639,35 @@ func TestFoldRopeMatchUnfused(t *testing.T) {
 		})
 	}
 }
+
+// TestRopeShapes: the rope form's tensors as ropeShapes takes them, and
+// what it refuses (the fold then leaves the rotations apart).
+func TestRopeShapes(t *testing.T) {
+	f32 := func(s ...int64) *ir.Tensor { return &ir.Tensor{DType: ir.Float32, Shape: ir.Shape(s)} }
+	i64t := func(s ...int64) *ir.Tensor { return &ir.Tensor{DType: ir.Int64, Shape: ir.Shape(s)} }
+	rows := []int64{128, 32, 32}
+	for _, c := range []struct {
+		name                string
+		cs, sn, kc, vc, pos *ir.Tensor
+		rows                []int64
+		ok                  bool
+	}{
+		{"fits", f32(1, 1, 8, 1), f32(1, 1, 8, 1), f32(4, 32), f32(4, 32), i64t(1), rows, true},
+		{"angles of two sizes", f32(8), f32(4), f32(4, 32), f32(4, 32), i64t(1), rows, false},
+		{"angles not float32", i64t(8), i64t(8), f32(4, 32), f32(4, 32), i64t(1), rows, false},
+		{"heads the angles do not make", f32(12), f32(12), f32(4, 32), f32(4, 32), i64t(1), rows, false},
+		{"a position of two values", f32(8), f32(8), f32(4, 32), f32(4, 32), i64t(2), rows, false},
+		{"a key cache of other rows", f32(8), f32(8), f32(4, 64), f32(4, 32), i64t(1), rows, false},
+		{"caches of other lengths", f32(8), f32(8), f32(4, 32), f32(5, 32), i64t(1), rows, false},
+		{"two weights", f32(8), f32(8), f32(4, 32), f32(4, 32), i64t(1), rows[:2], false},
+		{"no angles", nil, nil, f32(4, 32), f32(4, 32), i64t(1), rows, false},
+	} {
+		half, crows, err := ropeShapes(c.cs, c.sn, c.kc, c.vc, c.pos, nil, nil, c.rows)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: error %v, want ok %v", c.name, err, c.ok)
+		}
+		if c.ok && (half != 8 || crows != 4) {
+			t.Errorf("%s: half %d, rows %d, want 8 and 4", c.name, half, crows)
+		}
+	}
+}
