@@ -66,6 +66,34 @@ corpus=${CORPUS:-/tmp/c}
 cd "$repo" || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
+# have_models makes the 1.1B files in $models where they are missing.
+have_models() {
+	ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
+		timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+}
+
+# decode_step TYPE [NAME=VALUE...] prints BenchmarkCUDADecode over 300
+# steps of the 1.1B file of TYPE, under the environment given: ns a
+# step, then its last metrics (tok/s, launches).
+decode_step() {
+	local f=$1
+	shift
+	env "$@" BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 60 "$bin/root.test" -test.run '^$' -test.bench CUDADecode \
+		-test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1), $(NF-2), $(NF-3)}'
+}
+
+# cuda_tests PATTERN runs the tests of cuda.test that PATTERN matches.
+cuda_tests() {
+	(cd backend/cuda && timeout 200 "$bin/cuda.test" -test.run "$1" 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head)
+}
+
+# model_tests [NAME=VALUE...] runs the CUDA tests of llm.test and
+# root.test under the environment given.
+model_tests() {
+	(cd llm && env "$@" timeout 100 "$bin/llm.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/llm /')
+	env "$@" timeout 200 "$bin/root.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/root /'
+}
+
 for s in $sections; do
 	echo "=== $s"
 	case $s in
@@ -144,25 +172,20 @@ for s in $sections; do
 		(cd backend/cuda && timeout 120 "$bin/cuda.test" -test.run 'CachedAttention|SplitAttention|AttentionSplits|ZeroAllocs' 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head)
 		(cd llm && timeout 100 "$bin/llm.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/llm /')
 		(cd backend/cuda && timeout 120 "$bin/cuda.test" -test.run '^$' -test.bench CachedAttention 2>&1 | grep -E '^Benchmark' | awk '{print $1, $3, $4, $5, $6}')
-		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
-			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		have_models
 		for from in 8 700; do
 			for on in 1 0 1 0; do
-				echo "q4_0 from=$from attsplit=$on $(BERTH_CUDA_ATTSPLIT=$on BERTH_CUDA_PROFILE_FROM=$from BERTH_CUDA_PROFILE="$models/llama-1b-q4_0.gguf" \
-					timeout 60 "$bin/root.test" -test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1)}')"
+				echo "q4_0 from=$from attsplit=$on $(decode_step q4_0 BERTH_CUDA_ATTSPLIT=$on BERTH_CUDA_PROFILE_FROM=$from)"
 			done
 		done
 		;;
 	prep)
 		(cd backend/cuda && BERTH_CUDA_GEMV=prep=1 timeout 300 "$bin/cuda.test" 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head -20 | sed 's/^/prep=1 /')
-		(cd llm && BERTH_CUDA_GEMV=prep=1 timeout 100 "$bin/llm.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/prep=1 llm /')
-		BERTH_CUDA_GEMV=prep=1 timeout 200 "$bin/root.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/prep=1 root /'
-		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
-			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		model_tests BERTH_CUDA_GEMV=prep=1 | sed 's/^/prep=1 /'
+		have_models
 		for f in q8_0 q4_0 f16; do
 			for p in prep=0 prep=1 prep=1,warps=4,qrows=4 prep=0 prep=1 prep=1,warps=4,qrows=4; do
-				echo "$f $p $(BERTH_CUDA_GEMV=$p BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 60 "$bin/root.test" \
-					-test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1)}')"
+				echo "$f $p $(decode_step $f BERTH_CUDA_GEMV=$p)"
 			done
 		done
 		;;
@@ -170,8 +193,7 @@ for s in $sections; do
 		# Registers, blocks a multiprocessor and waves of a Q4_0 step's
 		# products (ncu, clocks as they are), at the default shape and
 		# under prep, to see which launches take more than one wave.
-		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
-			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		have_models
 		for spec in prep=0 prep=1 prep=1,warps=4,qrows=4; do
 			echo "-- $spec"
 			BERTH_CUDA_GEMV=$spec BERTH_CUDA_PROFILE="$models/llama-1b-q4_0.gguf" timeout 100 ncu --clock-control none --csv \
@@ -192,30 +214,24 @@ for d in k.values():
 		done
 		;;
 	earlyatt)
-		(cd backend/cuda && timeout 200 "$bin/cuda.test" -test.run 'CachedAttention|SplitAttention|FoldCacheWrites|FoldDecoderSteps|ZeroAllocs|Products|FoldNorm' 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head)
-		(cd llm && timeout 100 "$bin/llm.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/llm /')
-		timeout 200 "$bin/root.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/root /'
-		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
-			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		cuda_tests 'CachedAttention|SplitAttention|FoldCacheWrites|FoldDecoderSteps|ZeroAllocs|Products|FoldNorm'
+		model_tests
+		have_models
 		for f in q4_0 f16; do
 			for from in 8 700; do
 				for on in 1 0 1 0; do
-					echo "$f from=$from earlyatt=$on $(BERTH_CUDA_EARLYATT=$on BERTH_CUDA_PROFILE_FROM=$from BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" \
-						timeout 60 "$bin/root.test" -test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1)}')"
+					echo "$f from=$from earlyatt=$on $(decode_step $f BERTH_CUDA_EARLYATT=$on BERTH_CUDA_PROFILE_FROM=$from)"
 				done
 			done
 		done
 		;;
 	rope)
-		(cd backend/cuda && timeout 200 "$bin/cuda.test" -test.run 'FoldRope|FoldDecoderSteps|FoldCacheWrites|CachedAttention|ZeroAllocs|Products|FoldNorm' 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)|rel L2' | head)
-		(cd llm && timeout 100 "$bin/llm.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/llm /')
-		timeout 200 "$bin/root.test" -test.run CUDA 2>&1 | grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/root /'
-		ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
-			timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		cuda_tests 'FoldRope|FoldDecoderSteps|FoldCacheWrites|CachedAttention|ZeroAllocs|Products|FoldNorm'
+		model_tests
+		have_models
 		for f in q4_0 f16; do
 			for on in 1 0 1 0; do
-				echo "$f rope=$on $(BERTH_CUDA_ROPE=$on BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 60 "$bin/root.test" \
-					-test.run '^$' -test.bench CUDADecode -test.benchtime 300x 2>&1 | grep ^Benchmark | awk '{print $3, $NF, $(NF-1), $(NF-2), $(NF-3)}')"
+				echo "$f rope=$on $(decode_step $f BERTH_CUDA_ROPE=$on)"
 			done
 		done
 		;;
