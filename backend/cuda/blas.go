@@ -7,7 +7,6 @@ import (
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/dtype"
 	"github.com/berth-ml/berth/ir"
-	"github.com/berth-ml/berth/plan"
 )
 
 // blasGemm tries to express g as one cublasSgemmStridedBatched call,
@@ -111,14 +110,14 @@ func (c *buildContext) halfOperand(a arg, already bool) arg {
 		return arg{kind: argExtra, id: ir.TensorID(idx), off: a.off / 2}
 	}
 	n := t.Shape.Elements()
-	off := plan.AlignUp(c.scratch, Alignment)
-	c.scratch = off + n*2
+	h := c.reserve(n * 2)
 	if n%2 == 0 { // slots are Alignment-aligned: pairs are 8-byte aligned
-		c.elementwise(eltwise, "round_f32_h2", n/2, arg{kind: argTensor, id: a.id}, arg{kind: argScratch, off: off}, i64(n/2), i32(halfMode(c.half.prec)))
+		c.elementwise(eltwise, "round_f32_h2", n/2, arg{kind: argTensor, id: a.id}, h, i64(n/2), i32(halfMode(c.half.prec)))
 	} else {
-		c.elementwise(eltwise, "round_f32_h", n, arg{kind: argTensor, id: a.id}, arg{kind: argScratch, off: off}, i64(n), i32(halfMode(c.half.prec)))
+		c.elementwise(eltwise, "round_f32_h", n, arg{kind: argTensor, id: a.id}, h, i64(n), i32(halfMode(c.half.prec)))
 	}
-	return arg{kind: argScratch, off: off + a.off/2}
+	h.off += a.off / 2
+	return h
 }
 
 // halfable reports whether halfOperand can place a: a float32 tensor at a

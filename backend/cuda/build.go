@@ -1508,11 +1508,18 @@ func (c *buildContext) floatOperand(i int) arg {
 		return c.inArg(i)
 	}
 	n := c.in(i).Shape.Elements()
-	off := plan.AlignUp(c.scratch, Alignment)
-	c.scratch = off + 4*n
+	wide := c.reserve(4 * n)
 	in := c.inArg(i)
 	in.half = true
-	c.elementwise(eltwise, "widen_h_f32", n, in, arg{kind: argScratch, off: off}, i64(n), i32(halfMode(c.half.prec)))
+	c.elementwise(eltwise, "widen_h_f32", n, in, wide, i64(n), i32(halfMode(c.half.prec)))
+	return wide
+}
+
+// reserve adds bytes to the node's scratch, Alignment-aligned after what
+// it holds already, and returns them as an argument.
+func (c *buildContext) reserve(bytes int64) arg {
+	off := plan.AlignUp(c.scratch, Alignment)
+	c.scratch = off + bytes
 	return arg{kind: argScratch, off: off}
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
-	"github.com/berth-ml/berth/plan"
 )
 
 // Convolutions on cuDNN. Under BF16 or F16, where cuDNN is installed, a
@@ -92,9 +91,7 @@ func (c *buildContext) dnnConvLaunch(bias arg, xHalf bool, r int, groups int64, 
 		if xHalf {
 			k, in.half = "to_nhwc_hh", true
 		}
-		off := plan.AlignUp(c.scratch, Alignment)
-		c.scratch = off + d[0]*d[2]*d[3]*cp*2
-		x = arg{kind: argScratch, off: off}
+		x = c.reserve(d[0] * d[2] * d[3] * cp * 2)
 		c.elementwise(nhwcModule, k, d[0]*d[2]*d[3]*cp/8, in, x, i64(d[0]), i64(d[1]), i64(d[2]*d[3]), i64(cp), i32(halfMode(c.half.prec)))
 		w = c.krscOperand(c.inArg(1), krscForm{K: d[4], C: d[1] / groups, R: d[5], S: d[6], Cp: cp / groups})
 	}

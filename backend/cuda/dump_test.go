@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +48,5 @@ func cachedEmulated(t *testing.T) string {
 	if i < 0 {
 		t.Fatal("the cached attention is not where the emulation expects it")
 	}
-	return fmt.Sprintf("#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n#define ATT_SPLIT_ROWS %d\n", attentionThreads, attentionLaneValues, attentionSplitRows) +
-		strings.ReplaceAll(packedSource[i:], `extern "C" `, "")
+	return packedDefines + strings.ReplaceAll(packedSource[i:], `extern "C" `, "")
 }

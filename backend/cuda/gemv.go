@@ -378,16 +378,22 @@ __device__ __forceinline__ float gv_sum(float s) {
 	return t;
 }
 
-// gv_inv is the reciprocal root of the mean square of x's k values plus
-// eps, as rms_norm computes it, for every thread of the block.
-__device__ __forceinline__ float gv_inv(const float* __restrict__ x, i64 k, float eps) {
-	float s = 0.f;
-	for (i64 j = threadIdx.x; j < k; j += blockDim.x) s = fmaf(x[j], x[j], s);
+// gv_rinv is the reciprocal root of the mean square of k values plus
+// eps, as rms_norm computes it, from every thread's sum of squares s of
+// its values, for every thread of the block.
+__device__ __forceinline__ float gv_rinv(float s, i64 k, float eps) {
 	return 1.f / sqrtf(gv_sum(s) / (float)k + eps);
 }
 
-// GV_HELD is the values of x a thread holds in registers for the norm
-// and the quantisation: x of up to GV_HELD·32·GV_WARPS values is read
+// gv_inv is gv_rinv of x's k values, read in passes.
+__device__ __forceinline__ float gv_inv(const float* __restrict__ x, i64 k, float eps) {
+	float s = 0.f;
+	for (i64 j = threadIdx.x; j < k; j += blockDim.x) s = fmaf(x[j], x[j], s);
+	return gv_rinv(s, k, eps);
+}
+
+// GV_HELD is the values of x a thread holds in registers for a float
+// row's norm (gv_normx): x of up to GV_HELD·32·GV_WARPS values is read
 // once, all of it at once, with g; longer x is read in passes.
 #define GV_HELD 8
 
@@ -444,7 +450,7 @@ __device__ __forceinline__ void gv_normx(const float* __restrict__ x, const floa
 		}
 		#pragma unroll
 		for (int i = 0; i < GV_HELD; i++) s = fmaf(v[i], v[i], s);
-		float inv = 1.f / sqrtf(gv_sum(s) / (float)k + eps);
+		float inv = gv_rinv(s, k, eps);
 		#pragma unroll
 		for (int i = 0; i < GV_HELD; i++) {
 			i64 j = threadIdx.x + i * 32 * GV_WARPS;
@@ -559,7 +565,7 @@ template <int N> __device__ __forceinline__ void gv_quantise(const float* __rest
 			#pragma unroll
 			for (int j = 0; j < 32; j++) s = fmaf(v[j], v[j], s);
 		}
-		float inv = 1.f / sqrtf(gv_sum(s) / (float)k + eps);
+		float inv = gv_rinv(s, k, eps);
 		if (b < nb) {
 			#pragma unroll
 			for (int j = 0; j < 32; j++) v[j] = v[j] * inv * gs[j];

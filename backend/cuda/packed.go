@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/berth-ml/berth/ir"
-	"github.com/berth-ml/berth/plan"
 	"github.com/berth-ml/berth/weights/ggml"
 )
 
@@ -184,9 +183,7 @@ func buildCachedAttention(c *buildContext) error {
 		return nil
 	}
 	if splits := attentionSplits(t, heads, rows, c.sms); splits > 1 {
-		off := plan.AlignUp(c.scratch, Alignment)
-		c.scratch = off + 4*heads*splits*(d+2)
-		ps := arg{kind: argScratch, off: off}
+		ps := c.reserve(4 * heads * splits * (d + 2))
 		c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "cached_attention_part",
 			grid: [3]uint32{uint32(heads), uint32(splits), 1}, block: [3]uint32{attentionThreads, 1, 1},
 			args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), ps, i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale)}, early: earlyAttention},
@@ -256,6 +253,10 @@ func buildRotary(c *buildContext) error {
 
 var packedModule = &source{"packed.cu", packedSource}
 
+// packedDefines is the shape of packedSource's kernels.
+var packedDefines = fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n#define ATT_SPLIT_ROWS %d\n",
+	packedWarps, packedWarpRows, attentionThreads, attentionLaneValues, attentionSplitRows)
+
 // packedSource: each format is a Fmt<F, U> (F its ggml type id, U the
 // values of a unit) with QK values in BB bytes a block, UPB units a block,
 // and unit(), which decodes one unit of a block as v·scale + bias (bias
@@ -263,7 +264,7 @@ var packedModule = &source{"packed.cu", packedSource}
 // product, or apply them where they write values out. The 4- and 8-bit
 // values become floats exactly through the exponent of 2²³ (a byte
 // permute and a subtraction) instead of the slower integer conversion.
-var packedSource = common + fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n#define ATT_SPLIT_ROWS %d\n", packedWarps, packedWarpRows, attentionThreads, attentionLaneValues, attentionSplitRows) + `
+var packedSource = common + packedDefines + `
 #define PMV_CHUNK 1024
 __device__ __forceinline__ u32 ld16(const u8* p) { return *(const u16*)p; }
 // ld32 reads 4 bytes at a 2-aligned address.
