@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/berth-ml/berth/ir"
-	"github.com/berth-ml/berth/plan"
 	"github.com/berth-ml/berth/weights/ggml"
 )
 
@@ -233,9 +232,7 @@ func gemvLaunch(c *buildContext, t ggml.Type, k, rb int64, f gemvForm, x, add, g
 		return true
 	}
 	if pk, bytes := gemvPrep(t, k, f); pk != "" {
-		off := plan.AlignUp(c.scratch, Alignment)
-		c.scratch = off + bytes
-		prep := arg{kind: argScratch, off: off}
+		prep := c.reserve(bytes)
 		c.launches = append(c.launches, launch{node: c.node, module: gemvModule, kernel: pk,
 			grid: [3]uint32{1, 1, 1}, block: [3]uint32{uint32(32 * gemv.warps), 1, 1},
 			args: []arg{x, g, i64(k), f32(f.eps), prep}, early: true})
