@@ -72,7 +72,7 @@ var (
 	gemvModule = gemv.module()
 )
 
-var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, qrows: 2}
+var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, qrows: 2, prep: 1}
 
 // gemvShapeFrom is the shape spec names, "warps=4,rows=2,loads=4,qrows=4"
 // or any of its terms (the others defaultGemv's); defaultGemv where spec
@@ -162,8 +162,6 @@ func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok
 	switch {
 	case !float && gemv.prep == 1:
 		kernel += "_prep"
-	case float && gemv.prep == 1:
-		// The norm, if any, by gemv_prepare_float (gemvPrep).
 	case f.norm:
 		kernel += "_norm"
 		ok = ok && (!float || k <= gemvNormK)
@@ -180,27 +178,19 @@ func gemvKernel(t ggml.Type, k int64, f gemvForm) (kernel string, rows int64, ok
 }
 
 // gemvPrep is the launch that prepares x once for a gemv kernel of
-// format t, k values and form f under prep (BERTH_CUDA_GEMV=prep=1), and
-// the scratch it writes: for q8_0 and q4_0 rows x quantised (k int8
-// values, then a scale and a sum a block of 32; RMSNorm first under
-// norm), for float rows under norm the RMSNorm of x (k floats); none
-// otherwise.
+// format t, k values and form f under prep, and the scratch it writes:
+// for q8_0 and q4_0 rows x quantised (k int8 values, then a scale and a
+// sum a block of 32; RMSNorm first under norm); none for float rows,
+// whose blocks read x as it is (normalising it themselves under norm:
+// one launch that normalised x for them made an F16 step slower).
 func gemvPrep(t ggml.Type, k int64, f gemvForm) (kernel string, bytes int64) {
-	if gemv.prep != 1 {
+	if gemv.prep != 1 || t != ggml.Q8_0 && t != ggml.Q4_0 {
 		return "", 0
 	}
-	switch t {
-	case ggml.Q8_0, ggml.Q4_0:
-		if f.norm {
-			return "gemv_prepare_norm", k + k/32*8
-		}
-		return "gemv_prepare", k + k/32*8
-	case ggml.F32, ggml.F16, ggml.BF16:
-		if f.norm {
-			return "gemv_prepare_float", 4 * k
-		}
+	if f.norm {
+		return "gemv_prepare_norm", k + k/32*8
 	}
-	return "", 0
+	return "gemv_prepare", k + k/32*8
 }
 
 // gemvLaunch appends the launch of a gemv kernel over the weights ws
@@ -803,13 +793,6 @@ template <int N> __device__ __forceinline__ void gv_prepare(const float* __restr
 }
 extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, u8* __restrict__ q) {
 	gv_prepare<0>(x, g, k, eps, q);
-}
-// gemv_prepare_float writes the RMSNorm of x by g once, into xf, for
-// the float rows' product after it (the plain kernels, reading xf).
-extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare_float(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, float* __restrict__ xf) {
-	GRID_DEPENDENTS();
-	GRID_WAIT();
-	gv_normx(x, g, k, eps, xf);
 }
 extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare_norm(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, u8* __restrict__ q) {
 	gv_prepare<1>(x, g, k, eps, q);

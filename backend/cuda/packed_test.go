@@ -341,16 +341,17 @@ func TestGemvShapeFrom(t *testing.T) {
 		want gemvShape
 	}{
 		{"", defaultGemv},
-		{"warps=8,rows=4,loads=2,qrows=2", gemvShape{warps: 8, rows: 4, loads: 2, qrows: 2}},
-		{"warps=4,qrows=4", gemvShape{warps: 4, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 4}},
+		{"warps=8,rows=4,loads=2,qrows=2", gemvShape{warps: 8, rows: 4, loads: 2, qrows: 2, prep: defaultGemv.prep}},
+		{"warps=4,qrows=4", gemvShape{warps: 4, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 4, prep: defaultGemv.prep}},
 		{"rows=1", defaultGemv},          // a gated unit needs pairs of rows
 		{"warps=8,qrows=8", defaultGemv}, // the q8_0 kernel's shared memory passes 48 KB
 		{"warps=four", defaultGemv},      // not a number
 		{"lanes=4", defaultGemv},         // no such term
 		{"loads=0", defaultGemv},         // nothing in flight
-		{"prep=1", gemvShape{warps: defaultGemv.warps, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: defaultGemv.qrows, prep: 1}},
+		{"prep=0", gemvShape{warps: defaultGemv.warps, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: defaultGemv.qrows, prep: 0}},
+		{"prep=1", defaultGemv},
 		{"prep=2", defaultGemv}, // on or off
-		{"warps=2,qrows=8", gemvShape{warps: 2, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 8}},
+		{"warps=2,qrows=8", gemvShape{warps: 2, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 8, prep: defaultGemv.prep}},
 	} {
 		if got := gemvShapeFrom(c.spec); got != c.want {
 			t.Errorf("gemvShapeFrom(%q) = %+v, want %+v", c.spec, got, c.want)

@@ -115,7 +115,7 @@ func TestProductsMatchUnfused(t *testing.T) {
 	for _, f := range []ggml.Type{ggml.F32, ggml.F16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_K, ggml.Q6_K} {
 		t.Run(f.String(), func(t *testing.T) {
 			g, inputs := productsGraph(t, f, 192, 512)
-			if launches := sameFusedOrNot(t, g, inputs); launches > len(g.Nodes)-3+prepLaunches(f, 3, 0) {
+			if launches := sameFusedOrNot(t, g, inputs); launches > len(g.Nodes)-3+prepLaunches(f, 3) {
 				t.Errorf("%d launches with the products fused, %d nodes", launches, len(g.Nodes))
 			}
 		})
@@ -158,19 +158,14 @@ func TestRotariesMatchUnfused(t *testing.T) {
 func must(g *ir.Graph, _ [][]byte) *ir.Graph { return g }
 
 // prepLaunches is the launches that prepare x once (gemvPrep) for n
-// decoding products of format f, norms of them with the RMSNorm folded
-// in, under BERTH_CUDA_GEMV=prep=1: one each for q8_0 and q4_0 rows, one
-// a norm for float rows; none otherwise.
-func prepLaunches(f ggml.Type, n, norms int) int {
-	switch {
-	case gemv.prep != 1:
+// decoding products of format f under prep (the default;
+// BERTH_CUDA_GEMV=prep=0 turns it off): one each for q8_0 and q4_0
+// rows, none for float rows.
+func prepLaunches(f ggml.Type, n int) int {
+	if gemv.prep != 1 || f != ggml.Q8_0 && f != ggml.Q4_0 {
 		return 0
-	case f == ggml.Q8_0 || f == ggml.Q4_0:
-		return n
-	case f == ggml.F32 || f == ggml.F16 || f == ggml.BF16:
-		return norms
 	}
-	return 0
+	return n
 }
 
 // sameFusedOrNot runs g on inputs compiled with fusion and without, wants
@@ -278,7 +273,7 @@ func TestFoldNormAndGateMatchUnfused(t *testing.T) {
 		t.Run(f.String(), func(t *testing.T) {
 			g, inputs := layerGraph(t, f, 512, 1376)
 			outs, launches := fusedAndNot(t, g, inputs)
-			if want := 3 + prepLaunches(f, 3, 2); launches != want {
+			if want := 3 + prepLaunches(f, 3); launches != want {
 				t.Errorf("%d launches fused, want %d", launches, want)
 			}
 			for j := range outs[0] {
@@ -594,7 +589,7 @@ func TestFoldRope(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			if want := 1 + prepLaunches(f, 1, 1); len(c.launches) != want || !strings.HasSuffix(c.launches[len(c.launches)-1].kernel, "_rope") {
+			if want := 1 + prepLaunches(f, 1); len(c.launches) != want || !strings.HasSuffix(c.launches[len(c.launches)-1].kernel, "_rope") {
 				t.Errorf("%s: launches %d (last %s), want %d ending in a rope kernel", f, len(c.launches), c.launches[len(c.launches)-1].kernel, want)
 			}
 		}

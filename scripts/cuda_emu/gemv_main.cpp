@@ -3,9 +3,8 @@
 // q8_0 and q4_0 weights, against float64 sums of the same operands: for
 // the quantised formats, x quantised as the kernels and the CPU do (a
 // block's int8 values and its f16 scale), so the sums are the same but
-// for their order. The quantised forms, and the f16 ones under norm, run
-// twice: x prepared by each block, and once by gemv_prepare (the _prep
-// kernels) or gemv_prepare_float (the plain kernels).
+// for their order. The quantised forms run twice: x prepared by each
+// block, and once by gemv_prepare (the _prep kernels).
 #include "prelude.h"
 #include <cstdlib>
 inline uint4 __ldg(const uint4* p) { return *p; }
@@ -128,18 +127,6 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 	// The quantised forms again, x quantised once (gemv_prepare) and the
 	// product reading it from there (the _prep kernels).
 	std::vector<float> yp(n, NAN);
-	if (f == 1 && norm) {
-		// f16 under norm: x normalised once (gemv_prepare_float), then
-		// the plain kernels over it.
-		std::vector<float4> xf((k + 3) / 4);
-		float* xp = (float*)xf.data();
-		launch({1}, {32 * GV_WARPS}, [&] { gemv_prepare_float(x.data(), g.data(), k, eps, xp); });
-		launch({blocks}, {32 * GV_WARPS}, [&] {
-#define FARGS xp, ap, p0, p1, nullptr, yp.data(), nullptr, nullptr, n, n1, (i64)0, k, w0.rb, g.data(), eps
-			if (glu) gemv_f16_glu(FARGS);
-			else gemv_f16(FARGS);
-		});
-	}
 	if (f != 1) {
 		std::vector<uint4> q((k + k / 32 * 8 + 15) / 16);
 		u8* qp = (u8*)q.data();
@@ -162,7 +149,7 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 		if (add) want += a[r];
 		double err = std::fabs(y[r] - want) / (1 + std::fabs(want));
 		if (!(err <= worst)) worst = err;
-		if (f != 1 || norm) {
+		if (f != 1) {
 			err = std::fabs(yp[r] - want) / (1 + std::fabs(want));
 			if (!(err <= worst)) worst = err;
 		}
@@ -176,8 +163,8 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 }
 
 // checkRope runs the rope form (Products under rope) for format f (1
-// f16, 2 q4_0) with the norm folded in, x prepared by every block or
-// once (prep): the query, key and value products of one row, the queries
+// f16, 2 q4_0) with the norm folded in, x prepared by every block or,
+// for q4_0, once (prep): the query, key and value products of one row, the queries
 // and keys turned by the rotary embedding at position pos, the keys and
 // values written into row pos of their caches.
 static int checkRope(const char* name, int f, bool prep) {
@@ -203,16 +190,12 @@ static int checkRope(const char* name, int f, bool prep) {
 	std::vector<uint4> scratch((4 * k + 15) / 16 + 1);
 	const float* xin = x.data();
 	if (prep) {
-		launch({1}, {32 * GV_WARPS}, [&] {
-			if (f == 1) gemv_prepare_float(x.data(), g.data(), k, eps, (float*)scratch.data());
-			else gemv_prepare_norm(x.data(), g.data(), k, eps, (u8*)scratch.data());
-		});
+		launch({1}, {32 * GV_WARPS}, [&] { gemv_prepare_norm(x.data(), g.data(), k, eps, (u8*)scratch.data()); });
 		xin = (const float*)scratch.data();
 	}
 	launch({blocks}, {32 * GV_WARPS}, [&] {
 #define RARGS xin, nullptr, p0, p1, p2, y0.data(), y1.data(), y2.data(), n0, n1, n2, k, w0.rb, g.data(), eps, cs.data(), sn.data(), kc.data(), vc.data(), &p, crows, (i64)half
-		if (f == 1 && !prep) gemv_f16_norm_rope(RARGS);
-		if (f == 1 && prep) gemv_f16_rope(RARGS);
+		if (f == 1) gemv_f16_norm_rope(RARGS);
 		if (f == 2 && !prep) gemv_q4_0_norm_rope(RARGS);
 		if (f == 2 && prep) gemv_q4_0_prep_rope(RARGS);
 	});
@@ -283,7 +266,6 @@ int main() {
 	bad += check("q4_0 norm", 2, true, false, false, 32, 4160);
 	bad += check("q4_0 norm", 2, true, false, false, 32, 8224);
 	bad += checkRope("f16 norm rope", 1, false);
-	bad += checkRope("f16 rope, prepared", 1, true);
 	bad += checkRope("q4_0 norm rope", 2, false);
 	bad += checkRope("q4_0 rope, prepared", 2, true);
 	return bad != 0;
