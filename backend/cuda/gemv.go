@@ -58,10 +58,12 @@ import (
 // gemvShape is the shape of the gemv kernels: warps a block, rows a warp
 // (of each weight under glu: half as many), for float rows the words of
 // a row a lane loads before it uses the first, rows a warp for q8_0 and
-// q4_0, and whether x is prepared once a product by a launch of its own
-// before it (prep 1: gemvPrep), instead of by every block of it.
+// q4_0, whether x is prepared once a product by a launch of its own
+// before it (prep 1: gemvPrep), instead of by every block of it, and,
+// where it is, the chunks of 32 blocks of each quantised row a warp has
+// on their way at once (depth).
 type gemvShape struct {
-	warps, rows, loads, qrows, prep int64
+	warps, rows, loads, qrows, prep, depth int64
 }
 
 // gemv is the shape the kernels are compiled with, gemvModule their
@@ -72,7 +74,7 @@ var (
 	gemvModule = gemv.module()
 )
 
-var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, qrows: 2, prep: 1}
+var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, qrows: 2, prep: 1, depth: 1}
 
 // gemvShapeFrom is the shape spec names, "warps=4,rows=2,loads=4,qrows=4"
 // or any of its terms (the others defaultGemv's); defaultGemv where spec
@@ -99,6 +101,8 @@ func gemvShapeFrom(spec string) gemvShape {
 			s.qrows = n
 		case "prep":
 			s.prep = n
+		case "depth":
+			s.depth = n
 		default:
 			return defaultGemv
 		}
@@ -114,7 +118,7 @@ func gemvShapeFrom(spec string) gemvShape {
 // weight), and the quantised kernels' shared memory within 48 KB.
 func (s gemvShape) valid() bool {
 	even := func(n int64) bool { return n >= 2 && n <= 8 && n%2 == 0 }
-	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 && (s.prep == 0 || s.prep == 1) &&
+	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 && (s.prep == 0 || s.prep == 1) && s.depth >= 1 && s.depth <= 6 &&
 		s.quantisedShared() <= 48<<10
 }
 
@@ -246,8 +250,8 @@ func gemvFits(x *ir.Tensor, k int64) bool {
 
 // module is the gemv kernels' module compiled with shape s.
 func (s gemvShape) module() *source {
-	return &source{"gemv.cu", common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_QROWS %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
-		s.warps, s.rows, s.loads, s.qrows, gemvMaxK, gemvNormK) + gemvSource}
+	return &source{"gemv.cu", common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_QROWS %d\n#define GV_DEPTH %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
+		s.warps, s.rows, s.loads, s.qrows, s.depth, gemvMaxK, gemvNormK) + gemvSource}
 }
 
 // gemvSource is the gemv kernels, after the definitions of their shape.
@@ -618,10 +622,13 @@ template <> struct QW<2> {
 // after the first chunk of the rows is on its way. Each row comes in
 // chunks of 32 blocks, loaded as aligned 16-byte words into registers
 // while the chunk before is computed, then staged in the warp's shared
-// buffer, a lane a block.
+// buffer, a lane a block. Under P, GV_DEPTH chunks of each row are on
+// their way at once (the first of them before the wait for the kernel
+// ahead): a product of few blocks has a row's weights in flight where
+// one chunk at a time left the memory idle.
 template <int F, int N, int G, int P = 0, int RP = 0> __device__ __forceinline__ void gvq(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add, GvRope rope = GvRope{}) {
 	typedef QW<F> T;
-	enum { R = GV_QROWS, CB = 32, PER = GVQ_PER(T::BB) };
+	enum { R = GV_QROWS, CB = 32, PER = GVQ_PER(T::BB), D = P != 0 ? GV_DEPTH : 1 };
 	__shared__ uint4 stage[GV_WARPS][R][PER * 32];
 	int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
 	i64 r0 = (b * GV_WARPS + wp) * (R / (1 + G));
@@ -629,23 +636,27 @@ template <int F, int N, int G, int P = 0, int RP = 0> __device__ __forceinline__
 	const u8* row[R];
 	gv_rows<R, G>(row, w, w1, min(r0, n - 1), n, rb);
 	float acc[R];
-	uint4 v[R][PER];
-	int delta[R];
+	uint4 v[D][R][PER];
+	int delta[D][R];
 	#pragma unroll
 	for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
-	auto load = [&](i64 b0) {
+	// load brings the chunk from block b0 into slot s.
+	auto load = [&](int s, i64 b0) {
 		int cnt = (int)min((i64)CB, nb - b0);
 		#pragma unroll
 		for (int rr = 0; rr < R; rr++) {
 			const u8* src = row[rr] + b0 * T::BB;
 			const uint4* a = (const uint4*)((u64)src & ~(u64)15);
-			delta[rr] = (int)(src - (const u8*)a);
-			int words = (delta[rr] + cnt * T::BB + 15) >> 4;
+			delta[s][rr] = (int)(src - (const u8*)a);
+			int words = (delta[s][rr] + cnt * T::BB + 15) >> 4;
 			#pragma unroll
-			for (int i = 0; i < PER; i++) if (lane + 32 * i < words) v[rr][i] = __ldg(a + lane + 32 * i);
+			for (int i = 0; i < PER; i++) if (lane + 32 * i < words) v[s][rr][i] = __ldg(a + lane + 32 * i);
 		}
 	};
-	if (r0 < n) load(0);
+	if (r0 < n) {
+		#pragma unroll
+		for (int s = 0; s < D; s++) if (s * CB < nb) load(s, s * CB);
+	}
 	GRID_WAIT();
 	// Under P, x is quantised already (gemv_prepare), in global memory,
 	// and the kernel has no shared x: more of its blocks fit a
@@ -667,26 +678,31 @@ template <int F, int N, int G, int P = 0, int RP = 0> __device__ __forceinline__
 		xsp = xs;
 	}
 	if (r0 >= n) return;
-	for (i64 b0 = 0; b0 < nb; b0 += CB) {
-		int cur[R];
+	for (i64 c0 = 0; c0 < nb; c0 += D * CB) {
 		#pragma unroll
-		for (int rr = 0; rr < R; rr++) {
-			cur[rr] = delta[rr];
+		for (int s = 0; s < D; s++) {
+			const i64 b0 = c0 + s * CB;
+			if (b0 >= nb) break;
+			int cur[R];
 			#pragma unroll
-			for (int i = 0; i < PER; i++) stage[wp][rr][lane + 32 * i] = v[rr][i];
+			for (int rr = 0; rr < R; rr++) {
+				cur[rr] = delta[s][rr];
+				#pragma unroll
+				for (int i = 0; i < PER; i++) stage[wp][rr][lane + 32 * i] = v[s][rr][i];
+			}
+			__syncwarp();
+			if (b0 + D * CB < nb) load(s, b0 + D * CB);
+			i64 bl = b0 + lane;
+			if (bl < nb) {
+				int4 q0 = *(const int4*)(xqp + bl * 8), q1 = *(const int4*)(xqp + bl * 8 + 4);
+				int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+				float d = xdp[bl];
+				int sm = xsp[bl];
+				#pragma unroll
+				for (int rr = 0; rr < R; rr++) acc[rr] += T::dot((const u8*)stage[wp][rr] + cur[rr] + lane * T::BB, qs, d, sm);
+			}
+			__syncwarp();
 		}
-		__syncwarp();
-		if (b0 + CB < nb) load(b0 + CB);
-		i64 bl = b0 + lane;
-		if (bl < nb) {
-			int4 q0 = *(const int4*)(xqp + bl * 8), q1 = *(const int4*)(xqp + bl * 8 + 4);
-			int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-			float d = xdp[bl];
-			int s = xsp[bl];
-			#pragma unroll
-			for (int rr = 0; rr < R; rr++) acc[rr] += T::dot((const u8*)stage[wp][rr] + cur[rr] + lane * T::BB, qs, d, s);
-		}
-		__syncwarp();
 	}
 	gv_out<R, G, RP>(acc, y, add, r0, n, lane, rope);
 }

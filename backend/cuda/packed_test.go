@@ -336,22 +336,31 @@ func benchGemv(b *testing.B, r *rand.Rand, f ggml.Type, n, k int64) {
 }
 
 func TestGemvShapeFrom(t *testing.T) {
+	// with is defaultGemv changed by set.
+	with := func(set func(s *gemvShape)) gemvShape {
+		s := defaultGemv
+		set(&s)
+		return s
+	}
 	for _, c := range []struct {
 		spec string
 		want gemvShape
 	}{
 		{"", defaultGemv},
-		{"warps=8,rows=4,loads=2,qrows=2", gemvShape{warps: 8, rows: 4, loads: 2, qrows: 2, prep: defaultGemv.prep}},
-		{"warps=4,qrows=4", gemvShape{warps: 4, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 4, prep: defaultGemv.prep}},
+		{"warps=8,rows=4,loads=2,qrows=2", with(func(s *gemvShape) { s.warps, s.rows, s.loads, s.qrows = 8, 4, 2, 2 })},
+		{"warps=4,qrows=4", with(func(s *gemvShape) { s.warps, s.qrows = 4, 4 })},
 		{"rows=1", defaultGemv},          // a gated unit needs pairs of rows
 		{"warps=8,qrows=8", defaultGemv}, // the q8_0 kernel's shared memory passes 48 KB
 		{"warps=four", defaultGemv},      // not a number
 		{"lanes=4", defaultGemv},         // no such term
 		{"loads=0", defaultGemv},         // nothing in flight
-		{"prep=0", gemvShape{warps: defaultGemv.warps, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: defaultGemv.qrows, prep: 0}},
-		{"prep=1", defaultGemv},
+		{"prep=0", with(func(s *gemvShape) { s.prep = 0 })},
+		{"prep=1", with(func(s *gemvShape) { s.prep = 1 })},
 		{"prep=2", defaultGemv}, // on or off
-		{"warps=2,qrows=8", gemvShape{warps: 2, rows: defaultGemv.rows, loads: defaultGemv.loads, qrows: 8, prep: defaultGemv.prep}},
+		{"warps=2,qrows=8", with(func(s *gemvShape) { s.warps, s.qrows = 2, 8 })},
+		{"depth=3", with(func(s *gemvShape) { s.depth = 3 })},
+		{"depth=0", defaultGemv}, // nothing in flight
+		{"depth=7", defaultGemv}, // more than the registers hold
 	} {
 		if got := gemvShapeFrom(c.spec); got != c.want {
 			t.Errorf("gemvShapeFrom(%q) = %+v, want %+v", c.spec, got, c.want)
