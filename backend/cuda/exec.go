@@ -120,7 +120,6 @@ type boundArg struct {
 type step struct {
 	node        int
 	fn          driver.Function
-	kernel      string // the kernel fn is
 	grid, block [3]uint32
 	shared      uint32
 	args        []boundArg
@@ -423,15 +422,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			if err != nil {
 				return nil, fmt.Errorf("node %q (%s): %w", g.Nodes[i].Name, g.Nodes[i].Op, err)
 			}
-			st.fn, st.kernel = f, l.kernel
+			st.fn = f
 			e.steps = append(e.steps, st)
 		}
-	}
-	e.steps, err = foldMergePrepare(e.steps, func(kernel string) (driver.Function, error) {
-		return function(d, gemvModule, kernel, cacheDir)
-	})
-	if err != nil {
-		return nil, err
 	}
 
 	// Graph inputs and outputs.

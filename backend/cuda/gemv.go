@@ -3,11 +3,9 @@ package cuda
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/berth-ml/berth/backend/cuda/driver"
 	"github.com/berth-ml/berth/ir"
 	"github.com/berth-ml/berth/weights/ggml"
 )
@@ -199,45 +197,6 @@ func gemvPrep(t ggml.Type, k int64, f gemvForm) (kernel string, bytes int64) {
 	return "gemv_prepare", k + k/32*8
 }
 
-// mergePrepare is whether foldMergePrepare folds (BERTH_CUDA_MERGEPREP=0
-// keeps the merge and the quantisation apart).
-var mergePrepare = os.Getenv("BERTH_CUDA_MERGEPREP") != "0"
-
-// foldMergePrepare replaces each cached_attention_merge that the
-// gemv_prepare of what it writes follows at once (a step's split
-// attention, then its output quantised for the output projection) with
-// one gemv_prepare_merged, fn's: a launch less a layer, and one wait
-// less between the attention and the product.
-func foldMergePrepare(steps []step, fn func(kernel string) (driver.Function, error)) ([]step, error) {
-	if !mergePrepare {
-		return steps, nil
-	}
-	out := steps[:0:0]
-	for i := 0; i < len(steps); i++ {
-		m := steps[i]
-		if i+1 == len(steps) || m.kernel != "cached_attention_merge" || steps[i+1].kernel != "gemv_prepare" {
-			out = append(out, m)
-			continue
-		}
-		p := steps[i+1]
-		// merge: ps, posp, y, c, d, splits; prepare: x, g, k, eps, q.
-		y, x := m.args[2], p.args[0]
-		heads := uint64(m.grid[0])
-		if y.region != inArena || x.region != inArena || y.off != x.off || p.args[2].words[0] != heads*m.args[4].words[0] {
-			out = append(out, m)
-			continue
-		}
-		f, err := fn("gemv_prepare_merged")
-		if err != nil {
-			return nil, err
-		}
-		args := append(slices.Clone(m.args[:6]), boundArg{region: inWords, words: []uint64{heads}}, p.args[4])
-		out = append(out, step{node: p.node, fn: f, kernel: "gemv_prepare_merged", grid: p.grid, block: p.block, args: args, early: m.early})
-		i++
-	}
-	return out, nil
-}
-
 // gemvLaunch appends the launch of a gemv kernel over the weights ws
 // (inputs of c's node, of ns rows each, in format t with rows of k values
 // and rb bytes), x, add (or null) and, under norm, the RMSNorm's weight
@@ -292,7 +251,7 @@ func gemvFits(x *ir.Tensor, k int64) bool {
 // module is the gemv kernels' module compiled with shape s.
 func (s gemvShape) module() *source {
 	return &source{"gemv.cu", common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_QROWS %d\n#define GV_DEPTH %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
-		s.warps, s.rows, s.loads, s.qrows, s.depth, gemvMaxK, gemvNormK) + attentionMerge + gemvSource}
+		s.warps, s.rows, s.loads, s.qrows, s.depth, gemvMaxK, gemvNormK) + gemvSource}
 }
 
 // gemvSource is the gemv kernels, after the definitions of their shape.
@@ -855,25 +814,5 @@ extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare(const f
 }
 extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare_norm(const float* __restrict__ x, const float* __restrict__ g, i64 k, float eps, u8* __restrict__ q) {
 	gv_prepare<1>(x, g, k, eps, q);
-}
-// gemv_prepare_merged is cached_attention_merge and the gemv_prepare
-// after it in one launch (foldMergePrepare): it merges the parts of a
-// step's split attention (heads of d values, splits parts a head, at ps)
-// into y as the merge does, where more than one block of a head took
-// rows, then quantises y for the product after it into q. It waits for
-// the parts first, then lets the product start.
-extern "C" __global__ void __launch_bounds__(32 * GV_WARPS) gemv_prepare_merged(const float* __restrict__ ps, const i64* __restrict__ posp, float* __restrict__ y, i64 c, int d, int splits, int heads, u8* __restrict__ q) {
-	GRID_WAIT();
-	GRID_DEPENDENTS();
-	const i64 k = (i64)heads * d, pos = *posp;
-	const i64 live = pos >= 0 && pos <= c - 1 ? split_live(pos + 1, splits) : 1;
-	if (live > 1) {
-		for (i64 e = threadIdx.x; e < k; e += blockDim.x) {
-			const float* p = ps + e / d * splits * (d + 2);
-			y[e] = att_merged(p, live, d, (int)(e % d), att_max(p, live, d));
-		}
-		__syncthreads();
-	}
-	gv_quantise<0>(y, nullptr, k, 0.f, (int*)q, (float*)(q + k), (int*)(q + k + k / 32 * 4));
 }
 `

@@ -254,35 +254,8 @@ func buildRotary(c *buildContext) error {
 var packedModule = &source{"packed.cu", packedSource}
 
 // packedDefines is the shape of packedSource's kernels.
-var packedDefines = fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n",
-	packedWarps, packedWarpRows, attentionThreads, attentionLaneValues)
-
-// attentionMerge is how a split attention's parts become a head's output
-// (cached_attention_merge), in packedSource and in gemv's module, whose
-// gemv_prepare_merged merges them too: split_live, the blocks of a head
-// that take rows at n rows, and att_max and att_merged, the largest of
-// the parts' maxima and the output's value e from the parts at p (d+2
-// values each: d sums, their maximum score and their weight).
-var attentionMerge = fmt.Sprintf("#define ATT_SPLIT_ROWS %d\n", attentionSplitRows) + `__device__ __forceinline__ i64 split_live(i64 n, i64 splits) {
-	return min(splits, (n + ATT_SPLIT_ROWS - 1) / ATT_SPLIT_ROWS);
-}
-__device__ __forceinline__ float att_max(const float* __restrict__ p, i64 live, int d) {
-	float m = NEG_INF;
-	for (int s = 0; s < live; s++) m = fmaxf(m, p[s * (d + 2) + d]);
-	return m;
-}
-__device__ __forceinline__ float att_merged(const float* __restrict__ p, i64 live, int d, int e, float m) {
-	float o = 0.f, l = 0.f;
-	for (int s = 0; s < live; s++) {
-		const float* q = p + s * (d + 2);
-		if (q[d + 1] == 0.f) continue; // no rows
-		float wgt = expf(q[d] - m);
-		o = fmaf(q[e], wgt, o);
-		l = fmaf(q[d + 1], wgt, l);
-	}
-	return o / l;
-}
-`
+var packedDefines = fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#define ATT_THREADS %d\n#define ATT_LANE_VALUES %d\n#define ATT_SPLIT_ROWS %d\n",
+	packedWarps, packedWarpRows, attentionThreads, attentionLaneValues, attentionSplitRows)
 
 // packedSource: each format is a Fmt<F, U> (F its ggml type id, U the
 // values of a unit) with QK values in BB bytes a block, UPB units a block,
@@ -905,7 +878,10 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const
 // then weighs the parts of a head by their maxima into its output. Where
 // one block takes every row (live 1) it writes the output itself and the
 // merge does nothing: a short cache costs what cached_attention does.
-` + attentionMerge + `extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention_part(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, float* __restrict__ ps, i64 c, int heads, int group, int d, float scale) {
+__device__ __forceinline__ i64 split_live(i64 n, i64 splits) {
+	return min(splits, (n + ATT_SPLIT_ROWS - 1) / ATT_SPLIT_ROWS);
+}
+extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention_part(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, float* __restrict__ ps, i64 c, int heads, int group, int d, float scale) {
 	GRID_DEPENDENTS(); // the merge may start, and wait for this
 	GRID_WAIT();
 	i64 pos = *posp;
@@ -930,7 +906,18 @@ extern "C" __global__ void cached_attention_merge(const float* __restrict__ ps, 
 	i64 live = split_live(pos + 1, splits);
 	if (live == 1) return;
 	const float* p = ps + (i64)blockIdx.x * splits * (d + 2);
-	float m = att_max(p, live, d);
-	for (int e = threadIdx.x; e < d; e += blockDim.x) y[(i64)blockIdx.x * d + e] = att_merged(p, live, d, e, m);
+	float m = NEG_INF;
+	for (int s = 0; s < live; s++) m = fmaxf(m, p[s * (d + 2) + d]);
+	for (int e = threadIdx.x; e < d; e += blockDim.x) {
+		float o = 0.f, l = 0.f;
+		for (int s = 0; s < live; s++) {
+			const float* q = p + s * (d + 2);
+			if (q[d + 1] == 0.f) continue; // no rows
+			float wgt = expf(q[d] - m);
+			o = fmaf(q[e], wgt, o);
+			l = fmaf(q[d + 1], wgt, l);
+		}
+		y[(i64)blockIdx.x * d + e] = o / l;
+	}
 }
 `

@@ -243,48 +243,6 @@ static int checkRope(const char* name, int f, bool prep) {
 	return ok ? 0 : 1;
 }
 
-// checkMerged runs gemv_prepare_merged over the parts of a split
-// attention (heads of d values, splits parts a head, a cache of c rows)
-// at position pos: where more than one part of a head took rows, y must
-// be the parts merged (against float64), and the quantised x must be
-// gemv_prepare's of the y the kernel left, byte for byte.
-static int checkMerged(int heads, int d, int splits, i64 pos, i64 c) {
-	const i64 k = (i64)heads * d;
-	std::vector<float> ps((size_t)heads * splits * (d + 2)), y(k), y0;
-	for (auto& v : ps) v = normal();
-	for (size_t p = 0; p < ps.size(); p += d + 2) ps[p + d + 1] = 1.f + std::fabs(ps[p + d + 1]);
-	ps[(size_t)(splits - 1) * (d + 2) + d + 1] = 0.f; // head 0's last part took no rows
-	for (auto& v : y) v = normal();
-	y0 = y;
-	const i64 live = pos >= 0 && pos <= c - 1 ? std::min((i64)splits, (pos + ATT_SPLIT_ROWS) / ATT_SPLIT_ROWS) : 1;
-	const size_t qbytes = k + k / 32 * 8;
-	std::vector<uint4> q((qbytes + 15) / 16, uint4{0xABABABAB, 0xABABABAB, 0xABABABAB, 0xABABABAB}), want(q.size());
-	launch({1}, {32 * GV_WARPS}, [&] { gemv_prepare_merged(ps.data(), &pos, y.data(), c, d, splits, heads, (u8*)q.data()); });
-	double worst = 0;
-	for (i64 e = 0; e < k; e++) {
-		double ref = y0[e];
-		if (live > 1) {
-			const float* p = ps.data() + e / d * splits * (d + 2);
-			double m = -INFINITY, o = 0, l = 0;
-			for (i64 s = 0; s < live; s++) m = std::max(m, (double)p[s * (d + 2) + d]);
-			for (i64 s = 0; s < live; s++) {
-				const float* r = p + s * (d + 2);
-				if (r[d + 1] == 0) continue;
-				double w = std::exp(r[d] - m);
-				o += r[e % d] * w, l += r[d + 1] * w;
-			}
-			ref = o / l;
-		}
-		double err = std::fabs(y[e] - ref) / (1 + std::fabs(ref));
-		if (!(err <= worst)) worst = err;
-	}
-	launch({1}, {32 * GV_WARPS}, [&] { gemv_prepare(y.data(), nullptr, k, 0.f, (u8*)want.data()); });
-	bool same = memcmp(q.data(), want.data(), qbytes) == 0, ok = worst <= 1e-6 && same;
-	printf("prepare_merged heads %d d %3d splits %d pos %5lld live %lld: worst %.2e, quantised %s %s\n", heads, d, splits, pos, live, worst,
-	       same ? "as gemv_prepare's" : "NOT as gemv_prepare's", ok ? "ok" : "FAIL");
-	return ok ? 0 : 1;
-}
-
 int main() {
 	int bad = 0;
 	// k = 1056: one batch of loads a lane and a tail for f16; 33 blocks
@@ -310,13 +268,5 @@ int main() {
 	bad += checkRope("f16 norm rope", 1, false);
 	bad += checkRope("q4_0 norm rope", 2, false);
 	bad += checkRope("q4_0 rope, prepared", 2, true);
-	// The merge folded into the quantisation: one part a head (the
-	// merge does nothing), a few, every part, and a position past the
-	// cache (nothing merged).
-	bad += checkMerged(4, 64, 8, 5, 4096);
-	bad += checkMerged(4, 64, 8, 300, 4096);
-	bad += checkMerged(32, 64, 8, 2000, 4096);
-	bad += checkMerged(2, 128, 3, 600, 4096);
-	bad += checkMerged(4, 64, 8, 5000, 4096);
 	return bad != 0;
 }
