@@ -85,6 +85,20 @@ static std::vector<double> quantised(const std::vector<float>& x) {
 	return out;
 }
 
+// operand is the x the products of format f see: x, or under norm its
+// RMSNorm by g (in float, as the kernels compute it but for the order of
+// the sum); for the quantised formats, quantised.
+static std::vector<double> operand(const std::vector<float>& x, const std::vector<float>& g, float eps, bool norm, int f) {
+	std::vector<float> xs(x);
+	if (norm) {
+		double ss = 0;
+		for (float v : x) ss += (double)v * v;
+		float inv = 1.f / std::sqrt((float)(ss / x.size()) + eps);
+		for (size_t j = 0; j < x.size(); j++) xs[j] = x[j] * inv * g[j];
+	}
+	return f != 1 ? quantised(xs) : std::vector<double>(xs.begin(), xs.end());
+}
+
 static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, i64 k) {
 	Weight w0 = make(f, n, k), w1 = make(f, n, k);
 	std::vector<float> x(k), g(k), a(n), y(n, NAN);
@@ -92,17 +106,7 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 	for (auto& v : g) v = 1.f + 0.1f * normal();
 	for (auto& v : a) v = normal();
 	const float eps = 1e-5f;
-	// The operand the products see: x, or its RMSNorm by g (in float, as
-	// the kernel computes it but for the order of the sum).
-	std::vector<float> xs(x);
-	if (norm) {
-		double ss = 0;
-		for (float v : x) ss += (double)v * v;
-		float inv = 1.f / std::sqrt((float)(ss / k) + eps);
-		for (i64 j = 0; j < k; j++) xs[j] = x[j] * inv * g[j];
-	}
-	std::vector<double> xv(xs.begin(), xs.end());
-	if (f != 1) xv = quantised(xs);
+	std::vector<double> xv = operand(x, g, eps, norm, f);
 	auto dot = [&](const Weight& w, i64 r) {
 		double s = 0;
 		for (i64 j = 0; j < k; j++) s += w.v[r * k + j] * xv[j];
@@ -163,10 +167,10 @@ static int check(const char* name, int f, bool norm, bool glu, bool add, i64 n, 
 }
 
 // checkRope runs the rope form (Products under rope) for format f (1
-// f16, 2 q4_0) with the norm folded in, x prepared by every block or,
-// for q4_0, once (prep): the query, key and value products of one row, the queries
-// and keys turned by the rotary embedding at position pos, the keys and
-// values written into row pos of their caches.
+// f16, 2 q4_0) with the norm folded in, x prepared by every block or, for
+// q4_0, once (prep): the query, key and value products of one row, the
+// queries and keys turned by the rotary embedding at position pos, the
+// keys and values written into row pos of their caches.
 static int checkRope(const char* name, int f, bool prep) {
 	const int heads = 4, kvh = 2, d = 16, half = d / 2;
 	const i64 k = 1056, n0 = heads * d, n1 = kvh * d, n2 = kvh * d, crows = 5, pos = 3;
@@ -187,7 +191,7 @@ static int checkRope(const char* name, int f, bool prep) {
 	i64 rows = f == 1 ? GV_ROWS : GV_QROWS, per = GV_WARPS * rows;
 	unsigned blocks = (unsigned)((n0 + per - 1) / per + (n1 + per - 1) / per + (n2 + per - 1) / per);
 	const u8 *p0 = (const u8*)w0.words.data(), *p1 = (const u8*)w1.words.data(), *p2 = (const u8*)w2.words.data();
-	std::vector<uint4> scratch((4 * k + 15) / 16 + 1);
+	std::vector<uint4> scratch((k + k / 32 * 8 + 15) / 16); // x quantised, under prep
 	const float* xin = x.data();
 	if (prep) {
 		launch({1}, {32 * GV_WARPS}, [&] { gemv_prepare_norm(x.data(), g.data(), k, eps, (u8*)scratch.data()); });
@@ -201,13 +205,7 @@ static int checkRope(const char* name, int f, bool prep) {
 	});
 	// The reference: x normalised (and quantised), the three products in
 	// float64, the queries and keys turned.
-	double ss = 0;
-	for (float v : x) ss += (double)v * v;
-	float inv = 1.f / std::sqrt((float)(ss / k) + eps);
-	std::vector<float> xs(k);
-	for (i64 j = 0; j < k; j++) xs[j] = x[j] * inv * g[j];
-	std::vector<double> xv(xs.begin(), xs.end());
-	if (f != 1) xv = quantised(xs);
+	std::vector<double> xv = operand(x, g, eps, true, f);
 	auto prod = [&](const Weight& w, i64 n, bool turn) {
 		std::vector<double> y(n);
 		for (i64 r = 0; r < n; r++) {
