@@ -72,10 +72,17 @@ corpus=${CORPUS:-/tmp/c}
 cd "$repo" || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
-# have_models makes the 1.1B files in $models where they are missing.
+# have_models makes the 1.1B files in $models where they are missing,
+# a process a type at once, each in a folder of its own (each makes its
+# weights itself: three at once take the time of one).
 have_models() {
-	ls "$models"/llama-1b-q4_0.gguf >/dev/null 2>&1 ||
-		timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+	local t
+	for t in f16 q8_0 q4_0; do
+		[ -f "$models/llama-1b-$t.gguf" ] ||
+			(timeout 300 python3 scripts/gen_llm_models.py --size 1b --out "$models/gen-$t" --types "$t" --no-reference >/dev/null 2>&1 &&
+				mv "$models/gen-$t/llama-1b-$t.gguf" "$models/") &
+	done
+	wait
 }
 
 # decode_step TYPE [NAME=VALUE...] prints BenchmarkCUDADecode over 300
@@ -114,8 +121,7 @@ for s in $sections; do
 		timeout 120 bench/parity_device.sh --berth "$bin/berth" "${pairs[@]}" 2>&1 | tail -40
 		;;
 	decode)
-		ls "$models"/llama-1b-f16.gguf >/dev/null 2>&1 ||
-			timeout 200 python3 scripts/gen_llm_models.py --size 1b --out "$models" --types f16,q8_0,q4_0 --no-reference >/dev/null 2>&1
+		have_models
 		for f in f16 q4_0; do
 			BERTH_CUDA_PROFILE="$models/llama-1b-$f.gguf" timeout 100 "$bin/root.test" -test.run '^$' -test.bench CUDADecode \
 				-test.benchtime 300x -test.v 2>&1 | grep -E 'a step|^Benchmark' | sed "s/^/$f /"
