@@ -46,7 +46,8 @@
 #            shared memory (BERTH_CUDA_GEMV=async=1, cp.async): the
 #            tests with it, then BenchmarkCUDADecode on the 1.1B Q4_0
 #            and Q8_0 files without it and with it at depths 2, 3 and
-#            4, alternating (NCU_SPECS="depth=2 async=1,depth=3" with
+#            4, alternating; and the F16 file with the plain products'
+#            loads (ploads) at 4, 6 and 8 (NCU_SPECS="depth=2 async=1,depth=3" with
 #            gemvncu after it: the products' registers and times)
 #   gemvncu  ncu's registers, blocks a multiprocessor and waves of the
 #            Q4_0 step's products under each BERTH_CUDA_GEMV of $NCU_SPECS
@@ -229,12 +230,19 @@ for d in k.values():
 		(cd backend/cuda && BERTH_CUDA_GEMV=async=1,depth=3 timeout 150 "$bin/cuda.test" -test.run 'Products|FoldNorm|FoldRope|PackedMatMul|ZeroAllocs|FoldDecoder|Gemv' 2>&1 |
 			grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/async=1 /')
 		model_tests BERTH_CUDA_GEMV=async=1,depth=3 | sed 's/^/async=1 /'
+		(cd backend/cuda && BERTH_CUDA_GEMV=ploads=8 timeout 100 "$bin/cuda.test" -test.run 'Products|FoldRope|ZeroAllocs|Gemv' 2>&1 |
+			grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/ploads=8 /')
 		have_models
 		for f in q4_0 q8_0; do
 			for r in 1 2; do
 				for spec in depth=2 async=1,depth=2 async=1,depth=3 async=1,depth=4; do
 					echo "$f $spec $(decode_step $f BERTH_CUDA_GEMV=$spec)"
 				done
+			done
+		done
+		for r in 1 2; do
+			for spec in ploads=4 ploads=6 ploads=8; do
+				echo "f16 $spec $(decode_step f16 BERTH_CUDA_GEMV=$spec)"
 			done
 		done
 		;;

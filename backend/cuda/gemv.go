@@ -57,7 +57,8 @@ import (
 
 // gemvShape is the shape of the gemv kernels: warps a block, rows a warp
 // (of each weight under glu: half as many), for float rows the words of
-// a row a lane loads before it uses the first, rows a warp for q8_0 and
+// a row a lane loads before it uses the first (ploads of them in the
+// plain products: neither norm, glu nor rope), rows a warp for q8_0 and
 // q4_0, whether x is prepared once a product by a launch of its own
 // before it (prep 1: gemvPrep), instead of by every block of it, and,
 // where it is, the chunks of 32 blocks of each quantised row a warp of
@@ -65,7 +66,7 @@ import (
 // async 1, that a warp of any product copies straight into shared memory
 // (cp.async) at once.
 type gemvShape struct {
-	warps, rows, loads, qrows, prep, depth, async int64
+	warps, rows, loads, ploads, qrows, prep, depth, async int64
 }
 
 // gemv is the shape the kernels are compiled with, gemvModule their
@@ -76,7 +77,7 @@ var (
 	gemvModule = gemv.module()
 )
 
-var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, qrows: 2, prep: 1, depth: 2}
+var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, ploads: 4, qrows: 2, prep: 1, depth: 2}
 
 // gemvShapeFrom is the shape spec names, "warps=4,rows=2,loads=4,qrows=4"
 // or any of its terms (the others defaultGemv's); defaultGemv where spec
@@ -99,6 +100,8 @@ func gemvShapeFrom(spec string) gemvShape {
 			s.rows = n
 		case "loads":
 			s.loads = n
+		case "ploads":
+			s.ploads = n
 		case "qrows":
 			s.qrows = n
 		case "prep":
@@ -122,7 +125,7 @@ func gemvShapeFrom(spec string) gemvShape {
 // weight), and the quantised kernels' shared memory within 48 KB.
 func (s gemvShape) valid() bool {
 	even := func(n int64) bool { return n >= 2 && n <= 8 && n%2 == 0 }
-	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 && (s.prep == 0 || s.prep == 1) && s.depth >= 1 && s.depth <= 6 && (s.async == 0 || s.async == 1) &&
+	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 && s.ploads >= 1 && s.ploads <= 8 && (s.prep == 0 || s.prep == 1) && s.depth >= 1 && s.depth <= 6 && (s.async == 0 || s.async == 1) &&
 		s.quantisedShared() <= 48<<10
 }
 
@@ -254,8 +257,8 @@ func gemvFits(x *ir.Tensor, k int64) bool {
 
 // module is the gemv kernels' module compiled with shape s.
 func (s gemvShape) module() *source {
-	return &source{"gemv.cu", common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_QROWS %d\n#define GV_DEPTH %d\n#define GV_ASYNC %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
-		s.warps, s.rows, s.loads, s.qrows, s.depth, s.async, gemvMaxK, gemvNormK) + gemvSource}
+	return &source{"gemv.cu", common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_PLOADS %d\n#define GV_QROWS %d\n#define GV_DEPTH %d\n#define GV_ASYNC %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
+		s.warps, s.rows, s.loads, s.ploads, s.qrows, s.depth, s.async, gemvMaxK, gemvNormK) + gemvSource}
 }
 
 // gemvSource is the gemv kernels, after the definitions of their shape.
@@ -473,7 +476,7 @@ __device__ __forceinline__ void gv_normx(const float* __restrict__ x, const floa
 // before it waits for the kernel ahead (GRID_WAIT) and before the norm.
 template <int F, int G, int N, int RP = 0> __device__ __forceinline__ void gvf(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* xf, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add, GvRope rope = GvRope{}) {
 	typedef FW<F> T;
-	enum { R = GV_ROWS, L = GV_LOADS };
+	enum { R = GV_ROWS, L = N || G || RP ? GV_LOADS : GV_PLOADS };
 	int lane = threadIdx.x & 31;
 	i64 r0 = (b * GV_WARPS + (threadIdx.x >> 5)) * (R / (1 + G));
 	const bool live = r0 < n;

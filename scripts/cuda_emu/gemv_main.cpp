@@ -262,6 +262,7 @@ int main() {
 	// forms under norm, blocks of 32 up to a thread each (k = 4160), and
 	// more blocks than threads (k = 8224), read twice.
 	bad += check("f16 norm", 1, true, false, false, 16, 4160);
+	bad += check("f16 add", 1, false, false, true, 16, 4160); // the plain form's loads (ploads) over several rounds
 	bad += check("q8_0", 8, false, false, false, 32, 4160);
 	bad += check("q4_0 norm", 2, true, false, false, 32, 4160);
 	bad += check("q4_0 norm", 2, true, false, false, 32, 8224);
