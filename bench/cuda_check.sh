@@ -46,8 +46,11 @@
 #            shared memory (BERTH_CUDA_GEMV=async=1, cp.async): the
 #            tests with it, then BenchmarkCUDADecode on the 1.1B Q4_0
 #            and Q8_0 files without it and with it at depths 2, 3 and
-#            4, alternating; and the F16 file with the plain products'
-#            loads (ploads) at 4, 6 and 8 (NCU_SPECS="depth=2 async=1,depth=3" with
+#            4, alternating; the F16 file with the plain products'
+#            loads (ploads) at 4, 6 and 8; the attention writing its
+#            output quantised for the product after it
+#            (BERTH_CUDA_ATTQ): its tests, then Q4_0 and Q8_0 from
+#            positions 8 and 700 with and without (NCU_SPECS="depth=2 async=1,depth=3" with
 #            gemvncu after it: the products' registers and times)
 #   gemvncu  ncu's registers, blocks a multiprocessor and waves of the
 #            Q4_0 step's products under each BERTH_CUDA_GEMV of $NCU_SPECS
@@ -243,6 +246,15 @@ for d in k.values():
 		for r in 1 2; do
 			for spec in ploads=4 ploads=6 ploads=8; do
 				echo "f16 $spec $(decode_step f16 BERTH_CUDA_GEMV=$spec)"
+			done
+		done
+		# The attention's output quantised by the attention (BERTH_CUDA_ATTQ).
+		cuda_tests 'QuantisedByAttention|QuantiseInAttention|CachedAttention|SplitAttention' | sed 's/^/attq /'
+		for f in q4_0 q8_0; do
+			for from in 8 700; do
+				for on in 1 0 1 0; do
+					echo "$f from=$from attq=$on $(decode_step $f BERTH_CUDA_ATTQ=$on BERTH_CUDA_PROFILE_FROM=$from)"
+				done
 			done
 		done
 		;;

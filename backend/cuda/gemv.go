@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -202,6 +203,59 @@ func gemvPrep(t ggml.Type, k int64, f gemvForm) (kernel string, bytes int64) {
 		return "gemv_prepare_norm", k + k/32*8
 	}
 	return "gemv_prepare", k + k/32*8
+}
+
+// attentionQuantises is whether quantiseInAttention folds
+// (BERTH_CUDA_ATTQ=0 keeps the quantisation a launch of its own).
+var attentionQuantises = os.Getenv("BERTH_CUDA_ATTQ") != "0"
+
+// quantiseInAttention drops each gemv_prepare (no norm) of what a split
+// attention's merge writes, right after its part and merge launches and
+// right before the product that reads what it writes, and has the part
+// and the merge write the quantised output instead, into the room their
+// node keeps for it (yq), which the product then reads: one launch and
+// one wait less a layer. The room is the attention's scratch, so the
+// product's outputs must not lie over it (they may: the attention's
+// scratch is free once it ends); where they would, nothing is folded.
+func quantiseInAttention(steps []step) []step {
+	if !attentionQuantises {
+		return steps
+	}
+	out := steps[:0:0]
+	for i := 0; i < len(steps); i++ {
+		if i+3 < len(steps) && steps[i].kernel == "cached_attention_part" && steps[i+1].kernel == "cached_attention_merge" && steps[i+2].kernel == "gemv_prepare" {
+			// part: q, kc, vc, posp, y, ps, c, heads, group, d, scale, yq, k, on;
+			// merge: ps, posp, y, c, d, splits, yq, k, on; prepare: x, g, k, eps, q;
+			// product: x, add, w0, w1, w2, y0, y1, y2, ….
+			part, merge, prep, prod := steps[i], steps[i+1], steps[i+2], steps[i+3]
+			y, x, yq, k := merge.args[2], prep.args[0], part.args[11], merge.args[7].words[0]
+			ok := yq.region == inArena && y.region == inArena && y.off == x.off && prep.args[2].words[0] == k && sameArg(prod.args[0], prep.args[4])
+			for j, o := range prod.args[5:8] {
+				ok = ok && !overlap(yq, int64(k+k/32*8), o, 4*int64(prod.args[8+j].words[0]))
+			}
+			if ok {
+				part.args, merge.args, prod.args = slices.Clone(part.args), slices.Clone(merge.args), slices.Clone(prod.args)
+				on := boundArg{region: inWords, words: []uint64{1}}
+				part.args[13], merge.args[8], prod.args[0] = on, on, yq
+				out = append(out, part, merge, prod)
+				i += 3
+				continue
+			}
+		}
+		out = append(out, steps[i])
+	}
+	return out
+}
+
+// sameArg reports whether a and b are the same bound argument.
+func sameArg(a, b boundArg) bool {
+	return a.region == b.region && a.off == b.off && slices.Equal(a.words, b.words)
+}
+
+// overlap reports whether the an bytes at a and the bn bytes at b share
+// any (pointers of one region).
+func overlap(a boundArg, an int64, b boundArg, bn int64) bool {
+	return a.region == b.region && a.region != inWords && a.off < b.off+bn && b.off < a.off+an
 }
 
 // gemvLaunch appends the launch of a gemv kernel over the weights ws

@@ -14,9 +14,6 @@ inline int __dp4a(int a, int b, int c) {
 }
 inline u32 __funnelshift_r(u32 lo, u32 hi, u32 sh) { return (u32)((((u64)hi << 32) | lo) >> (sh & 31)); }
 inline void __syncwarp() { bar->arrive_and_wait(); }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline int __float2int_rn(float v) { return (int)std::nearbyint(v); }
 struct int4 { int x, y, z, w; };
 #include "gemv.cu"
 
