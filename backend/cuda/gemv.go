@@ -206,8 +206,8 @@ func gemvPrep(t ggml.Type, k int64, f gemvForm) (kernel string, bytes int64) {
 }
 
 // attentionQuantises is whether quantiseInAttention folds
-// (BERTH_CUDA_ATTQ=0 keeps the quantisation a launch of its own).
-var attentionQuantises = os.Getenv("BERTH_CUDA_ATTQ") != "0"
+// (BERTH_CUDA_ATTQ=1; off by default until measured).
+var attentionQuantises = os.Getenv("BERTH_CUDA_ATTQ") == "1"
 
 // quantiseInAttention drops each gemv_prepare (no norm) of what a split
 // attention's merge writes, right after its part and merge launches and

@@ -21,6 +21,8 @@ import (
 // quantisation reads something else, the product reads something else
 // or writes over the room, or the steps are not one after another.
 func TestQuantiseInAttention(t *testing.T) {
+	defer func(on bool) { attentionQuantises = on }(attentionQuantises)
+	attentionQuantises = true
 	at := func(off int64) boundArg { return boundArg{region: inArena, off: off} }
 	word := func(v uint64) boundArg { return boundArg{region: inWords, words: []uint64{v}} }
 	none := word(0)
@@ -77,10 +79,9 @@ func TestQuantiseInAttention(t *testing.T) {
 			}
 		})
 	}
-	defer func(on bool) { attentionQuantises = on }(attentionQuantises)
 	attentionQuantises = false
 	if got := quantiseInAttention(steps(at(20000), 4096, 30000, 40000)); len(got) != 4 {
-		t.Errorf("folded with BERTH_CUDA_ATTQ=0: %d steps", len(got))
+		t.Errorf("folded with the fold off: %d steps", len(got))
 	}
 }
 
