@@ -20,21 +20,25 @@ import (
 //   - Float rows (f32, f16, bf16) of whole 16-byte words: each lane
 //     streams 16-byte words of gemv.rows rows, gemv.loads of them a row in
 //     flight before the first is used, and sums in float32.
-//   - q8_0 and q4_0 rows: each block of the grid first quantises x into
-//     shared memory as the CPU's kernels do (blocks of 32 int8 values,
-//     d = max|x|/127 rounded to f16, ties to even), a thread a block of
-//     32, while its first weights are on their way; then its warps take
-//     their rows in chunks of 32 blocks, staged through shared memory in
-//     aligned 16-byte loads (the blocks are only 2-byte aligned), each
-//     lane one block, in 8-bit dot products (dp4a). The integer sums of a
-//     block are the CPU's; only the float sums over blocks differ in order.
+//   - q8_0 and q4_0 rows: x is quantised as the CPU's kernels quantise
+//     it (blocks of 32 int8 values, d = max|x|/127 rounded to f16, ties
+//     to even), once, by a launch of one block before the product
+//     (gemv_prepare, gemvPrep), into scratch that the product's blocks
+//     read while their first weights are on their way (under
+//     BERTH_CUDA_GEMV=prep=0 each block quantises x into shared memory
+//     itself, a thread a block of 32); then its warps take their rows in
+//     chunks of 32 blocks, staged through shared memory in aligned
+//     16-byte loads (the blocks are only 2-byte aligned), each lane one
+//     block, in 8-bit dot products (dp4a). The integer sums of a block
+//     are the CPU's; only the float sums over blocks differ in order.
 //
 // Three variants fold the nodes around a step's products into them
 // (fuseProducts makes them):
 //
 //   - norm: x is the RMSNorm of the kernel's input by a weight g, which
-//     each block of the grid computes for itself (into shared memory,
-//     before the products; for q8_0 and q4_0 it then quantises that);
+//     each block of the grid computes for itself for float rows (into
+//     shared memory, before the products), and gemv_prepare_norm once,
+//     before it quantises it, for q8_0 and q4_0 rows;
 //   - glu: two weights of n rows each, the gate's and the up projection's,
 //     and one output of n rows, silu(gate)·up: each warp takes the same
 //     rows of both;
