@@ -238,7 +238,7 @@ for d in k.values():
 		have_models
 		for f in q4_0 q8_0; do
 			for r in 1 2; do
-				for spec in depth=2 async=1,depth=2 async=1,depth=3 async=1,depth=4; do
+				for spec in async=0,depth=2 async=1,depth=2 async=1,depth=3 async=1,depth=4; do
 					echo "$f $spec $(decode_step $f BERTH_CUDA_GEMV=$spec)"
 				done
 			done

@@ -82,7 +82,7 @@ var (
 	gemvModule = gemv.module()
 )
 
-var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, ploads: 4, qrows: 2, prep: 1, depth: 2}
+var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, ploads: 8, qrows: 2, prep: 1, depth: 2, async: 1}
 
 // gemvShapeFrom is the shape spec names, "warps=4,rows=2,loads=4,qrows=4"
 // or any of its terms (the others defaultGemv's); defaultGemv where spec
@@ -210,8 +210,8 @@ func gemvPrep(t ggml.Type, k int64, f gemvForm) (kernel string, bytes int64) {
 }
 
 // attentionQuantises is whether quantiseInAttention folds
-// (BERTH_CUDA_ATTQ=1; off by default until measured).
-var attentionQuantises = os.Getenv("BERTH_CUDA_ATTQ") == "1"
+// (BERTH_CUDA_ATTQ=0 keeps the gemv_prepare launches).
+var attentionQuantises = os.Getenv("BERTH_CUDA_ATTQ") != "0"
 
 // quantiseInAttention drops each gemv_prepare (no norm) of what a split
 // attention's merge writes, right after its part and merge launches and

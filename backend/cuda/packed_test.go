@@ -363,7 +363,7 @@ func TestGemvShapeFrom(t *testing.T) {
 		{"depth=7", defaultGemv}, // more than the registers hold
 		{"async=1,depth=4", with(func(s *gemvShape) { s.async, s.depth = 1, 4 })},
 		{"async=2", defaultGemv}, // on or off
-		{"ploads=8", with(func(s *gemvShape) { s.ploads = 8 })},
+		{"ploads=4", with(func(s *gemvShape) { s.ploads = 4 })},
 		{"ploads=9", defaultGemv}, // more than the kernels take
 	} {
 		if got := gemvShapeFrom(c.spec); got != c.want {
