@@ -42,9 +42,19 @@
 #            value products (BERTH_CUDA_ROPE): the tests that run them,
 #            then BenchmarkCUDADecode on the 1.1B Q4_0 and F16 files with
 #            and without, alternating
+#   async    the prepared quantised products' chunks copied straight into
+#            shared memory (BERTH_CUDA_GEMV=async=1, cp.async): the
+#            tests with it, then BenchmarkCUDADecode on the 1.1B Q4_0
+#            and Q8_0 files without it and with it at depths 2, 3 and
+#            4, alternating; the F16 file with the plain products'
+#            loads (ploads) at 4, 6 and 8; the attention writing its
+#            output quantised for the product after it
+#            (BERTH_CUDA_ATTQ): its tests, then Q4_0 and Q8_0 from
+#            positions 8 and 700 with and without (NCU_SPECS="depth=2 async=1,depth=3" with
+#            gemvncu after it: the products' registers and times)
 #   gemvncu  ncu's registers, blocks a multiprocessor and waves of the
-#            Q4_0 step's products at the default shape, under prep=1 and
-#            under prep=1 at 4 warps of 4 rows
+#            Q4_0 step's products under each BERTH_CUDA_GEMV of $NCU_SPECS
+#            (prep=0, prep=1, and prep=1 at 4 warps of 4 rows unless set)
 #   pairs    bench/parity_device.sh over the pairs listed in $PAIRS, a
 #            file of lines "MODEL SETDIR" (models carried to the machine:
 #            the npm corpus's Silero VAD and OCR files, say)
@@ -200,7 +210,7 @@ for s in $sections; do
 		# products (ncu, clocks as they are), at the default shape and
 		# under prep, to see which launches take more than one wave.
 		have_models
-		for spec in prep=0 prep=1 prep=1,warps=4,qrows=4; do
+		for spec in ${NCU_SPECS:-prep=0 prep=1 prep=1,warps=4,qrows=4}; do
 			echo "-- $spec"
 			BERTH_CUDA_GEMV=$spec BERTH_CUDA_PROFILE="$models/llama-1b-q4_0.gguf" timeout 100 ncu --clock-control none --csv \
 				--metrics launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,launch__waves_per_multiprocessor,gpu__time_duration.sum \
@@ -217,6 +227,35 @@ for d in k.values():
     print(d["name"], d["grid"], "registers", d.get("launch__registers_per_thread"), "blocks/SM (registers, shared)",
           d.get("launch__occupancy_limit_registers"), d.get("launch__occupancy_limit_shared_mem"),
           "waves", d.get("launch__waves_per_multiprocessor"), "ns", d.get("gpu__time_duration.sum"))'
+		done
+		;;
+	async)
+		(cd backend/cuda && BERTH_CUDA_GEMV=async=1,depth=3 timeout 150 "$bin/cuda.test" -test.run 'Products|FoldNorm|FoldRope|PackedMatMul|ZeroAllocs|FoldDecoder|Gemv' 2>&1 |
+			grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/async=1 /')
+		model_tests BERTH_CUDA_GEMV=async=1,depth=3 | sed 's/^/async=1 /'
+		(cd backend/cuda && BERTH_CUDA_GEMV=ploads=8 timeout 100 "$bin/cuda.test" -test.run 'Products|FoldRope|ZeroAllocs|Gemv' 2>&1 |
+			grep -E '^(--- FAIL|FAIL|PASS|ok|panic)' | head | sed 's/^/ploads=8 /')
+		have_models
+		for f in q4_0 q8_0; do
+			for r in 1 2; do
+				for spec in async=0,depth=2 async=1,depth=2 async=1,depth=3 async=1,depth=4; do
+					echo "$f $spec $(decode_step $f BERTH_CUDA_GEMV=$spec)"
+				done
+			done
+		done
+		for r in 1 2; do
+			for spec in ploads=4 ploads=6 ploads=8; do
+				echo "f16 $spec $(decode_step f16 BERTH_CUDA_GEMV=$spec)"
+			done
+		done
+		# The attention's output quantised by the attention (BERTH_CUDA_ATTQ).
+		cuda_tests 'QuantisedByAttention|QuantiseInAttention|CachedAttention|SplitAttention' | sed 's/^/attq /'
+		for f in q4_0 q8_0; do
+			for from in 8 700; do
+				for on in 1 0 1 0; do
+					echo "$f from=$from attq=$on $(decode_step $f BERTH_CUDA_ATTQ=$on BERTH_CUDA_PROFILE_FROM=$from)"
+				done
+			done
 		done
 		;;
 	earlyatt)
@@ -249,7 +288,7 @@ for d in k.values():
 		timeout 300 bench/parity_device.sh --berth "$bin/berth" "${list[@]}" 2>&1 | tail -40
 		;;
 	*)
-		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, attsplit, prep, earlyatt, rope, gemvncu, pairs)"
+		echo "unknown section $s (tests, parity, decode, shapes, torch, conv, nhwc, gemv, attsplit, prep, async, earlyatt, rope, gemvncu, pairs)"
 		;;
 	esac
 done

@@ -29,8 +29,9 @@ func TestDumpKernelSources(t *testing.T) {
 	}
 }
 
-// gemvEmulated is gemvModule's own text for the emulation: its two f16
-// conversions (inline PTX) give way to the emulation's (gemv_half.h).
+// gemvEmulated is gemvModule's own text for the emulation: its inline
+// PTX (the f16 conversions, the copies to shared memory) gives way to
+// the emulation's (gemv_half.h).
 func gemvEmulated(t *testing.T) string {
 	text := strings.TrimPrefix(gemvModule.text, common)
 	i := strings.Index(text, "__device__ __forceinline__ float gv_h2f(")

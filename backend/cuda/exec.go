@@ -120,6 +120,7 @@ type boundArg struct {
 type step struct {
 	node        int
 	fn          driver.Function
+	kernel      string // the kernel fn is
 	grid, block [3]uint32
 	shared      uint32
 	args        []boundArg
@@ -422,10 +423,11 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			if err != nil {
 				return nil, fmt.Errorf("node %q (%s): %w", g.Nodes[i].Name, g.Nodes[i].Op, err)
 			}
-			st.fn = f
+			st.fn, st.kernel = f, l.kernel
 			e.steps = append(e.steps, st)
 		}
 	}
+	e.steps = quantiseInAttention(e.steps)
 
 	// Graph inputs and outputs.
 	// State (the plan puts it at the arena's first bytes) stays on the

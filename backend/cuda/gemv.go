@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,13 +62,16 @@ import (
 
 // gemvShape is the shape of the gemv kernels: warps a block, rows a warp
 // (of each weight under glu: half as many), for float rows the words of
-// a row a lane loads before it uses the first, rows a warp for q8_0 and
+// a row a lane loads before it uses the first (ploads of them in the
+// plain products: neither norm, glu nor rope), rows a warp for q8_0 and
 // q4_0, whether x is prepared once a product by a launch of its own
 // before it (prep 1: gemvPrep), instead of by every block of it, and,
 // where it is, the chunks of 32 blocks of each quantised row a warp of
-// a product that is not gated has on their way at once (depth).
+// a product that is not gated has on their way at once (depth), or, under
+// async 1, that a warp of any product copies straight into shared memory
+// (cp.async) at once.
 type gemvShape struct {
-	warps, rows, loads, qrows, prep, depth int64
+	warps, rows, loads, ploads, qrows, prep, depth, async int64
 }
 
 // gemv is the shape the kernels are compiled with, gemvModule their
@@ -78,7 +82,7 @@ var (
 	gemvModule = gemv.module()
 )
 
-var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, qrows: 2, prep: 1, depth: 2}
+var defaultGemv = gemvShape{warps: 8, rows: 2, loads: 4, ploads: 8, qrows: 2, prep: 1, depth: 2, async: 1}
 
 // gemvShapeFrom is the shape spec names, "warps=4,rows=2,loads=4,qrows=4"
 // or any of its terms (the others defaultGemv's); defaultGemv where spec
@@ -101,12 +105,16 @@ func gemvShapeFrom(spec string) gemvShape {
 			s.rows = n
 		case "loads":
 			s.loads = n
+		case "ploads":
+			s.ploads = n
 		case "qrows":
 			s.qrows = n
 		case "prep":
 			s.prep = n
 		case "depth":
 			s.depth = n
+		case "async":
+			s.async = n
 		default:
 			return defaultGemv
 		}
@@ -122,7 +130,7 @@ func gemvShapeFrom(spec string) gemvShape {
 // weight), and the quantised kernels' shared memory within 48 KB.
 func (s gemvShape) valid() bool {
 	even := func(n int64) bool { return n >= 2 && n <= 8 && n%2 == 0 }
-	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 && (s.prep == 0 || s.prep == 1) && s.depth >= 1 && s.depth <= 6 &&
+	return s.warps >= 1 && s.warps <= 16 && even(s.rows) && even(s.qrows) && s.loads >= 1 && s.loads <= 8 && s.ploads >= 1 && s.ploads <= 8 && (s.prep == 0 || s.prep == 1) && s.depth >= 1 && s.depth <= 6 && (s.async == 0 || s.async == 1) &&
 		s.quantisedShared() <= 48<<10
 }
 
@@ -201,6 +209,59 @@ func gemvPrep(t ggml.Type, k int64, f gemvForm) (kernel string, bytes int64) {
 	return "gemv_prepare", k + k/32*8
 }
 
+// attentionQuantises is whether quantiseInAttention folds
+// (BERTH_CUDA_ATTQ=0 keeps the gemv_prepare launches).
+var attentionQuantises = os.Getenv("BERTH_CUDA_ATTQ") != "0"
+
+// quantiseInAttention drops each gemv_prepare (no norm) of what a split
+// attention's merge writes, right after its part and merge launches and
+// right before the product that reads what it writes, and has the part
+// and the merge write the quantised output instead, into the room their
+// node keeps for it (yq), which the product then reads: one launch and
+// one wait less a layer. The room is the attention's scratch, so the
+// product's outputs must not lie over it (they may: the attention's
+// scratch is free once it ends); where they would, nothing is folded.
+func quantiseInAttention(steps []step) []step {
+	if !attentionQuantises {
+		return steps
+	}
+	out := steps[:0:0]
+	for i := 0; i < len(steps); i++ {
+		if i+3 < len(steps) && steps[i].kernel == "cached_attention_part" && steps[i+1].kernel == "cached_attention_merge" && steps[i+2].kernel == "gemv_prepare" {
+			// part: q, kc, vc, posp, y, ps, c, heads, group, d, scale, yq, k, on;
+			// merge: ps, posp, y, c, d, splits, yq, k, on; prepare: x, g, k, eps, q;
+			// product: x, add, w0, w1, w2, y0, y1, y2, ….
+			part, merge, prep, prod := steps[i], steps[i+1], steps[i+2], steps[i+3]
+			y, x, yq, k := merge.args[2], prep.args[0], part.args[11], merge.args[7].words[0]
+			ok := yq.region == inArena && y.region == inArena && y.off == x.off && prep.args[2].words[0] == k && sameArg(prod.args[0], prep.args[4])
+			for j, o := range prod.args[5:8] {
+				ok = ok && !overlap(yq, int64(k+k/32*8), o, 4*int64(prod.args[8+j].words[0]))
+			}
+			if ok {
+				part.args, merge.args, prod.args = slices.Clone(part.args), slices.Clone(merge.args), slices.Clone(prod.args)
+				on := boundArg{region: inWords, words: []uint64{1}}
+				part.args[13], merge.args[8], prod.args[0] = on, on, yq
+				out = append(out, part, merge, prod)
+				i += 3
+				continue
+			}
+		}
+		out = append(out, steps[i])
+	}
+	return out
+}
+
+// sameArg reports whether a and b are the same bound argument.
+func sameArg(a, b boundArg) bool {
+	return a.region == b.region && a.off == b.off && slices.Equal(a.words, b.words)
+}
+
+// overlap reports whether the an bytes at a and the bn bytes at b share
+// any (pointers of one region).
+func overlap(a boundArg, an int64, b boundArg, bn int64) bool {
+	return a.region == b.region && a.region != inWords && a.off < b.off+bn && b.off < a.off+an
+}
+
 // gemvLaunch appends the launch of a gemv kernel over the weights ws
 // (inputs of c's node, of ns rows each, in format t with rows of k values
 // and rb bytes), x, add (or null) and, under norm, the RMSNorm's weight
@@ -254,8 +315,8 @@ func gemvFits(x *ir.Tensor, k int64) bool {
 
 // module is the gemv kernels' module compiled with shape s.
 func (s gemvShape) module() *source {
-	return &source{"gemv.cu", common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_QROWS %d\n#define GV_DEPTH %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
-		s.warps, s.rows, s.loads, s.qrows, s.depth, gemvMaxK, gemvNormK) + gemvSource}
+	return &source{"gemv.cu", common + fmt.Sprintf("#define GV_WARPS %d\n#define GV_ROWS %d\n#define GV_LOADS %d\n#define GV_PLOADS %d\n#define GV_QROWS %d\n#define GV_DEPTH %d\n#define GV_ASYNC %d\n#define GV_MAXK %d\n#define GV_NORMK %d\n",
+		s.warps, s.rows, s.loads, s.ploads, s.qrows, s.depth, s.async, gemvMaxK, gemvNormK) + gemvSource}
 }
 
 // gemvSource is the gemv kernels, after the definitions of their shape.
@@ -272,6 +333,15 @@ __device__ __forceinline__ float gv_f16r(float v) {
 	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
 	return gv_h2f(h);
 }
+// gv_cp16 copies the 16 bytes at src (global) to dst (shared) without
+// passing through registers (cp.async, L2 only); gv_commit closes the
+// group of the copies the thread issued since the last; gv_wait<N> waits
+// until at most N of the thread's groups are still on their way.
+__device__ __forceinline__ void gv_cp16(void* dst, const void* src) {
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((u32)__cvta_generic_to_shared(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void gv_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void gv_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 // gv_x loads the V values of x at p (16-byte aligned where al), in
 // global or in shared memory.
@@ -464,7 +534,7 @@ __device__ __forceinline__ void gv_normx(const float* __restrict__ x, const floa
 // before it waits for the kernel ahead (GRID_WAIT) and before the norm.
 template <int F, int G, int N, int RP = 0> __device__ __forceinline__ void gvf(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* xf, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add, GvRope rope = GvRope{}) {
 	typedef FW<F> T;
-	enum { R = GV_ROWS, L = GV_LOADS };
+	enum { R = GV_ROWS, L = N || G || RP ? GV_LOADS : GV_PLOADS };
 	int lane = threadIdx.x & 31;
 	i64 r0 = (b * GV_WARPS + (threadIdx.x >> 5)) * (R / (1 + G));
 	const bool live = r0 < n;
@@ -631,83 +701,139 @@ template <> struct QW<2> {
 // ahead: a product of few blocks (one a multiprocessor) has more of its
 // rows in flight where one chunk at a time left the memory idle. (The
 // gated products, of many blocks, lose more to the registers this takes
-// than they gain.)
+// than they gain.) Under P and GV_ASYNC, every form copies its chunks
+// straight into shared memory instead, GV_DEPTH of them on their way
+// (fewer where they do not fit), without registers held for them.
 template <int F, int N, int G, int P = 0, int RP = 0> __device__ __forceinline__ void gvq(const u8* __restrict__ w, const u8* __restrict__ w1, const float* __restrict__ x, const float* __restrict__ g, float eps, float* __restrict__ y, i64 n, i64 k, i64 rb, i64 b, const float* __restrict__ add, GvRope rope = GvRope{}) {
 	typedef QW<F> T;
-	enum { R = GV_QROWS, CB = 32, PER = GVQ_PER(T::BB), D = P != 0 && !G ? GV_DEPTH : 1 };
-	__shared__ uint4 stage[GV_WARPS][R][PER * 32];
+	enum { R = GV_QROWS, CB = 32, PER = GVQ_PER(T::BB), A = P != 0 && GV_ASYNC, D = P != 0 && !G ? GV_DEPTH : 1 };
 	int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
 	i64 r0 = (b * GV_WARPS + wp) * (R / (1 + G));
 	const i64 nb = k / 32;
 	const u8* row[R];
 	gv_rows<R, G>(row, w, w1, min(r0, n - 1), n, rb);
 	float acc[R];
-	uint4 v[D][R][PER];
-	int delta[D][R];
 	#pragma unroll
 	for (int rr = 0; rr < R; rr++) acc[rr] = 0.f;
-	// load brings the chunk from block b0 into slot s.
-	auto load = [&](int s, i64 b0) {
-		int cnt = (int)min((i64)CB, nb - b0);
-		#pragma unroll
-		for (int rr = 0; rr < R; rr++) {
-			const u8* src = row[rr] + b0 * T::BB;
-			const uint4* a = (const uint4*)((u64)src & ~(u64)15);
-			delta[s][rr] = (int)(src - (const u8*)a);
-			int words = (delta[s][rr] + cnt * T::BB + 15) >> 4;
+	// words is the aligned 16-byte words that hold the chunk of row rr
+	// from block b0, from a, the first of them, delta bytes before it.
+	auto span = [&](int rr, i64 b0, const uint4*& a, int& delta) {
+		const u8* src = row[rr] + b0 * T::BB;
+		a = (const uint4*)((u64)src & ~(u64)15);
+		delta = (int)(src - (const u8*)a);
+		return (delta + (int)min((i64)CB, nb - b0) * T::BB + 15) >> 4;
+	};
+	// dot adds the chunk from block b0, staged at st (R rows of PER·32
+	// words, row rr's first block delta[rr] bytes in), to the sums.
+	auto dot = [&](const uint4 (*st)[PER * 32], const int* delta, i64 b0, const int* xqp, const float* xdp, const int* xsp) {
+		i64 bl = b0 + lane;
+		if (bl < nb) {
+			int4 q0 = *(const int4*)(xqp + bl * 8), q1 = *(const int4*)(xqp + bl * 8 + 4);
+			int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+			float d = xdp[bl];
+			int sm = xsp[bl];
 			#pragma unroll
-			for (int i = 0; i < PER; i++) if (lane + 32 * i < words) v[s][rr][i] = __ldg(a + lane + 32 * i);
+			for (int rr = 0; rr < R; rr++) acc[rr] += T::dot((const u8*)st[rr] + delta[rr] + lane * T::BB, qs, d, sm);
 		}
 	};
-	if (r0 < n) {
-		#pragma unroll
-		for (int s = 0; s < D; s++) if (s * CB < nb) load(s, s * CB);
-	}
-	GRID_WAIT();
-	// Under P, x is quantised already (gemv_prepare), in global memory,
-	// and the kernel has no shared x: more of its blocks fit a
-	// multiprocessor.
-	const int* xqp;
-	const float* xdp;
-	const int* xsp;
-	if constexpr (P != 0) {
-		xqp = (const int*)x;
-		xdp = (const float*)((const u8*)x + k);
-		xsp = (const int*)((const u8*)x + k + nb * 4);
+	if constexpr (A) {
+		// x prepared, the chunks copied straight into a ring of DA
+		// stages of the warp's shared memory (cp.async), each stage a
+		// group of copies: DA chunks of every row on their way with no
+		// registers held for them. DA is GV_DEPTH where the ring fits
+		// 48 KB, fewer where it does not.
+		enum { STAGE = GV_WARPS * R * PER * 32 * 16, DA = GV_DEPTH * STAGE <= 48 * 1024 ? GV_DEPTH : 48 * 1024 / STAGE > 0 ? 48 * 1024 / STAGE : 1 };
+		__shared__ uint4 ring[DA][GV_WARPS][R][PER * 32];
+		int delta[DA][R];
+		auto issue = [&](int s, i64 b0) {
+			if (b0 < nb) {
+				#pragma unroll
+				for (int rr = 0; rr < R; rr++) {
+					const uint4* a;
+					int words = span(rr, b0, a, delta[s][rr]);
+					#pragma unroll
+					for (int i = 0; i < PER; i++) if (lane + 32 * i < words) gv_cp16(&ring[s][wp][rr][lane + 32 * i], a + lane + 32 * i);
+				}
+			}
+			gv_commit();
+		};
+		if (r0 < n) {
+			#pragma unroll
+			for (int s = 0; s < DA; s++) issue(s, s * CB);
+		}
+		GRID_WAIT();
+		if (r0 >= n) return;
+		const int* xqp = (const int*)x;
+		const float* xdp = (const float*)((const u8*)x + k);
+		const int* xsp = (const int*)((const u8*)x + k + nb * 4);
+		for (i64 c0 = 0; c0 < nb; c0 += DA * CB) {
+			#pragma unroll
+			for (int s = 0; s < DA; s++) {
+				const i64 b0 = c0 + s * CB;
+				if (b0 >= nb) break;
+				gv_wait<DA - 1>();
+				__syncwarp();
+				dot(ring[s][wp], delta[s], b0, xqp, xdp, xsp);
+				__syncwarp();
+				issue(s, b0 + DA * CB);
+			}
+		}
 	} else {
-		__shared__ __align__(16) int xq[GV_MAXK / 4];
-		__shared__ float xd[GV_MAXK / 32];
-		__shared__ int xs[GV_MAXK / 32];
-		gv_quantise<N>(x, g, k, eps, xq, xd, xs);
-		xqp = xq;
-		xdp = xd;
-		xsp = xs;
-	}
-	if (r0 >= n) return;
-	for (i64 c0 = 0; c0 < nb; c0 += D * CB) {
-		#pragma unroll
-		for (int s = 0; s < D; s++) {
-			const i64 b0 = c0 + s * CB;
-			if (b0 >= nb) break;
-			int cur[R];
+		__shared__ uint4 stage[GV_WARPS][R][PER * 32];
+		uint4 v[D][R][PER];
+		int delta[D][R];
+		// load brings the chunk from block b0 into slot s.
+		auto load = [&](int s, i64 b0) {
 			#pragma unroll
 			for (int rr = 0; rr < R; rr++) {
-				cur[rr] = delta[s][rr];
+				const uint4* a;
+				int words = span(rr, b0, a, delta[s][rr]);
 				#pragma unroll
-				for (int i = 0; i < PER; i++) stage[wp][rr][lane + 32 * i] = v[s][rr][i];
+				for (int i = 0; i < PER; i++) if (lane + 32 * i < words) v[s][rr][i] = __ldg(a + lane + 32 * i);
 			}
-			__syncwarp();
-			if (b0 + D * CB < nb) load(s, b0 + D * CB);
-			i64 bl = b0 + lane;
-			if (bl < nb) {
-				int4 q0 = *(const int4*)(xqp + bl * 8), q1 = *(const int4*)(xqp + bl * 8 + 4);
-				int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-				float d = xdp[bl];
-				int sm = xsp[bl];
+		};
+		if (r0 < n) {
+			#pragma unroll
+			for (int s = 0; s < D; s++) if (s * CB < nb) load(s, s * CB);
+		}
+		GRID_WAIT();
+		// Under P, x is quantised already (gemv_prepare), in global
+		// memory, and the kernel has no shared x: more of its blocks fit
+		// a multiprocessor.
+		const int* xqp;
+		const float* xdp;
+		const int* xsp;
+		if constexpr (P != 0) {
+			xqp = (const int*)x;
+			xdp = (const float*)((const u8*)x + k);
+			xsp = (const int*)((const u8*)x + k + nb * 4);
+		} else {
+			__shared__ __align__(16) int xq[GV_MAXK / 4];
+			__shared__ float xd[GV_MAXK / 32];
+			__shared__ int xs[GV_MAXK / 32];
+			gv_quantise<N>(x, g, k, eps, xq, xd, xs);
+			xqp = xq;
+			xdp = xd;
+			xsp = xs;
+		}
+		if (r0 >= n) return;
+		for (i64 c0 = 0; c0 < nb; c0 += D * CB) {
+			#pragma unroll
+			for (int s = 0; s < D; s++) {
+				const i64 b0 = c0 + s * CB;
+				if (b0 >= nb) break;
+				int cur[R];
 				#pragma unroll
-				for (int rr = 0; rr < R; rr++) acc[rr] += T::dot((const u8*)stage[wp][rr] + cur[rr] + lane * T::BB, qs, d, sm);
+				for (int rr = 0; rr < R; rr++) {
+					cur[rr] = delta[s][rr];
+					#pragma unroll
+					for (int i = 0; i < PER; i++) stage[wp][rr][lane + 32 * i] = v[s][rr][i];
+				}
+				__syncwarp();
+				if (b0 + D * CB < nb) load(s, b0 + D * CB);
+				dot(stage[wp], cur, b0, xqp, xdp, xsp);
+				__syncwarp();
 			}
-			__syncwarp();
 		}
 	}
 	gv_out<R, G, RP>(acc, y, add, r0, n, lane, rope);

@@ -184,12 +184,18 @@ func buildCachedAttention(c *buildContext) error {
 	}
 	if splits := attentionSplits(t, heads, rows, c.sms); splits > 1 {
 		ps := c.reserve(4 * heads * splits * (d + 2))
+		// Room for the output quantised, which quantiseInAttention may
+		// have the part and the merge write (on) for the product after.
+		k, yq := heads*d, null()
+		if d%32 == 0 {
+			yq = c.reserve(heads*d + heads*d/32*8)
+		}
 		c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "cached_attention_part",
 			grid: [3]uint32{uint32(heads), uint32(splits), 1}, block: [3]uint32{attentionThreads, 1, 1},
-			args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), ps, i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale)}, early: earlyAttention},
+			args: []arg{c.inArg(0), c.inArg(1), c.inArg(2), c.inArg(3), c.outArg(0), ps, i64(rows), i32(int32(heads)), i32(int32(heads / kvHeads)), i32(int32(d)), f32(scale), yq, i64(k), i32(0)}, early: earlyAttention},
 			launch{node: c.node, module: packedModule, kernel: "cached_attention_merge",
 				grid: [3]uint32{uint32(heads), 1, 1}, block: [3]uint32{uint32(min(d, attentionThreads)), 1, 1},
-				args: []arg{ps, c.inArg(3), c.outArg(0), i64(rows), i32(int32(d)), i32(int32(splits))}, early: true})
+				args: []arg{ps, c.inArg(3), c.outArg(0), i64(rows), i32(int32(d)), i32(int32(splits)), yq, i64(k), i32(0)}, early: true})
 		return nil
 	}
 	c.launches = append(c.launches, launch{node: c.node, module: packedModule, kernel: "cached_attention",
@@ -264,7 +270,7 @@ var packedDefines = fmt.Sprintf("#define PMV_WARPS %d\n#define PMV_ROWS %d\n#def
 // product, or apply them where they write values out. The 4- and 8-bit
 // values become floats exactly through the exponent of 2²³ (a byte
 // permute and a subtraction) instead of the slower integer conversion.
-var packedSource = common + packedDefines + `
+var packedSource = common + halfCommon + packedDefines + `
 #define PMV_CHUNK 1024
 __device__ __forceinline__ u32 ld16(const u8* p) { return *(const u16*)p; }
 // ld32 reads 4 bytes at a 2-aligned address.
@@ -881,7 +887,30 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention(const
 __device__ __forceinline__ i64 split_live(i64 n, i64 splits) {
 	return min(splits, (n + ATT_SPLIT_ROWS - 1) / ATT_SPLIT_ROWS);
 }
-extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention_part(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, float* __restrict__ ps, i64 c, int heads, int group, int d, float scale) {
+// att_quantise writes head h's output y (d values, whole blocks of 32)
+// into yq as gemv_prepare quantises x for the product after it (k values
+// in all: their int8 values, then a scale and a sum a block of 32), a
+// warp a block. Every thread of the block calls it, after y is written.
+__device__ __forceinline__ void att_quantise(const float* __restrict__ y, int d, i64 h, u8* __restrict__ yq, i64 k) {
+	__syncthreads();
+	int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+	if (w >= d / 32) return;
+	float v = y[w * 32 + lane], a = fabsf(v);
+	for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+	float id = a != 0.f ? __fdiv_rn(127.f, a) : 0.f;
+	int qv = __float2int_rn(__fmul_rn(v, id)), sum = qv;
+	for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+	i64 b = h * (d / 32) + w;
+	yq[b * 32 + lane] = (u8)qv;
+	if (lane == 0) {
+		((float*)(yq + k))[b] = widen_h(round_h(__fdiv_rn(a, 127.f), 1), 1);
+		((int*)(yq + k + k / 32 * 4))[b] = sum;
+	}
+}
+// Where on, the head's output is also written into yq quantised
+// (att_quantise): by the part where one block takes every row, else by
+// the merge.
+extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention_part(const float* __restrict__ q, const float* __restrict__ kc, const float* __restrict__ vc, const i64* __restrict__ posp, float* __restrict__ y, float* __restrict__ ps, i64 c, int heads, int group, int d, float scale, u8* __restrict__ yq, i64 k, int on) {
 	GRID_DEPENDENTS(); // the merge may start, and wait for this
 	GRID_WAIT();
 	i64 pos = *posp;
@@ -890,6 +919,7 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention_part(
 	if (s >= live) return;
 	if (live == 1) {
 		attend_cached(q + h * d, kc, vc, 0, n, y + h * d, nullptr, heads, group, d, scale);
+		if (on) att_quantise(y + h * d, d, h, yq, k);
 		return;
 	}
 	i64 m = (n + live - 1) / live, lo = min(s * m, n);
@@ -898,7 +928,7 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) cached_attention_part(
 // cached_attention_merge: head h = blockIdx.x's output from its parts in
 // ps (splits a head), a thread a value. It is launched early: it waits
 // for the parts before anything else, so that it ends after them.
-extern "C" __global__ void cached_attention_merge(const float* __restrict__ ps, const i64* __restrict__ posp, float* __restrict__ y, i64 c, int d, int splits) {
+extern "C" __global__ void cached_attention_merge(const float* __restrict__ ps, const i64* __restrict__ posp, float* __restrict__ y, i64 c, int d, int splits, u8* __restrict__ yq, i64 k, int on) {
 	GRID_WAIT();
 	GRID_DEPENDENTS(); // the output projection's weights may start on their way
 	i64 pos = *posp;
@@ -919,5 +949,6 @@ extern "C" __global__ void cached_attention_merge(const float* __restrict__ ps, 
 		}
 		y[(i64)blockIdx.x * d + e] = o / l;
 	}
+	if (on) att_quantise(y + (i64)blockIdx.x * d, d, blockIdx.x, yq, k);
 }
 `

@@ -361,6 +361,10 @@ func TestGemvShapeFrom(t *testing.T) {
 		{"depth=3", with(func(s *gemvShape) { s.depth = 3 })},
 		{"depth=0", defaultGemv}, // nothing in flight
 		{"depth=7", defaultGemv}, // more than the registers hold
+		{"async=1,depth=4", with(func(s *gemvShape) { s.async, s.depth = 1, 4 })},
+		{"async=2", defaultGemv}, // on or off
+		{"ploads=4", with(func(s *gemvShape) { s.ploads = 4 })},
+		{"ploads=9", defaultGemv}, // more than the kernels take
 	} {
 		if got := gemvShapeFrom(c.spec); got != c.want {
 			t.Errorf("gemvShapeFrom(%q) = %+v, want %+v", c.spec, got, c.want)

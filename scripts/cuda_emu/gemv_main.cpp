@@ -14,9 +14,6 @@ inline int __dp4a(int a, int b, int c) {
 }
 inline u32 __funnelshift_r(u32 lo, u32 hi, u32 sh) { return (u32)((((u64)hi << 32) | lo) >> (sh & 31)); }
 inline void __syncwarp() { bar->arrive_and_wait(); }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline int __float2int_rn(float v) { return (int)std::nearbyint(v); }
 struct int4 { int x, y, z, w; };
 #include "gemv.cu"
 
@@ -260,6 +257,7 @@ int main() {
 	// forms under norm, blocks of 32 up to a thread each (k = 4160), and
 	// more blocks than threads (k = 8224), read twice.
 	bad += check("f16 norm", 1, true, false, false, 16, 4160);
+	bad += check("f16 add", 1, false, false, true, 16, 4160); // the plain form's loads (ploads) over several rounds
 	bad += check("q8_0", 8, false, false, false, 32, 4160);
 	bad += check("q4_0 norm", 2, true, false, false, 32, 4160);
 	bad += check("q4_0 norm", 2, true, false, false, 32, 8224);

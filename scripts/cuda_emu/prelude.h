@@ -123,3 +123,14 @@ inline float __shfl_xor_sync(unsigned, float v, int m) {
 	warpBarrier().arrive_and_wait();
 	return r;
 }
+static int shi[1024];
+inline int __shfl_xor_sync(unsigned, int v, int m) {
+	shi[threadIdx.x] = v;
+	warpBarrier().arrive_and_wait();
+	int r = shi[(threadIdx.x & ~31u) | ((threadIdx.x & 31) ^ m)];
+	warpBarrier().arrive_and_wait();
+	return r;
+}
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline int __float2int_rn(float v) { return (int)std::nearbyint(v); }
