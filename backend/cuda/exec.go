@@ -188,7 +188,8 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if fusing {
 		g = fuseProducts(g)
 	}
-	useBLAS := !opts.NoBLAS && driver.LoadBLAS() == nil
+	// BERTH_CUDA_BLAS=0 runs the products on berth's own GEMM, as NoBLAS.
+	useBLAS := !opts.NoBLAS && os.Getenv("BERTH_CUDA_BLAS") != "0" && driver.LoadBLAS() == nil
 	var hs *halves
 	if useBLAS && opts.Precision.Half() {
 		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte), mma: d.Major >= 8}
