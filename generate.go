@@ -183,11 +183,22 @@ func (g *Generator) Position() int64 { return g.pos }
 func (g *Generator) CacheBytes() int64 { return llm.CacheBytes(g.cfg, g.context) }
 
 // ArenaBytes is the bytes of the arena the plans share: the cache, then
-// the activations of the largest plan.
-func (g *Generator) ArenaBytes() int64 { return g.lane.Bytes() }
+// the activations of the largest plan (0 once closed).
+func (g *Generator) ArenaBytes() int64 {
+	if g.lane == nil {
+		return 0
+	}
+	return g.lane.Bytes()
+}
 
-// WeightBytes is the bytes of the model's weights as the step reads them.
-func (g *Generator) WeightBytes() int64 { return g.decode.exe.WeightBytes() }
+// WeightBytes is the bytes of the model's weights as the step reads them
+// (0 once closed).
+func (g *Generator) WeightBytes() int64 {
+	if g.decode == nil {
+		return 0
+	}
+	return g.decode.exe.WeightBytes()
+}
 
 // Vocab is the size of the logits rows.
 func (g *Generator) Vocab() int { return int(g.cfg.Vocab) }
@@ -287,7 +298,8 @@ func (g *Generator) bind() error {
 	for _, p := range plans {
 		if p.s != nil {
 			p.s.Close()
-			p.s = nil
+			// Views of the old lane's arena, which Close frees.
+			p.s, p.tokens, p.pos, p.out = nil, nil, nil, nil
 		}
 	}
 	if g.lane != nil {
@@ -326,6 +338,9 @@ func (g *Generator) open(p *stepPlan) error {
 // promptPlan returns the plan of t tokens (all: with every token's
 // logits), compiling it the first time.
 func (g *Generator) promptPlan(t int64, all bool) (*stepPlan, error) {
+	if g.decode == nil {
+		return nil, errGeneratorClosed
+	}
 	if t == 1 && !all {
 		return g.decode, nil
 	}
@@ -378,6 +393,11 @@ func (g *Generator) CheckPrompt(tokens []int32) error {
 
 // run runs p over tokens at the current position and moves it on.
 func (g *Generator) run(ctx context.Context, p *stepPlan, tokens []int32) ([]float32, error) {
+	if p == nil || p.s == nil {
+		// Closed, or a lane change that failed left it without a
+		// session.
+		return nil, errGeneratorClosed
+	}
 	for i, id := range tokens {
 		p.tokens[i] = int64(id)
 	}
@@ -576,7 +596,12 @@ func argmax(v []float32) int {
 	return best
 }
 
-// Close releases the generator's plans and arena.
+// errGeneratorClosed is the error of a run on a closed generator.
+var errGeneratorClosed = errors.New("generate: the generator is closed")
+
+// Close releases the generator's plans and arena: the logits it returned
+// become invalid (they are in the arena). Close may be called more than
+// once; the generator's runs fail afterwards.
 func (g *Generator) Close() error {
 	for _, p := range g.plans() {
 		if p != nil {

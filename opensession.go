@@ -76,6 +76,10 @@ type openSession struct {
 	// arena of every plan that fits it: made with the session, at the
 	// bound's size. Other plans have a lane of their own.
 	lane backend.Lane
+	// retired are the plans let go during this run, closed when it ends:
+	// its inputs may be the outputs of one of them, in an arena that
+	// closing frees.
+	retired []*special
 }
 
 func (x *openExec) newSession() (*openSession, error) {
@@ -91,6 +95,7 @@ func (x *openExec) newSession() (*openSession, error) {
 }
 
 func (ss *openSession) close() error {
+	ss.closeRetired()
 	for _, sp := range ss.plans {
 		sp.close()
 	}
@@ -105,6 +110,7 @@ func (ss *openSession) close() error {
 // shapes are seen; a plan already made is reused without allocating) and
 // runs it; a stage's outputs lead to the kid specialised on them.
 func (ss *openSession) run(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
+	defer ss.closeRetired()
 	if err := ss.flatten(inputs); err != nil {
 		return nil, err
 	}
@@ -268,8 +274,7 @@ func (ss *openSession) compileKid(sp *special, outs []Tensor) (*special, error) 
 				oldest = i
 			}
 		}
-		ss.last = nil // it may be among those released
-		sp.kids[oldest].close()
+		ss.retire(sp.kids[oldest])
 		sp.kids = slices.Delete(sp.kids, oldest, oldest+1)
 	}
 	sp.kids = append(sp.kids, kid)
@@ -379,11 +384,25 @@ func (ss *openSession) admit(sp *special) {
 			}
 		}
 		total -= ss.plans[oldest].bytes
-		ss.last = nil // it may be among those released
-		ss.plans[oldest].close()
+		ss.retire(ss.plans[oldest])
 		ss.plans = slices.Delete(ss.plans, oldest, oldest+1)
 	}
 	ss.plans = append(ss.plans, sp)
+}
+
+// retire lets sp go: it is closed when the run ends (see retired).
+func (ss *openSession) retire(sp *special) {
+	ss.last = nil // it may be among those let go
+	ss.retired = append(ss.retired, sp)
+}
+
+// closeRetired closes the plans retired during the run.
+func (ss *openSession) closeRetired() {
+	for _, sp := range ss.retired {
+		sp.close()
+	}
+	clear(ss.retired)
+	ss.retired = ss.retired[:0]
 }
 
 // flatten matches the inputs with the declared ones, by name when every

@@ -94,8 +94,10 @@ func (s *Session) Arena() arena.Arena {
 	return s.s.Arena()
 }
 
-// Close stops the session's workers. The outputs of its last run become
-// invalid.
+// Close stops the session's workers and frees its arena. The outputs of
+// its last run and its input buffers become invalid: on the CPU a large
+// arena is a mapping of its own, which Close unmaps, so that reading
+// them afterwards faults (Clone what you keep).
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -276,9 +278,13 @@ func (s *Session) Executable() *Executable {
 // been read, so fill them before every run.
 //
 // A session of a model with open shapes has no buffers of its own until
-// it runs: InputBuffers returns nil for it.
+// it runs, and a closed session none any more: InputBuffers returns nil
+// for them.
 func (s *Session) InputBuffers() []Tensor {
-	if s.open != nil {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if s.open != nil || closed {
 		return nil
 	}
 	g := s.exe.g

@@ -35,15 +35,19 @@ type Arena interface {
 	WriteBytes(off int64, b []byte) error
 }
 
-// Host is an arena in host memory.
+// Host is an arena in host memory. Once its buffer is freed (Close, or
+// the owner of a shared buffer freeing it) the arena holds nothing: reads
+// and writes fail and Slot and Bytes are nil.
 type Host struct {
 	layout *Layout
 	buf    *device.HostBuffer
+	own    bool // buf is the arena's own (NewHost), freed by Close
 }
 
 var _ Arena = (*Host)(nil)
 
-// NewHost allocates an arena of l.Bytes bytes aligned to l.Alignment.
+// NewHost allocates an arena of l.Bytes bytes aligned to l.Alignment; Close
+// frees it.
 func NewHost(l *Layout) (*Host, error) {
 	if err := l.check(); err != nil {
 		return nil, err
@@ -52,12 +56,13 @@ func NewHost(l *Layout) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("arena: %w", err)
 	}
-	return &Host{layout: l, buf: buf}, nil
+	return &Host{layout: l, buf: buf, own: true}, nil
 }
 
 // NewHostIn lays l out in buf, which other arenas may share: an arena per
 // plan of one session whose runs take turns, all in one buffer sized for
-// the largest. buf must hold l.Bytes and be aligned as l asks.
+// the largest. buf must hold l.Bytes and be aligned as l asks. The
+// buffer stays its owner's to free.
 func NewHostIn(l *Layout, buf *device.HostBuffer) (*Host, error) {
 	if err := l.check(); err != nil {
 		return nil, err
@@ -78,6 +83,17 @@ func (l *Layout) check() error {
 	return nil
 }
 
+// Close frees the arena's buffer where the arena made it (NewHost); the
+// bytes of its slots must not be used afterwards. A buffer the arena was
+// laid out in (NewHostIn) is left to its owner. Close may be called more
+// than once.
+func (h *Host) Close() error {
+	if h.own {
+		return h.buf.Free()
+	}
+	return nil
+}
+
 // Has reports whether the tensor has a slot.
 func (h *Host) Has(id ir.TensorID) bool { return h.layout.has(id) }
 
@@ -91,13 +107,15 @@ func (h *Host) Size() int64 { return h.buf.Size() }
 func (h *Host) Bytes() []byte { return h.buf.Bytes() }
 
 // Slot returns the bytes of a tensor's slot (its true size), or nil when
-// the tensor has no slot. The slice's capacity ends with the slot.
+// the tensor has no slot or the buffer is freed. The slice's capacity
+// ends with the slot.
 func (h *Host) Slot(id ir.TensorID) []byte {
-	if !h.Has(id) {
+	b := h.buf.Bytes()
+	if !h.Has(id) || int64(len(b)) < h.layout.Bytes {
 		return nil
 	}
 	s := h.layout.Slots[id]
-	return h.buf.Bytes()[s.Offset : s.Offset+s.Size : s.Offset+s.Size]
+	return b[s.Offset : s.Offset+s.Size : s.Offset+s.Size]
 }
 
 // ErrNoSlot is returned for a tensor that has no slot in the arena.
@@ -114,6 +132,9 @@ func (h *Host) WriteF32(id ir.TensorID, dt ir.DType, v []float32) error {
 // read past the slot is clamped and reported as an error.
 func (h *Host) ReadF32(id ir.TensorID, dt ir.DType, n int) ([]float32, error) {
 	return readF32(h.layout, id, dt, n, func(dst []byte, off int64) error {
+		if err := checkRange("read", off, int64(len(dst)), h.Size()); err != nil {
+			return err
+		}
 		copy(dst, h.buf.Bytes()[off:])
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/dtype"
 	"github.com/berth-ml/berth/ir"
 )
@@ -150,4 +151,58 @@ func ExampleHost() {
 	v, _ := a.ReadF32(0, ir.Float16, 4)
 	fmt.Println(v)
 	// Output: [1 0.099975586 3 4]
+}
+
+// TestHostClosed checks that an arena whose buffer is freed, its own
+// (Close) or a shared one (its owner's Free), small (Go's memory) or
+// large (a mapping), fails every read and write instead of touching the
+// freed bytes, and that Close is idempotent.
+func TestHostClosed(t *testing.T) {
+	for _, bytes := range []int64{192, 4 << 20} {
+		l := &Layout{Slots: []Slot{{0, 16}, {64, 8}, {-1, -1}, {bytes - 64, 64}}, Bytes: bytes, Alignment: 64}
+		own, err := NewHost(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, err := device.NewHostBuffer(bytes, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared, err := NewHostIn(l, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := shared.Close(); err != nil || buf.Size() != bytes {
+			t.Fatalf("closing an arena laid out in a shared buffer: %v, the buffer holds %d", err, buf.Size())
+		}
+		for name, tc := range map[string]struct {
+			h    *Host
+			free func() error
+		}{"own": {own, own.Close}, "shared": {shared, buf.Free}} {
+			h := tc.h
+			if err := h.WriteF32(3, ir.Float32, []float32{1}); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := tc.free(); err != nil {
+					t.Errorf("%s, %d bytes: %v", name, bytes, err)
+				}
+			}
+			if h.Size() != 0 || h.Bytes() != nil || h.Slot(3) != nil || h.Slot(0) != nil {
+				t.Errorf("%s, %d bytes: a freed arena has %d bytes", name, bytes, h.Size())
+			}
+			if _, err := h.ReadF32(3, ir.Float32, 1); err == nil {
+				t.Errorf("%s, %d bytes: ReadF32 of a freed arena succeeded", name, bytes)
+			}
+			if err := h.WriteF32(3, ir.Float32, []float32{1}); err == nil {
+				t.Errorf("%s, %d bytes: WriteF32 to a freed arena succeeded", name, bytes)
+			}
+			if _, err := h.ReadBytes(0, 1); err == nil {
+				t.Errorf("%s, %d bytes: ReadBytes of a freed arena succeeded", name, bytes)
+			}
+			if err := h.WriteBytes(0, []byte{1}); err == nil {
+				t.Errorf("%s, %d bytes: WriteBytes to a freed arena succeeded", name, bytes)
+			}
+		}
+	}
 }

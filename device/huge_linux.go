@@ -20,11 +20,8 @@ import (
 // reads it). Every call is advice: where one fails the buffer keeps the
 // pages it has, still zero.
 func backWithHugePages(raw []byte, skip, size int64) {
-	if whole := size / HugePageBytes * HugePageBytes; whole > 0 {
-		b := raw[skip : skip+whole]
-		if unix.Madvise(b, unix.MADV_HUGEPAGE) == nil {
-			_ = unix.Madvise(b, unix.MADV_DONTNEED)
-		}
+	if b := raw[skip : skip+size]; adviseHugePages(b) {
+		_ = unix.Madvise(b[:len(b)/HugePageBytes*HugePageBytes], unix.MADV_DONTNEED)
 	}
 	page := int64(unix.Getpagesize())
 	base := int64(uintptr(unsafe.Pointer(&raw[0])))
@@ -37,6 +34,15 @@ func backWithHugePages(raw []byte, skip, size int64) {
 	}
 	giveBack(0, skip)
 	giveBack(skip+size, int64(len(raw)))
+}
+
+// adviseHugePages asks the kernel to back the whole huge pages of b,
+// which starts on a huge page boundary, with huge pages as they are
+// first touched (MADV_HUGEPAGE), and reports whether it took the advice.
+// The tail of b short of a huge page keeps small pages.
+func adviseHugePages(b []byte) bool {
+	whole := len(b) / HugePageBytes * HugePageBytes
+	return whole > 0 && unix.Madvise(b[:whole], unix.MADV_HUGEPAGE) == nil
 }
 
 // hugePagesOffered reports whether the kernel backs advised memory with

@@ -189,5 +189,20 @@ func TestGeneratePromptPlans(t *testing.T) {
 				t.Errorf("a prompt of %d: rel L2 %.3g to the reference's row %d", n, rel, n-1)
 			}
 		}
+		// Closed, the generator's arena is freed: its runs fail.
+		for range 2 {
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := g.Step(context.Background(), ref.Tokens[0]); err == nil {
+			t.Error("Step on a closed generator")
+		}
+		if _, err := g.Prefill(context.Background(), ref.Tokens[:3], nil); err == nil {
+			t.Error("Prefill on a closed generator")
+		}
+		if g.ArenaBytes() != 0 || g.WeightBytes() != 0 {
+			t.Errorf("a closed generator has an arena of %d bytes, weights of %d", g.ArenaBytes(), g.WeightBytes())
+		}
 	}
 }

@@ -59,10 +59,11 @@ func (Backend) NewLane(exes []backend.Executable, from backend.Lane, keep int64)
 
 // A Lane is what sessions run on: workers and an arena buffer. Sessions of
 // a model's plans for several shapes made on one lane share both and run
-// one at a time.
+// one at a time. The lane owns the buffer: Close frees it.
 type Lane struct {
 	workers *Workers
 	buf     *device.HostBuffer
+	bytes   int64 // the arena's size, kept past Close
 	closed  bool
 }
 
@@ -89,33 +90,50 @@ func NewLane(exes []backend.Executable, from backend.Lane, keep int64) (*Lane, e
 		return nil, fmt.Errorf("new lane: %w", err)
 	}
 	f, err := backend.Own[*Lane](from, "new lane: a lane")
+	if err == nil && f != nil && keep > 0 {
+		switch {
+		case f.closed:
+			err = errors.New("new lane: the lane to keep bytes of is closed")
+		case keep > f.Bytes() || keep > buf.Size():
+			err = fmt.Errorf("new lane: %d bytes to keep, the arenas hold %d and %d", keep, f.Bytes(), buf.Size())
+		default:
+			copy(buf.Bytes()[:keep], f.buf.Bytes())
+		}
+	}
 	if err != nil {
+		buf.Free()
 		return nil, err
 	}
-	if f != nil && keep > 0 {
-		if keep > f.Bytes() || keep > buf.Size() {
-			return nil, fmt.Errorf("new lane: %d bytes to keep, the arenas hold %d and %d", keep, f.Bytes(), buf.Size())
-		}
-		copy(buf.Bytes()[:keep], f.buf.Bytes())
-	}
-	return &Lane{workers: NewWorkers(threads), buf: buf}, nil
+	return &Lane{workers: NewWorkers(threads), buf: buf, bytes: buf.Size()}, nil
 }
 
 // Bytes is the size of the lane's arena.
-func (l *Lane) Bytes() int64 { return l.buf.Size() }
+func (l *Lane) Bytes() int64 { return l.bytes }
 
-// Close stops the lane's workers. Its sessions are closed before.
+// Close stops the lane's workers and frees its arena, whose bytes (the
+// inputs and outputs of its sessions among them) must not be used
+// afterwards. Its sessions are closed before: a session's Run fails
+// once its lane is closed. Close may be called more than once.
 func (l *Lane) Close() error {
-	if !l.closed {
-		l.closed = true
-		l.workers.Close()
+	if l.closed {
+		return nil
 	}
-	return nil
+	l.closed = true
+	l.workers.Close()
+	return l.buf.Free()
 }
 
-// Close releases nothing: the executable's memory is Go's, and the mapped
-// file is its model's.
-func (e *Executable) Close() error { return nil }
+// Close frees the executable's aligned copies of the weights (the packed
+// region). Its sessions are closed before: a session's Run fails once
+// its executable is closed. The kernels' packed weights are Go's memory,
+// and the mapped file is its model's. Close may be called more than
+// once.
+func (e *Executable) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	return e.packed.Free()
+}
 
 // Close releases nothing: the store's memory is Go's.
 func (s *WeightStore) Close() error { return nil }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/berth-ml/berth/arena"
@@ -102,6 +103,8 @@ type Executable struct {
 	store       *WeightStore // the kernels' packed weights
 	release     func([]byte) // Options.Release
 	planTime    time.Duration
+	// closed is set by Close, which frees packed: sessions fail to run.
+	closed atomic.Bool
 
 	// blocked marks the activations held in NCHW16c (blockLayouts), by
 	// ir.TensorID; nil when none are.

@@ -499,10 +499,12 @@ func f32s(b []byte) []float32 { return view[float32](b) }
 
 // alignedBytes returns n zero bytes starting at a multiple of alignment; the
 // result is never nil, so a zero-sized constant still counts as known. It
-// is a device.NewHostBuffer, as a session's arena is: huge pages back
-// the whole 2 MiB of a large one where the system offers them.
+// is a device.NewHeapBuffer: huge pages back the whole 2 MiB of a large
+// one where the system offers them, and the bytes are Go's, valid as
+// long as a kernel, a graph or a store references them (they are handed
+// on with no owner that could free a mapping).
 func alignedBytes(n int64) []byte {
-	if h, err := device.NewHostBuffer(n, alignment); err == nil {
+	if h, err := device.NewHeapBuffer(n, alignment); err == nil {
 		return h.Bytes()
 	}
 	b := make([]byte, n+alignment)

@@ -27,9 +27,11 @@ type boundStep struct {
 type Session struct {
 	exe     *Executable
 	arena   *arena.Host
+	lane    *Lane // whose arena and workers the session runs in
 	workers *Workers
 	// own is the lane the session made for itself and closes.
 	own     *Lane
+	closed  bool
 	steps   []boundStep
 	inputs  [][]byte // graph input slots
 	outputs [][]byte // graph output slots
@@ -69,6 +71,9 @@ func (e *Executable) newSession(l *Lane) (*Session, error) {
 	if l.closed {
 		return nil, errors.New("new session: the lane is closed")
 	}
+	if e.closed.Load() {
+		return nil, errors.New("new session: the executable is closed")
+	}
 	if e.layout.Bytes > l.Bytes() {
 		return nil, fmt.Errorf("new session: %w (arena %d bytes, the lane's %d)", backend.ErrLaneTooSmall, e.layout.Bytes, l.Bytes())
 	}
@@ -76,7 +81,7 @@ func (e *Executable) newSession(l *Lane) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{exe: e, arena: a, workers: l.workers}
+	s := &Session{exe: e, arena: a, lane: l, workers: l.workers}
 	slot := func(id ir.TensorID) []byte {
 		if id == ir.NoTensor {
 			return nil
@@ -163,7 +168,8 @@ func (e *Executable) stepSlots(i int, slot func(ir.TensorID) []byte) (in, out []
 		for _, id := range f.ext {
 			in = append(in, slot(id))
 		}
-		regs, err := device.NewHostBuffer(int64(f.regs), Alignment)
+		// On Go's heap: the steps keep the bytes, not the buffer.
+		regs, err := device.NewHeapBuffer(int64(f.regs), Alignment)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -195,13 +201,23 @@ func (s *Session) Outputs() [][]byte { return s.outputs }
 // Steps is how many steps a run runs.
 func (s *Session) Steps() int { return len(s.steps) }
 
-// Close closes the lane the session made for itself, if it made one.
+// Close closes the lane the session made for itself, if it made one,
+// freeing its arena: the session's inputs and outputs must not be used
+// afterwards, and Run fails. Close may be called more than once.
 func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	if s.own != nil {
 		return s.own.Close()
 	}
 	return nil
 }
+
+// ErrClosed is Run's error on a session that is closed, or whose lane or
+// executable is.
+var ErrClosed = errors.New("run: the session, its lane or its executable is closed")
 
 // KernelError is a kernel's failure during a run: a memory fault on the
 // mapped model file or an internal error.
@@ -228,6 +244,10 @@ func (e *KernelError) Error() string {
 // *KernelError, wrapped in an error that wraps backend.ErrKernel. Run
 // allocates nothing.
 func (s *Session) Run(ctx context.Context, times []time.Duration) (err error) {
+	if s.closed || s.lane.closed || s.exe.closed.Load() {
+		// The arena, or the weights' aligned copies, may be unmapped.
+		return ErrClosed
+	}
 	// A fault while reading the mapped model file (it was truncated or
 	// rewritten under us) or a failing kernel becomes an error, not a
 	// crash of the process.
