@@ -846,3 +846,26 @@ func relL2Bytes(got, want []byte) float64 {
 	}
 	return math.Sqrt(num / den)
 }
+
+func TestGemmTiling(t *testing.T) {
+	for _, c := range []struct {
+		m, n, k, nb, sms int64
+		kernel           string
+		tile, parts      int64
+	}{
+		{1024, 1024, 1024, 1, 132, "gemm64", 64, 1}, // 64 tiles of 128 leave multiprocessors idle, 256 of 64 do not
+		{4096, 4096, 64, 1, 132, "gemm128", 128, 1},
+		{2048, 1024, 64, 1, 132, "gemm64", 64, 1}, // 128 tiles of 128, still fewer than 132
+		{256, 4096, 64, 8, 132, "gemm128", 128, 1},
+		{64, 3136, 576, 1, 132, "gemm64", 64, 4},      // 49 tiles, K cut in 128-deep parts
+		{512, 100, 4608, 1, 132, "gemm64", 64, 16},    // 16 tiles: 2·132/16 rounded up is 17, K allows 36, at most 16
+		{64, 64, 200, 1, 132, "gemm64", 64, 1},        // too shallow to split
+		{2048, 49, 512, 1, 132, "gemm64", 64, 4},      // 32 tiles, 512/128 parts
+		{16, 16, 100000, 40000, 132, "gemm64", 64, 1}, // small matrices, many of them: no 128 tiles, no parts
+	} {
+		kernel, tile, parts := gemmTiling(c.m, c.n, c.k, c.nb, c.sms)
+		if kernel != c.kernel || tile != c.tile || parts != c.parts {
+			t.Errorf("gemmTiling(%d, %d, %d, %d, %d) = %s, %d, %d; want %s, %d, %d", c.m, c.n, c.k, c.nb, c.sms, kernel, tile, parts, c.kernel, c.tile, c.parts)
+		}
+	}
+}

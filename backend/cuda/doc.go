@@ -10,7 +10,9 @@
 // a 1×1 convolution) and that of ConvTranspose (a column matrix in
 // planned scratch, which col2im then sums into the output) go to cuBLAS (cublasSgemmStridedBatched, float32
 // arithmetic unless Options.Precision asks for TF32) where it is
-// installed and the strides fit; elsewhere to berth's own tiled SGEMM.
+// installed and the strides fit; elsewhere to berth's own tiled SGEMM
+// (128×128 tiles, or 64×64 and K split in parts where the product has too
+// few tiles for the GPU, whose parts one more launch adds).
 // Under Options.Precision BF16 or F16 those GEMMs run through
 // cublasGemmStridedBatchedEx on 16-bit operands with float32 accumulation
 // and a float32 result: each constant operand gets a 16-bit shadow copy in

@@ -22,7 +22,8 @@ func TestDumpKernelSources(t *testing.T) {
 		return strings.ReplaceAll(strings.TrimPrefix(src, common+halfCommon+mmaCommon), `extern "C" `, "")
 	}
 	for name, text := range map[string]string{"common.cu": common, "attend.cu": own(attendSource), "iconv.cu": own(iconvSource),
-		"nhwc.cu": strings.ReplaceAll(strings.TrimPrefix(nhwcSource, common+halfCommon), `extern "C" `, ""), "gemv.cu": gemvEmulated(t), "cached.cu": cachedEmulated(t)} {
+		"nhwc.cu": strings.ReplaceAll(strings.TrimPrefix(nhwcSource, common+halfCommon), `extern "C" `, ""), "gemv.cu": gemvEmulated(t), "cached.cu": cachedEmulated(t),
+		"gemm.cu": strings.ReplaceAll(strings.TrimPrefix(gemmSource, common), `extern "C" `, "")} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
