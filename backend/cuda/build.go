@@ -835,7 +835,11 @@ func (c *buildContext) gemm(g gemmCall) error {
 		w = c.reserve(4 * parts * g.m * g.n * nb)
 	}
 	grid := [3]uint32{uint32((g.n + tile - 1) / tile), uint32((g.m + tile - 1) / tile), uint32(nb * parts)}
-	c.launches = append(c.launches, launch{node: c.node, module: gemmModule, kernel: kernel, grid: grid, block: [3]uint32{256, 1, 1},
+	threads := uint32(256)
+	if tile == 64 {
+		threads = 128
+	}
+	c.launches = append(c.launches, launch{node: c.node, module: gemmModule, kernel: kernel, grid: grid, block: [3]uint32{threads, 1, 1},
 		args: []arg{g.a, g.b, g.c, g.d, i64(g.m), i64(g.n), i64(g.k), i64(g.sam), i64(g.sak), i64(g.sbk), i64(g.sbn), i64(g.sdm), i64(g.sdn), f32(g.alpha), f32(g.beta), words(gw), i32(int32(parts)), w}})
 	if parts > 1 {
 		mn := g.m * g.n
@@ -848,9 +852,9 @@ func (c *buildContext) gemm(g gemmCall) error {
 // gemmTiling chooses the tiled SGEMM for an m×n×k product over nb
 // matrices on a GPU of sms multiprocessors: 128×128 tiles where the
 // matrices fill them and they give every multiprocessor one at least,
-// 64×64 where not, and
-// K split in parts (2 to 16, each 128 deep or more) where even those
-// tiles leave multiprocessors idle.
+// 64×64 where not, and K split in parts (2 to 16, each 128 deep or more,
+// about four blocks of 64×64 a multiprocessor) where even those tiles
+// leave multiprocessors idle.
 func gemmTiling(m, n, k, nb, sms int64) (kernel string, tile, parts int64) {
 	tiles := func(t int64) int64 { return (m + t - 1) / t * ((n + t - 1) / t) * nb }
 	kernel, tile = "gemm128", 128
@@ -859,7 +863,7 @@ func gemmTiling(m, n, k, nb, sms int64) (kernel string, tile, parts int64) {
 	}
 	parts = 1
 	if t := tiles(tile); t < sms && k >= 256 {
-		parts = min((2*sms+t-1)/t, k/128, 16, 65535/nb)
+		parts = min((4*sms+t-1)/t, k/128, 16, 65535/nb)
 	}
 	return kernel, tile, max(parts, 1)
 }

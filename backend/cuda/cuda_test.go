@@ -858,7 +858,7 @@ func TestGemmTiling(t *testing.T) {
 		{2048, 1024, 64, 1, 132, "gemm64", 64, 1}, // 128 tiles of 128, still fewer than 132
 		{256, 4096, 64, 8, 132, "gemm128", 128, 1},
 		{64, 3136, 576, 1, 132, "gemm64", 64, 4},      // 49 tiles, K cut in 128-deep parts
-		{512, 100, 4608, 1, 132, "gemm64", 64, 16},    // 16 tiles: 2·132/16 rounded up is 17, K allows 36, at most 16
+		{512, 100, 4608, 1, 132, "gemm64", 64, 16},    // 16 tiles: 4·132/16 rounded up is 33, K allows 36, at most 16
 		{64, 64, 200, 1, 132, "gemm64", 64, 1},        // too shallow to split
 		{2048, 49, 512, 1, 132, "gemm64", 64, 4},      // 32 tiles, 512/128 parts
 		{16, 16, 100000, 40000, 132, "gemm64", 64, 1}, // small matrices, many of them: no 128 tiles, no parts

@@ -268,27 +268,29 @@ BY_SIZE_AND_INDEX(GATHER)
 `
 
 // gemmSource holds the tiled SGEMM used by MatMul, Gemm and Conv where
-// cuBLAS is not (gemm128, gemm64, gemm_reduce), and the fills of a cuBLAS
-// GEMM's addend.
+// cuBLAS is not (gemm128: 128×128 tiles, 256 threads of 8×8 outputs;
+// gemm64: 64×64, 128 threads of 8×4; gemm_reduce), and the fills of a
+// cuBLAS GEMM's addend.
 //
 // A product computes, for every batch z (decoded by the Geo with strides
 // st[0] into A, st[1] into B, st[2] into C and st[3] into the addend),
 // C[m,n] = alpha·Σk A[m·sam + k·sak]·B[k·sbk + n·sbn] + beta·D[m·sdm +
 // n·sdn], C contiguous with row length N.
 const gemmSource = common + `
-// gemm_tiles is the tiled SGEMM: a BM×BN tile of C a block of 256
-// threads (16×16, each (BM/16)×(BN/16) outputs, in 4×4 groups BM/2 and
-// BN/2 apart), K in steps of BK through two shared buffers, the next
-// step's operands loaded into registers while the current one is summed.
-// Operands are read along their contiguous axis where they have one (sak
-// or sam 1 for A, sbn or sbk 1 for B). Where S > 1 the K axis is split in
-// S parts (blockIdx.z = z·S + part): each part writes its sums, times
-// alpha, to W (S·M·N floats a matrix, part after part), and gemm_reduce
-// adds the parts and beta·D into C.
-template <int TBM, int TBN, int TBK> __device__ __forceinline__ void gemm_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, const float* __restrict__ D,
+// gemm_tiles is the tiled SGEMM: a BM×BN tile of C a block of
+// (BM/TM)·(BN/TN) threads, each TM×TN outputs in 4×4 groups (TM/4 of
+// them down, BM/(TM/4) rows apart, and TN/4 across), K in steps of BK
+// through two shared buffers, the next step's operands loaded into
+// registers while the current one is summed. Operands are read along
+// their contiguous axis where they have one (sak or sam 1 for A, sbn or
+// sbk 1 for B). Where S > 1 the K axis is split in S parts (blockIdx.z =
+// z·S + part): each part writes its sums, times alpha, to W (S·M·N floats
+// a matrix, part after part), and gemm_reduce adds the parts and beta·D
+// into C.
+template <int TBM, int TBN, int TBK, int TM, int TN> __device__ __forceinline__ void gemm_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, const float* __restrict__ D,
 		i64 M, i64 N, i64 K, i64 sam, i64 sak, i64 sbk, i64 sbn, i64 sdm, i64 sdn, float alpha, float beta, const Geo& g, int S, float* __restrict__ W) {
-	enum { TM = TBM / 16, TN = TBN / 16 };
-	static_assert(TBM * TBK == 1024 && TBN * TBK == 1024, "256 threads bring 4 values of each operand a step");
+	enum { THREADS = (TBM / TM) * (TBN / TN), VA = TBM * TBK / 4 / THREADS, VB = TBN * TBK / 4 / THREADS };
+	static_assert(VA * 4 * THREADS == TBM * TBK && VB * 4 * THREADS == TBN * TBK, "the threads bring whole runs of 4 of each operand a step");
 	__shared__ __align__(16) float As[2][TBK][TBM + 4];
 	__shared__ __align__(16) float Bs[2][TBK][TBN + 4];
 	const i64 zs = blockIdx.z, z = zs / S, part = zs % S;
@@ -296,59 +298,79 @@ template <int TBM, int TBN, int TBK> __device__ __forceinline__ void gemm_tiles(
 	if (g.rank > 0) offsets<4>(g, z, o);
 	A += o[0]; B += o[1]; C += o[2];
 	if (D) D += o[3];
-	const int t = threadIdx.x, tx = t % 16, ty = t / 16;
+	const int t = threadIdx.x, tx = t % (TBN / TN), ty = t / (TBN / TN);
 	const i64 m0 = (i64)blockIdx.y * TBM, n0 = (i64)blockIdx.x * TBN;
 	// This part's span of K, whole steps of BK but the last.
 	const i64 kper = ((K + S - 1) / S + TBK - 1) / TBK * TBK, kb = part * kper, ke = min(K, kb + kper);
-	// Each thread brings 4 values of each operand a step: a run of 4
-	// along the operand's contiguous axis where it has one (one 16-byte
-	// load where they are aligned and in range), else along m for A and
-	// along k for B.
+	// Each thread brings runs of 4 values of each operand a step (VA of
+	// A, VB of B): along the operand's contiguous axis where it has one
+	// (one 16-byte load where they are aligned and in range), else along
+	// m for A and along k for B. Run q of A starts at (am(q), akk(q)).
 	const bool ak = sak == 1 && sam != 1, bn = sbn == 1;
-	const int am = ak ? t / (TBK / 4) : (t % (TBM / 4)) * 4, akk = ak ? (t % (TBK / 4)) * 4 : t / (TBM / 4);
-	const int bk = bn ? t / (TBN / 4) : (t % (TBK / 4)) * 4, bnn = bn ? (t % (TBN / 4)) * 4 : t / (TBK / 4);
-	float ra[4], rb[4];
+	auto am = [&](int q) { return ak ? q / (TBK / 4) : (q % (TBM / 4)) * 4; };
+	auto akk = [&](int q) { return ak ? (q % (TBK / 4)) * 4 : q / (TBM / 4); };
+	auto bk = [&](int q) { return bn ? q / (TBN / 4) : (q % (TBK / 4)) * 4; };
+	auto bnn = [&](int q) { return bn ? (q % (TBN / 4)) * 4 : q / (TBK / 4); };
+	float ra[VA][4], rb[VB][4];
 	auto load = [&](i64 k0) {
-		{
-			const i64 m = m0 + am, k = k0 + akk;
+		#pragma unroll
+		for (int v = 0; v < VA; v++) {
+			const int q = t + THREADS * v;
+			const i64 m = m0 + am(q), k = k0 + akk(q);
 			const float* p = A + m * sam + k * sak;
 			const bool full = ak ? m < M && k + 3 < ke : m + 3 < M && k < ke;
 			if (full && (ak || sam == 1) && ((u64)p & 15) == 0) {
-				const float4 v = *(const float4*)p;
-				ra[0] = v.x; ra[1] = v.y; ra[2] = v.z; ra[3] = v.w;
+				const float4 x = *(const float4*)p;
+				ra[v][0] = x.x; ra[v][1] = x.y; ra[v][2] = x.z; ra[v][3] = x.w;
 			} else {
 				#pragma unroll
 				for (int i = 0; i < 4; i++) {
 					const i64 mi = ak ? m : m + i, ki = ak ? k + i : k;
-					ra[i] = mi < M && ki < ke ? A[mi * sam + ki * sak] : 0.f;
+					ra[v][i] = mi < M && ki < ke ? A[mi * sam + ki * sak] : 0.f;
 				}
 			}
 		}
-		{
-			const i64 k = k0 + bk, n = n0 + bnn;
+		#pragma unroll
+		for (int v = 0; v < VB; v++) {
+			const int q = t + THREADS * v;
+			const i64 k = k0 + bk(q), n = n0 + bnn(q);
 			const float* p = B + k * sbk + n * sbn;
 			const bool full = bn ? k < ke && n + 3 < N : k + 3 < ke && n < N;
 			if (full && (bn || sbk == 1) && ((u64)p & 15) == 0) {
-				const float4 v = *(const float4*)p;
-				rb[0] = v.x; rb[1] = v.y; rb[2] = v.z; rb[3] = v.w;
+				const float4 x = *(const float4*)p;
+				rb[v][0] = x.x; rb[v][1] = x.y; rb[v][2] = x.z; rb[v][3] = x.w;
 			} else {
 				#pragma unroll
 				for (int i = 0; i < 4; i++) {
 					const i64 ki = bn ? k : k + i, ni = bn ? n + i : n;
-					rb[i] = ki < ke && ni < N ? B[ki * sbk + ni * sbn] : 0.f;
+					rb[v][i] = ki < ke && ni < N ? B[ki * sbk + ni * sbn] : 0.f;
 				}
 			}
 		}
 	};
 	auto store = [&](int buf) {
 		#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			if (ak) As[buf][akk + i][am] = ra[i];
-			else As[buf][akk][am + i] = ra[i];
-			if (bn) Bs[buf][bk][bnn + i] = rb[i];
-			else Bs[buf][bk + i][bnn] = rb[i];
+		for (int v = 0; v < VA; v++) {
+			const int q = t + THREADS * v;
+			#pragma unroll
+			for (int i = 0; i < 4; i++) {
+				if (ak) As[buf][akk(q) + i][am(q)] = ra[v][i];
+				else As[buf][akk(q)][am(q) + i] = ra[v][i];
+			}
+		}
+		#pragma unroll
+		for (int v = 0; v < VB; v++) {
+			const int q = t + THREADS * v;
+			#pragma unroll
+			for (int i = 0; i < 4; i++) {
+				if (bn) Bs[buf][bk(q)][bnn(q) + i] = rb[v][i];
+				else Bs[buf][bk(q) + i][bnn(q)] = rb[v][i];
+			}
 		}
 	};
+	// A thread's outputs: TM rows in groups of 4, TBM/(TM/4) apart, by TN
+	// columns likewise.
+	enum { RG = TBM / (TM / 4), CG = TBN / (TN / 4) };
 	float acc[TM][TN];
 	#pragma unroll
 	for (int i = 0; i < TM; i++)
@@ -368,12 +390,12 @@ template <int TBM, int TBN, int TBK> __device__ __forceinline__ void gemm_tiles(
 			float a[TM], b[TN];
 			#pragma unroll
 			for (int i = 0; i < TM; i += 4) {
-				const float4 v = *(const float4*)&As[buf][kk][(i / 4) * (TBM / 2) + ty * 4];
+				const float4 v = *(const float4*)&As[buf][kk][(i / 4) * RG + ty * 4];
 				a[i] = v.x; a[i + 1] = v.y; a[i + 2] = v.z; a[i + 3] = v.w;
 			}
 			#pragma unroll
 			for (int j = 0; j < TN; j += 4) {
-				const float4 v = *(const float4*)&Bs[buf][kk][(j / 4) * (TBN / 2) + tx * 4];
+				const float4 v = *(const float4*)&Bs[buf][kk][(j / 4) * CG + tx * 4];
 				b[j] = v.x; b[j + 1] = v.y; b[j + 2] = v.z; b[j + 3] = v.w;
 			}
 			#pragma unroll
@@ -388,11 +410,11 @@ template <int TBM, int TBN, int TBK> __device__ __forceinline__ void gemm_tiles(
 	float* out = S > 1 ? W + zs * M * N : C;
 	#pragma unroll
 	for (int i = 0; i < TM; i++) {
-		const i64 m = m0 + (i / 4) * (TBM / 2) + ty * 4 + i % 4;
+		const i64 m = m0 + (i / 4) * RG + ty * 4 + i % 4;
 		if (m >= M) continue;
 		#pragma unroll
 		for (int j = 0; j < TN; j++) {
-			const i64 n = n0 + (j / 4) * (TBN / 2) + tx * 4 + j % 4;
+			const i64 n = n0 + (j / 4) * CG + tx * 4 + j % 4;
 			if (n >= N) continue;
 			float v = alpha * acc[i][j];
 			if (S == 1 && D) v += beta * D[m * sdm + n * sdn];
@@ -403,8 +425,8 @@ template <int TBM, int TBN, int TBK> __device__ __forceinline__ void gemm_tiles(
 #define GEMM_TILES_ARGS const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, const float* __restrict__ D, \
 		i64 M, i64 N, i64 K, i64 sam, i64 sak, i64 sbk, i64 sbn, i64 sdm, i64 sdn, float alpha, float beta, Geo g, int S, float* __restrict__ W
 #define GEMM_TILES_PASS A, B, C, D, M, N, K, sam, sak, sbk, sbn, sdm, sdn, alpha, beta, g, S, W
-extern "C" __global__ void __launch_bounds__(256) gemm128(GEMM_TILES_ARGS) { gemm_tiles<128, 128, 8>(GEMM_TILES_PASS); }
-extern "C" __global__ void __launch_bounds__(256) gemm64(GEMM_TILES_ARGS) { gemm_tiles<64, 64, 16>(GEMM_TILES_PASS); }
+extern "C" __global__ void __launch_bounds__(256) gemm128(GEMM_TILES_ARGS) { gemm_tiles<128, 128, 8, 8, 8>(GEMM_TILES_PASS); }
+extern "C" __global__ void __launch_bounds__(128) gemm64(GEMM_TILES_ARGS) { gemm_tiles<64, 64, 16, 8, 4>(GEMM_TILES_PASS); }
 // gemm_reduce adds the S parts of a split product (gemm_tiles) and
 // beta·D into C: matrix z is blockIdx.y.
 extern "C" __global__ void gemm_reduce(const float* __restrict__ W, float* __restrict__ C, const float* __restrict__ D, i64 M, i64 N, i64 sdm, i64 sdn, float beta, Geo g, int S) {

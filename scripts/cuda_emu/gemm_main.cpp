@@ -15,6 +15,9 @@ int main() {
 		{140, 9, 600, true, false, 128, 4, 0.25f, -1.f, 1},
 		{64, 64, 16, true, true, 64, 2, 1.f, 0.f, 0},
 		{72, 40, 300, false, false, 128, 2, 1.f, 0.f, 0, true},
+		{130, 131, 20, true, true, 64, 1, 0.5f, 2.f, 1},
+		{33, 70, 1100, false, true, 64, 3, 1.f, 1.f, 2},
+		{72, 40, 300, true, false, 64, 2, 1.f, 0.f, 0, true},
 	};
 	std::mt19937 rng(9);
 	std::normal_distribution<float> nd;
@@ -34,6 +37,7 @@ int main() {
 		Geo g{};
 		std::vector<float> w((size_t)c.parts * c.m * c.n, NAN);
 		Dim3 grid{(unsigned)((c.n + c.tile - 1) / c.tile), (unsigned)((c.m + c.tile - 1) / c.tile), (unsigned)c.parts}, block{256, 1, 1};
+		if (c.tile == 64) block = Dim3{128, 1, 1};
 		launch(grid, block, [&] {
 			if (c.tile == 128) gemm128(a.data(), b.data(), y.data(), dp, c.m, c.n, c.k, sam, sak, sbk, sbn, sdm, sdn, c.alpha, c.beta, g, c.parts, w.data());
 			else gemm64(a.data(), b.data(), y.data(), dp, c.m, c.n, c.k, sam, sak, sbk, sbn, sdm, sdn, c.alpha, c.beta, g, c.parts, w.data());
