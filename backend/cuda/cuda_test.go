@@ -694,7 +694,7 @@ func TestZeroAllocsPerRun(t *testing.T) {
 // 1e-3 rather than 1e-7.
 func TestTF32(t *testing.T) {
 	requireGPU(t)
-	if driver.LoadBLAS() != nil {
+	if !blasOn() {
 		t.Skip("no cuBLAS")
 	}
 	g := newTG(17)
@@ -719,7 +719,7 @@ func TestTF32(t *testing.T) {
 // rounding rather than a wrong element.
 func TestHalfPrecision(t *testing.T) {
 	requireGPU(t)
-	if driver.LoadBLAS() != nil {
+	if !blasOn() {
 		t.Skip("no cuBLAS")
 	}
 	cases := []struct {

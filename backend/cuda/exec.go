@@ -99,6 +99,10 @@ const blasWorkspace = 32 << 20
 // (ResNet-50's stem, at batch 32) ask for tens of megabytes.
 const dnnWorkspace = 256 << 20
 
+// blasOn reports whether cuBLAS is installed and not turned off
+// (BERTH_CUDA_BLAS=0 runs the products on berth's own GEMM, as NoBLAS).
+func blasOn() bool { return os.Getenv("BERTH_CUDA_BLAS") != "0" && driver.LoadBLAS() == nil }
+
 // region says which device buffer an address lies in.
 type region uint8
 
@@ -188,8 +192,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if fusing {
 		g = fuseProducts(g)
 	}
-	// BERTH_CUDA_BLAS=0 runs the products on berth's own GEMM, as NoBLAS.
-	useBLAS := !opts.NoBLAS && os.Getenv("BERTH_CUDA_BLAS") != "0" && driver.LoadBLAS() == nil
+	useBLAS := !opts.NoBLAS && blasOn()
 	var hs *halves
 	if useBLAS && opts.Precision.Half() {
 		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte), mma: d.Major >= 8}
