@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/berth-ml/berth/device"
 	"github.com/berth-ml/berth/ir"
@@ -46,6 +47,14 @@ type openModel struct {
 	// byValue marks the declared inputs whose values decide shapes, as
 	// specialising has found them so far.
 	byValue []bool
+	// generic is the first graph a specialisation prepared that turned
+	// out shape-generic (see reinfer); nil until one did.
+	generic *genericGraph
+	// fullOnly makes every specialisation import and prepare the file
+	// (for tests that compare the two ways); reinferred counts those
+	// that re-inferred generic instead.
+	fullOnly   bool
+	reinferred atomic.Int64
 
 	// imported keeps the last graph imported with computed values bound
 	// (see specialise), under the key of everything but those values.
@@ -159,12 +168,25 @@ type feed struct {
 // specialise imports and prepares the model for the inputs in flat (in
 // declared order, sequences element by element, named as the graph
 // inputs they feed), binding as constants the declared inputs that
-// byValue marks. The model it returns shares the file.
+// byValue marks. The model it returns shares the file. Where a graph
+// prepared so turned out shape-generic, a plain specialisation (see
+// plain) re-infers that graph instead (see reinfer).
 //
 // bound binds tensors that nodes compute to values a stage of the graph
 // computed, and goal, when not nil, names the tensors to compute instead
 // of the graph's outputs (see onnx.ImportOptions.Values and Outputs).
 func (o *openModel) specialise(flat []Tensor, decls []int, byValue []bool, bound map[string]ir.Tensor, goal []string) (*Model, error) {
+	plain := o.plain(byValue, bound, goal)
+	if plain {
+		if gen := o.keptGeneric(); gen != nil {
+			if m, err := o.reinfer(gen, flat, decls); err == nil {
+				o.reinferred.Add(1)
+				return m, nil
+			}
+			// Where re-inferring fails, preparing afresh says why (or
+			// finds what the shapes need).
+		}
+	}
 	opts := onnx.ImportOptions{InputShapes: make(map[string][]int64, len(flat)), SequenceLengths: map[string]int{}, Values: bound, Outputs: goal}
 	for i, t := range flat {
 		d := &o.sig.Inputs[decls[i]]
@@ -207,6 +229,9 @@ func (o *openModel) specialise(flat []Tensor, decls []int, byValue []bool, bound
 	m, err := prepare(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.name, err)
+	}
+	if plain {
+		o.keepGeneric(m)
 	}
 	return m, nil
 }

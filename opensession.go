@@ -509,10 +509,9 @@ func (ss *openSession) countError(inputs []Tensor) error {
 	return fmt.Errorf("the model takes %d input(s) %q, got %d", len(want), want, len(inputs))
 }
 
-// check checks each input against its declaration: the element type, the
-// rank (any for an input declared a scalar), every fixed size, the sizes Options.Dims fixes and MaxDims bounds,
-// the same size for every dimension named by one symbol, and the data's
-// length.
+// check checks each input against its declaration: the element type,
+// its shape (see openModel.checkDims: the sizes Options.Dims fixes and
+// MaxDims bounds too) and the data's length.
 func (ss *openSession) check() error {
 	x := ss.x
 	for i := range ss.symbols {
@@ -525,46 +524,59 @@ func (ss *openSession) check() error {
 		if t.DType != v.DType {
 			return fmt.Errorf("input %q: expected %s elements, got %s", name, v.DType, t.DType)
 		}
-		if err := ir.Shape(t.Shape).Validate(); err != nil {
-			return fmt.Errorf("input %q: %w", name, err)
-		}
-		// An input declared a scalar takes any shape, as ONNX Runtime
-		// lets it (a sample rate fed as [1]); the plan is made for the
-		// shape given.
-		ranked := v.Ranked && len(v.Shape) > 0
-		if ranked && len(t.Shape) != len(v.Shape) {
-			return fmt.Errorf("input %q: expected rank %d %s, got shape %v", name, len(v.Shape), v.Shape, ir.Shape(t.Shape))
-		}
-		for k := range t.Shape {
-			if !ranked {
-				break
-			}
-			d, n := v.Shape[k], t.Shape[k]
-			if !d.Open() {
-				if n != d.Size {
-					return fmt.Errorf("input %q: dimension %d is %d, the model fixes it at %d (shape %s)", name, k, n, d.Size, v.Shape)
-				}
-				continue
-			}
-			if d.Symbol == "" || v.Kind == onnx.SequenceValue {
-				// A sequence's elements differ in size: its element
-				// shape's symbols bind nothing across them.
-				continue
-			}
-			j := slices.Index(x.o.symbols, d.Symbol)
-			switch {
-			case x.fixed[j] >= 0 && n != x.fixed[j]:
-				return fmt.Errorf("input %q: dimension %d (%s) is %d, fixed at %d", name, k, d.Symbol, n, x.fixed[j])
-			case x.bound[j] >= 0 && n > x.bound[j]:
-				return fmt.Errorf("input %q: dimension %d (%s) is %d, above its bound %d", name, k, d.Symbol, n, x.bound[j])
-			case ss.symbols[j] >= 0 && n != ss.symbols[j]:
-				return fmt.Errorf("input %q: dimension %d (%s) is %d, but another input gives %s = %d", name, k, d.Symbol, n, d.Symbol, ss.symbols[j])
-			}
-			ss.symbols[j] = n
+		if err := x.o.checkDims(name, v, t.Shape, x.fixed, x.bound, ss.symbols); err != nil {
+			return err
 		}
 		if want := ir.Shape(t.Shape).Bytes(t.DType); int64(len(t.Data)) != want {
 			return fmt.Errorf("input %q: expected %d bytes of data for %s%v, got %d", name, want, t.DType, ir.Shape(t.Shape), len(t.Data))
 		}
+	}
+	return nil
+}
+
+// checkDims checks shape, that of the input called name fed to the
+// declared input v, against v: a shape a tensor can have, the rank (any
+// for an input declared a scalar), every fixed size, the sizes fixed and
+// bounded by symbol (fixed and bound by symbol index, -1 for none; nil:
+// none at all), and the same size for every dimension named by one
+// symbol: sizes holds the size each symbol took so far (-1: none yet),
+// which checkDims updates.
+func (o *openModel) checkDims(name string, v *onnx.Value, shape []int64, fixed, bound, sizes []int64) error {
+	if err := ir.Shape(shape).Validate(); err != nil {
+		return fmt.Errorf("input %q: %w", name, err)
+	}
+	// An input declared a scalar takes any shape, as ONNX Runtime lets it
+	// (a sample rate fed as [1]); the plan is made for the shape given.
+	ranked := v.Ranked && len(v.Shape) > 0
+	if !ranked {
+		return nil
+	}
+	if len(shape) != len(v.Shape) {
+		return fmt.Errorf("input %q: expected rank %d %s, got shape %v", name, len(v.Shape), v.Shape, ir.Shape(shape))
+	}
+	for k, n := range shape {
+		d := v.Shape[k]
+		if !d.Open() {
+			if n != d.Size {
+				return fmt.Errorf("input %q: dimension %d is %d, the model fixes it at %d (shape %s)", name, k, n, d.Size, v.Shape)
+			}
+			continue
+		}
+		if d.Symbol == "" || v.Kind == onnx.SequenceValue {
+			// A sequence's elements differ in size: its element
+			// shape's symbols bind nothing across them.
+			continue
+		}
+		j := slices.Index(o.symbols, d.Symbol)
+		switch {
+		case fixed != nil && fixed[j] >= 0 && n != fixed[j]:
+			return fmt.Errorf("input %q: dimension %d (%s) is %d, fixed at %d", name, k, d.Symbol, n, fixed[j])
+		case bound != nil && bound[j] >= 0 && n > bound[j]:
+			return fmt.Errorf("input %q: dimension %d (%s) is %d, above its bound %d", name, k, d.Symbol, n, bound[j])
+		case sizes[j] >= 0 && n != sizes[j]:
+			return fmt.Errorf("input %q: dimension %d (%s) is %d, but another input gives %s = %d", name, k, d.Symbol, n, d.Symbol, sizes[j])
+		}
+		sizes[j] = n
 	}
 	return nil
 }

@@ -24,6 +24,12 @@ type Tensor struct {
 	// Producer is the index in Graph.Nodes of the node that writes this
 	// tensor, or -1 for graph inputs and constants.
 	Producer int
+	// FromShapes marks a constant that passes.Fold computed from the
+	// shapes of the graph's inputs: the output of a Shape of a tensor
+	// that is not a constant, and whatever was folded from such values.
+	// Its value holds for the input shapes the graph was prepared for
+	// alone (see passes.ShapeGeneric).
+	FromShapes bool
 }
 
 // IsConst reports whether t is a constant whose bytes are known.
@@ -98,6 +104,12 @@ type Graph struct {
 	// node that updates it (see UpdatesState) writes its new value in
 	// place.
 	State []TensorID
+	// ShapeDecided is set where importing or preparing the graph took a
+	// decision on the shapes of its inputs that the graph's constants do
+	// not show: an If inlined on a condition that follows from shapes, a
+	// sequence cut by an input's size, a rewrite refused because two
+	// shapes differed (see passes.ShapeGeneric).
+	ShapeDecided bool
 }
 
 // MaxSubgraphDepth bounds how deeply control-flow subgraphs may nest.

@@ -266,8 +266,8 @@ func (im *importer) sequenceNode(name, op string, np *onnxpb.NodeProto, attrs ir
 		if arg(1) == "" && dim > maxSequence {
 			return fail("splitting %d pieces; berth splits at most %d", dim, maxSequence)
 		}
-		squeeze := false
-		if arg(1) == "" {
+		squeeze, bySize := false, arg(1) == ""
+		if bySize {
 			sizes = make([]int64, dim)
 			for i := range sizes {
 				sizes[i] = 1
@@ -279,6 +279,7 @@ func (im *importer) sequenceNode(name, op string, np *onnxpb.NodeProto, attrs ir
 				return err
 			}
 			if len(im.g.Tensors[im.ids[arg(1)]].Shape) == 0 {
+				bySize = true
 				if v[0] <= 0 {
 					return fail("split %d must be positive", v[0])
 				}
@@ -291,6 +292,10 @@ func (im *importer) sequenceNode(name, op string, np *onnxpb.NodeProto, attrs ir
 			} else {
 				sizes = v
 			}
+		}
+		if bySize && !xt.IsConst() {
+			// The pieces are as many as an input's size says.
+			im.g.ShapeDecided = true
 		}
 		if len(sizes) == 0 {
 			im.seqs[out] = []ir.TensorID{}

@@ -132,6 +132,10 @@ func foldLoop(g *ir.Graph, n *ir.Node, eval Evaluator) bool {
 			t.Data = []byte{}
 		}
 	}
+	if markFromShapes(g, n) {
+		// How often it ran followed from shapes.
+		g.ShapeDecided = true
+	}
 	return true
 }
 
@@ -140,25 +144,53 @@ func foldLoop(g *ir.Graph, n *ir.Node, eval Evaluator) bool {
 // and nested subgraphs (constant bytes and attribute values are shared,
 // they are never written).
 func Clone(g *ir.Graph) *ir.Graph {
+	c, _ := clone(g)
+	return c
+}
+
+// clone is Clone, and reports whether a node of g holds a subgraph.
+func clone(g *ir.Graph) (*ir.Graph, bool) {
 	c := *g
+	subs := false
+	// The shapes and the nodes' tensor lists are cut from one block each.
+	dims, ids := 0, 0
+	for i := range g.Tensors {
+		dims += len(g.Tensors[i].Shape)
+	}
+	for i := range g.Nodes {
+		ids += len(g.Nodes[i].Inputs) + len(g.Nodes[i].Outputs)
+	}
+	shapes := make([]int64, dims)
 	c.Tensors = make([]ir.Tensor, len(g.Tensors))
 	for i, t := range g.Tensors {
-		t.Shape = t.Shape.Clone()
+		n := copy(shapes, t.Shape)
+		t.Shape, shapes = shapes[:n:n], shapes[n:]
 		c.Tensors[i] = t
+	}
+	list := make([]ir.TensorID, ids)
+	cut := func(from []ir.TensorID) []ir.TensorID {
+		if len(from) == 0 {
+			return nil
+		}
+		n := copy(list, from)
+		out := list[:n:n]
+		list = list[n:]
+		return out
 	}
 	c.Nodes = make([]ir.Node, len(g.Nodes))
 	for i, n := range g.Nodes {
-		n.Inputs = append([]ir.TensorID(nil), n.Inputs...)
-		n.Outputs = append([]ir.TensorID(nil), n.Outputs...)
+		n.Inputs, n.Outputs = cut(n.Inputs), cut(n.Outputs)
 		if n.Attrs != nil {
-			attrs := make(ir.Attrs, len(n.Attrs))
+			n.Attrs = maps.Clone(n.Attrs)
 			for k, a := range n.Attrs {
+				if a.Kind == ir.AttrGraph {
+					subs = true
+				}
 				if a.Kind == ir.AttrGraph && a.Graph != nil {
 					a.Graph = Clone(a.Graph)
+					n.Attrs[k] = a
 				}
-				attrs[k] = a
 			}
-			n.Attrs = attrs
 		}
 		c.Nodes[i] = n
 	}
@@ -167,7 +199,7 @@ func Clone(g *ir.Graph) *ir.Graph {
 	c.Captures = append([]ir.TensorID(nil), g.Captures...)
 	c.State = append([]ir.TensorID(nil), g.State...)
 	c.Opsets = maps.Clone(g.Opsets)
-	return &c
+	return &c, subs
 }
 
 // inlineIf replaces node i of g, an If whose condition is a constant, by
@@ -183,6 +215,7 @@ func inlineIf(g *ir.Graph, i int) bool {
 		return false
 	}
 	branch := n.Attrs.Graph("else_branch")
+	decided := g.Tensor(c).FromShapes
 	if g.Tensor(c).Data[0] != 0 {
 		branch = n.Attrs.Graph("then_branch")
 	}
@@ -239,6 +272,8 @@ func inlineIf(g *ir.Graph, i int) bool {
 			Outputs: []ir.TensorID{out},
 		})
 	}
+	// The branch taken followed from shapes where the condition did.
+	g.ShapeDecided = g.ShapeDecided || decided
 	g.Nodes = slices.Insert(slices.Delete(g.Nodes, i, i+1), i, nodes...)
 	for k := i; k < len(g.Nodes); k++ {
 		for _, out := range g.Nodes[k].Outputs {

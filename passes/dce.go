@@ -9,31 +9,7 @@ import "github.com/berth-ml/berth/ir"
 // fields are renumbered; folded tensors become plain constants
 // (Producer -1).
 func EliminateDeadCode(g *ir.Graph) {
-	live := make([]bool, len(g.Tensors))
-	for _, o := range g.Outputs {
-		live[o] = true
-	}
-	keep := make([]bool, len(g.Nodes))
-	for i := len(g.Nodes) - 1; i >= 0; i-- {
-		n := &g.Nodes[i]
-		folded, used := true, false
-		for _, o := range n.Outputs {
-			if o == ir.NoTensor {
-				continue
-			}
-			folded = folded && g.Tensors[o].IsConst()
-			used = used || live[o]
-		}
-		if folded || !used {
-			continue
-		}
-		keep[i] = true
-		for _, in := range n.Inputs {
-			if in != ir.NoTensor {
-				live[in] = true
-			}
-		}
-	}
+	keep := liveNodes(g)
 
 	// Tensors that stay: graph inputs and outputs, and every tensor a kept
 	// node touches (including its unused outputs, which it still writes).
@@ -102,4 +78,35 @@ func EliminateDeadCode(g *ir.Graph) {
 	mapIDs(g.Outputs)
 	mapIDs(g.Captures)
 	mapIDs(g.State)
+}
+
+// liveNodes marks the nodes EliminateDeadCode keeps: those not folded
+// whose outputs some graph output depends on.
+func liveNodes(g *ir.Graph) []bool {
+	live := make([]bool, len(g.Tensors))
+	for _, o := range g.Outputs {
+		live[o] = true
+	}
+	keep := make([]bool, len(g.Nodes))
+	for i := len(g.Nodes) - 1; i >= 0; i-- {
+		n := &g.Nodes[i]
+		folded, used := true, false
+		for _, o := range n.Outputs {
+			if o == ir.NoTensor {
+				continue
+			}
+			folded = folded && g.Tensors[o].IsConst()
+			used = used || live[o]
+		}
+		if folded || !used {
+			continue
+		}
+		keep[i] = true
+		for _, in := range n.Inputs {
+			if in != ir.NoTensor {
+				live[in] = true
+			}
+		}
+	}
+	return keep
 }

@@ -36,6 +36,12 @@
 // shape (Shape → Gather → Unsqueeze → Concat → Reshape); with static input
 // shapes Fold turns every such chain into a constant.
 //
+// Along the way Fold marks the constants it computes from the shapes of
+// the graph's inputs and the decisions it takes on them (see generic.go):
+// a graph Prepare left with neither is shape-generic (ShapeGeneric), the
+// graph preparing gives at any input shapes but for the shapes, and
+// Reinfer infers its shapes anew for others instead of preparing again.
+//
 // Outside Prepare: LowerRecurrent writes LSTM, GRU and RNN nodes out as
 // products and elementwise nodes for a backend without recurrent kernels
 // (the CUDA backend), and Clone copies a graph deeply enough that

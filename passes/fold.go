@@ -28,6 +28,7 @@ func Fold(g *ir.Graph, eval Evaluator) error {
 		if done, err := foldSelection(g, n, eval); err != nil {
 			return fmt.Errorf("node %q: %w", n.Name, err)
 		} else if done {
+			markFromShapes(g, n)
 			continue
 		}
 		types, err := ir.Infer(g, n)
@@ -44,8 +45,30 @@ func Fold(g *ir.Graph, eval Evaluator) error {
 		if err := foldNode(g, n, eval); err != nil {
 			return fmt.Errorf("node %q (%s): constant folding: %w", n.Name, n.Op, err)
 		}
+		markFromShapes(g, n)
 	}
 	return nil
+}
+
+// markFromShapes marks the outputs of n that folding made constants
+// whose values follow from the shapes of the graph's inputs (see
+// ir.Tensor.FromShapes): those of a Shape of a tensor that is not a
+// constant, and those of a node that read a marked value. It reports
+// whether n read a marked value.
+func markFromShapes(g *ir.Graph, n *ir.Node) bool {
+	read := false
+	for _, in := range n.Inputs {
+		read = read || in != ir.NoTensor && g.Tensors[in].FromShapes
+	}
+	if !read && (n.Op != "Shape" || len(n.Inputs) == 0 || n.Inputs[0] == ir.NoTensor || g.Tensor(n.Inputs[0]).IsConst()) {
+		return false
+	}
+	for _, out := range n.Outputs {
+		if out != ir.NoTensor && g.Tensors[out].IsConst() {
+			g.Tensors[out].FromShapes = true
+		}
+	}
+	return read
 }
 
 // foldSelection folds a NonMaxSuppression whose inputs are all constants

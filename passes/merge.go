@@ -33,6 +33,11 @@ import (
 // are not graph outputs. The Add's output keeps its tensor; the two
 // convolutions are left without readers, for EliminateDeadCode. It
 // returns the number of pairs merged.
+//
+// Where a pair that qualifies but for its shapes is left as it is, g is
+// marked ShapeDecided: at other input shapes it might merge. (A merged
+// pair needs no mark: at shapes where it would not merge, the Concat's
+// shape inference fails, see Reinfer.)
 func MergePointwiseSums(g *ir.Graph) int {
 	readers := g.Consumers()
 	producer := make([]int, len(g.Tensors))
@@ -57,7 +62,7 @@ func MergePointwiseSums(g *ir.Graph) int {
 			return nil
 		}
 		n := &g.Nodes[producer[id]]
-		if !pointwiseConv(g, n) {
+		if !pointwiseForm(g, n) {
 			return nil
 		}
 		return n
@@ -71,7 +76,12 @@ func MergePointwiseSums(g *ir.Graph) int {
 			continue
 		}
 		a, b := operand(add.Inputs[0]), operand(add.Inputs[1])
-		if a == nil || b == nil || a == b || !mergeable(g, a, b, add.Outputs[0]) {
+		if a == nil || b == nil || a == b || !mergeableForm(g, a, b) {
+			nodes = append(nodes, add)
+			continue
+		}
+		if !pointwiseShapes(g, a) || !pointwiseShapes(g, b) || !mergeable(g, a, b, add.Outputs[0]) {
+			g.ShapeDecided = true
 			nodes = append(nodes, add)
 			continue
 		}
@@ -107,6 +117,13 @@ func MergePointwiseSums(g *ir.Graph) int {
 // pointwiseConv reports whether n is a convolution that
 // MergePointwiseSums may merge, taken alone.
 func pointwiseConv(g *ir.Graph, n *ir.Node) bool {
+	return pointwiseForm(g, n) && pointwiseShapes(g, n)
+}
+
+// pointwiseForm is what pointwiseConv asks of n that does not depend on
+// the shapes of the graph's inputs: the operator, its attributes, its
+// types and its constants.
+func pointwiseForm(g *ir.Graph, n *ir.Node) bool {
 	if n.Op != "Conv" || !n.DefaultDomain() || len(n.Inputs) < 2 || len(n.Inputs) > 3 || len(n.Outputs) != 1 || n.Implicit != 0 {
 		return false
 	}
@@ -114,13 +131,12 @@ func pointwiseConv(g *ir.Graph, n *ir.Node) bool {
 	if x == ir.NoTensor || w == ir.NoTensor || g.Tensor(x).IsConst() || !g.Tensor(w).IsConst() {
 		return false
 	}
-	ws, xs, ys := g.Tensor(w).Shape, g.Tensor(x).Shape, g.Tensor(n.Outputs[0]).Shape
-	r := len(xs)
-	if r < 3 || len(ws) != r || len(ys) != r || ws[1] != xs[1] || ys[1] != ws[0] || ys[0] != xs[0] {
+	ws := g.Tensor(w).Shape
+	if len(ws) < 3 {
 		return false
 	}
-	for k := 2; k < r; k++ {
-		if ws[k] != 1 || xs[k] != ys[k] {
+	for k := 2; k < len(ws); k++ {
+		if ws[k] != 1 {
 			return false
 		}
 	}
@@ -162,6 +178,32 @@ func pointwiseConv(g *ir.Graph, n *ir.Node) bool {
 		}
 	}
 	return true
+}
+
+// pointwiseShapes is the rest of pointwiseConv: the shapes of n's input
+// and output agree with its weights' as a pointwise convolution's do.
+func pointwiseShapes(g *ir.Graph, n *ir.Node) bool {
+	ws, xs, ys := g.Tensor(n.Inputs[1]).Shape, g.Tensor(n.Inputs[0]).Shape, g.Tensor(n.Outputs[0]).Shape
+	r := len(xs)
+	if r < 3 || len(ws) != r || len(ys) != r || ws[1] != xs[1] || ys[1] != ws[0] || ys[0] != xs[0] {
+		return false
+	}
+	for k := 2; k < r; k++ {
+		if xs[k] != ys[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeableForm is what mergeable asks of the pointwise convolutions a
+// and b that does not depend on the shapes of the graph's inputs:
+// different inputs, as many output channels, and together no more input
+// channels (at least one each) than output channels, as their weights
+// say.
+func mergeableForm(g *ir.Graph, a, b *ir.Node) bool {
+	wa, wb := g.Tensor(a.Inputs[1]).Shape, g.Tensor(b.Inputs[1]).Shape
+	return a.Inputs[0] != b.Inputs[0] && wa[0] == wb[0] && wa[1] > 0 && wb[1] > 0 && wa[1]+wb[1] <= wa[0]
 }
 
 // mergeable reports whether the pointwise convolutions a and b, whose

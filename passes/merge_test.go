@@ -57,6 +57,9 @@ func TestMergePointwiseSums(t *testing.T) {
 		mutate         func(b *builder, a, c *ir.Node, sum ir.TensorID)
 		merged         bool
 		wantOpsPrepare []string
+		// decided: the pair is left for its shapes, which at other
+		// input shapes might merge (ir.Graph.ShapeDecided).
+		decided bool
 	}{
 		{name: "bottleneck shortcut", c1: 4, c2: 6, m: 16, h: 5, merged: true,
 			wantOpsPrepare: []string{"Concat", "Conv", "Relu"}},
@@ -96,6 +99,11 @@ func TestMergePointwiseSums(t *testing.T) {
 		{name: "one input for both", c1: 4, c2: 4, m: 16, h: 4,
 			mutate:         func(b *builder, a, c *ir.Node, _ ir.TensorID) { c.Inputs[0] = a.Inputs[0] },
 			wantOpsPrepare: []string{"Conv", "Conv", "Add", "Relu"}},
+		{name: "sizes that differ, broadcast by the sum", c1: 4, c2: 4, m: 16, h: 4,
+			mutate: func(b *builder, a, c *ir.Node, _ ir.TensorID) {
+				b.g.Tensor(c.Inputs[0]).Shape = ir.Shape{1, 4, 1, 1}
+			},
+			wantOpsPrepare: []string{"Conv", "Conv", "Add", "Relu"}, decided: true},
 		{name: "a convolution's output read again", c1: 4, c2: 4, m: 16, h: 4,
 			mutate: func(b *builder, a, c *ir.Node, _ ir.TensorID) {
 				b.g.Outputs = append(b.g.Outputs, a.Outputs[0])
@@ -118,6 +126,9 @@ func TestMergePointwiseSums(t *testing.T) {
 			}
 			if got := ops(g); !slices.Equal(got, tc.wantOpsPrepare) {
 				t.Fatalf("ops after Prepare %v, want %v", got, tc.wantOpsPrepare)
+			}
+			if g.ShapeDecided != tc.decided || ShapeGeneric(g) == tc.decided {
+				t.Errorf("shape decided %v, shape-generic %v; want decided %v", g.ShapeDecided, ShapeGeneric(g), tc.decided)
 			}
 			if !tc.merged {
 				return

@@ -35,6 +35,7 @@ func Prepare(g *ir.Graph, eval Evaluator) error {
 	if err := Fold(g, eval); err != nil {
 		return err
 	}
+	markDropped(g)
 	MergePointwiseSums(g)
 	EliminateDeadCode(g)
 	MaterializeOutputs(g)

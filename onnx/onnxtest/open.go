@@ -34,15 +34,17 @@ type Input struct {
 
 // Node is one node. Ints sets integer attributes, IntLists list ones;
 // Value, when set, is ConstantOfShape's value attribute (a float32
-// scalar); Body, when set, is a Loop's body (its Opset unused).
+// scalar); Body, when set, is a Loop's body, and Then and Else an If's
+// branches (their Opsets unused).
 type Node struct {
-	Op       string
-	Inputs   []string
-	Outputs  []string
-	Ints     map[string]int64
-	IntLists map[string][]int64
-	Value    *float32
-	Body     *Graph
+	Op         string
+	Inputs     []string
+	Outputs    []string
+	Ints       map[string]int64
+	IntLists   map[string][]int64
+	Value      *float32
+	Body       *Graph
+	Then, Else *Graph
 }
 
 // Const is an int64 initializer; Dims nil makes it a scalar.
@@ -82,6 +84,12 @@ func (g Graph) proto(name string) *onnxpb.GraphProto {
 		}
 		if n.Body != nil {
 			np.Attribute = append(np.Attribute, graphAttr("body", n.Body.proto("body")))
+		}
+		if n.Then != nil {
+			np.Attribute = append(np.Attribute, graphAttr("then_branch", n.Then.proto("then")))
+		}
+		if n.Else != nil {
+			np.Attribute = append(np.Attribute, graphAttr("else_branch", n.Else.proto("else")))
 		}
 		gp.Node = append(gp.Node, np)
 	}
