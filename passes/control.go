@@ -163,8 +163,10 @@ func clone(g *ir.Graph) (*ir.Graph, bool) {
 	shapes := make([]int64, dims)
 	c.Tensors = make([]ir.Tensor, len(g.Tensors))
 	for i, t := range g.Tensors {
-		n := copy(shapes, t.Shape)
-		t.Shape, shapes = shapes[:n:n], shapes[n:]
+		if t.Shape != nil { // nil (no shape known) stays nil
+			n := copy(shapes, t.Shape)
+			t.Shape, shapes = shapes[:n:n], shapes[n:]
+		}
 		c.Tensors[i] = t
 	}
 	list := make([]ir.TensorID, ids)

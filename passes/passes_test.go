@@ -350,3 +350,23 @@ func TestFoldAlignsEvaluatorInputs(t *testing.T) {
 		t.Error("the weight lost its zero-copy window")
 	}
 }
+
+// TestCloneKeepsUnknownShapes checks that Clone keeps a tensor without a
+// known shape (nil) apart from a scalar's (empty), and copies shapes.
+func TestCloneKeepsUnknownShapes(t *testing.T) {
+	g := &ir.Graph{}
+	unknown := g.AddTensor(ir.Tensor{Name: "unknown", DType: ir.Float32, Producer: -1})
+	scalar := g.AddTensor(ir.Tensor{Name: "scalar", DType: ir.Float32, Shape: ir.Shape{}, Producer: -1})
+	matrix := g.AddTensor(ir.Tensor{Name: "matrix", DType: ir.Float32, Shape: ir.Shape{2, 3}, Producer: -1})
+	c := Clone(g)
+	if c.Tensor(unknown).Shape != nil {
+		t.Errorf("unknown shape cloned as %#v, want nil", c.Tensor(unknown).Shape)
+	}
+	if s := c.Tensor(scalar).Shape; s == nil || len(s) != 0 {
+		t.Errorf("scalar shape cloned as %#v, want empty, not nil", s)
+	}
+	c.Tensor(matrix).Shape[0] = 7
+	if g.Tensor(matrix).Shape[0] != 2 {
+		t.Errorf("the clone's shape is the original's")
+	}
+}
