@@ -30,6 +30,36 @@ func TestLoadWithoutGPU(t *testing.T) {
 	t.Logf("Load: %v", err)
 }
 
+// kernelsOf compiles src with NVRTC, loads it (unloaded when t ends) and
+// returns its kernels named in kernels.
+func kernelsOf(t testing.TB, d *Device, src, name string, kernels ...string) []Function {
+	t.Helper()
+	cubin, err := Compile(src, name, d.Major, d.Minor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := make([]Function, len(kernels))
+	var m Module
+	err = d.Do(func() error {
+		if m, err = LoadModule(cubin); err != nil {
+			return err
+		}
+		for i, k := range kernels {
+			if fs[i], err = m.Function(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if m != 0 {
+		t.Cleanup(func() { d.Do(m.Unload) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
 const addSource = `
 extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -50,21 +80,10 @@ func TestVectorAdd(t *testing.T) {
 		a[i], b[i] = r.Float32(), r.Float32()
 	}
 	got := make([]float32, n)
-	cubin, err := Compile(addSource, "add.cu", d.Major, d.Minor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = d.Do(func() error {
-		m, err := LoadModule(cubin)
-		if err != nil {
-			return err
-		}
-		defer m.Unload()
-		f, err := m.Function("add")
-		if err != nil {
-			return err
-		}
+	f := kernelsOf(t, d, addSource, "add.cu", "add")[0]
+	err := d.Do(func() error {
 		bytes := int64(4 * n)
+		var err error
 		var pa, pb, pc Ptr
 		for _, p := range []*Ptr{&pa, &pb, &pc} {
 			if *p, err = Alloc(bytes); err != nil {
@@ -137,21 +156,10 @@ extern "C" __global__ void fill_twice(float* y, float v, int n) {
 // (n floats each), on the owner thread.
 func kernelGraphOf(t testing.TB, d *Device, nodes, n int) (k *KernelGraph, fill, twice Function, y Ptr) {
 	t.Helper()
-	cubin, err := Compile(fillSource, "fill.cu", d.Major, d.Minor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = d.Do(func() error {
-		m, err := LoadModule(cubin)
-		if err != nil {
-			return err
-		}
-		if fill, err = m.Function("fill"); err != nil {
-			return err
-		}
-		if twice, err = m.Function("fill_twice"); err != nil {
-			return err
-		}
+	fs := kernelsOf(t, d, fillSource, "fill.cu", "fill", "fill_twice")
+	fill, twice = fs[0], fs[1]
+	err := d.Do(func() error {
+		var err error
 		if y, err = Alloc(int64(4 * nodes * n)); err != nil {
 			return err
 		}
