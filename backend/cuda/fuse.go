@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -457,7 +458,7 @@ func buildFused(c *buildContext, fz *fusion) error {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	name := fz.gen.add(k.text)
+	name := fz.gen.addText(k.kernelText)
 	n := k.n
 	if n%4 == 0 {
 		n /= 4 // four elements a thread where the accesses are aligned
@@ -468,10 +469,10 @@ func buildFused(c *buildContext, fz *fusion) error {
 
 // fusedKernel is the generated kernel of a set of nodes.
 type fusedKernel struct {
-	text string        // the kernel, with NAME for its name
-	ext  []ir.TensorID // the external non-scalar inputs, in argument order
-	flat []bool        // per ext: read at the output's own index, as float32 (so the output may be the same slot)
-	n    int64         // elements of the output
+	*kernelText               // the kernel (nil from describe)
+	ext         []ir.TensorID // the external non-scalar inputs, in argument order
+	flat        []bool        // per ext: read at the output's own index, as float32 (so the output may be the same slot)
+	n           int64         // elements of the output
 	// args are the kernel's arguments after the output: the inputs, the
 	// Conv biases, the sizes its index arithmetic divides and multiplies
 	// by, and last the element count. The text depends on the shapes only
@@ -481,25 +482,159 @@ type fusedKernel struct {
 }
 
 // kernel generates the kernel computing nodes (in graph order; the last
-// one's output is written).
+// one's output is written): described (describe), then written out
+// (render), or its text taken from an earlier kernel of the same
+// description.
 func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
+	k, d, err := fz.describe(g, nodes)
+	if err != nil {
+		return nil, err
+	}
+	k.kernelText = fusedTexts.of(d)
+	return k, nil
+}
+
+// fusedDesc is everything a fused kernel's text is made from: two kernels
+// of equal descriptions have the same text (render reads nothing else),
+// whatever their sizes.
+type fusedDesc struct {
+	wide bool  // 64-bit indices
+	half bool  // the output in 16 bits
+	mode int32 // the 16-bit type (fusion.mode)
+	exts []extDesc
+	body []string // each node's C expression, over v<node>, x<input> and literals
+}
+
+// extDesc is how a fused kernel reads one of its external inputs.
+type extDesc struct {
+	h16   bool       // 16-bit values, widened as loaded
+	flat  bool       // read at the output's own index
+	index []termCode // the read offset's terms, where not flat
+	bias  bool       // a Conv's bias added by channel
+	ch    termCode   // that channel from the offset
+}
+
+// key is d written out whole, the key of its text in fusedTexts.
+func (d *fusedDesc) key() string {
+	b := make([]byte, 0, 64)
+	flag := func(v bool) {
+		if v {
+			b = append(b, '1')
+		} else {
+			b = append(b, '0')
+		}
+	}
+	term := func(t termCode) { flag(t.div); flag(t.mod); flag(t.mul) }
+	flag(d.wide)
+	flag(d.half)
+	b = strconv.AppendInt(b, int64(d.mode), 10)
+	b = append(b, ';')
+	for _, x := range d.exts {
+		b = append(b, '|')
+		flag(x.h16)
+		flag(x.flat)
+		flag(x.bias)
+		term(x.ch)
+		b = strconv.AppendInt(b, int64(len(x.index)), 10)
+		b = append(b, ':')
+		for _, t := range x.index {
+			term(t)
+		}
+	}
+	for _, e := range d.body {
+		b = append(b, '\x00')
+		b = append(b, e...)
+	}
+	return string(b)
+}
+
+// describe is kernel's description of nodes and its kernel without the
+// text: the external inputs and the arguments, which carry the sizes.
+func (fz *fusion) describe(g *ir.Graph, nodes []int) (*fusedKernel, *fusedDesc, error) {
 	sink := &g.Nodes[nodes[len(nodes)-1]]
 	yt := g.Tensor(sink.Outputs[0])
 	k := &fusedKernel{n: yt.Shape.Elements()}
-	ity := "u32"
-	if k.n > math.MaxInt32 {
-		ity = "u64"
+	d := &fusedDesc{wide: k.n > math.MaxInt32, half: fz.half[sink.Outputs[0]], mode: fz.mode}
+	vars := map[ir.TensorID]string{}
+	for j, ni := range nodes {
+		vars[g.Nodes[ni].Outputs[0]] = "v" + strconv.Itoa(j)
 	}
-	// NAME_f computes element i from the flat inputs' values (aK) and the
-	// other inputs' pointers (pK), and each Conv bias (qK).
+	val := func(id ir.TensorID) string {
+		if v, ok := vars[id]; ok {
+			return v
+		}
+		t := g.Tensor(id)
+		if t.IsConst() && t.Shape.Elements() == 1 {
+			v := fmt.Sprintf("__int_as_float(0x%08x)", binary.LittleEndian.Uint32(t.Data))
+			vars[id] = v
+			return v
+		}
+		x := extDesc{h16: fz.out16[id] || fz.half[id]}
+		k.ext = append(k.ext, id)
+		k.args = append(k.args, arg{kind: argTensor, id: id})
+		space, st := fz.readSpace(g, id, sink.Outputs[0])
+		ix := newIndexPattern(space, st, d.wide)
+		x.flat = ix.flat
+		k.flat = append(k.flat, x.flat && !x.h16)
+		if !x.flat {
+			x.index = ix.terms
+			k.args = append(k.args, ix.args...)
+		}
+		if cv, ok := fz.leaf[id]; ok {
+			// The Conv's bias, by channel (axis 1) of the tensor.
+			x.bias = true
+			k.args = append(k.args, arg{kind: argTensor, id: fz.bias[cv]})
+			ch := channelPattern(t.Shape, d.wide)
+			if fz.nhwc[id] {
+				ch = channelPatternNHWC(t.Shape, d.wide)
+			}
+			x.ch = ch.terms[0]
+			k.args = append(k.args, ch.args...)
+		}
+		v := "x" + strconv.Itoa(len(d.exts))
+		d.exts = append(d.exts, x)
+		vars[id] = v
+		return v
+	}
+	for _, ni := range nodes {
+		n := &g.Nodes[ni]
+		var ops []string
+		for _, id := range n.Inputs {
+			ops = append(ops, val(id))
+		}
+		e, err := opExpr(n, ops)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c, ok := scalarDivisor(g, n); ok && fz.reciprocal {
+			// A product by the reciprocal (within an ulp of the quotient;
+			// an IEEE division takes some ten instructions).
+			e = "(" + ops[0] + " * " + floatLit(float32(1/float64(c))) + ")"
+		}
+		d.body = append(d.body, e)
+	}
+	k.args = append(k.args, sizeArg(k.n, d.ity()))
+	return k, d, nil
+}
+
+// ity is the C type of the kernel's indices.
+func (d *fusedDesc) ity() string {
+	if d.wide {
+		return "u64"
+	}
+	return "u32"
+}
+
+// render writes the kernel d describes, NAME standing for its name:
+// NAME_f computes element i from the flat inputs' values (aK) and the
+// other inputs' pointers (pK), and each Conv bias (qK); NAME runs it over
+// the output.
+func (d *fusedDesc) render() string {
+	ity := d.ity()
 	var fparams, kparams, loads, body strings.Builder
 	var scalarArgs, vecLoads []string
 	var vecArgs [4][]string
 	var align []string
-	vars := map[ir.TensorID]string{}
-	for j, ni := range nodes {
-		vars[g.Nodes[ni].Outputs[0]] = fmt.Sprintf("v%d", j)
-	}
 	// param adds a parameter that NAME_f takes as the kernel does and
 	// both call sites pass on by name.
 	param := func(decl string) {
@@ -515,35 +650,18 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 		fmt.Fprintf(&kparams, ", %s", decl)
 		param(decl)
 	}
-	val := func(id ir.TensorID) string {
-		if v, ok := vars[id]; ok {
-			return v
-		}
-		t := g.Tensor(id)
-		if t.IsConst() && t.Shape.Elements() == 1 {
-			v := fmt.Sprintf("__int_as_float(0x%08x)", uint32(t.Data[0])|uint32(t.Data[1])<<8|uint32(t.Data[2])<<16|uint32(t.Data[3])<<24)
-			vars[id] = v
-			return v
-		}
-		x := len(k.ext)
-		k.ext = append(k.ext, id)
-		k.args = append(k.args, arg{kind: argTensor, id: id})
-		space, st := fz.readSpace(g, id, sink.Outputs[0])
-		ix := newIndexCode(space, st, "i", fmt.Sprintf("s%d_", x), ity)
-		flat := ix.flat
-		h16 := fz.out16[id] || fz.half[id] // 16-bit values: widen as loaded
-		k.flat = append(k.flat, flat && !h16)
-		pty, load := "float", func(e string) string { return e }
-		if h16 {
+	for x, e := range d.exts {
+		pty, load := "float", func(s string) string { return s }
+		if e.h16 {
 			pty = "u16"
-			load = func(e string) string { return fmt.Sprintf("widen_h(%s, %d)", e, fz.mode) }
+			load = func(s string) string { return fmt.Sprintf("widen_h(%s, %d)", s, d.mode) }
 		}
 		fmt.Fprintf(&kparams, ", const %s* p%d", pty, x)
 		raw := load(fmt.Sprintf("p%d[o%d]", x, x))
-		if flat {
+		if e.flat {
 			fmt.Fprintf(&fparams, ", const float a%d", x)
 			scalarArgs = append(scalarArgs, load(fmt.Sprintf("p%d[i]", x)))
-			if h16 {
+			if e.h16 {
 				vecLoads = append(vecLoads, fmt.Sprintf("\t\t\tconst uint2 f%d = ((const uint2*)p%d)[q];\n", x, x))
 				for u, c := range []string{"(u16)f%d.x", "(u16)(f%d.x >> 16)", "(u16)f%d.y", "(u16)(f%d.y >> 16)"} {
 					vecArgs[u] = append(vecArgs[u], load(fmt.Sprintf(c, x)))
@@ -556,58 +674,33 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 				}
 				align = append(align, fmt.Sprintf("((u64)p%d & 15)", x))
 			}
-			if _, ok := fz.leaf[id]; ok {
+			if e.bias {
 				fmt.Fprintf(&loads, "\tconst %s o%d = i;\n", ity, x)
 			}
 			raw = fmt.Sprintf("a%d", x)
 		} else {
 			param(fmt.Sprintf("const %s* p%d", pty, x))
+			ix := renderIndex(e.index, "i", fmt.Sprintf("s%d_", x), ity, true)
 			ix.declare(both)
-			k.args = append(k.args, ix.args...)
 			fmt.Fprintf(&loads, "\tconst %s o%d = %s;\n", ity, x, ix.expr)
 		}
-		if cv, ok := fz.leaf[id]; ok {
-			// The Conv's bias, by channel (axis 1) of the tensor.
+		if e.bias {
 			fmt.Fprintf(&kparams, ", const float* q%d", x)
 			param(fmt.Sprintf("const float* q%d", x))
-			k.args = append(k.args, arg{kind: argTensor, id: fz.bias[cv]})
-			chanOf := channelCode
-			if fz.nhwc[id] {
-				chanOf = channelCodeNHWC
-			}
-			ch := chanOf(t.Shape, fmt.Sprintf("o%d", x), fmt.Sprintf("c%d_", x), ity)
+			ch := renderIndex([]termCode{e.ch}, fmt.Sprintf("o%d", x), fmt.Sprintf("c%d_", x), ity, false)
 			ch.declare(both)
-			k.args = append(k.args, ch.args...)
 			fmt.Fprintf(&loads, "\tconst float x%d = %s + q%d[%s];\n", x, raw, x, ch.expr)
 		} else {
 			fmt.Fprintf(&loads, "\tconst float x%d = %s;\n", x, raw)
 		}
-		v := fmt.Sprintf("x%d", x)
-		vars[id] = v
-		return v
 	}
-	for j, ni := range nodes {
-		n := &g.Nodes[ni]
-		var ops []string
-		for _, id := range n.Inputs {
-			ops = append(ops, val(id))
-		}
-		e, err := opExpr(n, ops)
-		if err != nil {
-			return nil, err
-		}
-		if c, ok := scalarDivisor(g, n); ok && fz.reciprocal {
-			// A product by the reciprocal (within an ulp of the quotient;
-			// an IEEE division takes some ten instructions).
-			e = fmt.Sprintf("(%s * %s)", ops[0], floatLit(float32(1/float64(c))))
-		}
+	for j, e := range d.body {
 		fmt.Fprintf(&body, "\tconst float v%d = %s;\n", j, e)
 	}
-	half := fz.half[sink.Outputs[0]]
 	yty, conv := "float", func(v string) string { return v }
-	if half {
+	if d.half {
 		yty = "u16"
-		conv = func(v string) string { return fmt.Sprintf("round_h(%s, %d)", v, fz.mode) }
+		conv = func(v string) string { return fmt.Sprintf("round_h(%s, %d)", v, d.mode) }
 	}
 	call := func(i string, args []string) string {
 		return "NAME_f(" + strings.Join(append([]string{i}, args...), ", ") + ")"
@@ -616,17 +709,16 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 	fmt.Fprintf(&b, "__device__ __forceinline__ float NAME_f(const %s i%s) {\n", ity, fparams.String())
 	b.WriteString(loads.String())
 	b.WriteString(body.String())
-	fmt.Fprintf(&b, "\treturn v%d;\n}\n", len(nodes)-1)
+	fmt.Fprintf(&b, "\treturn v%d;\n}\n", len(d.body)-1)
 	// No __restrict__: the output may be the very slot of a flat input
 	// (each element read before the same thread writes it).
 	fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(256) NAME(%s* y%s, const %s n) {\n", yty, kparams.String(), ity)
-	k.args = append(k.args, sizeArg(k.n, ity))
 	{
 		// Four elements a thread, 16-byte accesses to the flat inputs
 		// and the output, where n is a multiple of 4 and they are
 		// aligned.
 		mask := 15
-		if half {
+		if d.half {
 			mask = 7
 		}
 		cond := strings.Join(append([]string{"(n & 3)", fmt.Sprintf("((u64)y & %d)", mask)}, align...), " | ")
@@ -639,7 +731,7 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 		for u := range 4 {
 			r[u] = conv(call(fmt.Sprintf("4 * q + %d", u), vecArgs[u]))
 		}
-		if half {
+		if d.half {
 			fmt.Fprintf(&b, "\t\t\t((uint2*)y)[q] = make_uint2((u32)%s | ((u32)%s << 16), (u32)%s | ((u32)%s << 16));\n", r[0], r[1], r[2], r[3])
 		} else {
 			fmt.Fprintf(&b, "\t\t\t((float4*)y)[q] = make_float4(%s, %s, %s, %s);\n", r[0], r[1], r[2], r[3])
@@ -648,8 +740,51 @@ func (fz *fusion) kernel(g *ir.Graph, nodes []int) (*fusedKernel, error) {
 	}
 	fmt.Fprintf(&b, "\tfor (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (%s)blockDim.x * gridDim.x) {\n", ity, ity, ity)
 	fmt.Fprintf(&b, "\t\ty[i] = %s;\n\t}\n}\n", conv(call("i", scalarArgs)))
-	k.text = b.String()
-	return k, nil
+	return b.String()
+}
+
+// fusedTexts keeps the text of every fused kernel described so far, by
+// description, so that a model compiled again at other sizes writes none
+// anew. It holds at most maxFusedTexts texts, and forgets them all when
+// full.
+var fusedTexts textCache
+
+// maxFusedTexts bounds fusedTexts.
+const maxFusedTexts = 4096
+
+// textCache is fusedTexts' type.
+type textCache struct {
+	sync.Mutex
+	byKey map[string]*kernelText
+}
+
+// kernelText is a generated kernel's text, with NAME standing for its
+// name, the name (from the text's SHA-256) and the text under it.
+type kernelText struct {
+	text, name, named string
+}
+
+// newKernelText names text.
+func newKernelText(text string) *kernelText {
+	h := sha256.Sum256([]byte(text))
+	name := "fz_" + hex.EncodeToString(h[:8])
+	return &kernelText{text: text, name: name, named: strings.ReplaceAll(text, "NAME", name)}
+}
+
+// of is d's text, rendered at the first call for its description.
+func (c *textCache) of(d *fusedDesc) *kernelText {
+	key := d.key()
+	c.Lock()
+	defer c.Unlock()
+	if t, ok := c.byKey[key]; ok {
+		return t
+	}
+	if c.byKey == nil || len(c.byKey) >= maxFusedTexts {
+		c.byKey = map[string]*kernelText{}
+	}
+	t := newKernelText(d.render())
+	c.byKey[key] = t
+	return t
 }
 
 // gatherKernel generates y[i] = x[offset(i)] over the contiguous space
@@ -666,14 +801,14 @@ func (fz *fusion) gatherKernel(out, st []int64, half bool) (string, []arg) {
 	if half {
 		yty, store = "u16", fmt.Sprintf("round_h(x[o], %d)", fz.mode)
 	}
-	ix := newIndexCode(out, st, "i", "s_", ity)
+	ix, args := newIndexCode(out, st, "i", "s_", ity)
 	var params strings.Builder
 	ix.declare(func(d string) { fmt.Fprintf(&params, ", %s", d) })
 	var b strings.Builder
 	fmt.Fprintf(&b, "extern \"C\" __global__ void __launch_bounds__(256) NAME(%s* __restrict__ y, const float* __restrict__ x%s, const %s n) {\n", yty, params.String(), ity)
 	fmt.Fprintf(&b, "\tfor (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (%s)blockDim.x * gridDim.x) {\n", ity, ity, ity)
 	fmt.Fprintf(&b, "\t\tconst %s o = %s;\n\t\ty[i] = %s;\n\t}\n}\n", ity, ix.expr, store)
-	return b.String(), append(ix.args, sizeArg(n, ity))
+	return b.String(), append(args, sizeArg(n, ity))
 }
 
 // indexTerm is one term of an element offset: ((i / os) % size) · is,
@@ -733,38 +868,107 @@ func isFlat(out, st []int64) bool {
 	return flat
 }
 
-// indexCode is the C code of the element offset, in a tensor read with
-// element strides st, of index iv (an unsigned variable of type ity) of
-// the contiguous space out. Its divisors and multipliers are kernel
-// parameters (named with prefix) rather than constants, so that the code
-// depends on the shapes only through which of them are 1: declare
-// declares them, args are their values in the same order.
-type indexCode struct {
-	expr  string
-	flat  bool // the offset is iv itself
-	decls []string
+// indexPattern is the element offset, in a tensor read with element
+// strides st, of an index of the contiguous space out, as a generated
+// kernel computes it: which terms divide, take a remainder and multiply
+// (terms), and the sizes they do it by (args, kernel parameters rather
+// than constants, so that the code depends on the shapes only through
+// which of them are 1).
+type indexPattern struct {
+	flat  bool // the offset is the index itself
+	terms []termCode
 	args  []arg
 }
 
-func newIndexCode(out, st []int64, iv, prefix, ity string) *indexCode {
+// termCode is one term of an indexPattern: the index divided by a
+// parameter, then its remainder by another, then times a third, each
+// where the size is not 1.
+type termCode struct{ div, mod, mul bool }
+
+func newIndexPattern(out, st []int64, wide bool) indexPattern {
 	terms, flat := indexTerms(out, st)
-	c := &indexCode{flat: flat, expr: iv}
+	p := indexPattern{flat: flat}
 	if flat {
-		return c
+		return p
 	}
-	var parts []string
-	for k, d := range terms {
-		t := iv
+	for _, d := range terms {
+		var t termCode
 		if d.os != 1 {
-			t = c.div(t, fmt.Sprintf("%sd%d", prefix, k), d.os, ity)
+			t.div = true
+			p.args = append(p.args, divisorArg(d.os, wide))
 		}
 		if d.mod {
-			t = c.mod(t, fmt.Sprintf("%sm%d", prefix, k), d.size, ity)
+			t.mod = true
+			p.args = append(p.args, divisorArg(d.size, wide))
 		}
 		if d.is != 1 {
-			name := fmt.Sprintf("%sk%d", prefix, k)
+			t.mul = true
+			if wide {
+				p.args = append(p.args, sizeArg(d.is, "u64"))
+			} else {
+				p.args = append(p.args, sizeArg(d.is, "u32"))
+			}
+		}
+		p.terms = append(p.terms, t)
+	}
+	return p
+}
+
+// channelPattern is the channel (axis 1) of an element offset of a tensor
+// of shape, as one term of an indexPattern.
+func channelPattern(shape []int64, wide bool) indexPattern {
+	var p indexPattern
+	var t termCode
+	if inner := prod(shape[2:]); inner != 1 {
+		t.div = true
+		p.args = append(p.args, divisorArg(inner, wide))
+	}
+	if shape[0] != 1 {
+		t.mod = true
+		p.args = append(p.args, divisorArg(shape[1], wide))
+	}
+	p.terms = []termCode{t}
+	return p
+}
+
+// divisorArg is the argument dividing by v: a u64 where the indices are
+// wide, else a fastDivisor.
+func divisorArg(v int64, wide bool) arg {
+	if wide {
+		return i64(max(v, 1))
+	}
+	return fastDivisor(uint32(v))
+}
+
+// indexCode is the C code of an indexPattern: the offset's expression and
+// the declarations of its parameters, in the order of the pattern's
+// arguments.
+type indexCode struct {
+	expr  string
+	decls []string
+}
+
+// renderIndex writes terms over index iv (of C type ity), their
+// parameters named with prefix: numbered by term where numbered (an
+// offset's), plain where not (a channel's single term, from iv).
+func renderIndex(terms []termCode, iv, prefix, ity string, numbered bool) *indexCode {
+	c := &indexCode{}
+	var parts []string
+	for k, d := range terms {
+		suffix := ""
+		if numbered {
+			suffix = strconv.Itoa(k)
+		}
+		t := iv
+		if d.div {
+			t = c.divide(t, prefix+"d"+suffix, ity, "(%s / %s)", "fdiv_q(%s, %s)")
+		}
+		if d.mod {
+			t = c.divide(t, prefix+"m"+suffix, ity, "(%s %% %s)", "fdiv_r(%s, %s)")
+		}
+		if d.mul {
+			name := prefix + "k" + suffix
 			c.decls = append(c.decls, fmt.Sprintf("const %s %s", ity, name))
-			c.args = append(c.args, sizeArg(d.is, ity))
 			t = fmt.Sprintf("%s * %s", t, name)
 		}
 		parts = append(parts, t)
@@ -776,41 +980,24 @@ func newIndexCode(out, st []int64, iv, prefix, ity string) *indexCode {
 	return c
 }
 
-// channelCode is the C code of the channel (axis 1) of element offset
-// ov of a tensor of shape, with its divisors as parameters as in
-// indexCode.
-func channelCode(shape []int64, ov, prefix, ity string) *indexCode {
-	c := &indexCode{expr: ov}
-	if inner := prod(shape[2:]); inner != 1 {
-		c.expr = c.div(c.expr, prefix+"d", inner, ity)
+// newIndexCode is the code and arguments of the offset, in a tensor read
+// with element strides st, of index iv of the contiguous space out.
+func newIndexCode(out, st []int64, iv, prefix, ity string) (*indexCode, []arg) {
+	p := newIndexPattern(out, st, ity == "u64")
+	if p.flat {
+		return &indexCode{expr: iv}, nil
 	}
-	if shape[0] != 1 {
-		c.expr = c.mod(c.expr, prefix+"m", shape[1], ity)
-	}
-	return c
+	return renderIndex(p.terms, iv, prefix, ity, true), p.args
 }
 
-// div adds a divisor parameter named name of value v and returns the
-// quotient of x by it.
-func (c *indexCode) div(x, name string, v int64, ity string) string {
-	return c.divide(x, name, v, ity, "(%s / %s)", "fdiv_q(%s, %s)")
-}
-
-// mod is div for the remainder.
-func (c *indexCode) mod(x, name string, v int64, ity string) string {
-	return c.divide(x, name, v, ity, "(%s %% %s)", "fdiv_r(%s, %s)")
-}
-
-// divide adds the divisor parameter of div and mod and returns x and it
-// formatted by wide (a u64 index) or fast (a fastDivisor).
-func (c *indexCode) divide(x, name string, v int64, ity, wide, fast string) string {
+// divide adds a divisor parameter and returns x and it formatted by
+// wide (a u64 index) or fast (a fastDivisor).
+func (c *indexCode) divide(x, name, ity, wide, fast string) string {
 	if ity == "u64" {
 		c.decls = append(c.decls, "const u64 "+name)
-		c.args = append(c.args, i64(max(v, 1)))
 		return fmt.Sprintf(wide, x, name)
 	}
 	c.decls = append(c.decls, "const fdiv "+name)
-	c.args = append(c.args, fastDivisor(uint32(v)))
 	return fmt.Sprintf(fast, x, name)
 }
 
@@ -948,36 +1135,37 @@ func scalarDivisor(g *ir.Graph, n *ir.Node) (float32, bool) {
 // genModule collects the generated kernels of one compile, named by the
 // hash of their text (so equal kernels are one), into one module.
 type genModule struct {
-	names map[string]string // text → name
-	order []string          // names in order of addition
+	names map[string]bool // the names added
+	order []string        // names in order of addition
 	texts []string
 	src   *source // placeholder until finish gives it its text
 }
 
 // add returns the name of the kernel with text (NAME standing for the name).
-func (m *genModule) add(text string) string {
+func (m *genModule) add(text string) string { return m.addText(newKernelText(text)) }
+
+// addText adds the kernel k, once, and returns its name.
+func (m *genModule) addText(k *kernelText) string {
 	if m.src == nil {
 		m.src = &source{name: "fused.cu"}
 	}
 	if m.names == nil {
-		m.names = map[string]string{}
+		m.names = map[string]bool{}
 	}
-	if n, ok := m.names[text]; ok {
-		return n
+	if !m.names[k.name] {
+		m.names[k.name] = true
+		m.order = append(m.order, k.name)
+		m.texts = append(m.texts, k.named)
 	}
-	h := sha256.Sum256([]byte(text))
-	n := "fz_" + hex.EncodeToString(h[:8])
-	m.names[text] = n
-	m.order = append(m.order, n)
-	m.texts = append(m.texts, strings.ReplaceAll(text, "NAME", n))
-	return n
+	return k.name
 }
 
 // genSources keeps one source per distinct generated module text, so that
-// a module compiled and loaded once serves every later compile.
+// a module compiled and loaded once serves every later compile: by its
+// kernels' names, which name their texts.
 var genSources struct {
 	sync.Mutex
-	byText map[string]*source
+	byNames map[string]*source
 }
 
 // finish returns the module holding every kernel added: a source shared
@@ -986,18 +1174,19 @@ func (m *genModule) finish() *source {
 	if m.src == nil {
 		return nil
 	}
-	text := common + halfCommon + fdivCommon + strings.Join(m.texts, "")
+	names := strings.Join(m.order, ",")
 	genSources.Lock()
 	defer genSources.Unlock()
-	if genSources.byText == nil {
-		genSources.byText = map[string]*source{}
+	if genSources.byNames == nil {
+		genSources.byNames = map[string]*source{}
 	}
-	if s, ok := genSources.byText[text]; ok {
+	if s, ok := genSources.byNames[names]; ok {
 		return s
 	}
+	text := common + halfCommon + fdivCommon + strings.Join(m.texts, "")
 	h := sha256.Sum256([]byte(text))
 	s := &source{name: "fused-" + hex.EncodeToString(h[:8]) + ".cu", text: text}
-	genSources.byText[text] = s
+	genSources.byNames[names] = s
 	return s
 }
 
@@ -1153,7 +1342,7 @@ func (fz *fusion) dropAliased16(g *ir.Graph, pl *plan.Plan, index []int, gi int)
 // has written, and writes none that it reads but its own flat element.
 func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index []int, gi int) bool {
 	e := fz.groups[gi]
-	k, err := fz.kernel(g, e.nodes)
+	k, _, err := fz.describe(g, e.nodes)
 	if err != nil {
 		return false
 	}

@@ -4,12 +4,15 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
+	"github.com/berth-ml/berth/onnx"
+	"github.com/berth-ml/berth/passes"
 	"github.com/berth-ml/berth/plan"
 )
 
@@ -292,13 +295,128 @@ func TestFusedKernelText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k2.text != k.text {
-			t.Errorf("%v: another kernel text:\n%s", dims, k2.text)
+		if k2.kernelText != k.kernelText {
+			t.Errorf("%v: another kernel text, not the one kept:\n%s", dims, k2.text)
 		}
 		if n := g2.g.Tensor(g2.g.Nodes[6].Outputs[0]).Shape.Elements(); k2.args[3].words[0] != uint64(n) {
 			t.Errorf("%v: n = %d, want %d", dims, k2.args[3].words[0], n)
 		}
 	}
+}
+
+// TestFusedDescKeys: descriptions that differ in anything their text is
+// made from have different keys.
+func TestFusedDescKeys(t *testing.T) {
+	base := func() *fusedDesc {
+		return &fusedDesc{mode: 1, body: []string{"(x0 + x1)", "fmaxf(v0, 0.f)"}, exts: []extDesc{
+			{flat: true},
+			{h16: true, index: []termCode{{div: true}, {mod: true, mul: true}}, bias: true, ch: termCode{div: true, mod: true}},
+		}}
+	}
+	changes := []struct {
+		name string
+		edit func(d *fusedDesc)
+	}{
+		{"wide", func(d *fusedDesc) { d.wide = true }},
+		{"half", func(d *fusedDesc) { d.half = true }},
+		{"mode", func(d *fusedDesc) { d.mode = 2 }},
+		{"an input's width", func(d *fusedDesc) { d.exts[0].h16 = true }},
+		{"flat", func(d *fusedDesc) { d.exts[1].flat = true }},
+		{"a term's division", func(d *fusedDesc) { d.exts[1].index[1].div = true }},
+		{"a term's remainder", func(d *fusedDesc) { d.exts[1].index[0].mod = true }},
+		{"a term's product", func(d *fusedDesc) { d.exts[1].index[0].mul = true }},
+		{"a term more", func(d *fusedDesc) { d.exts[1].index = append(d.exts[1].index, termCode{}) }},
+		{"the bias", func(d *fusedDesc) { d.exts[1].bias = false }},
+		{"the channel's division", func(d *fusedDesc) { d.exts[1].ch.div = false }},
+		{"an input more", func(d *fusedDesc) { d.exts = append(d.exts, extDesc{flat: true}) }},
+		{"an expression", func(d *fusedDesc) { d.body[1] = "fmaxf(v0, 1.f)" }},
+		{"expressions split otherwise", func(d *fusedDesc) { d.body = []string{"(x0 + x1)fmaxf(v0, 0.f)"} }},
+	}
+	seen := map[string]string{base().key(): "none"}
+	for _, c := range changes {
+		d := base()
+		c.edit(d)
+		k := d.key()
+		if other, ok := seen[k]; ok {
+			t.Errorf("%s: the key of %q's change", c.name, other)
+		}
+		seen[k] = c.name
+		if d.render() == base().render() {
+			t.Errorf("%s: the same text", c.name)
+		}
+	}
+}
+
+// TestFusedTextsOverModels: over the test models' fusion groups, plain
+// and under 16-bit products, each kernel's text is its description's,
+// written once and kept.
+func TestFusedTextsOverModels(t *testing.T) {
+	paths, err := filepath.Glob("../../testdata/models/*/model.onnx")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no test models: %v", err)
+	}
+	kernels := 0
+	for _, path := range paths {
+		m, err := onnx.Import(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if err := passes.Prepare(m.Graph, cpu.Evaluate); err != nil {
+			t.Fatal(err)
+		}
+		for _, prec := range []Precision{FP32, BF16} {
+			g := fuseProducts(m.Graph)
+			var hs *halves
+			if prec.Half() {
+				hs = &halves{prec: prec, shadow: map[ir.TensorID]int{}, from: map[int][]byte{}, mma: true, lt: true}
+				g = roundShared(g)
+				g = fuseEpilogues(g)
+				g = roundAtNorm(g)
+			}
+			fz := analyzeFusion(g, prec.Half(), hs, acceptsHalf(g, 132, hs))
+			for _, e := range fz.groups {
+				k, err := fz.kernel(g, e.nodes)
+				if err != nil {
+					continue
+				}
+				_, d, _ := fz.describe(g, e.nodes)
+				if k.text != d.render() {
+					t.Errorf("%s: a kernel's text is not its description's", path)
+				}
+				if again, _ := fz.kernel(g, e.nodes); again.kernelText != k.kernelText {
+					t.Errorf("%s: a kernel's text written again", path)
+				}
+				kernels++
+			}
+		}
+	}
+	if kernels == 0 {
+		t.Fatal("no fused kernels")
+	}
+}
+
+// BenchmarkFusedKernels generates the fused kernels of the test ResNet's
+// groups, as a compile at a new shape does: described, their texts kept.
+func BenchmarkFusedKernels(b *testing.B) {
+	m, err := onnx.Import("../../testdata/models/resnet/model.onnx")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	if err := passes.Prepare(m.Graph, cpu.Evaluate); err != nil {
+		b.Fatal(err)
+	}
+	g := fuseProducts(m.Graph)
+	fz := analyzeFusion(g, false, nil, acceptsHalf(g, 132, nil))
+	for b.Loop() {
+		for _, e := range fz.groups {
+			if _, err := fz.kernel(g, e.nodes); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(fz.groups)), "groups")
 }
 
 func fastDivisorMagic(d uint32) uint32 { m, _ := divisorMagic(d); return m }

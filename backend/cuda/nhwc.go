@@ -206,14 +206,17 @@ func permuted(s []int64) []int64 {
 	return p
 }
 
-// channelCodeNHWC is channelCode for a tensor of shape held channels-last:
-// the channel is the offset modulo C.
-func channelCodeNHWC(shape []int64, ov, prefix, ity string) *indexCode {
-	c := &indexCode{expr: ov}
+// channelPatternNHWC is channelPattern for a tensor of shape held
+// channels-last: the channel is the offset modulo C.
+func channelPatternNHWC(shape []int64, wide bool) indexPattern {
+	var p indexPattern
+	var t termCode
 	if shape[0]*shape[2]*shape[3] != 1 {
-		c.expr = c.mod(c.expr, prefix+"m", shape[1], ity)
+		t.mod = true
+		p.args = append(p.args, divisorArg(shape[1], wide))
 	}
-	return c
+	p.terms = []termCode{t}
+	return p
 }
 
 // krscForm is how a convolution's weights are laid out for a
