@@ -1205,14 +1205,21 @@ func (fz *fusion) checkGroups(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index
 			work = append(work, gi)
 		}
 	}
+	if len(work) == 0 {
+		return nil
+	}
 	cons := g.Consumers()
+	pos := make([]int, len(g.Nodes)) // each node's place in the schedule
+	for q, s := range pl.Order {
+		pos[s] = q
+	}
 	for len(work) > 0 {
 		gi := work[len(work)-1]
 		work = work[:len(work)-1]
-		if fz.safe(g, p, pl, index, gi) {
+		if fz.safe(g, p, pl, index, pos, gi) {
 			continue
 		}
-		if x := fz.dropAliased16(g, pl, index, gi); len(x) > 0 && fz.safe(g, p, pl, index, gi) {
+		if x := fz.dropAliased16(g, pl, index, gi); len(x) > 0 && fz.safe(g, p, pl, index, pos, gi) {
 			// Read as float32 (the GEMM writes float32) the inputs in
 			// the very slot the sink writes: every kernel that reads
 			// them, and their GEMMs, are built again.
@@ -1338,17 +1345,14 @@ func (fz *fusion) dropAliased16(g *ir.Graph, pl *plan.Plan, index []int, gi int)
 }
 
 // safe reports whether group gi's kernel, run at its sink's place in the
-// schedule, reads only bytes that no step since the group's first node
-// has written, and writes none that it reads but its own flat element.
-func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index []int, gi int) bool {
+// schedule (pos: each node's), reads only bytes that no step since the
+// group's first node has written, and writes none that it reads but its
+// own flat element.
+func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index, pos []int, gi int) bool {
 	e := fz.groups[gi]
 	k, _, err := fz.describe(g, e.nodes)
 	if err != nil {
 		return false
-	}
-	pos := make(map[int]int, len(pl.Order))
-	for q, s := range pl.Order {
-		pos[s] = q
 	}
 	first, last := len(pl.Order), -1
 	for _, ni := range e.nodes {
