@@ -463,9 +463,9 @@ func compareOpenCUDA(t *testing.T, exe *Executable, gpu, cpu *Session, sets [][]
 // BenchmarkCUDAOpenShapes times, for the model in BERTH_CUDA_OPEN (a file
 // with open dimensions) compiled with the bound in BERTH_CUDA_OPEN_BOUND
 // ("sym=N,sym=N"), a run at a shape the session has seen ("seen") and the
-// first run at a shape within the bound it has not ("new"): the open
-// symbols of size 32 or more take sizes of the bound minus multiples of
-// 8, every combination a new shape.
+// first run at a shape within the bound it has not ("new"), and the two
+// at each shape ("pairs"): the open symbols of size 32 or more take sizes
+// of the bound minus multiples of 8, every combination a new shape.
 func BenchmarkCUDAOpenShapes(b *testing.B) {
 	path := os.Getenv("BERTH_CUDA_OPEN")
 	if path == "" {
@@ -644,6 +644,46 @@ func BenchmarkCUDAOpenShapes(b *testing.B) {
 			}
 			next++
 		}
+	})
+	// A new shape's first run against a run at that shape once seen
+	// (its fourth: planned, captured, replayed, then timed), shape by
+	// shape, in ms, and their ratio.
+	b.Run("pairs", func(b *testing.B) {
+		s := newSession()
+		defer func() { s.Close() }()
+		if _, err := s.Run(ctx, inputsAt(combos[0])...); err != nil {
+			b.Fatal(err)
+		}
+		var first, seen time.Duration
+		n, next := 0, 1
+		for b.Loop() {
+			if next == len(combos) {
+				s.Close()
+				s = newSession()
+				next = 0
+			}
+			ins := inputsAt(combos[next])
+			next++
+			start := time.Now()
+			if _, err := s.Run(ctx, ins...); err != nil {
+				b.Fatal(err)
+			}
+			first += time.Since(start)
+			for range 2 {
+				if _, err := s.Run(ctx, ins...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			start = time.Now()
+			if _, err := s.Run(ctx, ins...); err != nil {
+				b.Fatal(err)
+			}
+			seen += time.Since(start)
+			n++
+		}
+		b.ReportMetric(float64(first.Microseconds())/1e3/float64(n), "new-ms")
+		b.ReportMetric(float64(seen.Microseconds())/1e3/float64(n), "seen-ms")
+		b.ReportMetric(float64(first)/float64(seen), "new/seen")
 	})
 }
 
