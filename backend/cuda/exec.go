@@ -149,7 +149,8 @@ type Executable struct {
 	g       *ir.Graph
 	problem *plan.Problem
 	plan    *plan.Plan
-	index   []int // ir.TensorID → problem tensor (-1: constant)
+	index   []int   // ir.TensorID → problem tensor (-1: constant)
+	scratch []int64 // each node's scratch, in bytes (boundScratch)
 	steps   []step
 
 	weights     driver.Ptr
@@ -197,7 +198,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		return nil, err
 	}
 	g, p, pl, index, built, scratch, extras, hs := f.g, f.p, f.pl, f.index, f.built, f.scratch, f.extras, f.hs
-	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: f.planTime}
+	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, scratch: scratch, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: f.planTime}
 	if fz := f.fz; fz != nil {
 		e.fused = fz.stats()
 		for _, n := range g.Nodes {
@@ -436,7 +437,8 @@ type compiled struct {
 // front is the part of Compile that needs no device, for one as t
 // describes: it rewrites g (recurrent nodes lowered, products and
 // attention fused, …), decides the fusion, builds every node's launches,
-// and plans the arena: opts.Bound's plan refit where it serves, else a
+// and plans the arena: opts.Bound's plan refit where it serves (its
+// GEMMs split no further than that executable's scratch holds), else a
 // plan placed afresh; the plan is verified. Groups the plan does not
 // allow are built again node by node.
 func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
@@ -488,8 +490,13 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 			hs.stored = f.fz.half
 		}
 	}
+	room := boundScratch(g, opts.Bound)
 	build := func(i int) (*buildContext, error) {
-		return buildNodeWith(g, i, t.sms, useBLAS, &f.extras, hs, f.fz)
+		r := int64(-1)
+		if room != nil {
+			r = room[i]
+		}
+		return buildNodeIn(g, i, t.sms, useBLAS, &f.extras, hs, f.fz, r)
 	}
 	for i := range g.Nodes {
 		c, err := build(i)
@@ -541,6 +548,22 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 		}
 	}
 	return f, nil
+}
+
+// boundScratch is the scratch each node took in b, the executable at the
+// bound of g's shapes, where b's graph has g's nodes (the same operators
+// in the same order); else nil. A node of g keeps within it (gemm), so
+// that its scratch fits its slot in b's plan.
+func boundScratch(g *ir.Graph, b *Executable) []int64 {
+	if b == nil || b.g == nil || len(b.g.Nodes) != len(g.Nodes) || len(b.scratch) != len(g.Nodes) {
+		return nil
+	}
+	for i := range g.Nodes {
+		if n, m := &g.Nodes[i], &b.g.Nodes[i]; n.Op != m.Op || n.Domain != m.Domain {
+			return nil
+		}
+	}
+	return b.scratch
 }
 
 // problemOf is the planning problem of g (plan.FromGraph) with the state
