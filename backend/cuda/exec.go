@@ -439,8 +439,8 @@ type compiled struct {
 // attention fused, …), decides the fusion, builds every node's launches,
 // and plans the arena: opts.Bound's plan refit where it serves (its
 // GEMMs split no further than that executable's scratch holds), else a
-// plan placed afresh; the plan is verified. Groups the plan does not
-// allow are built again node by node.
+// plan placed afresh and verified. Groups the plan does not allow are
+// built again node by node.
 func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 	// No recurrent kernels here: LSTM, GRU and RNN nodes run as the
 	// products and elementwise nodes of their equations.
@@ -516,14 +516,18 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 	if b := opts.Bound; b != nil {
 		f.pl, f.refit = plan.Refit(f.p, b.problem, b.plan, popts)
 	}
-	if f.pl == nil {
+	// A plan Refit returns has passed plan.Verify; one built is checked.
+	built := f.pl == nil
+	if built {
 		if f.pl, err = plan.Build(f.p, popts); err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 	}
 	f.planTime = time.Since(planStart)
-	if err := plan.Verify(f.p, f.pl); err != nil {
-		return nil, fmt.Errorf("plan failed verification: %w", err)
+	if built {
+		if err := plan.Verify(f.p, f.pl); err != nil {
+			return nil, fmt.Errorf("plan failed verification: %w", err)
+		}
 	}
 	if fz := f.fz; fz != nil {
 		// Groups whose kernel the plan does not allow run node by node.
