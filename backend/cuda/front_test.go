@@ -66,6 +66,8 @@ type refitCase struct {
 // resNet50 is onnxtest.ResNet50 at its full width, made once.
 var resNet50 = sync.OnceValue(func() []byte { return onnxtest.ResNet50(1, 1) })
 
+// refitCases is testdata/open's CNNs, bound at a batch of four, and
+// ResNet-50, bound at a batch of one and at four.
 func refitCases() []refitCase {
 	open := func(name string) string { return filepath.Join("..", "..", "testdata", "open", name, "model.onnx") }
 	small := [][]int64{{1, 3, 32, 32}, {2, 3, 29, 41}, {1, 3, 17, 23}, {4, 3, 64, 48}, {3, 3, 40, 40}, {1, 3, 8, 8}, {4, 3, 63, 64}}
