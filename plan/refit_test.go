@@ -66,3 +66,46 @@ func TestRefit(t *testing.T) {
 		t.Error("a problem of other steps was refit")
 	}
 }
+
+// concatAt is a problem at size n whose Concat lists its pieces or not,
+// as a Concat of channels lists them at a batch of one only (ir.Pieces):
+// two products of one input, joined, and a product of the whole.
+func concatAt(n int64, pieces bool) *plan.Problem {
+	var b builder
+	x := b.input(64 * n)
+	l := b.op("MatMul", 128*n, x)
+	r := b.op("MatMul", 64*n, x)
+	c := b.op("Concat", 192*n, l, r)
+	if pieces {
+		b.p.Steps[len(b.p.Steps)-1].Pieces = []plan.Piece{{Part: l, Whole: c}, {Part: r, Whole: c, Offset: 128 * n}}
+	}
+	b.output(b.op("MatMul", 64*n, c))
+	return &b.p
+}
+
+// TestRefitPieces refits a plan whose Concat lists its pieces at one size
+// and not at the other: unshared, they are copies between slots, and the
+// plan serves.
+func TestRefitPieces(t *testing.T) {
+	opts := plan.Options{Alignment: 64, NoInPlace: true}
+	for _, tc := range []struct {
+		name          string
+		bound, within bool
+	}{{"within", false, true}, {"bound", true, false}, {"both", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bound := concatAt(4, tc.bound)
+			pl, err := plan.Build(bound, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := concatAt(1, tc.within)
+			got, err := plan.Refit(p, bound, pl, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := plan.Verify(p, got); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

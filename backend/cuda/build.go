@@ -131,6 +131,10 @@ type buildContext struct {
 	blas   bool      // GEMMs may go to cuBLAS
 	half   *halves   // non-nil: cuBLAS GEMMs take 16-bit operands
 	fz     *fusion   // non-nil: the fusion decisions (fuse.go)
+	// room, where not negative, is the scratch the node may take for
+	// the parts of a split K (splitFits): the node's at the bound of
+	// the shapes, whose plan this one's refits.
+	room int64
 
 	launches []launch
 	scratch  int64
@@ -181,8 +185,14 @@ func buildNode(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte) (c *bui
 // buildNodeWith is buildNode with the GEMMs' operands in 16 bits where hs
 // is non-nil (and blas is set), and the fusion decisions fz (nil: none).
 func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves, fz *fusion) (c *buildContext, err error) {
+	return buildNodeIn(g, i, sms, blas, extras, hs, fz, -1)
+}
+
+// buildNodeIn is buildNodeWith where the node's GEMMs split K into no
+// more parts than room bytes of scratch hold (room < 0: no limit).
+func buildNodeIn(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves, fz *fusion, room int64) (c *buildContext, err error) {
 	n := &g.Nodes[i]
-	c = &buildContext{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras, fz: fz}
+	c = &buildContext{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras, fz: fz, room: room}
 	if blas {
 		c.half = hs
 	}
@@ -827,6 +837,7 @@ func (c *buildContext) gemm(g gemmCall) error {
 		return c.errorf("%v", err)
 	}
 	kernel, tile, parts := gemmTiling(g.m, g.n, g.k, nb, int64(c.sms))
+	parts = splitFits(parts, 4*g.m*g.n*nb, c.scratch, c.room)
 	if (g.m+tile-1)/tile > 65535 {
 		return c.errorf("%d rows are more than the CUDA kernel handles", g.m)
 	}
@@ -866,6 +877,17 @@ func gemmTiling(m, n, k, nb, sms int64) (kernel string, tile, parts int64) {
 		parts = min((4*sms+t-1)/t, k/128, 16, 65535/nb)
 	}
 	return kernel, tile, max(parts, 1)
+}
+
+// splitFits is parts, a GEMM's K split, cut to the parts (of part bytes
+// of scratch each, aligned after the held bytes the node has already)
+// that room bytes of scratch hold, one at least, which takes none; room <
+// 0 holds any.
+func splitFits(parts, part, held, room int64) int64 {
+	if room < 0 || parts <= 1 {
+		return parts
+	}
+	return max(1, min(parts, (room-plan.AlignUp(held, Alignment))/part))
 }
 
 func buildMatMul(c *buildContext) error {

@@ -149,7 +149,8 @@ type Executable struct {
 	g       *ir.Graph
 	problem *plan.Problem
 	plan    *plan.Plan
-	index   []int // ir.TensorID → problem tensor (-1: constant)
+	index   []int   // ir.TensorID → problem tensor (-1: constant)
+	scratch []int64 // each node's scratch, in bytes (boundScratch)
 	steps   []step
 
 	weights     driver.Ptr
@@ -185,111 +186,20 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// No recurrent kernels here: LSTM, GRU and RNN nodes run as the
-	// products and elementwise nodes of their equations.
-	g = passes.LowerRecurrent(g)
-	fusing := !opts.NoFusion && os.Getenv("BERTH_CUDA_FUSION") != "0"
-	if fusing {
-		g = fuseProducts(g)
-	}
-	useBLAS := !opts.NoBLAS && blasOn()
-	var hs *halves
-	if useBLAS && opts.Precision.Half() {
-		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte), mma: d.Major >= 8}
+	t := target{sms: d.SMs, major: d.Major, blas: !opts.NoBLAS && blasOn()}
+	if t.blas && opts.Precision.Half() && fusionOn(opts) {
 		// BERTH_CUDA_LT=0 keeps the products and their Adds apart.
-		hs.lt = fusing && os.Getenv("BERTH_CUDA_LT") != "0" && driver.LoadLt() == nil
+		t.lt = os.Getenv("BERTH_CUDA_LT") != "0" && driver.LoadLt() == nil
 		// BERTH_CUDA_DNN=0 keeps convolutions off cuDNN.
-		hs.dnn = fusing && os.Getenv("BERTH_CUDA_DNN") != "0" && dnnWorks(d)
-		if fusing && hs.mma {
-			g = fuseAttention(g)
-		}
-		if hs.dnn && nhwcOn {
-			// Channels-last, a Concat of the channels is a copy of
-			// its own: the two convolutions are cheaper (nhwc.go).
-			g = passes.SplitPointwiseSums(g)
-		}
-		// BERTH_CUDA_CONVACT=0 keeps convolutions' bias, addend and
-		// ReLU in generated kernels.
-		if hs.dnn && os.Getenv("BERTH_CUDA_CONVACT") != "0" {
-			g = fuseConvActs(g, hs, acceptsHalf(g, d.SMs, hs))
-		}
-		if fusing {
-			g = roundShared(g)
-		}
-		if hs.lt {
-			g = fuseEpilogues(g)
-			// BERTH_CUDA_QKV=0 keeps an attention's three projections
-			// apart.
-			if hs.mma && os.Getenv("BERTH_CUDA_QKV") != "0" {
-				g = mergeProjections(g)
-			}
-		}
-		if fusing {
-			g = roundAtNorm(g)
-		}
+		t.dnn = os.Getenv("BERTH_CUDA_DNN") != "0" && dnnWorks(d)
 	}
-	var extras [][]byte
-	built := make([]*buildContext, len(g.Nodes))
-	scratch := make([]int64, len(g.Nodes))
-	var fz *fusion
-	if fusing {
-		fz = analyzeFusion(g, useBLAS, hs, acceptsHalf(g, d.SMs, hs))
-		if hs != nil {
-			hs.stored = fz.half
-		}
-	}
-	for i := range g.Nodes {
-		c, err := buildNodeWith(g, i, d.SMs, useBLAS, &extras, hs, fz)
-		if err != nil {
-			return nil, err
-		}
-		built[i], scratch[i] = c, c.scratch
-	}
-	p, index, err := problemOf(g, scratch)
+	f, err := front(g, opts, t)
 	if err != nil {
 		return nil, err
 	}
-	// The kernels take their operands as __restrict__ pointers, so no
-	// output may share bytes with an input: no in-place placement here.
-	popts := plan.Options{Alignment: Alignment, NoInPlace: true}
-	planStart := time.Now()
-	var pl *plan.Plan
-	if b := opts.Bound; b != nil {
-		pl, _ = plan.Refit(p, b.problem, b.plan, popts)
-	}
-	if pl == nil {
-		if pl, err = plan.Build(p, popts); err != nil {
-			return nil, fmt.Errorf("plan: %w", err)
-		}
-	}
-	planTime := time.Since(planStart)
-	if err := plan.Verify(p, pl); err != nil {
-		return nil, fmt.Errorf("plan failed verification: %w", err)
-	}
-	if fz != nil {
-		// Groups whose kernel the plan does not allow run node by node.
-		for _, i := range fz.checkGroups(g, p, pl, index) {
-			c, err := buildNodeWith(g, i, d.SMs, useBLAS, &extras, hs, fz)
-			if err != nil {
-				return nil, err
-			}
-			if c.scratch != scratch[i] {
-				return nil, fmt.Errorf("node %q (%s): internal error: scratch changed with fusion", g.Nodes[i].Name, g.Nodes[i].Op)
-			}
-			built[i] = c
-		}
-		if src := fz.gen.finish(); src != nil {
-			for _, c := range built {
-				for j := range c.launches {
-					if c.launches[j].module == fz.gen.src {
-						c.launches[j].module = src
-					}
-				}
-			}
-		}
-	}
-	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: planTime}
-	if fz != nil {
+	g, p, pl, index, built, scratch, extras, hs := f.g, f.p, f.pl, f.index, f.built, f.scratch, f.extras, f.hs
+	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, scratch: scratch, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: f.planTime}
+	if fz := f.fz; fz != nil {
 		e.fused = fz.stats()
 		for _, n := range g.Nodes {
 			if n.Op == "Attend" && n.Domain == cudaDomain {
@@ -484,6 +394,180 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// target is what the front of Compile (front) needs to know of the
+// device and its libraries.
+type target struct {
+	sms   int  // multiprocessors
+	major int  // major version of the compute capability
+	blas  bool // cuBLAS runs the GEMMs (installed, not turned off)
+	// lt and dnn say, for 16-bit products with fusion, that cuBLASLt and
+	// cuDNN are installed and not turned off (BERTH_CUDA_LT=0,
+	// BERTH_CUDA_DNN=0).
+	lt, dnn bool
+}
+
+// fusionOn reports whether Compile fuses with opts (Options.NoFusion,
+// BERTH_CUDA_FUSION=0).
+func fusionOn(opts Options) bool {
+	return !opts.NoFusion && os.Getenv("BERTH_CUDA_FUSION") != "0"
+}
+
+// compiled is what front leaves for Compile to bind to the device: the
+// graph as the rewrites left it, each node's launches and scratch, the
+// constants made at compile time, the 16-bit operands' state, the fusion
+// decisions and the verified plan.
+type compiled struct {
+	g        *ir.Graph
+	built    []*buildContext
+	scratch  []int64
+	extras   [][]byte
+	hs       *halves
+	fz       *fusion
+	p        *plan.Problem
+	index    []int
+	pl       *plan.Plan
+	planTime time.Duration
+	// refit is why plan.Refit did not serve, where opts.Bound was set
+	// (nil: the plan is the bound's, refit).
+	refit error
+}
+
+// front is the part of Compile that needs no device, for one as t
+// describes: it rewrites g (recurrent nodes lowered, products and
+// attention fused, …), decides the fusion, builds every node's launches,
+// and plans the arena: opts.Bound's plan refit where it serves (its
+// GEMMs split no further than that executable's scratch holds), else a
+// plan placed afresh and verified. Groups the plan does not allow are
+// built again node by node.
+func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
+	// No recurrent kernels here: LSTM, GRU and RNN nodes run as the
+	// products and elementwise nodes of their equations.
+	g = passes.LowerRecurrent(g)
+	fusing := fusionOn(opts)
+	if fusing {
+		g = fuseProducts(g)
+	}
+	useBLAS := t.blas
+	var hs *halves
+	if useBLAS && opts.Precision.Half() {
+		hs = &halves{prec: opts.Precision, shadow: make(map[ir.TensorID]int), store: opts.Weights, from: make(map[int][]byte), mma: t.major >= 8}
+		hs.lt = fusing && t.lt
+		hs.dnn = fusing && t.dnn
+		if fusing && hs.mma {
+			g = fuseAttention(g)
+		}
+		if hs.dnn && nhwcOn {
+			// Channels-last, a Concat of the channels is a copy of
+			// its own: the two convolutions are cheaper (nhwc.go).
+			g = passes.SplitPointwiseSums(g)
+		}
+		// BERTH_CUDA_CONVACT=0 keeps convolutions' bias, addend and
+		// ReLU in generated kernels.
+		if hs.dnn && os.Getenv("BERTH_CUDA_CONVACT") != "0" {
+			g = fuseConvActs(g, hs, acceptsHalf(g, t.sms, hs))
+		}
+		if fusing {
+			g = roundShared(g)
+		}
+		if hs.lt {
+			g = fuseEpilogues(g)
+			// BERTH_CUDA_QKV=0 keeps an attention's three projections
+			// apart.
+			if hs.mma && os.Getenv("BERTH_CUDA_QKV") != "0" {
+				g = mergeProjections(g)
+			}
+		}
+		if fusing {
+			g = roundAtNorm(g)
+		}
+	}
+	f := &compiled{g: g, built: make([]*buildContext, len(g.Nodes)), scratch: make([]int64, len(g.Nodes)), hs: hs}
+	if fusing {
+		f.fz = analyzeFusion(g, useBLAS, hs, acceptsHalf(g, t.sms, hs))
+		if hs != nil {
+			hs.stored = f.fz.half
+		}
+	}
+	room := boundScratch(g, opts.Bound)
+	build := func(i int) (*buildContext, error) {
+		r := int64(-1)
+		if room != nil {
+			r = room[i]
+		}
+		return buildNodeIn(g, i, t.sms, useBLAS, &f.extras, hs, f.fz, r)
+	}
+	for i := range g.Nodes {
+		c, err := build(i)
+		if err != nil {
+			return nil, err
+		}
+		f.built[i], f.scratch[i] = c, c.scratch
+	}
+	var err error
+	if f.p, f.index, err = problemOf(g, f.scratch); err != nil {
+		return nil, err
+	}
+	// The kernels take their operands as __restrict__ pointers, so no
+	// output may share bytes with an input: no in-place placement here.
+	popts := plan.Options{Alignment: Alignment, NoInPlace: true}
+	planStart := time.Now()
+	if b := opts.Bound; b != nil {
+		f.pl, f.refit = plan.Refit(f.p, b.problem, b.plan, popts)
+	}
+	// A plan Refit returns has passed plan.Verify; one built is checked.
+	built := f.pl == nil
+	if built {
+		if f.pl, err = plan.Build(f.p, popts); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+	}
+	f.planTime = time.Since(planStart)
+	if built {
+		if err := plan.Verify(f.p, f.pl); err != nil {
+			return nil, fmt.Errorf("plan failed verification: %w", err)
+		}
+	}
+	if fz := f.fz; fz != nil {
+		// Groups whose kernel the plan does not allow run node by node.
+		for _, i := range fz.checkGroups(g, f.p, f.pl, f.index) {
+			c, err := build(i)
+			if err != nil {
+				return nil, err
+			}
+			if c.scratch != f.scratch[i] {
+				return nil, fmt.Errorf("node %q (%s): internal error: scratch changed with fusion", g.Nodes[i].Name, g.Nodes[i].Op)
+			}
+			f.built[i] = c
+		}
+		if src := fz.gen.finish(); src != nil {
+			for _, c := range f.built {
+				for j := range c.launches {
+					if c.launches[j].module == fz.gen.src {
+						c.launches[j].module = src
+					}
+				}
+			}
+		}
+	}
+	return f, nil
+}
+
+// boundScratch is the scratch each node took in b, the executable at the
+// bound of g's shapes, where b's graph has g's nodes (the same operators
+// in the same order); else nil. A node of g keeps within it (gemm), so
+// that its scratch fits its slot in b's plan.
+func boundScratch(g *ir.Graph, b *Executable) []int64 {
+	if b == nil || b.g == nil || len(b.g.Nodes) != len(g.Nodes) || len(b.scratch) != len(g.Nodes) {
+		return nil
+	}
+	for i := range g.Nodes {
+		if n, m := &g.Nodes[i], &b.g.Nodes[i]; n.Op != m.Op || n.Domain != m.Domain {
+			return nil
+		}
+	}
+	return b.scratch
 }
 
 // problemOf is the planning problem of g (plan.FromGraph) with the state
