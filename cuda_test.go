@@ -578,6 +578,7 @@ func BenchmarkCUDAOpenShapes(b *testing.B) {
 		}
 		defer lane.Close()
 		var parts [5]time.Duration
+		var front time.Duration
 		n := 0
 		for b.Loop() {
 			ins := inputsAt(combos[(n+1)%len(combos)])
@@ -597,6 +598,9 @@ func BenchmarkCUDAOpenShapes(b *testing.B) {
 				b.Fatal(err)
 			}
 			parts[1] += time.Since(start)
+			if c, ok := e.x.(cuda.Compiled); ok {
+				front += c.FrontTime()
+			}
 			s, err := e.newSession(lane)
 			if err != nil {
 				b.Fatal(err)
@@ -616,6 +620,7 @@ func BenchmarkCUDAOpenShapes(b *testing.B) {
 		for k, name := range []string{"specialise", "compile", "first-run", "second-run", "third-run"} {
 			b.ReportMetric(float64(parts[k].Microseconds())/1e3/float64(max(n, 1)), name+"-ms")
 		}
+		b.ReportMetric(float64(front.Microseconds())/1e3/float64(max(n, 1)), "compile-front-ms")
 	})
 	b.Run("new", func(b *testing.B) {
 		sets := make([][]Tensor, len(combos))

@@ -214,3 +214,8 @@ func (e *Executable) WorkspaceBytes() int64 {
 
 // PlanTime is how long building the memory plan took.
 func (e *Executable) PlanTime() time.Duration { return e.planTime }
+
+// FrontTime is how long the part of the compile that needs no device
+// took: the graph's rewrites, fusion, the launches' arguments and the
+// plan.
+func (e *Executable) FrontTime() time.Duration { return e.frontTime }

@@ -162,6 +162,7 @@ type Executable struct {
 	outputs []output // where each graph output is read from
 
 	planTime  time.Duration
+	frontTime time.Duration // of the compile, in front
 	noGraphs  bool
 	usesBLAS  bool
 	precision Precision
@@ -193,12 +194,14 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		// BERTH_CUDA_DNN=0 keeps convolutions off cuDNN.
 		t.dnn = os.Getenv("BERTH_CUDA_DNN") != "0" && dnnWorks(d)
 	}
+	frontStart := time.Now()
 	f, err := front(g, opts, t)
 	if err != nil {
 		return nil, err
 	}
+	frontTime := time.Since(frontStart)
 	g, p, pl, index, built, scratch, extras, hs := f.g, f.p, f.pl, f.index, f.built, f.scratch, f.extras, f.hs
-	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, scratch: scratch, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: f.planTime}
+	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, scratch: scratch, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: f.planTime, frontTime: frontTime}
 	if fz := f.fz; fz != nil {
 		e.fused = fz.stats()
 		for _, n := range g.Nodes {

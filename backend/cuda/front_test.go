@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/berth-ml/berth/backend/cpu"
 	"github.com/berth-ml/berth/ir"
@@ -235,6 +236,83 @@ func BenchmarkFrontAtShapes(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(refits)/float64(b.N), "refit/op")
+		})
+	}
+}
+
+// BenchmarkCompileAtShapes compiles ResNet-50 on the GPU at new shapes
+// within 1×3×320×320 as an open model compiled with Options.MaxDims does
+// (the bound's executable as Options.Bound, one weight store), and runs
+// each once on the bound's lane: ms a shape for the compile's front, the
+// rest of the compile, a session and its first run (launched one by one).
+func BenchmarkCompileAtShapes(b *testing.B) {
+	requireGPU(b)
+	gen := preparedAt(b, "", resNet50(), []int64{1, 3, 320, 320})
+	var graphs []*ir.Graph
+	for _, s := range resNetShapes() {
+		g, err := passes.Reinfer(gen, [][]int64{s})
+		if err != nil {
+			b.Fatal(err)
+		}
+		graphs = append(graphs, g)
+	}
+	for _, c := range []struct {
+		name   string
+		noBLAS bool
+	}{{"cublas", false}, {"own", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			store := NewWeightStore(resNet50())
+			defer store.Close()
+			bound, err := Compile(passes.Clone(gen), Options{NoBLAS: c.noBLAS, Weights: store})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bound.Close()
+			lane, err := NewLane(bound)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer lane.Close()
+			var front, rest, session, run time.Duration
+			n := 0
+			for b.Loop() {
+				g := passes.Clone(graphs[n%len(graphs)])
+				start := time.Now()
+				e, err := Compile(g, Options{NoBLAS: c.noBLAS, Weights: store, Bound: bound})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rest += time.Since(start) - e.frontTime
+				front += e.frontTime
+				start = time.Now()
+				s, err := e.NewSessionOn(lane)
+				if err != nil {
+					b.Fatal(err)
+				}
+				session += time.Since(start)
+				ins := make([][]byte, len(e.g.Inputs))
+				for i := range ins {
+					ins[i] = make([]byte, e.inputBytes(i))
+				}
+				outs := make([][]byte, len(e.outputs))
+				for i, o := range e.outputs {
+					outs[i] = make([]byte, o.bytes)
+				}
+				start = time.Now()
+				if err := s.Run(ins, outs); err != nil {
+					b.Fatal(err)
+				}
+				run += time.Since(start)
+				s.Close()
+				e.Close()
+				n++
+			}
+			for _, m := range []struct {
+				name string
+				d    time.Duration
+			}{{"front", front}, {"rest", rest}, {"session", session}, {"first-run", run}} {
+				b.ReportMetric(float64(m.d.Microseconds())/1e3/float64(n), m.name+"-ms")
+			}
 		})
 	}
 }
