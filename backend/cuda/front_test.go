@@ -243,8 +243,9 @@ func BenchmarkFrontAtShapes(b *testing.B) {
 // BenchmarkCompileAtShapes compiles ResNet-50 on the GPU at new shapes
 // within 1×3×320×320 as an open model compiled with Options.MaxDims does
 // (the bound's executable as Options.Bound, one weight store), and runs
-// each once on the bound's lane: ms a shape for the compile's front, the
-// rest of the compile, a session and its first run (launched one by one).
+// each twice on the bound's lane: ms a shape for the compile's front, the
+// rest of the compile, a session, its first run and its second (launched
+// one by one both: no graph).
 func BenchmarkCompileAtShapes(b *testing.B) {
 	requireGPU(b)
 	gen := preparedAt(b, "", resNet50(), []int64{1, 3, 320, 320})
@@ -273,12 +274,12 @@ func BenchmarkCompileAtShapes(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer lane.Close()
-			var front, rest, session, run time.Duration
+			var front, rest, session, run, again time.Duration
 			n := 0
 			for b.Loop() {
 				g := passes.Clone(graphs[n%len(graphs)])
 				start := time.Now()
-				e, err := Compile(g, Options{NoBLAS: c.noBLAS, Weights: store, Bound: bound})
+				e, err := Compile(g, Options{NoBLAS: c.noBLAS, Weights: store, Bound: bound, NoGraphs: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -303,6 +304,11 @@ func BenchmarkCompileAtShapes(b *testing.B) {
 					b.Fatal(err)
 				}
 				run += time.Since(start)
+				start = time.Now()
+				if err := s.Run(ins, outs); err != nil {
+					b.Fatal(err)
+				}
+				again += time.Since(start)
 				s.Close()
 				e.Close()
 				n++
@@ -310,7 +316,7 @@ func BenchmarkCompileAtShapes(b *testing.B) {
 			for _, m := range []struct {
 				name string
 				d    time.Duration
-			}{{"front", front}, {"rest", rest}, {"session", session}, {"first-run", run}} {
+			}{{"front", front}, {"rest", rest}, {"session", session}, {"first-run", run}, {"second-run", again}} {
 				b.ReportMetric(float64(m.d.Microseconds())/1e3/float64(n), m.name+"-ms")
 			}
 		})
