@@ -20,6 +20,10 @@ const (
 	argTensor                 // the device address of an ir tensor, plus off bytes
 	argScratch                // the node's planned scratch, plus off bytes
 	argExtra                  // a constant made at compile time, uploaded with the weights
+	// argScratchOf is the planned scratch of another node (node), plus
+	// off bytes: where a product split in parts left them for the fused
+	// kernels that read its output to add up (fusion.parts).
+	argScratchOf
 )
 
 // arg is one kernel argument before the plan gives tensors their addresses.
@@ -29,6 +33,7 @@ type arg struct {
 	off   int64       // byte offset added to the address
 	words []uint64
 	half  bool // argTensor: the kernel reads the tensor as 16-bit values (fusion.half)
+	node  int  // argScratchOf: the node whose scratch
 }
 
 // launch is one kernel launch of a node.
@@ -135,6 +140,9 @@ type buildContext struct {
 	// the parts of a split K (splitFits): the node's at the bound of
 	// the shapes, whose plan this one's refits.
 	room int64
+	// fold, under a bound, is whether the node's product left its parts
+	// to the readers of its output there (1) or not (0); -1: no bound.
+	fold int8
 
 	launches []launch
 	scratch  int64
@@ -185,14 +193,16 @@ func buildNode(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte) (c *bui
 // buildNodeWith is buildNode with the GEMMs' operands in 16 bits where hs
 // is non-nil (and blas is set), and the fusion decisions fz (nil: none).
 func buildNodeWith(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves, fz *fusion) (c *buildContext, err error) {
-	return buildNodeIn(g, i, sms, blas, extras, hs, fz, -1)
+	return buildNodeIn(g, i, sms, blas, extras, hs, fz, -1, -1)
 }
 
 // buildNodeIn is buildNodeWith where the node's GEMMs split K into no
-// more parts than room bytes of scratch hold (room < 0: no limit).
-func buildNodeIn(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves, fz *fusion, room int64) (c *buildContext, err error) {
+// more parts than room bytes of scratch hold (room < 0: no limit), and
+// leave their parts to the readers of the output as fold says (the
+// node's at the bound: 1 they do, 0 they do not, -1 no bound).
+func buildNodeIn(g *ir.Graph, i int, sms int, blas bool, extras *[][]byte, hs *halves, fz *fusion, room int64, fold int8) (c *buildContext, err error) {
 	n := &g.Nodes[i]
-	c = &buildContext{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras, fz: fz, room: room}
+	c = &buildContext{g: g, n: n, node: i, opset: g.Opset(), sms: sms, blas: blas, extras: extras, fz: fz, room: room, fold: fold}
 	if blas {
 		c.half = hs
 	}
@@ -841,9 +851,18 @@ func (c *buildContext) gemm(g gemmCall) error {
 	if (g.m+tile-1)/tile > 65535 {
 		return c.errorf("%d rows are more than the CUDA kernel handles", g.m)
 	}
-	w := null()
-	if parts > 1 {
+	// The fused kernels that read the output may add the parts up as
+	// they load it (no launch of gemm_reduce): where the product splits,
+	// or, under a bound, where it did at the bound (c.fold), so that the
+	// plans of all shapes read the same scratch (one part, then, written
+	// there as a part).
+	fold := c.fz.addsParts(g.c, g.d, nb) && (c.fold < 0 && parts > 1 || c.fold > 0)
+	w, out := null(), g.c
+	if parts > 1 || fold {
 		w = c.reserve(4 * parts * g.m * g.n * nb)
+	}
+	if fold && parts == 1 {
+		out = w
 	}
 	grid := [3]uint32{uint32((g.n + tile - 1) / tile), uint32((g.m + tile - 1) / tile), uint32(nb * parts)}
 	threads := uint32(256)
@@ -851,7 +870,11 @@ func (c *buildContext) gemm(g gemmCall) error {
 		threads = 128
 	}
 	c.launches = append(c.launches, launch{node: c.node, module: gemmModule, kernel: kernel, grid: grid, block: [3]uint32{threads, 1, 1},
-		args: []arg{g.a, g.b, g.c, g.d, i64(g.m), i64(g.n), i64(g.k), i64(g.sam), i64(g.sak), i64(g.sbk), i64(g.sbn), i64(g.sdm), i64(g.sdn), f32(g.alpha), f32(g.beta), words(gw), i32(int32(parts)), w}})
+		args: []arg{g.a, g.b, out, g.d, i64(g.m), i64(g.n), i64(g.k), i64(g.sam), i64(g.sak), i64(g.sbk), i64(g.sbn), i64(g.sdm), i64(g.sdn), f32(g.alpha), f32(g.beta), words(gw), i32(int32(parts)), w}})
+	if fold {
+		c.fz.parts[g.c.id] = splitParts{count: parts, node: c.node, off: w.off, mn: g.m * g.n}
+		return nil
+	}
 	if parts > 1 {
 		mn := g.m * g.n
 		c.launches = append(c.launches, launch{node: c.node, module: gemmModule, kernel: "gemm_reduce", grid: [3]uint32{uint32(min((mn+255)/256, 1024)), uint32(nb), 1}, block: [3]uint32{256, 1, 1},

@@ -151,7 +151,11 @@ type Executable struct {
 	plan    *plan.Plan
 	index   []int   // ir.TensorID → problem tensor (-1: constant)
 	scratch []int64 // each node's scratch, in bytes (boundScratch)
-	steps   []step
+	// folded says of each node whether its product left its parts to the
+	// readers of its output (fusion.parts), which a compile with this
+	// executable as Options.Bound keeps.
+	folded []bool
+	steps  []step
 
 	weights     driver.Ptr
 	weightBytes int64
@@ -201,7 +205,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 	}
 	frontTime := time.Since(frontStart)
 	g, p, pl, index, built, scratch, extras, hs := f.g, f.p, f.pl, f.index, f.built, f.scratch, f.extras, f.hs
-	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, scratch: scratch, noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: f.planTime, frontTime: frontTime}
+	e := &Executable{dev: d, g: g, problem: p, plan: pl, index: index, scratch: scratch, folded: f.folded(), noGraphs: opts.NoGraphs, precision: opts.Precision, planTime: f.planTime, frontTime: frontTime}
 	if fz := f.fz; fz != nil {
 		e.fused = fz.stats()
 		for _, n := range g.Nodes {
@@ -210,7 +214,7 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			}
 		}
 	}
-	scratchOf := plan.ScratchTensors(p, index, scratch)
+	scratchOf := f.scratchOf
 
 	// The weight region: every constant a launch reads, then the extras;
 	// those of the model file that a store holds lie there instead.
@@ -318,6 +322,9 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 						return nil, fmt.Errorf("node %q (%s): internal error: no scratch planned", g.Nodes[i].Name, g.Nodes[i].Op)
 					}
 					st.args[j] = boundArg{region: inArena, off: pl.Offsets[t] + a.off}
+				case argScratchOf:
+					// readScratches checked that the node has one.
+					st.args[j] = boundArg{region: inArena, off: pl.Offsets[scratchOf[a.node]] + a.off}
 				case argExtra:
 					if p, ok := extraAt[int(a.id)]; ok {
 						st.args[j] = boundArg{region: inDevice, off: int64(p) + a.off}
@@ -432,6 +439,8 @@ type compiled struct {
 	index    []int
 	pl       *plan.Plan
 	planTime time.Duration
+	// scratchOf is each node's scratch tensor of p (-1: none).
+	scratchOf []int
 	// refit is why plan.Refit did not serve, where opts.Bound was set
 	// (nil: the plan is the bound's, refit).
 	refit error
@@ -495,11 +504,14 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 	}
 	room := boundScratch(g, opts.Bound)
 	build := func(i int) (*buildContext, error) {
-		r := int64(-1)
+		r, fold := int64(-1), int8(-1)
 		if room != nil {
-			r = room[i]
+			r, fold = room[i], 0
+			if opts.Bound.folded[i] {
+				fold = 1
+			}
 		}
-		return buildNodeIn(g, i, t.sms, useBLAS, &f.extras, hs, f.fz, r)
+		return buildNodeIn(g, i, t.sms, useBLAS, &f.extras, hs, f.fz, r, fold)
 	}
 	for i := range g.Nodes {
 		c, err := build(i)
@@ -510,6 +522,10 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 	}
 	var err error
 	if f.p, f.index, err = problemOf(g, f.scratch); err != nil {
+		return nil, err
+	}
+	f.scratchOf = plan.ScratchTensors(f.p, f.index, f.scratch)
+	if err := readScratches(f.p, f.built, f.scratchOf); err != nil {
 		return nil, err
 	}
 	// The kernels take their operands as __restrict__ pointers, so no
@@ -534,7 +550,7 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 	}
 	if fz := f.fz; fz != nil {
 		// Groups whose kernel the plan does not allow run node by node.
-		for _, i := range fz.checkGroups(g, f.p, f.pl, f.index) {
+		for _, i := range fz.checkGroups(g, f.p, f.pl, f.index, f.scratchOf) {
 			c, err := build(i)
 			if err != nil {
 				return nil, err
@@ -543,6 +559,11 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 				return nil, fmt.Errorf("node %q (%s): internal error: scratch changed with fusion", g.Nodes[i].Name, g.Nodes[i].Op)
 			}
 			f.built[i] = c
+		}
+		// A group split there may read a product's parts at a step of
+		// its own, before the sink the plan keeps them for.
+		if err := scratchesLive(f.p, f.pl, f.built, f.scratchOf); err != nil {
+			return nil, err
 		}
 		if src := fz.gen.finish(); src != nil {
 			for _, c := range f.built {
@@ -557,12 +578,23 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 	return f, nil
 }
 
+// folded is Executable.folded of f.
+func (f *compiled) folded() []bool {
+	out := make([]bool, len(f.g.Nodes))
+	if f.fz != nil {
+		for _, sp := range f.fz.parts {
+			out[sp.node] = true
+		}
+	}
+	return out
+}
+
 // boundScratch is the scratch each node took in b, the executable at the
 // bound of g's shapes, where b's graph has g's nodes (the same operators
 // in the same order); else nil. A node of g keeps within it (gemm), so
 // that its scratch fits its slot in b's plan.
 func boundScratch(g *ir.Graph, b *Executable) []int64 {
-	if b == nil || b.g == nil || len(b.g.Nodes) != len(g.Nodes) || len(b.scratch) != len(g.Nodes) {
+	if b == nil || b.g == nil || len(b.g.Nodes) != len(g.Nodes) || len(b.scratch) != len(g.Nodes) || len(b.folded) != len(g.Nodes) {
 		return nil
 	}
 	for i := range g.Nodes {
@@ -571,6 +603,57 @@ func boundScratch(g *ir.Graph, b *Executable) []int64 {
 		}
 	}
 	return b.scratch
+}
+
+// readScratches adds to each step of p the scratch tensors (scratchOf:
+// by node) of other nodes that its launches read (argScratchOf: the parts
+// of a split product), so that the plan keeps them until then.
+func readScratches(p *plan.Problem, built []*buildContext, scratchOf []int) error {
+	for i, c := range built {
+		for _, l := range c.launches {
+			for _, a := range l.args {
+				if a.kind != argScratchOf {
+					continue
+				}
+				if a.node < 0 || a.node >= len(scratchOf) || scratchOf[a.node] < 0 {
+					return fmt.Errorf("node %d: internal error: reads the scratch of node %d, which has none", i, a.node)
+				}
+				if t := scratchOf[a.node]; !slices.Contains(p.Steps[i].Inputs, t) {
+					p.Steps[i].Inputs = append(p.Steps[i].Inputs, t)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// scratchesLive checks that each launch reading another node's scratch
+// (argScratchOf) runs after that node and no later than a step of p whose
+// inputs hold the scratch (readScratches), so that the plan pl keeps it
+// as that node left it until the read.
+func scratchesLive(p *plan.Problem, pl *plan.Plan, built []*buildContext, scratchOf []int) error {
+	pos := make([]int, len(p.Steps))
+	for q, s := range pl.Order {
+		pos[s] = q
+	}
+	for i, c := range built {
+		for _, l := range c.launches {
+			for _, a := range l.args {
+				if a.kind != argScratchOf {
+					continue
+				}
+				t := scratchOf[a.node]
+				kept := false
+				for j := range p.Steps {
+					kept = kept || pos[j] >= pos[i] && slices.Contains(p.Steps[j].Inputs, t)
+				}
+				if !kept || pos[a.node] >= pos[i] {
+					return fmt.Errorf("node %d: internal error: reads the scratch of node %d where the plan does not keep it", i, a.node)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // problemOf is the planning problem of g (plan.FromGraph) with the state

@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -86,7 +88,7 @@ func refitCases() []refitCase {
 // boundOf is the executable front made at the bound as far as a compile
 // with Options.Bound reads it (boundScratch, plan.Refit).
 func boundOf(f *compiled) *Executable {
-	return &Executable{g: f.g, problem: f.p, plan: f.pl, index: f.index, scratch: f.scratch}
+	return &Executable{g: f.g, problem: f.p, plan: f.pl, index: f.index, scratch: f.scratch, folded: f.folded()}
 }
 
 // TestFrontRefits compiles the front of shape-generic models at a bound
@@ -168,7 +170,7 @@ func TestGemmSplitAtBound(t *testing.T) {
 		x := g.input(ir.Float32, rows, k)
 		w := g.constant(ir.Float32, k, n)
 		g.node("Gemm", nil, 1, x, w)
-		c, err := buildNodeIn(g.g, 0, 132, false, new([][]byte), nil, nil, room)
+		c, err := buildNodeIn(g.g, 0, 132, false, new([][]byte), nil, nil, room, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,5 +322,69 @@ func BenchmarkCompileAtShapes(b *testing.B) {
 				b.ReportMetric(float64(m.d.Microseconds())/1e3/float64(n), m.name+"-ms")
 			}
 		})
+	}
+}
+
+// TestSplitPartsLeftToReaders: on berth's own GEMM, a convolution whose
+// product splits K and whose output only generated kernels read leaves
+// its parts in its scratch for them to add up (no launch of gemm_reduce),
+// the plan keeps that scratch until they run, and a compile at a smaller
+// shape within a bound folds the same products as the bound's.
+func TestSplitPartsLeftToReaders(t *testing.T) {
+	gen := preparedAt(t, "", resNet50(), []int64{1, 3, 320, 320})
+	at, err := front(passes.Clone(gen), Options{}, h200(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, f *compiled) {
+		reduces, reads := 0, 0
+		for i, c := range f.built {
+			for _, l := range c.launches {
+				if l.kernel == "gemm_reduce" {
+					reduces++
+				}
+				for _, a := range l.args {
+					if a.kind != argScratchOf {
+						continue
+					}
+					reads++
+					if !f.folded()[a.node] {
+						t.Errorf("%s: node %d reads the scratch of node %d, which left no parts there", name, i, a.node)
+					}
+				}
+			}
+		}
+		if len(f.fz.parts) < 30 || reads < len(f.fz.parts) || reduces > 1 {
+			t.Errorf("%s: %d products leave their parts, %d launches read them, %d gemm_reduce launches; want 30 or more, as many, at most one", name, len(f.fz.parts), reads, reduces)
+		}
+		if err := scratchesLive(f.p, f.pl, f.built, f.scratchOf); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err := plan.Verify(f.p, f.pl); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	check("the bound", at)
+	for _, s := range [][]int64{{1, 3, 224, 224}, {1, 3, 168, 320}} {
+		g, err := passes.Reinfer(gen, [][]int64{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := front(g, Options{Bound: boundOf(at)}, h200(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprint(s), f)
+		if !slices.Equal(f.folded(), at.folded()) {
+			t.Errorf("%v: other products leave their parts than at the bound", s)
+		}
+	}
+	// With cuBLAS nothing is left to readers.
+	f, err := front(passes.Clone(gen), Options{}, h200(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.fz.parts) != 0 {
+		t.Errorf("cuBLAS: %d products leave their parts", len(f.fz.parts))
 	}
 }

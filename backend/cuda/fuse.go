@@ -68,6 +68,27 @@ type fusion struct {
 	reciprocal bool
 	gen        *genModule // the generated kernels
 	splits     int        // groups checkGroups split
+	// sums holds the Conv outputs (float32, read only by generated
+	// kernels, their bias left to them) whose product may leave its
+	// split parts for the readers to add up, and parts those whose
+	// product did (set as the product is built, before its readers).
+	sums  map[ir.TensorID]bool
+	parts map[ir.TensorID]splitParts
+}
+
+// splitParts is where a product split in count parts left them: at off
+// bytes into node's scratch, mn floats apart (the product's M·N).
+type splitParts struct {
+	count, off, mn int64
+	node           int
+}
+
+// addsParts reports whether the readers of the product writing c (with
+// addend d, over nb matrices) add up its split parts: a Conv output of
+// fz.sums, one matrix and no addend (its bias is the readers').
+func (fz *fusion) addsParts(c, d arg, nb int64) bool {
+	return fz != nil && c.kind == argTensor && c.off == 0 && !c.half && nb == 1 && fz.sums[c.id] &&
+		d.kind == argWords && len(d.words) == 1 && d.words[0] == 0
 }
 
 // egroup is one elementwise group.
@@ -165,7 +186,7 @@ func convBiasOf(g *ir.Graph, i int) (ir.TensorID, bool) {
 // if t is held so.
 func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.TensorID) bool) *fusion {
 	fz := &fusion{group: make([]int, len(g.Nodes)), bias: map[int]ir.TensorID{}, leaf: map[ir.TensorID]int{}, half: map[ir.TensorID]bool{},
-		out16: map[ir.TensorID]bool{}, gen: &genModule{}}
+		out16: map[ir.TensorID]bool{}, gen: &genModule{}, sums: map[ir.TensorID]bool{}, parts: map[ir.TensorID]splitParts{}}
 	if hs != nil {
 		fz.mode, fz.reciprocal = halfMode(hs.prec), true
 	}
@@ -204,8 +225,10 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 	for _, e := range fz.groups {
 		slices.Sort(e.nodes)
 	}
-	// Conv biases left to the readers.
-	if blas {
+	// Conv biases left to the readers: with cuBLAS, which would need C
+	// filled with them first; on berth's own GEMM, where the readers
+	// also add up the parts of a product split in K (fusion.parts).
+	if blas || hs == nil {
 		for i := range g.Nodes {
 			b, ok := convBiasOf(g, i)
 			if !ok {
@@ -223,7 +246,25 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 			if all {
 				fz.bias[i] = b
 				fz.leaf[y] = i
+				fz.sums[y] = !blas && g.Tensor(y).DType == ir.Float32
 			}
+		}
+	}
+	if !blas && hs == nil {
+		// Convolutions without a bias, on berth's GEMM, read only by
+		// generated kernels.
+		for i := range g.Nodes {
+			n := &g.Nodes[i]
+			if n.Op != "Conv" || !n.DefaultDomain() || len(n.Outputs) != 1 || len(n.Inputs) > 2 && n.Inputs[2] != ir.NoTensor {
+				continue
+			}
+			y := n.Outputs[0]
+			r := cons[y]
+			all := len(r) > 0 && !isOut[y] && g.Tensor(y).DType == ir.Float32
+			for _, c := range r {
+				all = all && fz.group[c] >= 0
+			}
+			fz.sums[y] = all
 		}
 	}
 	if hs == nil {
@@ -508,6 +549,7 @@ type fusedDesc struct {
 // extDesc is how a fused kernel reads one of its external inputs.
 type extDesc struct {
 	h16   bool       // 16-bit values, widened as loaded
+	sums  bool       // the parts of a split product, added up as loaded (fusion.parts)
 	flat  bool       // read at the output's own index
 	index []termCode // the read offset's terms, where not flat
 	bias  bool       // a Conv's bias added by channel
@@ -532,6 +574,7 @@ func (d *fusedDesc) key() string {
 	for _, x := range d.exts {
 		b = append(b, '|')
 		flag(x.h16)
+		flag(x.sums)
 		flag(x.flat)
 		flag(x.bias)
 		term(x.ch)
@@ -570,15 +613,24 @@ func (fz *fusion) describe(g *ir.Graph, nodes []int) (*fusedKernel, *fusedDesc, 
 			return v
 		}
 		x := extDesc{h16: fz.out16[id] || fz.half[id]}
+		sp, sums := fz.parts[id]
+		x.sums = sums && !x.h16
 		k.ext = append(k.ext, id)
-		k.args = append(k.args, arg{kind: argTensor, id: id})
+		if x.sums {
+			k.args = append(k.args, arg{kind: argScratchOf, node: sp.node, off: sp.off})
+		} else {
+			k.args = append(k.args, arg{kind: argTensor, id: id})
+		}
 		space, st := fz.readSpace(g, id, sink.Outputs[0])
 		ix := newIndexPattern(space, st, d.wide)
 		x.flat = ix.flat
-		k.flat = append(k.flat, x.flat && !x.h16)
+		k.flat = append(k.flat, x.flat && !x.h16 && !x.sums)
 		if !x.flat {
 			x.index = ix.terms
 			k.args = append(k.args, ix.args...)
+		}
+		if x.sums {
+			k.args = append(k.args, i32(int32(sp.count)), sizeArg(sp.mn, d.ity()))
 		}
 		if cv, ok := fz.leaf[id]; ok {
 			// The Conv's bias, by channel (axis 1) of the tensor.
@@ -658,10 +710,21 @@ func (d *fusedDesc) render() string {
 		}
 		fmt.Fprintf(&kparams, ", const %s* p%d", pty, x)
 		raw := load(fmt.Sprintf("p%d[o%d]", x, x))
+		parts, mn := fmt.Sprintf("s%d_parts", x), fmt.Sprintf("s%d_mn", x)
+		if e.sums {
+			raw = fmt.Sprintf("sum_parts(p%d, o%d, %s, %s)", x, x, parts, mn)
+		}
 		if e.flat {
 			fmt.Fprintf(&fparams, ", const float a%d", x)
-			scalarArgs = append(scalarArgs, load(fmt.Sprintf("p%d[i]", x)))
-			if e.h16 {
+			if e.sums {
+				fmt.Fprintf(&kparams, ", const int %s, const %s %s", parts, ity, mn)
+				scalarArgs = append(scalarArgs, fmt.Sprintf("sum_parts(p%d, i, %s, %s)", x, parts, mn))
+				vecLoads = append(vecLoads, fmt.Sprintf("\t\t\tconst float4 f%d = sum_parts4((const float4*)p%d, q, %s, %s >> 2);\n", x, x, parts, mn))
+				for u, c := range []string{"x", "y", "z", "w"} {
+					vecArgs[u] = append(vecArgs[u], fmt.Sprintf("f%d.%s", x, c))
+				}
+				align = append(align, fmt.Sprintf("((u64)p%d & 15) | (%s & 3)", x, mn))
+			} else if scalarArgs = append(scalarArgs, load(fmt.Sprintf("p%d[i]", x))); e.h16 {
 				vecLoads = append(vecLoads, fmt.Sprintf("\t\t\tconst uint2 f%d = ((const uint2*)p%d)[q];\n", x, x))
 				for u, c := range []string{"(u16)f%d.x", "(u16)(f%d.x >> 16)", "(u16)f%d.y", "(u16)(f%d.y >> 16)"} {
 					vecArgs[u] = append(vecArgs[u], load(fmt.Sprintf(c, x)))
@@ -682,6 +745,10 @@ func (d *fusedDesc) render() string {
 			param(fmt.Sprintf("const %s* p%d", pty, x))
 			ix := renderIndex(e.index, "i", fmt.Sprintf("s%d_", x), ity, true)
 			ix.declare(both)
+			if e.sums {
+				both("const int " + parts)
+				both(fmt.Sprintf("const %s %s", ity, mn))
+			}
 			fmt.Fprintf(&loads, "\tconst %s o%d = %s;\n", ity, x, ix.expr)
 		}
 		if e.bias {
@@ -1034,6 +1101,25 @@ func divisorMagic(d uint32) (m, s uint32) {
 	return uint32((uint64(1)<<32*(uint64(1)<<s-uint64(d)))/uint64(d) + 1), s
 }
 
+// sumsCommon adds up, for generated kernels, element o (or the four
+// from 4q) of the s parts a split product left mn elements apart, in
+// the order gemm_reduce adds them.
+const sumsCommon = `
+template <typename I> __device__ __forceinline__ float sum_parts(const float* p, const I o, const int s, const I mn) {
+	float v = 0.f;
+	for (int j = 0; j < s; j++) v += p[(I)j * mn + o];
+	return v;
+}
+template <typename I> __device__ __forceinline__ float4 sum_parts4(const float4* p, const I q, const int s, const I mn4) {
+	float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+	for (int j = 0; j < s; j++) {
+		const float4 t = p[(I)j * mn4 + q];
+		v.x += t.x; v.y += t.y; v.z += t.z; v.w += t.w;
+	}
+	return v;
+}
+`
+
 // fdivCommon defines the divisors of generated kernels (fastDivisor).
 const fdivCommon = `
 struct fdiv { u32 d, m, s; };
@@ -1183,7 +1269,7 @@ func (m *genModule) finish() *source {
 	if s, ok := genSources.byNames[names]; ok {
 		return s
 	}
-	text := common + halfCommon + fdivCommon + strings.Join(m.texts, "")
+	text := common + halfCommon + fdivCommon + sumsCommon + strings.Join(m.texts, "")
 	h := sha256.Sum256([]byte(text))
 	s := &source{name: "fused-" + hex.EncodeToString(h[:8]) + ".cu", text: text}
 	genSources.byNames[names] = s
@@ -1198,7 +1284,7 @@ func (m *genModule) finish() *source {
 // nodes are always safe (they read their inputs where the plan puts
 // them, and no output of a step overlaps its inputs). It returns the
 // nodes whose launches changed.
-func (fz *fusion) checkGroups(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index []int) []int {
+func (fz *fusion) checkGroups(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index, scratchOf []int) []int {
 	var work, rebuild []int
 	for gi, e := range fz.groups {
 		if len(e.nodes) > 1 {
@@ -1216,10 +1302,10 @@ func (fz *fusion) checkGroups(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index
 	for len(work) > 0 {
 		gi := work[len(work)-1]
 		work = work[:len(work)-1]
-		if fz.safe(g, p, pl, index, pos, gi) {
+		if fz.safe(g, p, pl, index, pos, scratchOf, gi) {
 			continue
 		}
-		if x := fz.dropAliased16(g, pl, index, gi); len(x) > 0 && fz.safe(g, p, pl, index, pos, gi) {
+		if x := fz.dropAliased16(g, pl, index, gi); len(x) > 0 && fz.safe(g, p, pl, index, pos, scratchOf, gi) {
 			// Read as float32 (the GEMM writes float32) the inputs in
 			// the very slot the sink writes: every kernel that reads
 			// them, and their GEMMs, are built again.
@@ -1347,8 +1433,9 @@ func (fz *fusion) dropAliased16(g *ir.Graph, pl *plan.Plan, index []int, gi int)
 // safe reports whether group gi's kernel, run at its sink's place in the
 // schedule (pos: each node's), reads only bytes that no step since the
 // group's first node has written, and writes none that it reads but its
-// own flat element.
-func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index, pos []int, gi int) bool {
+// own flat element. The parts of a split product it adds up are read in
+// their node's scratch (scratchOf: by node).
+func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index, pos, scratchOf []int, gi int) bool {
 	e := fz.groups[gi]
 	k, _, err := fz.describe(g, e.nodes)
 	if err != nil {
@@ -1367,6 +1454,15 @@ func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index, pos [
 	var ins [][2]int64
 	var flat, h16 []bool
 	for xi, x := range k.ext {
+		if sp, ok := fz.parts[x]; ok {
+			if sp.node >= len(scratchOf) || scratchOf[sp.node] < 0 {
+				return false
+			}
+			ins = append(ins, rangeOf(scratchOf[sp.node]))
+			flat = append(flat, false)
+			h16 = append(h16, false)
+			continue
+		}
 		if !g.Tensor(x).IsConst() {
 			ins = append(ins, rangeOf(index[x]))
 			flat = append(flat, k.flat[xi] || fz.flat16(g, x, y))

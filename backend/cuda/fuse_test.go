@@ -225,9 +225,15 @@ func TestAnalyzeFusion(t *testing.T) {
 				t.Errorf("%s: block output held in 16 bits: %v", prec, fz.half[y1])
 			}
 		}
-		// The NVRTC GEMM adds its own bias: nothing is left to readers.
-		if fz := analyzeFusion(g.g, false, nil, nil); len(fz.bias) != 0 {
-			t.Errorf("without cuBLAS: %d biases left to readers", len(fz.bias))
+		// Without cuBLAS the readers add the bias too, and the parts of
+		// a product split in K (fusion.sums), in float32; under 16-bit
+		// products berth's GEMM adds its own bias.
+		if fz := analyzeFusion(g.g, false, nil, nil); len(fz.bias) != 4 || len(fz.sums) != 4 {
+			t.Errorf("without cuBLAS: %d biases left to readers, %d outputs summed by them; want 4 and 4", len(fz.bias), len(fz.sums))
+		}
+		h := &halves{prec: BF16, shadow: map[ir.TensorID]int{}}
+		if fz := analyzeFusion(g.g, false, h, acceptsHalf(g.g, 1, h)); len(fz.bias) != 0 || len(fz.sums) != 0 {
+			t.Errorf("without cuBLAS, BF16: %d biases left to readers, %d outputs summed by them; want none", len(fz.bias), len(fz.sums))
 		}
 	})
 	t.Run("layer norm before products", func(t *testing.T) {
@@ -321,6 +327,7 @@ func TestFusedDescKeys(t *testing.T) {
 		{"half", func(d *fusedDesc) { d.half = true }},
 		{"mode", func(d *fusedDesc) { d.mode = 2 }},
 		{"an input's width", func(d *fusedDesc) { d.exts[0].h16 = true }},
+		{"an input's parts", func(d *fusedDesc) { d.exts[0].sums = true }},
 		{"flat", func(d *fusedDesc) { d.exts[1].flat = true }},
 		{"a term's division", func(d *fusedDesc) { d.exts[1].index[1].div = true }},
 		{"a term's remainder", func(d *fusedDesc) { d.exts[1].index[0].mod = true }},
@@ -491,7 +498,7 @@ func TestCheckGroups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fz.checkGroups(g.g, p, pl, index)
+		fz.checkGroups(g.g, p, pl, index, plan.ScratchTensors(p, index, scratch))
 		if gi == 0 && fz.splits != 0 {
 			// The GELU's kernel reads the first product's bfloat16
 			// output flat from the very slot where it writes its own
