@@ -1107,13 +1107,13 @@ func divisorMagic(d uint32) (m, s uint32) {
 const sumsCommon = `
 template <typename I> __device__ __forceinline__ float sum_parts(const float* p, const I o, const int s, const I mn) {
 	float v = 0.f;
-	for (int j = 0; j < s; j++) v += p[(I)j * mn + o];
+	for (int j = 0; j < s; j++) v += p[(u64)j * mn + o];
 	return v;
 }
 template <typename I> __device__ __forceinline__ float4 sum_parts4(const float4* p, const I q, const int s, const I mn4) {
 	float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 	for (int j = 0; j < s; j++) {
-		const float4 t = p[(I)j * mn4 + q];
+		const float4 t = p[(u64)j * mn4 + q];
 		v.x += t.x; v.y += t.y; v.z += t.z; v.w += t.w;
 	}
 	return v;
