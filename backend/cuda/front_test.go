@@ -57,6 +57,21 @@ func resNetShapes() [][]int64 {
 	return append(s, []int64{1, 3, 320, 168}, []int64{1, 3, 168, 320}, []int64{1, 3, 200, 256}, []int64{1, 3, 248, 176})
 }
 
+// reinferredAt is the shape-generic graph gen re-inferred at each of
+// shapes (of its one input), as an open model does at a new shape.
+func reinferredAt(t testing.TB, gen *ir.Graph, shapes [][]int64) []*ir.Graph {
+	t.Helper()
+	var graphs []*ir.Graph
+	for _, s := range shapes {
+		g, err := passes.Reinfer(gen, [][]int64{s})
+		if err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+		graphs = append(graphs, g)
+	}
+	return graphs
+}
+
 // refitCase is a shape-generic model, its bound and shapes within it.
 type refitCase struct {
 	name   string
@@ -207,14 +222,7 @@ func TestGemmSplitAtBound(t *testing.T) {
 // bound's refit.
 func BenchmarkFrontAtShapes(b *testing.B) {
 	gen := preparedAt(b, "", resNet50(), []int64{1, 3, 320, 320})
-	var graphs []*ir.Graph
-	for _, s := range resNetShapes() {
-		g, err := passes.Reinfer(gen, [][]int64{s})
-		if err != nil {
-			b.Fatal(err)
-		}
-		graphs = append(graphs, g)
-	}
+	graphs := reinferredAt(b, gen, resNetShapes())
 	for _, tc := range []struct {
 		name string
 		t    target
@@ -251,14 +259,7 @@ func BenchmarkFrontAtShapes(b *testing.B) {
 func BenchmarkCompileAtShapes(b *testing.B) {
 	requireGPU(b)
 	gen := preparedAt(b, "", resNet50(), []int64{1, 3, 320, 320})
-	var graphs []*ir.Graph
-	for _, s := range resNetShapes() {
-		g, err := passes.Reinfer(gen, [][]int64{s})
-		if err != nil {
-			b.Fatal(err)
-		}
-		graphs = append(graphs, g)
-	}
+	graphs := reinferredAt(b, gen, resNetShapes())
 	for _, c := range []struct {
 		name   string
 		noBLAS bool

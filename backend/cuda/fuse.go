@@ -225,28 +225,26 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 	for _, e := range fz.groups {
 		slices.Sort(e.nodes)
 	}
+	// generated reports whether only generated kernels read y, a float32
+	// tensor that is no graph output.
+	generated := func(y ir.TensorID) bool {
+		r := cons[y]
+		all := len(r) > 0 && !isOut[y] && g.Tensor(y).DType == ir.Float32
+		for _, c := range r {
+			all = all && fz.group[c] >= 0
+		}
+		return all
+	}
 	// Conv biases left to the readers: with cuBLAS, which would need C
 	// filled with them first; on berth's own GEMM, where the readers
 	// also add up the parts of a product split in K (fusion.parts).
 	if blas || hs == nil {
 		for i := range g.Nodes {
 			b, ok := convBiasOf(g, i)
-			if !ok {
-				continue
-			}
-			y := g.Nodes[i].Outputs[0]
-			r := cons[y]
-			if len(r) == 0 || isOut[y] {
-				continue
-			}
-			all := true
-			for _, c := range r {
-				all = all && fz.group[c] >= 0
-			}
-			if all {
+			if y := g.Nodes[i].Outputs; ok && generated(y[0]) {
 				fz.bias[i] = b
-				fz.leaf[y] = i
-				fz.sums[y] = !blas && g.Tensor(y).DType == ir.Float32
+				fz.leaf[y[0]] = i
+				fz.sums[y[0]] = !blas
 			}
 		}
 	}
@@ -255,16 +253,9 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 		// generated kernels.
 		for i := range g.Nodes {
 			n := &g.Nodes[i]
-			if n.Op != "Conv" || !n.DefaultDomain() || len(n.Outputs) != 1 || len(n.Inputs) > 2 && n.Inputs[2] != ir.NoTensor {
-				continue
+			if n.Op == "Conv" && n.DefaultDomain() && len(n.Outputs) == 1 && (len(n.Inputs) < 3 || n.Inputs[2] == ir.NoTensor) {
+				fz.sums[n.Outputs[0]] = generated(n.Outputs[0])
 			}
-			y := n.Outputs[0]
-			r := cons[y]
-			all := len(r) > 0 && !isOut[y] && g.Tensor(y).DType == ir.Float32
-			for _, c := range r {
-				all = all && fz.group[c] >= 0
-			}
-			fz.sums[y] = all
 		}
 	}
 	if hs == nil {
@@ -279,13 +270,7 @@ func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.
 			if (n.Op != "MatMul" && n.Op != "Conv" && !lt) || len(n.Outputs) != 1 {
 				continue
 			}
-			y := n.Outputs[0]
-			r := cons[y]
-			ok := len(r) > 0 && !isOut[y] && g.Tensor(y).DType == ir.Float32
-			for _, c := range r {
-				ok = ok && fz.group[c] >= 0
-			}
-			if ok && fz.gemm16(g, i, hs) {
+			if y := n.Outputs[0]; generated(y) && fz.gemm16(g, i, hs) {
 				fz.out16[y] = true
 			}
 		}
