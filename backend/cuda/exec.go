@@ -265,7 +265,18 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 			return nil, err
 		}
 	}
-	if len(constAt) > 0 || len(extraAt) > 0 {
+	// Where the store has every copy already (a model's plans at other
+	// shapes made them), no trip to the device's thread.
+	missing := false
+	for id := range constAt {
+		p, ok := opts.Weights.placed(g.Tensor(id).Data, FP32, krscForm{})
+		constAt[id], missing = p, missing || !ok
+	}
+	for i := range extraAt {
+		p, ok := opts.Weights.placed(hs.from[i], hs.prec, hs.form[i])
+		extraAt[i], missing = p, missing || !ok
+	}
+	if missing {
 		err := d.Do(func() error {
 			for id := range constAt {
 				data := g.Tensor(id).Data
@@ -376,7 +387,11 @@ func Compile(g *ir.Graph, opts Options) (exe *Executable, err error) {
 		e.outputs[k] = output{off: pl.Offsets[index[id]], bytes: t.Bytes()}
 	}
 
-	// Upload the weights, one allocation for all.
+	// Upload the weights, one allocation for all (none where a store holds
+	// them all: no trip to the device's thread).
+	if wsize == 0 {
+		return e, nil
+	}
 	err = d.Do(func() error {
 		w, err := driver.Alloc(wsize)
 		if err != nil {
@@ -761,6 +776,9 @@ func (e *Executable) Close() error {
 	e.closed = true
 	w := e.weights
 	e.weights = 0
+	if w == 0 {
+		return nil
+	}
 	return e.dev.Do(func() error { return driver.Free(w) })
 }
 
@@ -770,6 +788,7 @@ type Session struct {
 	lane    *Lane
 	ownLane bool // made by NewSession: Close closes the lane too
 	runs    int  // runs so far (the second captures the graph)
+	pending bool // a run queued work it did not wait for (it failed)
 	// noCapture is set when capture failed: the session launches one
 	// by one.
 	noCapture bool
@@ -1094,6 +1113,9 @@ type libraryCall interface {
 // adds it.
 func (s *Session) planLibraries() error {
 	e := s.exe
+	if !slices.ContainsFunc(e.steps, func(st step) bool { return st.planned() }) {
+		return nil // no trip to the device's thread
+	}
 	err := e.dev.Do(func() error {
 		for i, st := range e.steps {
 			if !st.planned() {
@@ -1164,6 +1186,9 @@ func (s *Session) planLibraries() error {
 func (s *Session) closeLibraries() {
 	libs := s.libs
 	s.libs = nil
+	if libs == nil {
+		return
+	}
 	s.exe.dev.Do(func() error {
 		for _, p := range libs {
 			if p != nil {
@@ -1281,6 +1306,7 @@ func (s *Session) launchAll() error {
 		}
 	}
 	s.runs++
+	s.pending = true
 	if s.graph != 0 {
 		if err := s.graph.LaunchWith(s.stream, s.hot); err != nil {
 			return fmt.Errorf("launching the graph: %w", err)
@@ -1291,6 +1317,7 @@ func (s *Session) launchAll() error {
 	if err := s.stream.SynchronizeWith(s.hot); err != nil {
 		return err
 	}
+	s.pending = false
 	for i, o := range s.exe.outputs {
 		if o.data != nil {
 			// A constant output: the staging may be shared (Lane).
@@ -1534,7 +1561,12 @@ func (s *Session) Close() error {
 	s.closed = true
 	g, st := s.graph, s.stream
 	s.graph = 0
-	err := s.exe.dev.Do(func() error { return errors.Join(g.Destroy(), st.Synchronize()) })
+	var err error
+	if g != 0 || s.pending {
+		// (Else no work of the session is left queued: each run that
+		// did not fail waited for its own before it returned.)
+		err = s.exe.dev.Do(func() error { return errors.Join(g.Destroy(), st.Synchronize()) })
+	}
 	s.closeLibraries()
 	if s.ownLane {
 		err = errors.Join(err, s.lane.Close())

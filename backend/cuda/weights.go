@@ -66,6 +66,19 @@ func (w *WeightStore) holds(b []byte) bool {
 	return false
 }
 
+// placed returns the device copy of src converted as prec and form say
+// where place has made it, without the device's thread.
+func (w *WeightStore) placed(src []byte, prec Precision, form krscForm) (driver.Ptr, bool) {
+	if w == nil {
+		return 0, false
+	}
+	k := weightKey{src: unsafe.SliceData(src), n: len(src), prec: prec, form: form}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.blocks[k]
+	return p, ok && !w.closed
+}
+
 // place returns the device copy of src converted as prec and form say
 // (FP32: as it is), made by make the first time. It runs on the owner
 // thread.
