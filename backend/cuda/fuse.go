@@ -74,6 +74,10 @@ type fusion struct {
 	// product did (set as the product is built, before its readers).
 	sums  map[ir.TensorID]bool
 	parts map[ir.TensorID]splitParts
+	// described holds, by sink, each group's kernel as its build
+	// described it, for checkGroups to read again (while the group and
+	// the decisions it reads are as they were).
+	described map[int]*fusedKernel
 }
 
 // splitParts is where a product split in count parts left them: at off
@@ -186,7 +190,8 @@ func convBiasOf(g *ir.Graph, i int) (ir.TensorID, bool) {
 // if t is held so.
 func analyzeFusion(g *ir.Graph, blas bool, hs *halves, accepts func(i int, t ir.TensorID) bool) *fusion {
 	fz := &fusion{group: make([]int, len(g.Nodes)), bias: map[int]ir.TensorID{}, leaf: map[ir.TensorID]int{}, half: map[ir.TensorID]bool{},
-		out16: map[ir.TensorID]bool{}, gen: &genModule{}, sums: map[ir.TensorID]bool{}, parts: map[ir.TensorID]splitParts{}}
+		out16: map[ir.TensorID]bool{}, gen: &genModule{}, sums: map[ir.TensorID]bool{}, parts: map[ir.TensorID]splitParts{},
+		described: map[int]*fusedKernel{}}
 	if hs != nil {
 		fz.mode, fz.reciprocal = halfMode(hs.prec), true
 	}
@@ -484,6 +489,7 @@ func buildFused(c *buildContext, fz *fusion) error {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
+	fz.described[c.node] = k
 	name := fz.gen.addText(k.kernelText)
 	n := k.n
 	if n%4 == 0 {
@@ -496,6 +502,7 @@ func buildFused(c *buildContext, fz *fusion) error {
 // fusedKernel is the generated kernel of a set of nodes.
 type fusedKernel struct {
 	*kernelText               // the kernel (nil from describe)
+	nodes       []int         // the nodes it computes
 	ext         []ir.TensorID // the external non-scalar inputs, in argument order
 	flat        []bool        // per ext: read at the output's own index, as float32 (so the output may be the same slot)
 	n           int64         // elements of the output
@@ -581,20 +588,28 @@ func (d *fusedDesc) key() string {
 func (fz *fusion) describe(g *ir.Graph, nodes []int) (*fusedKernel, *fusedDesc, error) {
 	sink := &g.Nodes[nodes[len(nodes)-1]]
 	yt := g.Tensor(sink.Outputs[0])
-	k := &fusedKernel{n: yt.Shape.Elements()}
-	d := &fusedDesc{wide: k.n > math.MaxInt32, half: fz.half[sink.Outputs[0]], mode: fz.mode}
-	vars := map[ir.TensorID]string{}
+	k := &fusedKernel{n: yt.Shape.Elements(), nodes: nodes, args: make([]arg, 0, 4*len(nodes)+2)}
+	d := &fusedDesc{wide: k.n > math.MaxInt32, half: fz.half[sink.Outputs[0]], mode: fz.mode, body: make([]string, 0, len(nodes))}
+	// vars names each value the kernel has: the nodes' outputs, then the
+	// inputs and constants as they come (a group has a few of each).
+	type named struct {
+		id   ir.TensorID
+		name string
+	}
+	vars := make([]named, len(nodes), 2*len(nodes)+2)
 	for j, ni := range nodes {
-		vars[g.Nodes[ni].Outputs[0]] = "v" + strconv.Itoa(j)
+		vars[j] = named{g.Nodes[ni].Outputs[0], "v" + strconv.Itoa(j)}
 	}
 	val := func(id ir.TensorID) string {
-		if v, ok := vars[id]; ok {
-			return v
+		for _, v := range vars {
+			if v.id == id {
+				return v.name
+			}
 		}
 		t := g.Tensor(id)
 		if t.IsConst() && t.Shape.Elements() == 1 {
 			v := fmt.Sprintf("__int_as_float(0x%08x)", binary.LittleEndian.Uint32(t.Data))
-			vars[id] = v
+			vars = append(vars, named{id, v})
 			return v
 		}
 		x := extDesc{h16: fz.out16[id] || fz.half[id]}
@@ -630,12 +645,13 @@ func (fz *fusion) describe(g *ir.Graph, nodes []int) (*fusedKernel, *fusedDesc, 
 		}
 		v := "x" + strconv.Itoa(len(d.exts))
 		d.exts = append(d.exts, x)
-		vars[id] = v
+		vars = append(vars, named{id, v})
 		return v
 	}
+	var ops []string
 	for _, ni := range nodes {
 		n := &g.Nodes[ni]
-		var ops []string
+		ops = ops[:0]
 		for _, id := range n.Inputs {
 			ops = append(ops, val(id))
 		}
@@ -1125,7 +1141,7 @@ func opExpr(n *ir.Node, ops []string) (string, error) {
 	}
 	switch n.Op {
 	case "Relu":
-		return fmt.Sprintf("fmaxf(%s, 0.f)", v), nil
+		return "fmaxf(" + v + ", 0.f)", nil
 	case "LeakyRelu":
 		return fmt.Sprintf("(%s >= 0.f ? %s : %s * %s)", v, v, floatLit(at.Float("alpha", 0.01)), v), nil
 	case "Sigmoid":
@@ -1169,13 +1185,13 @@ func opExpr(n *ir.Node, ops []string) (string, error) {
 	a, b := ops[0], ops[1]
 	switch n.Op {
 	case "Add":
-		return fmt.Sprintf("(%s + %s)", a, b), nil
+		return "(" + a + " + " + b + ")", nil
 	case "Sub":
-		return fmt.Sprintf("(%s - %s)", a, b), nil
+		return "(" + a + " - " + b + ")", nil
 	case "Mul":
-		return fmt.Sprintf("(%s * %s)", a, b), nil
+		return "(" + a + " * " + b + ")", nil
 	case "Div":
-		return fmt.Sprintf("(%s / %s)", a, b), nil
+		return "(" + a + " / " + b + ")", nil
 	case "Pow":
 		return fmt.Sprintf("powf(%s, %s)", a, b), nil
 	case "Max":
@@ -1290,7 +1306,11 @@ func (fz *fusion) checkGroups(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index
 		if fz.safe(g, p, pl, index, pos, scratchOf, gi) {
 			continue
 		}
-		if x := fz.dropAliased16(g, pl, index, gi); len(x) > 0 && fz.safe(g, p, pl, index, pos, scratchOf, gi) {
+		x := fz.dropAliased16(g, pl, index, gi)
+		if len(x) > 0 {
+			clear(fz.described) // the kernels read other widths now
+		}
+		if len(x) > 0 && fz.safe(g, p, pl, index, pos, scratchOf, gi) {
 			// Read as float32 (the GEMM writes float32) the inputs in
 			// the very slot the sink writes: every kernel that reads
 			// them, and their GEMMs, are built again.
@@ -1339,6 +1359,7 @@ func (fz *fusion) checkGroups(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index
 		// that gives the sink's result exactly.
 		if t, ok := fz.exactHalfInput(g, e.sink(), cons); ok && slices.Contains(rest, g.Tensor(t).Producer) {
 			fz.half[t] = true
+			clear(fz.described)
 		}
 	}
 	slices.Sort(rebuild)
@@ -1422,9 +1443,12 @@ func (fz *fusion) dropAliased16(g *ir.Graph, pl *plan.Plan, index []int, gi int)
 // their node's scratch (scratchOf: by node).
 func (fz *fusion) safe(g *ir.Graph, p *plan.Problem, pl *plan.Plan, index, pos, scratchOf []int, gi int) bool {
 	e := fz.groups[gi]
-	k, _, err := fz.describe(g, e.nodes)
-	if err != nil {
-		return false
+	k, ok := fz.described[e.sink()]
+	if !ok || !slices.Equal(k.nodes, e.nodes) {
+		var err error
+		if k, _, err = fz.describe(g, e.nodes); err != nil {
+			return false
+		}
 	}
 	first, last := len(pl.Order), -1
 	for _, ni := range e.nodes {
