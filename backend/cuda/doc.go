@@ -12,7 +12,9 @@
 // arithmetic unless Options.Precision asks for TF32) where it is
 // installed and the strides fit; elsewhere to berth's own tiled SGEMM
 // (128×128 tiles, or 64×64 and K split in parts where the product has too
-// few tiles for the GPU, whose parts one more launch adds).
+// few tiles for the GPU, whose parts one more launch adds, or, for a Conv
+// whose output only generated kernels read, those kernels as they load
+// it).
 // Under Options.Precision BF16 or F16 those GEMMs run through
 // cublasGemmStridedBatchedEx on 16-bit operands with float32 accumulation
 // and a float32 result: each constant operand gets a 16-bit shadow copy in
@@ -26,7 +28,8 @@
 // intermediates no one else reads run as one generated NVRTC kernel
 // (GELU's chain with its bias Add, a bias and a residual Add, a Conv's Add
 // and Relu), a Conv on the GEMM path leaves its bias to the kernels that
-// read its output (no fill of C before a beta = 1 GEMM), and under BF16 or
+// read its output (on cuBLAS: no fill of C before a beta = 1 GEMM; on
+// berth's GEMM, with the parts of its split product), and under BF16 or
 // F16 a tensor read only by cuBLAS GEMMs (directly or through a
 // Reshape-like view) is written in 16 bits by its producer (a generated
 // kernel, a Transpose, a Softmax, a LayerNorm read by GEMMs alone, an
