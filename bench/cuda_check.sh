@@ -14,7 +14,9 @@
 #   decode   BenchmarkCUDADecode on the 1.1B F16 and Q4_0 files, then
 #            bench/cuda_llm.sh (berth generate against torch.compile)
 #   shapes   BenchmarkCUDAOpenShapes on ResNet-50 with open batch, height
-#            and width within 1×320×320 (seen, parts, new)
+#            and width within 1×320×320 (seen, parts, new, pairs), then
+#            cuda.test's BenchmarkCompileAtShapes (a new shape's compile,
+#            session and first runs, part by part)
 #   torch    bench/cuda_vs_torch.sh at batch 1 (fp32) with its torch.compile
 #            columns: issue 31's first table
 #   conv     the implicit-GEMM convolution (BERTH_CUDA_CONV=implicit):
@@ -140,6 +142,8 @@ for s in $sections; do
 		BERTH_CUDA_OPEN="$corpus/resnet50_open.onnx" BERTH_CUDA_OPEN_BOUND=batch=1,height=320,width=320 \
 			timeout 150 "$bin/root.test" -test.run '^$' -test.bench CUDAOpenShapes -test.benchtime 20x \
 			${PROFDIR:+-test.cpuprofile "$PROFDIR/shapes.prof"} 2>&1 | grep -E '^Benchmark|FAIL|panic'
+		(cd backend/cuda && timeout 100 "$bin/cuda.test" -test.run '^$' -test.bench CompileAtShapes -test.benchtime 50x 2>&1 |
+			grep -E '^Benchmark|FAIL|panic')
 		;;
 	torch)
 		PRECISIONS=fp32 timeout 500 bench/cuda_vs_torch.sh "$bin/berth" /tmp/cvt 2>&1 | grep -v '^$' | tail -20
