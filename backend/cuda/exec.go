@@ -577,7 +577,7 @@ func front(g *ir.Graph, opts Options, t target) (*compiled, error) {
 		}
 		// A group split there may read a product's parts at a step of
 		// its own, before the sink the plan keeps them for.
-		if err := scratchesLive(f.p, f.pl, f.built, f.scratchOf); err != nil {
+		if err := scratchesLive(f.pl, f.built, f.scratchOf); err != nil {
 			return nil, err
 		}
 		if src := fz.gen.finish(); src != nil {
@@ -643,11 +643,11 @@ func readScratches(p *plan.Problem, built []*buildContext, scratchOf []int) erro
 }
 
 // scratchesLive checks that each launch reading another node's scratch
-// (argScratchOf) runs after that node and no later than a step of p whose
-// inputs hold the scratch (readScratches), so that the plan pl keeps it
-// as that node left it until the read.
-func scratchesLive(p *plan.Problem, pl *plan.Plan, built []*buildContext, scratchOf []int) error {
-	pos := make([]int, len(p.Steps))
+// (argScratchOf) runs after that node wrote it and while the plan pl
+// keeps its slot (pl.Start and pl.End: readScratches made a later step
+// read it), so that the launch reads it as that node left it.
+func scratchesLive(pl *plan.Plan, built []*buildContext, scratchOf []int) error {
+	pos := make([]int, len(built))
 	for q, s := range pl.Order {
 		pos[s] = q
 	}
@@ -657,12 +657,7 @@ func scratchesLive(p *plan.Problem, pl *plan.Plan, built []*buildContext, scratc
 				if a.kind != argScratchOf {
 					continue
 				}
-				t := scratchOf[a.node]
-				kept := false
-				for j := range p.Steps {
-					kept = kept || pos[j] >= pos[i] && slices.Contains(p.Steps[j].Inputs, t)
-				}
-				if !kept || pos[a.node] >= pos[i] {
+				if t := scratchOf[a.node]; pl.Start[t] >= pos[i] || pl.End[t] < pos[i] {
 					return fmt.Errorf("node %d: internal error: reads the scratch of node %d where the plan does not keep it", i, a.node)
 				}
 			}

@@ -338,7 +338,7 @@ func TestSplitPartsLeftToReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(name string, f *compiled) {
-		reduces, reads := 0, 0
+		reduces, reads, folded := 0, 0, f.folded()
 		for i, c := range f.built {
 			for _, l := range c.launches {
 				if l.kernel == "gemm_reduce" {
@@ -349,7 +349,7 @@ func TestSplitPartsLeftToReaders(t *testing.T) {
 						continue
 					}
 					reads++
-					if !f.folded()[a.node] {
+					if !folded[a.node] {
 						t.Errorf("%s: node %d reads the scratch of node %d, which left no parts there", name, i, a.node)
 					}
 				}
@@ -358,7 +358,7 @@ func TestSplitPartsLeftToReaders(t *testing.T) {
 		if len(f.fz.parts) < 30 || reads < len(f.fz.parts) || reduces > 1 {
 			t.Errorf("%s: %d products leave their parts, %d launches read them, %d gemm_reduce launches; want 30 or more, as many, at most one", name, len(f.fz.parts), reads, reduces)
 		}
-		if err := scratchesLive(f.p, f.pl, f.built, f.scratchOf); err != nil {
+		if err := scratchesLive(f.pl, f.built, f.scratchOf); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 		if err := plan.Verify(f.p, f.pl); err != nil {
